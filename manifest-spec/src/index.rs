@@ -1,0 +1,286 @@
+//! Registry index entries: one JSON line per published version, cargo sparse-index
+//! style, one file per package at [`index_path`].
+//!
+//! A line never changes after publication except its `yanked` flag
+//! ([`IndexEntry::check_update`]). Lines carry a schema version `v`; readers skip
+//! lines of a newer schema than they know, so old clients keep working when new
+//! fields appear.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use semver::{Version, VersionReq};
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{Field, KernelReq, Manifest};
+use crate::names::{ItemName, PackageName};
+use crate::types::{EndsPacket, Hook, IntType, Sha256Digest};
+
+/// The index schema version this crate writes.
+pub const INDEX_SCHEMA_VERSION: u32 = 1;
+
+/// Longest index line accepted, in bytes. A line summarizes one version's manifest,
+/// which is itself capped at 1 MiB.
+pub const MAX_INDEX_LINE: usize = 1024 * 1024;
+
+/// One published version of a package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "ebpkg index entry")]
+pub struct IndexEntry {
+    /// Schema version of this line; 1.
+    pub v: u32,
+    /// Package name, exactly as published.
+    pub name: PackageName,
+    /// The version.
+    #[schemars(with = "String")]
+    pub vers: Version,
+    /// Dependencies, sorted by name.
+    pub deps: Vec<IndexDependency>,
+    /// SHA-256 of the package archive.
+    pub cksum: Sha256Digest,
+    /// Whether the version is yanked: kept for existing lockfiles, never chosen anew.
+    pub yanked: bool,
+    /// The HIKe SDK requirement of the package's C code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub hike_sdk: Option<VersionReq>,
+    /// What the package needs from the kernel.
+    #[serde(default, skip_serializing_if = "KernelReq::is_empty")]
+    pub kernel: KernelReq,
+    /// The package's HIKe programs and their signatures.
+    #[serde(default)]
+    pub programs: Vec<ProgramSummary>,
+    /// The package's loaders and their configuration maps.
+    #[serde(default)]
+    pub loaders: Vec<LoaderSummary>,
+    /// The package's chain scripts.
+    #[serde(default)]
+    pub chains: Vec<ChainSummary>,
+    /// Programs of dependencies offered under this package's name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reexports: BTreeMap<PackageName, Vec<ItemName>>,
+}
+
+/// A dependency as the index records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexDependency {
+    pub name: PackageName,
+    /// The semver requirement.
+    #[schemars(with = "String")]
+    pub req: VersionReq,
+    /// The registry it comes from; `null` means the registry of this index.
+    pub registry: Option<String>,
+}
+
+/// A program's calling signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProgramSummary {
+    pub name: ItemName,
+    pub hook: Hook,
+    pub args: Vec<ArgSignature>,
+    /// The result's type; `null` when the program has no meaningful result.
+    pub returns: Option<IntType>,
+    pub ends_packet: EndsPacket,
+}
+
+/// One argument of a signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ArgSignature {
+    pub name: ItemName,
+    #[serde(rename = "type")]
+    pub ty: IntType,
+}
+
+/// A loader and the layouts of its configuration maps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LoaderSummary {
+    pub name: ItemName,
+    pub hook: Hook,
+    pub maps: Vec<MapLayout>,
+}
+
+/// A configuration map's key and value layouts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MapLayout {
+    pub name: ItemName,
+    pub key: Vec<Field>,
+    pub value: Vec<Field>,
+}
+
+/// A chain script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ChainSummary {
+    pub name: ItemName,
+}
+
+/// Why an index line or file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("line {line}: {message}")]
+    Invalid { line: usize, message: String },
+    #[error("line {line}: version {version} of `{name}` is listed twice")]
+    DuplicateVersion { line: usize, name: String, version: Version },
+    #[error("line {line}: entry is for package `{found}`, but this is the index file of `{expected}`")]
+    WrongPackage { line: usize, expected: String, found: String },
+    #[error("{name}@{version}: published index entries are immutable; only `yanked` may change (field `{field}` differs)")]
+    Immutable { name: String, version: Version, field: &'static str },
+}
+
+impl IndexEntry {
+    /// The entry for a manifest whose archive has digest `cksum`.
+    pub fn from_manifest(manifest: &Manifest, cksum: Sha256Digest) -> Self {
+        IndexEntry {
+            v: INDEX_SCHEMA_VERSION,
+            name: manifest.package.name.clone(),
+            vers: manifest.package.version.clone(),
+            deps: manifest
+                .dependencies
+                .iter()
+                .map(|(name, d)| IndexDependency { name: name.clone(), req: d.version.clone(), registry: d.registry.clone() })
+                .collect(),
+            cksum,
+            yanked: false,
+            hike_sdk: manifest.package.hike_sdk.clone(),
+            kernel: manifest.package.kernel.clone(),
+            programs: manifest
+                .programs
+                .iter()
+                .map(|p| ProgramSummary {
+                    name: p.name.clone(),
+                    hook: p.hook,
+                    args: p.args.iter().map(|a| ArgSignature { name: a.name.clone(), ty: a.ty }).collect(),
+                    returns: p.returns.as_ref().map(|r| r.ty),
+                    ends_packet: p.ends_packet,
+                })
+                .collect(),
+            loaders: manifest
+                .loaders
+                .iter()
+                .map(|l| LoaderSummary {
+                    name: l.name.clone(),
+                    hook: l.hook,
+                    maps: l
+                        .maps
+                        .iter()
+                        .map(|m| MapLayout { name: m.name.clone(), key: m.key.clone(), value: m.value.clone() })
+                        .collect(),
+                })
+                .collect(),
+            chains: manifest.chains.iter().map(|c| ChainSummary { name: c.name.clone() }).collect(),
+            reexports: manifest.reexports.clone(),
+        }
+    }
+
+    /// The entry as one line of JSON (no trailing newline). Field order is fixed, so
+    /// the same entry always gives the same bytes.
+    pub fn to_line(&self) -> String {
+        // Only strings, numbers, booleans, arrays and string-keyed maps: cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Parses one line. Lines of a newer schema give `Ok(None)`: skip them.
+    pub fn parse_line(line: &str) -> Result<Option<IndexEntry>, String> {
+        if line.len() > MAX_INDEX_LINE {
+            return Err(format!("line is longer than {MAX_INDEX_LINE} bytes"));
+        }
+        #[derive(Deserialize)]
+        struct Schema {
+            v: u32,
+        }
+        let schema: Schema = serde_json::from_str(line).map_err(|e| format!("not an index entry: {e}"))?;
+        if schema.v > INDEX_SCHEMA_VERSION {
+            return Ok(None);
+        }
+        if schema.v == 0 {
+            return Err("schema version `v` must be at least 1".into());
+        }
+        serde_json::from_str(line).map(Some).map_err(|e| format!("not an index entry: {e}"))
+    }
+
+    /// Checks that `new` may replace `self` in the index: same everything except
+    /// `yanked`.
+    pub fn check_update(&self, new: &IndexEntry) -> Result<(), IndexError> {
+        let mut a = self.clone();
+        a.yanked = new.yanked;
+        if a == *new {
+            return Ok(());
+        }
+        let field = match () {
+            _ if a.name != new.name => "name",
+            _ if a.vers != new.vers => "vers",
+            _ if a.cksum != new.cksum => "cksum",
+            _ if a.deps != new.deps => "deps",
+            _ if a.programs != new.programs => "programs",
+            _ if a.loaders != new.loaders => "loaders",
+            _ if a.chains != new.chains => "chains",
+            _ if a.kernel != new.kernel => "kernel",
+            _ if a.hike_sdk != new.hike_sdk => "hike_sdk",
+            _ if a.reexports != new.reexports => "reexports",
+            _ => "v",
+        };
+        Err(IndexError::Immutable { name: self.name.to_string(), version: self.vers.clone(), field })
+    }
+}
+
+/// Parses the index file of package `name`: one entry per line, blank lines
+/// ignored, lines of newer schemas skipped. Versions must be unique and every line
+/// must be about `name`.
+pub fn parse_index_file(name: &str, text: &str) -> Result<Vec<IndexEntry>, IndexError> {
+    let mut out: Vec<IndexEntry> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some(entry) =
+            IndexEntry::parse_line(line).map_err(|message| IndexError::Invalid { line: line_no, message })?
+        else {
+            continue;
+        };
+        if crate::names::normalize(entry.name.as_str()) != crate::names::normalize(name) {
+            return Err(IndexError::WrongPackage {
+                line: line_no,
+                expected: name.to_owned(),
+                found: entry.name.to_string(),
+            });
+        }
+        if out.iter().any(|e| e.vers == entry.vers) {
+            return Err(IndexError::DuplicateVersion { line: line_no, name: name.to_owned(), version: entry.vers });
+        }
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+/// The path of a package's index file inside the index, as cargo's sparse index
+/// lays it out: `1/a`, `2/ab`, `3/a/abc`, `me/te/meter`. Names are lowercased.
+pub fn index_path(name: &str) -> String {
+    let name = name.to_ascii_lowercase();
+    match name.len() {
+        0 => String::new(),
+        1 => format!("1/{name}"),
+        2 => format!("2/{name}"),
+        3 => format!("3/{}/{name}", &name[..1]),
+        _ => format!("{}/{}/{name}", &name[..2], &name[2..4]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_paths_follow_cargo() {
+        assert_eq!(index_path("a"), "1/a");
+        assert_eq!(index_path("ab"), "2/ab");
+        assert_eq!(index_path("net"), "3/n/net");
+        assert_eq!(index_path("Meter"), "me/te/meter");
+    }
+
+    #[test]
+    fn newer_schema_lines_are_skipped() {
+        assert!(IndexEntry::parse_line(r#"{"v":99,"whatever":true}"#).unwrap().is_none());
+        assert!(IndexEntry::parse_line(r#"{"v":0}"#).is_err());
+        assert!(IndexEntry::parse_line("not json").is_err());
+    }
+}

@@ -1,0 +1,21 @@
+//! The file formats of ebpkg, as SPEC.md describes them: the package manifest
+//! (`ebpkg.toml`), the lockfile (`ebpkg.lock`) and registry index lines.
+//!
+//! Everything here is pure: parsing, validating and writing text. Errors point at
+//! `file:line:col` and say how to fix the problem ([`Diagnostic`]).
+
+pub mod diagnostic;
+pub mod index;
+pub mod lockfile;
+pub mod manifest;
+pub mod names;
+pub mod schema;
+mod toml_input;
+pub mod types;
+
+pub use diagnostic::{Diagnostic, Diagnostics};
+pub use index::{IndexEntry, index_path};
+pub use lockfile::{LockedDependency, LockedPackage, Lockfile};
+pub use manifest::{Manifest, ManifestError};
+pub use names::{ItemName, PackageName};
+pub use toml_input::MAX_TOML_BYTES;

@@ -1,0 +1,320 @@
+//! `ebpkg.lock`: the exact set of packages a resolution chose.
+//!
+//! The file is written by [`Lockfile::to_toml_string`] only, in one canonical form:
+//! packages sorted by (name, version, source), dependencies sorted, fixed key order.
+//! Parsing that text and writing it again gives the same bytes, so a lockfile only
+//! changes in version control when the resolution changed.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use schemars::JsonSchema;
+use semver::Version;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::manifest::{ManifestError, read_capped};
+use crate::names::PackageName;
+use crate::toml_input;
+use crate::types::Sha256Digest;
+
+/// The file name of a lockfile.
+pub const LOCK_FILE: &str = "ebpkg.lock";
+
+/// The format version this crate reads and writes.
+pub const LOCK_VERSION: u32 = 1;
+
+const HEADER: &str = "# This file is written by ebpkg; do not edit it by hand.\n";
+
+/// A parsed lockfile. `packages` is kept in canonical order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lockfile {
+    packages: Vec<LockedPackage>,
+}
+
+/// One resolved package.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LockedPackage {
+    pub name: PackageName,
+    pub version: Version,
+    /// URL of the registry it came from.
+    pub source: String,
+    /// SHA-256 of the package archive.
+    pub checksum: Sha256Digest,
+    /// Id of the key that signed the archive, once signatures are checked.
+    pub signer: Option<String>,
+    /// The packages it depends on, as resolved; sorted.
+    pub dependencies: Vec<LockedDependency>,
+}
+
+/// A reference from one locked package to another.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LockedDependency {
+    pub name: PackageName,
+    pub version: Version,
+}
+
+impl std::fmt::Display for LockedDependency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.name, self.version)
+    }
+}
+
+/// The shape of `ebpkg.lock` as serde reads it; the JSON Schema is generated from it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ebpkg.lock")]
+pub(crate) struct RawLockfile {
+    /// Format version; this is version 1.
+    #[schemars(with = "u32")]
+    pub version: Spanned<u32>,
+    /// Resolved packages, sorted by name, version and source.
+    #[serde(default, rename = "package")]
+    pub packages: Vec<RawLockedPackage>,
+}
+
+/// A `[[package]]` of the lockfile.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLockedPackage {
+    /// Package name.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Exact version.
+    #[schemars(with = "String")]
+    pub version: Spanned<String>,
+    /// URL of the registry the archive came from.
+    #[schemars(with = "String")]
+    pub source: Spanned<String>,
+    /// SHA-256 of the package archive, 64 lowercase hex digits.
+    #[schemars(with = "String")]
+    pub checksum: Spanned<String>,
+    /// Id of the key that signed the archive.
+    pub signer: Option<String>,
+    /// Resolved dependencies as "name version", sorted.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub dependencies: Vec<Spanned<String>>,
+}
+
+impl Lockfile {
+    /// A lockfile holding `packages`, put in canonical order.
+    pub fn new(mut packages: Vec<LockedPackage>) -> Self {
+        for p in &mut packages {
+            p.dependencies.sort();
+            p.dependencies.dedup();
+        }
+        packages.sort();
+        packages.dedup();
+        Lockfile { packages }
+    }
+
+    /// The packages, in canonical order.
+    pub fn packages(&self) -> &[LockedPackage] {
+        &self.packages
+    }
+
+    /// The locked package with this name and version.
+    pub fn get(&self, name: &str, version: &Version) -> Option<&LockedPackage> {
+        self.packages.iter().find(|p| p.name.as_str() == name && &p.version == version)
+    }
+
+    /// The canonical text of the lockfile.
+    pub fn to_toml_string(&self) -> String {
+        let mut out = String::from(HEADER);
+        let _ = writeln!(out, "version = {LOCK_VERSION}");
+        for p in &self.packages {
+            out.push_str("\n[[package]]\n");
+            let _ = writeln!(out, "name = {}", quote(p.name.as_str()));
+            let _ = writeln!(out, "version = {}", quote(&p.version.to_string()));
+            let _ = writeln!(out, "source = {}", quote(&p.source));
+            let _ = writeln!(out, "checksum = {}", quote(&p.checksum.to_hex()));
+            if let Some(signer) = &p.signer {
+                let _ = writeln!(out, "signer = {}", quote(signer));
+            }
+            if !p.dependencies.is_empty() {
+                out.push_str("dependencies = [\n");
+                for d in &p.dependencies {
+                    let _ = writeln!(out, "    {},", quote(&d.to_string()));
+                }
+                out.push_str("]\n");
+            }
+        }
+        out
+    }
+
+    /// Parses lockfile text. `file` is the name used in errors.
+    pub fn parse(source: &str, file: &str) -> Result<Lockfile, Diagnostics> {
+        let source = toml_input::decode(source.as_bytes(), file)?;
+        let raw: RawLockfile = toml_input::from_str(source, file)?;
+        let mut diags = Vec::new();
+        let err = |span: std::ops::Range<usize>, m: String, h: &str| {
+            Diagnostic::new(file, source, span, m).with_help(h.to_owned())
+        };
+        if *raw.version.get_ref() != LOCK_VERSION {
+            let v = *raw.version.get_ref();
+            let help = if v > LOCK_VERSION {
+                "this lockfile was written by a newer ebpkg; upgrade ebpkg"
+            } else {
+                "delete ebpkg.lock and run `ebpkg lock` to write a new one"
+            };
+            return Err(err(raw.version.span(), format!("lockfile format version {v} is not supported (this ebpkg reads version {LOCK_VERSION})"), help).into());
+        }
+        let mut packages = Vec::new();
+        let mut dep_refs = Vec::new();
+        for p in raw.packages {
+            let name = PackageName::new(p.name.get_ref())
+                .map_err(|e| diags.push(err(p.name.span(), format!("package {e}"), "regenerate the lockfile with `ebpkg lock`")))
+                .ok();
+            let version = Version::parse(p.version.get_ref())
+                .map_err(|e| {
+                    diags.push(err(
+                        p.version.span(),
+                        format!("version \"{}\" is not semver: {e}", p.version.get_ref()),
+                        "regenerate the lockfile with `ebpkg lock`",
+                    ))
+                })
+                .ok();
+            let checksum = Sha256Digest::from_hex(p.checksum.get_ref())
+                .ok_or_else(|| {
+                    diags.push(err(
+                        p.checksum.span(),
+                        format!("checksum \"{}\" is not a SHA-256 digest", p.checksum.get_ref()),
+                        "regenerate the lockfile with `ebpkg lock`",
+                    ))
+                })
+                .ok();
+            if p.source.get_ref().is_empty() || url::Url::parse(p.source.get_ref()).is_err() {
+                diags.push(err(
+                    p.source.span(),
+                    format!("source \"{}\" is not a registry URL", p.source.get_ref()),
+                    "regenerate the lockfile with `ebpkg lock`",
+                ));
+            }
+            let mut dependencies = Vec::new();
+            for d in &p.dependencies {
+                match parse_dep_ref(d.get_ref()) {
+                    Some(dep) => {
+                        dep_refs.push((d.span(), dep.clone()));
+                        dependencies.push(dep);
+                    }
+                    None => diags.push(err(
+                        d.span(),
+                        format!("dependency \"{}\" is not \"<name> <version>\"", d.get_ref()),
+                        "regenerate the lockfile with `ebpkg lock`",
+                    )),
+                }
+            }
+            if let (Some(name), Some(version), Some(checksum)) = (name, version, checksum) {
+                let key = (name.clone(), version.clone());
+                if packages.iter().any(|q: &LockedPackage| (q.name.clone(), q.version.clone()) == key) {
+                    diags.push(err(
+                        p.name.span(),
+                        format!("package {} {} is listed twice", key.0, key.1),
+                        "regenerate the lockfile with `ebpkg lock`",
+                    ));
+                }
+                packages.push(LockedPackage {
+                    name,
+                    version,
+                    source: p.source.into_inner(),
+                    checksum,
+                    signer: p.signer,
+                    dependencies,
+                });
+            }
+        }
+        let present: BTreeSet<(String, Version)> =
+            packages.iter().map(|p| (p.name.to_string(), p.version.clone())).collect();
+        for (span, dep) in dep_refs {
+            if !present.contains(&(dep.name.to_string(), dep.version.clone())) {
+                diags.push(err(
+                    span,
+                    format!("dependency \"{dep}\" is not a package of this lockfile"),
+                    "the lockfile is incomplete; regenerate it with `ebpkg lock`",
+                ));
+            }
+        }
+        match Diagnostics::from_vec(diags) {
+            Some(d) => Err(d),
+            None => Ok(Lockfile::new(packages)),
+        }
+    }
+
+    /// Reads the lockfile at `path`.
+    pub fn load(path: &Path) -> Result<Lockfile, ManifestError> {
+        let bytes = read_capped(path)?;
+        let file = path.display().to_string();
+        let invalid = |diagnostics, source_text| ManifestError::Invalid { diagnostics, source_text };
+        let text = toml_input::decode(&bytes, &file).map_err(|d| invalid(d.into(), String::new()))?;
+        Lockfile::parse(text, &file).map_err(|d| invalid(d, text.to_owned()))
+    }
+}
+
+fn parse_dep_ref(s: &str) -> Option<LockedDependency> {
+    let (name, version) = s.split_once(' ')?;
+    Some(LockedDependency { name: PackageName::new(name).ok()?, version: Version::parse(version).ok()? })
+}
+
+/// A TOML basic string with the escapes TOML requires.
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkg(name: &str, version: &str, deps: &[(&str, &str)]) -> LockedPackage {
+        LockedPackage {
+            name: PackageName::new(name).unwrap(),
+            version: Version::parse(version).unwrap(),
+            source: "file:///srv/registry".into(),
+            checksum: Sha256Digest([7; 32]),
+            signer: None,
+            dependencies: deps
+                .iter()
+                .map(|(n, v)| LockedDependency { name: PackageName::new(n).unwrap(), version: Version::parse(v).unwrap() })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn canonical_text() {
+        let lock = Lockfile::new(vec![pkg("net", "1.0.0", &[]), pkg("ddos", "1.4.0", &[("net", "1.0.0")])]);
+        let text = lock.to_toml_string();
+        let digest = "07".repeat(32);
+        assert_eq!(
+            text,
+            format!(
+                "# This file is written by ebpkg; do not edit it by hand.\nversion = 1\n\n[[package]]\nname = \"ddos\"\nversion = \"1.4.0\"\nsource = \"file:///srv/registry\"\nchecksum = \"{digest}\"\ndependencies = [\n    \"net 1.0.0\",\n]\n\n[[package]]\nname = \"net\"\nversion = \"1.0.0\"\nsource = \"file:///srv/registry\"\nchecksum = \"{digest}\"\n"
+            )
+        );
+        assert_eq!(Lockfile::parse(&text, "ebpkg.lock").unwrap(), lock);
+    }
+
+    #[test]
+    fn newer_format_asks_for_upgrade() {
+        let e = Lockfile::parse("version = 2\n", "ebpkg.lock").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ebpkg.lock:1:11: lockfile format version 2 is not supported (this ebpkg reads version 1); this lockfile was written by a newer ebpkg; upgrade ebpkg"
+        );
+    }
+
+    #[test]
+    fn dangling_dependency_is_refused() {
+        let mut lock = Lockfile::new(vec![pkg("ddos", "1.4.0", &[("net", "1.0.0")])]).to_toml_string();
+        lock.push('\n');
+        let e = Lockfile::parse(&lock, "ebpkg.lock").unwrap_err();
+        assert!(e.to_string().contains("dependency \"net 1.0.0\" is not a package of this lockfile"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let e = Lockfile::parse("version = 1\n[[package]]\nnme = \"x\"\n", "ebpkg.lock").unwrap_err();
+        assert!(e.to_string().starts_with("ebpkg.lock:3:1: unknown key `nme`; did you mean `name`?"), "{e}");
+    }
+}

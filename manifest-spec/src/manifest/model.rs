@@ -1,0 +1,210 @@
+//! The validated manifest: every value here has passed the rules in SPEC.md.
+
+use std::collections::BTreeMap;
+
+use semver::{Version, VersionReq};
+use serde::Serialize;
+
+use crate::names::{ItemName, PackageName};
+use crate::types::{EndsPacket, FieldType, Hook, IntType, KernelVersion, RelPath, Sha256Digest};
+
+/// Most arguments a HIKe program takes (VM registers r1–r4).
+pub const MAX_PROGRAM_ARGS: usize = 4;
+
+/// A validated `ebpkg.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    pub package: Package,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub dependencies: BTreeMap<PackageName, Dependency>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reexports: BTreeMap<PackageName, Vec<ItemName>>,
+    #[serde(rename = "program", skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<Program>,
+    #[serde(rename = "loader", skip_serializing_if = "Vec::is_empty")]
+    pub loaders: Vec<Loader>,
+    #[serde(rename = "chain", skip_serializing_if = "Vec::is_empty")]
+    pub chains: Vec<Chain>,
+}
+
+/// The `[package]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Package {
+    pub name: PackageName,
+    pub version: Version,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// An SPDX expression, as written (it has been checked to parse).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub authors: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readme: Option<RelPath>,
+    #[serde(rename = "hike-sdk", skip_serializing_if = "Option::is_none")]
+    pub hike_sdk: Option<VersionReq>,
+    #[serde(skip_serializing_if = "KernelReq::is_empty")]
+    pub kernel: KernelReq,
+}
+
+/// What a package needs from the kernel.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct KernelReq {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub min: Option<KernelVersion>,
+    #[serde(rename = "program-types", skip_serializing_if = "Vec::is_empty", default)]
+    pub program_types: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub helpers: Vec<String>,
+}
+
+impl KernelReq {
+    /// True when the package states no requirement.
+    pub fn is_empty(&self) -> bool {
+        self.min.is_none() && self.program_types.is_empty() && self.helpers.is_empty()
+    }
+}
+
+/// A dependency's requirement and where to find it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dependency {
+    pub version: VersionReq,
+    /// The registry URL; `None` means the default registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+}
+
+/// Where a program's or loader's object comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prebuilt {
+    pub object: RelPath,
+    pub sha256: Sha256Digest,
+}
+
+/// A HIKe program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Program {
+    pub name: ItemName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<RelPath>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prebuilt: Option<Prebuilt>,
+    pub hook: Hook,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "ends-packet")]
+    pub ends_packet: EndsPacket,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub returns: Option<Returns>,
+    #[serde(rename = "arg", skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<Arg>,
+    #[serde(rename = "map", skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<MapDoc>,
+}
+
+/// A program argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Arg {
+    pub name: ItemName,
+    #[serde(rename = "type")]
+    pub ty: IntType,
+    pub doc: String,
+}
+
+/// A program's documented result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Returns {
+    #[serde(rename = "type")]
+    pub ty: IntType,
+    pub doc: String,
+}
+
+/// A documented map; `key`/`value` layouts are required for loader maps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MapDoc {
+    pub name: ItemName,
+    pub doc: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<Vec<Field>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Vec<Field>>,
+}
+
+/// A field of a map key or value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Field {
+    pub name: ItemName,
+    #[serde(rename = "type")]
+    pub ty: FieldType,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub doc: Option<String>,
+}
+
+/// A chain loader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Loader {
+    pub name: ItemName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<RelPath>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prebuilt: Option<Prebuilt>,
+    pub hook: Hook,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "map", skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<ConfigMap>,
+}
+
+/// A loader's configuration map, with the layouts chain scripts write into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigMap {
+    pub name: ItemName,
+    pub doc: String,
+    pub key: Vec<Field>,
+    pub value: Vec<Field>,
+}
+
+/// A chain script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Chain {
+    pub name: ItemName,
+    pub source: RelPath,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl Manifest {
+    /// The manifest as canonical TOML: keys in a fixed order, empty sections left
+    /// out. Parsing the result gives back an equal `Manifest`.
+    pub fn to_toml_string(&self) -> String {
+        // Every field is a string, integer, table or array of those: serializing
+        // cannot fail for these types.
+        toml::to_string(self).unwrap_or_else(|e| format!("# could not serialize manifest: {e}\n"))
+    }
+
+    /// Every item name this package defines or re-exports, for collision checks.
+    pub fn item_names(&self) -> impl Iterator<Item = &ItemName> {
+        self.programs
+            .iter()
+            .map(|p| &p.name)
+            .chain(self.loaders.iter().map(|l| &l.name))
+            .chain(self.chains.iter().map(|c| &c.name))
+            .chain(self.reexports.values().flatten())
+    }
+
+    /// The program with this name, if the package defines it.
+    pub fn program(&self, name: &str) -> Option<&Program> {
+        self.programs.iter().find(|p| p.name.as_str() == name)
+    }
+
+    /// The loader with this name, if the package defines it.
+    pub fn loader(&self, name: &str) -> Option<&Loader> {
+        self.loaders.iter().find(|l| l.name.as_str() == name)
+    }
+}

@@ -1,0 +1,317 @@
+//! Names of packages and of the things inside them.
+//!
+//! Package names follow crates.io: ASCII lowercase letters, digits, `-` and `_`,
+//! starting with a letter, 1–64 characters. Two names that differ only in case or in
+//! `-` versus `_` collide (see [`PackageName::normalized`]), because chain scripts
+//! write `from prog.my_pkg import …` for the package `my-pkg`.
+//!
+//! Item names (programs, loaders, chains, maps, arguments) are called from chain
+//! scripts and appear in C, so they are identifiers: `[a-z][a-z0-9_]*`. UPPERCASE is
+//! left to chain-script constants.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Longest package or item name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Names no package may take, with the reason given to whoever tries.
+const RESERVED: &[(&str, &str)] = &[
+    ("ebpkg", "it is the name of this tool"),
+    ("hike", "it names the HIKe runtime"),
+    ("hike_sdk", "it names the HIKe SDK"),
+    ("hike_vm", "it names the HIKe VM"),
+    ("eclat", "it names the chain language"),
+    ("prog", "chain scripts use it as an import prefix (`from prog.<pkg> import …`)"),
+    ("programs", "chain scripts use it as an import prefix (`from programs.<pkg> import …`)"),
+    ("loaders", "chain scripts use it as an import prefix (`from loaders.<pkg> import …`)"),
+    ("chains", "it names a section of every package"),
+    ("packet", "it is a built-in object of the chain language"),
+    ("scratch", "it is a built-in object of the chain language"),
+    ("std", "it is reserved for a future standard library"),
+    ("core", "it is reserved for a future standard library"),
+    ("test", "it is reserved for `ebpkg test`"),
+    ("tests", "it is reserved for `ebpkg test`"),
+    ("registry", "it is reserved for registry metadata"),
+    ("index", "it is reserved for registry metadata"),
+    ("config", "it is reserved for registry metadata"),
+    ("api", "it is reserved for registry metadata"),
+    ("self", "it is a keyword in package paths"),
+    ("super", "it is a keyword in package paths"),
+    ("vmlinux", "it names the kernel's BTF"),
+    ("kernel", "it names the kernel"),
+    ("bpf", "it names the kernel subsystem"),
+    ("libbpf", "it names the eBPF loader library"),
+    // Windows device names: archives unpacked there must not produce them.
+    ("con", "it is a Windows device name"),
+    ("prn", "it is a Windows device name"),
+    ("aux", "it is a Windows device name"),
+    ("nul", "it is a Windows device name"),
+    ("com1", "it is a Windows device name"),
+    ("com2", "it is a Windows device name"),
+    ("com3", "it is a Windows device name"),
+    ("com4", "it is a Windows device name"),
+    ("lpt1", "it is a Windows device name"),
+    ("lpt2", "it is a Windows device name"),
+    ("lpt3", "it is a Windows device name"),
+];
+
+/// Words of the chain language, which cannot name packages (they are path
+/// components of imports) nor items (they are called by name).
+pub const CHAIN_KEYWORDS: &[&str] = &[
+    "and", "as", "break", "continue", "def", "elif", "else", "false", "for", "from", "if", "import", "in",
+    "is", "none", "not", "or", "pass", "range", "return", "true", "while", "lambda", "yield", "with",
+    "global", "class", "try", "except", "finally", "raise", "del", "assert", "async", "await",
+    "nonlocal",
+];
+
+/// Why a name was refused. The `Display` text is the message; [`NameError::help`]
+/// says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("name is empty")]
+    Empty,
+    #[error("name `{name}` is {len} characters long; the limit is {MAX_NAME_LEN}")]
+    TooLong { name: String, len: usize },
+    #[error("name `{name}` must start with a lowercase ASCII letter")]
+    BadStart { name: String },
+    #[error("name `{name}` contains `{ch}`; only lowercase ASCII letters, digits, {allowed} are allowed")]
+    BadChar { name: String, ch: char, allowed: &'static str },
+    #[error("name `{name}` is reserved: {reason}")]
+    Reserved { name: String, reason: &'static str },
+}
+
+impl NameError {
+    /// A suggestion for a valid name, when one is obvious.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            NameError::Empty => Some("write a name such as `my_program`".into()),
+            NameError::TooLong { name, .. } => Some(format!(
+                "shorten it, e.g. `{}`",
+                name.chars().take(MAX_NAME_LEN).collect::<String>()
+            )),
+            NameError::BadStart { name } | NameError::BadChar { name, .. } => {
+                let fixed = suggest(name);
+                (!fixed.is_empty() && fixed != *name).then(|| format!("write `{fixed}`"))
+            }
+            NameError::Reserved { name, .. } => Some(format!("choose another name, e.g. `{name}_pkg`")),
+        }
+    }
+}
+
+/// The nearest valid identifier to `name`: lowercased, other characters as `_`,
+/// a leading non-letter dropped.
+fn suggest(name: &str) -> String {
+    let lowered: String = name
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c } else { '_' }
+        })
+        .collect();
+    lowered.trim_start_matches(|c: char| !c.is_ascii_lowercase()).to_owned()
+}
+
+fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
+    if name.is_empty() {
+        return Err(NameError::Empty);
+    }
+    let len = name.chars().count();
+    if len > MAX_NAME_LEN {
+        return Err(NameError::TooLong { name: name.to_owned(), len });
+    }
+    if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Err(NameError::BadStart { name: name.to_owned() });
+    }
+    let allowed = if allow_dash { "`-` and `_`" } else { "and `_`" };
+    if let Some(ch) = name
+        .chars()
+        .find(|&c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || (allow_dash && c == '-')))
+    {
+        return Err(NameError::BadChar { name: name.to_owned(), ch, allowed });
+    }
+    Ok(())
+}
+
+/// A valid package name. Compare with [`PackageName::normalized`] to detect
+/// collisions; `Eq`/`Ord` compare the exact spelling.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PackageName(String);
+
+impl PackageName {
+    /// Checks `name` against the package name rules.
+    pub fn new(name: &str) -> Result<Self, NameError> {
+        check_chars(name, true)?;
+        let normalized = normalize(name);
+        if let Some((_, reason)) = RESERVED.iter().find(|(r, _)| *r == normalized) {
+            return Err(NameError::Reserved { name: name.to_owned(), reason });
+        }
+        if CHAIN_KEYWORDS.contains(&normalized.as_str()) {
+            return Err(NameError::Reserved {
+                name: name.to_owned(),
+                reason: "it is a keyword of the chain language",
+            });
+        }
+        Ok(PackageName(name.to_owned()))
+    }
+
+    /// The exact spelling.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The form two names are compared in for collisions: lowercase, `-` as `_`.
+    /// `my-pkg` and `My_Pkg` have the same normalized form.
+    pub fn normalized(&self) -> String {
+        normalize(&self.0)
+    }
+}
+
+/// Lowercase with `-` replaced by `_`: the collision key of a package name.
+pub fn normalize(name: &str) -> String {
+    name.chars().map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() }).collect()
+}
+
+/// A valid item name: a program, loader, chain, map, argument or field.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ItemName(String);
+
+impl ItemName {
+    /// Checks `name` against the item name rules.
+    pub fn new(name: &str) -> Result<Self, NameError> {
+        check_chars(name, false)?;
+        if CHAIN_KEYWORDS.contains(&name) {
+            return Err(NameError::Reserved {
+                name: name.to_owned(),
+                reason: "it is a keyword of the chain language",
+            });
+        }
+        Ok(ItemName(name.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+macro_rules! string_newtype_impls {
+    ($ty:ident, $what:literal) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+        impl Borrow<str> for $ty {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+        impl std::str::FromStr for $ty {
+            type Err = NameError;
+            fn from_str(s: &str) -> Result<Self, NameError> {
+                $ty::new(s)
+            }
+        }
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $ty::new(&s).map_err(serde::de::Error::custom)
+            }
+        }
+        impl JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "description": $what,
+                    "minLength": 1,
+                    "maxLength": MAX_NAME_LEN,
+                })
+            }
+        }
+    };
+}
+
+string_newtype_impls!(
+    PackageName,
+    "A package name: ASCII lowercase letters, digits, `-` and `_`, starting with a letter, at most 64 characters."
+);
+string_newtype_impls!(
+    ItemName,
+    "An identifier: ASCII lowercase letters, digits and `_`, starting with a letter, at most 64 characters."
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_package_names() {
+        for n in ["net", "meter", "alt_mark", "my-pkg", "a", "p4c-gen2", &"a".repeat(64)] {
+            assert!(PackageName::new(n).is_ok(), "{n}");
+        }
+    }
+
+    #[test]
+    fn invalid_package_names_say_why() {
+        assert_eq!(PackageName::new("").unwrap_err().to_string(), "name is empty");
+        assert_eq!(
+            PackageName::new("1net").unwrap_err().to_string(),
+            "name `1net` must start with a lowercase ASCII letter"
+        );
+        let e = PackageName::new("Meter").unwrap_err();
+        assert_eq!(e.to_string(), "name `Meter` must start with a lowercase ASCII letter");
+        assert_eq!(e.help().as_deref(), Some("write `meter`"));
+        let e = PackageName::new("net.tools").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "name `net.tools` contains `.`; only lowercase ASCII letters, digits, `-` and `_` are allowed"
+        );
+        assert_eq!(e.help().as_deref(), Some("write `net_tools`"));
+        let long = "a".repeat(65);
+        assert_eq!(
+            PackageName::new(&long).unwrap_err().to_string(),
+            format!("name `{long}` is 65 characters long; the limit is 64")
+        );
+        assert_eq!(
+            PackageName::new("hike-sdk").unwrap_err().to_string(),
+            "name `hike-sdk` is reserved: it names the HIKe SDK"
+        );
+        assert_eq!(
+            PackageName::new("import").unwrap_err().to_string(),
+            "name `import` is reserved: it is a keyword of the chain language"
+        );
+        assert!(PackageName::new("nul").is_err());
+    }
+
+    #[test]
+    fn collisions_ignore_case_and_dash() {
+        assert_eq!(PackageName::new("my-pkg").unwrap().normalized(), "my_pkg");
+        assert_eq!(normalize("My-Pkg"), normalize("my_pkg"));
+    }
+
+    #[test]
+    fn item_names_are_identifiers() {
+        assert!(ItemName::new("ip6_sd_tbmon").is_ok());
+        assert!(ItemName::new("format").is_ok());
+        assert!(ItemName::new("ip6-sc").is_err());
+        assert!(ItemName::new("while").is_err());
+        assert!(ItemName::new("DROP").is_err());
+    }
+}

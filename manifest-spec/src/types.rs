@@ -1,0 +1,475 @@
+//! Small value types shared by the manifest, the lockfile and the index.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The kernel hook a program or loader runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Hook {
+    /// eXpress Data Path: the driver's receive path, before an skb exists.
+    Xdp,
+    /// Traffic control (tcx), on an skb.
+    Tc,
+}
+
+impl Hook {
+    /// The TOML/JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hook::Xdp => "xdp",
+            Hook::Tc => "tc",
+        }
+    }
+}
+
+impl fmt::Display for Hook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Integer types of program arguments, return values and chain variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IntType {
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+}
+
+impl IntType {
+    /// Every integer type, in declaration order.
+    pub const ALL: [IntType; 8] = [
+        IntType::U8,
+        IntType::U16,
+        IntType::U32,
+        IntType::U64,
+        IntType::S8,
+        IntType::S16,
+        IntType::S32,
+        IntType::S64,
+    ];
+
+    /// Width in bits.
+    pub fn bits(self) -> u32 {
+        match self {
+            IntType::U8 | IntType::S8 => 8,
+            IntType::U16 | IntType::S16 => 16,
+            IntType::U32 | IntType::S32 => 32,
+            IntType::U64 | IntType::S64 => 64,
+        }
+    }
+
+    /// Whether values are two's-complement signed.
+    pub fn signed(self) -> bool {
+        matches!(self, IntType::S8 | IntType::S16 | IntType::S32 | IntType::S64)
+    }
+
+    /// The spelling used in manifests and chain scripts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntType::U8 => "u8",
+            IntType::U16 => "u16",
+            IntType::U32 => "u32",
+            IntType::U64 => "u64",
+            IntType::S8 => "s8",
+            IntType::S16 => "s16",
+            IntType::S32 => "s32",
+            IntType::S64 => "s64",
+        }
+    }
+}
+
+impl FromStr for IntType {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        IntType::ALL.into_iter().find(|t| t.as_str() == s).ok_or(())
+    }
+}
+
+impl fmt::Display for IntType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Types of the fields of map keys and values, as a chain script writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FieldType {
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    /// The id of an installed chain; a chain script writes the chain's name. 4 bytes.
+    Chain,
+    /// An IPv4 address in network byte order, written `"192.0.2.1"`. 4 bytes.
+    Ipv4,
+    /// An IPv6 address in network byte order, written `"2001:db8::1"`. 16 bytes.
+    Ipv6,
+    /// An Ethernet address, written `"02:00:00:00:00:01"`. 6 bytes.
+    Mac,
+    /// An LPM-trie key: a u32 prefix length then the IPv4 address, written `"192.0.2.0/24"`. 8 bytes.
+    Ipv4Prefix,
+    /// An LPM-trie key: a u32 prefix length then the IPv6 address, written `"2001:db8::/32"`. 20 bytes.
+    Ipv6Prefix,
+}
+
+impl FieldType {
+    /// Every field type, in declaration order.
+    pub const ALL: [FieldType; 14] = [
+        FieldType::U8,
+        FieldType::U16,
+        FieldType::U32,
+        FieldType::U64,
+        FieldType::S8,
+        FieldType::S16,
+        FieldType::S32,
+        FieldType::S64,
+        FieldType::Chain,
+        FieldType::Ipv4,
+        FieldType::Ipv6,
+        FieldType::Mac,
+        FieldType::Ipv4Prefix,
+        FieldType::Ipv6Prefix,
+    ];
+
+    /// Size in bytes inside a key or value.
+    pub fn size(self) -> usize {
+        match self {
+            FieldType::U8 | FieldType::S8 => 1,
+            FieldType::U16 | FieldType::S16 => 2,
+            FieldType::U32 | FieldType::S32 | FieldType::Chain | FieldType::Ipv4 => 4,
+            FieldType::U64 | FieldType::S64 | FieldType::Ipv4Prefix => 8,
+            FieldType::Ipv6 => 16,
+            FieldType::Mac => 6,
+            FieldType::Ipv6Prefix => 20,
+        }
+    }
+
+    /// The integer type, when this is one.
+    pub fn int(self) -> Option<IntType> {
+        Some(match self {
+            FieldType::U8 => IntType::U8,
+            FieldType::U16 => IntType::U16,
+            FieldType::U32 => IntType::U32,
+            FieldType::U64 => IntType::U64,
+            FieldType::S8 => IntType::S8,
+            FieldType::S16 => IntType::S16,
+            FieldType::S32 => IntType::S32,
+            FieldType::S64 => IntType::S64,
+            _ => return None,
+        })
+    }
+
+    /// The spelling used in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldType::Chain => "chain",
+            FieldType::Ipv4 => "ipv4",
+            FieldType::Ipv6 => "ipv6",
+            FieldType::Mac => "mac",
+            FieldType::Ipv4Prefix => "ipv4-prefix",
+            FieldType::Ipv6Prefix => "ipv6-prefix",
+            other => other.int().map_or("", IntType::as_str),
+        }
+    }
+}
+
+impl fmt::Display for FieldType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether calling a program can end the packet (drop, pass, tx, redirect, abort)
+/// instead of handing control back to the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EndsPacket {
+    /// Always returns to the chain.
+    Never,
+    /// Returns to the chain or ends the packet, depending on the packet.
+    #[default]
+    May,
+    /// Always ends the packet; code after the call in a chain never runs.
+    Always,
+}
+
+/// A kernel version `major.minor[.patch]`, compared numerically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KernelVersion {
+    pub major: u16,
+    pub minor: u16,
+    pub patch: u16,
+}
+
+impl KernelVersion {
+    /// Parses `5.15` or `6.1.12`. Anything after the numbers (`-rc1`, `-amd64`) is
+    /// not part of the requirement syntax and is refused; see [`KernelVersion::from_uname`].
+    pub fn parse(s: &str) -> Option<Self> {
+        let mut parts = s.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        let patch = match parts.next() {
+            Some(p) => p.parse().ok()?,
+            None => 0,
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(KernelVersion { major, minor, patch })
+    }
+
+    /// The version of a `uname -r` string such as `6.18.44-fc-v669`: the leading
+    /// numbers, ignoring the distribution suffix.
+    pub fn from_uname(release: &str) -> Option<Self> {
+        let numeric: String = release.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        KernelVersion::parse(numeric.trim_end_matches('.'))
+    }
+}
+
+impl fmt::Display for KernelVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.patch == 0 {
+            write!(f, "{}.{}", self.major, self.minor)
+        } else {
+            write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+        }
+    }
+}
+
+impl Serialize for KernelVersion {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for KernelVersion {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        KernelVersion::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a kernel version like \"5.15\"")))
+    }
+}
+
+impl JsonSchema for KernelVersion {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "KernelVersion".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A kernel version `major.minor[.patch]`, e.g. \"5.15\".",
+            "pattern": "^[0-9]+\\.[0-9]+(\\.[0-9]+)?$",
+        })
+    }
+}
+
+/// A SHA-256 digest, written as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sha256Digest(pub [u8; 32]);
+
+impl Sha256Digest {
+    /// Parses 64 hex digits (either case).
+    pub fn from_hex(s: &str) -> Option<Self> {
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).ok()?;
+        Some(Sha256Digest(out))
+    }
+
+    /// 64 lowercase hex digits.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256Digest({})", self.to_hex())
+    }
+}
+
+impl Serialize for Sha256Digest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256Digest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Sha256Digest::from_hex(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a SHA-256 digest (64 hex digits)")))
+    }
+}
+
+impl JsonSchema for Sha256Digest {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Sha256Digest".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A SHA-256 digest as 64 lowercase hexadecimal digits.",
+            "pattern": "^[0-9a-f]{64}$",
+        })
+    }
+}
+
+/// A path inside a package: relative, `/`-separated, with no `.` or `..`
+/// components, so it can never name a file outside the package directory.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RelPath(String);
+
+/// Why a package path was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path `{0}` is absolute; paths in a package are relative to the directory holding ebpkg.toml")]
+    Absolute(String),
+    #[error("path `{0}` leaves the package directory through `..`")]
+    ParentDir(String),
+    #[error("path `{0}` contains a backslash; separate directories with `/`")]
+    Backslash(String),
+    #[error("path `{0}` contains a control character")]
+    Control(String),
+    #[error("path `{0}` is longer than 255 bytes")]
+    TooLong(String),
+}
+
+impl RelPath {
+    /// Checks and normalizes `s` (`./src//a.c` becomes `src/a.c`).
+    pub fn new(s: &str) -> Result<Self, PathError> {
+        if s.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if s.len() > 255 {
+            return Err(PathError::TooLong(s.to_owned()));
+        }
+        if s.chars().any(char::is_control) {
+            return Err(PathError::Control(s.escape_debug().to_string()));
+        }
+        if s.contains('\\') {
+            return Err(PathError::Backslash(s.to_owned()));
+        }
+        let looks_like_drive = s.len() >= 2 && s.as_bytes()[1] == b':' && s.as_bytes()[0].is_ascii_alphabetic();
+        if s.starts_with('/') || s.starts_with('~') || looks_like_drive {
+            return Err(PathError::Absolute(s.to_owned()));
+        }
+        let mut parts = Vec::new();
+        for part in s.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => return Err(PathError::ParentDir(s.to_owned())),
+                p => parts.push(p),
+            }
+        }
+        if parts.is_empty() {
+            return Err(PathError::Empty);
+        }
+        Ok(RelPath(parts.join("/")))
+    }
+
+    /// The normalized path.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RelPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for RelPath {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for RelPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        RelPath::new(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for RelPath {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RelPath".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A `/`-separated path relative to the package directory, without `..` components.",
+            "minLength": 1,
+            "maxLength": 255,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions() {
+        assert_eq!(KernelVersion::parse("5.15"), Some(KernelVersion { major: 5, minor: 15, patch: 0 }));
+        assert_eq!(KernelVersion::parse("6.1.12").map(|v| v.to_string()).as_deref(), Some("6.1.12"));
+        assert!(KernelVersion::parse("5").is_none());
+        assert!(KernelVersion::parse("5.15-rc1").is_none());
+        assert!(KernelVersion::parse("5.15.1.2").is_none());
+        assert_eq!(
+            KernelVersion::from_uname("6.18.44-fc-v669"),
+            Some(KernelVersion { major: 6, minor: 18, patch: 44 })
+        );
+        assert!(KernelVersion::parse("5.10") < KernelVersion::parse("5.15"));
+    }
+
+    #[test]
+    fn rel_paths_stay_inside() {
+        assert_eq!(RelPath::new("./src//a.bpf.c").unwrap().as_str(), "src/a.bpf.c");
+        for bad in ["../../etc/passwd", "/etc/passwd", "src/../../x", "a\\b", "C:/x", "~/x", "", ".", "a\0b"] {
+            assert!(RelPath::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn digests_are_hex() {
+        let hex = "ab".repeat(32);
+        assert_eq!(Sha256Digest::from_hex(&hex).unwrap().to_hex(), hex);
+        assert!(Sha256Digest::from_hex("abc").is_none());
+    }
+
+    #[test]
+    fn field_type_sizes_and_names() {
+        for t in FieldType::ALL {
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{}\"", t.as_str()));
+            assert!(t.size() > 0);
+        }
+        assert_eq!(FieldType::Ipv6Prefix.size(), 20);
+    }
+}
