@@ -32,14 +32,7 @@ impl Diagnostic {
     /// A diagnostic at `span` of `source`.
     pub fn new(file: &str, source: &str, span: Range<usize>, message: impl Into<String>) -> Self {
         let (line, column) = line_col(source, span.start);
-        Diagnostic {
-            file: file.to_owned(),
-            span,
-            line,
-            column,
-            message: message.into(),
-            help: None,
-        }
+        Diagnostic { file: file.to_owned(), span, line, column, message: message.into(), help: None }
     }
 
     /// Adds the "how to fix it" part.
@@ -55,9 +48,8 @@ impl Diagnostic {
         let file = SimpleFile::new(self.file.as_str(), source);
         let start = floor_char_boundary(source, self.span.start.min(source.len()));
         let end = floor_char_boundary(source, self.span.end.clamp(start, source.len()));
-        let mut diag = CsDiagnostic::error()
-            .with_message(&self.message)
-            .with_labels(vec![Label::primary((), start..end)]);
+        let mut diag =
+            CsDiagnostic::error().with_message(&self.message).with_labels(vec![Label::primary((), start..end)]);
         if let Some(help) = &self.help {
             diag = diag.with_notes(vec![format!("help: {help}")]);
         }
@@ -120,9 +112,9 @@ impl Diagnostics {
         self.0.is_empty()
     }
 
-    /// Every problem rendered with its source line, separated by blank lines.
+    /// Every problem rendered with its source line, in source order.
     pub fn render(&self, source: &str) -> String {
-        self.0.iter().map(|d| d.render(source)).collect::<Vec<_>>().join("\n")
+        self.0.iter().map(|d| d.render(source)).collect()
     }
 }
 

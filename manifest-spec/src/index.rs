@@ -122,7 +122,9 @@ pub enum IndexError {
     DuplicateVersion { line: usize, name: String, version: Version },
     #[error("line {line}: entry is for package `{found}`, but this is the index file of `{expected}`")]
     WrongPackage { line: usize, expected: String, found: String },
-    #[error("{name}@{version}: published index entries are immutable; only `yanked` may change (field `{field}` differs)")]
+    #[error(
+        "{name}@{version}: published index entries are immutable; only `yanked` may change (field `{field}` differs)"
+    )]
     Immutable { name: String, version: Version, field: &'static str },
 }
 
@@ -136,7 +138,11 @@ impl IndexEntry {
             deps: manifest
                 .dependencies
                 .iter()
-                .map(|(name, d)| IndexDependency { name: name.clone(), req: d.version.clone(), registry: d.registry.clone() })
+                .map(|(name, d)| IndexDependency {
+                    name: name.clone(),
+                    req: d.version.clone(),
+                    registry: d.registry.clone(),
+                })
                 .collect(),
             cksum,
             yanked: false,

@@ -65,7 +65,7 @@ impl std::fmt::Display for LockedDependency {
 /// The shape of `ebpkg.lock` as serde reads it; the JSON Schema is generated from it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(title = "ebpkg.lock")]
+#[schemars(title = "ebpkg.lock", rename = "Lockfile")]
 pub(crate) struct RawLockfile {
     /// Format version; this is version 1.
     #[schemars(with = "u32")]
@@ -78,6 +78,7 @@ pub(crate) struct RawLockfile {
 /// A `[[package]]` of the lockfile.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "LockedPackage")]
 pub(crate) struct RawLockedPackage {
     /// Package name.
     #[schemars(with = "String")]
@@ -160,13 +161,20 @@ impl Lockfile {
             } else {
                 "delete ebpkg.lock and run `ebpkg lock` to write a new one"
             };
-            return Err(err(raw.version.span(), format!("lockfile format version {v} is not supported (this ebpkg reads version {LOCK_VERSION})"), help).into());
+            return Err(err(
+                raw.version.span(),
+                format!("lockfile format version {v} is not supported (this ebpkg reads version {LOCK_VERSION})"),
+                help,
+            )
+            .into());
         }
         let mut packages = Vec::new();
         let mut dep_refs = Vec::new();
         for p in raw.packages {
             let name = PackageName::new(p.name.get_ref())
-                .map_err(|e| diags.push(err(p.name.span(), format!("package {e}"), "regenerate the lockfile with `ebpkg lock`")))
+                .map_err(|e| {
+                    diags.push(err(p.name.span(), format!("package {e}"), "regenerate the lockfile with `ebpkg lock`"))
+                })
                 .ok();
             let version = Version::parse(p.version.get_ref())
                 .map_err(|e| {
@@ -276,7 +284,10 @@ mod tests {
             signer: None,
             dependencies: deps
                 .iter()
-                .map(|(n, v)| LockedDependency { name: PackageName::new(n).unwrap(), version: Version::parse(v).unwrap() })
+                .map(|(n, v)| LockedDependency {
+                    name: PackageName::new(n).unwrap(),
+                    version: Version::parse(v).unwrap(),
+                })
                 .collect(),
         }
     }

@@ -62,10 +62,9 @@ const RESERVED: &[(&str, &str)] = &[
 /// Words of the chain language, which cannot name packages (they are path
 /// components of imports) nor items (they are called by name).
 pub const CHAIN_KEYWORDS: &[&str] = &[
-    "and", "as", "break", "continue", "def", "elif", "else", "false", "for", "from", "if", "import", "in",
-    "is", "none", "not", "or", "pass", "range", "return", "true", "while", "lambda", "yield", "with",
-    "global", "class", "try", "except", "finally", "raise", "del", "assert", "async", "await",
-    "nonlocal",
+    "and", "as", "break", "continue", "def", "elif", "else", "false", "for", "from", "if", "import", "in", "is",
+    "none", "not", "or", "pass", "range", "return", "true", "while", "lambda", "yield", "with", "global", "class",
+    "try", "except", "finally", "raise", "del", "assert", "async", "await", "nonlocal",
 ];
 
 /// Why a name was refused. The `Display` text is the message; [`NameError::help`]
@@ -89,10 +88,9 @@ impl NameError {
     pub fn help(&self) -> Option<String> {
         match self {
             NameError::Empty => Some("write a name such as `my_program`".into()),
-            NameError::TooLong { name, .. } => Some(format!(
-                "shorten it, e.g. `{}`",
-                name.chars().take(MAX_NAME_LEN).collect::<String>()
-            )),
+            NameError::TooLong { name, .. } => {
+                Some(format!("shorten it, e.g. `{}`", name.chars().take(MAX_NAME_LEN).collect::<String>()))
+            }
             NameError::BadStart { name } | NameError::BadChar { name, .. } => {
                 let fixed = suggest(name);
                 (!fixed.is_empty() && fixed != *name).then(|| format!("write `{fixed}`"))
@@ -127,9 +125,8 @@ fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
         return Err(NameError::BadStart { name: name.to_owned() });
     }
     let allowed = if allow_dash { "`-` and `_`" } else { "and `_`" };
-    if let Some(ch) = name
-        .chars()
-        .find(|&c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || (allow_dash && c == '-')))
+    if let Some(ch) =
+        name.chars().find(|&c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || (allow_dash && c == '-')))
     {
         return Err(NameError::BadChar { name: name.to_owned(), ch, allowed });
     }
@@ -150,10 +147,7 @@ impl PackageName {
             return Err(NameError::Reserved { name: name.to_owned(), reason });
         }
         if CHAIN_KEYWORDS.contains(&normalized.as_str()) {
-            return Err(NameError::Reserved {
-                name: name.to_owned(),
-                reason: "it is a keyword of the chain language",
-            });
+            return Err(NameError::Reserved { name: name.to_owned(), reason: "it is a keyword of the chain language" });
         }
         Ok(PackageName(name.to_owned()))
     }
@@ -184,10 +178,7 @@ impl ItemName {
     pub fn new(name: &str) -> Result<Self, NameError> {
         check_chars(name, false)?;
         if CHAIN_KEYWORDS.contains(&name) {
-            return Err(NameError::Reserved {
-                name: name.to_owned(),
-                reason: "it is a keyword of the chain language",
-            });
+            return Err(NameError::Reserved { name: name.to_owned(), reason: "it is a keyword of the chain language" });
         }
         Ok(ItemName(name.to_owned()))
     }

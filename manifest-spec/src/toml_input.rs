@@ -88,8 +88,7 @@ fn translate(e: &toml::de::Error, source: &str, file: &str) -> Diagnostic {
             .with_help(format!("add `{key} = {}` to this table", example_value(key)));
     }
     if msg == "duplicate key" {
-        return diag(format!("key `{}` is defined twice", text.trim()))
-            .with_help("remove one of the two definitions");
+        return diag(format!("key `{}` is defined twice", text.trim())).with_help("remove one of the two definitions");
     }
     if msg.contains("recursion") || msg.contains("recurse") {
         return diag("values are nested too deeply".to_owned())

@@ -48,16 +48,8 @@ pub enum IntType {
 
 impl IntType {
     /// Every integer type, in declaration order.
-    pub const ALL: [IntType; 8] = [
-        IntType::U8,
-        IntType::U16,
-        IntType::U32,
-        IntType::U64,
-        IntType::S8,
-        IntType::S16,
-        IntType::S32,
-        IntType::S64,
-    ];
+    pub const ALL: [IntType; 8] =
+        [IntType::U8, IntType::U16, IntType::U32, IntType::U64, IntType::S8, IntType::S16, IntType::S32, IntType::S64];
 
     /// Width in bits.
     pub fn bits(self) -> u32 {

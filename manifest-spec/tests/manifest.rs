@@ -1,9 +1,17 @@
 //! The manifest rules of SPEC.md, one test per rule with its exact error text.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly on purpose
+
 use ebpkg_spec::Manifest;
 use ebpkg_spec::manifest::ManifestError;
 
-const FULL: &str = include_str!("data/full.toml");
+/// The "every section" example of SPEC.md §4.10.
+fn full() -> &'static str {
+    const SPEC: &str = include_str!("../SPEC.md");
+    let start = SPEC.find("# ebpkg.toml — every section").expect("SPEC.md has the every-section example");
+    let len = SPEC[start..].find("```").expect("the example ends");
+    &SPEC[start..start + len]
+}
 
 const HEAD: &str = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n";
 
@@ -22,7 +30,7 @@ fn with_head(rest: &str) -> String {
 
 #[test]
 fn full_manifest_parses_with_every_section() {
-    let m = Manifest::parse(FULL, "ebpkg.toml").unwrap();
+    let m = Manifest::parse(full(), "ebpkg.toml").unwrap();
     assert_eq!(m.package.name.as_str(), "ddos-guard");
     assert_eq!(m.package.version.to_string(), "1.4.0");
     assert_eq!(m.package.license.as_deref(), Some("MIT OR Apache-2.0"));
@@ -44,7 +52,7 @@ fn full_manifest_parses_with_every_section() {
 
 #[test]
 fn canonical_text_round_trips() {
-    let m = Manifest::parse(FULL, "ebpkg.toml").unwrap();
+    let m = Manifest::parse(full(), "ebpkg.toml").unwrap();
     let text = m.to_toml_string();
     let again = Manifest::parse(&text, "ebpkg.toml").unwrap();
     assert_eq!(again, m);
@@ -93,7 +101,9 @@ fn unknown_values_get_suggestions() {
         "ebpkg.toml:7:8: unknown value \"xpd\"; did you mean \"xdp\"? (expected one of \"xdp\", \"tc\")"
     );
     assert_eq!(
-        errors(&with_head("[[program]]\nname = \"p\"\nsource = \"p.c\"\nhook = \"xdp\"\n[[program.arg]]\nname = \"a\"\ntype = \"u46\"\ndoc = \"d\"\n")),
+        errors(&with_head(
+            "[[program]]\nname = \"p\"\nsource = \"p.c\"\nhook = \"xdp\"\n[[program.arg]]\nname = \"a\"\ntype = \"u46\"\ndoc = \"d\"\n"
+        )),
         "ebpkg.toml:10:8: unknown value \"u46\"; did you mean \"u64\"? (expected one of \"u8\", \"u16\", \"u32\", \"u64\", \"s8\", \"s16\", \"s32\", \"s64\")"
     );
 }
@@ -133,7 +143,10 @@ fn package_name_rules() {
         name("my pkg"),
         "ebpkg.toml:2:8: package name `my pkg` contains ` `; only lowercase ASCII letters, digits, `-` and `_` are allowed; write `my_pkg`"
     );
-    assert_eq!(name("9lives"), "ebpkg.toml:2:8: package name `9lives` must start with a lowercase ASCII letter; write `lives`");
+    assert_eq!(
+        name("9lives"),
+        "ebpkg.toml:2:8: package name `9lives` must start with a lowercase ASCII letter; write `lives`"
+    );
     assert_eq!(
         name("prog"),
         "ebpkg.toml:2:8: package name `prog` is reserved: chain scripts use it as an import prefix (`from prog.<pkg> import …`); choose another name, e.g. `prog_pkg`"
@@ -204,13 +217,15 @@ fn kernel_requirements() {
         errors(&with_head("[package.kernel]\nhelpers = [\"fib_lookup\"]\n")),
         "ebpkg.toml:5:12: \"fib_lookup\" is not a BPF helper or kfunc name; write the function's name as the kernel spells it, e.g. \"bpf_fib_lookup\""
     );
-    let m = Manifest::parse(&with_head("[package.kernel]\nprogram-types = [\"BPF_PROG_TYPE_XDP\"]\n"), "ebpkg.toml").unwrap();
+    let m = Manifest::parse(&with_head("[package.kernel]\nprogram-types = [\"BPF_PROG_TYPE_XDP\"]\n"), "ebpkg.toml")
+        .unwrap();
     assert_eq!(m.package.kernel.program_types, ["xdp"]);
 }
 
 #[test]
 fn dependency_rules() {
-    for (req, shown) in [("1.2", "^1.2"), ("~1.2.3", "~1.2.3"), ("1.*", "1.*"), (">=1.2, <2", ">=1.2, <2"), ("*", "*")] {
+    for (req, shown) in [("1.2", "^1.2"), ("~1.2.3", "~1.2.3"), ("1.*", "1.*"), (">=1.2, <2", ">=1.2, <2"), ("*", "*")]
+    {
         let m = Manifest::parse(&with_head(&format!("[dependencies]\nnet = \"{req}\"\n")), "ebpkg.toml").unwrap();
         assert_eq!(m.dependencies["net"].version.to_string(), shown);
     }
@@ -287,11 +302,15 @@ fn program_signature_rules() {
         "ebpkg.toml:13:8: argument `a` is defined twice in program `p`; the first definition is on line 9; rename one of them"
     );
     assert_eq!(
-        errors(&with_head(&format!("{PROG}source = \"p.c\"\n[[program.arg]]\nname = \"a\"\ntype = \"u8\"\ndoc = \" \"\n"))),
+        errors(&with_head(&format!(
+            "{PROG}source = \"p.c\"\n[[program.arg]]\nname = \"a\"\ntype = \"u8\"\ndoc = \" \"\n"
+        ))),
         "ebpkg.toml:9:8: argument `a` has an empty `doc`; say what it means: users read it in `ebpkg info` and chain errors"
     );
     assert_eq!(
-        errors(&with_head(&format!("{PROG}source = \"p.c\"\n[[program.arg]]\nname = \"Rate\"\ntype = \"u8\"\ndoc = \"x\"\n"))),
+        errors(&with_head(&format!(
+            "{PROG}source = \"p.c\"\n[[program.arg]]\nname = \"Rate\"\ntype = \"u8\"\ndoc = \"x\"\n"
+        ))),
         "ebpkg.toml:9:8: argument name `Rate` must start with a lowercase ASCII letter; write `rate`"
     );
     assert_eq!(
@@ -319,15 +338,21 @@ fn item_names_are_unique_across_sections() {
 fn loader_maps_need_layouts() {
     let loader = "[[loader]]\nname = \"l\"\nsource = \"l.c\"\nhook = \"xdp\"\n";
     assert_eq!(
-        errors(&with_head(&format!("{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = [{{ name = \"k\", type = \"u32\" }}]\n"))),
+        errors(&with_head(&format!(
+            "{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = [{{ name = \"k\", type = \"u32\" }}]\n"
+        ))),
         "ebpkg.toml:9:8: loader map `m` has no `value` layout; chain scripts write this map, so describe it: value = [{ name = \"id\", type = \"u32\" }]"
     );
     assert_eq!(
-        errors(&with_head(&format!("{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = []\nvalue = [{{ name = \"c\", type = \"chain\" }}]\n"))),
+        errors(&with_head(&format!(
+            "{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = []\nvalue = [{{ name = \"c\", type = \"chain\" }}]\n"
+        ))),
         "ebpkg.toml:9:8: map `m` has an empty `key`; list its fields, e.g. key = [{ name = \"id\", type = \"u32\" }]"
     );
     assert_eq!(
-        errors(&with_head(&format!("{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = [{{ name = \"k\", type = \"ipv7\" }}]\nvalue = []\n"))),
+        errors(&with_head(&format!(
+            "{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = [{{ name = \"k\", type = \"ipv7\" }}]\nvalue = []\n"
+        ))),
         "ebpkg.toml:11:29: unknown value \"ipv7\"; did you mean \"ipv4\"? (expected one of \"u8\", \"u16\", \"u32\", \"u64\", \"s8\", \"s16\", \"s32\", \"s64\", \"chain\", \"ipv4\", \"ipv6\", \"mac\", \"ipv4-prefix\", \"ipv6-prefix\")"
     );
 }

@@ -16,6 +16,7 @@ use crate::types::{EndsPacket, FieldType, Hook, IntType};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "ebpkg.toml")]
+#[schemars(rename = "Manifest")]
 pub(crate) struct RawManifest {
     /// What the package is: its name, version and metadata.
     pub package: RawPackage,
@@ -42,6 +43,7 @@ pub(crate) struct RawManifest {
 /// The `[package]` table.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Package")]
 pub(crate) struct RawPackage {
     /// Lowercase ASCII letters, digits, `-` and `_`; starts with a letter; at most 64 characters.
     #[schemars(with = "String")]
@@ -83,6 +85,7 @@ pub(crate) struct RawPackage {
 /// The `[package.kernel]` table.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Kernel")]
 pub(crate) struct RawKernel {
     /// Oldest kernel the package works on, e.g. "5.15".
     #[schemars(with = "Option<String>")]
@@ -100,6 +103,7 @@ pub(crate) struct RawKernel {
 /// A dependency: either a requirement string (`net = "^1.2"`) or a table.
 #[derive(Debug, JsonSchema)]
 #[serde(untagged)]
+#[schemars(rename = "Dependency")]
 pub(crate) enum RawDependency {
     /// A semver requirement with cargo's syntax: "1.2", "^1.2", "~1.2.3", "1.*", ">=1.2, <2".
     Req(String),
@@ -110,6 +114,7 @@ pub(crate) enum RawDependency {
 /// The table form of a dependency.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "DependencyTable")]
 pub(crate) struct RawDependencyTable {
     /// A semver requirement with cargo's syntax.
     #[schemars(with = "String")]
@@ -143,6 +148,7 @@ impl<'de> Deserialize<'de> for RawDependency {
 /// A prebuilt CO-RE object, for packages produced by other toolchains.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Prebuilt")]
 pub(crate) struct RawPrebuilt {
     /// Path of the ELF object, relative to this file.
     #[schemars(with = "String")]
@@ -155,6 +161,7 @@ pub(crate) struct RawPrebuilt {
 /// A `[[program]]`: a HIKe program chains call like a function.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Program")]
 pub(crate) struct RawProgram {
     /// The program's name: the C function's name and the name chains call.
     #[schemars(with = "String")]
@@ -184,6 +191,7 @@ pub(crate) struct RawProgram {
 /// A `[[program.arg]]`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Arg")]
 pub(crate) struct RawArg {
     /// The argument's name, as the C code reads it.
     #[schemars(with = "String")]
@@ -198,6 +206,7 @@ pub(crate) struct RawArg {
 /// A program's `returns` table.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Returns")]
 pub(crate) struct RawReturns {
     /// The result's integer type.
     #[serde(rename = "type")]
@@ -209,6 +218,7 @@ pub(crate) struct RawReturns {
 /// A `[[program.map]]` or `[[loader.map]]`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Map")]
 pub(crate) struct RawMap {
     /// The map's name in the C code.
     #[schemars(with = "String")]
@@ -224,6 +234,7 @@ pub(crate) struct RawMap {
 /// A field of a map key or value.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Field")]
 pub(crate) struct RawField {
     /// The field's name.
     #[schemars(with = "String")]
@@ -238,6 +249,7 @@ pub(crate) struct RawField {
 /// A `[[loader]]`: a program attached to an interface that picks a chain per packet.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Loader")]
 pub(crate) struct RawLoader {
     /// The loader's name: the C function's name and the name chain scripts import.
     #[schemars(with = "String")]
@@ -259,6 +271,7 @@ pub(crate) struct RawLoader {
 /// A `[[chain]]`: a chain script.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Chain")]
 pub(crate) struct RawChain {
     /// The script's name.
     #[schemars(with = "String")]

@@ -524,9 +524,7 @@ impl<'a> Checker<'a> {
         let maps = self
             .maps(raw.maps, &format!("loader `{}`", raw.name.get_ref()), true)
             .into_iter()
-            .filter_map(|m| {
-                Some(ConfigMap { name: m.name, doc: m.doc, key: m.key?, value: m.value? })
-            })
+            .filter_map(|m| Some(ConfigMap { name: m.name, doc: m.doc, key: m.key?, value: m.value? }))
             .collect();
         Some(Loader {
             name: name?,
@@ -577,7 +575,11 @@ fn suggest_version(text: &str) -> Option<String> {
     // Leading zeros are not semver either: 01.2.3 → 1.2.3.
     let fixed = fixed
         .split('.')
-        .map(|p| match p.trim_start_matches('0') { "" if numeric(p) => "0".to_owned(), t if numeric(p) => t.to_owned(), _ => p.to_owned() })
+        .map(|p| match p.trim_start_matches('0') {
+            "" if numeric(p) => "0".to_owned(),
+            t if numeric(p) => t.to_owned(),
+            _ => p.to_owned(),
+        })
         .collect::<Vec<_>>()
         .join(".");
     (fixed != text && Version::parse(&fixed).is_ok()).then_some(fixed)
