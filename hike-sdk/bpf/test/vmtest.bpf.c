@@ -1,40 +1,62 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Programs for the runtime's kernel tests. */
+/* HIKe programs for the runtime's kernel tests. */
 #include <hike/program.h>
-#include <hike/loader.h>
 
-/* The chain a test runs: the test writes it before each run. */
-HIKE_LOADER_MAP(test_entry_map, __u32, __u32, 1);
-
-SEC(HIKE_SEC)
-int test_entry(HIKE_CTX *ctx)
-{
-	struct hike_state *st = hike_state_get();
-	__u32 zero = 0, *chain;
-
-	if (!st)
-		return HIKE_VERDICT_ABORT;
-	hike_parse(ctx, st);
-	chain = bpf_map_lookup_elem(&test_entry_map, &zero);
-	if (!chain || !*chain)
-		return HIKE_VERDICT_PASS;
-	return hike_chain_start(ctx, st, *chain);
-}
-
-/* Returns its argument count's worth: r0 = a + 2b + 3c + 4d. */
+/* r0 = a + 2b + 3c + 4d: shows each argument arrived in its place. */
 HIKE_PROGRAM(test_args4, HIKE_ARG(u64, a), HIKE_ARG(u64, b), HIKE_ARG(u64, c), HIKE_ARG(u64, d))
 {
 	return hike_result(a + 2 * b + 3 * c + 4 * d);
 }
 
+HIKE_PROGRAM(test_args0)
+{
+	return hike_result(42);
+}
+
+HIKE_PROGRAM(test_args1, HIKE_ARG(u32, a))
+{
+	return hike_result(a + 1);
+}
+
+HIKE_PROGRAM(test_args2, HIKE_ARG(u64, a), HIKE_ARG(u64, b))
+{
+	return hike_result(a * b);
+}
+
+HIKE_PROGRAM(test_args3, HIKE_ARG(u64, a), HIKE_ARG(u64, b), HIKE_ARG(u64, c))
+{
+	return hike_result(a - b - c);
+}
+
+/* Does nothing and continues: the unit of per-call overhead. */
 HIKE_PROGRAM(test_nop)
 {
 	return hike_result(0);
 }
 
+/* Ends the packet with the verdict it is given. */
 HIKE_PROGRAM(test_verdict, HIKE_ARG(u32, verdict))
 {
 	return verdict;
+}
+
+/* Writes `value` at scratch offset `off` (8 bytes) and returns what was there. */
+HIKE_PROGRAM(test_scratch_swap, HIKE_ARG(u32, off), HIKE_ARG(u64, value))
+{
+	__u64 *slot, old;
+
+	if (off > HIKE_SCRATCH_SIZE - 8)
+		return hike_result(~0ULL);
+	slot = (__u64 *)&__hike_st->scratch[off & (HIKE_SCRATCH_SIZE - 1)];
+	old = *slot;
+	*slot = value;
+	return hike_result(old);
+}
+
+/* Returns the u8 result type's truncation of its argument. */
+HIKE_PROGRAM_RET(u8, test_ret_u8, HIKE_ARG(u64, v))
+{
+	return hike_result(v);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -231,7 +231,10 @@ fn parse_line(line: &str) -> Result<Vec<Insn>, String> {
             Ok(vec![build::load(size, bank, parse_reg(dst)?, base, off)])
         }
         [dst, sym, src] => {
-            let op = AluOp::ALL.into_iter().find(|o| o.symbol() == *sym).ok_or_else(|| format!("unknown operator `{sym}`"))?;
+            let op = AluOp::ALL
+                .into_iter()
+                .find(|o| o.symbol() == *sym)
+                .ok_or_else(|| format!("unknown operator `{sym}`"))?;
             let dst = parse_reg(dst)?;
             Ok(vec![match parse_operand(src)? {
                 Operand::Reg(r) => build::alu_reg(op, dst, r),

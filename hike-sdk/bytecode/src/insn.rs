@@ -139,8 +139,8 @@ impl fmt::Display for Insn {
 /// Builders for each instruction form, so code that emits bytecode reads like
 /// assembly.
 pub mod build {
-    use super::code::*;
     use super::Insn;
+    use super::code::*;
     use crate::op::{AluOp, Bank, Cond, Size};
 
     /// `dst op= imm`.

@@ -7,12 +7,14 @@
 //! knows nothing about the kernel.
 
 pub mod asm;
+pub mod hook;
 pub mod insn;
 pub mod interp;
 pub mod limits;
 pub mod op;
 pub mod validate;
 
+pub use hook::Hook;
 pub use insn::{Insn, build};
 pub use interp::{AbortReason, Ending, Memory, ProgramOutcome, Programs, Run};
 pub use op::{AluOp, Bank, Cond, Endian, Op, Operand, Size, decode};

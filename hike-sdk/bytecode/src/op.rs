@@ -145,8 +145,19 @@ pub enum Cond {
 
 impl Cond {
     /// Every condition but `Always`.
-    pub const ALL: [Cond; 11] =
-        [Cond::Eq, Cond::Ne, Cond::Gt, Cond::Ge, Cond::Lt, Cond::Le, Cond::Set, Cond::SGt, Cond::SGe, Cond::SLt, Cond::SLe];
+    pub const ALL: [Cond; 11] = [
+        Cond::Eq,
+        Cond::Ne,
+        Cond::Gt,
+        Cond::Ge,
+        Cond::Lt,
+        Cond::Le,
+        Cond::Set,
+        Cond::SGt,
+        Cond::SGe,
+        Cond::SLt,
+        Cond::SLe,
+    ];
 
     /// The operation bits of the opcode.
     pub fn code(self) -> u8 {
@@ -564,7 +575,10 @@ mod tests {
                 vec![build::store(Size::DW, Bank::Stack, 10, -8, 1)],
                 Op::Store { size: Size::DW, bank: Bank::Stack, base: 10, off: -8, src: 1 },
             ),
-            (vec![build::jmp_imm(Cond::SLt, 1, -1, 3)], Op::Jump { cond: Cond::SLt, dst: 1, src: Operand::Imm(-1), off: 3 }),
+            (
+                vec![build::jmp_imm(Cond::SLt, 1, -1, 3)],
+                Op::Jump { cond: Cond::SLt, dst: 1, src: Operand::Imm(-1), off: 3 },
+            ),
             (vec![build::call_prog(7, 2)], Op::CallProg { id: 7, nargs: 2 }),
             (vec![build::call_chain(3, 0)], Op::CallChain { id: 3, nargs: 0 }),
             (vec![build::exit()], Op::Exit),

@@ -145,7 +145,9 @@ pub fn validate(insns: &[Insn], env: &Env) -> Result<ChainFacts, ValidationError
             return err(pc, Rule::FramePointer, "writes r10, the read-only frame pointer".into());
         }
         match op {
-            Op::Alu { op: AluOp::Lsh | AluOp::Rsh | AluOp::Arsh, src: Operand::Imm(n), .. } if !(0..64).contains(&n) => {
+            Op::Alu { op: AluOp::Lsh | AluOp::Rsh | AluOp::Arsh, src: Operand::Imm(n), .. }
+                if !(0..64).contains(&n) =>
+            {
                 return err(pc, Rule::Shift, format!("shifts by {n}; constant shifts must be 0..63"));
             }
             Op::Jump { off, .. } => {
@@ -211,10 +213,7 @@ pub fn validate(insns: &[Insn], env: &Env) -> Result<ChainFacts, ValidationError
                         return err(
                             pc,
                             Rule::ChainCall,
-                            format!(
-                                "calls chain {id} ({}) with {nargs} argument(s); it takes {}",
-                                sig.name, sig.nargs
-                            ),
+                            format!("calls chain {id} ({}) with {nargs} argument(s); it takes {}", sig.name, sig.nargs),
                         );
                     }
                     Some(sig) => {
@@ -276,7 +275,8 @@ mod tests {
 
     #[test]
     fn accepts_a_chain_and_reports_its_facts() {
-        let chain = [mov_imm(1, 2), call_prog(3, 1), call_chain(5, 0), jmp_imm(Cond::Eq, 0, 0, 1), mov_imm(0, 1), exit()];
+        let chain =
+            [mov_imm(1, 2), call_prog(3, 1), call_chain(5, 0), jmp_imm(Cond::Eq, 0, 0, 1), mov_imm(0, 1), exit()];
         let facts = validate(&chain, &env()).unwrap();
         assert_eq!(facts.depth, 2);
         assert!(facts.programs.contains(&3) && facts.chains.contains(&5));
@@ -301,7 +301,12 @@ mod tests {
         rejects(&[load(Size::B, Bank::Stack, 1, 10, -65), exit()], Rule::StackBounds, 0, "r10-65");
         rejects(&[load(Size::B, Bank::Stack, 1, 10, 0), exit()], Rule::StackBounds, 0, "r10+0");
         rejects(&[call_prog(4, 0), exit()], Rule::ProgramCall, 0, "program 4, which is not registered");
-        rejects(&[call_prog(3, 2), exit()], Rule::ProgramCall, 0, "(monitor) with 2 argument(s); its signature takes 1");
+        rejects(
+            &[call_prog(3, 2), exit()],
+            Rule::ProgramCall,
+            0,
+            "(monitor) with 2 argument(s); its signature takes 1",
+        );
         rejects(&[call_prog(0, 0), exit()], Rule::ProgramCall, 0, "outside 1..1024");
         rejects(&[call_chain(9, 0), exit()], Rule::ChainCall, 0, "chain 9, which is not installed");
         rejects(&[call_chain(5, 1), exit()], Rule::ChainCall, 0, "it takes 0");
@@ -310,6 +315,12 @@ mod tests {
 
     #[test]
     fn stack_edges_are_inside() {
-        assert!(validate(&[store(Size::DW, Bank::Stack, 10, -64, 1), load(Size::DW, Bank::Stack, 1, 10, -8), exit()], &env()).is_ok());
+        assert!(
+            validate(
+                &[store(Size::DW, Bank::Stack, 10, -64, 1), load(Size::DW, Bank::Stack, 1, 10, -8), exit()],
+                &env()
+            )
+            .is_ok()
+        );
     }
 }

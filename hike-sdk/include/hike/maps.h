@@ -10,23 +10,30 @@
 #include <hike/common.h>
 #include <hike/defs.h>
 
-/* Program ids to programs, one array per hook: a tail call only reaches programs
- * of the caller's type. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, HIKE_MAX_PROGS);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} hike_progs_xdp SEC(".maps");
+#ifdef HIKE_HOOK_TC
+#define HIKE_CTX struct __sk_buff
+#define HIKE_PROGS hike_progs_tc
+#define HIKE_SEC "tc"
+#define HIKE_VERDICT_PASS 0  /* TC_ACT_OK */
+#define HIKE_VERDICT_ABORT 2 /* TC_ACT_SHOT */
+#else
+#define HIKE_CTX struct xdp_md
+#define HIKE_PROGS hike_progs_xdp
+#define HIKE_SEC "xdp"
+#define HIKE_VERDICT_PASS XDP_PASS
+#define HIKE_VERDICT_ABORT XDP_ABORTED
+#endif
 
+/* Program ids to programs. One array per hook (hike_progs_xdp, hike_progs_tc): a
+ * tail call only reaches programs of the caller's type, and an object only
+ * declares the array of its own hook. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, HIKE_MAX_PROGS);
 	__type(key, __u32);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} hike_progs_tc SEC(".maps");
+} HIKE_PROGS SEC(".maps");
 
 /* Chain ids to bytecode. */
 struct {

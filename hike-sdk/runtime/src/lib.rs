@@ -1,1 +1,39 @@
-//! placeholder
+//! The user-space side of a HIKe VM instance, over libbpf-rs.
+//!
+//! A [`Runtime`] is one instance rooted at a bpffs directory (default
+//! `/sys/fs/bpf/hike`; every call takes the root, so tests and several runtimes
+//! coexist). It creates and pins the VM's maps ([`Runtime::init`]), registers HIKe
+//! programs under persistent ids ([`Runtime::register_object`]), validates and
+//! installs chains ([`Runtime::install_chain`], [`Runtime::replace_chain`]), loads,
+//! configures and attaches loaders ([`Runtime::load_loader`],
+//! [`Runtime::configure_loader`], [`Runtime::attach_loader`]) and reports
+//! [`Runtime::status`]. docs/RUNTIME.md describes the pin layout and guarantees.
+
+pub mod abi;
+mod chains;
+mod error;
+mod layout;
+mod link;
+mod load;
+mod loaders;
+pub mod meta;
+pub mod objects;
+mod programs;
+mod runtime;
+pub mod signature;
+mod status;
+mod sys;
+mod testrun;
+pub mod verifier;
+
+pub use chains::ChainSpec;
+pub use error::{Result, RuntimeError};
+pub use layout::{DEFAULT_ROOT, Layout};
+pub use link::AttachMode;
+pub use loaders::{Attachment, ConfigMapSpec, LoaderInfo, LoaderObject, MapEntry};
+pub use programs::{ProgramObject, RegisteredProgram};
+pub use runtime::{InitOptions, Runtime};
+pub use signature::Signature;
+pub use status::{ChainStatus, Counters, ProgramStatus, Status};
+pub use testrun::TestRun;
+pub use verifier::VerifierFailure;

@@ -1,0 +1,113 @@
+//! Attaching a program to an interface through a pinned `bpf_link`: the attachment
+//! outlives the process that made it and goes away when its pin is removed.
+//! libbpf-rs has no call for a link with XDP mode flags or for pinning a link by
+//! fd, so these use libbpf's own functions.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use libbpf_rs::libbpf_sys;
+
+/// How a loader is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttachMode {
+    /// XDP in the driver when it supports it, generic (skb) XDP otherwise.
+    Xdp,
+    /// XDP in the driver only.
+    XdpDriver,
+    /// Generic (skb) XDP only.
+    XdpGeneric,
+    /// tcx on the ingress path.
+    TcIngress,
+    /// tcx on the egress path.
+    TcEgress,
+}
+
+impl AttachMode {
+    /// The name chain scripts and `status` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttachMode::Xdp => "xdp",
+            AttachMode::XdpDriver => "xdpdrv",
+            AttachMode::XdpGeneric => "xdpgeneric",
+            AttachMode::TcIngress => "tc",
+            AttachMode::TcEgress => "tc-egress",
+        }
+    }
+
+    /// The mode with this name.
+    pub fn from_name(s: &str) -> Option<AttachMode> {
+        [AttachMode::Xdp, AttachMode::XdpDriver, AttachMode::XdpGeneric, AttachMode::TcIngress, AttachMode::TcEgress]
+            .into_iter()
+            .find(|m| m.name() == s)
+    }
+
+    /// The hook the mode belongs to.
+    pub fn hook(self) -> hike_bytecode::Hook {
+        match self {
+            AttachMode::Xdp | AttachMode::XdpDriver | AttachMode::XdpGeneric => hike_bytecode::Hook::Xdp,
+            AttachMode::TcIngress | AttachMode::TcEgress => hike_bytecode::Hook::Tc,
+        }
+    }
+
+    fn attach_type_and_flags(self) -> (libbpf_sys::bpf_attach_type, u32) {
+        const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+        const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+        match self {
+            AttachMode::Xdp => (libbpf_sys::BPF_XDP, 0),
+            AttachMode::XdpDriver => (libbpf_sys::BPF_XDP, XDP_FLAGS_DRV_MODE),
+            AttachMode::XdpGeneric => (libbpf_sys::BPF_XDP, XDP_FLAGS_SKB_MODE),
+            AttachMode::TcIngress => (libbpf_sys::BPF_TCX_INGRESS, 0),
+            AttachMode::TcEgress => (libbpf_sys::BPF_TCX_EGRESS, 0),
+        }
+    }
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains a NUL byte"))
+}
+
+fn check(ret: i32) -> io::Result<i32> {
+    if ret < 0 { Err(io::Error::from_raw_os_error(-ret)) } else { Ok(ret) }
+}
+
+/// Opens a pinned object (program, map or link).
+pub fn obj_get(path: &Path) -> io::Result<OwnedFd> {
+    let c = c_path(path)?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    let fd = check(unsafe { libbpf_sys::bpf_obj_get(c.as_ptr()) })?;
+    // SAFETY: libbpf returned a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Attaches the program pinned at `prog` to `ifindex` and pins the link at `pin`.
+pub fn attach_and_pin(prog: &Path, ifindex: u32, mode: AttachMode, pin: &Path) -> io::Result<()> {
+    let prog_fd = obj_get(prog)?;
+    let (attach_type, flags) = mode.attach_type_and_flags();
+    let opts = libbpf_sys::bpf_link_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
+        flags,
+        ..Default::default()
+    };
+    // SAFETY: the fd is valid and `opts` is a properly sized, initialized struct.
+    let link = check(unsafe { libbpf_sys::bpf_link_create(prog_fd.as_raw_fd(), ifindex as i32, attach_type, &opts) })?;
+    // SAFETY: libbpf returned a new file descriptor that nothing else owns.
+    let link = unsafe { OwnedFd::from_raw_fd(link) };
+    let c = c_path(pin)?;
+    // SAFETY: the fd is valid and `c` is NUL-terminated.
+    check(unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), c.as_ptr()) })?;
+    Ok(())
+}
+
+/// Atomically replaces the program of the link pinned at `pin` with the one
+/// pinned at `prog` (`bpf_link_update`): no packet sees the interface without one.
+pub fn update_link(pin: &Path, prog: &Path) -> io::Result<()> {
+    let link = obj_get(pin)?;
+    let prog_fd = obj_get(prog)?;
+    // SAFETY: both fds are valid; a null opts pointer means default options.
+    check(unsafe { libbpf_sys::bpf_link_update(link.as_raw_fd(), prog_fd.as_raw_fd(), std::ptr::null()) })?;
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! Loading an eBPF object into the kernel: VM maps reused from the instance's
+//! `vm/` directory, other maps pinned where the caller says, and a readable
+//! verifier failure when the kernel says no. A failed load leaves no new pins.
+
+use std::ffi::c_char;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use libbpf_rs::{AsRawLibbpf, Object, ObjectBuilder, PrintLevel};
+
+use crate::error::{KernelContext, Result, RuntimeError};
+use crate::verifier::VerifierFailure;
+
+/// Size of each program's verifier log buffer when a failed load is retried for
+/// its log. The kernel keeps the end of the log when it does not fit.
+const LOG_BUF_SIZE: usize = 8 << 20;
+
+/// What to load and where its maps go.
+pub(crate) struct LoadRequest<'a> {
+    /// Shown in errors: `package@version` or a file name.
+    pub object_name: &'a str,
+    pub elf: &'a [u8],
+    /// The instance's `vm/` directory: maps declared with `LIBBPF_PIN_BY_NAME`.
+    pub vm_dir: &'a Path,
+    /// Where to pin each other map (by its name); `None` leaves it unpinned.
+    pub map_pin: &'a dyn Fn(&str) -> Option<PathBuf>,
+    /// Programs to load; the others of the object are skipped.
+    pub programs: &'a [String],
+}
+
+/// Routes libbpf's messages to `tracing` instead of stderr (once per process).
+pub(crate) fn route_libbpf_logs() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        libbpf_rs::set_print(Some((PrintLevel::Debug, |level, msg: String| match level {
+            PrintLevel::Warn => tracing::debug!(target: "libbpf", "{}", msg.trim_end()),
+            _ => tracing::trace!(target: "libbpf", "{}", msg.trim_end()),
+        })));
+    });
+}
+
+fn is_internal_map(name: &str) -> bool {
+    // .rodata, .data, .bss and .kconfig belong to the object, not to the package.
+    name.contains('.')
+}
+
+/// Loads the requested programs of the object. On a verifier rejection the object
+/// is loaded again with logs enabled to explain it.
+pub(crate) fn load(req: &LoadRequest<'_>) -> Result<Object> {
+    route_libbpf_logs();
+    let pins_before = existing_pins(req)?;
+    match open_and_load(req, None) {
+        Ok(obj) => Ok(obj),
+        Err(first) => {
+            remove_new_pins(&pins_before);
+            let err = match explain(req) {
+                Some(failure) => RuntimeError::Verifier(Box::new(failure)),
+                None => first,
+            };
+            remove_new_pins(&pins_before);
+            Err(err)
+        }
+    }
+}
+
+fn open_and_load(req: &LoadRequest<'_>, logs: Option<&mut Vec<(String, Vec<u8>)>>) -> Result<Object> {
+    let mut builder = ObjectBuilder::default();
+    builder.name(req.object_name).kernel(|| format!("open {}", req.object_name))?;
+    builder.pin_root_path(req.vm_dir).kernel(|| format!("open {}", req.object_name))?;
+    let mut open = builder.open_memory(req.elf).kernel(|| format!("open {}", req.object_name))?;
+
+    for mut map in open.maps_mut() {
+        let name = map.name().to_string_lossy().into_owned();
+        if name.starts_with("hike_") || is_internal_map(&name) {
+            continue;
+        }
+        if let Some(path) = (req.map_pin)(&name) {
+            map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?;
+        }
+    }
+    let mut found = Vec::new();
+    let mut logs = logs;
+    for mut prog in open.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        let wanted = req.programs.contains(&name);
+        prog.set_autoload(wanted);
+        if wanted {
+            found.push(name.clone());
+            if let Some(logs) = logs.as_deref_mut() {
+                prog.set_log_level(1);
+                let mut buf = vec![0u8; LOG_BUF_SIZE];
+                // SAFETY: the program pointer is valid while `open` lives, and the
+                // buffer is moved into `logs`, which outlives the load below without
+                // being reallocated (a Vec's heap buffer does not move when the Vec
+                // itself is moved).
+                unsafe {
+                    libbpf_rs::libbpf_sys::bpf_program__set_log_buf(
+                        prog.as_libbpf_object().as_ptr(),
+                        buf.as_mut_ptr().cast::<c_char>(),
+                        buf.len() as _,
+                    );
+                }
+                logs.push((name, buf));
+            }
+        }
+    }
+    if let Some(missing) = req.programs.iter().find(|p| !found.contains(p)) {
+        return Err(RuntimeError::BadObject {
+            name: req.object_name.to_owned(),
+            reason: format!("it has no program `{missing}` (found: {})", program_names(&open).join(", ")),
+        });
+    }
+    open.load().kernel(|| format!("load {}", req.object_name))
+}
+
+fn program_names(open: &libbpf_rs::OpenObject) -> Vec<String> {
+    open.progs().map(|p| p.name().to_string_lossy().into_owned()).collect()
+}
+
+/// Loads again with verifier logs and finds the program that failed: the last one
+/// libbpf got to (it loads in order and stops at the first failure).
+fn explain(req: &LoadRequest<'_>) -> Option<VerifierFailure> {
+    let mut logs = Vec::new();
+    let err = match open_and_load(req, Some(&mut logs)) {
+        Ok(_) => return None,
+        Err(e) => e,
+    };
+    let (program, buf) = logs.iter().rev().find(|(_, buf)| buf.first().is_some_and(|b| *b != 0))?;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let log = String::from_utf8_lossy(&buf[..end]);
+    let error = match &err {
+        RuntimeError::Kernel { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    Some(VerifierFailure::from_log(program, req.object_name, &error, &log))
+}
+
+fn pin_paths(req: &LoadRequest<'_>) -> Result<Vec<PathBuf>> {
+    let open = ObjectBuilder::default().open_memory(req.elf).kernel(|| format!("open {}", req.object_name))?;
+    Ok(open
+        .maps()
+        .map(|m| m.name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("hike_") && !is_internal_map(n))
+        .filter_map(|n| (req.map_pin)(&n))
+        .collect())
+}
+
+fn existing_pins(req: &LoadRequest<'_>) -> Result<Vec<(PathBuf, bool)>> {
+    Ok(pin_paths(req)?.into_iter().map(|p| (p.clone(), p.exists())).collect())
+}
+
+fn remove_new_pins(before: &[(PathBuf, bool)]) {
+    for (path, existed) in before {
+        if !existed && path.exists() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}

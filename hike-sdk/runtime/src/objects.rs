@@ -1,0 +1,27 @@
+//! eBPF objects built into the runtime (compiled by build.rs from hike-sdk/bpf).
+
+use hike_bytecode::Hook;
+
+/// The VM continuation (program id 0) for a hook.
+pub fn continuation(hook: Hook) -> &'static [u8] {
+    match hook {
+        Hook::Xdp => include_bytes!(concat!(env!("OUT_DIR"), "/hike_cont_xdp.o")),
+        Hook::Tc => include_bytes!(concat!(env!("OUT_DIR"), "/hike_cont_tc.o")),
+    }
+}
+
+/// The test entry loader for a hook (see `Runtime::test_run_chain`).
+pub fn entry(hook: Hook) -> &'static [u8] {
+    match hook {
+        Hook::Xdp => include_bytes!(concat!(env!("OUT_DIR"), "/hike_entry_xdp.o")),
+        Hook::Tc => include_bytes!(concat!(env!("OUT_DIR"), "/hike_entry_tc.o")),
+    }
+}
+
+/// HIKe programs used by the runtime's own kernel tests (`bpf/test/vmtest.bpf.c`).
+pub fn vmtest(hook: Hook) -> &'static [u8] {
+    match hook {
+        Hook::Xdp => include_bytes!(concat!(env!("OUT_DIR"), "/vmtest_xdp.o")),
+        Hook::Tc => include_bytes!(concat!(env!("OUT_DIR"), "/vmtest_tc.o")),
+    }
+}

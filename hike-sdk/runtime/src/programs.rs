@@ -1,0 +1,232 @@
+//! Registering HIKe programs: load, pin under `progs/<package>@<version>/`, give
+//! each an id and put it in its hook's program array.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::PathBuf;
+
+use hike_bytecode::limits::MAX_PROGS;
+use hike_bytecode::{Hook, Op, decode};
+use libbpf_rs::{MapCore, MapFlags};
+
+use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::load::{self, LoadRequest};
+use crate::meta::{ProgMeta, RecordState};
+use crate::runtime::{Runtime, key, now_ns, remove_tree};
+use crate::signature::{self, Signature};
+use crate::sys;
+
+/// An object file holding HIKe programs of one package version.
+#[derive(Debug, Clone, Copy)]
+pub struct ProgramObject<'a> {
+    pub package: &'a str,
+    pub version: &'a str,
+    /// Shown in errors, e.g. the source file the object was built from.
+    pub object_name: &'a str,
+    pub elf: &'a [u8],
+    pub hook: Hook,
+}
+
+/// A registered program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredProgram {
+    pub id: u32,
+    pub name: String,
+    pub package: String,
+    pub version: String,
+    pub hook: Hook,
+    pub signature: Signature,
+    /// Where the program is pinned.
+    pub pin: PathBuf,
+    /// The kernel's id for it.
+    pub bpf_id: u32,
+    /// True when it was already registered and nothing was loaded.
+    pub reused: bool,
+}
+
+impl Runtime {
+    /// Registers every HIKe program of the object. Programs of the same package
+    /// version already registered keep their ids (nothing is loaded again). All or
+    /// nothing: on failure no new id, pin or program array entry remains.
+    pub fn register_object(&self, obj: &ProgramObject<'_>) -> Result<Vec<RegisteredProgram>> {
+        let sigs = signature::read(obj.object_name, obj.elf)?;
+        if sigs.is_empty() {
+            return Err(RuntimeError::BadObject {
+                name: obj.object_name.to_owned(),
+                reason: "it declares no HIKe program (use HIKE_PROGRAM from <hike/program.h>)".into(),
+            });
+        }
+        let pkg_dir = self.layout.package_dir(obj.package, obj.version)?;
+        let _lock = self.lock()?;
+        let records = self.prog_records()?;
+        let mut out = Vec::new();
+        let mut to_load = Vec::new();
+        for (name, sig) in &sigs {
+            let existing = records.iter().find(|(_, m)| {
+                m.state == RecordState::Ready
+                    && m.name == *name
+                    && m.package == obj.package
+                    && m.version == obj.version
+                    && m.hook == obj.hook
+            });
+            match existing {
+                Some((id, m)) => out.push(RegisteredProgram {
+                    id: *id,
+                    name: name.clone(),
+                    package: obj.package.to_owned(),
+                    version: obj.version.to_owned(),
+                    hook: obj.hook,
+                    signature: sig.clone(),
+                    pin: pkg_dir.join(name),
+                    bpf_id: m.bpf_id,
+                    reused: true,
+                }),
+                None => to_load.push(name.clone()),
+            }
+        }
+        if to_load.is_empty() {
+            return Ok(out);
+        }
+
+        let maps_dir = pkg_dir.join("maps");
+        let pkg_dir_existed = pkg_dir.exists();
+        std::fs::create_dir_all(&maps_dir).io("cannot create", &maps_dir)?;
+        let undo_dir = |_: &RuntimeError| {
+            if !pkg_dir_existed {
+                let _ = remove_tree(&pkg_dir);
+            }
+        };
+        let vm_dir = self.layout.vm_dir();
+        let loaded = load::load(&LoadRequest {
+            object_name: &format!("{}@{} ({})", obj.package, obj.version, obj.object_name),
+            elf: obj.elf,
+            vm_dir: &vm_dir,
+            map_pin: &|name| Some(maps_dir.join(name)),
+            programs: &to_load,
+        })
+        .inspect_err(undo_dir)?;
+
+        let mut done: Vec<RegisteredProgram> = Vec::new();
+        let result = (|| -> Result<()> {
+            let mut taken: Vec<u32> = records.iter().map(|(id, _)| *id).collect();
+            for mut prog in loaded.progs_mut() {
+                let name = prog.name().to_string_lossy().into_owned();
+                let Some(sig) = sigs.get(&name) else { continue };
+                let id = (1..MAX_PROGS)
+                    .find(|id| !taken.contains(id))
+                    .ok_or(RuntimeError::IdsExhausted { kind: "program", max: MAX_PROGS - 1 })?;
+                taken.push(id);
+                let bpf_id = libbpf_rs::Program::id_from_fd(prog.as_fd()).kernel(|| format!("query program {name}"))?;
+                let mut meta = ProgMeta {
+                    state: RecordState::Pending,
+                    hook: obj.hook,
+                    nargs: sig.nargs(),
+                    bpf_id,
+                    registered_unix_ns: now_ns(),
+                    name: name.clone(),
+                    package: obj.package.to_owned(),
+                    version: obj.version.to_owned(),
+                };
+                self.set_prog_meta(id, &meta)?;
+                let pin = pkg_dir.join(&name);
+                if pin.exists() {
+                    // An orphan from a process that died before recording it.
+                    let _ = std::fs::remove_file(&pin);
+                }
+                let reg = RegisteredProgram {
+                    id,
+                    name: name.clone(),
+                    package: obj.package.to_owned(),
+                    version: obj.version.to_owned(),
+                    hook: obj.hook,
+                    signature: sig.clone(),
+                    pin: pin.clone(),
+                    bpf_id,
+                    reused: false,
+                };
+                done.push(reg);
+                prog.pin(&pin).kernel(|| format!("pin {}", pin.display()))?;
+                let fd = prog.as_fd().as_raw_fd() as u32;
+                self.maps
+                    .progs(obj.hook)
+                    .update(&key(id), &fd.to_le_bytes(), MapFlags::ANY)
+                    .kernel(|| format!("put program {name} in hike_progs_{} at id {id}", obj.hook))?;
+                meta.state = RecordState::Ready;
+                self.set_prog_meta(id, &meta)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            for reg in &done {
+                let _ = self.maps.progs(obj.hook).delete(&key(reg.id));
+                let _ = std::fs::remove_file(&reg.pin);
+                let _ = self.set_prog_meta(reg.id, &ProgMeta::free());
+            }
+            undo_dir(&e);
+            return Err(e);
+        }
+        out.extend(done);
+        Ok(out)
+    }
+
+    /// Removes program `id` from the VM. Refused while an installed chain calls it;
+    /// returns once no packet can still be running it.
+    pub fn unregister_program(&self, id: u32) -> Result<()> {
+        let _lock = self.lock()?;
+        let meta = self.prog_meta(id)?;
+        if id == 0 || meta.state != RecordState::Ready {
+            return Err(RuntimeError::NotFound(format!("program id {id}")));
+        }
+        let users = self.chains_calling(|op| matches!(op, Op::CallProg { id: p, .. } if p == id))?;
+        if !users.is_empty() {
+            return Err(RuntimeError::InUse {
+                what: format!("program {id} ({}@{} {})", meta.package, meta.version, meta.name),
+                users: users.join(", "),
+            });
+        }
+        self.maps.progs(meta.hook).delete(&key(id)).kernel(|| format!("remove program {id} from its array"))?;
+        sys::wait_for_readers().io("cannot wait for running packets", self.root())?;
+        let pkg_dir = self.layout.package_dir(&meta.package, &meta.version)?;
+        let pin = pkg_dir.join(&meta.name);
+        std::fs::remove_file(&pin).or_else(ignore_missing).io("cannot unpin", &pin)?;
+        self.set_prog_meta(id, &ProgMeta::free())?;
+        // The package's maps go with its last program.
+        let others =
+            self.prog_records()?.into_iter().any(|(_, m)| m.package == meta.package && m.version == meta.version);
+        if !others {
+            remove_tree(&pkg_dir).io("cannot remove", &pkg_dir)?;
+        }
+        Ok(())
+    }
+
+    /// Names (`name (id N)`) of installed chains with an instruction matching `pred`.
+    pub(crate) fn chains_calling(&self, pred: impl Fn(Op) -> bool) -> Result<Vec<String>> {
+        let mut users = Vec::new();
+        for (cid, cmeta) in self.chain_records()? {
+            let Some((insns, _)) = self.chain_code(cid)? else { continue };
+            let calls = (0..insns.len()).any(|pc| decode(&insns, pc).is_ok_and(&pred));
+            if calls {
+                users.push(format!("chain {} (id {cid})", cmeta.name));
+            }
+        }
+        Ok(users)
+    }
+
+    /// The id of a registered program, if any.
+    pub fn find_program(&self, package: &str, version: &str, name: &str, hook: Hook) -> Result<Option<u32>> {
+        Ok(self
+            .prog_records()?
+            .into_iter()
+            .find(|(_, m)| {
+                m.state == RecordState::Ready
+                    && m.package == package
+                    && m.version == version
+                    && m.name == name
+                    && m.hook == hook
+            })
+            .map(|(id, _)| id))
+    }
+}
+
+fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
+    if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }
+}

@@ -1,0 +1,94 @@
+//! Running packets through a chain with `BPF_PROG_TEST_RUN`, through the instance's
+//! test entry loader: the same VM, programs and chains traffic would use, with the
+//! packet and final state handed back.
+
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use hike_bytecode::Hook;
+use hike_bytecode::limits::SCRATCH_SIZE;
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::{MapCore, MapFlags};
+
+use crate::abi::{self, state};
+use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::link;
+use crate::runtime::{Runtime, key};
+use crate::sys;
+
+/// Room left after the packet for programs that grow it.
+const HEADROOM: usize = 512;
+
+/// What one test run produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRun {
+    /// The program's return value: the XDP action (or TC verdict).
+    pub verdict: u32,
+    /// The packet after the run.
+    pub packet: Vec<u8>,
+    /// Registers r0..r10 of the VM when the run ended (last run when repeated).
+    pub regs: [u64; 11],
+    /// The scratch bank after the run.
+    pub scratch: Vec<u8>,
+    /// The CPU the run happened on.
+    pub cpu: usize,
+    /// Average time per run, as the kernel measured it.
+    pub duration: Duration,
+}
+
+impl Runtime {
+    /// Runs `packet` through chain `chain` (`repeat` times; 0 means once) and
+    /// returns the verdict, the packet and the VM state afterwards.
+    pub fn test_run_chain(&self, hook: Hook, chain: u32, packet: &[u8], repeat: u32) -> Result<TestRun> {
+        let _lock = self.lock()?;
+        let entry = self.layout.vm_dir().join(format!("entry_{hook}"));
+        let prog = link::obj_get(&entry).io("cannot open", &entry)?;
+        self.maps
+            .entry
+            .update(&key(0), &chain.to_le_bytes(), MapFlags::ANY)
+            .kernel(|| "select the test chain".into())?;
+
+        let mut out = vec![0u8; packet.len() + HEADROOM];
+        let (cpu, result) = sys::on_one_cpu(|| {
+            let mut opts = libbpf_sys::bpf_test_run_opts {
+                sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+                data_in: packet.as_ptr().cast(),
+                data_size_in: packet.len() as u32,
+                data_out: out.as_mut_ptr().cast(),
+                data_size_out: out.len() as u32,
+                repeat: repeat as i32,
+                ..Default::default()
+            };
+            // SAFETY: the buffers outlive the call and their sizes are given.
+            let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+            (rc, opts.retval, opts.data_size_out, opts.duration)
+        })
+        .io("cannot pin the test run to a CPU", self.root())?;
+        let _ = self.maps.entry.update(&key(0), &0u32.to_le_bytes(), MapFlags::ANY);
+        let (rc, retval, size_out, duration) = result;
+        if rc < 0 {
+            return Err(RuntimeError::Io {
+                what: "BPF_PROG_TEST_RUN failed on",
+                path: entry,
+                source: std::io::Error::from_raw_os_error(-rc),
+            });
+        }
+        out.truncate((size_out as usize).min(out.len()));
+        let states = self.raw_states()?;
+        let st = states.get(cpu).cloned().unwrap_or_default();
+        let mut regs = [0u64; 11];
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = abi::u64_at(&st, state::REGS + i * 8);
+        }
+        let scratch =
+            st.get(state::SCRATCH..state::SCRATCH + SCRATCH_SIZE as usize).map(<[u8]>::to_vec).unwrap_or_default();
+        Ok(TestRun {
+            verdict: retval,
+            packet: out,
+            regs,
+            scratch,
+            cpu,
+            duration: Duration::from_nanos(u64::from(duration)),
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! Shared helpers for the kernel tests: an isolated HIKe root per test, removed by
+//! a guard even when the test fails, and a loud failure when the machine cannot run
+//! kernel tests (they are never skipped).
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hike_bytecode::Hook;
+use hike_runtime::{InitOptions, ProgramObject, RegisteredProgram, Runtime, objects};
+
+/// Fails the test with what is missing when the machine cannot load eBPF.
+pub fn require_kernel() {
+    let euid = rustix::process::geteuid();
+    assert!(euid.is_root(), "kernel tests need root (CAP_BPF, CAP_NET_ADMIN); run them as root, e.g. with ./ci/test");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    assert!(
+        mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf") && l.contains(" bpf ")),
+        "kernel tests need bpffs at /sys/fs/bpf: mount it with `mount -t bpf bpf /sys/fs/bpf` (ci/setup does)"
+    );
+}
+
+/// A HIKe root of its own, destroyed on drop.
+pub struct TestRoot {
+    pub path: PathBuf,
+    pub rt: Runtime,
+}
+
+impl TestRoot {
+    pub fn new(tag: &str) -> TestRoot {
+        TestRoot::with(tag, InitOptions::default())
+    }
+
+    pub fn with(tag: &str, opts: InitOptions) -> TestRoot {
+        require_kernel();
+        static N: AtomicU32 = AtomicU32::new(0);
+        let path = PathBuf::from(format!(
+            "/sys/fs/bpf/hike-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = Runtime::destroy(&path);
+        let rt = Runtime::init(&path, opts).expect("init a test root");
+        TestRoot { path, rt }
+    }
+
+    /// Registers the test programs (bpf/test/vmtest.bpf.c) for a hook.
+    pub fn register_vmtest(&self, hook: Hook) -> Vec<RegisteredProgram> {
+        self.rt
+            .register_object(&ProgramObject {
+                package: "hike-test",
+                version: "0.0.0",
+                object_name: "vmtest.bpf.c",
+                elf: objects::vmtest(hook),
+                hook,
+            })
+            .expect("register the test programs")
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TestRoot {
+    fn drop(&mut self) {
+        if let Err(e) = Runtime::destroy(&self.path) {
+            eprintln!("could not remove test root {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// The id of program `name` among `regs`.
+pub fn id_of(regs: &[RegisteredProgram], name: &str) -> u32 {
+    regs.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no program {name}")).id
+}
+
+/// A minimal Ethernet + IPv6 + UDP packet.
+pub fn ipv6_udp_packet() -> Vec<u8> {
+    let mut p = vec![0u8; 14 + 40 + 8 + 8];
+    p[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    p[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    p[12] = 0x86;
+    p[13] = 0xdd;
+    p[14] = 0x60;
+    p[18..20].copy_from_slice(&16u16.to_be_bytes());
+    p[20] = 17; // UDP
+    p[21] = 64;
+    p[22] = 0xfd;
+    p[37] = 1;
+    p[38] = 0xfd;
+    p[53] = 2;
+    p[54..56].copy_from_slice(&1234u16.to_be_bytes());
+    p[56..58].copy_from_slice(&5678u16.to_be_bytes());
+    p[58..60].copy_from_slice(&16u16.to_be_bytes());
+    p
+}
