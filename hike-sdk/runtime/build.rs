@@ -42,6 +42,7 @@ fn main() {
         ("hike_entry_tc.o", "hike_entry.bpf.c", &["-DHIKE_HOOK_TC"]),
         ("vmtest_xdp.o", "test/vmtest.bpf.c", &[]),
         ("vmtest_tc.o", "test/vmtest.bpf.c", &["-DHIKE_HOOK_TC"]),
+        ("rawtail.o", "bench/rawtail.bpf.c", &[]),
     ];
     for (name, src, extra) in objects {
         compile(&clang, arch, &bpf.join(src), &out.join(name), &include, &vmlinux_dir, extra);

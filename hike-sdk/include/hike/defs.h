@@ -167,8 +167,9 @@ struct hike_state {
 	__u16 depth;  /* current frame: 0 is the chain the loader started */
 	__u16 calls;  /* tail calls made for this packet: program calls and continuations */
 	struct hike_frame frames[HIKE_MAX_DEPTH];
-	__u8 stack[HIKE_MAX_DEPTH * HIKE_FRAME_SIZE];
-	__u8 scratch[HIKE_SCRATCH_SIZE]; /* starts with struct hike_pkt_info */
+	/* 8-byte aligned so clearing them takes 8-byte stores, not byte stores */
+	__u8 stack[HIKE_MAX_DEPTH * HIKE_FRAME_SIZE] __attribute__((aligned(8)));
+	__u8 scratch[HIKE_SCRATCH_SIZE] __attribute__((aligned(8))); /* starts with struct hike_pkt_info */
 	/* counters, per CPU; user space sums them */
 	__u64 prog_calls[HIKE_MAX_PROGS];
 	__u64 chain_runs[HIKE_MAX_CHAINS];

@@ -41,13 +41,23 @@ __hike_inline void *hike_pkt_end(HIKE_CTX *ctx)
 	return (void *)(long)ctx->data_end;
 }
 
-#define __HIKE_TAIL(n)                                 \
-	case n:                                        \
-		bpf_tail_call(ctx, &HIKE_PROGS, n);    \
+/* A tail call to a constant slot, written in assembly so the compiler cannot merge
+ * the call sites of different slots into one with a variable key (it does with
+ * plain bpf_tail_call()). The verifier then sees a constant key at each site and
+ * the JIT emits a direct jump, patched when the slot changes, instead of an
+ * indirect jump through a retpoline. */
+#define __HIKE_TAIL(n)                                                                 \
+	case n:                                                                        \
+		asm volatile("r1 = %[c]\n\t"                                            \
+			     "r2 = %[m] ll\n\t"                                         \
+			     "r3 = %[k]\n\t"                                            \
+			     "call 12"                                                  \
+			     :                                                          \
+			     : [c] "r"(ctx), [m] "i"(&HIKE_PROGS), [k] "i"(n)            \
+			     : "r0", "r1", "r2", "r3", "r4", "r5", "memory");           \
 		return;
 
-/* Tail calls with a constant key become direct jumps in the JIT (patched when the
- * slot changes); only those avoid the retpoline of an indirect jump. */
+/* Program ids below HIKE_DIRECT_PROGS get a direct jump; others an indirect one. */
 __hike_inline void hike_dispatch(HIKE_CTX *ctx, __u32 id)
 {
 #if HIKE_DIRECT_PROGS >= 32
@@ -133,45 +143,56 @@ __hike_inline struct hike_chain *hike_chain_get(__u32 id)
  * that does not return), ends, or aborts. Returns the packet's verdict when it
  * does not tail-call.
  *
- * Everything that lives from one instruction to the next (pc, budget, registers)
- * is kept in the per-CPU state, not in locals: the verifier then sees the same
- * state at the top of every iteration and explores the loop body once per
- * iteration instead of once per path. */
+ * What lives from one instruction to the next (pc, registers) is kept in the
+ * per-CPU state, not in locals: the verifier then sees the same state at the top
+ * of every iteration and explores the loop body once per iteration instead of
+ * once per path. Only values that do not change during a run stay in registers:
+ * the budget left when the run began (instructions are counted by `step` and
+ * written back when the run ends) and the current chain's length. */
 __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 {
 	struct hike_chain *c = hike_chain_get(st->chain);
+	__u32 budget = st->budget;
+	__u32 len;
 
 	if (!c)
 		return hike_abort(st, HIKE_ABORT_NO_CHAIN);
+	len = c->len;
 
-	for (int step = 0; step < HIKE_RESUME_STEPS; step++) {
-		struct hike_insn insn;
+	for (__u32 step = 0; step < HIKE_RESUME_STEPS; step++) {
 		__u32 pc = st->pc;
-		__u8 code, op;
-		__u64 s, d;
+		__u64 raw, s, d;
+		__u8 code, op, dst, src;
+		__s16 off;
+		__s32 imm;
 		void *p;
 
-		if (pc >= c->len)
+		if (pc >= len)
 			return hike_abort(st, HIKE_ABORT_BAD_PC);
-		if (st->budget == 0)
+		if (step >= budget)
 			return hike_abort(st, HIKE_ABORT_BUDGET);
-		st->budget--;
 
-		insn = c->insns[pc & (HIKE_MAX_INSNS - 1)];
-		code = insn.code;
+		/* One 8-byte load, decoded with shifts: struct hike_insn is little-endian
+		 * code | dst:4 src:4 | off | imm. */
+		raw = *(__u64 *)&c->insns[pc & (HIKE_MAX_INSNS - 1)];
+		code = raw;
+		dst = (raw >> 8) & 0xf;
+		src = (raw >> 12) & 0xf;
+		off = raw >> 16;
+		imm = raw >> 32;
 		op = HIKE_OP(code);
-		s = HIKE_SRC(code) == HIKE_X ? __HIKE_REG(insn.src_reg) : (__u64)(__s64)insn.imm;
+		s = HIKE_SRC(code) == HIKE_X ? st->regs[src] : (__u64)(__s64)imm;
 		st->pc = pc + 1;
 
 		switch (HIKE_CLASS(code)) {
 		case HIKE_ALU64:
-			d = __HIKE_REG(insn.dst_reg);
+			d = st->regs[dst];
 			switch (op) {
 			case HIKE_ADD: d += s; break;
 			case HIKE_SUB: d -= s; break;
 			case HIKE_MUL: d *= s; break;
-			case HIKE_DIV: d = insn.off ? hike_sdiv(d, s) : (s ? d / s : 0); break;
-			case HIKE_MOD: d = insn.off ? hike_smod(d, s) : (s ? d % s : d); break;
+			case HIKE_DIV: d = off ? hike_sdiv(d, s) : (s ? d / s : 0); break;
+			case HIKE_MOD: d = off ? hike_smod(d, s) : (s ? d % s : d); break;
 			case HIKE_OR: d |= s; break;
 			case HIKE_AND: d &= s; break;
 			case HIKE_XOR: d ^= s; break;
@@ -181,11 +202,11 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 			case HIKE_NEG: d = -d; break;
 			case HIKE_MOV: d = s; break;
 			case HIKE_END:
-				if (insn.imm == 16)
+				if (imm == 16)
 					d = __builtin_bswap16((__u16)d);
-				else if (insn.imm == 32)
+				else if (imm == 32)
 					d = __builtin_bswap32((__u32)d);
-				else if (insn.imm == 64)
+				else if (imm == 64)
 					d = __builtin_bswap64(d);
 				else
 					return hike_abort(st, HIKE_ABORT_BAD_INSN);
@@ -193,26 +214,26 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 			default:
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
 			}
-			__HIKE_REG(insn.dst_reg) = d;
+			st->regs[dst] = d;
 			continue;
 
 		case HIKE_ALU:
 			if (op != HIKE_END)
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
-			d = __HIKE_REG(insn.dst_reg);
-			if (insn.imm == 16)
+			d = st->regs[dst];
+			if (imm == 16)
 				d = HIKE_SRC(code) == HIKE_TO_BE ? __builtin_bswap16((__u16)d) : (__u16)d;
-			else if (insn.imm == 32)
+			else if (imm == 32)
 				d = HIKE_SRC(code) == HIKE_TO_BE ? __builtin_bswap32((__u32)d) : (__u32)d;
-			else if (insn.imm == 64)
+			else if (imm == 64)
 				d = HIKE_SRC(code) == HIKE_TO_BE ? __builtin_bswap64(d) : d;
 			else
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
-			__HIKE_REG(insn.dst_reg) = d;
+			st->regs[dst] = d;
 			continue;
 
 		case HIKE_JMP:
-			d = __HIKE_REG(insn.dst_reg);
+			d = st->regs[dst];
 			switch (op) {
 			case HIKE_JA: break;
 			case HIKE_JEQ: if (d != s) continue; break;
@@ -227,18 +248,19 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 			case HIKE_JSLT: if ((__s64)d >= (__s64)s) continue; break;
 			case HIKE_JSLE: if ((__s64)d > (__s64)s) continue; break;
 			case HIKE_CALL:
-				if (insn.src_reg == HIKE_CALL_PROG) {
-					__u32 id = (__u32)insn.imm;
+				if (src == HIKE_CALL_PROG) {
+					__u32 id = (__u32)imm;
 
 					if (st->calls >= HIKE_MAX_TAIL_CALLS)
 						return hike_abort(st, HIKE_ABORT_CALL_LIMIT);
 					st->calls++;
+					st->budget = budget - step - 1;
 					st->prog_calls[id & (HIKE_MAX_PROGS - 1)]++;
 					hike_dispatch(ctx, id);
 					return hike_abort(st, HIKE_ABORT_NO_PROG);
 				}
-				if (insn.src_reg == HIKE_CALL_CHAIN) {
-					__u32 id = (__u32)insn.imm;
+				if (src == HIKE_CALL_CHAIN) {
+					__u32 id = (__u32)imm;
 					__u32 depth = st->depth;
 					struct hike_frame *f;
 
@@ -247,6 +269,7 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 					c = hike_chain_get(id);
 					if (!c)
 						return hike_abort(st, HIKE_ABORT_NO_CHAIN);
+					len = c->len;
 					f = &st->frames[depth & (HIKE_MAX_DEPTH - 1)];
 					f->chain = st->chain;
 					f->ret_pc = pc + 1;
@@ -278,6 +301,7 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 				c = hike_chain_get(f->chain);
 				if (!c)
 					return hike_abort(st, HIKE_ABORT_NO_CHAIN);
+				len = c->len;
 				st->depth = depth;
 				__builtin_memcpy(&st->regs[1], f->saved, sizeof(f->saved));
 				st->chain = f->chain;
@@ -287,78 +311,77 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 			default:
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
 			}
-			st->pc = pc + 1 + insn.off;
+			st->pc = pc + 1 + off;
 			continue;
 
 		case HIKE_LD:
 			if (code != (HIKE_LD | HIKE_IMM | HIKE_DW))
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
-			if (pc + 1 >= c->len)
+			if (pc + 1 >= len)
 				return hike_abort(st, HIKE_ABORT_BAD_PC);
-			__HIKE_REG(insn.dst_reg) =
-				(__u64)(__u32)insn.imm | ((__u64)(__u32)c->insns[(pc + 1) & (HIKE_MAX_INSNS - 1)].imm << 32);
+			st->regs[dst] = (__u64)(__u32)imm | ((__u64)(__u32)c->insns[(pc + 1) & (HIKE_MAX_INSNS - 1)].imm << 32);
 			st->pc = pc + 2;
 			continue;
 
 		case HIKE_LDX:
 			if ((code & 0xe0) != HIKE_MEM)
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
-			d = __HIKE_REG(insn.src_reg) + (__s64)insn.off;
+			d = st->regs[src] + (__s64)off;
 			switch (HIKE_SIZE(code)) {
 			case HIKE_B:
-				p = hike_mem(ctx, st, insn.imm, d, 1);
+				p = hike_mem(ctx, st, imm, d, 1);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				s = *(__u8 *)p;
 				break;
 			case HIKE_H:
-				p = hike_mem(ctx, st, insn.imm, d, 2);
+				p = hike_mem(ctx, st, imm, d, 2);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				s = *(__u16 *)p;
 				break;
 			case HIKE_W:
-				p = hike_mem(ctx, st, insn.imm, d, 4);
+				p = hike_mem(ctx, st, imm, d, 4);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				s = *(__u32 *)p;
 				break;
 			default:
-				p = hike_mem(ctx, st, insn.imm, d, 8);
+				p = hike_mem(ctx, st, imm, d, 8);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				s = *(__u64 *)p;
 				break;
 			}
-			__HIKE_REG(insn.dst_reg) = s;
+			st->regs[dst] = s;
 			continue;
 
 		case HIKE_STX:
 			if ((code & 0xe0) != HIKE_MEM)
 				return hike_abort(st, HIKE_ABORT_BAD_INSN);
-			d = __HIKE_REG(insn.dst_reg) + (__s64)insn.off;
-			s = __HIKE_REG(insn.src_reg);
+			d = st->regs[dst] + (__s64)off;
+			s = st->regs[src];
 			switch (HIKE_SIZE(code)) {
 			case HIKE_B:
-				p = hike_mem(ctx, st, insn.imm, d, 1);
+				p = hike_mem(ctx, st, imm, d, 1);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				*(__u8 *)p = s;
 				break;
 			case HIKE_H:
-				p = hike_mem(ctx, st, insn.imm, d, 2);
+				p = hike_mem(ctx, st, imm, d, 2);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				*(__u16 *)p = s;
 				break;
 			case HIKE_W:
-				p = hike_mem(ctx, st, insn.imm, d, 4);
+				p = hike_mem(ctx, st, imm, d, 4);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				*(__u32 *)p = s;
 				break;
 			default:
-				p = hike_mem(ctx, st, insn.imm, d, 8);
+				p = hike_mem(ctx, st, imm, d, 8);
 				if (!p)
 					return hike_abort(st, HIKE_ABORT_BAD_MEM);
 				*(__u64 *)p = s;
@@ -374,6 +397,7 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 	if (st->calls >= HIKE_MAX_TAIL_CALLS)
 		return hike_abort(st, HIKE_ABORT_CALL_LIMIT);
 	st->calls++;
+	st->budget = budget - HIKE_RESUME_STEPS;
 	bpf_tail_call(ctx, &HIKE_PROGS, 0);
 	return hike_abort(st, HIKE_ABORT_NO_PROG);
 }

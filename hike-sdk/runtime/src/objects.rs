@@ -25,3 +25,9 @@ pub fn vmtest(hook: Hook) -> &'static [u8] {
         Hook::Tc => include_bytes!(concat!(env!("OUT_DIR"), "/vmtest_tc.o")),
     }
 }
+
+/// Plain tail-call chains without the VM, the baseline of the per-call benchmark
+/// (`bpf/bench/rawtail.bpf.c`).
+pub fn rawtail() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/rawtail.o"))
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The baseline the VM's per-call cost is measured against: the same null programs
+ * chained with plain tail calls, no VM. Two forms:
+ *  - raw_dyn: every hop tail-calls slot `next` read from a per-CPU counter, the way
+ *    a runtime-configured pipeline must (an indirect jump: a retpoline here);
+ *  - raw_k<N>: hop N tail-calls the constant slot N+1, which the JIT turns into a
+ *    direct jump (the fastest a tail call can be, but fixed at compile time).
+ * Each stops after `hops` hops (raw_cfg) and returns XDP_PASS.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} raw_progs SEC(".maps");
+
+struct raw_state {
+	__u32 left;
+	__u32 next;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct raw_state);
+} raw_st SEC(".maps");
+
+/* hops to make per packet */
+const volatile __u32 hops = 1;
+
+SEC("xdp")
+int raw_entry(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero);
+
+	if (!s)
+		return XDP_ABORTED;
+	s->left = hops;
+	s->next = 1;
+	bpf_tail_call(ctx, &raw_progs, s->next);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int raw_dyn(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero);
+
+	if (!s)
+		return XDP_ABORTED;
+	if (--s->left == 0)
+		return XDP_PASS;
+	s->next++;
+	bpf_tail_call(ctx, &raw_progs, s->next);
+	return XDP_ABORTED;
+}
+
+#define RAW_K(n)                                                     \
+	SEC("xdp") int raw_k##n(struct xdp_md *ctx)                  \
+	{                                                            \
+		__u32 zero = 0;                                      \
+		struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero); \
+		if (!s)                                              \
+			return XDP_ABORTED;                          \
+		if (--s->left == 0)                                  \
+			return XDP_PASS;                             \
+		bpf_tail_call(ctx, &raw_progs, n + 1);               \
+		return XDP_ABORTED;                                  \
+	}
+RAW_K(1) RAW_K(2) RAW_K(3) RAW_K(4) RAW_K(5) RAW_K(6) RAW_K(7) RAW_K(8)
+RAW_K(9) RAW_K(10) RAW_K(11) RAW_K(12) RAW_K(13) RAW_K(14) RAW_K(15) RAW_K(16)
+
+char LICENSE[] SEC("license") = "GPL";
