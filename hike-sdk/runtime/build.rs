@@ -42,6 +42,9 @@ fn main() {
         ("hike_entry_tc.o", "hike_entry.bpf.c", &["-DHIKE_HOOK_TC"]),
         ("vmtest_xdp.o", "test/vmtest.bpf.c", &[]),
         ("vmtest_tc.o", "test/vmtest.bpf.c", &["-DHIKE_HOOK_TC"]),
+        ("testloader_xdp.o", "test/testloader.bpf.c", &[]),
+        ("testloader_tc.o", "test/testloader.bpf.c", &["-DHIKE_HOOK_TC"]),
+        ("bad.o", "test/bad.bpf.c", &[]),
         ("rawtail.o", "bench/rawtail.bpf.c", &[]),
     ];
     for (name, src, extra) in objects {
@@ -64,7 +67,6 @@ fn generate_vmlinux_h(dest: &Path) {
 fn compile(clang: &str, arch: &str, src: &Path, obj: &Path, include: &Path, vmlinux: &Path, extra: &[&str]) {
     let status = Command::new(clang)
         .args(["-O2", "-g", "-target", "bpf", &format!("-D__TARGET_ARCH_{arch}"), "-Wall", "-Wextra", "-Werror"])
-        .args(["-Wno-unused-parameter"])
         .args(extra)
         .arg("-I")
         .arg(include)

@@ -356,10 +356,10 @@ mod tests {
         let r = run(&chains(&[(1, spin.clone())]), &mut no_programs, 1, Memory::new(vec![]), 100);
         assert_eq!(r.ending, Ending::Aborted(AbortReason::Budget));
         assert_eq!(r.executed, 100);
-        assert_eq!(r.tail_calls, 1, "100 steps = one continuation after the first 64");
+        assert_eq!(r.tail_calls, 100 / RESUME_STEPS, "a continuation after every RESUME_STEPS steps");
         let r = run(&chains(&[(1, spin)]), &mut no_programs, 1, Memory::new(vec![]), 1_000_000);
         assert_eq!(r.ending, Ending::Aborted(AbortReason::CallLimit));
-        assert_eq!(r.executed, 64 * 34);
+        assert_eq!(r.executed, RESUME_STEPS * (MAX_TAIL_CALLS + 1));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub const PKT_MAX_OFF: u64 = 0x3fff;
 pub const MAX_TAIL_CALLS: u32 = 33;
 /// Instructions one program run interprets before it hands over to the
 /// continuation program with a tail call.
-pub const RESUME_STEPS: u32 = 64;
+pub const RESUME_STEPS: u32 = 32;
 /// Executed-instruction budget per packet unless configured otherwise.
 pub const DEFAULT_BUDGET: u32 = 2048;
 /// Arguments a call passes (r1..r4).

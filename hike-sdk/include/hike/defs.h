@@ -28,7 +28,7 @@
 /* Instructions interpreted per run of a program before the VM hands over to the
  * continuation program (id 0) with a tail call. Bounds the verifier's work. */
 #ifndef HIKE_RESUME_STEPS
-#define HIKE_RESUME_STEPS 64
+#define HIKE_RESUME_STEPS 32
 #endif
 
 /* Program ids below this are dispatched with constant-key tail calls, which the

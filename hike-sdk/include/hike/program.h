@@ -58,8 +58,9 @@
 	(__hike_st->regs[0] = (__u64)(__typeof__(*__hike_rt))(value), HIKE_CONTINUE)
 
 #define HIKE_PROGRAM_RET(ret_type, name, ...)                                                             \
-	static __always_inline int __hike_body_##name(HIKE_CTX *ctx, struct hike_state *__hike_st,       \
-						      ret_type *__hike_rt __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__)); \
+	static __always_inline int __hike_body_##name(HIKE_CTX *ctx __attribute__((unused)),            \
+		struct hike_state *__hike_st __attribute__((unused)),                                      \
+		ret_type *__hike_rt __attribute__((unused)) __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__)); \
 	SEC(HIKE_SEC)                                                                                     \
 	__attribute__((btf_decl_tag("hike.nargs=" __HIKE_STR(__HIKE_NARGS(__VA_ARGS__)))))                \
 	__attribute__((btf_decl_tag("hike.ret=" #ret_type))) __HIKE_EACH(__HIKE_TAG, ##__VA_ARGS__)      \
@@ -74,8 +75,9 @@
 			return __hike_rc;                                                                 \
 		return hike_vm_run(ctx, __hike_st);                                                       \
 	}                                                                                                 \
-	static __always_inline int __hike_body_##name(HIKE_CTX *ctx, struct hike_state *__hike_st,       \
-						      ret_type *__hike_rt __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__))
+	static __always_inline int __hike_body_##name(HIKE_CTX *ctx __attribute__((unused)),            \
+		struct hike_state *__hike_st __attribute__((unused)),                                      \
+		ret_type *__hike_rt __attribute__((unused)) __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__))
 
 #define HIKE_PROGRAM(name, ...) HIKE_PROGRAM_RET(__u64, name, ##__VA_ARGS__)
 

@@ -112,10 +112,10 @@ fn run(root: &std::path::Path, repeat: u32, rounds: usize) -> Result<()> {
 fn raw(n: u32, constant: bool, repeat: u32, pkt: &[u8]) -> Result<f64> {
     let mut open = ObjectBuilder::default().open_memory(objects::rawtail())?;
     for mut m in open.maps_mut() {
-        if m.name().to_string_lossy().ends_with(".rodata") {
-            if let Some(data) = m.initial_value_mut() {
-                data[..4].copy_from_slice(&n.to_le_bytes());
-            }
+        if m.name().to_string_lossy().ends_with(".rodata")
+            && let Some(data) = m.initial_value_mut()
+        {
+            data[..4].copy_from_slice(&n.to_le_bytes());
         }
     }
     let obj = open.load()?;
@@ -127,9 +127,7 @@ fn raw(n: u32, constant: bool, repeat: u32, pkt: &[u8]) -> Result<f64> {
         progs.update(&slot.to_le_bytes(), &fd.to_le_bytes(), MapFlags::ANY)?;
     }
     let entry = obj.progs_mut().find(|p| p.name() == "raw_entry").ok_or_else(|| anyhow!("no raw_entry"))?;
-    let mut input = ProgramInput::default();
-    input.data_in = Some(pkt);
-    input.repeat = repeat;
+    let input = ProgramInput { data_in: Some(pkt), repeat, ..Default::default() };
     let out = entry.test_run(input)?;
     if out.return_value != 2 {
         return Err(anyhow!("raw chain returned {} instead of XDP_PASS", out.return_value));

@@ -26,6 +26,21 @@ pub fn vmtest(hook: Hook) -> &'static [u8] {
     }
 }
 
+/// A loader for the runtime's own tests (`bpf/test/testloader.bpf.c`): every packet
+/// runs the chain in slot 0 of its map `test_cfg`.
+pub fn testloader(hook: Hook) -> &'static [u8] {
+    match hook {
+        Hook::Xdp => include_bytes!(concat!(env!("OUT_DIR"), "/testloader_xdp.o")),
+        Hook::Tc => include_bytes!(concat!(env!("OUT_DIR"), "/testloader_tc.o")),
+    }
+}
+
+/// A HIKe program the verifier rejects (`bpf/test/bad.bpf.c`), for testing how
+/// rejections are reported.
+pub fn bad() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/bad.o"))
+}
+
 /// Plain tail-call chains without the VM, the baseline of the per-call benchmark
 /// (`bpf/bench/rawtail.bpf.c`).
 pub fn rawtail() -> &'static [u8] {

@@ -44,9 +44,10 @@ pub struct RegisteredProgram {
 }
 
 impl Runtime {
-    /// Registers every HIKe program of the object. Programs of the same package
-    /// version already registered keep their ids (nothing is loaded again). All or
-    /// nothing: on failure no new id, pin or program array entry remains.
+    /// Registers every HIKe program of the object and returns them sorted by id.
+    /// Programs of the same package version already registered keep their ids
+    /// (nothing is loaded again). All or nothing: on failure no new id, pin or
+    /// program array entry remains.
     pub fn register_object(&self, obj: &ProgramObject<'_>) -> Result<Vec<RegisteredProgram>> {
         let sigs = signature::read(obj.object_name, obj.elf)?;
         if sigs.is_empty() {
@@ -84,6 +85,7 @@ impl Runtime {
             }
         }
         if to_load.is_empty() {
+            out.sort_by_key(|r| r.id);
             return Ok(out);
         }
 
@@ -165,6 +167,7 @@ impl Runtime {
             return Err(e);
         }
         out.extend(done);
+        out.sort_by_key(|r| r.id);
         Ok(out)
     }
 

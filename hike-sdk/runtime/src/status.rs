@@ -106,7 +106,8 @@ impl Runtime {
         let programs = self
             .prog_records()?
             .into_iter()
-            .filter(|(_, m)| m.state == RecordState::Ready)
+            // Id 0 is the VM's own continuation, not a user's program.
+            .filter(|(id, m)| *id != 0 && m.state == RecordState::Ready)
             .map(|(id, m)| ProgramStatus {
                 id,
                 name: m.name,

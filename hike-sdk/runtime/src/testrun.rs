@@ -37,17 +37,34 @@ pub struct TestRun {
 }
 
 impl Runtime {
-    /// Runs `packet` through chain `chain` (`repeat` times; 0 means once) and
-    /// returns the verdict, the packet and the VM state afterwards.
+    /// Runs `packet` through chain `chain` (`repeat` times; 0 means once) with the
+    /// instance's test entry loader, and returns the verdict, the packet and the VM
+    /// state afterwards.
     pub fn test_run_chain(&self, hook: Hook, chain: u32, packet: &[u8], repeat: u32) -> Result<TestRun> {
         let _lock = self.lock()?;
         let entry = self.layout.vm_dir().join(format!("entry_{hook}"));
-        let prog = link::obj_get(&entry).io("cannot open", &entry)?;
         self.maps
             .entry
             .update(&key(0), &chain.to_le_bytes(), MapFlags::ANY)
             .kernel(|| "select the test chain".into())?;
+        let result = self.test_run_pinned(&entry, packet, repeat);
+        let _ = self.maps.entry.update(&key(0), &0u32.to_le_bytes(), MapFlags::ANY);
+        result
+    }
 
+    /// Runs `packet` through a loader instance's program, as if it had arrived on
+    /// an interface the loader is attached to. Takes no lock: it changes nothing
+    /// but counters, so it can run while chains are replaced.
+    pub fn test_run_loader(&self, instance: &str, packet: &[u8], repeat: u32) -> Result<TestRun> {
+        let prog = self.layout.loader_dir(instance)?.join("prog");
+        if !prog.exists() {
+            return Err(RuntimeError::NotFound(format!("loader instance `{instance}`")));
+        }
+        self.test_run_pinned(&prog, packet, repeat)
+    }
+
+    fn test_run_pinned(&self, pin: &std::path::Path, packet: &[u8], repeat: u32) -> Result<TestRun> {
+        let prog = link::obj_get(pin).io("cannot open", pin)?;
         let mut out = vec![0u8; packet.len() + HEADROOM];
         let (cpu, result) = sys::on_one_cpu(|| {
             let mut opts = libbpf_sys::bpf_test_run_opts {
@@ -64,12 +81,11 @@ impl Runtime {
             (rc, opts.retval, opts.data_size_out, opts.duration)
         })
         .io("cannot pin the test run to a CPU", self.root())?;
-        let _ = self.maps.entry.update(&key(0), &0u32.to_le_bytes(), MapFlags::ANY);
         let (rc, retval, size_out, duration) = result;
         if rc < 0 {
             return Err(RuntimeError::Io {
                 what: "BPF_PROG_TEST_RUN failed on",
-                path: entry,
+                path: pin.to_owned(),
                 source: std::io::Error::from_raw_os_error(-rc),
             });
         }

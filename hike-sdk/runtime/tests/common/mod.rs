@@ -47,10 +47,24 @@ impl TestRoot {
 
     /// Registers the test programs (bpf/test/vmtest.bpf.c) for a hook.
     pub fn register_vmtest(&self, hook: Hook) -> Vec<RegisteredProgram> {
+        self.register_as("hike-test", "0.0.0", hook)
+    }
+
+    /// Registers the XDP test programs under another package name and version.
+    pub fn register_vmtest_as(&self, package: &str, version: &str) -> Vec<RegisteredProgram> {
+        self.register_as(package, version, Hook::Xdp)
+    }
+
+    /// Registers the TC test programs under another package name.
+    pub fn register_vmtest_tc_as(&self, package: &str) -> Vec<RegisteredProgram> {
+        self.register_as(package, "0.0.0", Hook::Tc)
+    }
+
+    fn register_as(&self, package: &str, version: &str, hook: Hook) -> Vec<RegisteredProgram> {
         self.rt
             .register_object(&ProgramObject {
-                package: "hike-test",
-                version: "0.0.0",
+                package,
+                version,
                 object_name: "vmtest.bpf.c",
                 elf: objects::vmtest(hook),
                 hook,
@@ -95,4 +109,13 @@ pub fn ipv6_udp_packet() -> Vec<u8> {
     p[56..58].copy_from_slice(&5678u16.to_be_bytes());
     p[58..60].copy_from_slice(&16u16.to_be_bytes());
     p
+}
+
+/// A fresh temporary directory for one test (removed by the test).
+pub fn tempdir(tag: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir =
+        std::env::temp_dir().join(format!("hike-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

@@ -1,0 +1,164 @@
+//! A loader attached to a veth in network namespaces the test creates (and
+//! removes), with real traffic between them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::fd::AsFd;
+use std::process::Command;
+
+use common::*;
+use hike_bytecode::{Hook, asm::assemble};
+use hike_runtime::{AttachMode, ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, objects};
+
+/// Two network namespaces joined by a veth pair, deleted on drop.
+struct Netns {
+    a: String,
+    b: String,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip (iproute2; ci/setup installs it)");
+    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let n = Netns { a: format!("hk{tag}a{}", std::process::id()), b: format!("hk{tag}b{}", std::process::id()) };
+        ip(&["netns", "add", &n.a]);
+        ip(&["netns", "add", &n.b]);
+        ip(&["link", "add", "va", "netns", &n.a, "type", "veth", "peer", "name", "vb", "netns", &n.b]);
+        for (ns, dev, addr) in [(&n.a, "va", "10.77.0.1/24"), (&n.b, "vb", "10.77.0.2/24")] {
+            ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        n
+    }
+
+    /// Runs `f` on a thread that has entered namespace `ns`.
+    fn run_in<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = format!("/var/run/netns/{ns}");
+        std::thread::spawn(move || {
+            let file = std::fs::File::open(&path).unwrap();
+            rustix::thread::move_into_link_name_space(file.as_fd(), Some(rustix::thread::LinkNameSpaceType::Network))
+                .unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    }
+
+    /// Whether 3 pings from a to b get answers.
+    fn ping(&self) -> bool {
+        Command::new("ip")
+            .args(["netns", "exec", &self.a, "ping", "-c", "3", "-i", "0.2", "-W", "1", "10.77.0.2"])
+            .output()
+            .expect("run ping (iputils-ping; ci/setup installs it)")
+            .status
+            .success()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn a_loader_on_a_veth_runs_its_chain_on_real_traffic() {
+    let t = TestRoot::new("veth");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let verdict = id_of(&progs, "test_verdict");
+    t.rt.load_loader(&LoaderObject {
+        instance: "veth",
+        package: "hike-test",
+        version: "0.0.0",
+        object_name: "testloader.bpf.c",
+        elf: objects::testloader(Hook::Xdp),
+        program: "test_loader",
+        hook: Hook::Xdp,
+        config_maps: vec![ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![0] }],
+    })
+    .unwrap();
+    // Drop IPv4 ICMP, pass everything else (ARP must pass for ping to work at all).
+    let drop_icmp = assemble(&format!(
+        "r1 = 0
+         r2 = *(u16 *)(packet + r1 + 12)
+         r2 = be16 r2
+         if r2 != 0x800 goto +4
+         r3 = *(u8 *)(packet + r1 + 23)
+         if r3 != 1 goto +2
+         r1 = 1
+         call prog {verdict}, 1
+         exit"
+    ))
+    .unwrap();
+    let drop = t
+        .rt
+        .install_chain(&ChainSpec { name: "drop_icmp", owner: "attach", hook: Hook::Xdp, insns: &drop_icmp, nargs: 0 })
+        .unwrap();
+    t.rt.configure_loader("veth", "test_cfg", &[MapEntry { key: vec![0; 4], value: drop.to_le_bytes().to_vec() }])
+        .unwrap();
+
+    let net = Netns::new("at");
+    assert!(net.ping(), "before attaching, ping works");
+    let rt_path = t.path.clone();
+    Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&rt_path).unwrap().attach_loader("veth", "vb", AttachMode::Xdp).unwrap();
+    });
+    let status = t.rt.status().unwrap();
+    let attached = &status.loaders[0].attachments;
+    assert_eq!((attached[0].interface.as_str(), attached[0].mode.as_str()), ("vb", "xdp"));
+
+    assert!(!net.ping(), "the chain drops ICMP");
+    let counters = t.rt.counters().unwrap();
+    assert!(counters.chain_runs[drop as usize] >= 3, "{}", counters.chain_runs[drop as usize]);
+    assert!(counters.prog_calls[verdict as usize] >= 3);
+
+    // Swap in a chain that passes everything: one map update, traffic flows.
+    let pass = assemble("exit").unwrap();
+    let pass =
+        t.rt.replace_chain(drop, &ChainSpec { name: "pass", owner: "attach", hook: Hook::Xdp, insns: &pass, nargs: 0 })
+            .unwrap();
+    assert!(net.ping(), "after the swap, ping works");
+    assert!(t.rt.counters().unwrap().chain_runs[pass as usize] >= 3);
+
+    let rt_path = t.path.clone();
+    Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&rt_path).unwrap().detach_loader("veth", "vb").unwrap();
+    });
+    assert!(t.rt.status().unwrap().loaders[0].attachments.is_empty());
+    let runs = t.rt.counters().unwrap().chain_runs[pass as usize];
+    assert!(net.ping());
+    assert_eq!(t.rt.counters().unwrap().chain_runs[pass as usize], runs, "detached: the chain no longer runs");
+    // No attachment means no pin left for it either.
+    assert!(
+        !std::fs::read_dir(t.path.join("loaders/veth"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("link@"))
+    );
+}
+
+#[test]
+fn attaching_to_a_missing_interface_says_so() {
+    let t = TestRoot::new("noif");
+    t.rt.load_loader(&LoaderObject {
+        instance: "x",
+        package: "hike-test",
+        version: "0.0.0",
+        object_name: "testloader.bpf.c",
+        elf: objects::testloader(Hook::Xdp),
+        program: "test_loader",
+        hook: Hook::Xdp,
+        config_maps: vec![],
+    })
+    .unwrap();
+    let err = t.rt.attach_loader("x", "nosuchdev0", AttachMode::Xdp).unwrap_err();
+    assert!(err.to_string().starts_with("interface `nosuchdev0` does not exist in this network namespace"), "{err}");
+}

@@ -1,0 +1,351 @@
+//! The lifecycle of what the runtime manages: roots, program ids, chains, loaders,
+//! attachments, and what is left behind (nothing).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::*;
+use hike_bytecode::{Hook, asm::assemble};
+use hike_runtime::{
+    AttachMode, ChainSpec, ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, Runtime, RuntimeError,
+    objects,
+};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+fn chain(t: &TestRoot, text: &str) -> u32 {
+    let insns = assemble(text).unwrap();
+    t.rt.install_chain(&ChainSpec { name: "c", owner: "lifecycle", hook: Hook::Xdp, insns: &insns, nargs: 0 }).unwrap()
+}
+
+/// Every pinned file under `dir`, relative.
+fn pins(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(base: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(base, &p, out);
+                } else {
+                    out.push(p.strip_prefix(base).unwrap().display().to_string());
+                }
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn init_is_idempotent_and_refuses_another_abi() {
+    let t = TestRoot::new("init");
+    let again = Runtime::init(&t.path, InitOptions { budget: 777 }).unwrap();
+    assert_eq!(again.budget().unwrap(), 777, "init again only updates the budget");
+    // A root written by another ABI version is refused, with what to do.
+    let config = MapHandle::from_pinned_path(t.path.join("vm/hike_config")).unwrap();
+    let mut v = config.lookup(&0u32.to_le_bytes(), MapFlags::ANY).unwrap().unwrap();
+    v[4..8].copy_from_slice(&99u32.to_le_bytes());
+    config.update(&0u32.to_le_bytes(), &v, MapFlags::ANY).unwrap();
+    let err = Runtime::open(&t.path).err().unwrap();
+    assert!(matches!(err, RuntimeError::IncompatibleRoot { found: 99, expected: 1, .. }), "{err}");
+    assert!(err.to_string().contains("ABI version 99, but this runtime uses version 1"), "{err}");
+    let err = Runtime::init(&t.path, InitOptions::default()).err().unwrap();
+    assert!(matches!(err, RuntimeError::IncompatibleRoot { .. }));
+    v[4..8].copy_from_slice(&1u32.to_le_bytes());
+    config.update(&0u32.to_le_bytes(), &v, MapFlags::ANY).unwrap();
+}
+
+#[test]
+fn roots_outside_bpffs_are_refused() {
+    require_kernel();
+    let err = Runtime::init(std::path::Path::new("/tmp/not-bpffs-hike-root"), InitOptions::default()).err().unwrap();
+    assert!(
+        err.to_string().contains("is not on a bpffs mount; mount one with `mount -t bpf bpf /sys/fs/bpf`"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new("/tmp/not-bpffs-hike-root").exists());
+    let err = Runtime::open(std::path::Path::new("/sys/fs/bpf/hike-never-created")).err().unwrap();
+    assert!(matches!(err, RuntimeError::NotInitialized { .. }), "{err}");
+}
+
+#[test]
+fn registering_again_reuses_ids_and_unregistering_removes_pins() {
+    let t = TestRoot::new("reg");
+    let first = t.register_vmtest(Hook::Xdp);
+    let second = t.register_vmtest(Hook::Xdp);
+    let ids =
+        |r: &[hike_runtime::RegisteredProgram]| r.iter().map(|p| (p.name.clone(), p.id)).collect::<BTreeMap<_, _>>();
+    assert_eq!(ids(&first), ids(&second));
+    assert!(second.iter().all(|p| p.reused) && first.iter().all(|p| !p.reused));
+    assert!(first.iter().all(|p| p.id >= 1), "id 0 is the continuation");
+    assert_eq!(first.iter().find(|p| p.name == "test_args4").unwrap().signature.nargs(), 4);
+    assert!(t.path.join("progs/hike-test@0_0_0/test_nop").exists());
+
+    for p in &first {
+        t.rt.unregister_program(p.id).unwrap();
+        assert!(!p.pin.exists());
+    }
+    assert!(!t.path.join("progs/hike-test@0_0_0").exists(), "the package directory goes with its last program");
+    assert!(matches!(t.rt.unregister_program(first[0].id), Err(RuntimeError::NotFound(_))));
+    assert!(matches!(t.rt.unregister_program(0), Err(RuntimeError::NotFound(_))), "the continuation cannot go");
+}
+
+#[test]
+fn programs_in_use_cannot_be_unregistered() {
+    let t = TestRoot::new("inuse");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let nop = id_of(&progs, "test_nop");
+    let c = chain(&t, &format!("call prog {nop}, 0\nexit"));
+    let err = t.rt.unregister_program(nop).unwrap_err();
+    assert!(err.to_string().contains("is still used by chain c (id 1)"), "{err}");
+    t.rt.remove_chain(c).unwrap();
+    t.rt.unregister_program(nop).unwrap();
+}
+
+#[test]
+fn invalid_chains_are_refused_with_instruction_and_rule() {
+    let t = TestRoot::new("invalid");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let a1 = id_of(&progs, "test_args1");
+    let insns = assemble(&format!("r1 = 1\ncall prog {a1}, 2\nexit")).unwrap();
+    let err =
+        t.rt.install_chain(&ChainSpec { name: "bad", owner: "t", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "chain `bad` is invalid: instruction 1: calls program {a1} (hike-test@0.0.0 test_args1) with 2 argument(s); its signature takes 1 [rule program-call]"
+        )
+    );
+    // TC programs are not callable from XDP chains.
+    let tc = t.register_vmtest_tc_as("tcpkg");
+    let tc_nop = id_of(&tc, "test_nop");
+    let insns = assemble(&format!("call prog {tc_nop}, 0\nexit")).unwrap();
+    let err =
+        t.rt.install_chain(&ChainSpec { name: "hook", owner: "t", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap_err();
+    assert!(err.to_string().contains("which is not registered"), "{err}");
+    assert!(t.rt.status().unwrap().chains.is_empty());
+}
+
+#[test]
+fn verifier_rejections_name_the_source_line_and_pin_nothing() {
+    let t = TestRoot::new("verifier");
+    let before = pins(&t.path);
+    let err =
+        t.rt.register_object(&ProgramObject {
+            package: "broken",
+            version: "1.0.0",
+            object_name: "bad.bpf.c",
+            elf: objects::bad(),
+            hook: Hook::Xdp,
+        })
+        .unwrap_err();
+    let RuntimeError::Verifier(f) = &err else { panic!("expected a verifier failure, got {err}") };
+    assert_eq!(f.program, "test_unchecked_read");
+    assert!(f.reason.as_deref().unwrap_or_default().contains("outside of the packet"), "{f}");
+    let src = f.source.as_ref().expect("the failing source line");
+    assert!(src.file.ends_with("bad.bpf.c"), "{src:?}");
+    assert_eq!(src.text, "return hike_result(data[40]); /* no bounds check: rejected */");
+    assert!(f.log.contains("processed"), "the full log is kept");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("the kernel verifier rejected program `test_unchecked_read` of broken@1.0.0 (bad.bpf.c):"),
+        "{text}"
+    );
+    assert!(text.contains("bad.bpf.c:10: return hike_result(data[40]);"), "{text}");
+    assert_eq!(pins(&t.path), before, "a rejected object leaves no pins");
+    assert!(t.rt.status().unwrap().programs.is_empty());
+}
+
+#[test]
+fn ids_survive_a_process_restart() {
+    let t = TestRoot::new("restart");
+    let dir = tempdir("restart");
+    let obj = dir.join("vmtest.o");
+    std::fs::write(&obj, objects::vmtest(Hook::Xdp)).unwrap();
+    // Another process registers and exits.
+    let out = Command::new(env!("CARGO_BIN_EXE_hikectl"))
+        .args(["--root", t.path.to_str().unwrap(), "register", "--package", "p", "--version", "1.0.0"])
+        .arg(&obj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: BTreeMap<String, u32> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[1].to_owned(), f[0].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(printed.len(), 9);
+    // This process sees the same ids, and the programs still run.
+    let rt = Runtime::open(&t.path).unwrap();
+    let status = rt.status().unwrap();
+    let seen: BTreeMap<String, u32> = status.programs.iter().map(|p| (p.name.clone(), p.id)).collect();
+    assert_eq!(seen, printed);
+    let insns = assemble(&format!("call prog {}, 0\nexit", printed["test_args0"])).unwrap();
+    let c = rt.install_chain(&ChainSpec { name: "c", owner: "t", hook: Hook::Xdp, insns: &insns, nargs: 0 }).unwrap();
+    assert_eq!(rt.test_run_chain(Hook::Xdp, c, &ipv6_udp_packet(), 0).unwrap().regs[0], 42);
+    // A second registration from another process reuses them.
+    let again = Command::new(env!("CARGO_BIN_EXE_hikectl"))
+        .args(["--root", t.path.to_str().unwrap(), "register", "--package", "p", "--version", "1.0.0"])
+        .arg(&obj)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&out.stdout));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn records_left_pending_by_a_crash_are_repaired() {
+    let t = TestRoot::new("repair");
+    let progs = t.register_vmtest(Hook::Xdp);
+    // A record a killed process left pending, with no program behind it, and one
+    // whose program made it into the array.
+    let meta = MapHandle::from_pinned_path(t.path.join("vm/hike_prog_meta")).unwrap();
+    let mut orphan = hike_runtime::meta::ProgMeta::free();
+    orphan.state = hike_runtime::meta::RecordState::Pending;
+    orphan.name = "half".into();
+    meta.update(&500u32.to_le_bytes(), &orphan.encode(), MapFlags::ANY).unwrap();
+    let kept = id_of(&progs, "test_nop");
+    let mut rec =
+        hike_runtime::meta::ProgMeta::decode(&meta.lookup(&kept.to_le_bytes(), MapFlags::ANY).unwrap().unwrap());
+    rec.state = hike_runtime::meta::RecordState::Pending;
+    meta.update(&kept.to_le_bytes(), &rec.encode(), MapFlags::ANY).unwrap();
+
+    let rt = Runtime::open(&t.path).unwrap();
+    let names: Vec<String> = rt.status().unwrap().programs.into_iter().map(|p| p.name).collect();
+    assert!(names.contains(&"test_nop".to_owned()), "a written program is kept");
+    assert!(!names.contains(&"half".to_owned()), "an orphan record is freed");
+    let freed =
+        hike_runtime::meta::ProgMeta::decode(&meta.lookup(&500u32.to_le_bytes(), MapFlags::ANY).unwrap().unwrap());
+    assert_eq!(freed.state, hike_runtime::meta::RecordState::Free);
+}
+
+fn load_test_loader(t: &TestRoot, instance: &str) {
+    t.rt.load_loader(&LoaderObject {
+        instance,
+        package: "hike-test",
+        version: "0.0.0",
+        object_name: "testloader.bpf.c",
+        elf: objects::testloader(Hook::Xdp),
+        program: "test_loader",
+        hook: Hook::Xdp,
+        config_maps: vec![ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![0] }],
+    })
+    .unwrap();
+}
+
+fn point_loader(t: &TestRoot, instance: &str, chain: u32) {
+    t.rt.configure_loader(
+        instance,
+        "test_cfg",
+        &[MapEntry { key: 0u32.to_le_bytes().to_vec(), value: chain.to_le_bytes().to_vec() }],
+    )
+    .unwrap();
+}
+
+#[test]
+fn loaders_are_configured_before_they_attach_and_chains_in_use_stay() {
+    let t = TestRoot::new("loadercfg");
+    let progs = t.register_vmtest(Hook::Xdp);
+    load_test_loader(&t, "edge");
+    let err = t.rt.attach_loader("edge", "lo", AttachMode::XdpGeneric).unwrap_err();
+    assert!(err.to_string().contains("write its configuration maps before attaching it"), "{err}");
+    let err = t.rt.attach_loader("edge", "lo", AttachMode::TcIngress).unwrap_err();
+    assert!(err.to_string().contains("cannot be attached in mode tc"), "{err}");
+    // Only installed chains of the loader's hook without arguments can be started.
+    let bad =
+        t.rt.configure_loader("edge", "test_cfg", &[MapEntry { key: vec![0; 4], value: 77u32.to_le_bytes().to_vec() }]);
+    assert!(bad.unwrap_err().to_string().contains("chain id 77, which is not installed"));
+    let with_args = {
+        let insns = assemble("r0 = r1\nexit").unwrap();
+        t.rt.install_chain(&ChainSpec { name: "needs_arg", owner: "t", hook: Hook::Xdp, insns: &insns, nargs: 1 })
+            .unwrap()
+    };
+    let bad = t.rt.configure_loader(
+        "edge",
+        "test_cfg",
+        &[MapEntry { key: vec![0; 4], value: with_args.to_le_bytes().to_vec() }],
+    );
+    assert!(bad.unwrap_err().to_string().contains("loaders start chains without arguments"));
+    let bad = t.rt.configure_loader("edge", "nope", &[]);
+    assert!(bad.unwrap_err().to_string().contains("it has no configuration map `nope` (it has: test_cfg)"));
+
+    let drop = chain(&t, &format!("r1 = 1\ncall prog {}, 1\nexit", id_of(&progs, "test_verdict")));
+    point_loader(&t, "edge", drop);
+    assert_eq!(t.rt.test_run_loader("edge", &ipv6_udp_packet(), 0).unwrap().verdict, 1);
+    let err = t.rt.remove_chain(drop).unwrap_err();
+    assert!(err.to_string().contains("still used by loader edge map test_cfg key 00000000"), "{err}");
+    t.rt.unload_loader("edge").unwrap();
+    assert!(!t.path.join("loaders/edge").exists());
+    t.rt.remove_chain(drop).unwrap();
+}
+
+#[test]
+fn replacing_a_chain_under_traffic_drops_no_packet() {
+    let t = Arc::new(TestRoot::new("replace"));
+    let progs = t.register_vmtest(Hook::Xdp);
+    let verdict = id_of(&progs, "test_verdict");
+    load_test_loader(&t, "live");
+    // Two chains, told apart by their verdicts: DROP and TX.
+    let body = |v: u32| format!("r1 = {v}\nr6 = 3\nr6 -= 1\nif r6 != 0 goto -2\ncall prog {verdict}, 1\nexit");
+    let mut current = chain(&t, &body(1));
+    point_loader(&t, "live", current);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let traffic = {
+        let (t, stop) = (Arc::clone(&t), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut seen = BTreeMap::new();
+            while !stop.load(Ordering::Relaxed) {
+                let v = t.rt.test_run_loader("live", &ipv6_udp_packet(), 50).unwrap().verdict;
+                *seen.entry(v).or_insert(0u64) += 1;
+            }
+            seen
+        })
+    };
+    for i in 0..20 {
+        let insns = assemble(&body(if i % 2 == 0 { 3 } else { 1 })).unwrap();
+        current =
+            t.rt.replace_chain(
+                current,
+                &ChainSpec { name: "c", owner: "lifecycle", hook: Hook::Xdp, insns: &insns, nargs: 0 },
+            )
+            .unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let seen = traffic.join().unwrap();
+    assert!(seen.keys().all(|v| *v == 1 || *v == 3), "only the two chains' verdicts: {seen:?}");
+    assert!(seen.len() == 2 || seen.values().sum::<u64>() > 0, "{seen:?}");
+    let counters = t.rt.counters().unwrap();
+    assert!(counters.aborts.iter().all(|n| *n == 0), "no packet aborted: {:?}", counters.aborts);
+    let status = t.rt.status().unwrap();
+    assert_eq!(status.chains.len(), 1, "old chains are gone");
+    assert_eq!(status.chains[0].id, current);
+}
+
+#[test]
+fn destroy_leaves_no_pins() {
+    let t = TestRoot::new("destroy");
+    let progs = t.register_vmtest(Hook::Xdp);
+    chain(&t, &format!("call prog {}, 0\nexit", id_of(&progs, "test_nop")));
+    load_test_loader(&t, "gone");
+    assert!(!pins(&t.path).is_empty());
+    Runtime::destroy(&t.path).unwrap();
+    assert!(!t.path.exists());
+    // Refuses what is not a HIKe root.
+    let dir = std::path::Path::new("/sys/fs/bpf/not-a-hike-root-test");
+    std::fs::create_dir_all(dir).unwrap();
+    assert!(Runtime::destroy(dir).is_err());
+    assert!(dir.exists());
+    std::fs::remove_dir(dir).unwrap();
+}
