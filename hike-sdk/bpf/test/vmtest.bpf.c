@@ -47,7 +47,7 @@ HIKE_PROGRAM(test_scratch_swap, HIKE_ARG(u32, off), HIKE_ARG(u64, value))
 
 	if (off > HIKE_SCRATCH_SIZE - 8)
 		return hike_result(~0ULL);
-	slot = (__u64 *)&__hike_st->scratch[off & (HIKE_SCRATCH_SIZE - 1)];
+	slot = (__u64 *)&hike_scratch()[off & (HIKE_SCRATCH_SIZE - 1)];
 	old = *slot;
 	*slot = value;
 	return hike_result(old);
@@ -57,6 +57,13 @@ HIKE_PROGRAM(test_scratch_swap, HIKE_ARG(u32, off), HIKE_ARG(u64, value))
 HIKE_PROGRAM_RET(u8, test_ret_u8, HIKE_ARG(u64, v))
 {
 	return hike_result(v);
+}
+
+
+/* Returns the L4 offset the loader's parser recorded (0xffff when none). */
+HIKE_PROGRAM(test_l4_off)
+{
+	return hike_result(hike_info()->l4_off);
 }
 
 char LICENSE[] SEC("license") = "GPL";

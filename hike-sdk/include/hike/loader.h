@@ -59,11 +59,6 @@
 		__type(value, value_type);                    \
 	} name SEC(".maps")
 
-__hike_inline struct hike_pkt_info *hike_pkt_info(struct hike_state *st)
-{
-	return (struct hike_pkt_info *)st->scratch;
-}
-
 struct __hike_vlan_hdr {
 	__be16 tci;
 	__be16 proto;

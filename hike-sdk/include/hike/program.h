@@ -12,7 +12,9 @@
  *     }
  *
  * Up to four arguments, read by name; they arrive in the chain's r1..r4 and are
- * truncated to their declared types. A body ends in one of two ways:
+ * truncated to their declared types. hike_info() gives the header offsets the
+ * loader found (struct hike_pkt_info), hike_scratch() the per-CPU scratch bank
+ * shared with the other programs of the packet. A body ends in one of two ways:
  *   return hike_result(value);  the chain continues, with value in r0
  *   return XDP_DROP;            (any verdict) the packet ends here
  *
@@ -51,6 +53,12 @@
 #define __HIKE_EACH__(n, m, ...) __HIKE_EACH_##n(m, ##__VA_ARGS__)
 #define __HIKE_EACH_(n, m, ...) __HIKE_EACH__(n, m, ##__VA_ARGS__)
 #define __HIKE_EACH(m, ...) __HIKE_EACH_(__HIKE_NARGS(__VA_ARGS__), m, ##__VA_ARGS__)
+
+/* Inside a program body: the per-CPU scratch bank shared by the programs of this
+ * packet (HIKE_SCRATCH_SIZE bytes, 8-byte aligned), and the packet information
+ * the loader's parser left at its start (struct hike_pkt_info: header offsets). */
+#define hike_scratch() (__hike_st->scratch)
+#define hike_info() hike_pkt_info(__hike_st)
 
 /* Writes the result, converted to the program's result type, into r0 and tells
  * the wrapper to continue the chain. `__hike_rt` only carries that type. */

@@ -25,6 +25,12 @@ __hike_inline struct hike_state *hike_state_get(void)
 	return bpf_map_lookup_elem(&hike_state, &zero);
 }
 
+/* What the loader's parser recorded about the packet: the start of the scratch bank. */
+__hike_inline struct hike_pkt_info *hike_pkt_info(struct hike_state *st)
+{
+	return (struct hike_pkt_info *)st->scratch;
+}
+
 __hike_inline int hike_abort(struct hike_state *st, __u32 reason)
 {
 	st->aborts[reason & (HIKE_ABORT_MAX - 1)]++;

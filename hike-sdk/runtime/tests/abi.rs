@@ -84,7 +84,7 @@ fn program_signatures_are_read_from_btf() {
     assert_eq!(sigs["test_args1"].args[0], ("u32".to_owned(), "a".to_owned()));
     assert_eq!(sigs["test_ret_u8"].ret, "u8");
     assert_eq!(sigs["test_nop"].nargs(), 0);
-    assert_eq!(sigs.len(), 9);
+    assert_eq!(sigs.len(), 10);
     // A loader object has no HIKe programs.
     assert!(
         hike_runtime::signature::read("testloader", objects::testloader(hike_bytecode::Hook::Xdp)).unwrap().is_empty()

@@ -185,7 +185,7 @@ fn ids_survive_a_process_restart() {
             (f[1].to_owned(), f[0].parse().unwrap())
         })
         .collect();
-    assert_eq!(printed.len(), 9);
+    assert_eq!(printed.len(), 10);
     // This process sees the same ids, and the programs still run.
     let rt = Runtime::open(&t.path).unwrap();
     let status = rt.status().unwrap();

@@ -283,6 +283,8 @@ fn scratch_is_shared_by_the_programs_of_one_packet() {
     // The loader's parser filled the packet info at the start of scratch.
     let info = vm.run_text("r1 = 0\nr2 = *(u16 *)(scratch + r1 + 2)\nr3 = *(u16 *)(scratch + r1 + 4)\nr4 = *(u8 *)(scratch + r1 + 8)\nexit");
     assert_eq!((info.regs[2], info.regs[3], info.regs[4]), (14, 54, 17), "l3 offset, l4 offset, UDP");
+    let l4 = vm.run_text("call prog @test_l4_off, 0\nexit");
+    assert_eq!(l4.regs[0], 54, "programs read the same packet info");
     let fresh = vm.run_text("r1 = 0\nr0 = *(u64 *)(scratch + r1 + 24)\nexit");
     assert_eq!(fresh.regs[0], 0, "every packet starts with zeroed scratch");
 }

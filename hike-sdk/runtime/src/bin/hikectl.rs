@@ -8,6 +8,7 @@
 //! hikectl [--root DIR] unregister ID
 //! hikectl [--root DIR] install-chain --name NAME [--hook xdp|tc] [--nargs N] FILE.s
 //! hikectl [--root DIR] remove-chain ID
+//! hikectl [--root DIR] test-run [--hook xdp|tc] CHAIN_ID PACKET_HEX
 //! hikectl [--root DIR] destroy
 //! ```
 
@@ -65,8 +66,26 @@ enum Command {
     },
     /// Remove a chain.
     RemoveChain { id: u32 },
+    /// Run one packet (hex) through a chain with BPF_PROG_TEST_RUN.
+    TestRun {
+        #[arg(long, default_value = "xdp", value_parser = parse_hook)]
+        hook: Hook,
+        chain: u32,
+        packet: String,
+    },
     /// Detach and remove everything under the root.
     Destroy,
+}
+
+fn parse_hex(s: &str) -> Result<Vec<u8>> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+    if !s.len().is_multiple_of(2) {
+        anyhow::bail!("packet hex has an odd number of digits");
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).with_context(|| format!("`{}` is not hex", &s[i..i + 2])))
+        .collect()
 }
 
 fn parse_hook(s: &str) -> Result<Hook, String> {
@@ -156,6 +175,24 @@ fn run(cli: Cli) -> Result<()> {
             println!("{id}");
         }
         Command::RemoveChain { id } => Runtime::open(&cli.root)?.remove_chain(id)?,
+        Command::TestRun { hook, chain, packet } => {
+            let bytes = parse_hex(&packet)?;
+            let run = Runtime::open(&cli.root)?.test_run_chain(hook, chain, &bytes, 0)?;
+            let verdict = match (hook, run.verdict) {
+                (Hook::Xdp, 0) => "XDP_ABORTED",
+                (Hook::Xdp, 1) => "XDP_DROP",
+                (Hook::Xdp, 2) => "XDP_PASS",
+                (Hook::Xdp, 3) => "XDP_TX",
+                (Hook::Xdp, 4) => "XDP_REDIRECT",
+                (Hook::Tc, 0) => "TC_ACT_OK",
+                (Hook::Tc, 2) => "TC_ACT_SHOT",
+                _ => "other",
+            };
+            println!("verdict {verdict} ({}), r0 = {}", run.verdict, run.regs[0]);
+            if run.packet != bytes {
+                println!("packet out: {}", run.packet.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            }
+        }
         Command::Destroy => Runtime::destroy(&cli.root)?,
     }
     Ok(())
