@@ -10,7 +10,7 @@ use std::process::Command;
 
 use common::*;
 use hike_bytecode::{Hook, asm::assemble};
-use hike_runtime::{AttachMode, ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, objects};
+use hike_runtime::{AttachMode, ChainSpec};
 
 /// Two network namespaces joined by a veth pair, deleted on drop.
 struct Netns {
@@ -74,36 +74,13 @@ fn a_loader_on_a_veth_runs_its_chain_on_real_traffic() {
     let t = TestRoot::new("veth");
     let progs = t.register_vmtest(Hook::Xdp);
     let verdict = id_of(&progs, "test_verdict");
-    t.rt.load_loader(&LoaderObject {
-        instance: "veth",
-        package: "hike-test",
-        version: "0.0.0",
-        object_name: "testloader.bpf.c",
-        elf: objects::testloader(Hook::Xdp),
-        program: "test_loader",
-        hook: Hook::Xdp,
-        config_maps: vec![ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![0] }],
-    })
-    .unwrap();
+    t.load_test_loader("veth", Hook::Xdp);
     // Drop IPv4 ICMP, pass everything else (ARP must pass for ping to work at all).
-    let drop_icmp = assemble(&format!(
-        "r1 = 0
-         r2 = *(u16 *)(packet + r1 + 12)
-         r2 = be16 r2
-         if r2 != 0x800 goto +4
-         r3 = *(u8 *)(packet + r1 + 23)
-         if r3 != 1 goto +2
-         r1 = 1
-         call prog {verdict}, 1
-         exit"
-    ))
-    .unwrap();
-    let drop = t
-        .rt
-        .install_chain(&ChainSpec { name: "drop_icmp", owner: "attach", hook: Hook::Xdp, insns: &drop_icmp, nargs: 0 })
-        .unwrap();
-    t.rt.configure_loader("veth", "test_cfg", &[MapEntry { key: vec![0; 4], value: drop.to_le_bytes().to_vec() }])
-        .unwrap();
+    let insns = drop_icmp(verdict, 1);
+    let drop =
+        t.rt.install_chain(&ChainSpec { name: "drop_icmp", owner: "attach", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap();
+    t.point_test_loader("veth", drop);
 
     let net = Netns::new("at");
     assert!(net.ping(), "before attaching, ping works");
@@ -145,20 +122,55 @@ fn a_loader_on_a_veth_runs_its_chain_on_real_traffic() {
     );
 }
 
+/// The chain of `a_loader_...`: drop IPv4 ICMP through `test_verdict(verdict)`.
+fn drop_icmp(verdict_prog: u32, verdict: u32) -> Vec<hike_bytecode::Insn> {
+    assemble(&format!(
+        "r1 = 0
+         r2 = *(u16 *)(packet + r1 + 12)
+         r2 = be16 r2
+         if r2 != 0x800 goto +4
+         r3 = *(u8 *)(packet + r1 + 23)
+         if r3 != 1 goto +2
+         r1 = {verdict}
+         call prog {verdict_prog}, 1
+         exit"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn generic_xdp_and_tc_attachments_run_chains_too() {
+    let t = TestRoot::new("modes");
+    let xdp = t.register_vmtest(Hook::Xdp);
+    let tc = t.register_vmtest_tc_as("tcpkg");
+    let net = Netns::new("md");
+    for (hook, mode, progs, verdict) in
+        [(Hook::Xdp, AttachMode::XdpGeneric, &xdp, 1u32), (Hook::Tc, AttachMode::TcIngress, &tc, 2u32)]
+    {
+        let instance = format!("l{}", mode.name().replace('-', "_"));
+        t.load_test_loader(&instance, hook);
+        let insns = drop_icmp(id_of(progs, "test_verdict"), verdict);
+        let c =
+            t.rt.install_chain(&ChainSpec { name: "drop_icmp", owner: mode.name(), hook, insns: &insns, nargs: 0 })
+                .unwrap();
+        t.point_test_loader(&instance, c);
+        let (p, i) = (t.path.clone(), instance.clone());
+        Netns::run_in(&net.b, move || hike_runtime::Runtime::open(&p).unwrap().attach_loader(&i, "vb", mode).unwrap());
+        let att = t.rt.loader_info(&instance).unwrap().attachments;
+        assert_eq!(att[0].mode, mode.name());
+        assert!(!net.ping(), "{}: ICMP is dropped", mode.name());
+        assert!(t.rt.counters().unwrap().chain_runs[c as usize] >= 3, "{}", mode.name());
+        let (p, i) = (t.path.clone(), instance.clone());
+        Netns::run_in(&net.b, move || hike_runtime::Runtime::open(&p).unwrap().detach_loader(&i, "vb").unwrap());
+        assert!(net.ping(), "{}: detached", mode.name());
+    }
+}
+
 #[test]
 fn attaching_to_a_missing_interface_says_so() {
     let t = TestRoot::new("noif");
-    t.rt.load_loader(&LoaderObject {
-        instance: "x",
-        package: "hike-test",
-        version: "0.0.0",
-        object_name: "testloader.bpf.c",
-        elf: objects::testloader(Hook::Xdp),
-        program: "test_loader",
-        hook: Hook::Xdp,
-        config_maps: vec![],
-    })
-    .unwrap();
+    t.load_test_loader("x", Hook::Xdp);
+    t.point_test_loader("x", 0);
     let err = t.rt.attach_loader("x", "nosuchdev0", AttachMode::Xdp).unwrap_err();
     assert!(err.to_string().starts_with("interface `nosuchdev0` does not exist in this network namespace"), "{err}");
 }

@@ -150,33 +150,21 @@ fn lower(items: &[Item], progs: &[RegisteredProgram], helper_chain: u32) -> Vec<
                 };
                 let span = limit + 4 - size.bytes();
                 let a = u64::from(addr) % span;
-                if bank == Bank::Stack {
-                    // Stack addresses go through r10 when they are in the frame.
-                    if a + size.bytes() <= FRAME_SIZE {
-                        let off = a as i16 - FRAME_SIZE as i16;
-                        b.push(if store {
-                            build::store(size, bank, 10, off, reg)
-                        } else {
-                            build::load(size, bank, reg, 10, off)
-                        });
+                let access = |base: u8, off: i16| {
+                    if store {
+                        build::store(size, bank, base, off, reg)
                     } else {
-                        b.push(build::mov_imm(9, a as i32));
-                        b.push(if store {
-                            build::store(size, bank, 9, 0, reg)
-                        } else {
-                            build::load(size, bank, reg, 9, 0)
-                        });
+                        build::load(size, bank, reg, base, off)
                     }
+                };
+                if bank == Bank::Stack && a + size.bytes() <= FRAME_SIZE {
+                    // Stack addresses inside the frame go through r10, as compiled chains do.
+                    b.push(access(10, a as i16 - FRAME_SIZE as i16));
                 } else {
                     b.push(build::mov_imm(9, a as i32));
-                    b.push(if store {
-                        build::store(size, bank, 9, 0, reg)
-                    } else {
-                        build::load(size, bank, reg, 9, 0)
-                    });
+                    b.push(access(9, 0));
                 }
             }
-            // A placeholder of the jump's size; the offset is set below.
             Item::Jump(..) => b.push(build::exit()),
             Item::Call(p, args) => {
                 let name = PROGRAMS[p];

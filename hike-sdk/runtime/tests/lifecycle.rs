@@ -12,10 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::*;
 use hike_bytecode::{Hook, asm::assemble};
-use hike_runtime::{
-    AttachMode, ChainSpec, ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, Runtime, RuntimeError,
-    objects,
-};
+use hike_runtime::{AttachMode, ChainSpec, InitOptions, MapEntry, ProgramObject, Runtime, RuntimeError, objects};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 fn chain(t: &TestRoot, text: &str) -> u32 {
@@ -230,34 +227,11 @@ fn records_left_pending_by_a_crash_are_repaired() {
     assert_eq!(freed.state, hike_runtime::meta::RecordState::Free);
 }
 
-fn load_test_loader(t: &TestRoot, instance: &str) {
-    t.rt.load_loader(&LoaderObject {
-        instance,
-        package: "hike-test",
-        version: "0.0.0",
-        object_name: "testloader.bpf.c",
-        elf: objects::testloader(Hook::Xdp),
-        program: "test_loader",
-        hook: Hook::Xdp,
-        config_maps: vec![ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![0] }],
-    })
-    .unwrap();
-}
-
-fn point_loader(t: &TestRoot, instance: &str, chain: u32) {
-    t.rt.configure_loader(
-        instance,
-        "test_cfg",
-        &[MapEntry { key: 0u32.to_le_bytes().to_vec(), value: chain.to_le_bytes().to_vec() }],
-    )
-    .unwrap();
-}
-
 #[test]
 fn loaders_are_configured_before_they_attach_and_chains_in_use_stay() {
     let t = TestRoot::new("loadercfg");
     let progs = t.register_vmtest(Hook::Xdp);
-    load_test_loader(&t, "edge");
+    t.load_test_loader("edge", Hook::Xdp);
     let err = t.rt.attach_loader("edge", "lo", AttachMode::XdpGeneric).unwrap_err();
     assert!(err.to_string().contains("write its configuration maps before attaching it"), "{err}");
     let err = t.rt.attach_loader("edge", "lo", AttachMode::TcIngress).unwrap_err();
@@ -281,7 +255,7 @@ fn loaders_are_configured_before_they_attach_and_chains_in_use_stay() {
     assert!(bad.unwrap_err().to_string().contains("it has no configuration map `nope` (it has: test_cfg)"));
 
     let drop = chain(&t, &format!("r1 = 1\ncall prog {}, 1\nexit", id_of(&progs, "test_verdict")));
-    point_loader(&t, "edge", drop);
+    t.point_test_loader("edge", drop);
     assert_eq!(t.rt.test_run_loader("edge", &ipv6_udp_packet(), 0).unwrap().verdict, 1);
     let err = t.rt.remove_chain(drop).unwrap_err();
     assert!(err.to_string().contains("still used by loader edge map test_cfg key 00000000"), "{err}");
@@ -295,11 +269,11 @@ fn replacing_a_chain_under_traffic_drops_no_packet() {
     let t = Arc::new(TestRoot::new("replace"));
     let progs = t.register_vmtest(Hook::Xdp);
     let verdict = id_of(&progs, "test_verdict");
-    load_test_loader(&t, "live");
+    t.load_test_loader("live", Hook::Xdp);
     // Two chains, told apart by their verdicts: DROP and TX.
     let body = |v: u32| format!("r1 = {v}\nr6 = 3\nr6 -= 1\nif r6 != 0 goto -2\ncall prog {verdict}, 1\nexit");
     let mut current = chain(&t, &body(1));
-    point_loader(&t, "live", current);
+    t.point_test_loader("live", current);
 
     let stop = Arc::new(AtomicBool::new(false));
     let traffic = {
@@ -338,7 +312,7 @@ fn destroy_leaves_no_pins() {
     let t = TestRoot::new("destroy");
     let progs = t.register_vmtest(Hook::Xdp);
     chain(&t, &format!("call prog {}, 0\nexit", id_of(&progs, "test_nop")));
-    load_test_loader(&t, "gone");
+    t.load_test_loader("gone", Hook::Xdp);
     assert!(!pins(&t.path).is_empty());
     Runtime::destroy(&t.path).unwrap();
     assert!(!t.path.exists());

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use hike_bytecode::Hook;
-use hike_runtime::{InitOptions, ProgramObject, RegisteredProgram, Runtime, objects};
+use hike_runtime::{
+    ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, RegisteredProgram, Runtime, objects,
+};
 
 /// Fails the test with what is missing when the machine cannot load eBPF.
 pub fn require_kernel() {
@@ -74,6 +76,33 @@ impl TestRoot {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Loads the test loader (bpf/test/testloader.bpf.c) as `instance`.
+    pub fn load_test_loader(&self, instance: &str, hook: Hook) {
+        self.rt
+            .load_loader(&LoaderObject {
+                instance,
+                package: "hike-test",
+                version: "0.0.0",
+                object_name: "testloader.bpf.c",
+                elf: objects::testloader(hook),
+                program: "test_loader",
+                hook,
+                config_maps: vec![ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![0] }],
+            })
+            .expect("load the test loader");
+    }
+
+    /// Points the test loader `instance` at `chain`.
+    pub fn point_test_loader(&self, instance: &str, chain: u32) {
+        self.rt
+            .configure_loader(
+                instance,
+                "test_cfg",
+                &[MapEntry { key: vec![0; 4], value: chain.to_le_bytes().to_vec() }],
+            )
+            .expect("configure the test loader");
     }
 }
 
