@@ -4,7 +4,8 @@
 use std::fmt;
 
 /// An attachment hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Hook {
     /// XDP: the driver's receive path.
     Xdp,
