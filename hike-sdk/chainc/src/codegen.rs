@@ -31,6 +31,8 @@ pub struct Scope<'a> {
     pub consts: &'a HashMap<String, u64>,
     /// Imported loaders (not callable; named for better errors).
     pub loaders: &'a BTreeSet<String>,
+    /// Names whose import failed (already reported).
+    pub broken: &'a BTreeSet<String>,
     pub budget: u32,
 }
 
@@ -101,10 +103,13 @@ struct Gen<'a, 'b, 's> {
     span: Span,
     used: ChainUse,
     failed: bool,
+    /// Out of registers or stack: reported once, the rest of the chain skipped.
+    fatal: bool,
 }
 
-/// Compiles one chain. Returns `None` (with diagnostics) when it has errors.
-pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> Option<(CompiledChain, ChainUse)> {
+/// Compiles one chain: its code (`None`, with diagnostics, when it has errors)
+/// and what it uses (recorded even then, so imports it uses are not "unused").
+pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> (Option<CompiledChain>, ChainUse) {
     let mut g = Gen {
         scope,
         sink,
@@ -123,6 +128,7 @@ pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> Option<
         span: def.span.clone(),
         used: ChainUse { programs: BTreeSet::new(), chains: BTreeSet::new() },
         failed: false,
+        fatal: false,
     };
     if def.params.len() > usize::from(MAX_CALL_ARGS) {
         g.sink
@@ -132,7 +138,7 @@ pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> Option<
                 format!("chain `{}` has {} parameters; chains take at most 4", def.name.text, def.params.len()),
             )
             .help("pass more data through the scratch bank (`scratch.write_u64`)");
-        return None;
+        return (None, g.used);
     }
     // Parameters arrive in r1..r4; give them homes like any variable.
     for (i, p) in def.params.iter().enumerate() {
@@ -151,15 +157,14 @@ pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> Option<
         g.emit(build::mov_imm(0, 0));
         g.emit(build::exit());
     }
-    g.unused_variables();
     if g.failed || g.sink.has_errors() {
-        return None;
+        return (None, g.used);
     }
-    let chain = g.finish(&def.name)?;
-    Some((chain, g.used))
+    g.unused_variables();
+    let chain = g.finish(&def.name);
+    (chain, g.used)
 }
 
-/// Reads of a name in a block (and nested blocks), for unused-variable warnings.
 impl Gen<'_, '_, '_> {
     fn fail(&mut self) {
         self.failed = true;
@@ -198,7 +203,7 @@ impl Gen<'_, '_, '_> {
             Val::Const(c) => match i32::try_from(c as i64) {
                 Ok(imm) => self.emit(build::jmp_imm(cond, dst, imm, 0)),
                 Err(_) => {
-                    let r = self.to_reg(src);
+                    let r = self.materialize(src);
                     let at = self.emit(build::jmp_reg(cond, dst, r, 0));
                     self.free_reg(r, true);
                     at
@@ -218,13 +223,16 @@ impl Gen<'_, '_, '_> {
                 Some(r)
             }
             None => {
-                self.sink
-                    .report(
-                        Code::TooManyVariables,
-                        self.span.clone(),
-                        "this expression is too complex for the VM's registers",
-                    )
-                    .help("split it into steps with intermediate variables");
+                if !self.fatal {
+                    self.sink
+                        .report(
+                            Code::TooManyVariables,
+                            self.span.clone(),
+                            "this expression is too complex for the VM's registers",
+                        )
+                        .help("split it into steps with intermediate variables");
+                }
+                self.fatal = true;
                 self.fail();
                 None
             }
@@ -261,13 +269,16 @@ impl Gen<'_, '_, '_> {
             return Some(s);
         }
         if self.slots_used >= STACK_SLOTS {
-            self.sink
-                .report(
-                    Code::TooManyVariables,
-                    self.span.clone(),
-                    "this chain needs more than the 64 bytes of stack a chain frame has",
-                )
-                .help("use fewer variables, or split the chain into chains that call each other");
+            if !self.fatal {
+                self.sink
+                    .report(
+                        Code::TooManyVariables,
+                        self.span.clone(),
+                        "this chain needs more than the 64 bytes of stack a chain frame has",
+                    )
+                    .help("use fewer variables, or split the chain into chains that call each other");
+            }
+            self.fatal = true;
             self.fail();
             return None;
         }
@@ -290,7 +301,7 @@ impl Gen<'_, '_, '_> {
     }
 
     /// The value in some register (a temp when it had to be materialized).
-    fn to_reg(&mut self, v: Val) -> u8 {
+    fn materialize(&mut self, v: Val) -> u8 {
         match v {
             Val::Reg { reg, .. } => reg,
             Val::Const(c) => {
@@ -302,7 +313,7 @@ impl Gen<'_, '_, '_> {
     }
 
     /// The value in a temp we may change.
-    fn into_temp(&mut self, v: Val) -> Val {
+    fn owned_temp(&mut self, v: Val) -> Val {
         match v {
             Val::Reg { temp: true, .. } => v,
             Val::Reg { reg, signed, .. } => {
@@ -370,7 +381,7 @@ impl Gen<'_, '_, '_> {
                 self.convert_in_place(h, ty);
             }
             (Home::Slot(s), v) => {
-                let t = self.into_temp(v);
+                let t = self.owned_temp(v);
                 let Val::Reg { reg, .. } = t else { return };
                 if !matches!(v, Val::Const(_)) {
                     self.convert_in_place(reg, ty);
@@ -435,23 +446,35 @@ impl Gen<'_, '_, '_> {
 
     // ---- statements ---------------------------------------------------------
 
-    /// Compiles a block; returns true when it always ends (return, break, …).
+    /// Compiles a block; returns true when control never leaves its end (it
+    /// returns, breaks or continues on every path).
+    ///
+    /// A call to a program declared `ends-packet = "always"` makes what follows
+    /// unreachable for warnings, but not for code: if a program returned after
+    /// all, the chain must still be well-formed, so it gets its jumps and `exit`.
     fn block(&mut self, stmts: &[Stmt]) -> bool {
         let mut ended = false;
         let mut verdict = false;
+        let mut warned = false;
         for s in stmts {
             // eCLAT scripts write `hike_drop()` then `return 0`: the return after a
             // program that always ends the packet is an idiom, not a mistake.
-            let idiom = verdict && matches!(s, Stmt::Return { .. });
-            if ended && !idiom {
+            let idiom = verdict && !ended && matches!(s, Stmt::Return { .. });
+            if (ended || verdict) && !idiom && !warned {
                 let span = s.span().start..stmts.last().map_or(s.span().end, |l| l.span().end);
                 self.sink
                     .report(Code::Unreachable, span, "this code never runs")
                     .help("the statement before it always ends the chain, the packet or the loop iteration");
+                warned = true;
+            }
+            if ended {
                 break;
             }
-            verdict = matches!(s, Stmt::Expr(e) if self.ends_packet(e));
-            ended = self.statement(s) || ended;
+            verdict = verdict || matches!(s, Stmt::Expr(e) if self.ends_packet(e));
+            ended = self.statement(s);
+            if self.fatal {
+                break;
+            }
         }
         ended
     }
@@ -461,12 +484,10 @@ impl Gen<'_, '_, '_> {
         match s {
             Stmt::Pass(_) => false,
             Stmt::Expr(e) => {
-                let ends = self.ends_packet(e);
-                let v = self.expr(e);
-                if let Some(v) = v {
+                if let Some(v) = self.expr(e) {
                     self.free(v);
                 }
-                ends
+                false
             }
             Stmt::Assign { target, ty, value, .. } => {
                 self.assign(target, ty.as_ref(), value);
@@ -607,19 +628,32 @@ impl Gen<'_, '_, '_> {
             (None, Some((t, _))) => Some(*t),
             (None, None) => None,
         };
-        let Some(v) = self.expr(value) else { return };
+        let Some(v) = self.expr(value) else {
+            // Declared anyway, so that one mistake does not make every later use
+            // an "unknown variable" too.
+            if !self.vars.contains_key(&target.text) {
+                self.declare(target, var_ty.unwrap_or(IntType::U64));
+            }
+            return;
+        };
         // A new variable without a type takes its value's signedness: a signed
         // program result stays signed.
         let var_ty = var_ty.unwrap_or(if v.signed() { IntType::S64 } else { IntType::U64 });
         if let Val::Const(c) = v
             && !self.fits(c, var_ty, value)
         {
+            if !self.vars.contains_key(&target.text) {
+                self.declare(target, var_ty);
+            }
             return;
         }
         let home = match self.vars.get(&target.text) {
             Some(var) => var.home,
             None => {
-                let Some(h) = self.declare(target, var_ty) else { return };
+                let Some(h) = self.declare(target, var_ty) else {
+                    self.free(v);
+                    return;
+                };
                 h
             }
         };
@@ -883,7 +917,7 @@ impl Gen<'_, '_, '_> {
             _ => {
                 let Some(v) = self.expr(e) else { return };
                 let v = match v {
-                    Val::Const(_) => self.into_temp(v),
+                    Val::Const(_) => self.owned_temp(v),
                     other => other,
                 };
                 let Val::Reg { reg, .. } = v else { return };
@@ -907,7 +941,7 @@ impl Gen<'_, '_, '_> {
         let dst_reg = match dst {
             Val::Reg { reg, .. } => reg,
             Val::Const(_) => {
-                let r = self.to_reg(dst);
+                let r = self.materialize(dst);
                 self.jump_if(cond_of(op, signed), r, src, target);
                 self.free_reg(r, true);
                 return;
@@ -940,26 +974,26 @@ impl Gen<'_, '_, '_> {
                 self.fail();
                 None
             }
-            ExprKind::Name(n) => match self.read_var(n) {
-                Some(v) => Some(v),
-                None => {
+            ExprKind::Name(n) => {
+                if !self.vars.contains_key(n) {
                     self.unknown_name(n, &e.span, "variable");
-                    None
+                    return None;
                 }
-            },
+                self.read_var(n)
+            }
             ExprKind::Unary(UnOp::Not, _) => self.bool_value(e),
             ExprKind::Unary(op, inner) => {
                 let v = self.expr(inner)?;
                 match op {
                     UnOp::Plus => Some(v),
                     UnOp::Neg => {
-                        let t = self.into_temp(v);
+                        let t = self.owned_temp(v);
                         let Val::Reg { reg, .. } = t else { return None };
                         self.emit(build::neg(reg));
                         Some(t)
                     }
                     UnOp::Invert => {
-                        let t = self.into_temp(v);
+                        let t = self.owned_temp(v);
                         let Val::Reg { reg, .. } = t else { return None };
                         self.emit(build::alu_imm(AluOp::Xor, reg, -1));
                         Some(t)
@@ -973,7 +1007,7 @@ impl Gen<'_, '_, '_> {
             ExprKind::And(a, b) | ExprKind::Or(a, b) => {
                 let is_and = matches!(e.kind, ExprKind::And(..));
                 let first = self.expr(a)?;
-                let t = self.into_temp(first);
+                let t = self.owned_temp(first);
                 let Val::Reg { reg, signed, .. } = t else { return None };
                 let end = self.label();
                 self.jump_if(if is_and { Cond::Eq } else { Cond::Ne }, reg, Val::Const(0), end);
@@ -1070,7 +1104,7 @@ impl Gen<'_, '_, '_> {
             BinOp::BitXor => AluOp::Xor,
             BinOp::Pow => return None,
         };
-        let dst = self.into_temp(left);
+        let dst = self.owned_temp(left);
         let Val::Reg { reg: d, .. } = dst else { return None };
         match right {
             Val::Const(c) => {
@@ -1080,7 +1114,7 @@ impl Gen<'_, '_, '_> {
                         self.emit(build::alu_imm(alu, d, imm));
                     }
                     Err(_) => {
-                        let r = self.to_reg(right);
+                        let r = self.materialize(right);
                         self.emit(build::alu_reg(alu, d, r));
                         self.free_reg(r, true);
                     }
@@ -1095,6 +1129,10 @@ impl Gen<'_, '_, '_> {
     }
 
     fn unknown_name(&mut self, n: &str, span: &Span, what: &str) {
+        if self.scope.broken.contains(n) {
+            self.fail();
+            return;
+        }
         let mut candidates: Vec<&str> = self.vars.keys().map(String::as_str).collect();
         candidates.extend(self.consts.keys().map(String::as_str));
         candidates.extend(self.scope.consts.keys().map(String::as_str));
@@ -1411,7 +1449,7 @@ impl Gen<'_, '_, '_> {
                 self.emit(build::mov_imm(t, 0));
                 (Val::Reg { reg: t, temp: true, signed: false }, c as i16)
             }
-            v => (self.into_temp(v), 0),
+            v => (self.owned_temp(v), 0),
         };
         let Val::Reg { reg: b, .. } = base else { return None };
         // Packet fields are big-endian; scratch is in host order.
@@ -1419,7 +1457,7 @@ impl Gen<'_, '_, '_> {
         let bits = (size.bytes() * 8) as i32;
         if write {
             let value = self.expr(&args[1])?;
-            let v = self.into_temp(value);
+            let v = self.owned_temp(value);
             let Val::Reg { reg: r, .. } = v else { return None };
             if swap {
                 self.emit(build::be(r, bits));
@@ -1443,7 +1481,7 @@ impl Gen<'_, '_, '_> {
     /// instruction, threads jumps to jumps, and builds the line table.
     fn finish(&mut self, name: &Name) -> Option<CompiledChain> {
         // A label placed after the last instruction needs something to land on.
-        if self.labels.iter().any(|l| *l == Some(self.code.len())) {
+        if self.labels.contains(&Some(self.code.len())) {
             self.emit(build::mov_imm(0, 0));
             self.emit(build::exit());
         }

@@ -28,6 +28,11 @@ pub fn compile(source: &str, file: &str, env: &CompileEnv) -> Result<Compiled, D
     let mut sink = Sink::new(file, source);
     let tokens = crate::lexer::lex(source, &mut sink);
     let script = crate::parser::parse(tokens, &mut sink);
+    // Names and types mean little in a script that does not parse: report the
+    // syntax errors alone rather than what follows from them.
+    if sink.has_errors() {
+        return Err(sink.finish());
+    }
     let artifact = Compiler { env, sink: &mut sink, file }.script(&script);
     let diags = sink.finish();
     match artifact {
@@ -55,12 +60,19 @@ impl Compiler<'_, '_, '_> {
         let mut const_spans: HashMap<String, Span> = HashMap::new();
         let mut defs: Vec<&Def> = Vec::new();
         let mut chain_params: HashMap<String, usize> = HashMap::new();
+        // Names whose import failed: already reported, not "unknown" again.
+        let mut broken: BTreeSet<String> = BTreeSet::new();
 
         // Declarations first: chains may be used before their `def`.
         for item in &script.items {
             match item {
                 Item::Import { kind, package, names, .. } => {
                     self.import(*kind, package, names, &mut programs, &mut loaders, &mut import_spans);
+                    for n in names {
+                        if !programs.contains_key(&n.text) && !loaders.contains_key(&n.text) {
+                            broken.insert(n.text.clone());
+                        }
+                    }
                 }
                 Item::Def(d) => {
                     if let Some(first) = defs.iter().find(|o| o.name.text == d.name.text) {
@@ -128,15 +140,17 @@ impl Compiler<'_, '_, '_> {
             chains: &chain_params,
             consts: &consts,
             loaders: &loader_names,
+            broken: &broken,
             budget: self.env.budget,
         };
 
         let mut compiled: Vec<(CompiledChain, BTreeSet<String>, Span)> = Vec::new();
         let mut used_programs: BTreeSet<String> = BTreeSet::new();
         for d in &defs {
-            if let Some((mut chain, uses)) = compile_def(d, &scope, self.sink) {
+            let (chain, uses) = compile_def(d, &scope, self.sink);
+            used_programs.extend(uses.programs);
+            if let Some(mut chain) = chain {
                 chain.nargs = d.params.len() as u8;
-                used_programs.extend(uses.programs);
                 compiled.push((chain, uses.chains, d.name.span.clone()));
             }
         }
@@ -168,7 +182,10 @@ impl Compiler<'_, '_, '_> {
                 _ => {}
             }
         }
-        for (name, span) in &import_spans {
+        // Unused imports are worth a warning on a script that otherwise compiles;
+        // next to errors they are noise.
+        let clean = !self.sink.has_errors();
+        for (name, span) in import_spans.iter().filter(|_| clean) {
             if !used_programs.contains(name) && !used_loaders.contains(name) {
                 self.sink
                     .report(Code::UnusedImport, span.clone(), format!("`{name}` is imported but never used"))

@@ -223,18 +223,20 @@ impl Lexer<'_> {
             self.indents.push(width);
             self.push(Tok::Indent, start..self.pos);
         } else if width < current {
-            while self.indents.last().is_some_and(|w| *w > width) {
-                self.indents.pop();
-                self.push(Tok::Dedent, self.pos..self.pos);
-            }
-            if self.indents.last().copied() != Some(width) {
+            if !self.indents.contains(&width) {
+                // Python refuses this; keeping the line in its block reports the
+                // one mistake without making everything after it an error too.
                 sink.report(
                     Code::BadIndent,
                     start..self.pos,
                     "this line is indented less than its block but matches no outer block",
                 )
                 .help("indent it like one of the enclosing lines");
-                self.indents.push(width);
+                return false;
+            }
+            while self.indents.last().is_some_and(|w| *w > width) {
+                self.indents.pop();
+                self.push(Tok::Dedent, self.pos..self.pos);
             }
         }
         false

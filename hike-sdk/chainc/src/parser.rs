@@ -666,8 +666,7 @@ impl Parser<'_, '_> {
 
     fn binary_level(&mut self, next: fn(&mut Self) -> PResult<Expr>, ops: &[(&str, BinOp)]) -> PResult<Expr> {
         let mut left = next(self)?;
-        loop {
-            let Some(op) = ops.iter().find(|(s, _)| self.is_op(s)).map(|(_, o)| *o) else { break };
+        while let Some(op) = ops.iter().find(|(s, _)| self.is_op(s)).map(|(_, o)| *o) {
             self.bump();
             let right = next(self)?;
             let span = left.span.start..right.span.end;

@@ -173,3 +173,24 @@ def main():
     assert!(art.params.is_empty());
     env.packages.remove("net");
 }
+
+#[test]
+fn chains_ending_in_a_verdict_program_are_still_well_formed() {
+    // Found by the `compile` fuzz target: no `return` after a program that always
+    // ends the packet left the chain without a final `exit`.
+    for body in ["drop()", "x = tick()\nif x:\n    drop()\nelse:\n    drop()", "while tick() < 3:\n    drop()"] {
+        let script = f(body);
+        let r = run(&script, "f", vec![0; 64]);
+        assert_eq!(r.ending, Ending::Verdict(1), "{script}");
+        let art = compile(&script, "t.eclat", &test_env()).unwrap().artifact;
+        let mut env = hike_bytecode::Env::default();
+        let mut ids = hike_chainc::link::Ids::default();
+        for (i, n) in ["drop", "tick"].iter().enumerate() {
+            ids.programs.insert(("t".into(), n.to_string()), i as u32 + 1);
+            let nargs = test_env().packages["t"].programs[*n].args.len() as u8;
+            env.programs.insert(i as u32 + 1, hike_bytecode::ProgramSig { name: n.to_string(), nargs });
+        }
+        let insns = hike_chainc::link::link_chain(&art.chains[0], &ids).unwrap();
+        hike_bytecode::validate(&insns, &env).unwrap_or_else(|e| panic!("{e}\n{script}"));
+    }
+}

@@ -47,7 +47,7 @@ fn run_packet(ids: &Ids, insns: &[hike_bytecode::Insn], stubs: &RefCell<Stubs>) 
             "ip6_sd_dec2zero" => {
                 s.calls.push((name, vec![a[0]]));
                 s.dec2zero_counter += 1;
-                ProgramOutcome::Result(if s.dec2zero_counter % a[0] == 0 { 0 } else { 1 })
+                ProgramOutcome::Result(if s.dec2zero_counter.is_multiple_of(a[0]) { 0 } else { 1 })
             }
             "ip6_dst_tbmon" => {
                 s.calls.push((name, vec![]));

@@ -1,0 +1,195 @@
+//! Random expression trees: compiled and run (on the reference interpreter, and a
+//! sample in the kernel's VM) they give what a direct evaluation in Rust with
+//! u64 wrap-around gives.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use proptest::prelude::*;
+
+/// An expression over four variables a, b, c, d.
+#[derive(Debug, Clone)]
+enum E {
+    Const(u64),
+    Var(usize),
+    Neg(Box<E>),
+    Inv(Box<E>),
+    Not(Box<E>),
+    Bin(&'static str, Box<E>, Box<E>),
+    Cmp(Vec<&'static str>, Vec<E>),
+    And(Box<E>, Box<E>),
+    Or(Box<E>, Box<E>),
+}
+
+const VARS: [&str; 4] = ["a", "b", "c", "d"];
+
+impl E {
+    fn text(&self) -> String {
+        match self {
+            E::Const(c) => c.to_string(),
+            E::Var(i) => VARS[*i].to_owned(),
+            E::Neg(e) => format!("(-{})", e.text()),
+            E::Inv(e) => format!("(~{})", e.text()),
+            E::Not(e) => format!("(not {})", e.text()),
+            E::Bin(op, a, b) => format!("({} {op} {})", a.text(), b.text()),
+            E::Cmp(ops, es) => {
+                let mut s = format!("({}", es[0].text());
+                for (op, e) in ops.iter().zip(&es[1..]) {
+                    s.push_str(&format!(" {op} {}", e.text()));
+                }
+                s + ")"
+            }
+            E::And(a, b) => format!("({} and {})", a.text(), b.text()),
+            E::Or(a, b) => format!("({} or {})", a.text(), b.text()),
+        }
+    }
+
+    /// The language's semantics, computed directly.
+    fn eval(&self, v: &[u64; 4]) -> u64 {
+        match self {
+            E::Const(c) => *c,
+            E::Var(i) => v[*i],
+            E::Neg(e) => e.eval(v).wrapping_neg(),
+            E::Inv(e) => !e.eval(v),
+            E::Not(e) => u64::from(e.eval(v) == 0),
+            E::Bin(op, a, b) => {
+                let (x, y) = (a.eval(v), b.eval(v));
+                match *op {
+                    "+" => x.wrapping_add(y),
+                    "-" => x.wrapping_sub(y),
+                    "*" => x.wrapping_mul(y),
+                    "/" | "//" => x.checked_div(y).unwrap_or(0),
+                    "%" => x.checked_rem(y).unwrap_or(x),
+                    "<<" => x.wrapping_shl((y & 63) as u32),
+                    ">>" => x.wrapping_shr((y & 63) as u32),
+                    "&" => x & y,
+                    "|" => x | y,
+                    "^" => x ^ y,
+                    _ => unreachable!(),
+                }
+            }
+            E::Cmp(ops, es) => {
+                let vals: Vec<u64> = es.iter().map(|e| e.eval(v)).collect();
+                let ok = ops.iter().enumerate().all(|(i, op)| {
+                    let (x, y) = (vals[i], vals[i + 1]);
+                    match *op {
+                        "==" => x == y,
+                        "!=" => x != y,
+                        "<" => x < y,
+                        "<=" => x <= y,
+                        ">" => x > y,
+                        _ => x >= y,
+                    }
+                });
+                u64::from(ok)
+            }
+            E::And(a, b) => {
+                let x = a.eval(v);
+                if x == 0 { x } else { b.eval(v) }
+            }
+            E::Or(a, b) => {
+                let x = a.eval(v);
+                if x != 0 { x } else { b.eval(v) }
+            }
+        }
+    }
+}
+
+fn leaf() -> impl Strategy<Value = E> {
+    prop_oneof![
+        3 => (0usize..4).prop_map(E::Var),
+        1 => any::<u64>().prop_map(E::Const),
+        1 => (0u64..70).prop_map(E::Const),
+    ]
+}
+
+fn expr() -> impl Strategy<Value = E> {
+    leaf().prop_recursive(5, 48, 3, |inner| {
+        let bin = prop::sample::select(vec!["+", "-", "*", "/", "//", "%", "<<", ">>", "&", "|", "^"]);
+        let cmp = prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">="]);
+        prop_oneof![
+            4 => (bin, inner.clone(), inner.clone()).prop_map(|(op, a, b)| E::Bin(op, Box::new(a), Box::new(b))),
+            1 => inner.clone().prop_map(|e| E::Neg(Box::new(e))),
+            1 => inner.clone().prop_map(|e| E::Inv(Box::new(e))),
+            1 => inner.clone().prop_map(|e| E::Not(Box::new(e))),
+            2 => (prop::collection::vec(cmp, 1..3), prop::collection::vec(inner.clone(), 3))
+                .prop_map(|(ops, es)| { let n = ops.len() + 1; E::Cmp(ops, es[..n].to_vec()) }),
+            1 => (inner.clone(), inner.clone()).prop_map(|(a, b)| E::And(Box::new(a), Box::new(b))),
+            1 => (inner.clone(), inner).prop_map(|(a, b)| E::Or(Box::new(a), Box::new(b))),
+        ]
+    })
+}
+
+fn script(e: &E, v: &[u64; 4]) -> String {
+    format!(
+        "def f():\n    a = {}\n    b = {}\n    c = {}\n    d = {}\n    return {}\n",
+        v[0],
+        v[1],
+        v[2],
+        v[3],
+        e.text()
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn compiled_expressions_equal_direct_evaluation(e in expr(), v in any::<[u64; 4]>()) {
+        let src = script(&e, &v);
+        let compiled = hike_chainc::compile(&src, "expr.eclat", &hike_chainc::CompileEnv::new());
+        let art = match compiled {
+            Ok(c) => c.artifact,
+            Err(d) => return Err(TestCaseError::fail(format!("{}\n{src}", d.render()))),
+        };
+        let mut chains = std::collections::HashMap::new();
+        chains.insert(1, art.chains[0].insns.clone());
+        let mut none = |_: u32, _: [u64; 4], _: &mut hike_bytecode::Memory| None;
+        let run = hike_bytecode::interp::run(&chains, &mut none, 1, hike_bytecode::Memory::new(vec![]), 100_000);
+        prop_assert_eq!(run.ending, hike_bytecode::Ending::Returned, "{}", src);
+        prop_assert_eq!(run.regs[0], e.eval(&v), "{}\n{}", src, art.chains[0].disassemble(&src));
+    }
+}
+
+/// A sample of the same in the kernel: compiled chains installed in a real VM
+/// instance and run with BPF_PROG_TEST_RUN.
+#[test]
+fn a_sample_runs_the_same_in_the_kernel_vm() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let root = std::path::PathBuf::from(format!("/sys/fs/bpf/hike-test-chainc-expr-{}", std::process::id()));
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "the kernel sample needs root (CAP_BPF); run tests as root, e.g. with ./ci/test"
+    );
+    let rt = hike_runtime::Runtime::init(&root, hike_runtime::InitOptions::default()).expect("init a VM instance");
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = hike_runtime::Runtime::destroy(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(root);
+    let mut runner = TestRunner::deterministic();
+    let strategy = (expr(), any::<[u64; 4]>());
+    let packet = vec![0u8; 64];
+    for _ in 0..40 {
+        let (e, v) = strategy.new_tree(&mut runner).unwrap().current();
+        let src = script(&e, &v);
+        let art = hike_chainc::compile(&src, "expr.eclat", &hike_chainc::CompileEnv::new()).unwrap().artifact;
+        let chain = &art.chains[0];
+        let id = rt
+            .install_chain(&hike_runtime::ChainSpec {
+                name: "expr",
+                owner: "chainc-test",
+                hook: hike_bytecode::Hook::Xdp,
+                insns: &chain.insns,
+                nargs: 0,
+            })
+            .unwrap_or_else(|err| panic!("{err}\n{src}"));
+        let run = rt.test_run_chain(hike_bytecode::Hook::Xdp, id, &packet, 0).unwrap();
+        assert_eq!((run.verdict, run.regs[0]), (2, e.eval(&v)), "{src}");
+        rt.remove_chain(id).unwrap();
+    }
+}
