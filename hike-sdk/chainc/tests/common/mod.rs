@@ -48,6 +48,15 @@ pub fn paper_env() -> CompileEnv {
         },
     );
     basic.loaders.insert("ip6_sc".into(), LoaderSig { package: "basic".into(), hook: Hook::Xdp, maps });
+    let mut maps = std::collections::BTreeMap::new();
+    maps.insert(
+        "ip6_dst_map".into(),
+        MapLayout {
+            key: vec![("prefix".into(), FieldType::Ipv6Prefix)],
+            value: vec![("chain".into(), FieldType::Chain)],
+        },
+    );
+    basic.loaders.insert("ip6_dst_classifier".into(), LoaderSig { package: "basic".into(), hook: Hook::Xdp, maps });
     let mut env = CompileEnv::new();
     env.packages.insert("net".into(), net);
     env.packages.insert("basic".into(), basic);
