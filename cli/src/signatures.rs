@@ -108,11 +108,11 @@ pub fn env_from_manifests(manifests: &[Manifest]) -> Result<CompileEnv, Reexport
                         continue;
                     }
                     let Some(source) = env.packages.get(&dep.normalized()) else { continue };
-                    if let Some(sig) = source.programs.get(n.as_str()).cloned() {
-                        if let Some(target) = env.packages.get_mut(&key) {
-                            target.programs.insert(n.to_string(), sig);
-                            changed = true;
-                        }
+                    if let Some(sig) = source.programs.get(n.as_str()).cloned()
+                        && let Some(target) = env.packages.get_mut(&key)
+                    {
+                        target.programs.insert(n.to_string(), sig);
+                        changed = true;
                     }
                 }
             }

@@ -130,7 +130,7 @@ fn environment(packages: &[PathBuf], signatures: Option<&Path>) -> Result<Compil
 fn report(ctx: &Ctx, d: &Diagnostics) -> Result<()> {
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "file": d.file, "diagnostics": d.items }))?);
-    } else if !(ctx.quiet && !d.has_errors()) {
+    } else if !ctx.quiet || d.has_errors() {
         eprint!("{}", d.render());
     }
     Ok(())
