@@ -1,0 +1,1 @@
+//! Package archives (being written).

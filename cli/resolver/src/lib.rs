@@ -1,0 +1,1 @@
+//! Version resolution (being written).
