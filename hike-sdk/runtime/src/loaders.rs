@@ -330,6 +330,10 @@ impl Runtime {
 
     /// Replaces the program attached through `old` on `ifname` with instance
     /// `new`'s, atomically, and moves the attachment to `new`.
+    ///
+    /// Idempotent, so a process killed half-way can simply call it again (or call it
+    /// with `old` and `new` swapped to go back): the link is updated first and its
+    /// pin moved second, and the pin is looked for in both instances.
     pub fn switch_loader(&self, old: &str, new: &str, ifname: &str) -> Result<()> {
         let _lock = self.lock()?;
         let (old_dir, _, old_meta) = self.loader_meta(old)?;
@@ -343,12 +347,18 @@ impl Runtime {
         if old_meta.hook != new_meta.hook {
             return Err(RuntimeError::Loader { loader: new.to_owned(), reason: "it runs at another hook".into() });
         }
-        let pin = link_pin(&old_dir, ifname)?
-            .ok_or_else(|| RuntimeError::NotFound(format!("attachment of {old} to {ifname}")))?;
+        let pin = match link_pin(&new_dir, ifname)? {
+            Some(pin) => pin,
+            None => link_pin(&old_dir, ifname)?
+                .ok_or_else(|| RuntimeError::NotFound(format!("attachment of {old} to {ifname}")))?,
+        };
         link::update_link(&pin, &new_dir.join("prog")).io("cannot switch the link of", &pin)?;
         let file = pin.file_name().map(|f| f.to_owned()).unwrap_or_default();
         let moved = new_dir.join(file);
-        std::fs::rename(&pin, &moved).io("cannot move", &pin)
+        if moved != pin {
+            std::fs::rename(&pin, &moved).io("cannot move", &pin)?;
+        }
+        Ok(())
     }
 
     /// Detaches and removes a loader instance with its maps.

@@ -174,3 +174,53 @@ fn attaching_to_a_missing_interface_says_so() {
     let err = t.rt.attach_loader("x", "nosuchdev0", AttachMode::Xdp).unwrap_err();
     assert!(err.to_string().starts_with("interface `nosuchdev0` does not exist in this network namespace"), "{err}");
 }
+
+#[test]
+fn switching_loaders_is_atomic_idempotent_and_survives_a_half_done_switch() {
+    let t = TestRoot::new("switch");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let drop = drop_icmp(id_of(&progs, "test_verdict"), 1);
+    let drop =
+        t.rt.install_chain(&ChainSpec { name: "drop", owner: "sw", hook: Hook::Xdp, insns: &drop, nargs: 0 }).unwrap();
+    let pass = assemble("exit").unwrap();
+    let pass =
+        t.rt.install_chain(&ChainSpec { name: "pass", owner: "sw", hook: Hook::Xdp, insns: &pass, nargs: 0 }).unwrap();
+    t.load_test_loader("dropper", Hook::Xdp);
+    t.point_test_loader("dropper", drop);
+    t.load_test_loader("passer", Hook::Xdp);
+    t.point_test_loader("passer", pass);
+
+    let net = Netns::new("sw");
+    let p = t.path.clone();
+    Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&p).unwrap().attach_loader("dropper", "vb", AttachMode::Xdp).unwrap()
+    });
+    assert!(!net.ping(), "the dropper is attached");
+
+    t.rt.switch_loader("dropper", "passer", "vb").unwrap();
+    assert!(net.ping(), "switched to the passer");
+    assert!(t.rt.loader_info("dropper").unwrap().attachments.is_empty());
+    assert_eq!(t.rt.loader_info("passer").unwrap().attachments[0].interface, "vb");
+    // Again: nothing changes, no error (a recovering process may repeat the step).
+    t.rt.switch_loader("dropper", "passer", "vb").unwrap();
+    assert!(net.ping());
+
+    // A process killed between updating the link and moving its pin leaves the pin
+    // with the old instance while the link runs the new one. Going back finds it.
+    t.rt.switch_loader("passer", "dropper", "vb").unwrap();
+    assert!(!net.ping(), "back to the dropper");
+    let pin_in = |i: &str| {
+        std::fs::read_dir(t.path.join("loaders").join(i))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("link@"))
+            .map(|e| e.path())
+    };
+    t.rt.switch_loader("dropper", "passer", "vb").unwrap();
+    let pin = pin_in("passer").unwrap();
+    std::fs::rename(&pin, t.path.join("loaders/dropper").join(pin.file_name().unwrap())).unwrap();
+    assert!(net.ping(), "the link runs the passer although its pin sits with the dropper");
+    t.rt.switch_loader("passer", "dropper", "vb").unwrap();
+    assert!(!net.ping(), "rolled back to the dropper");
+    assert!(pin_in("dropper").is_some() && pin_in("passer").is_none());
+}
