@@ -1,22 +1,45 @@
-//! `ebpkg`: the package manager for eBPF. Commands are thin (`commands/`); they
-//! parse arguments, call the operation that does the work, and print.
+//! `ebpkg`: the package manager for eBPF. Commands are thin (`commands/`): they
+//! parse arguments, call the operation that does the work (`ops/`), and print.
 
 mod commands;
-mod signatures;
+mod config;
+mod ctx;
+mod exit;
+mod ops;
+mod project;
+mod registries;
+mod ui;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Exit code of a command whose input was wrong (a script, a manifest, …).
-pub const EXIT_INPUT: u8 = 1;
+pub use ctx::Ctx;
+pub use exit::{EXIT_INPUT, Failure};
 
-const EXAMPLES: &str = "Examples:
-  ebpkg chain check chains/ddos.eclat --package ../net --package ../basic
-  ebpkg chain compile chains/ddos.eclat --emit asm --package ../net --package ../basic";
+const AFTER_HELP: &str = "\
+Getting started:
+  ebpkg init                         make this directory a chain project
+  ebpkg add net basic                depend on packages of the registry
+  $EDITOR chains/main.eclat          write the chain
+  sudo ebpkg install --set DEVNAME=eth0
+
+Exit codes:
+  0 success          1 bad input (manifest, script, archive)   2 bad usage
+  3 no resolution    4 ebpkg.lock would change under --locked  5 kernel refused (verifier, attach)
+  6 registry/cache   7 environment (root, bpffs, clang, BTF)   8 `ebpkg test` cases failed
+
+Environment: EBPKG_CONFIG, EBPKG_REGISTRY, EBPKG_REGISTRY_TOKEN, EBPKG_MIRROR, EBPKG_CACHE_DIR,
+EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT, EBPKG_CLANG, EBPKG_JOBS, EBPKG_LOG (tracing filter).";
 
 #[derive(Parser)]
-#[command(name = "ebpkg", version, about = "The package manager for eBPF: HIKe programs, loaders and chains", after_help = EXAMPLES)]
+#[command(
+    name = "ebpkg",
+    version,
+    about = "The package manager for eBPF: HIKe programs, loaders and chains",
+    after_help = AFTER_HELP
+)]
 struct Cli {
     /// More output (-vv for debug logs).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -30,6 +53,30 @@ struct Cli {
     /// Machine-readable output (JSON) on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Use only what is local: the cache and file:// registries.
+    #[arg(long, global = true)]
+    offline: bool,
+    /// Fail if ebpkg.lock would have to change.
+    #[arg(long, global = true)]
+    locked: bool,
+    /// --locked and --offline.
+    #[arg(long, global = true)]
+    frozen: bool,
+    /// The default registry (a URL, a path, or the name of one in the config file).
+    #[arg(long, global = true, value_name = "URL")]
+    registry: Option<String>,
+    /// The HIKe root in bpffs [env: EBPKG_BPFFS_ROOT] [default: /sys/fs/bpf/hike].
+    #[arg(long, global = true, value_name = "DIR")]
+    bpffs_root: Option<PathBuf>,
+    /// Where deployments are recorded [env: EBPKG_STATE_DIR] [default: /var/lib/ebpkg].
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Look interfaces up in this network namespace (as `ip -n NAME`).
+    #[arg(long, global = true, value_name = "NAME")]
+    netns: Option<String>,
+    /// The project's ebpkg.toml (default: found from the current directory up).
+    #[arg(long, global = true, value_name = "PATH")]
+    manifest_path: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,44 +90,122 @@ enum Color {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a new package in a new directory.
+    New(commands::new::NewArgs),
+    /// Make the current directory a package.
+    Init(commands::new::InitArgs),
+    /// Add dependencies to ebpkg.toml.
+    Add(commands::edit::AddArgs),
+    /// Remove dependencies from ebpkg.toml.
+    Remove(commands::edit::RemoveArgs),
+    /// Resolve, fetch, build, verify, load and attach the project's chains — all or nothing.
+    Install(commands::install::InstallArgs),
+    /// Move dependencies in ebpkg.lock to their newest allowed versions.
+    Update(commands::lock::UpdateArgs),
+    /// Resolve the dependencies and write ebpkg.lock.
+    Lock(commands::lock::LockArgs),
+    /// Show the dependency tree.
+    Tree(commands::lock::TreeArgs),
+    /// Search the registry.
+    Search(commands::registry::SearchArgs),
+    /// Show a package of the registry.
+    Info(commands::registry::InfoArgs),
+    /// Build the package's programs and loaders (CO-RE objects for the running kernel).
+    Build(commands::build::BuildArgs),
+    /// Run the package's tests (tests/*.test.toml) in the kernel with BPF_PROG_TEST_RUN.
+    Test(commands::test::TestArgs),
+    /// Pack the package and publish it to a registry.
+    Publish(commands::registry::PublishArgs),
+    /// Mark a published version as not to be used by new resolutions (or undo it).
+    Yank(commands::registry::YankArgs),
+    /// Show deployments: packages, program and chain ids, attachments, counters.
+    Status(commands::deployments::StatusArgs),
+    /// Remove a deployment: attachments, loaders, chains, and programs nothing else uses.
+    Uninstall(commands::deployments::UninstallArgs),
+    /// Check that this machine can build and load HIKe packages, and explain what is missing.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Write a file:// registry holding exactly the packages of ebpkg.lock (for air-gapped sites).
+    Mirror(commands::registry::MirrorArgs),
+    /// Manage the download and build cache.
+    Cache(commands::cache::CacheArgs),
     /// Check and compile chain scripts.
     Chain(commands::chain::ChainArgs),
 }
 
-/// What every command can use: output settings.
-pub struct Ctx {
-    pub json: bool,
-    pub quiet: bool,
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { Failure::Usage as u8 } else { 0 });
+        }
+    };
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, _) => "debug",
     };
-    let ansi = match cli.color {
+    let color = match cli.color {
         Color::Always => true,
         Color::Never => false,
-        Color::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        Color::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none(),
     };
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("EBPKG_LOG").unwrap_or_else(|_| level.into()))
         .with_writer(std::io::stderr)
-        .with_ansi(ansi)
+        .with_ansi(color)
         .without_time()
         .init();
-    let ctx = Ctx { json: cli.json, quiet: cli.quiet };
-    let result = match cli.command {
-        Command::Chain(args) => commands::chain::run(&ctx, args),
-    };
+    let ui = ui::Ui::new(cli.json, cli.quiet, cli.verbose, color);
+    let overrides = config::Overrides { registry: cli.registry, bpffs_root: cli.bpffs_root, state_dir: cli.state_dir };
+    let result =
+        config::Config::load(overrides).map_err(|e| exit::fail(Failure::Input, format!("{e:#}"))).and_then(|config| {
+            let ctx = Ctx {
+                ui: ui.clone(),
+                config,
+                offline: cli.offline || cli.frozen,
+                locked: cli.locked || cli.frozen,
+                netns: cli.netns,
+                manifest_path: cli.manifest_path,
+            };
+            run(&ctx, cli.command)
+        });
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(EXIT_INPUT)
+            let text = format!("{e:#}");
+            if ui.color {
+                eprintln!("\x1b[1;31merror\x1b[0m: {}", text.trim_end());
+            } else {
+                eprintln!("error: {}", text.trim_end());
+            }
+            ExitCode::from(exit::code_of(&e))
         }
+    }
+}
+
+fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::New(a) => commands::new::new(ctx, a),
+        Command::Init(a) => commands::new::init(ctx, a),
+        Command::Add(a) => commands::edit::add(ctx, a),
+        Command::Remove(a) => commands::edit::remove(ctx, a),
+        Command::Install(a) => commands::install::run(ctx, a),
+        Command::Update(a) => commands::lock::update(ctx, a),
+        Command::Lock(a) => commands::lock::lock(ctx, a),
+        Command::Tree(a) => commands::lock::tree(ctx, a),
+        Command::Search(a) => commands::registry::search(ctx, a),
+        Command::Info(a) => commands::registry::info(ctx, a),
+        Command::Build(a) => commands::build::run(ctx, a),
+        Command::Test(a) => commands::test::run(ctx, a),
+        Command::Publish(a) => commands::registry::publish(ctx, a),
+        Command::Yank(a) => commands::registry::yank(ctx, a),
+        Command::Status(a) => commands::deployments::status(ctx, a),
+        Command::Uninstall(a) => commands::deployments::uninstall(ctx, a),
+        Command::Doctor(a) => commands::doctor::run(ctx, a),
+        Command::Mirror(a) => commands::registry::mirror(ctx, a),
+        Command::Cache(a) => commands::cache::run(ctx, a),
+        Command::Chain(a) => commands::chain::run(ctx, a),
     }
 }

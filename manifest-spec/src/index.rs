@@ -59,6 +59,12 @@ pub struct IndexEntry {
     /// Programs of dependencies offered under this package's name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reexports: BTreeMap<PackageName, Vec<ItemName>>,
+    /// The manifest's description, so `ebpkg search` can show it without downloading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The manifest's keywords, for `ebpkg search`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
 }
 
 /// A dependency as the index records it.
@@ -174,6 +180,8 @@ impl IndexEntry {
                 .collect(),
             chains: manifest.chains.iter().map(|c| ChainSummary { name: c.name.clone() }).collect(),
             reexports: manifest.reexports.clone(),
+            description: manifest.package.description.clone(),
+            keywords: manifest.package.keywords.clone(),
         }
     }
 
@@ -222,6 +230,8 @@ impl IndexEntry {
             _ if a.kernel != new.kernel => "kernel",
             _ if a.hike_sdk != new.hike_sdk => "hike_sdk",
             _ if a.reexports != new.reexports => "reexports",
+            _ if a.description != new.description => "description",
+            _ if a.keywords != new.keywords => "keywords",
             _ => "v",
         };
         Err(IndexError::Immutable { name: self.name.to_string(), version: self.vers.clone(), field })
@@ -281,6 +291,41 @@ mod tests {
         assert_eq!(index_path("ab"), "2/ab");
         assert_eq!(index_path("net"), "3/n/net");
         assert_eq!(index_path("Meter"), "me/te/meter");
+    }
+
+    #[test]
+    fn search_metadata_comes_from_the_manifest_and_is_immutable() {
+        let manifest = Manifest::parse(
+            "[package]\nname = \"net\"\nversion = \"1.0.0\"\ndescription = \"Verdicts\"\nkeywords = [\"xdp\"]\n",
+            "ebpkg.toml",
+        )
+        .unwrap();
+        let entry = IndexEntry::from_manifest(&manifest, Sha256Digest([1; 32]));
+        assert_eq!(entry.description.as_deref(), Some("Verdicts"));
+        assert_eq!(entry.keywords, ["xdp"]);
+        assert!(entry.to_line().ends_with(r#""chains":[],"description":"Verdicts","keywords":["xdp"]}"#));
+
+        let mut changed = entry.clone();
+        changed.description = Some("Something else".into());
+        let e = entry.check_update(&changed).unwrap_err();
+        assert!(e.to_string().contains("field `description` differs"), "{e}");
+        changed = entry.clone();
+        changed.keywords.clear();
+        let e = entry.check_update(&changed).unwrap_err();
+        assert!(e.to_string().contains("field `keywords` differs"), "{e}");
+    }
+
+    #[test]
+    fn lines_without_search_metadata_still_parse() {
+        let mut entry = IndexEntry::from_manifest(
+            &Manifest::parse("[package]\nname = \"net\"\nversion = \"1.0.0\"\n", "ebpkg.toml").unwrap(),
+            Sha256Digest([1; 32]),
+        );
+        let line = entry.to_line();
+        assert!(!line.contains("description") && !line.contains("keywords"), "{line}");
+        assert_eq!(IndexEntry::parse_line(&line).unwrap(), Some(entry.clone()));
+        entry.yanked = true;
+        assert!(IndexEntry::parse_line(&entry.to_line()).unwrap().unwrap().yanked);
     }
 
     #[test]

@@ -198,8 +198,27 @@ fn index_entry() -> impl Strategy<Value = IndexEntry> {
         loaders,
         prop::collection::vec(item_name().prop_map(|name| ChainSummary { name }), 0..3),
         prop::collection::btree_map(package_name(), prop::collection::vec(item_name(), 1..3), 0..2),
+        (prop::option::of("[ -~]{1,40}"), prop::collection::vec("[a-z0-9][a-z0-9+_-]{0,19}", 0..5)),
     )
-        .prop_map(|(name, vers, deps, cksum, yanked, hike_sdk, kernel, programs, loaders, chains, reexports)| {
-            IndexEntry { v: 1, name, vers, deps, cksum, yanked, hike_sdk, kernel, programs, loaders, chains, reexports }
-        })
+        .prop_map(
+            |(name, vers, deps, cksum, yanked, hike_sdk, kernel, programs, loaders, chains, reexports, meta)| {
+                let (description, keywords) = meta;
+                IndexEntry {
+                    v: 1,
+                    name,
+                    vers,
+                    deps,
+                    cksum,
+                    yanked,
+                    hike_sdk,
+                    kernel,
+                    programs,
+                    loaders,
+                    chains,
+                    reexports,
+                    description,
+                    keywords,
+                }
+            },
+        )
 }

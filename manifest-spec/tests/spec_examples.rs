@@ -53,3 +53,26 @@ fn index_examples_parse() {
     }
     assert!(lines >= 2, "SPEC.md shows index lines, found {lines}");
 }
+
+/// The index lines of §6.2 are what `IndexEntry::from_manifest` makes of the
+/// manifests of §4.10, so the example shows every field a registry writes.
+#[test]
+fn index_examples_are_the_manifest_examples() {
+    let manifests: Vec<Manifest> = blocks("toml")
+        .iter()
+        .filter(|b| b.starts_with("# ebpkg.toml"))
+        .map(|b| Manifest::parse(b, "SPEC.md example").unwrap())
+        .collect();
+    let lines: Vec<String> =
+        blocks("jsonl").iter().flat_map(|b| b.lines().map(str::to_owned).collect::<Vec<_>>()).collect();
+    for line in &lines {
+        let entry = IndexEntry::parse_line(line).unwrap().unwrap();
+        let manifest = manifests
+            .iter()
+            .find(|m| m.package.name == entry.name && m.package.version == entry.vers)
+            .unwrap_or_else(|| panic!("no manifest example for the index line of {}", entry.name));
+        let mut expected = IndexEntry::from_manifest(manifest, entry.cksum);
+        expected.yanked = entry.yanked;
+        assert_eq!(entry.to_line(), expected.to_line());
+    }
+}

@@ -1,1 +1,29 @@
-//! Package archives (being written).
+//! Package archives: the `.tar.gz` files that carry an ebpkg package from its author to
+//! a registry and from there to every host that installs it.
+//!
+//! - [`pack`] turns a package directory into a deterministic archive: the same files
+//!   always give the same bytes, so the archive's SHA-256 identifies the package
+//!   contents and can be signed, locked and cached by.
+//! - [`unpack`] checks an archive's digest, then extracts it as untrusted input:
+//!   only regular files and directories under `<name>-<version>/`, within [`Limits`],
+//!   into a temporary directory renamed into place only when everything succeeded.
+//!
+//! README.md describes the format and the rules in full.
+
+mod digest;
+mod error;
+mod extract;
+mod limits;
+mod pack;
+mod paths;
+mod references;
+mod select;
+mod stream;
+mod unpack;
+
+pub use digest::{sha256, sha256_file};
+pub use error::{PackError, UnpackError};
+pub use limits::{Limits, PackLimits};
+pub use pack::{Packed, PackedFile, pack, pack_with_limits};
+pub use paths::archive_prefix;
+pub use unpack::{Unpacked, unpack};

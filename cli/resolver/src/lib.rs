@@ -1,1 +1,155 @@
-//! Version resolution (being written).
+//! Version resolution for ebpkg: chooses one version of every package a project needs, transitively,
+//! so that every requirement holds — or explains, step by step, why no such choice exists.
+//!
+//! The solver is [PubGrub](https://docs.rs/pubgrub) over *candidate indices*: each package's published
+//! versions are sorted and numbered, and a requirement becomes the exact set of numbers whose versions it
+//! matches with cargo's rules (`semver::VersionReq::matches`). Unlike intervals of versions, such sets
+//! represent pre-release rules exactly (`>=1.0.0` matches `1.4.0` and `1.5.0` but not `1.5.0-rc.1`
+//! between them) and are closed under complement and intersection, as PubGrub needs. Explanations
+//! translate them back into requirement texts and version numbers. Where versions come from is the
+//! caller's business ([`VersionSource`]).
+//!
+//! ```
+//! use ebpkg_resolver::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
+//! use ebpkg_spec::PackageName;
+//! use semver::Version;
+//! use std::sync::Arc;
+//!
+//! struct One;
+//! impl VersionSource for One {
+//!     fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError> {
+//!         Ok(match pkg.name.as_str() {
+//!             "net" => ["1.0.0", "1.1.0", "2.0.0"]
+//!                 .iter()
+//!                 .map(|v| Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: vec![] })
+//!                 .collect(),
+//!             _ => Arc::from([]),
+//!         })
+//!     }
+//! }
+//!
+//! let net = PackageId::new(PackageName::new("net").unwrap());
+//! let req = ResolveRequest::new(
+//!     PackageName::new("app").unwrap(),
+//!     Version::new(0, 1, 0),
+//!     vec![Requirement::parse(net.clone(), "^1").unwrap()],
+//! );
+//! let resolution = resolve(&req, &One).unwrap();
+//! assert_eq!(resolution.version(&net), Some(&Version::new(1, 1, 0)));
+//! ```
+
+mod catalog;
+mod error;
+mod explain;
+mod model;
+mod provider;
+mod suggest;
+mod version_set;
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use pubgrub::PubGrubError;
+
+pub use crate::error::{Explanation, ResolveError};
+pub use crate::model::{
+    Candidate, PackageId, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError, UpdatePolicy,
+    VersionSource,
+};
+
+use crate::catalog::{Catalog, Pkg, ROOT};
+use crate::provider::{Provider, SourceFailure};
+
+/// Resolves `request` with candidates from `source`.
+///
+/// Semantics: requirements match as in cargo (pre-releases only when a requirement names one of the same
+/// `MAJOR.MINOR.PATCH`); yanked versions are never chosen unless locked and not being updated; a
+/// locked version is preferred while it still satisfies every requirement (per [`UpdatePolicy`]),
+/// otherwise the highest allowed version is. The same input gives the same output.
+pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<Resolution, ResolveError> {
+    let started = Instant::now();
+    let mut catalog = Catalog::new(request, source);
+    // The root's dependencies first: a name that does not exist is reported as such, not as a conflict,
+    // and the root's requirement texts are the first ones recorded for explanations.
+    if let Some(missing) = catalog.load_root_deps().map_err(|(pkg, source)| ResolveError::Source { pkg, source })? {
+        let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_deref()));
+        return Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions });
+    }
+    let provider = Provider { catalog: RefCell::new(catalog) };
+    let t0 = Instant::now();
+    let outcome = pubgrub::resolve(&provider, ROOT, 0u32);
+    let t1 = Instant::now();
+    let catalog = provider.catalog.into_inner();
+    let result = match outcome {
+        Ok(selected) => Ok(resolution(&catalog, selected)),
+        Err(PubGrubError::NoSolution(tree)) => Err(ResolveError::NoSolution(explain::explain(&tree, &catalog))),
+        Err(PubGrubError::ErrorRetrievingDependencies { source, .. })
+        | Err(PubGrubError::ErrorChoosingVersion { source, .. })
+        | Err(PubGrubError::ErrorInShouldCancel(source)) => {
+            let SourceFailure { pkg, source } = source;
+            Err(ResolveError::Source { pkg, source })
+        }
+    };
+    let t2 = Instant::now();
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("pre {:?} solve {:?} build {:?}", t0 - started, t1 - t0, t2 - t1);
+    }
+    drop(catalog);
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("drop {:?}", t2.elapsed());
+    }
+    tracing::debug!(
+        packages_seen = 0,
+        ok = result.is_ok(),
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "resolved {}",
+        request.root
+    );
+    result
+}
+
+/// Builds the [`Resolution`] from the chosen candidate of every package.
+fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u32)>) -> Resolution {
+    const NOT_CHOSEN: u32 = u32::MAX;
+    let mut chosen = vec![NOT_CHOSEN; catalog.len() as usize];
+    for (p, v) in selected {
+        chosen[p.0 as usize] = v;
+    }
+    // Every chosen package sorted by id (by an 8-byte prefix of the normalized name first, which
+    // settles nearly every comparison); `rank` then orders dependency lists by plain integers.
+    let mut picked: Vec<(u64, Pkg, &PackageId)> = Vec::with_capacity(catalog.len() as usize);
+    for p in (1..catalog.len()).map(Pkg) {
+        if let (Some(id), true) = (catalog.id(p), chosen[p.0 as usize] != NOT_CHOSEN) {
+            picked.push((id.sort_prefix(), p, id));
+        }
+    }
+    picked.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.2.cmp(b.2)));
+    let mut rank = vec![u32::MAX; catalog.len() as usize];
+    for (r, (_, p, _)) in picked.iter().enumerate() {
+        rank[p.0 as usize] = r as u32;
+    }
+    let mut scratch: Vec<(u32, Pkg)> = Vec::new();
+    let mut deps_of = |p: Pkg| -> Vec<(PackageId, semver::Version)> {
+        scratch.clear();
+        let deps = catalog.dep_pkgs(p, chosen[p.0 as usize]);
+        scratch.extend(deps.iter().filter(|d| chosen[d.0 as usize] != NOT_CHOSEN).map(|&d| (rank[d.0 as usize], d)));
+        scratch.sort_unstable();
+        scratch.dedup();
+        let mut out = Vec::with_capacity(scratch.len());
+        for &(_, d) in &scratch {
+            if let Some(id) = catalog.id(d) {
+                out.push((id.clone(), catalog.version(d, chosen[d.0 as usize]).clone()));
+            }
+        }
+        out
+    };
+    let root_deps = deps_of(ROOT);
+    let packages = picked
+        .iter()
+        .map(|&(_, p, id)| {
+            let version = catalog.version(p, chosen[p.0 as usize]).clone();
+            (id.clone(), ResolvedPackage { version, deps: deps_of(p) })
+        })
+        .collect();
+    Resolution { root_deps, packages }
+}

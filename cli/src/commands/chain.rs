@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
             match result {
                 Ok(c) => {
                     report(ctx, &c.warnings)?;
-                    if !ctx.quiet && !ctx.json {
+                    if !ctx.ui.quiet && !ctx.ui.json {
                         let n = c.artifact.chains.len();
                         eprintln!("{}: {n} chain(s), no errors", source.file.display());
                     }
@@ -83,7 +83,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
                     return Ok(ExitCode::from(EXIT_INPUT));
                 }
             };
-            if !ctx.json {
+            if !ctx.ui.json {
                 report(ctx, &compiled.warnings)?;
             }
             let out = match emit {
@@ -122,15 +122,15 @@ fn environment(packages: &[PathBuf], signatures: Option<&Path>) -> Result<Compil
         let m = Manifest::load(&path).map_err(|e| anyhow::anyhow!("{}", e.render().trim_end()))?;
         manifests.push(m);
     }
-    let from_manifests = crate::signatures::env_from_manifests(&manifests)?;
+    let from_manifests = ebpkg_deploy::signatures::env_from_manifests(&manifests)?;
     env.packages.extend(from_manifests.packages);
     Ok(env)
 }
 
 fn report(ctx: &Ctx, d: &Diagnostics) -> Result<()> {
-    if ctx.json {
+    if ctx.ui.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "file": d.file, "diagnostics": d.items }))?);
-    } else if !ctx.quiet || d.has_errors() {
+    } else if !ctx.ui.quiet || d.has_errors() {
         eprint!("{}", d.render());
     }
     Ok(())

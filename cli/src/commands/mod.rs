@@ -1,1 +1,13 @@
+//! One module per command (or group of related commands): arguments and printing.
+
+pub mod build;
+pub mod cache;
 pub mod chain;
+pub mod deployments;
+pub mod doctor;
+pub mod edit;
+pub mod install;
+pub mod lock;
+pub mod new;
+pub mod registry;
+pub mod test;

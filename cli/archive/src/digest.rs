@@ -1,0 +1,29 @@
+//! SHA-256 of archives and files, as [`Sha256Digest`]s.
+
+use std::io::{self, Read};
+use std::path::Path;
+
+use ebpkg_spec::types::Sha256Digest;
+use sha2::{Digest, Sha256};
+
+/// The SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> Sha256Digest {
+    Sha256Digest(Sha256::digest(bytes).into())
+}
+
+/// The SHA-256 of the file at `path`, read in blocks so large files cost little memory.
+pub fn sha256_file(path: &Path) -> io::Result<Sha256Digest> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(Sha256Digest(hasher.finalize().into()))
+}

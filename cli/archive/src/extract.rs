@@ -1,0 +1,104 @@
+//! The directory an archive is unpacked into: a fresh temporary directory beside the
+//! destination, renamed into place only when everything is in it. Until then the
+//! destination does not exist, and dropping the staging area removes all of it.
+
+use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use crate::error::UnpackError;
+
+pub(crate) struct Staging {
+    dir: TempDir,
+    dest: PathBuf,
+}
+
+impl Staging {
+    /// Creates the staging directory next to `dest` (so the final rename stays on one
+    /// file system), after checking that `dest` does not exist.
+    pub(crate) fn new(dest: &Path) -> Result<Staging, UnpackError> {
+        if fs::symlink_metadata(dest).is_ok() {
+            return Err(UnpackError::DestinationExists { path: dest.to_path_buf() });
+        }
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        fs::create_dir_all(parent).map_err(|source| UnpackError::Io { path: parent.to_path_buf(), source })?;
+        let dir = tempfile::Builder::new()
+            .prefix(".ebpkg-unpack-")
+            .tempdir_in(parent)
+            .map_err(|source| UnpackError::Io { path: parent.to_path_buf(), source })?;
+        Ok(Staging { dir, dest: dest.to_path_buf() })
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Creates directory `rel` and its missing parents, each mode 0755. Every path
+    /// inside the staging directory was made here, by this code, as a real
+    /// directory or file; the checks are a second line of defence, not the first.
+    pub(crate) fn create_dir(&self, rel: &str) -> Result<(), UnpackError> {
+        let mut path = self.dir.path().to_path_buf();
+        for part in rel.split('/') {
+            path.push(part);
+            match DirBuilder::new().mode(0o755).create(&path) {
+                Ok(()) => set_mode(&path, 0o755)?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let is_dir = fs::symlink_metadata(&path).map(|m| m.file_type().is_dir()).unwrap_or(false);
+                    if !is_dir {
+                        return Err(UnpackError::Duplicate { path: rel.to_owned() });
+                    }
+                }
+                Err(source) => return Err(UnpackError::Io { path, source }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the new file `rel` (its parents as needed) with mode 0755 or 0644.
+    /// `create_new` fails on any existing name, a symbolic link included, so a file
+    /// can never be written through a link.
+    pub(crate) fn create_file(&self, rel: &str, executable: bool) -> Result<File, UnpackError> {
+        if let Some((parent, _)) = rel.rsplit_once('/') {
+            self.create_dir(parent)?;
+        }
+        let path = self.dir.path().join(rel);
+        let mode = if executable { 0o755 } else { 0o644 };
+        let file = OpenOptions::new().write(true).create_new(true).mode(mode).open(&path).map_err(|source| {
+            if source.kind() == io::ErrorKind::AlreadyExists {
+                UnpackError::Duplicate { path: rel.to_owned() }
+            } else {
+                UnpackError::Io { path: path.clone(), source }
+            }
+        })?;
+        // The umask may have cleared bits `mode` asked for; the result must not depend on it.
+        file.set_permissions(Permissions::from_mode(mode)).map_err(|source| UnpackError::Io { path, source })?;
+        Ok(file)
+    }
+
+    /// Moves the staging directory to the destination. On failure it is removed.
+    pub(crate) fn commit(self) -> Result<PathBuf, UnpackError> {
+        set_mode(self.dir.path(), 0o755)?;
+        if let Err(source) = fs::rename(self.dir.path(), &self.dest) {
+            // Someone else finished unpacking the same archive first.
+            if fs::symlink_metadata(&self.dest).is_ok() {
+                return Err(UnpackError::DestinationExists { path: self.dest });
+            }
+            return Err(UnpackError::Io { path: self.dest, source });
+        }
+        let Staging { dir, dest } = self;
+        // Renamed away: there is nothing left for the guard to remove.
+        let _ = dir.keep();
+        Ok(dest)
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<(), UnpackError> {
+    fs::set_permissions(path, Permissions::from_mode(mode))
+        .map_err(|source| UnpackError::Io { path: path.to_path_buf(), source })
+}

@@ -1,0 +1,513 @@
+//! Turning units into objects: prebuilt checks, cache lookups, then parallel
+//! compiles of whatever is left, with every failure collected.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ebpkg_spec::types::{RelPath, Sha256Digest};
+
+use crate::btf::Btf;
+use crate::cache::{self, object_path, warnings_path};
+use crate::cache_key::{CacheKeyInput, cache_key};
+use crate::compile::{self, Dirs};
+use crate::elf_check::check_bpf_object;
+use crate::error::{BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
+use crate::plan::{BuildUnit, UnitInput};
+use crate::sdk;
+use crate::toolchain::{ToolSource, Toolchain};
+
+/// Largest warning text kept per object; more is cut (clang repeats itself).
+const MAX_WARNINGS_BYTES: usize = 64 * 1024;
+
+/// Progress, for progress bars and logs. Every unit ends with exactly one of
+/// `Cached`, `Prebuilt`, `Finished` or `Failed`; `Started` comes before
+/// `Finished`/`Failed` of a compiled unit; `Warning` may come at any point.
+#[derive(Debug, Clone, Copy)]
+pub enum BuildEvent<'a> {
+    /// clang started on the unit.
+    Started(&'a BuildUnit),
+    /// The object came from the build cache.
+    Cached(&'a BuildUnit),
+    /// The package's prebuilt object matched its digest and is used as is.
+    Prebuilt(&'a BuildUnit),
+    /// clang produced the object, after this long.
+    Finished(&'a BuildUnit, Duration),
+    /// The unit failed; the error is in the build's result.
+    Failed(&'a BuildUnit),
+    /// Compiler warnings, or a prebuilt object that was ignored.
+    Warning(&'a BuildUnit, &'a str),
+}
+
+/// A unit's object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltObject {
+    pub unit: BuildUnit,
+    /// The object: in the build cache, or the package's prebuilt file.
+    pub object: PathBuf,
+    /// True when it came from the build cache (clang did not run).
+    pub cached: bool,
+    /// True when it is the package's prebuilt object.
+    pub prebuilt: bool,
+    /// clang's warnings (also for cache hits, replayed from the cache), and a note
+    /// when a mismatching prebuilt object was ignored; empty when none.
+    pub warnings: String,
+}
+
+/// Builds units into a cache directory.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    cache_dir: PathBuf,
+    toolchain: Toolchain,
+    btf: Btf,
+    jobs: NonZeroUsize,
+    extra_cflags: Vec<String>,
+}
+
+/// What phase one decided for a unit.
+enum Slot {
+    Done(BuiltObject),
+    Failed(BuildError),
+    /// Waits for a compile job; `note` goes before its warnings.
+    Compile {
+        job: usize,
+        note: String,
+    },
+}
+
+/// One clang run, shared by every unit with the same key.
+struct Job {
+    key: Sha256Digest,
+    /// The first unit with this key: its package, root and source.
+    unit: usize,
+    source: RelPath,
+    /// Every unit waiting for it.
+    waiting: Vec<usize>,
+}
+
+/// What a compile produced.
+type JobResult = Result<(PathBuf, String), BuildError>;
+
+impl Builder {
+    /// A builder writing into `cache_dir` (created when needed). `jobs` is how many
+    /// clang processes run at once; `None` means one per available CPU.
+    pub fn new(cache_dir: impl Into<PathBuf>, toolchain: Toolchain, btf: Btf, jobs: Option<NonZeroUsize>) -> Builder {
+        let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+        Builder { cache_dir: cache_dir.into(), toolchain, btf, jobs, extra_cflags: Vec::new() }
+    }
+
+    /// Extra compiler arguments appended to every compile (e.g. `-DDEBUG`); they
+    /// are part of the cache key.
+    pub fn with_extra_cflags(mut self, flags: Vec<String>) -> Builder {
+        self.extra_cflags = flags;
+        self
+    }
+
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    pub fn toolchain(&self) -> &Toolchain {
+        &self.toolchain
+    }
+
+    pub fn btf(&self) -> &Btf {
+        &self.btf
+    }
+
+    pub fn jobs(&self) -> NonZeroUsize {
+        self.jobs
+    }
+
+    /// The compiler arguments for a unit's hook as they enter the cache key
+    /// (paths as `<root>`, `<sdk>`, `<vmlinux>`), before `-c <source> -o <object>`.
+    pub fn flags(&self, unit: &BuildUnit) -> Vec<String> {
+        compile::key_flags(&compile::args(&self.toolchain.arch, unit.hook, &self.extra_cflags))
+    }
+
+    /// The cache key of compiling `source` for `unit`.
+    pub fn cache_key(&self, unit: &BuildUnit, source: &RelPath) -> Sha256Digest {
+        let flags = self.flags(unit);
+        cache_key(&CacheKeyInput {
+            package_digest: unit.package_digest,
+            source: source.as_str(),
+            hook: unit.hook,
+            clang: &self.toolchain.clang,
+            clang_version: &self.toolchain.clang_version,
+            flags: &flags,
+            sdk_digest: sdk::digest(),
+            btf_digest: self.btf.digest(),
+        })
+    }
+
+    /// Produces an object for every unit, in the order given. Prebuilt objects
+    /// are checked, cached objects reused, and the rest compiled `jobs` at a time.
+    /// clang, the SDK headers and vmlinux.h are only needed when something has to
+    /// be compiled. Every failing unit is reported ([`BuildError::Multiple`] when
+    /// more than one failed); objects of units that succeeded stay cached.
+    pub fn build(
+        &self,
+        units: &[BuildUnit],
+        on_event: &(dyn Fn(BuildEvent<'_>) + Sync),
+    ) -> Result<Vec<BuiltObject>, BuildError> {
+        let mut slots = Vec::with_capacity(units.len());
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut job_by_key: HashMap<Sha256Digest, usize> = HashMap::new();
+        for (i, unit) in units.iter().enumerate() {
+            let (source, note) = match &unit.input {
+                UnitInput::Source(source) => (source.clone(), String::new()),
+                UnitInput::Prebuilt { object, sha256, source } => match self.prebuilt(unit, object, sha256, source) {
+                    Prebuilt::Use(built) => {
+                        on_event(BuildEvent::Prebuilt(unit));
+                        slots.push(Slot::Done(built));
+                        continue;
+                    }
+                    Prebuilt::Fail(e) => {
+                        on_event(BuildEvent::Failed(unit));
+                        slots.push(Slot::Failed(e));
+                        continue;
+                    }
+                    Prebuilt::Compile(source, note) => {
+                        on_event(BuildEvent::Warning(unit, &note));
+                        (source, note)
+                    }
+                },
+            };
+            let key = self.cache_key(unit, &source);
+            if let Some(built) = self.lookup(unit, &key, &note) {
+                on_event(BuildEvent::Cached(unit));
+                let replayed = &built.warnings[note.len()..];
+                if !replayed.trim().is_empty() {
+                    on_event(BuildEvent::Warning(unit, replayed));
+                }
+                slots.push(Slot::Done(built));
+                continue;
+            }
+            // Units with the same key (a prebuilt object's fallback source that
+            // another program also names) share one compile.
+            let job = *job_by_key.entry(key).or_insert_with(|| {
+                jobs.push(Job { key, unit: i, source, waiting: Vec::new() });
+                jobs.len() - 1
+            });
+            jobs[job].waiting.push(i);
+            slots.push(Slot::Compile { job, note });
+        }
+
+        // A failure to prepare the compiles (no clang, no vmlinux.h) fails every
+        // unit waiting for one; it is reported once, after the units' own errors.
+        let mut global = None;
+        let mut results: Vec<Option<JobResult>> = if jobs.is_empty() {
+            Vec::new()
+        } else {
+            match self.compile_all(units, &jobs, on_event) {
+                Ok(results) => results.into_iter().map(Some).collect(),
+                Err(e) => {
+                    for &u in jobs.iter().flat_map(|j| &j.waiting) {
+                        on_event(BuildEvent::Failed(&units[u]));
+                    }
+                    global = Some(e);
+                    jobs.iter().map(|_| None).collect()
+                }
+            }
+        };
+
+        // Units are visited in order and a job belongs to its first unit, so the
+        // errors come out in unit order; a shared failure is reported once.
+        let mut built = Vec::with_capacity(units.len());
+        let mut errors = Vec::new();
+        for (i, slot) in slots.into_iter().enumerate() {
+            match slot {
+                Slot::Done(b) => built.push(b),
+                Slot::Failed(e) => errors.push(e),
+                Slot::Compile { job, note } => {
+                    if let Some(Ok((object, warnings))) = &results[job] {
+                        built.push(BuiltObject {
+                            unit: units[i].clone(),
+                            object: object.clone(),
+                            cached: false,
+                            prebuilt: false,
+                            warnings: join_warnings(&note, warnings),
+                        });
+                    } else if jobs[job].unit == i
+                        && let Some(Err(e)) = results[job].take()
+                    {
+                        errors.push(e);
+                    }
+                }
+            }
+        }
+        errors.extend(global);
+        match BuildError::from_list(errors) {
+            Some(e) => Err(e),
+            None => Ok(built),
+        }
+    }
+
+    /// SPEC.md §4.7: a matching prebuilt object is used; a mismatching one is
+    /// ignored in favour of `source`, or is an error when there is none.
+    fn prebuilt(
+        &self,
+        unit: &BuildUnit,
+        object: &RelPath,
+        expected: &Sha256Digest,
+        source: &Option<RelPath>,
+    ) -> Prebuilt {
+        // A missing object cannot match either: with a source, build that.
+        if let Some(src) = source
+            && std::fs::symlink_metadata(unit.root.join(object.as_str())).is_err()
+        {
+            let note = format!(
+                "warning: prebuilt object {object} of {} is missing; {src} compiled instead\n",
+                unit.package_id()
+            );
+            return Prebuilt::Compile(src.clone(), note);
+        }
+        let path = match package_file(unit, object) {
+            Ok(p) => p,
+            Err(e) => return Prebuilt::Fail(e),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => return Prebuilt::Fail(file_error(unit, object, format!("cannot read it: {e}"))),
+        };
+        let actual = cache::sha256(&bytes);
+        if actual == *expected {
+            return match check_bpf_object(&bytes) {
+                Ok(()) => Prebuilt::Use(BuiltObject {
+                    unit: unit.clone(),
+                    object: path,
+                    cached: false,
+                    prebuilt: true,
+                    warnings: String::new(),
+                }),
+                Err(problem) => Prebuilt::Fail(BuildError::BadObject {
+                    package: unit.package.clone(),
+                    version: unit.version.clone(),
+                    file: object.clone(),
+                    prebuilt: true,
+                    problem,
+                }),
+            };
+        }
+        match source {
+            Some(src) => Prebuilt::Compile(
+                src.clone(),
+                format!(
+                    "warning: prebuilt object {object} of {} does not match its sha256 in ebpkg.toml \
+                     (expected {expected}, found {actual}); it was ignored and {src} compiled instead\n",
+                    unit.package_id()
+                ),
+            ),
+            None => Prebuilt::Fail(BuildError::PrebuiltMismatch(Box::new(PrebuiltMismatch {
+                package: unit.package.clone(),
+                version: unit.version.clone(),
+                object: object.clone(),
+                expected: *expected,
+                actual,
+            }))),
+        }
+    }
+
+    /// A cached object for `key`, when there is a valid one.
+    fn lookup(&self, unit: &BuildUnit, key: &Sha256Digest, note: &str) -> Option<BuiltObject> {
+        let object = object_path(&self.cache_dir, key);
+        let bytes = std::fs::read(&object).ok()?;
+        if let Err(problem) = check_bpf_object(&bytes) {
+            // Damaged (a disk error, a hand edit): build it again.
+            tracing::warn!(object = %object.display(), %problem, "ignoring a damaged cache entry");
+            return None;
+        }
+        let warnings = std::fs::read_to_string(warnings_path(&object)).unwrap_or_default();
+        Some(BuiltObject {
+            unit: unit.clone(),
+            object,
+            cached: true,
+            prebuilt: false,
+            warnings: join_warnings(note, &warnings),
+        })
+    }
+
+    /// Prepares clang's inputs once, then runs the jobs on `self.jobs` threads.
+    fn compile_all(
+        &self,
+        units: &[BuildUnit],
+        jobs: &[Job],
+        on_event: &(dyn Fn(BuildEvent<'_>) + Sync),
+    ) -> Result<Vec<JobResult>, BuildError> {
+        let clang = &self.toolchain.clang;
+        if !clang.is_file() {
+            // Checked once here rather than failing every unit the same way.
+            return Err(ToolchainError::ClangNotFound { requested: clang.clone(), how: ToolSource::Option }.into());
+        }
+        let sdk_include = sdk::install(&self.cache_dir)
+            .map_err(|source| BuildError::Cache { path: self.cache_dir.join("sdk"), source })?;
+        let vmlinux = self.btf.vmlinux_h(&self.cache_dir, &self.toolchain.bpftool)?;
+
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<JobResult>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+        let workers = self.jobs.get().min(jobs.len());
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| {
+                    loop {
+                        let j = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = jobs.get(j) else { break };
+                        for &u in &job.waiting {
+                            on_event(BuildEvent::Started(&units[u]));
+                        }
+                        let started = Instant::now();
+                        let result = self.compile_one(&units[job.unit], job, &sdk_include, &vmlinux.dir);
+                        let took = started.elapsed();
+                        for &u in &job.waiting {
+                            let unit = &units[u];
+                            match &result {
+                                Ok((_, warnings)) => {
+                                    if !warnings.trim().is_empty() {
+                                        on_event(BuildEvent::Warning(unit, warnings));
+                                    }
+                                    on_event(BuildEvent::Finished(unit, took));
+                                }
+                                Err(_) => on_event(BuildEvent::Failed(unit)),
+                            }
+                        }
+                        if let Ok(mut r) = results.lock() {
+                            r[j] = Some(result);
+                        }
+                    }
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(results
+            .into_iter()
+            .zip(jobs)
+            .map(|(r, job)| {
+                // Every job index below jobs.len() was taken by some worker.
+                r.unwrap_or_else(|| Err(file_error(&units[job.unit], &job.source, "was not compiled".to_owned())))
+            })
+            .collect())
+    }
+
+    /// Compiles one source into a temporary file beside its cache entry, checks
+    /// the object, then renames it into place.
+    fn compile_one(&self, unit: &BuildUnit, job: &Job, sdk_include: &Path, vmlinux_dir: &Path) -> JobResult {
+        let source = &job.source;
+        package_file(unit, source)?;
+        // clang compares the prefix map with its real working directory, so map
+        // the canonical root (the source check above proved it exists).
+        let root = unit.root.canonicalize().map_err(|e| file_error(unit, source, format!("cannot resolve: {e}")))?;
+        let args = compile::resolve(
+            &compile::args(&self.toolchain.arch, unit.hook, &self.extra_cflags),
+            &Dirs { root: &root, sdk: sdk_include, vmlinux: vmlinux_dir },
+        );
+
+        let object = object_path(&self.cache_dir, &job.key);
+        let dir = object.parent().unwrap_or(&self.cache_dir);
+        let cache_err = |source| BuildError::Cache { path: dir.to_owned(), source };
+        std::fs::create_dir_all(dir).map_err(cache_err)?;
+        let tmp =
+            tempfile::Builder::new().prefix(".tmp-").suffix(".o").tempfile_in(dir).map_err(cache_err)?.into_temp_path();
+
+        tracing::debug!(unit = %unit, "compiling");
+        let out = compile::run(&self.toolchain.clang, &args, &root, source.as_str(), &tmp).map_err(|e| {
+            BuildError::RunClang {
+                package: unit.package.clone(),
+                version: unit.version.clone(),
+                file: source.clone(),
+                clang: self.toolchain.clang.clone(),
+                source: e,
+            }
+        })?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            return Err(BuildError::Compile(Box::new(CompileError {
+                package: unit.package.clone(),
+                version: unit.version.clone(),
+                file: source.clone(),
+                hook: unit.hook,
+                clang_release: self.toolchain.clang_release.clone(),
+                stderr,
+                command: compile::display_command(&self.toolchain.clang, &args, source.as_str()),
+            })));
+        }
+        let bytes = std::fs::read(&tmp).map_err(cache_err)?;
+        check_bpf_object(&bytes).map_err(|problem| BuildError::BadObject {
+            package: unit.package.clone(),
+            version: unit.version.clone(),
+            file: source.clone(),
+            prebuilt: false,
+            problem,
+        })?;
+        let warnings = cap(stderr);
+        // The warnings go in first: a reader that sees the object sees its warnings.
+        if !warnings.trim().is_empty() {
+            cache::write_atomic(&warnings_path(&object), warnings.as_bytes()).map_err(cache_err)?;
+        }
+        tmp.persist(&object).map_err(|e| cache_err(e.error))?;
+        Ok((object, warnings))
+    }
+}
+
+/// What to do with a prebuilt unit.
+enum Prebuilt {
+    Use(BuiltObject),
+    Fail(BuildError),
+    /// Compile this source instead; the note says why.
+    Compile(RelPath, String),
+}
+
+/// The absolute path of a file the manifest names, refusing one that is missing,
+/// not a regular file, or outside the package through a symbolic link (SPEC.md §1).
+fn package_file(unit: &BuildUnit, file: &RelPath) -> Result<PathBuf, BuildError> {
+    let path = unit.root.join(file.as_str());
+    let real = path.canonicalize().map_err(|e| {
+        let problem = if e.kind() == std::io::ErrorKind::NotFound {
+            "no such file; the manifest names it, so the package is incomplete".to_owned()
+        } else {
+            format!("cannot open it: {e}")
+        };
+        file_error(unit, file, problem)
+    })?;
+    let root = unit.root.canonicalize().map_err(|e| file_error(unit, file, format!("cannot open the package: {e}")))?;
+    if !real.starts_with(&root) {
+        return Err(file_error(
+            unit,
+            file,
+            format!(
+                "it leaves the package directory through a symbolic link (to {}); packages may only use their own files",
+                real.display()
+            ),
+        ));
+    }
+    if !real.is_file() {
+        return Err(file_error(unit, file, "it is not a regular file".to_owned()));
+    }
+    Ok(path)
+}
+
+fn file_error(unit: &BuildUnit, file: &RelPath, problem: String) -> BuildError {
+    BuildError::PackageFile(Box::new(PackageFileError {
+        package: unit.package.clone(),
+        version: unit.version.clone(),
+        root: unit.root.clone(),
+        file: file.clone(),
+        problem,
+    }))
+}
+
+fn join_warnings(note: &str, warnings: &str) -> String {
+    format!("{note}{warnings}")
+}
+
+/// Cuts warnings to [`MAX_WARNINGS_BYTES`] at a line boundary.
+fn cap(mut text: String) -> String {
+    if text.len() > MAX_WARNINGS_BYTES {
+        let cut = text[..MAX_WARNINGS_BYTES].rfind('\n').unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("\n… more warnings not shown\n");
+    }
+    text
+}

@@ -1,0 +1,72 @@
+//! The build cache's layout and its only way of writing: a temporary file in the
+//! destination directory renamed over the final name, so a reader never sees a
+//! half-written file and concurrent builders of the same entry both succeed.
+//!
+//! ```text
+//! <cache>/sdk/<sdk digest>/include/hike/*.h     the SDK headers this ebpkg carries
+//! <cache>/vmlinux/<btf digest>/vmlinux.h         bpftool's C dump of one BTF
+//! <cache>/objects/<2 hex>/<key hex>.o            one compiled unit
+//! <cache>/objects/<2 hex>/<key hex>.warnings     clang's warnings for it, when any
+//! ```
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ebpkg_spec::types::Sha256Digest;
+use sha2::{Digest, Sha256};
+
+/// SHA-256 of bytes.
+pub fn sha256(bytes: &[u8]) -> Sha256Digest {
+    Sha256Digest(Sha256::digest(bytes).into())
+}
+
+/// `<cache>/objects/<first 2 hex>/<key hex>.o`: the 256-way split keeps
+/// directories small on hosts that build many packages.
+pub fn object_path(cache_dir: &Path, key: &Sha256Digest) -> PathBuf {
+    let hex = key.to_hex();
+    cache_dir.join("objects").join(&hex[..2]).join(format!("{hex}.o"))
+}
+
+/// Where clang's warnings for a cached object are kept, so a cache hit reports
+/// them again (as cargo replays warnings of cached crates).
+pub fn warnings_path(object: &Path) -> PathBuf {
+    object.with_extension("warnings")
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_data()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout() {
+        let key = Sha256Digest([0xab; 32]);
+        let p = object_path(Path::new("/c"), &key);
+        assert_eq!(p, Path::new("/c/objects/ab").join(format!("{}.o", "ab".repeat(32))));
+        assert_eq!(warnings_path(&p).extension().unwrap(), "warnings");
+    }
+
+    #[test]
+    fn atomic_write_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn digest() {
+        assert_eq!(sha256(b"abc").to_hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+}

@@ -1,0 +1,45 @@
+//! Building HIKe packages: a package's C sources become CO-RE BPF objects for the
+//! running kernel, through a content-addressed build cache.
+//!
+//! ```text
+//! Toolchain::detect ─┐
+//! Btf::kernel ───────┼─> Builder::new ─> Builder::build(&plan(&package)) ─> Vec<BuiltObject>
+//! PackageRef ─> plan ┘
+//! ```
+//!
+//! - [`Toolchain`] finds clang (and checks libbpf's headers) and bpftool.
+//! - [`Btf`] is the kernel BTF objects are built against; its digest keys the
+//!   cached `vmlinux.h` and objects.
+//! - [`plan`] turns a manifest into [`BuildUnit`]s, one per (file, hook).
+//! - [`Builder::build`] checks prebuilt objects, reuses cached objects and
+//!   compiles the rest in parallel, reporting every failure.
+//!
+//! Nothing here loads into the kernel; the loader crate takes the objects.
+//! README.md explains the flags, the cache key and the cache layout.
+
+mod btf;
+mod builder;
+mod cache;
+mod cache_key;
+mod compile;
+mod elf_check;
+mod error;
+mod plan;
+mod sdk;
+mod toolchain;
+
+pub use btf::{Btf, KERNEL_BTF, VmlinuxHeader};
+pub use builder::{BuildEvent, Builder, BuiltObject};
+pub use cache::{object_path, sha256};
+pub use cache_key::{CacheKeyInput, FORMAT_VERSION, cache_key};
+pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object};
+pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
+pub use plan::{BuildUnit, PackageRef, UnitInput, plan};
+pub use toolchain::{
+    BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolSource, Toolchain, ToolchainOptions, parse_clang_version, target_arch,
+};
+
+/// The HIKe SDK headers this build of ebpkg carries.
+pub mod sdk_headers {
+    pub use crate::sdk::{HEADERS, digest, install};
+}

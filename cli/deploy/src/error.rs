@@ -1,0 +1,122 @@
+//! Errors of deployments, written for the person who ran `ebpkg`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use hike_runtime::{RuntimeError, VerifierFailure};
+
+use crate::plan::PackageRef;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is damaged ({reason}); move it away and run `ebpkg doctor`",
+        path.display()
+    )]
+    CorruptState { path: PathBuf, reason: String },
+    #[error("{what}: {source}")]
+    Runtime {
+        what: String,
+        #[source]
+        source: RuntimeError,
+    },
+    #[error("{0}")]
+    Verifier(Box<VerifierError>),
+    #[error("chain script {script}: {source}")]
+    Link {
+        script: String,
+        #[source]
+        source: hike_chainc::link::LinkError,
+    },
+    #[error(
+        "chain script {script} needs a value for parameter {name}; give it with `--set {name}=<value>`{}",
+        example.as_deref().map(|e| format!(" (e.g. --set {name}={e})")).unwrap_or_default()
+    )]
+    MissingParam { script: String, name: String, example: Option<String> },
+    #[error("no chain script takes a parameter `{name}`{}", if known.is_empty() { " (they take none)".to_owned() } else { format!("; they take: {}", known.join(", ")) })]
+    UnknownParam { name: String, known: Vec<String> },
+    #[error("{package}: {reason}")]
+    Package { package: PackageRef, reason: String },
+    #[error("chain scripts configure loader {package}::{loader} map `{map}` twice with the same key; keep one entry")]
+    DuplicateEntry { package: String, loader: String, map: String },
+    #[error("no deployment named `{name}`{}", if known.is_empty() { " (nothing is deployed)".to_owned() } else { format!("; deployed: {}", known.join(", ")) })]
+    NotDeployed { name: String, known: Vec<String> },
+    #[error("cannot enter network namespace `{name}`: {reason}")]
+    Netns { name: String, reason: String },
+    #[error(
+        "{error}\n\nrolling back also failed ({}); the journal stays in the state directory and the next ebpkg run retries",
+        rollback.join("; ")
+    )]
+    RollbackFailed { error: Box<DeployError>, rollback: Vec<String> },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T> = std::result::Result<T, DeployError>;
+
+/// The kernel refused a program or loader: where, why, and the log.
+#[derive(Debug)]
+pub struct VerifierError {
+    pub package: PackageRef,
+    pub failure: VerifierFailure,
+    /// The failing line as the package's file has it (when the file is there).
+    pub line_text: Option<String>,
+    /// Where the complete log was saved.
+    pub log_path: Option<PathBuf>,
+}
+
+impl fmt::Display for VerifierError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = &self.failure;
+        writeln!(f, "the kernel verifier refused program `{}` of {} ({})", v.program, self.package, v.object)?;
+        if let Some(reason) = &v.reason {
+            writeln!(f, "  reason: {reason}")?;
+        }
+        if let Some(src) = &v.source {
+            let text = self.line_text.as_deref().unwrap_or(src.text.as_str());
+            writeln!(f, "  at {}:{}", src.file, src.line)?;
+            writeln!(f, "  {:>5} | {}", src.line, text.trim_end())?;
+        }
+        writeln!(f, "  last lines of the verifier log:")?;
+        for l in v.tail() {
+            writeln!(f, "    {l}")?;
+        }
+        if let Some(p) = &self.log_path {
+            writeln!(f, "  full log: {}", p.display())?;
+        }
+        write!(
+            f,
+            "help: nothing was changed; this is a bug in {} for this kernel: report it to its authors, or pin \
+             an earlier version in ebpkg.toml",
+            self.package
+        )
+    }
+}
+
+impl DeployError {
+    pub(crate) fn runtime(what: impl Into<String>) -> impl FnOnce(RuntimeError) -> DeployError {
+        let what = what.into();
+        move |source| DeployError::Runtime { what, source }
+    }
+
+    /// True when the kernel refused something (the verifier, or an attach).
+    pub fn is_kernel_refusal(&self) -> bool {
+        match self {
+            DeployError::Verifier(_) => true,
+            DeployError::Runtime { source, .. } => {
+                matches!(
+                    source,
+                    RuntimeError::Kernel { .. } | RuntimeError::Loader { .. } | RuntimeError::NoInterface { .. }
+                )
+            }
+            DeployError::RollbackFailed { error, .. } => error.is_kernel_refusal(),
+            _ => false,
+        }
+    }
+}

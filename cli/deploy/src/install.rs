@@ -1,0 +1,506 @@
+//! Installing a deployment, all or nothing: register programs, install chains,
+//! load and configure loader instances — all beside the current deployment, which
+//! keeps running — then switch interfaces over, commit the record, and remove what
+//! the previous generation owned. A failure before the commit undoes every step
+//! (from the journal), leaving the previous deployment running untouched.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ebpkg_spec::types::FieldType;
+use hike_chainc::link::{Ids, encode_entry, link_chain};
+use hike_chainc::{Artifact, Device};
+use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObject, Runtime, RuntimeError};
+
+use crate::deployer::{Deployer, Event};
+use crate::error::{DeployError, Result, VerifierError};
+use crate::journal::{Journal, Step};
+use crate::plan::{DeployPlan, PlannedPackage};
+use crate::record::{
+    DeploymentRecord, FORMAT, RecordedAttachment, RecordedChain, RecordedLoader, RecordedPackage, RecordedProgram,
+    loader_instance,
+};
+
+/// What an install did.
+#[derive(Debug, Clone)]
+pub enum InstallOutcome {
+    /// A new generation runs; `previous` is the one it replaced.
+    Installed { record: DeploymentRecord, previous: Option<Box<DeploymentRecord>> },
+    /// The current deployment already has these inputs and is running.
+    UpToDate(DeploymentRecord),
+}
+
+/// A loader instance to create: its configuration and where to attach it.
+#[derive(Default)]
+struct LoaderWork {
+    entries: BTreeMap<String, Vec<MapEntry>>,
+    attaches: BTreeSet<(String, String)>,
+}
+
+impl Deployer {
+    /// Installs `plan`, replacing the deployment of the same name if there is one.
+    pub fn install(&self, plan: &DeployPlan, on: &dyn Fn(&Event)) -> Result<InstallOutcome> {
+        let _lock = self.store.lock()?;
+        self.recover_locked(on)?;
+        check_params(plan)?;
+        let previous = self.store.record(&plan.deployment)?;
+        let inputs = plan.inputs_digest(&self.root);
+        let rt = self.runtime()?;
+        if let Some(p) = &previous
+            && !plan.force
+            && p.inputs == inputs
+            && p.netns == self.netns
+            && crate::status::problems(&rt, p).is_empty()
+        {
+            return Ok(InstallOutcome::UpToDate(p.clone()));
+        }
+        let generation = previous.as_ref().map_or(1, |p| p.generation + 1);
+        let mut journal =
+            Journal::install(&plan.deployment, generation, self.root.clone(), self.netns.clone(), previous.clone());
+        self.store.save_journal(&journal)?;
+        self.crash_point("begin");
+        let applied = self.apply(&rt, plan, &mut journal, &inputs, on);
+        let record = match applied.and_then(|record| {
+            self.crash_point("switched");
+            self.store.save_record(&record)?;
+            Ok(record)
+        }) {
+            Ok(record) => record,
+            Err(error) => {
+                let rollback = self.rollback(&rt, &journal);
+                if !rollback.is_empty() {
+                    return Err(DeployError::RollbackFailed { error: Box::new(error), rollback });
+                }
+                self.store.remove_journal(&plan.deployment)?;
+                return Err(error);
+            }
+        };
+        // Committed: the new generation is the deployment. What remains is tidying
+        // up; if that fails, the journal stays and the next run finishes it.
+        self.crash_point("committed");
+        match self.finish_cleanup(&rt, previous.as_ref(), Some(&record)) {
+            Ok(()) => {
+                self.crash_point("cleaned");
+                self.store.remove_journal(&plan.deployment)?;
+            }
+            Err(e) => tracing::warn!("the new deployment runs, but removing the previous one failed: {e}"),
+        }
+        Ok(InstallOutcome::Installed { record, previous: previous.map(Box::new) })
+    }
+
+    fn apply(
+        &self,
+        rt: &Runtime,
+        plan: &DeployPlan,
+        journal: &mut Journal,
+        inputs: &str,
+        on: &dyn Fn(&Event),
+    ) -> Result<DeploymentRecord> {
+        let generation = journal.generation;
+        let mut ids = Ids::default();
+        let mut programs = Vec::new();
+        for pkg in &plan.packages {
+            programs.extend(self.register_package(rt, pkg, journal, &mut ids, on)?);
+        }
+        self.crash_point("registered");
+
+        let owner = journal.chain_owner();
+        let mut chains = Vec::new();
+        let mut script_ids = Vec::new();
+        for script in &plan.scripts {
+            let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
+            for c in &script.artifact.chains {
+                let insns =
+                    link_chain(c, &sids).map_err(|source| DeployError::Link { script: script.file.clone(), source })?;
+                let spec = ChainSpec {
+                    name: &c.name,
+                    owner: &owner,
+                    hook: script.artifact.hook,
+                    insns: &insns,
+                    nargs: c.nargs,
+                };
+                let id = rt
+                    .install_chain(&spec)
+                    .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
+                sids.chains.insert(c.name.clone(), id);
+                chains.push(RecordedChain {
+                    script: script.file.clone(),
+                    name: c.name.clone(),
+                    id,
+                    hook: script.artifact.hook,
+                });
+                on(&Event::ChainInstalled { script: script.file.clone(), chain: c.name.clone(), id });
+            }
+            script_ids.push(sids);
+        }
+        self.crash_point("chains");
+
+        let mut work: BTreeMap<(String, String), LoaderWork> = BTreeMap::new();
+        let mut seen_keys = BTreeSet::new();
+        for (script, sids) in plan.scripts.iter().zip(&script_ids) {
+            collect_loader_work(&script.artifact, &script.file, sids, &plan.params, &mut work, &mut seen_keys)?;
+        }
+        let mut loaders = Vec::new();
+        for ((package, loader), w) in &work {
+            let instance = loader_instance(&plan.deployment, generation, package, loader);
+            let pkg = package_of(plan, package)?;
+            journal.steps.push(Step::LoadLoader { instance: instance.clone() });
+            self.store.save_journal(journal)?;
+            self.load_loader(rt, pkg, loader, &instance)?;
+            for (map, entries) in &w.entries {
+                rt.configure_loader(&instance, map, entries).map_err(DeployError::runtime(format!(
+                    "cannot configure map `{map}` of loader {package}::{loader}"
+                )))?;
+            }
+            on(&Event::LoaderLoaded { instance: instance.clone() });
+            loaders.push(RecordedLoader {
+                instance,
+                package: pkg.name.clone(),
+                version: pkg.version.clone(),
+                loader: loader.clone(),
+                hook: hook_of_loader(pkg, loader)?,
+                attachments: Vec::new(),
+            });
+        }
+        self.crash_point("loaders");
+
+        // The switch: each interface moves to its new loader in one link update.
+        let previous: Vec<(String, String, String)> = journal
+            .previous
+            .iter()
+            .flat_map(|p| &p.loaders)
+            .flat_map(|l| l.attachments.iter().map(|a| (a.interface.clone(), l.instance.clone(), a.mode.clone())))
+            .collect();
+        for l in &mut loaders {
+            let Some(w) = work.get(&(l.package.clone(), l.loader.clone())) else { continue };
+            for (interface, mode) in &w.attaches {
+                let before = previous.iter().find(|(i, _, m)| i == interface && attach_point(m) == attach_point(mode));
+                match before {
+                    Some((_, from, from_mode)) if from_mode == mode => {
+                        journal.steps.push(Step::Switch {
+                            interface: interface.clone(),
+                            from: from.clone(),
+                            to: l.instance.clone(),
+                        });
+                        self.store.save_journal(journal)?;
+                        self.crash_point("switching");
+                        rt.switch_loader(from, &l.instance, interface)
+                            .map_err(DeployError::runtime(format!("cannot switch {interface} to the new loader")))?;
+                        on(&Event::Attached {
+                            instance: l.instance.clone(),
+                            interface: interface.clone(),
+                            how: "switched",
+                        });
+                    }
+                    Some((_, from, from_mode)) => {
+                        journal.steps.push(Step::Replace {
+                            interface: interface.clone(),
+                            from: from.clone(),
+                            from_mode: from_mode.clone(),
+                            to: l.instance.clone(),
+                            mode: mode.clone(),
+                        });
+                        self.store.save_journal(journal)?;
+                        self.crash_point("switching");
+                        rt.detach_loader(from, interface).map_err(DeployError::runtime(format!(
+                            "cannot detach the previous loader from {interface}"
+                        )))?;
+                        self.attach(rt, self.netns.as_deref(), &l.instance, interface, mode)?;
+                        on(&Event::Attached {
+                            instance: l.instance.clone(),
+                            interface: interface.clone(),
+                            how: "replaced",
+                        });
+                    }
+                    None => {
+                        journal.steps.push(Step::Attach {
+                            interface: interface.clone(),
+                            mode: mode.clone(),
+                            to: l.instance.clone(),
+                        });
+                        self.store.save_journal(journal)?;
+                        self.crash_point("switching");
+                        self.attach(rt, self.netns.as_deref(), &l.instance, interface, mode)?;
+                        on(&Event::Attached {
+                            instance: l.instance.clone(),
+                            interface: interface.clone(),
+                            how: "attached",
+                        });
+                    }
+                }
+                l.attachments.push(RecordedAttachment { interface: interface.clone(), mode: mode.clone() });
+            }
+        }
+
+        let mut packages: Vec<RecordedPackage> = plan
+            .packages
+            .iter()
+            .map(|p| RecordedPackage {
+                name: p.name.clone(),
+                version: p.version.clone(),
+                source: p.source.clone(),
+                checksum: p.checksum.clone(),
+            })
+            .collect();
+        packages.sort();
+        programs.sort();
+        Ok(DeploymentRecord {
+            format: FORMAT,
+            name: plan.deployment.clone(),
+            generation,
+            bpffs_root: self.root.clone(),
+            netns: self.netns.clone(),
+            project: plan.project.clone(),
+            inputs: inputs.to_owned(),
+            installed_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            packages,
+            programs,
+            chains,
+            loaders,
+            params: plan.params.clone(),
+        })
+    }
+
+    /// Registers every HIKe program of a package (programs already registered for
+    /// this version keep their ids).
+    fn register_package(
+        &self,
+        rt: &Runtime,
+        pkg: &PlannedPackage,
+        journal: &mut Journal,
+        ids: &mut Ids,
+        on: &dyn Fn(&Event),
+    ) -> Result<Vec<RecordedProgram>> {
+        let mut out = Vec::new();
+        for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
+            let elf = read_object(pkg, &obj.path)?;
+            let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
+                .map_err(DeployError::runtime(format!("cannot read the programs of {}@{}", pkg.name, pkg.version)))?;
+            check_signatures(pkg, &obj.programs, &sigs)?;
+            let mut new = Vec::new();
+            for name in sigs.keys() {
+                let known = rt
+                    .find_program(&pkg.name, &pkg.version, name, obj.hook)
+                    .map_err(DeployError::runtime("cannot read the registered programs"))?;
+                if known.is_none() {
+                    new.push(name.clone());
+                }
+            }
+            if !new.is_empty() {
+                journal.steps.push(Step::Register {
+                    package: pkg.name.clone(),
+                    version: pkg.version.clone(),
+                    hook: obj.hook,
+                    programs: new,
+                });
+                self.store.save_journal(journal)?;
+            }
+            self.crash_point("registering");
+            let regs = rt
+                .register_object(&ProgramObject {
+                    package: &pkg.name,
+                    version: &pkg.version,
+                    object_name: &obj.object_name,
+                    elf: &elf,
+                    hook: obj.hook,
+                })
+                .map_err(|e| self.load_error(e, pkg))?;
+            for r in regs {
+                ids.programs.insert((pkg.name.clone(), r.name.clone()), r.id);
+                on(&Event::Registered {
+                    package: pkg.reference().to_string(),
+                    program: r.name.clone(),
+                    id: r.id,
+                    reused: r.reused,
+                });
+                out.push(RecordedProgram {
+                    package: pkg.name.clone(),
+                    version: pkg.version.clone(),
+                    name: r.name,
+                    hook: r.hook,
+                    id: r.id,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn load_loader(&self, rt: &Runtime, pkg: &PlannedPackage, loader: &str, instance: &str) -> Result<()> {
+        let manifest_loader = pkg.manifest.loader(loader).ok_or_else(|| DeployError::Package {
+            package: pkg.reference(),
+            reason: format!("it has no loader `{loader}`"),
+        })?;
+        let obj = pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).ok_or_else(|| {
+            DeployError::Package { package: pkg.reference(), reason: format!("loader `{loader}` was not built") }
+        })?;
+        let elf = read_object(pkg, &obj.path)?;
+        let config_maps = manifest_loader
+            .maps
+            .iter()
+            .map(|m| {
+                let mut offset = 0u32;
+                let mut chain_offsets = Vec::new();
+                for f in &m.value {
+                    if f.ty == FieldType::Chain {
+                        chain_offsets.push(offset);
+                    }
+                    offset += f.ty.size() as u32;
+                }
+                ConfigMapSpec { name: m.name.to_string(), chain_offsets }
+            })
+            .collect();
+        rt.load_loader(&LoaderObject {
+            instance,
+            package: &pkg.name,
+            version: &pkg.version,
+            object_name: &obj.object_name,
+            elf: &elf,
+            program: loader,
+            hook: obj.hook,
+            config_maps,
+        })
+        .map_err(|e| self.load_error(e, pkg))?;
+        Ok(())
+    }
+
+    /// A load failure; a verifier rejection gets its log saved and its source line.
+    fn load_error(&self, e: RuntimeError, pkg: &PlannedPackage) -> DeployError {
+        match e {
+            RuntimeError::Verifier(failure) => {
+                let file = format!("{}-{}-{}.verifier.log", pkg.name, pkg.version, failure.program);
+                let path = self.store.log_path(&file);
+                let log_path = std::fs::write(&path, &failure.log).ok().map(|()| path);
+                let line_text = failure.source.as_ref().and_then(|s| {
+                    let text = std::fs::read_to_string(pkg.root.join(&s.file)).ok()?;
+                    text.lines().nth((s.line as usize).checked_sub(1)?).map(str::to_owned)
+                });
+                DeployError::Verifier(Box::new(VerifierError {
+                    package: pkg.reference(),
+                    failure: *failure,
+                    line_text,
+                    log_path,
+                }))
+            }
+            other => DeployError::Runtime { what: format!("cannot load {}@{}", pkg.name, pkg.version), source: other },
+        }
+    }
+}
+
+fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|source| DeployError::Io { what: "cannot read the object", path: path.to_owned(), source })
+        .inspect_err(|_| tracing::debug!(package = %pkg.reference(), "object missing"))
+}
+
+/// The manifest's programs must be in the object, with the argument counts it declares.
+fn check_signatures(
+    pkg: &PlannedPackage,
+    names: &[String],
+    sigs: &BTreeMap<String, hike_runtime::Signature>,
+) -> Result<()> {
+    for name in names {
+        let Some(sig) = sigs.get(name) else {
+            return Err(DeployError::Package {
+                package: pkg.reference(),
+                reason: format!(
+                    "ebpkg.toml declares program `{name}`, but its object has no HIKe program of that name \
+                     (declare it with HIKE_PROGRAM({name}, …))"
+                ),
+            });
+        };
+        if let Some(p) = pkg.manifest.program(name)
+            && p.args.len() != sig.args.len()
+        {
+            return Err(DeployError::Package {
+                package: pkg.reference(),
+                reason: format!(
+                    "program `{name}` takes {} argument(s) in its C source but ebpkg.toml declares {}; make them agree",
+                    sig.args.len(),
+                    p.args.len()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn package_of<'a>(plan: &'a DeployPlan, name: &str) -> Result<&'a PlannedPackage> {
+    plan.packages.iter().find(|p| p.name == name).ok_or_else(|| DeployError::Package {
+        package: plan.project.clone(),
+        reason: format!("its chains use package `{name}`, which is not among the deployment's packages"),
+    })
+}
+
+fn hook_of_loader(pkg: &PlannedPackage, loader: &str) -> Result<hike_bytecode::Hook> {
+    pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).map(|o| o.hook).ok_or_else(|| {
+        DeployError::Package { package: pkg.reference(), reason: format!("loader `{loader}` was not built") }
+    })
+}
+
+/// XDP modes share one attach point per interface; TC ingress and egress are two.
+fn attach_point(mode: &str) -> &'static str {
+    match mode {
+        "tc" => "tc-ingress",
+        "tc-egress" => "tc-egress",
+        _ => "xdp",
+    }
+}
+
+/// Every parameter a script uses has a value and every value is used.
+fn check_params(plan: &DeployPlan) -> Result<()> {
+    let mut known = BTreeSet::new();
+    for s in &plan.scripts {
+        for p in &s.artifact.params {
+            known.insert(p.clone());
+            if !plan.params.contains_key(p) {
+                let example =
+                    s.artifact.attaches.iter().any(|a| a.device == Device::Param(p.clone())).then(|| "eth0".to_owned());
+                return Err(DeployError::MissingParam { script: s.file.clone(), name: p.clone(), example });
+            }
+        }
+    }
+    for name in plan.params.keys() {
+        if !known.contains(name) {
+            return Err(DeployError::UnknownParam { name: name.clone(), known: known.iter().cloned().collect() });
+        }
+    }
+    Ok(())
+}
+
+/// Gathers the loader entries (encoded with this script's chain ids) and the
+/// attachments of a script.
+fn collect_loader_work(
+    art: &Artifact,
+    file: &str,
+    ids: &Ids,
+    params: &BTreeMap<String, String>,
+    work: &mut BTreeMap<(String, String), LoaderWork>,
+    seen: &mut BTreeSet<(String, String, String, Vec<u8>)>,
+) -> Result<()> {
+    for cfg in &art.loader_configs {
+        let w = work.entry((cfg.package.clone(), cfg.loader.clone())).or_default();
+        for e in &cfg.entries {
+            let (key, value) =
+                encode_entry(e, ids, file).map_err(|source| DeployError::Link { script: file.to_owned(), source })?;
+            if !seen.insert((cfg.package.clone(), cfg.loader.clone(), cfg.map.clone(), key.clone())) {
+                return Err(DeployError::DuplicateEntry {
+                    package: cfg.package.clone(),
+                    loader: cfg.loader.clone(),
+                    map: cfg.map.clone(),
+                });
+            }
+            w.entries.entry(cfg.map.clone()).or_default().push(MapEntry { key, value });
+        }
+    }
+    for a in &art.attaches {
+        let interface = match &a.device {
+            Device::Name(n) => n.clone(),
+            Device::Param(p) => params.get(p).cloned().ok_or_else(|| DeployError::MissingParam {
+                script: file.to_owned(),
+                name: p.clone(),
+                example: Some("eth0".into()),
+            })?,
+        };
+        work.entry((a.package.clone(), a.loader.clone())).or_default().attaches.insert((interface, a.mode.clone()));
+    }
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! Deployments: what one `ebpkg install` puts on a host for one project, installed
+//! all or nothing, replaced atomically, removed completely.
+//!
+//! A [`DeployPlan`] arrives fully prepared (packages fetched and built, chain
+//! scripts compiled). [`Deployer::install`] registers programs with the HIKe
+//! runtime, links and installs chains, loads and configures loader instances
+//! beside the running deployment, then switches interfaces over and commits a
+//! [`DeploymentRecord`] to the state directory. A journal written ahead of every
+//! kernel change lets the next run undo an install killed before its commit, or
+//! finish one killed after it ([`Deployer::recover`]).
+
+mod deployer;
+mod error;
+mod install;
+pub mod journal;
+mod netns;
+mod plan;
+pub mod record;
+pub mod signatures;
+mod status;
+mod store;
+mod undo;
+
+pub use deployer::{CRASH_POINTS, Deployer, Event};
+pub use error::{DeployError, Result, VerifierError};
+pub use install::InstallOutcome;
+pub use plan::{DeployPlan, PackageRef, PlannedObject, PlannedPackage, PlannedScript};
+pub use record::DeploymentRecord;
+pub use status::DeploymentStatus;
+pub use store::{DEFAULT_STATE_DIR, Store};

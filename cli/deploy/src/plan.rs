@@ -1,0 +1,115 @@
+//! What to deploy, fully prepared: every package resolved, fetched, built into
+//! objects, every chain script compiled. Nothing in a plan has touched the kernel
+//! yet, so everything that can fail without the kernel has already failed.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ebpkg_spec::Manifest;
+use hike_bytecode::Hook;
+use hike_chainc::Artifact;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// A deployment to install (or to replace the current one with).
+#[derive(Debug, Clone)]
+pub struct DeployPlan {
+    /// The deployment's name (by default the project's package name).
+    pub deployment: String,
+    /// The package whose chains are deployed.
+    pub project: PackageRef,
+    /// Every package the deployment uses, the project included.
+    pub packages: Vec<PlannedPackage>,
+    /// The project's chain scripts, compiled.
+    pub scripts: Vec<PlannedScript>,
+    /// Values of script parameters (`--set NAME=VALUE`).
+    pub params: BTreeMap<String, String>,
+    /// Deploy even when the current deployment has the same inputs.
+    pub force: bool,
+}
+
+/// `name@version`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub struct PackageRef {
+    pub name: String,
+    pub version: String,
+}
+
+impl std::fmt::Display for PackageRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}", self.name, self.version)
+    }
+}
+
+/// One package, with its built objects.
+#[derive(Debug, Clone)]
+pub struct PlannedPackage {
+    pub name: String,
+    pub version: String,
+    /// The registry it came from (`path+file://…` for a local directory).
+    pub source: String,
+    /// The archive's SHA-256 (hex), or the digest of the local directory's archive.
+    pub checksum: String,
+    /// Where its files are (for printing source lines of verifier failures).
+    pub root: PathBuf,
+    pub manifest: Manifest,
+    pub objects: Vec<PlannedObject>,
+}
+
+impl PlannedPackage {
+    pub fn reference(&self) -> PackageRef {
+        PackageRef { name: self.name.clone(), version: self.version.clone() }
+    }
+}
+
+/// A built BPF object and what it provides.
+#[derive(Debug, Clone)]
+pub struct PlannedObject {
+    /// The object file.
+    pub path: PathBuf,
+    /// The source it was built from, as the package names it (`src/tb.bpf.c`).
+    pub object_name: String,
+    pub hook: Hook,
+    /// HIKe programs of the manifest this object provides.
+    pub programs: Vec<String>,
+    /// Loaders of the manifest this object provides.
+    pub loaders: Vec<String>,
+}
+
+/// A compiled chain script of the project.
+#[derive(Debug, Clone)]
+pub struct PlannedScript {
+    /// The script's package path (`chains/ddos.eclat`).
+    pub file: String,
+    pub source: String,
+    pub artifact: Artifact,
+}
+
+impl DeployPlan {
+    /// A digest of everything that determines what gets deployed: when it equals
+    /// the current deployment's, an install has nothing to do.
+    pub fn inputs_digest(&self, bpffs_root: &std::path::Path) -> String {
+        #[derive(Serialize)]
+        struct Inputs<'a> {
+            format: u32,
+            root: &'a std::path::Path,
+            project: &'a PackageRef,
+            packages: Vec<(&'a str, &'a str, &'a str, &'a str)>,
+            scripts: Vec<(&'a str, &'a str)>,
+            params: &'a BTreeMap<String, String>,
+        }
+        let mut packages: Vec<_> = self
+            .packages
+            .iter()
+            .map(|p| (p.name.as_str(), p.version.as_str(), p.source.as_str(), p.checksum.as_str()))
+            .collect();
+        packages.sort();
+        let mut scripts: Vec<_> = self.scripts.iter().map(|s| (s.file.as_str(), s.source.as_str())).collect();
+        scripts.sort();
+        let inputs =
+            Inputs { format: 1, root: bpffs_root, project: &self.project, packages, scripts, params: &self.params };
+        let bytes = serde_json::to_vec(&inputs).unwrap_or_default();
+        let digest = Sha256::digest(&bytes);
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}

@@ -1,0 +1,219 @@
+//! Deployments of the runtime's own test objects (vmtest programs, the test
+//! loader) into a HIKe root and state directory of the test's own, removed by a
+//! guard even when the test fails.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ebpkg_deploy::{DeployPlan, Deployer, PackageRef, PlannedObject, PlannedPackage, PlannedScript};
+use ebpkg_spec::Manifest;
+use hike_bytecode::Hook;
+use hike_runtime::{Runtime, objects};
+
+/// Fails loudly when the machine cannot run kernel tests: they are never skipped.
+pub fn require_kernel() {
+    assert!(rustix::process::geteuid().is_root(), "kernel tests need root (CAP_BPF, CAP_NET_ADMIN); run ./ci/test");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    assert!(
+        mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf")),
+        "kernel tests need bpffs at /sys/fs/bpf (ci/setup mounts it)"
+    );
+}
+
+/// A HIKe root, a state directory and an object directory of the test's own.
+pub struct Env {
+    pub root: PathBuf,
+    pub state: tempfile::TempDir,
+    pub files: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new(tag: &str) -> Env {
+        require_kernel();
+        static N: AtomicU32 = AtomicU32::new(0);
+        let root = PathBuf::from(format!(
+            "/sys/fs/bpf/ebpkg-deploy-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = Runtime::destroy(&root);
+        Env { root, state: tempfile::tempdir().unwrap(), files: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn deployer(&self) -> Deployer {
+        Deployer::new(self.state.path(), &self.root, None).unwrap()
+    }
+
+    pub fn deployer_in(&self, netns: &str) -> Deployer {
+        Deployer::new(self.state.path(), &self.root, Some(netns.to_owned())).unwrap()
+    }
+
+    /// Every path under the root: what "nothing new pinned" is checked against.
+    pub fn pins(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(&self.root, &self.root, &mut out);
+        out.sort();
+        out
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.files.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// Package `progs@version` with the runtime's test programs.
+    pub fn progs(&self, version: &str) -> PlannedPackage {
+        let manifest = format!(
+            r#"[package]
+name = "progs"
+version = "{version}"
+
+[[program]]
+name = "test_verdict"
+source = "src/vmtest.bpf.c"
+hook = "xdp"
+ends-packet = "may"
+[[program.arg]]
+name = "verdict"
+type = "u32"
+doc = "the XDP action"
+
+[[program]]
+name = "test_nop"
+source = "src/vmtest.bpf.c"
+hook = "xdp"
+ends-packet = "never"
+"#
+        );
+        PlannedPackage {
+            name: "progs".into(),
+            version: version.into(),
+            source: "file:///test/".into(),
+            checksum: format!("{:0>64}", version.replace('.', "")),
+            root: self.files.path().to_owned(),
+            manifest: Manifest::parse(&manifest, "progs/ebpkg.toml").unwrap(),
+            objects: vec![PlannedObject {
+                path: self.write(&format!("vmtest-{version}.o"), objects::vmtest(Hook::Xdp)),
+                object_name: "src/vmtest.bpf.c".into(),
+                hook: Hook::Xdp,
+                programs: vec!["test_verdict".into(), "test_nop".into()],
+                loaders: vec![],
+            }],
+        }
+    }
+
+    /// Package `tl@1.0.0` with the runtime's test loader.
+    pub fn loader_pkg(&self) -> PlannedPackage {
+        let manifest = r#"[package]
+name = "tl"
+version = "1.0.0"
+
+[[loader]]
+name = "test_loader"
+source = "src/testloader.bpf.c"
+hook = "xdp"
+
+[[loader.map]]
+name = "test_cfg"
+doc = "the chain every packet runs"
+key = [{ name = "slot", type = "u32" }]
+value = [{ name = "chain", type = "chain" }]
+"#;
+        PlannedPackage {
+            name: "tl".into(),
+            version: "1.0.0".into(),
+            source: "file:///test/".into(),
+            checksum: "1".repeat(64),
+            root: self.files.path().to_owned(),
+            manifest: Manifest::parse(manifest, "tl/ebpkg.toml").unwrap(),
+            objects: vec![PlannedObject {
+                path: self.write("testloader.o", objects::testloader(Hook::Xdp)),
+                object_name: "src/testloader.bpf.c".into(),
+                hook: Hook::Xdp,
+                programs: vec![],
+                loaders: vec!["test_loader".into()],
+            }],
+        }
+    }
+
+    /// A plan deploying `script` with package `progs@version` and the test loader.
+    pub fn plan(&self, version: &str, script: &str, params: &[(&str, &str)]) -> DeployPlan {
+        let packages = vec![self.progs(version), self.loader_pkg()];
+        let manifests: Vec<Manifest> = packages.iter().map(|p| p.manifest.clone()).collect();
+        let env = ebpkg_deploy::signatures::env_from_manifests(&manifests).unwrap();
+        let compiled =
+            hike_chainc::compile(script, "chains/main.eclat", &env).unwrap_or_else(|d| panic!("{}", d.render()));
+        DeployPlan {
+            deployment: "app".into(),
+            project: PackageRef { name: "app".into(), version: "0.1.0".into() },
+            packages,
+            scripts: vec![PlannedScript {
+                file: "chains/main.eclat".into(),
+                source: script.into(),
+                artifact: compiled.artifact,
+            }],
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+            force: false,
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Err(e) = Runtime::destroy(&self.root) {
+            eprintln!("could not remove test root {}: {e}", self.root.display());
+        }
+    }
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        out.push(p.strip_prefix(base).unwrap().display().to_string());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(base, &p, out);
+        }
+    }
+}
+
+/// A chain that ends every packet with `verdict` through `test_verdict`.
+pub fn verdict_script(verdict: u32) -> String {
+    format!(
+        "from prog.progs import test_verdict, test_nop
+from loaders.tl import test_loader
+
+test_loader[test_cfg] = {{ (0): (main) }}
+
+def main():
+    test_nop()
+    test_verdict({verdict})
+    return 0
+"
+    )
+}
+
+/// Like `verdict_script`, attached to the interface named by DEVNAME.
+pub fn attached_script(verdict: u32) -> String {
+    format!("{}test_loader.attach('DEVNAME', 'xdp')\n", verdict_script(verdict))
+}
+
+/// An Ethernet frame with an IPv6 header, enough for the test loader.
+pub fn packet() -> Vec<u8> {
+    let mut p = vec![0u8; 14 + 40 + 8];
+    p[12] = 0x86;
+    p[13] = 0xdd;
+    p[14] = 0x60;
+    p[20] = 17;
+    p
+}
+
+/// Runs a packet through a loader instance of the deployment.
+pub fn verdict_of(env: &Env, instance: &str) -> u32 {
+    let rt = Runtime::open(&env.root).unwrap();
+    rt.test_run_loader(instance, &packet(), 0).unwrap().verdict
+}

@@ -1,0 +1,484 @@
+//! Everything known about packages during one resolution: the interned package table, each package's
+//! sorted candidates, which of them may be chosen, lock preferences, and the cache of requirement sets.
+//!
+//! Laid out for resolutions over ten thousand packages: candidates stay in the `Arc` the source handed
+//! out (never copied), per-candidate facts and cached requirement sets live in a few shared arenas
+//! rather than in small per-package vectors, and requirements are referred to where they are stored
+//! rather than cloned.
+
+use std::fmt;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use pubgrub::{Map, VersionSet};
+use semver::{Version, VersionReq};
+
+use crate::model::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, UpdatePolicy, VersionSource};
+use crate::version_set::IndexSet;
+
+/// An interned package: an index into the catalog's table. `Pkg(0)` is the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Pkg(pub(crate) u32);
+
+pub(crate) const ROOT: Pkg = Pkg(0);
+
+const NONE: u32 = u32::MAX;
+
+/// Requirement sets are cached for packages with more candidates than this (see
+/// [`Catalog::req_set_at`]).
+const CACHE_ABOVE: u32 = 16;
+
+/// Shown only in PubGrub's own logs; explanations use [`Catalog::name`].
+impl fmt::Display for Pkg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What is known about one package.
+struct Entry {
+    /// `None` for the root.
+    id: Option<PackageId>,
+    /// The next package whose id has the same hash (a chain through the table), or `NONE`.
+    next_same_hash: u32,
+    /// Whether [`VersionSource::versions`] has been asked (always true for the root).
+    loaded: bool,
+    /// The candidates, as the source returned them (shared, never copied).
+    candidates: Arc<[Candidate]>,
+    /// This package's slots in [`Catalog::slots`]: one per candidate, in ascending semver order.
+    slots_start: u32,
+    slots_len: u32,
+    /// The locked candidate to prefer, when the package is not being updated.
+    preferred: Option<u32>,
+    /// First and last of this package's cached requirement sets in [`Catalog::known`], or `NONE`.
+    known_head: u32,
+    known_tail: u32,
+    /// Where the interned dependencies of the first candidate PubGrub asked about are in
+    /// [`Catalog::dep_arena`]: `(candidate, start, len)`; further candidates go to [`Catalog::dep_pkgs`].
+    first_deps: (u32, u32, u32),
+}
+
+/// One candidate, by index (its PubGrub version).
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Its position in the source's list.
+    pos: u32,
+    /// Not yanked, or yanked but locked and not being updated.
+    choosable: bool,
+}
+
+/// Where a requirement is stored: requirement `k` of the candidate at position `pos` of `pkg` (or of the
+/// root).
+#[derive(Clone, Copy)]
+struct ReqLoc {
+    pkg: Pkg,
+    pos: u32,
+    k: u32,
+}
+
+/// A requirement seen on a package with many versions, with the candidates it matches.
+struct KnownReq {
+    next: u32,
+    /// Hash of the `VersionReq`, compared before the requirement itself.
+    hash: u64,
+    loc: ReqLoc,
+    set: IndexSet,
+}
+
+/// Why a candidate cannot be used although it exists (PubGrub's custom incompatibilities).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unavailable {
+    /// The version lists its own package as a dependency.
+    DependsOnItself,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::DependsOnItself => f.write_str("depends on itself"),
+        }
+    }
+}
+
+/// The dependencies of one candidate, in PubGrub's terms.
+pub(crate) enum CandidateDeps {
+    Available(Vec<(Pkg, IndexSet)>),
+    Unavailable(Unavailable),
+}
+
+pub(crate) struct Catalog<'a> {
+    source: &'a dyn VersionSource,
+    pub(crate) request: &'a ResolveRequest,
+    /// Hash of a package id → the first package with that hash (see [`Entry::next_same_hash`]).
+    ids: Map<u64, u32>,
+    entries: Vec<Entry>,
+    slots: Vec<Slot>,
+    known: Vec<KnownReq>,
+    /// Shared by every package not loaded yet.
+    no_candidates: Arc<[Candidate]>,
+    /// For each candidate whose dependencies PubGrub asked for: where the interned package of each of
+    /// its requirements is in `dep_arena`.
+    dep_pkgs: Map<(Pkg, u32), (u32, u32)>,
+    dep_arena: Vec<Pkg>,
+    /// The lock: one version per package, plus any further ones (a lockfile may name a package twice).
+    locked: Map<&'a PackageId, &'a Version>,
+    locked_extra: Vec<(&'a PackageId, &'a Version)>,
+    /// Normalized names being updated (for [`UpdatePolicy::Only`]).
+    unlocked: Vec<String>,
+}
+
+/// A read-only view of one package.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'c> {
+    entry: &'c Entry,
+    slots: &'c [Slot],
+}
+
+impl<'c> View<'c> {
+    /// The number of candidates.
+    pub(crate) fn len(&self) -> u32 {
+        self.entry.slots_len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entry.slots_len == 0
+    }
+
+    fn candidate(&self, i: u32) -> &'c Candidate {
+        &self.entry.candidates[self.slots[i as usize].pos as usize]
+    }
+
+    pub(crate) fn version(&self, i: u32) -> &'c Version {
+        &self.candidate(i).version
+    }
+
+    pub(crate) fn is_yanked(&self, i: u32) -> bool {
+        self.candidate(i).yanked
+    }
+
+    pub(crate) fn choosable(&self, i: u32) -> bool {
+        self.slots[i as usize].choosable
+    }
+
+    pub(crate) fn deps(&self, i: u32) -> &'c [Requirement] {
+        &self.candidate(i).deps
+    }
+
+    /// The requirements of candidate `i` on `dep`.
+    pub(crate) fn deps_on<'d>(&self, i: u32, dep: &'d PackageId) -> impl Iterator<Item = &'c Requirement> + 'd
+    where
+        'c: 'd,
+    {
+        self.deps(i).iter().filter(move |r| r.pkg == *dep)
+    }
+}
+
+impl<'a> Catalog<'a> {
+    pub(crate) fn new(request: &'a ResolveRequest, source: &'a dyn VersionSource) -> Self {
+        let mut locked: Map<&PackageId, &Version> = Map::default();
+        let mut locked_extra = Vec::new();
+        for (id, v) in &request.locked {
+            if let Some(first) = locked.insert(id, v) {
+                locked_extra.push((id, first));
+            }
+        }
+        let unlocked = match &request.update {
+            UpdatePolicy::Only(names) => names.iter().map(|n| n.normalized()).collect(),
+            _ => Vec::new(),
+        };
+        let mut cat = Catalog {
+            source,
+            request,
+            ids: Map::default(),
+            entries: Vec::new(),
+            slots: vec![Slot { pos: 0, choosable: true }],
+            known: Vec::new(),
+            no_candidates: Arc::from(Vec::new()),
+            dep_pkgs: Map::default(),
+            dep_arena: Vec::new(),
+            locked,
+            locked_extra,
+            unlocked,
+        };
+        let root = Candidate { version: request.root_version.clone(), yanked: false, deps: request.deps.clone() };
+        cat.entries.push(Entry {
+            loaded: true,
+            candidates: Arc::from(vec![root]),
+            slots_start: 0,
+            slots_len: 1,
+            ..Entry::new(None, Arc::clone(&cat.no_candidates))
+        });
+        cat
+    }
+
+    /// The number of packages seen, the root included.
+    pub(crate) fn len(&self) -> u32 {
+        self.entries.len() as u32
+    }
+
+    pub(crate) fn entry(&self, pkg: Pkg) -> View<'_> {
+        let entry = &self.entries[pkg.0 as usize];
+        let start = entry.slots_start as usize;
+        View { entry, slots: &self.slots[start..start + entry.slots_len as usize] }
+    }
+
+    /// The package's id, `None` for the root.
+    pub(crate) fn id(&self, pkg: Pkg) -> Option<&PackageId> {
+        self.entries[pkg.0 as usize].id.as_ref()
+    }
+
+    /// How the package is named in messages.
+    pub(crate) fn name(&self, pkg: Pkg) -> String {
+        match self.id(pkg) {
+            Some(id) => id.to_string(),
+            None => self.request.root.to_string(),
+        }
+    }
+
+    /// The version of candidate `v` of `pkg`.
+    pub(crate) fn version(&self, pkg: Pkg, v: u32) -> &Version {
+        self.entry(pkg).version(v)
+    }
+
+    fn requirement(&self, loc: ReqLoc) -> &Requirement {
+        &self.entries[loc.pkg.0 as usize].candidates[loc.pos as usize].deps[loc.k as usize]
+    }
+
+    /// The interned package for `id`, if it was seen.
+    pub(crate) fn lookup(&self, id: &PackageId) -> Option<Pkg> {
+        let mut at = *self.ids.get(&self.ids.hasher().hash_one(id))?;
+        while at != NONE {
+            let e = &self.entries[at as usize];
+            if e.id.as_ref() == Some(id) {
+                return Some(Pkg(at));
+            }
+            at = e.next_same_hash;
+        }
+        None
+    }
+
+    pub(crate) fn intern(&mut self, id: &PackageId) -> Pkg {
+        let hash = self.ids.hasher().hash_one(id);
+        let mut at = self.ids.get(&hash).copied().unwrap_or(NONE);
+        let mut last = NONE;
+        while at != NONE {
+            let e = &self.entries[at as usize];
+            if e.id.as_ref() == Some(id) {
+                return Pkg(at);
+            }
+            last = at;
+            at = e.next_same_hash;
+        }
+        let p = self.len();
+        self.entries.push(Entry::new(Some(id.clone()), Arc::clone(&self.no_candidates)));
+        match last {
+            NONE => {
+                self.ids.insert(hash, p);
+            }
+            l => self.entries[l as usize].next_same_hash = p,
+        }
+        Pkg(p)
+    }
+
+    fn is_unlocked(&self, id: &PackageId) -> bool {
+        match &self.request.update {
+            UpdatePolicy::Nothing => false,
+            UpdatePolicy::All => true,
+            UpdatePolicy::Only(_) => self.unlocked.contains(&id.name.normalized()),
+        }
+    }
+
+    /// Asks the source for the package's candidates, once.
+    pub(crate) fn load(&mut self, pkg: Pkg) -> Result<(), (PackageId, SourceError)> {
+        let entry = &self.entries[pkg.0 as usize];
+        if entry.loaded {
+            return Ok(());
+        }
+        let Some(id) = &entry.id else { return Ok(()) };
+        let candidates = self.source.versions(id).map_err(|e| (id.clone(), e))?;
+        let locked = match self.locked.is_empty() {
+            true => None,
+            false => self.locked.get(id).copied().filter(|_| !self.is_unlocked(id)),
+        };
+        let extra = &self.locked_extra;
+        let is_locked = |v: &Version| {
+            locked.is_some_and(|l| l == v || (!extra.is_empty() && extra.iter().any(|(i, x)| *i == id && *x == v)))
+        };
+        let start = self.slots.len();
+        let n = u32::try_from(candidates.len()).unwrap_or(NONE - 1);
+        let at = |s: &Slot| &candidates[s.pos as usize].version;
+        self.slots.extend((0..n).map(|pos| Slot { pos, choosable: true }));
+        let slots = &mut self.slots[start..];
+        if !slots.is_sorted_by(|a, b| at(a) < at(b)) {
+            slots.sort_by(|a, b| at(a).cmp(at(b)));
+        }
+        let mut preferred = None;
+        for (i, s) in slots.iter_mut().enumerate() {
+            let c = &candidates[s.pos as usize];
+            let locked_here = is_locked(&c.version);
+            if locked_here {
+                preferred = u32::try_from(i).ok();
+            }
+            s.choosable = !c.yanked || locked_here;
+        }
+        // A version listed twice counts once.
+        let mut len = slots.len();
+        if slots.windows(2).any(|w| at(&w[0]) == at(&w[1])) {
+            let mut kept: Vec<Slot> = slots.to_vec();
+            kept.dedup_by(|a, b| at(a) == at(b));
+            len = kept.len();
+            slots[..len].copy_from_slice(&kept);
+            preferred = kept.iter().rposition(|s| is_locked(at(s))).and_then(|i| u32::try_from(i).ok());
+            self.slots.truncate(start + len);
+        }
+        let entry = &mut self.entries[pkg.0 as usize];
+        entry.loaded = true;
+        entry.candidates = candidates;
+        entry.slots_start = u32::try_from(start).unwrap_or(NONE);
+        entry.slots_len = u32::try_from(len).unwrap_or(NONE);
+        entry.preferred = preferred;
+        Ok(())
+    }
+
+    /// The candidates of `pkg` that the requirement stored at `loc` matches.
+    ///
+    /// Matching is cached per package and requirement for packages with many versions. For the rest,
+    /// matching again (a few comparisons over candidates that sit together in memory) is measurably
+    /// cheaper than any lookup, so nothing is stored.
+    fn req_set_at(&mut self, pkg: Pkg, loc: ReqLoc) -> IndexSet {
+        let req = &self.requirement(loc).req;
+        if self.entries[pkg.0 as usize].slots_len <= CACHE_ABOVE {
+            return matching(self.entry(pkg), req);
+        }
+        let hash = self.ids.hasher().hash_one(req);
+        let mut at = self.entries[pkg.0 as usize].known_head;
+        while let Some(k) = self.known.get(at as usize) {
+            if k.hash == hash && self.requirement(k.loc).req == *req {
+                return k.set.clone();
+            }
+            at = k.next;
+        }
+        let set = matching(self.entry(pkg), req);
+        let new = self.known.len() as u32;
+        self.known.push(KnownReq { next: NONE, hash, loc, set: set.clone() });
+        let entry = &mut self.entries[pkg.0 as usize];
+        match entry.known_tail {
+            NONE => entry.known_head = new,
+            t => self.known[t as usize].next = new,
+        }
+        self.entries[pkg.0 as usize].known_tail = new;
+        set
+    }
+
+    /// Loads the packages the root depends on; returns the first one with no version at all.
+    pub(crate) fn load_root_deps(&mut self) -> Result<Option<PackageId>, (PackageId, SourceError)> {
+        let n = self.request.deps.len() as u32;
+        for k in 0..n {
+            let id = &self.request.deps[k as usize].pkg;
+            let p = self.intern(id);
+            self.load(p)?;
+            if self.entry(p).is_empty() {
+                return Ok(Some(id.clone()));
+            }
+            self.req_set_at(p, ReqLoc { pkg: ROOT, pos: 0, k });
+        }
+        Ok(None)
+    }
+
+    /// The dependencies of candidate `v` of `pkg`, loading every package they name.
+    pub(crate) fn dependencies(&mut self, pkg: Pkg, v: u32) -> Result<CandidateDeps, (PackageId, SourceError)> {
+        let view = self.entry(pkg);
+        if v >= view.len() {
+            return Ok(CandidateDeps::Available(Vec::new()));
+        }
+        // A cheap handle on the candidate list frees `self` for loading the dependencies.
+        let pos = view.slots[v as usize].pos;
+        let candidates = Arc::clone(&view.entry.candidates);
+        let reqs = &candidates[pos as usize].deps;
+        let mut out: Vec<(Pkg, IndexSet)> = Vec::with_capacity(reqs.len());
+        let arena_start = self.dep_arena.len() as u32;
+        for (k, r) in reqs.iter().enumerate() {
+            let dep = self.intern(&r.pkg);
+            if dep == pkg {
+                self.dep_arena.truncate(arena_start as usize);
+                return Ok(CandidateDeps::Unavailable(Unavailable::DependsOnItself));
+            }
+            self.dep_arena.push(dep);
+            self.load(dep)?;
+            let set = self.req_set_at(dep, ReqLoc { pkg, pos, k: k as u32 });
+            // Two requirements on one package (not allowed in manifests) both apply.
+            match out.iter_mut().find(|(p, _)| *p == dep) {
+                Some((_, s)) => *s = s.intersection(&set),
+                None => out.push((dep, set)),
+            }
+        }
+        let span = (arena_start, reqs.len() as u32);
+        let entry = &mut self.entries[pkg.0 as usize];
+        if entry.first_deps.0 == NONE {
+            entry.first_deps = (v, span.0, span.1);
+        } else {
+            self.dep_pkgs.insert((pkg, v), span);
+        }
+        Ok(CandidateDeps::Available(out))
+    }
+
+    /// The interned packages of candidate `v`'s requirements, in order, once PubGrub asked for its
+    /// dependencies.
+    pub(crate) fn dep_pkgs(&self, pkg: Pkg, v: u32) -> &[Pkg] {
+        let (first, start, len) = self.entries[pkg.0 as usize].first_deps;
+        let span = if first == v { Some((start, len)) } else { self.dep_pkgs.get(&(pkg, v)).copied() };
+        match span {
+            Some((start, len)) => &self.dep_arena[start as usize..(start + len) as usize],
+            None => &[],
+        }
+    }
+
+    /// The version to try for `pkg` within `range`: the locked one when allowed, else the highest
+    /// choosable one.
+    pub(crate) fn choose(&self, pkg: Pkg, range: &IndexSet) -> Option<u32> {
+        let view = self.entry(pkg);
+        if let Some(p) = view.entry.preferred
+            && range.contains(&p)
+        {
+            return Some(p);
+        }
+        range.members_below(view.len()).rev().find(|&i| view.slots[i as usize].choosable)
+    }
+
+    /// How many choosable candidates of `pkg` lie in `range`.
+    pub(crate) fn count_choosable(&self, pkg: Pkg, range: &IndexSet) -> u32 {
+        let view = self.entry(pkg);
+        let mut count = 0;
+        for i in range.members_below(view.len()) {
+            count += u32::from(view.slots[i as usize].choosable);
+        }
+        count
+    }
+
+    /// The source's known names in `registry`.
+    pub(crate) fn known_names(&self, registry: Option<&str>) -> Vec<ebpkg_spec::PackageName> {
+        self.source.known_names(registry)
+    }
+}
+
+impl Entry {
+    fn new(id: Option<PackageId>, candidates: Arc<[Candidate]>) -> Self {
+        Entry {
+            id,
+            next_same_hash: NONE,
+            loaded: false,
+            candidates,
+            slots_start: 0,
+            slots_len: 0,
+            preferred: None,
+            known_head: NONE,
+            known_tail: NONE,
+            first_deps: (NONE, 0, 0),
+        }
+    }
+}
+
+/// The candidates of `view`'s package that `req` matches, without caching.
+pub(crate) fn matching(view: View<'_>, req: &VersionReq) -> IndexSet {
+    IndexSet::from_predicate(view.len(), |i| req.matches(view.version(i)))
+}

@@ -1,0 +1,86 @@
+//! Why a resolution failed.
+
+use std::fmt;
+
+use ebpkg_spec::PackageName;
+
+use crate::model::{PackageId, SourceError};
+
+/// A failed resolution.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// No choice of versions satisfies every requirement; the explanation says why, step by step.
+    #[error("{0}")]
+    NoSolution(Explanation),
+
+    /// The version source failed while reading `pkg`.
+    #[error("could not read the versions of {pkg}: {source}")]
+    Source {
+        /// The package being read.
+        pkg: PackageId,
+        /// The source's error.
+        #[source]
+        source: SourceError,
+    },
+
+    /// The root depends on a package that has no published version at all.
+    #[error("{}", unknown_package_message(.required_by, .pkg, .suggestions))]
+    UnknownPackage {
+        /// The missing package.
+        pkg: PackageId,
+        /// The project that depends on it.
+        required_by: PackageName,
+        /// Existing names close to the missing one, closest first (empty when the source cannot list
+        /// names, see [`crate::VersionSource::known_names`]).
+        suggestions: Vec<PackageName>,
+    },
+}
+
+fn unknown_package_message(required_by: &PackageName, pkg: &PackageId, suggestions: &[PackageName]) -> String {
+    let registry = match &pkg.registry {
+        None => "the default registry".to_owned(),
+        Some(url) => format!("registry {url}"),
+    };
+    let mut msg = format!("{required_by} depends on `{}`, which is not in {registry}", pkg.name);
+    if !suggestions.is_empty() {
+        let names: Vec<String> = suggestions.iter().map(|n| format!("`{n}`")).collect();
+        msg.push_str(&format!("; did you mean {}?", crate::explain::or_list(&names)));
+    }
+    msg
+}
+
+/// A derivation a person can follow, from requirements as written and real version numbers to the
+/// conclusion that they cannot all hold, followed by fixes to try.
+///
+/// `Display` writes the heading, the numbered steps and the `help:` lines:
+///
+/// ```text
+/// cannot find versions for the dependencies of app:
+///   1. Because app depends on meter ^2 and ddos 1.4.0 depends on meter ^1, app cannot use ddos 1.4.0.
+///   2. And because app depends on ddos ^1.4, no versions satisfy app's requirements.
+/// help: …
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    /// The project being resolved.
+    pub root: String,
+    /// The derivation, one sentence per step; step `k` (1-based) may refer back to earlier steps as
+    /// "(step j)".
+    pub steps: Vec<String>,
+    /// Fixes to try, each one sentence.
+    pub help: Vec<String>,
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot find versions for the dependencies of {}:", self.root)?;
+        let width = self.steps.len().to_string().len();
+        for (i, step) in self.steps.iter().enumerate() {
+            write!(f, "\n  {:>width$}. {step}", i + 1)?;
+        }
+        for h in &self.help {
+            write!(f, "\nhelp: {h}")?;
+        }
+        Ok(())
+    }
+}

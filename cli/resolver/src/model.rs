@@ -1,0 +1,223 @@
+//! What the resolver is given and what it returns, independent of where versions come from.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use ebpkg_spec::PackageName;
+use semver::{Version, VersionReq};
+
+/// A package in one registry. The same name in two registries is two different packages.
+///
+/// Names compare in their normalized form (SPEC §2.1: `my-pkg` and `My_Pkg` are the same package), so
+/// `Eq`, `Ord` and `Hash` ignore case and `-`/`_`; the spelling is kept for display. Registry URLs are
+/// compared exactly as given: callers pass them in one canonical form.
+#[derive(Debug, Clone)]
+pub struct PackageId {
+    /// The package name, as first spelled.
+    pub name: PackageName,
+    /// URL of the registry; `None` is the default registry.
+    pub registry: Option<String>,
+}
+
+impl PackageId {
+    /// `name` in the default registry.
+    pub fn new(name: PackageName) -> Self {
+        PackageId { name, registry: None }
+    }
+
+    /// `name` in the registry at `registry` (`None`: the default registry).
+    pub fn in_registry(name: PackageName, registry: Option<String>) -> Self {
+        PackageId { name, registry }
+    }
+
+    /// The first 8 bytes of the normalized name as a big-endian number: ordering by it agrees with
+    /// [`Ord`] whenever the prefixes differ.
+    pub(crate) fn sort_prefix(&self) -> u64 {
+        let mut prefix = 0u64;
+        for (k, b) in self.key().take(8).enumerate() {
+            prefix |= u64::from(b) << (56 - 8 * k);
+        }
+        prefix
+    }
+
+    fn key(&self) -> impl Iterator<Item = u8> + '_ {
+        self.name.as_str().bytes().map(normalize_byte)
+    }
+}
+
+/// The normalized form of one name byte: lowercase, `-` as `_` (SPEC §2.1).
+#[inline]
+fn normalize_byte(b: u8) -> u8 {
+    if b == b'-' { b'_' } else { b.to_ascii_lowercase() }
+}
+
+impl PartialEq for PackageId {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.name.as_str().as_bytes(), other.name.as_str().as_bytes());
+        // One pass over both names, no call: these comparisons are the resolver's hottest path.
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(&x, &y)| x == y || normalize_byte(x) == normalize_byte(y))
+            && self.registry == other.registry
+    }
+}
+
+impl Eq for PackageId {}
+
+impl Hash for PackageId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Names are at most 64 ASCII characters: normalize on the stack and hash in one write.
+        let name = self.name.as_str().as_bytes();
+        let mut buf = [0u8; 64];
+        for chunk in name.chunks(64) {
+            for (d, &s) in buf.iter_mut().zip(chunk) {
+                *d = normalize_byte(s);
+            }
+            state.write(&buf[..chunk.len()]);
+        }
+        state.write_u8(0xff);
+        self.registry.hash(state);
+    }
+}
+
+impl Ord for PackageId {
+    /// By normalized name, then registry (the default registry first).
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(other.key()).then_with(|| self.registry.cmp(&other.registry))
+    }
+}
+
+impl PartialOrd for PackageId {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for PackageId {
+    /// `name`, or `name (registry URL)` outside the default registry.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.registry {
+            None => write!(f, "{}", self.name),
+            Some(url) => write!(f, "{} ({url})", self.name),
+        }
+    }
+}
+
+/// A requirement on another package, as a manifest or an index line states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// The package required.
+    pub pkg: PackageId,
+    /// The versions accepted (cargo semantics, see [`VersionReq::matches`]).
+    pub req: VersionReq,
+    /// The requirement as written (`"^1.2"`, `"1.2"`), quoted back in explanations.
+    pub req_text: String,
+}
+
+impl Requirement {
+    /// A requirement whose text is `req`'s canonical display form.
+    pub fn new(pkg: PackageId, req: VersionReq) -> Self {
+        let req_text = req.to_string();
+        Requirement { pkg, req, req_text }
+    }
+
+    /// Parses `text` with cargo's requirement syntax and keeps it as written.
+    pub fn parse(pkg: PackageId, text: &str) -> Result<Self, semver::Error> {
+        Ok(Requirement { pkg, req: VersionReq::parse(text)?, req_text: text.trim().to_owned() })
+    }
+}
+
+/// One published version of a package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The version.
+    pub version: Version,
+    /// Yanked versions are never chosen by a new resolution, only kept when locked.
+    pub yanked: bool,
+    /// What this version depends on.
+    pub deps: Vec<Requirement>,
+}
+
+/// The error a [`VersionSource`] reports; the resolver passes it on in [`crate::ResolveError::Source`].
+pub type SourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Where candidates come from (in the CLI: registry index files; in tests: a map).
+///
+/// The resolver asks for each package at most once per resolution.
+pub trait VersionSource {
+    /// Every published version of `pkg`, yanked ones included, in any order (a version listed twice
+    /// counts once). An empty list means the package does not exist in that registry.
+    ///
+    /// The list is shared, not copied: a source that keeps parsed candidates in memory hands out its
+    /// `Arc`; one that builds them on demand returns `vec.into()`.
+    fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError>;
+
+    /// The package names `registry` (`None`: the default one) is known to hold, used only to suggest
+    /// a name when a required package does not exist. Sources that cannot list names keep the default.
+    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+        let _ = registry;
+        Vec::new()
+    }
+}
+
+/// Which locked versions a resolution may move away from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum UpdatePolicy {
+    /// Keep every locked version that still satisfies the requirements.
+    #[default]
+    Nothing,
+    /// Ignore the lock: choose the newest versions allowed.
+    All,
+    /// Unlock these packages (by name, in any registry); keep every other locked version unless the new
+    /// choices leave no other way, like `cargo update -p`.
+    Only(BTreeSet<PackageName>),
+}
+
+/// One resolution to perform.
+#[derive(Debug, Clone)]
+pub struct ResolveRequest {
+    /// The project being resolved (not looked up in any registry).
+    pub root: PackageName,
+    /// Its version, as in its manifest.
+    pub root_version: Version,
+    /// Its dependencies.
+    pub deps: Vec<Requirement>,
+    /// The previous lockfile's choices: preferred, and kept usable even when yanked.
+    pub locked: Vec<(PackageId, Version)>,
+    /// Which locked choices may change.
+    pub update: UpdatePolicy,
+}
+
+impl ResolveRequest {
+    /// A request with no lock.
+    pub fn new(root: PackageName, root_version: Version, deps: Vec<Requirement>) -> Self {
+        ResolveRequest { root, root_version, deps, locked: Vec::new(), update: UpdatePolicy::Nothing }
+    }
+}
+
+/// The version chosen for one package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPackage {
+    /// The chosen version.
+    pub version: Version,
+    /// Its dependencies with the versions chosen for them, sorted by package.
+    pub deps: Vec<(PackageId, Version)>,
+}
+
+/// A successful resolution: exactly one version per package, every requirement satisfied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolution {
+    /// Every package needed, transitively, except the root; sorted by package.
+    pub packages: BTreeMap<PackageId, ResolvedPackage>,
+    /// The root's own dependencies with the versions chosen for them, sorted by package.
+    pub root_deps: Vec<(PackageId, Version)>,
+}
+
+impl Resolution {
+    /// The version chosen for `pkg`, if it is part of the resolution.
+    pub fn version(&self, pkg: &PackageId) -> Option<&Version> {
+        self.packages.get(pkg).map(|p| &p.version)
+    }
+}

@@ -1,0 +1,81 @@
+//! A small in-memory registry for tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use ebpkg_resolver::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, VersionSource};
+use ebpkg_spec::PackageName;
+use semver::Version;
+
+pub fn name(s: &str) -> PackageName {
+    PackageName::new(s).unwrap()
+}
+
+/// `"meter"` in the default registry, or `"meter@https://r.example"` in another one.
+pub fn id(s: &str) -> PackageId {
+    match s.split_once('@') {
+        Some((n, reg)) => PackageId::in_registry(name(n), Some(reg.to_owned())),
+        None => PackageId::new(name(s)),
+    }
+}
+
+pub fn v(s: &str) -> Version {
+    Version::parse(s).unwrap()
+}
+
+pub fn req(pkg: &str, text: &str) -> Requirement {
+    Requirement::parse(id(pkg), text).unwrap()
+}
+
+/// A request from project `app` 0.1.0.
+pub fn request(deps: &[(&str, &str)]) -> ResolveRequest {
+    ResolveRequest::new(name("app"), v("0.1.0"), deps.iter().map(|(p, r)| req(p, r)).collect())
+}
+
+#[derive(Default)]
+pub struct Registry {
+    pub packages: BTreeMap<PackageId, Vec<Candidate>>,
+    pub fetches: RefCell<HashMap<PackageId, usize>>,
+    pub list_names: bool,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Publishes `pkg` `version` depending on `deps` (`(package, requirement)`).
+    pub fn add(&mut self, pkg: &str, version: &str, deps: &[(&str, &str)]) -> &mut Self {
+        self.publish(pkg, version, deps, false)
+    }
+
+    pub fn add_yanked(&mut self, pkg: &str, version: &str, deps: &[(&str, &str)]) -> &mut Self {
+        self.publish(pkg, version, deps, true)
+    }
+
+    fn publish(&mut self, pkg: &str, version: &str, deps: &[(&str, &str)], yanked: bool) -> &mut Self {
+        let deps = deps.iter().map(|(p, r)| req(p, r)).collect();
+        self.packages.entry(id(pkg)).or_default().push(Candidate { version: v(version), yanked, deps });
+        self
+    }
+
+    pub fn fetch_count(&self, pkg: &str) -> usize {
+        self.fetches.borrow().get(&id(pkg)).copied().unwrap_or(0)
+    }
+}
+
+impl VersionSource for Registry {
+    fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError> {
+        *self.fetches.borrow_mut().entry(pkg.clone()).or_default() += 1;
+        Ok(self.packages.get(pkg).cloned().unwrap_or_default().into())
+    }
+
+    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+        if !self.list_names {
+            return Vec::new();
+        }
+        self.packages.keys().filter(|k| k.registry.as_deref() == registry).map(|k| k.name.clone()).collect()
+    }
+}

@@ -1,0 +1,250 @@
+//! The local download cache: archives by digest, and their unpacked trees.
+//!
+//! ```text
+//! <root>/archives/<2 hex>/<64 hex>.tar.gz        downloaded archives, named by their SHA-256
+//! <root>/src/<name>-<version>-<first 16 hex>/    unpacked packages (the directory holding ebpkg.toml)
+//! ```
+//!
+//! Nothing enters the cache unverified: an archive is stored only after its digest
+//! matched the one the caller trusts, and a cached archive is hashed again before
+//! every use. Both kinds of entry appear atomically (rename), so an entry that exists
+//! is complete, and several processes can fill one cache at once.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use ebpkg_archive::{Limits, UnpackError};
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::{LockedPackage, PackageName};
+use semver::Version;
+
+use crate::atomic::write_atomic;
+use crate::content::{self, ARCHIVES_DIR};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file_registry::describe_versions;
+use crate::registry::Registry;
+
+const SOURCES_DIR: &str = "src";
+
+/// A download cache rooted at a directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+/// What [`Cache::clean`] removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanScope {
+    /// Archives and unpacked packages.
+    All,
+    /// Downloaded archives only.
+    Archives,
+    /// Unpacked packages only; they are unpacked again from the archives when needed.
+    Sources,
+}
+
+/// What [`Cache::clean`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanReport {
+    /// Regular files (and symbolic links) removed.
+    pub files: u64,
+    /// Bytes those files held.
+    pub bytes: u64,
+}
+
+impl Cache {
+    /// A cache in `root`, created on first write.
+    pub fn new(root: impl Into<PathBuf>) -> Cache {
+        Cache { root: root.into() }
+    }
+
+    /// The conventional cache directory: `$EBPKG_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/ebpkg`, else `~/.cache/ebpkg`; `None` when none of these
+    /// variables is set.
+    pub fn default_root() -> Option<PathBuf> {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(dir) = var("EBPKG_CACHE_DIR") {
+            return Some(dir);
+        }
+        // The XDG spec says to ignore a relative value.
+        if let Some(dir) = var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
+            return Some(dir.join("ebpkg"));
+        }
+        var("HOME").map(|home| home.join(".cache").join("ebpkg"))
+    }
+
+    /// The cache's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the archive with this digest is (or would be) cached.
+    pub fn archive_path(&self, digest: &Sha256Digest) -> PathBuf {
+        content::archive_path(&self.root, digest)
+    }
+
+    /// Where the package with this archive digest is (or would be) unpacked. The name
+    /// and version are for people browsing the cache; the digest prefix tells apart
+    /// two archives of one version from two registries.
+    pub fn source_dir(&self, name: &PackageName, version: &Version, digest: &Sha256Digest) -> PathBuf {
+        let hex = digest.to_hex();
+        self.root.join(SOURCES_DIR).join(format!("{name}-{version}-{}", &hex[..16]))
+    }
+
+    /// The path of the cached archive of `name` `version`, downloading it from
+    /// `registry` when it is not cached (or the cached copy no longer hashes to
+    /// `expected`, in which case that copy is deleted).
+    ///
+    /// `expected` is the digest the caller trusts: the lockfile's checksum when there
+    /// is a lockfile, else the registry index's. A download that does not match it is
+    /// refused before anything is stored ([`ErrorKind::ChecksumMismatch`]). With `offline`,
+    /// only local (`file://`) registries are read.
+    pub fn fetch(
+        &self,
+        registry: &dyn Registry,
+        name: &PackageName,
+        version: &Version,
+        expected: &Sha256Digest,
+        offline: bool,
+    ) -> Result<PathBuf> {
+        let path = self.archive_path(expected);
+        if content::holds(&path, expected)? {
+            tracing::debug!(package = %name, %version, path = %path.display(), "archive cache hit");
+            return Ok(path);
+        }
+        if path.exists() {
+            tracing::warn!(package = %name, %version, path = %path.display(), "cached archive is corrupted; fetching it again");
+            content::remove_if_present(&path)?;
+        }
+        if offline && !registry.url().is_local() {
+            return Err(ErrorKind::Offline {
+                package: name.clone(),
+                version: version.clone(),
+                registry: registry.url().clone(),
+            }
+            .into());
+        }
+        let entries = registry
+            .index(name)?
+            .ok_or_else(|| ErrorKind::NoSuchPackage { name: name.clone(), url: registry.url().clone() })?;
+        let entry = entries.iter().find(|e| e.vers == *version).ok_or_else(|| ErrorKind::NoSuchVersion {
+            name: name.clone(),
+            version: version.clone(),
+            url: registry.url().clone(),
+            available: describe_versions(&entries),
+        })?;
+        let bytes = registry.download(entry)?;
+        let actual = ebpkg_archive::sha256(&bytes);
+        if actual != *expected {
+            return Err(ErrorKind::ChecksumMismatch {
+                package: name.clone(),
+                version: version.clone(),
+                expected: *expected,
+                actual,
+                registry: registry.url().clone(),
+            }
+            .into());
+        }
+        write_atomic(&path, &bytes)?;
+        tracing::debug!(package = %name, %version, registry = %registry.url(), bytes = bytes.len(), "archive downloaded");
+        Ok(path)
+    }
+
+    /// The package root of `name` `version` unpacked from `archive` (which must hash to
+    /// `digest`), unpacking it on first use. Concurrent callers may race to unpack the
+    /// same package; the first to finish wins and the others use its tree.
+    pub fn unpack(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        digest: &Sha256Digest,
+        archive: &Path,
+    ) -> Result<PathBuf> {
+        let dest = self.source_dir(name, version, digest);
+        // Trees appear by rename, complete: existing means usable.
+        if dest.is_dir() {
+            return Ok(dest);
+        }
+        let parent = self.root.join(SOURCES_DIR);
+        fs::create_dir_all(&parent).map_err(Error::io("create directory", &parent))?;
+        let bytes = fs::read(archive).map_err(Error::io("read", archive))?;
+        match ebpkg_archive::unpack(&bytes, digest, name, version, &dest, &Limits::default()) {
+            Ok(unpacked) => Ok(unpacked.root),
+            Err(UnpackError::DestinationExists { .. }) => Ok(dest),
+            Err(source) => {
+                if matches!(source, UnpackError::DigestMismatch { .. }) && archive == self.archive_path(digest) {
+                    // Corrupted since it was fetched: drop it so the next fetch downloads it again.
+                    content::remove_if_present(archive)?;
+                }
+                Err(ErrorKind::Unpack {
+                    package: name.clone(),
+                    version: version.clone(),
+                    archive: archive.to_owned(),
+                    source,
+                }
+                .into())
+            }
+        }
+    }
+
+    /// Deletes cached archives, unpacked packages or both. Run it when no `ebpkg`
+    /// command is using the cache: a package being installed may be unpacked here.
+    pub fn clean(&self, scope: CleanScope) -> Result<CleanReport> {
+        let dirs: &[&str] = match scope {
+            CleanScope::All => &[ARCHIVES_DIR, SOURCES_DIR],
+            CleanScope::Archives => &[ARCHIVES_DIR],
+            CleanScope::Sources => &[SOURCES_DIR],
+        };
+        let mut report = CleanReport::default();
+        for dir in dirs {
+            let dir = self.root.join(dir);
+            measure(&dir, &mut report)?;
+            match fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(ErrorKind::Io { action: "remove", path: dir, source: e }.into()),
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Adds up the files under `dir` without following symbolic links.
+fn measure(dir: &Path, report: &mut CleanReport) -> Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(ErrorKind::Io { action: "list", path: dir.to_owned(), source: e }.into()),
+    };
+    for entry in entries {
+        let entry = entry.map_err(Error::io("list", dir))?;
+        let meta = entry.metadata().map_err(Error::io("inspect", entry.path()))?;
+        if meta.is_dir() {
+            measure(&entry.path(), report)?;
+        } else {
+            report.files += 1;
+            report.bytes += meta.len();
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a registry's index still pins the archive a lockfile locked: `entry` is
+/// the registry's current line for `locked`'s package and version. A difference means
+/// the version was republished or the index was altered, and installing would not give
+/// the locked bytes.
+pub fn check_locked(entry: &IndexEntry, locked: &LockedPackage) -> Result<()> {
+    if entry.cksum == locked.checksum {
+        return Ok(());
+    }
+    Err(ErrorKind::LockDrift {
+        package: locked.name.clone(),
+        version: locked.version.clone(),
+        locked: locked.checksum,
+        index: entry.cksum,
+        registry: locked.source.clone(),
+    }
+    .into())
+}

@@ -1,0 +1,41 @@
+//! Content-addressed archive stores, as the file registry and the cache both keep them:
+//! `archives/<first 2 hex digits>/<64 hex digits>.tar.gz`.
+//!
+//! A file's name is its SHA-256, so a file is either complete and correct or detectably
+//! wrong; the two-digit directories keep any one directory small.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use ebpkg_spec::types::Sha256Digest;
+
+use crate::error::{ErrorKind, Result};
+
+/// The directory of archives under a registry or cache root.
+pub(crate) const ARCHIVES_DIR: &str = "archives";
+
+/// Where the archive with this digest lives under `root`.
+pub(crate) fn archive_path(root: &Path, digest: &Sha256Digest) -> PathBuf {
+    let hex = digest.to_hex();
+    root.join(ARCHIVES_DIR).join(&hex[..2]).join(format!("{hex}.tar.gz"))
+}
+
+/// Whether the file at `path` exists and hashes to `digest`. A missing file is
+/// `false`; a present but wrong one is `false` too (the caller replaces it).
+pub(crate) fn holds(path: &Path, digest: &Sha256Digest) -> Result<bool> {
+    match ebpkg_archive::sha256_file(path) {
+        Ok(actual) => Ok(actual == *digest),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(ErrorKind::Io { action: "read", path: path.to_owned(), source: e }.into()),
+    }
+}
+
+/// Removes a file that may already be gone.
+pub(crate) fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ErrorKind::Io { action: "remove", path: path.to_owned(), source: e }.into()),
+    }
+}

@@ -1,0 +1,216 @@
+//! What can go wrong getting packages, said so that a person knows what to do next.
+
+use std::io;
+use std::path::PathBuf;
+
+use ebpkg_archive::UnpackError;
+use ebpkg_spec::PackageName;
+use ebpkg_spec::types::Sha256Digest;
+use semver::Version;
+
+use crate::url::RegistryUrl;
+
+/// Results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a registry, cache or mirror operation failed. The message (`Display`) is for
+/// people; [`Error::kind`] tells programs which failure it was. (Boxed: the details
+/// are large, and errors travel through every `Result` of the crate.)
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error(Box<ErrorKind>);
+
+/// The failures of this crate, with their details.
+#[derive(Debug, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done, as a verb phrase: "read", "create directory", ….
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error(
+        "`{input}` is not a registry location: {reason}. Write a URL such as `https://registry.example.org/` \
+         or `file:///srv/ebpkg-registry/`, or the path of a registry directory"
+    )]
+    InvalidUrl { input: String, reason: String },
+
+    #[error(
+        "`{url}` uses the scheme `{scheme}:`, which ebpkg cannot fetch packages from; \
+         a registry is reached through `https://`, `http://` or `file://`"
+    )]
+    UnsupportedScheme { url: String, scheme: String },
+
+    #[error("{url}: {what}")]
+    Unsupported { url: RegistryUrl, what: String },
+
+    #[error(
+        "there is no ebpkg registry at {}: its config.json is missing. \
+         Check the registry URL, or publish a package there to create a registry",
+        path.display()
+    )]
+    NoRegistry { path: PathBuf },
+
+    #[error(
+        "{} is not empty and is not an ebpkg registry (it has no config.json); refusing to publish into it. \
+         Use an empty or new directory for a registry",
+        path.display()
+    )]
+    NotARegistry { path: PathBuf },
+
+    #[error("{}: {problem}", path.display())]
+    BadRegistryConfig { path: PathBuf, problem: String },
+
+    #[error(
+        "index file {} is corrupt: {problem}. The registry needs repair: restore the file from a backup \
+         (published lines never change except `yanked`)",
+        path.display()
+    )]
+    CorruptIndex { path: PathBuf, problem: String },
+
+    #[error("there is no package `{name}` in the registry {url}; check the name with `ebpkg search`")]
+    NoSuchPackage { name: PackageName, url: RegistryUrl },
+
+    #[error("{name}@{version} is not in the registry {url}; it has {available}")]
+    NoSuchVersion {
+        name: PackageName,
+        version: Version,
+        url: RegistryUrl,
+        /// The versions it does have, for the message.
+        available: String,
+    },
+
+    #[error(
+        "{name}@{version} is already published in {url}. Published versions never change, and yanking does not \
+         free a version: bump the version in ebpkg.toml and publish again"
+    )]
+    VersionExists { name: PackageName, version: Version, url: RegistryUrl },
+
+    #[error(
+        "cannot publish `{name}`: the registry {url} already has the package `{existing}`, and names that differ \
+         only in case or in `-` versus `_` are the same package. Publish as `{existing}` if it is yours, \
+         or choose another name"
+    )]
+    NameCollision { name: PackageName, existing: PackageName, url: RegistryUrl },
+
+    #[error(
+        "cannot publish {name}@{version}: {problem}. Pack the package again and publish exactly the archive \
+         and manifest that packing produced"
+    )]
+    ManifestMismatch { name: PackageName, version: Version, problem: String },
+
+    #[error("cannot publish {name}@{version}: its archive would be refused by everyone installing it: {source}")]
+    InvalidArchive {
+        name: PackageName,
+        version: Version,
+        #[source]
+        source: UnpackError,
+    },
+
+    #[error(
+        "cannot publish {name}@{version}: dependency `{dependency}` names the registry `{registry}`, \
+         which is not usable ({reason}); fix `registry` in its [dependencies] entry"
+    )]
+    BadDependencyRegistry {
+        name: PackageName,
+        version: Version,
+        dependency: PackageName,
+        registry: String,
+        reason: String,
+    },
+
+    #[error(
+        "the registry {url} lists {name}@{version}, but its archive {} is missing; the registry is damaged. \
+         Restore the archive from a backup or a mirror",
+        path.display()
+    )]
+    ArchiveMissing { name: PackageName, version: Version, url: RegistryUrl, path: PathBuf },
+
+    #[error(
+        "the archive of {package}@{version} from {registry} has sha256 {actual}, but {expected} is pinned \
+         (by ebpkg.lock, or by the registry's index when nothing is locked). The archive differs from the one \
+         that was locked: it may have been tampered with, or the version was republished. Nothing was stored. \
+         Report it to the registry's maintainers; only if you know why the content changed, run \
+         `ebpkg update {package}` to lock the new archive"
+    )]
+    ChecksumMismatch {
+        package: PackageName,
+        version: Version,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+        registry: RegistryUrl,
+    },
+
+    #[error(
+        "ebpkg.lock pins {package}@{version} to sha256 {locked}, but the registry {registry} now lists {index}. \
+         The version was republished or the registry's index was altered, so the archive would not be the one \
+         that was locked. Report it to the registry's maintainers; only if you know why it changed, run \
+         `ebpkg update {package}` to lock the new archive"
+    )]
+    LockDrift { package: PackageName, version: Version, locked: Sha256Digest, index: Sha256Digest, registry: String },
+
+    #[error(
+        "{package}@{version} is not in the cache, and offline mode forbids downloading it from {registry}. \
+         Run once without --offline (for example `ebpkg fetch`) to fill the cache"
+    )]
+    Offline { package: PackageName, version: Version, registry: RegistryUrl },
+
+    #[error("cannot unpack {package}@{version} from {}: {source}", archive.display())]
+    Unpack {
+        package: PackageName,
+        version: Version,
+        archive: PathBuf,
+        #[source]
+        source: UnpackError,
+    },
+
+    #[error(
+        "ebpkg.lock takes {package}@{version} from {registry}, but that registry no longer lists it. \
+         Mirror from a registry that still has it, or run `ebpkg update {package}` and mirror the new lockfile"
+    )]
+    LockedNotInRegistry { package: PackageName, version: Version, registry: RegistryUrl },
+
+    #[error(
+        "ebpkg.lock takes `{name}` from two registries, {first} and {second}; a mirror holds one package per name, \
+         so it cannot hold both. Mirror the lockfile's packages of each registry into its own directory"
+    )]
+    MirrorConflict { name: PackageName, first: RegistryUrl, second: RegistryUrl },
+
+    #[error(
+        "the registry {url} already holds {name}@{version} with sha256 {existing}, not {incoming}; \
+         it was filled from other content. Mirror into a new, empty directory"
+    )]
+    ImportDiffers {
+        name: PackageName,
+        version: Version,
+        url: RegistryUrl,
+        existing: Sha256Digest,
+        incoming: Sha256Digest,
+    },
+}
+
+impl Error {
+    /// Which failure this is.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    /// The failure's details, by value.
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
+    }
+
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
+        let path = path.into();
+        move |source| ErrorKind::Io { action, path, source }.into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error(Box::new(kind))
+    }
+}

@@ -1,0 +1,406 @@
+//! A registry that is a directory: on local disk, a network share, or a mirror copied
+//! to an air-gapped site.
+//!
+//! # Layout
+//!
+//! ```text
+//! <root>/config.json                       {"ebpkg-registry":1}: marks the directory as a registry
+//! <root>/index/<index_path(name)>          one JSON line per published version (SPEC.md §6)
+//! <root>/archives/<2 hex>/<64 hex>.tar.gz  archives, named by their SHA-256
+//! <root>/.lock                             taken (flock) by writers: publish, yank, import
+//! ```
+//!
+//! # Concurrency
+//!
+//! Writers (publish, yank, import) hold an exclusive lock on `<root>/.lock` for their
+//! checks and writes, so they run one at a time, across threads and processes. Readers
+//! take no lock and still never see a torn file: every file is written under a
+//! temporary name, flushed, and renamed over its final name, and an archive is in place
+//! before the index line that names it. A reader therefore sees an index file as it was
+//! before or after a write, and every archive an index line names exists.
+
+mod publish;
+mod search;
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use ebpkg_spec::index::{IndexEntry, parse_index_file};
+use ebpkg_spec::names::normalize;
+use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::{Manifest, PackageName, index_path};
+use semver::Version;
+use serde::Deserialize;
+
+pub use publish::Imported;
+
+use crate::atomic::TEMP_PREFIX;
+use crate::content;
+use crate::error::{Error, ErrorKind, Result};
+use crate::registry::{Registry, SearchHit};
+use crate::url::RegistryUrl;
+
+/// The file marking a directory as a registry.
+pub const CONFIG_FILE: &str = "config.json";
+/// The registry format this crate reads and writes (`{"ebpkg-registry":1}`).
+pub const REGISTRY_FORMAT: u32 = 1;
+const INDEX_DIR: &str = "index";
+const LOCK_FILE: &str = ".lock";
+/// Largest index file read. Lines are capped at 1 MiB each, and a package with more
+/// than a few thousand versions is not a package but an accident.
+const MAX_INDEX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A registry in a directory; see the module documentation for its layout.
+#[derive(Debug, Clone)]
+pub struct FileRegistry {
+    root: PathBuf,
+    url: RegistryUrl,
+}
+
+#[derive(Deserialize)]
+struct Config {
+    #[serde(rename = "ebpkg-registry")]
+    format: u32,
+}
+
+/// An exclusive hold on `<root>/.lock`, released when dropped (the file is closed).
+struct WriteLock {
+    _file: File,
+}
+
+impl FileRegistry {
+    /// The registry at a `file://` URL. The directory need not exist yet: publishing
+    /// creates it; reading a missing registry is an error then.
+    pub fn open(url: &RegistryUrl) -> Result<FileRegistry> {
+        let root = url.file_path().ok_or_else(|| ErrorKind::Unsupported {
+            url: url.clone(),
+            what: "not a file:// URL, so not a directory registry".into(),
+        })?;
+        Ok(FileRegistry { root, url: url.clone() })
+    }
+
+    /// The registry in directory `root` (absolute or relative to the current directory).
+    pub fn at(root: &Path) -> Result<FileRegistry> {
+        FileRegistry::open(&RegistryUrl::from_path(root)?)
+    }
+
+    /// The registry's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the archive with this digest is stored.
+    pub fn archive_path(&self, cksum: &Sha256Digest) -> PathBuf {
+        content::archive_path(&self.root, cksum)
+    }
+
+    fn index_dir(&self) -> PathBuf {
+        self.root.join(INDEX_DIR)
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.root.join(CONFIG_FILE)
+    }
+
+    /// Checks that the directory is a registry of a format this crate understands.
+    /// `Ok(false)`: there is no config.json.
+    fn read_config(&self) -> Result<bool> {
+        let path = self.config_path();
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(ErrorKind::Io { action: "read", path, source: e }.into()),
+        };
+        let bad = |problem: String| -> Error { ErrorKind::BadRegistryConfig { path: path.clone(), problem }.into() };
+        let config: Config = serde_json::from_slice(&bytes).map_err(|e| {
+            bad(format!(
+                "not an ebpkg registry configuration ({e}); a registry's config.json holds {{\"ebpkg-registry\":{REGISTRY_FORMAT}}}"
+            ))
+        })?;
+        match config.format {
+            REGISTRY_FORMAT => Ok(true),
+            n if n > REGISTRY_FORMAT => Err(bad(format!(
+                "the registry has format {n}, newer than this ebpkg understands ({REGISTRY_FORMAT}); upgrade ebpkg"
+            ))),
+            n => Err(bad(format!("registry format {n} does not exist; it should be {REGISTRY_FORMAT}"))),
+        }
+    }
+
+    /// For readers: the directory must be a registry.
+    fn require_registry(&self) -> Result<()> {
+        if self.read_config()? { Ok(()) } else { Err(ErrorKind::NoRegistry { path: self.root.clone() }.into()) }
+    }
+
+    /// Takes the writers' lock, creating the registry first when its directory is
+    /// missing or empty. A non-empty directory without config.json is refused, so a
+    /// mistyped path never scatters registry files over someone's home directory.
+    fn lock_for_writing(&self) -> Result<WriteLock> {
+        // Refuse before creating `.lock` there: no litter in a directory that is not ours.
+        if !self.read_config()? && has_foreign_entries(&self.root)? {
+            return Err(ErrorKind::NotARegistry { path: self.root.clone() }.into());
+        }
+        fs::create_dir_all(&self.root).map_err(Error::io("create directory", &self.root))?;
+        let path = self.root.join(LOCK_FILE);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(Error::io("open the registry lock", &path))?;
+        file.lock().map_err(Error::io("lock", &path))?;
+        let lock = WriteLock { _file: file };
+        // Checked again under the lock: another writer may have created it meanwhile.
+        if !self.read_config()? {
+            if has_foreign_entries(&self.root)? {
+                return Err(ErrorKind::NotARegistry { path: self.root.clone() }.into());
+            }
+            let config = format!("{{\"ebpkg-registry\":{REGISTRY_FORMAT}}}\n");
+            crate::atomic::write_atomic(&self.config_path(), config.as_bytes())?;
+        }
+        Ok(lock)
+    }
+
+    /// The index file of the package `name` collides with, and that package's name as
+    /// published. Files live at the published spelling's path, so a different
+    /// spelling (`my_pkg` for `my-pkg`) is looked up among the few directories its
+    /// `-`/`_` variants map to.
+    fn find_index_file(&self, name: &PackageName) -> Result<Option<(PathBuf, PackageName)>> {
+        let index = self.index_dir();
+        let exact = index.join(index_path(name.as_str()));
+        if is_file(&exact)? {
+            return Ok(Some((exact, name.clone())));
+        }
+        let wanted = name.normalized();
+        let rel = index_path(name.as_str());
+        let dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+        for variant in dash_variants(dir) {
+            let dir = index.join(variant);
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(ErrorKind::Io { action: "list", path: dir, source: e }.into()),
+            };
+            let mut found = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(Error::io("list", &dir))?;
+                let Some(file_name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+                if normalize(&file_name) != wanted || !entry.file_type().is_ok_and(|t| t.is_file()) {
+                    continue;
+                }
+                if let Ok(published) = PackageName::new(&file_name) {
+                    found.push((entry.path(), published));
+                }
+            }
+            found.sort();
+            if let Some(hit) = found.into_iter().next() {
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The text and entries of an index file.
+    fn read_index_file(&self, path: &Path, name: &PackageName) -> Result<(String, Vec<IndexEntry>)> {
+        let corrupt = |problem: String| -> Error { ErrorKind::CorruptIndex { path: path.to_owned(), problem }.into() };
+        let mut bytes = Vec::new();
+        File::open(path)
+            .and_then(|f| f.take(MAX_INDEX_FILE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(Error::io("read", path))?;
+        if bytes.len() as u64 > MAX_INDEX_FILE_BYTES {
+            return Err(corrupt(format!("it is larger than {MAX_INDEX_FILE_BYTES} bytes")));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| corrupt(format!("it is not UTF-8 ({e})")))?;
+        let entries = parse_index_file(name.as_str(), &text).map_err(|e| corrupt(e.to_string()))?;
+        Ok((text, entries))
+    }
+
+    fn read_entries(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
+        let Some((path, published)) = self.find_index_file(name)? else { return Ok(None) };
+        Ok(Some(self.read_index_file(&path, &published)?.1))
+    }
+
+    /// Every package name in the index, as published. Files whose name is not a
+    /// package name or that are not where that name's index file belongs (temporary
+    /// files, stray notes) are not packages.
+    fn list_names(&self) -> Result<Vec<PackageName>> {
+        let index = self.index_dir();
+        let mut names = Vec::new();
+        let mut dirs = vec![index.clone()];
+        while let Some(dir) = dirs.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && dir == index => break,
+                Err(e) => return Err(ErrorKind::Io { action: "list", path: dir, source: e }.into()),
+            };
+            for entry in entries {
+                let entry = entry.map_err(Error::io("list", &dir))?;
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    dirs.push(entry.path());
+                    continue;
+                }
+                let Some(name) = entry.file_name().to_str().and_then(|n| PackageName::new(n).ok()) else { continue };
+                if entry.path().strip_prefix(&index).is_ok_and(|rel| rel == Path::new(&index_path(name.as_str()))) {
+                    names.push(name);
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Creates the registry if its directory is missing or empty; refuses a directory
+    /// that is neither empty nor a registry.
+    pub(crate) fn create_if_missing(&self) -> Result<()> {
+        self.lock_for_writing().map(drop)
+    }
+
+    /// Whether the registry holds `name` `version` with checksum `cksum`, archive
+    /// included. `false` when the directory is not a registry (yet).
+    pub(crate) fn holds_exactly(&self, name: &PackageName, version: &Version, cksum: &Sha256Digest) -> Result<bool> {
+        if !self.read_config()? {
+            return Ok(false);
+        }
+        let entries = self.read_entries(name)?.unwrap_or_default();
+        let listed = entries.iter().any(|e| e.vers == *version && e.cksum == *cksum);
+        Ok(listed && content::holds(&self.archive_path(cksum), cksum)?)
+    }
+
+    fn entry_for<'a>(
+        &self,
+        entries: &'a [IndexEntry],
+        name: &PackageName,
+        version: &Version,
+    ) -> Result<&'a IndexEntry> {
+        let entry = entries.iter().find(|e| e.vers == *version).ok_or_else(|| ErrorKind::NoSuchVersion {
+            name: name.clone(),
+            version: version.clone(),
+            url: self.url.clone(),
+            available: describe_versions(entries),
+        })?;
+        Ok(entry)
+    }
+}
+
+impl Registry for FileRegistry {
+    fn url(&self) -> &RegistryUrl {
+        &self.url
+    }
+
+    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
+        self.require_registry()?;
+        self.read_entries(name)
+    }
+
+    fn names(&self) -> Result<Vec<PackageName>> {
+        self.require_registry()?;
+        self.list_names()
+    }
+
+    fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>> {
+        let path = self.archive_path(&entry.cksum);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.require_registry()?;
+                Err(ErrorKind::ArchiveMissing {
+                    name: entry.name.clone(),
+                    version: entry.vers.clone(),
+                    url: self.url.clone(),
+                    path,
+                }
+                .into())
+            }
+            Err(e) => Err(ErrorKind::Io { action: "read", path, source: e }.into()),
+        }
+    }
+
+    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
+        self.publish_archive(archive, manifest)
+    }
+
+    fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
+        self.update_yanked(name, version, yanked)
+    }
+
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        self.require_registry()?;
+        self.search_index(query, limit)
+    }
+}
+
+/// "versions 1.0.0, 1.1.0" or "no versions", for error messages.
+pub(crate) fn describe_versions(entries: &[IndexEntry]) -> String {
+    if entries.is_empty() {
+        return "no versions".into();
+    }
+    let list: Vec<String> = entries.iter().map(|e| e.vers.to_string()).collect();
+    format!("versions {}", list.join(", "))
+}
+
+fn is_file(path: &Path) -> Result<bool> {
+    match fs::metadata(path) {
+        Ok(meta) => Ok(meta.is_file()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(ErrorKind::Io { action: "inspect", path: path.to_owned(), source: e }.into()),
+    }
+}
+
+/// Whether `dir` holds anything but what a registry being created by another writer
+/// may hold already (its lock, a temporary config.json); a missing directory holds
+/// nothing.
+fn has_foreign_entries(dir: &Path) -> Result<bool> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(ErrorKind::Io { action: "list", path: dir.to_owned(), source: e }.into()),
+    };
+    for entry in entries {
+        let entry = entry.map_err(Error::io("list", dir))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name != LOCK_FILE && !name.starts_with(TEMP_PREFIX) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Every spelling of `s` with each `-` or `_` taken either way. Index directories are
+/// at most five characters (`my/-p`), so this is at most eight strings.
+fn dash_variants(s: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for c in s.chars() {
+        let choices: &[char] = if c == '-' || c == '_' { &['-', '_'] } else { &[] };
+        if choices.is_empty() {
+            out.iter_mut().for_each(|v| v.push(c));
+        } else {
+            out = out
+                .into_iter()
+                .flat_map(|v| {
+                    choices.iter().map(move |alt| {
+                        let mut v = v.clone();
+                        v.push(*alt);
+                        v
+                    })
+                })
+                .collect();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dash_variants_cover_both_spellings() {
+        assert_eq!(dash_variants("ne"), ["ne"]);
+        let mut v = dash_variants("m-/_p");
+        v.sort();
+        assert_eq!(v, ["m-/-p", "m-/_p", "m_/-p", "m_/_p"]);
+    }
+}

@@ -1,0 +1,206 @@
+//! Writing to a file registry: publishing, yanking, and importing entries published
+//! elsewhere (mirrors). Every write happens under the registry's lock, archive first,
+//! index line second.
+
+use ebpkg_archive::{Limits, UnpackError};
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::{Manifest, PackageName, index_path};
+use semver::Version;
+
+use super::FileRegistry;
+use crate::atomic::write_atomic;
+use crate::content;
+use crate::error::{Error, ErrorKind, Result};
+use crate::url::RegistryUrl;
+
+/// What [`FileRegistry::import`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Imported {
+    /// The entry and its archive were added.
+    Added,
+    /// The registry held the same version with the same checksum already.
+    AlreadyPresent,
+}
+
+impl FileRegistry {
+    pub(super) fn publish_archive(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
+        let name = &manifest.package.name;
+        let version = &manifest.package.version;
+        check_dependency_registries(manifest)?;
+        let cksum = ebpkg_archive::sha256(archive);
+        // The expensive check runs before taking the lock, so other writers do not
+        // wait for it.
+        check_archive_holds(archive, &cksum, manifest)?;
+
+        let _lock = self.lock_for_writing()?;
+        let (path, text, entries) = self.index_for_writing(name)?;
+        if let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(version).is_eq()) {
+            // `1.0.0+a` and `1.0.0+b` are one version to every resolver: build metadata
+            // does not order versions.
+            return Err(ErrorKind::VersionExists {
+                name: name.clone(),
+                version: existing.vers.clone(),
+                url: self.url.clone(),
+            }
+            .into());
+        }
+        let entry = IndexEntry::from_manifest(manifest, cksum);
+        write_atomic(&self.archive_path(&cksum), archive)?;
+        write_atomic(&path, append_line(&text, &entry.to_line()).as_bytes())?;
+        tracing::info!(package = %name, %version, %cksum, registry = %self.url, "published");
+        Ok(entry)
+    }
+
+    /// Adds `entry`, published in the registry `from`, with its `archive`, both exactly
+    /// as they are (a yanked entry stays yanked). Used to build mirrors: unlike
+    /// publishing, the archive is trusted to match its entry once its digest matches
+    /// `entry.cksum`. Importing a version already present with the same checksum does
+    /// nothing (its archive is restored if it went missing); with another checksum it
+    /// is refused.
+    pub fn import(&self, entry: &IndexEntry, archive: &[u8], from: &RegistryUrl) -> Result<Imported> {
+        let actual = ebpkg_archive::sha256(archive);
+        if actual != entry.cksum {
+            return Err(ErrorKind::ChecksumMismatch {
+                package: entry.name.clone(),
+                version: entry.vers.clone(),
+                expected: entry.cksum,
+                actual,
+                registry: from.clone(),
+            }
+            .into());
+        }
+        let _lock = self.lock_for_writing()?;
+        let (path, text, entries) = self.index_for_writing(&entry.name)?;
+        let archive_path = self.archive_path(&entry.cksum);
+        if let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(&entry.vers).is_eq()) {
+            if existing.cksum != entry.cksum || existing.vers != entry.vers {
+                return Err(ErrorKind::ImportDiffers {
+                    name: entry.name.clone(),
+                    version: existing.vers.clone(),
+                    url: self.url.clone(),
+                    existing: existing.cksum,
+                    incoming: entry.cksum,
+                }
+                .into());
+            }
+            if !content::holds(&archive_path, &entry.cksum)? {
+                write_atomic(&archive_path, archive)?;
+            }
+            return Ok(Imported::AlreadyPresent);
+        }
+        write_atomic(&archive_path, archive)?;
+        write_atomic(&path, append_line(&text, &entry.to_line()).as_bytes())?;
+        tracing::info!(package = %entry.name, version = %entry.vers, registry = %self.url, %from, "imported");
+        Ok(Imported::Added)
+    }
+
+    pub(super) fn update_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
+        self.require_registry()?;
+        let _lock = self.lock_for_writing()?;
+        let Some((path, published)) = self.find_index_file(name)? else {
+            return Err(ErrorKind::NoSuchPackage { name: name.clone(), url: self.url.clone() }.into());
+        };
+        let (text, entries) = self.read_index_file(&path, &published)?;
+        let old = self.entry_for(&entries, name, version)?;
+        if old.yanked == yanked {
+            return Ok(old.clone());
+        }
+        let mut new = old.clone();
+        new.yanked = yanked;
+        old.check_update(&new).map_err(|e| ErrorKind::CorruptIndex { path: path.clone(), problem: e.to_string() })?;
+        // Only the one line changes; the others keep their exact bytes, including
+        // lines of newer schemas that this version of ebpkg cannot parse.
+        let new_line = new.to_line();
+        let mut out = String::with_capacity(text.len() + 1);
+        for line in text.lines() {
+            let this_version = matches!(IndexEntry::parse_line(line), Ok(Some(e)) if e.vers == *version);
+            out.push_str(if this_version { &new_line } else { line });
+            out.push('\n');
+        }
+        write_atomic(&path, out.as_bytes())?;
+        tracing::info!(package = %name, %version, yanked, registry = %self.url, "yank flag changed");
+        Ok(new)
+    }
+
+    /// The index file `name` is to be written to, its text and entries, refusing a
+    /// name that collides with a differently spelled package. Call under the lock.
+    fn index_for_writing(&self, name: &PackageName) -> Result<(std::path::PathBuf, String, Vec<IndexEntry>)> {
+        match self.find_index_file(name)? {
+            Some((_, existing)) if existing != *name => {
+                Err(ErrorKind::NameCollision { name: name.clone(), existing, url: self.url.clone() }.into())
+            }
+            Some((path, existing)) => {
+                let (text, entries) = self.read_index_file(&path, &existing)?;
+                Ok((path, text, entries))
+            }
+            None => Ok((self.index_dir().join(index_path(name.as_str())), String::new(), Vec::new())),
+        }
+    }
+}
+
+fn append_line(text: &str, line: &str) -> String {
+    let mut out = String::with_capacity(text.len() + line.len() + 2);
+    out.push_str(text);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(line);
+    out.push('\n');
+    out
+}
+
+/// Dependencies name their registries by URL; a publisher's relative path or a
+/// typo would send every installer to a place that does not exist.
+fn check_dependency_registries(manifest: &Manifest) -> Result<()> {
+    for (dependency, dep) in &manifest.dependencies {
+        let Some(registry) = &dep.registry else { continue };
+        let bad = |reason: String| ErrorKind::BadDependencyRegistry {
+            name: manifest.package.name.clone(),
+            version: manifest.package.version.clone(),
+            dependency: dependency.clone(),
+            registry: registry.clone(),
+            reason,
+        };
+        url::Url::parse(registry).map_err(|e| bad(format!("not an absolute URL: {e}")))?;
+        RegistryUrl::parse(registry).map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Unpacks the archive into a scratch directory, exactly as an installer will: an
+/// archive every installer would refuse, or whose `ebpkg.toml` is not `manifest` (so
+/// the index entry would describe other contents), is refused at the door.
+fn check_archive_holds(archive: &[u8], cksum: &ebpkg_spec::types::Sha256Digest, manifest: &Manifest) -> Result<()> {
+    let name = &manifest.package.name;
+    let version = &manifest.package.version;
+    let scratch = tempfile::Builder::new()
+        .prefix("ebpkg-publish-")
+        .tempdir()
+        .map_err(Error::io("create a scratch directory in", std::env::temp_dir()))?;
+    let unpacked =
+        ebpkg_archive::unpack(archive, cksum, name, version, &scratch.path().join("package"), &Limits::default())
+            .map_err(|source| match source {
+                UnpackError::WrongPackage { found, .. } => ErrorKind::ManifestMismatch {
+                    name: name.clone(),
+                    version: version.clone(),
+                    problem: format!("the archive holds {found}, not the package of the manifest given"),
+                },
+                source => ErrorKind::InvalidArchive { name: name.clone(), version: version.clone(), source },
+            })?;
+    let (a, b) = (&unpacked.manifest, manifest);
+    let differing = match () {
+        _ if a.package != b.package => "[package]",
+        _ if a.dependencies != b.dependencies => "[dependencies]",
+        _ if a.reexports != b.reexports => "[reexports]",
+        _ if a.programs != b.programs => "[[program]]",
+        _ if a.loaders != b.loaders => "[[loader]]",
+        _ if a.chains != b.chains => "[[chain]]",
+        _ => return Ok(()),
+    };
+    Err(ErrorKind::ManifestMismatch {
+        name: name.clone(),
+        version: version.clone(),
+        problem: format!("the manifest given differs from the archive's ebpkg.toml in {differing}"),
+    }
+    .into())
+}

@@ -1,0 +1,27 @@
+//! Where packages come from: registries, the local download cache, and mirrors.
+//!
+//! - [`Registry`] is what every registry offers (index, download, publish, yank,
+//!   search); [`open_registry`] opens one by [`RegistryUrl`]. [`FileRegistry`], a
+//!   registry in a directory, is the first implementation; the HTTP client comes
+//!   behind the same trait.
+//! - [`Cache`] keeps downloaded archives by digest and their unpacked trees, and never
+//!   stores or uses an archive whose digest is not the one the caller trusts.
+//! - [`mirror`] copies exactly a lockfile's packages into a file registry.
+//!
+//! README.md describes the layouts on disk and the concurrency guarantees.
+
+mod atomic;
+mod cache;
+mod content;
+mod error;
+mod file_registry;
+mod mirror;
+mod registry;
+mod url;
+
+pub use cache::{Cache, CleanReport, CleanScope, check_locked};
+pub use error::{Error, ErrorKind, Result};
+pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
+pub use mirror::{MirrorReport, mirror};
+pub use registry::{MatchedOn, Registry, SearchHit, open_registry};
+pub use url::{RegistryKind, RegistryUrl};

@@ -1,0 +1,113 @@
+//! `ebpkg mirror`: copy exactly the packages a lockfile names into a file registry, for
+//! sites that cannot reach the original registries.
+//!
+//! The mirror's index lines are the source registries' lines, unchanged, and its
+//! archives the locked bytes, so the checksums in the lockfile hold for the mirror too:
+//! `ebpkg install --locked --registry file:///mirror` installs byte-identical packages.
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::fs;
+use std::path::Path;
+
+use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
+use semver::Version;
+
+use crate::cache::{Cache, check_locked};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file_registry::{FileRegistry, Imported};
+use crate::registry::Registry;
+use crate::url::RegistryUrl;
+
+/// What [`mirror`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorReport {
+    /// The mirror's URL: what to pass as `--registry`.
+    pub url: RegistryUrl,
+    /// Packages copied by this run, in lockfile order.
+    pub added: Vec<(PackageName, Version)>,
+    /// Packages the mirror held already, with the locked checksum.
+    pub already_present: Vec<(PackageName, Version)>,
+}
+
+/// Makes the directory `dest` a file registry holding every package of `lock`, fetched
+/// (through `cache`, checked against the lockfile's checksums) from the registries the
+/// lockfile names, which `open` opens.
+///
+/// Re-running adds what is missing and changes nothing else; packages already in the
+/// mirror are not fetched again, so a re-run needs no access to the sources unless
+/// something is missing. Refused before anything is written: a lockfile source that is
+/// not a registry URL, or one name taken from two registries with different content.
+pub fn mirror(
+    lock: &Lockfile,
+    open: impl Fn(&RegistryUrl) -> Result<Box<dyn Registry>>,
+    cache: &Cache,
+    dest: &Path,
+) -> Result<MirrorReport> {
+    let plan = plan(lock)?;
+    let target = FileRegistry::at(dest)?;
+    target.create_if_missing()?;
+    let mut report = MirrorReport { url: target.url().clone(), added: Vec::new(), already_present: Vec::new() };
+    let mut sources: BTreeMap<RegistryUrl, Box<dyn Registry>> = BTreeMap::new();
+    for (locked, url) in plan {
+        let id = (locked.name.clone(), locked.version.clone());
+        if target.holds_exactly(&locked.name, &locked.version, &locked.checksum)? {
+            report.already_present.push(id);
+            continue;
+        }
+        let source = match sources.entry(url.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(open(&url)?),
+        };
+        let not_listed = || ErrorKind::LockedNotInRegistry {
+            package: locked.name.clone(),
+            version: locked.version.clone(),
+            registry: url.clone(),
+        };
+        let entries = source.index(&locked.name)?.ok_or_else(not_listed)?;
+        let entry = entries.into_iter().find(|e| e.vers == locked.version).ok_or_else(not_listed)?;
+        check_locked(&entry, locked)?;
+        let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
+        let bytes = fs::read(&archive).map_err(Error::io("read", &archive))?;
+        match target.import(&entry, &bytes, &url)? {
+            Imported::Added => report.added.push(id),
+            Imported::AlreadyPresent => report.already_present.push(id),
+        }
+    }
+    Ok(report)
+}
+
+/// The lockfile's packages with their parsed sources, each distinct package once.
+/// A mirror has one index file per name, so a name may come from one registry only —
+/// unless two sources served the very same archive.
+fn plan(lock: &Lockfile) -> Result<Vec<(&LockedPackage, RegistryUrl)>> {
+    let mut plan: Vec<(&LockedPackage, RegistryUrl)> = Vec::new();
+    let mut origin: BTreeMap<String, (RegistryUrl, &LockedPackage)> = BTreeMap::new();
+    for locked in lock.packages() {
+        let url = RegistryUrl::parse(&locked.source)?;
+        match origin.entry(locked.name.normalized()) {
+            Entry::Vacant(e) => {
+                e.insert((url.clone(), locked));
+            }
+            Entry::Occupied(e) => {
+                let (first_url, first) = e.get();
+                if *first_url != url {
+                    let same_archive = first.name == locked.name
+                        && first.version == locked.version
+                        && first.checksum == locked.checksum;
+                    if same_archive {
+                        continue;
+                    }
+                    return Err(ErrorKind::MirrorConflict {
+                        name: locked.name.clone(),
+                        first: first_url.clone(),
+                        second: url,
+                    }
+                    .into());
+                }
+            }
+        }
+        plan.push((locked, url));
+    }
+    Ok(plan)
+}

@@ -1,0 +1,97 @@
+//! The interface every kind of registry offers, and the one way to open one by URL.
+
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::{ItemName, Manifest, PackageName};
+use semver::Version;
+use serde::Serialize;
+
+use crate::error::{ErrorKind, Result};
+use crate::file_registry::FileRegistry;
+use crate::url::{RegistryKind, RegistryUrl};
+
+/// A place packages are published to and fetched from.
+///
+/// Blocking, because the CLI is; implementations are shared between threads (a
+/// parallel fetch), hence `Send + Sync`. Nothing here checks archive digests on the
+/// way out: [`Registry::download`] returns raw bytes and the caller (the
+/// [`Cache`](crate::Cache)) checks them against the digest it trusts.
+pub trait Registry: Send + Sync {
+    /// The registry's canonical URL, as lockfiles record it.
+    fn url(&self) -> &RegistryUrl;
+
+    /// Every published version of a package, in publication order, yanked ones
+    /// included. The name is matched in normalized form (`my_pkg` finds `my-pkg`);
+    /// the entries carry the name as published. `None`: no such package.
+    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>>;
+
+    /// The names of all packages, as published, sorted.
+    fn names(&self) -> Result<Vec<PackageName>>;
+
+    /// The archive an entry names, as stored: not yet checked against `entry.cksum`.
+    fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>>;
+
+    /// Publishes `archive`, the packed form of `manifest`, and returns its new index
+    /// entry. Refused when the version exists (even yanked) or the name collides with
+    /// a differently spelled package.
+    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry>;
+
+    /// Yanks (`true`) or un-yanks (`false`) a version; returns the updated entry.
+    fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry>;
+
+    /// Packages matching `query` (case-insensitive substring of the name, a keyword,
+    /// a program name or the description), best matches first, at most `limit`.
+    /// An empty query lists every package by name.
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
+}
+
+/// One package found by [`Registry::search`], described by its newest version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchHit {
+    pub name: PackageName,
+    /// The newest version that is neither yanked nor a pre-release; failing that the
+    /// newest non-yanked one; failing that (everything yanked) the newest.
+    pub version: Version,
+    /// True only when every version is yanked.
+    pub yanked: bool,
+    pub description: Option<String>,
+    pub keywords: Vec<String>,
+    pub programs: Vec<ItemName>,
+    /// What matched the query; hits are ranked in this enum's order.
+    pub matched_on: MatchedOn,
+}
+
+/// Why a package matched a search, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatchedOn {
+    /// The query is the name (compared in normalized form: `my_pkg` is `my-pkg`).
+    Name,
+    /// The name starts with the query.
+    NamePrefix,
+    /// The name contains the query.
+    NameSubstring,
+    /// A keyword contains the query.
+    Keyword,
+    /// A program's name contains the query.
+    Program,
+    /// The description contains the query.
+    Description,
+    /// The query was empty: every package matches.
+    Everything,
+}
+
+/// Opens the registry at `url`: `file://` directories now, registry servers once the
+/// HTTP client exists.
+pub fn open_registry(url: &RegistryUrl) -> Result<Box<dyn Registry>> {
+    match url.kind() {
+        RegistryKind::File => Ok(Box::new(FileRegistry::open(url)?)),
+        RegistryKind::Http => Err(ErrorKind::Unsupported {
+            url: url.clone(),
+            what: "HTTP registries are not supported yet; they arrive with the registry server. \
+                   Meanwhile use a file:// registry (a local or shared directory), or copy a lockfile's \
+                   packages into one with `ebpkg mirror`"
+                .into(),
+        }
+        .into()),
+    }
+}

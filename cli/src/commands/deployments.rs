@@ -1,0 +1,147 @@
+//! `ebpkg status` and `ebpkg uninstall`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::Ctx;
+use crate::exit::{Failure, fail};
+use crate::ops::install::{deploy_failure, print_event};
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  ebpkg status\n  ebpkg status --json | jq '.[0].chain_runs'")]
+pub struct StatusArgs {
+    /// Only this deployment.
+    name: Option<String>,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  sudo ebpkg uninstall          the deployment of the project here\n  sudo ebpkg uninstall ddos     a deployment by name"
+)]
+pub struct UninstallArgs {
+    /// The deployment (default: the project's).
+    name: Option<String>,
+}
+
+pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
+    let deployer = ctx.deployer()?;
+    let mut all = deployer.status(&|e| print_event(ctx, e)).map_err(|e| fail(deploy_failure(&e), e))?;
+    if let Some(n) = &args.name {
+        all.retain(|d| &d.record.name == n);
+        if all.is_empty() {
+            return Err(fail(Failure::Input, format!("no deployment named `{n}`")));
+        }
+    }
+    if ctx.ui.json {
+        ctx.ui.json(&all)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if all.is_empty() {
+        ctx.ui.out(format!("no deployments (state directory {})", ctx.config.state_dir.display()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for d in &all {
+        let r = &d.record;
+        ctx.ui.out(format!(
+            "deployment {} (generation {}): {}",
+            r.name,
+            r.generation,
+            if d.running { "running" } else { "NOT RUNNING" }
+        ));
+        for p in &d.problems {
+            ctx.ui.out(format!("  problem   {p}"));
+        }
+        ctx.ui.out(format!(
+            "  project   {} installed {} in {}{}",
+            r.project,
+            utc(r.installed_at),
+            r.bpffs_root.display(),
+            r.netns.as_ref().map(|n| format!(" (netns {n})")).unwrap_or_default()
+        ));
+        let pkgs: Vec<String> = r.packages.iter().map(|p| format!("{}@{}", p.name, p.version)).collect();
+        ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
+        for (p, (_, calls)) in r.programs.iter().zip(&d.program_calls) {
+            ctx.ui.out(format!(
+                "  program   {:>4}  {}@{} {} ({}), {calls} call(s)",
+                p.id,
+                p.package,
+                p.version,
+                p.name,
+                p.hook.name()
+            ));
+        }
+        for (c, (_, runs)) in r.chains.iter().zip(&d.chain_runs) {
+            ctx.ui.out(format!("  chain     {:>4}  {} ({}), {runs} run(s)", c.id, c.name, c.script));
+        }
+        for l in &r.loaders {
+            let att: Vec<String> = l.attachments.iter().map(|a| format!("{} ({})", a.interface, a.mode)).collect();
+            ctx.ui.out(format!(
+                "  loader    {} = {}@{} {}{}",
+                l.instance,
+                l.package,
+                l.version,
+                l.loader,
+                if att.is_empty() { ", not attached".to_owned() } else { format!(", attached to {}", att.join(", ")) }
+            ));
+        }
+        for (reason, n) in &d.aborts {
+            ctx.ui.out(format!("  aborted   {n} packet(s): {reason}"));
+        }
+        if !r.params.is_empty() {
+            let ps: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            ctx.ui.out(format!("  params    {}", ps.join(" ")));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn uninstall(ctx: &Ctx, args: UninstallArgs) -> Result<ExitCode> {
+    crate::ops::require_privileges("uninstall")?;
+    let name = match args.name {
+        Some(n) => n,
+        None => ctx
+            .project()
+            .map_err(|e| fail(Failure::Usage, format!("{e:#}\nhelp: name the deployment: `ebpkg uninstall NAME`")))?
+            .manifest
+            .package
+            .name
+            .to_string(),
+    };
+    let deployer = ctx.deployer()?;
+    let record = deployer.uninstall(&name, &|e| print_event(ctx, e)).map_err(|e| fail(deploy_failure(&e), e))?;
+    if ctx.ui.json {
+        ctx.ui.json(&serde_json::json!({ "uninstalled": record }))?;
+    } else {
+        ctx.ui.status("Uninstalled", format!("deployment {} (generation {})", record.name, record.generation));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `2026-11-22 16:04:05 UTC` from seconds since the epoch.
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::utc(1_795_392_245), "2026-11-23 00:04:05 UTC");
+        assert_eq!(super::utc(951_782_400), "2000-02-29 00:00:00 UTC");
+    }
+}

@@ -1,0 +1,179 @@
+//! `ebpkg doctor`: can this machine build and load HIKe packages? Each check says
+//! what it found and, when it fails, what to do.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+
+use crate::Ctx;
+use crate::exit::{Failure, fail};
+
+#[derive(Args)]
+#[command(after_help = "Example:\n  sudo ebpkg doctor")]
+pub struct DoctorArgs {}
+
+#[derive(Serialize)]
+struct Check {
+    name: &'static str,
+    /// "ok", "warn" or "fail".
+    status: &'static str,
+    found: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+fn check(name: &'static str, ok: bool, found: String, fix: &str) -> Check {
+    Check { name, status: if ok { "ok" } else { "fail" }, found, fix: (!ok).then(|| fix.to_owned()) }
+}
+
+/// The minimum kernel: BPF links for XDP and tcx for TC attachments.
+const MIN_KERNEL: (u32, u32) = (6, 6);
+
+pub fn run(ctx: &Ctx, _args: DoctorArgs) -> Result<ExitCode> {
+    let mut checks = Vec::new();
+
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
+    let version = ebpkg_spec::types::KernelVersion::from_uname(&release);
+    let new_enough = version.as_ref().is_some_and(|v| (u32::from(v.major), u32::from(v.minor)) >= MIN_KERNEL);
+    checks.push(check(
+        "kernel",
+        new_enough,
+        format!("Linux {release}"),
+        &format!("HIKe needs Linux {}.{} or newer (tcx links and BPF links for XDP)", MIN_KERNEL.0, MIN_KERNEL.1),
+    ));
+
+    let btf = std::path::Path::new(ebpkg_build::KERNEL_BTF);
+    checks.push(check(
+        "BTF",
+        btf.exists(),
+        if btf.exists() { format!("{} present", btf.display()) } else { format!("{} missing", btf.display()) },
+        "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y, or build with `--btf FILE`",
+    ));
+
+    let jit = std::fs::read_to_string("/proc/sys/net/core/bpf_jit_enable").unwrap_or_default().trim().to_owned();
+    checks.push(Check {
+        name: "JIT",
+        status: if jit == "1" || jit == "2" { "ok" } else { "warn" },
+        found: format!("net.core.bpf_jit_enable = {}", if jit.is_empty() { "unknown" } else { &jit }),
+        fix: (jit != "1" && jit != "2")
+            .then(|| "`sysctl -w net.core.bpf_jit_enable=1`: interpreted eBPF is much slower".to_owned()),
+    });
+
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let root = &ctx.config.bpffs_root;
+    let bpffs: Vec<&str> = mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("bpf"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    let under = bpffs.iter().any(|m| root.starts_with(m));
+    checks.push(check(
+        "bpffs",
+        under,
+        if under {
+            format!("{} is on bpffs", root.display())
+        } else {
+            format!("no bpffs mounted above {}", root.display())
+        },
+        "`mount -t bpf bpf /sys/fs/bpf` (or choose a root on bpffs with --bpffs-root)",
+    ));
+
+    let caps = crate::ops::effective_caps();
+    let privileged = crate::ops::require_privileges("install").is_ok();
+    checks.push(check(
+        "privileges",
+        privileged,
+        format!("effective capabilities {caps:#x}"),
+        "run `ebpkg install`, `uninstall` and `test` as root (CAP_BPF and CAP_NET_ADMIN)",
+    ));
+
+    let tools = ebpkg_build::Toolchain::detect(&ebpkg_build::ToolchainOptions {
+        clang: ctx.config.clang.clone(),
+        bpftool: None,
+    });
+    match &tools {
+        Ok(t) => {
+            checks.push(check("clang", true, format!("{} ({})", t.clang_version, t.clang.display()), ""));
+            checks.push(check("bpftool", true, format!("{} ({})", t.bpftool_version, t.bpftool.display()), ""));
+        }
+        Err(e) => checks.push(check(
+            "toolchain",
+            false,
+            e.to_string(),
+            "install them with `apt-get install clang llvm libbpf-dev bpftool`",
+        )),
+    }
+
+    let state = &ctx.config.state_dir;
+    let state_ok = std::fs::create_dir_all(state).is_ok() && tempfile_in(state);
+    checks.push(check(
+        "state directory",
+        state_ok,
+        format!("{}{}", state.display(), if state_ok { " is writable" } else { " is not writable" }),
+        "run as root, or choose another with --state-dir / EBPKG_STATE_DIR",
+    ));
+    let cache = &ctx.config.cache_dir;
+    let cache_ok = std::fs::create_dir_all(cache).is_ok() && tempfile_in(cache);
+    checks.push(check(
+        "cache",
+        cache_ok,
+        format!("{}{}", cache.display(), if cache_ok { " is writable" } else { " is not writable" }),
+        "set EBPKG_CACHE_DIR to a writable directory",
+    ));
+
+    let registry = ctx.registries().and_then(|r| {
+        let reg = r.open(&r.default)?;
+        let n = reg.names().map_err(|e| anyhow::anyhow!("{e}"))?.len();
+        Ok(format!("{} ({n} package(s))", r.default))
+    });
+    checks.push(match registry {
+        Ok(found) => check("registry", true, found, ""),
+        Err(e) => Check {
+            name: "registry",
+            status: "warn",
+            found: format!("{e:#}"),
+            fix: Some(
+                "set the registry with --registry, EBPKG_REGISTRY or [registry] default in the config file".into(),
+            ),
+        },
+    });
+
+    if let Ok(store) = ebpkg_deploy::Store::open(state) {
+        let pending = store.journals().map(|j| j.len()).unwrap_or(0);
+        checks.push(Check {
+            name: "deployments",
+            status: if pending == 0 { "ok" } else { "warn" },
+            found: format!(
+                "{} deployment(s), {pending} interrupted transaction(s)",
+                store.records().map(|r| r.len()).unwrap_or(0)
+            ),
+            fix: (pending > 0)
+                .then(|| "any `ebpkg install`, `uninstall` or `status` finishes or undoes them".to_owned()),
+        });
+    }
+
+    let failed = checks.iter().filter(|c| c.status == "fail").count();
+    if ctx.ui.json {
+        ctx.ui.json(&checks)?;
+    } else {
+        for c in &checks {
+            ctx.ui.out(format!("{:>4}  {:<16} {}", c.status, c.name, c.found));
+            if let Some(f) = &c.fix {
+                ctx.ui.out(format!("      {:<16} fix: {f}", ""));
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(fail(Failure::Environment, format!("{failed} check(s) failed")));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tempfile_in(dir: &std::path::Path) -> bool {
+    let p = dir.join(format!(".ebpkg-doctor-{}", std::process::id()));
+    let ok = std::fs::write(&p, b"").is_ok();
+    let _ = std::fs::remove_file(&p);
+    ok
+}

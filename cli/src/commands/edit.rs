@@ -1,0 +1,178 @@
+//! `ebpkg add` and `ebpkg remove`: edit `[dependencies]` keeping the file's
+//! formatting and comments, check the result resolves, then write ebpkg.toml and
+//! ebpkg.lock together.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use ebpkg_resolver::UpdatePolicy;
+use ebpkg_spec::{Manifest, PackageName};
+use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
+
+use crate::Ctx;
+use crate::commands::install::parse_package_spec;
+use crate::exit::{Failure, fail};
+use crate::ops::resolve::resolve_manifest;
+use crate::project::{Project, write_atomic};
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  ebpkg add net basic              the newest versions, as ^X.Y.Z\n  ebpkg add meter@~1.2             a requirement of your own\n  ebpkg add p4filter --from https://registry.example.org/"
+)]
+pub struct AddArgs {
+    /// `name` or `name@requirement`; several at once.
+    #[arg(required = true)]
+    packages: Vec<String>,
+    /// Take them from this registry instead of the default one.
+    #[arg(long, value_name = "URL")]
+    from: Option<String>,
+}
+
+#[derive(Args)]
+#[command(after_help = "Example:\n  ebpkg remove meter")]
+pub struct RemoveArgs {
+    /// Dependencies to remove.
+    #[arg(required = true)]
+    packages: Vec<String>,
+}
+
+fn load_doc(project: &Project) -> Result<(String, DocumentMut)> {
+    let path = project.manifest_path();
+    let text = std::fs::read_to_string(&path).map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
+    let doc: DocumentMut = text.parse().map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
+    Ok((text, doc))
+}
+
+fn deps_table(doc: &mut DocumentMut) -> Result<&mut Table> {
+    let item = doc.entry("dependencies").or_insert_with(|| Item::Table(Table::new()));
+    item.as_table_mut().ok_or_else(|| fail(Failure::Input, "[dependencies] in ebpkg.toml is not a table"))
+}
+
+/// Checks the edited manifest, resolves it, then writes manifest and lock.
+fn commit(ctx: &Ctx, project: &Project, doc: &DocumentMut) -> Result<()> {
+    let text = doc.to_string();
+    let path = project.manifest_path();
+    let manifest =
+        Manifest::parse(&text, &path.display().to_string()).map_err(|d| fail(Failure::Input, d.render(&text)))?;
+    let regs = ctx.registries()?;
+    let old = project.lockfile()?;
+    let lock = resolve_manifest(&manifest, old.as_ref(), UpdatePolicy::Nothing, &regs)?;
+    let changed = old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
+    if ctx.locked && changed {
+        return Err(fail(Failure::LockDrift, "the change needs ebpkg.lock to change, but --locked was given"));
+    }
+    write_atomic(&path, text.as_bytes())?;
+    let updated = Project { dir: project.dir.clone(), manifest };
+    if changed {
+        if let Some(o) = &old {
+            for line in crate::ops::resolve::diff(o, &lock).lines() {
+                let (verb, rest) = line.split_once(' ').unwrap_or(("", line));
+                ctx.ui.status(if verb == "+" { "Locking" } else { "Removing" }, rest);
+            }
+        }
+        updated.write_lockfile(&lock)?;
+    }
+    Ok(())
+}
+
+pub fn add(ctx: &Ctx, args: AddArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let (_, mut doc) = load_doc(&project)?;
+    let regs = ctx.registries()?;
+    let from = args.from.as_deref().map(|u| regs.url(Some(u))).transpose()?;
+    let url = from.clone().unwrap_or_else(|| regs.default.clone());
+    for spec in &args.packages {
+        let explicit = spec.contains('@');
+        let (name, req) = parse_package_spec(spec)?;
+        if name.normalized() == project.manifest.package.name.normalized() {
+            return Err(fail(Failure::Usage, format!("a package cannot depend on itself (`{name}`)")));
+        }
+        let entries = regs.index(&url, &name)?.ok_or_else(|| unknown(&regs, &url, &name))?;
+        let newest = entries
+            .iter()
+            .filter(|e| !e.yanked && req.matches(&e.vers) && (explicit || e.vers.pre.is_empty()))
+            .max_by(|a, b| a.vers.cmp(&b.vers))
+            .ok_or_else(|| {
+                let all: Vec<String> = entries.iter().map(|e| e.vers.to_string()).collect();
+                fail(
+                    Failure::Resolution,
+                    format!("no version of {name} matches `{req}` in {url} (published: {})", all.join(", ")),
+                )
+            })?;
+        let req_text = if explicit { req.to_string() } else { format!("^{}", newest.vers) };
+        // The package's own spelling, as published.
+        let key = newest.name.to_string();
+        let deps = deps_table(&mut doc)?;
+        let existing: Vec<String> = deps
+            .iter()
+            .map(|(k, _)| k.to_owned())
+            .filter(|k| PackageName::new(k).is_ok_and(|n| n.normalized() == name.normalized()))
+            .collect();
+        for k in existing {
+            deps.remove(&k);
+        }
+        match &from {
+            None => {
+                deps.insert(&key, value(req_text.clone()));
+            }
+            Some(u) => {
+                let mut t = InlineTable::new();
+                t.insert("version", req_text.clone().into());
+                t.insert("registry", u.to_string().into());
+                deps.insert(&key, value(t));
+            }
+        }
+        ctx.ui.status(
+            "Adding",
+            format!("{key} {req_text}{}", from.as_ref().map(|u| format!(" from {u}")).unwrap_or_default()),
+        );
+    }
+    commit(ctx, &project, &doc)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unknown(
+    regs: &crate::registries::Registries<'_>,
+    url: &ebpkg_sources::RegistryUrl,
+    name: &PackageName,
+) -> anyhow::Error {
+    let names = regs.open(url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
+    let mut close: Vec<(usize, String)> = names
+        .iter()
+        .map(|n| (strsim::levenshtein(&n.normalized(), &name.normalized()), n.to_string()))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
+    close.sort();
+    let hint = match close.first() {
+        Some((_, n)) => format!("; did you mean `{n}`?"),
+        None => format!("; `ebpkg search {name}` lists similar packages"),
+    };
+    fail(Failure::Registry, format!("package `{name}` is not in {url}{hint}"))
+}
+
+pub fn remove(ctx: &Ctx, args: RemoveArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let (_, mut doc) = load_doc(&project)?;
+    let deps = deps_table(&mut doc)?;
+    for spec in &args.packages {
+        let name = PackageName::new(spec).map_err(|e| fail(Failure::Usage, format!("`{spec}`: {e}")))?;
+        let keys: Vec<String> = deps
+            .iter()
+            .map(|(k, _)| k.to_owned())
+            .filter(|k| PackageName::new(k).is_ok_and(|n| n.normalized() == name.normalized()))
+            .collect();
+        if keys.is_empty() {
+            return Err(fail(
+                Failure::Usage,
+                format!("`{spec}` is not a dependency of {}", project.manifest.package.name),
+            ));
+        }
+        for k in keys {
+            deps.remove(&k);
+            ctx.ui.status("Removing", &k);
+        }
+    }
+    commit(ctx, &project, &doc)?;
+    Ok(ExitCode::SUCCESS)
+}

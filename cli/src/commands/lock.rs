@@ -1,0 +1,140 @@
+//! `ebpkg lock`, `ebpkg update` and `ebpkg tree`.
+
+use std::collections::{BTreeSet, HashSet};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use ebpkg_resolver::UpdatePolicy;
+use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
+use serde::Serialize;
+
+use crate::Ctx;
+use crate::exit::{Failure, fail};
+use crate::ops::resolve::lock_project;
+
+#[derive(Args)]
+#[command(
+    after_help = "Example:\n  ebpkg lock            resolve and write ebpkg.lock (only when it changes)\n  ebpkg lock --locked   check that ebpkg.lock is up to date (CI)"
+)]
+pub struct LockArgs {}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  ebpkg update          every dependency to its newest allowed version\n  ebpkg update meter    only meter (and what must move with it)"
+)]
+pub struct UpdateArgs {
+    /// Only these packages (default: all).
+    packages: Vec<String>,
+}
+
+#[derive(Args)]
+#[command(after_help = "Example:\n  ebpkg tree")]
+pub struct TreeArgs {}
+
+pub fn lock(ctx: &Ctx, _args: LockArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let regs = ctx.registries()?;
+    let locked = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?;
+    if ctx.ui.json {
+        ctx.ui.json(&serde_json::json!({ "written": locked.written, "packages": packages_json(&locked.lock) }))?;
+    } else if !locked.written {
+        ctx.ui.status("Fresh", format!("{} is up to date", project.lock_path().display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let regs = ctx.registries()?;
+    let policy = if args.packages.is_empty() {
+        UpdatePolicy::All
+    } else {
+        let old = project.lockfile()?.unwrap_or_default();
+        let mut names = BTreeSet::new();
+        for p in &args.packages {
+            let name = PackageName::new(p).map_err(|e| fail(Failure::Usage, format!("`{p}`: {e}")))?;
+            if !old.packages().iter().any(|l| l.name.normalized() == name.normalized()) {
+                return Err(fail(Failure::Usage, format!("`{p}` is not in ebpkg.lock; nothing to update")));
+            }
+            names.insert(name);
+        }
+        UpdatePolicy::Only(names)
+    };
+    let locked = lock_project(ctx, &project, &regs, policy)?;
+    if ctx.ui.json {
+        ctx.ui.json(&serde_json::json!({ "written": locked.written, "packages": packages_json(&locked.lock) }))?;
+    } else if !locked.written {
+        ctx.ui.status("Fresh", "every dependency is at its newest allowed version");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct Node {
+    name: String,
+    version: String,
+    source: String,
+    dependencies: Vec<Node>,
+}
+
+fn packages_json(lock: &Lockfile) -> Vec<serde_json::Value> {
+    lock.packages()
+        .iter()
+        .map(|p| serde_json::json!({ "name": p.name, "version": p.version.to_string(), "source": p.source, "checksum": p.checksum.to_hex() }))
+        .collect()
+}
+
+fn node(lock: &Lockfile, p: &LockedPackage, seen: &mut HashSet<String>) -> Node {
+    let key = format!("{} {}", p.name, p.version);
+    let mut dependencies = Vec::new();
+    if seen.insert(key.clone()) {
+        for d in &p.dependencies {
+            if let Some(dp) = lock.get(d.name.as_str(), &d.version) {
+                dependencies.push(node(lock, dp, seen));
+            }
+        }
+        seen.remove(&key);
+    }
+    Node { name: p.name.to_string(), version: p.version.to_string(), source: p.source.clone(), dependencies }
+}
+
+fn print(n: &Node, prefix: &str, last: bool, out: &mut String) {
+    out.push_str(&format!("{prefix}{}{} {}\n", if last { "└── " } else { "├── " }, n.name, n.version));
+    let child = format!("{prefix}{}", if last { "    " } else { "│   " });
+    for (i, c) in n.dependencies.iter().enumerate() {
+        print(c, &child, i + 1 == n.dependencies.len(), out);
+    }
+}
+
+pub fn tree(ctx: &Ctx, _args: TreeArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let regs = ctx.registries()?;
+    let lock = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
+    let mut roots = Vec::new();
+    for name in project.manifest.dependencies.keys() {
+        let mut found: Vec<&LockedPackage> =
+            lock.packages().iter().filter(|p| p.name.normalized() == name.normalized()).collect();
+        found.sort_by(|a, b| b.version.cmp(&a.version));
+        if let Some(p) = found.first() {
+            roots.push(node(&lock, p, &mut HashSet::new()));
+        }
+    }
+    let m = &project.manifest.package;
+    if ctx.ui.json {
+        let root = Node {
+            name: m.name.to_string(),
+            version: m.version.to_string(),
+            source: "path".into(),
+            dependencies: roots,
+        };
+        ctx.ui.json(&root)?;
+    } else {
+        let mut out = format!("{} {}\n", m.name, m.version);
+        for (i, r) in roots.iter().enumerate() {
+            print(r, "", i + 1 == roots.len(), &mut out);
+        }
+        print!("{out}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,252 @@
+//! Commands that talk to a registry: `publish`, `yank`, `search`, `info`, `mirror`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use ebpkg_resolver::UpdatePolicy;
+use ebpkg_sources::RegistryUrl;
+use ebpkg_spec::PackageName;
+use ebpkg_spec::index::IndexEntry;
+
+use crate::Ctx;
+use crate::commands::install::parse_package_spec;
+use crate::exit::{ExitExt, Failure, fail};
+use crate::ops::build::{BuildInput, BuildOptions, build_packages};
+use crate::ops::resolve::resolve_manifest;
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg publish --dry-run       pack and verify, publish nothing"
+)]
+pub struct PublishArgs {
+    /// Pack and verify only.
+    #[arg(long)]
+    dry_run: bool,
+    /// Skip building the package and resolving its dependencies first.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  ebpkg yank meter@1.2.0\n  ebpkg yank meter@1.2.0 --undo")]
+pub struct YankArgs {
+    /// `name@version`.
+    package: String,
+    /// Un-yank.
+    #[arg(long)]
+    undo: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  ebpkg search meter\n  ebpkg search ''        every package")]
+pub struct SearchArgs {
+    /// Matched against names, keywords, program names and descriptions.
+    query: String,
+    /// At most this many results.
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  ebpkg info net\n  ebpkg info net@^1.0")]
+pub struct InfoArgs {
+    /// `name` or `name@requirement`.
+    package: String,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Example:\n  ebpkg mirror /media/usb/ebpkg-mirror\n  # on the air-gapped host:\n  EBPKG_MIRROR=file:///media/usb/ebpkg-mirror ebpkg install --frozen"
+)]
+pub struct MirrorArgs {
+    /// The directory to write the file:// registry into (created or extended).
+    dir: PathBuf,
+}
+
+pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let m = &project.manifest;
+    let id = format!("{}@{}", m.package.name, m.package.version);
+    ctx.ui.status("Packing", &id);
+    let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
+    let size: u64 = packed.files.iter().map(|f| f.size).sum();
+    ctx.ui.status(
+        "Packed",
+        format!(
+            "{} file(s), {size} bytes ({} compressed), sha256 {}",
+            packed.files.len(),
+            packed.bytes.len(),
+            packed.sha256
+        ),
+    );
+    let regs = ctx.registries()?;
+    if !args.no_verify {
+        ctx.ui.status("Verifying", &id);
+        resolve_manifest(m, None, UpdatePolicy::Nothing, &regs)?;
+        build_packages(
+            ctx,
+            &[BuildInput { root: &project.dir, digest: packed.sha256, manifest: m }],
+            &BuildOptions::default(),
+        )?;
+    }
+    if args.dry_run {
+        ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let registry = regs.open(&regs.default)?;
+    let entry = registry.publish(&packed.bytes, m).exit(Failure::Registry)?;
+    if ctx.ui.json {
+        ctx.ui.json(&entry)?;
+    } else {
+        ctx.ui.status("Published", format!("{id} to {}", regs.default));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
+    let (name, version) = args
+        .package
+        .split_once('@')
+        .ok_or_else(|| fail(Failure::Usage, format!("`{}`: write name@version, e.g. meter@1.2.0", args.package)))?;
+    let name = PackageName::new(name).map_err(|e| fail(Failure::Usage, format!("`{name}`: {e}")))?;
+    let version = semver::Version::parse(version)
+        .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
+    let regs = ctx.registries()?;
+    let entry = regs.open(&regs.default)?.set_yanked(&name, &version, !args.undo).exit(Failure::Registry)?;
+    if ctx.ui.json {
+        ctx.ui.json(&entry)?;
+    } else {
+        ctx.ui.status(if args.undo { "Unyanked" } else { "Yanked" }, format!("{name}@{version} in {}", regs.default));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
+    let regs = ctx.registries()?;
+    let hits = regs.open(&regs.default)?.search(&args.query, args.limit).exit(Failure::Registry)?;
+    if ctx.ui.json {
+        ctx.ui.json(&hits)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        ctx.ui.out(format!("no package matches `{}` in {}", args.query, regs.default));
+    }
+    let width = hits.iter().map(|h| h.name.as_str().len() + h.version.to_string().len() + 3).max().unwrap_or(0);
+    for h in &hits {
+        let head = format!("{} = \"{}\"", h.name, h.version);
+        let mut desc = h.description.clone().unwrap_or_default();
+        if h.yanked {
+            desc = format!("(yanked) {desc}");
+        }
+        ctx.ui.out(format!("{head:<width$}  # {}", desc.trim()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn info(ctx: &Ctx, args: InfoArgs) -> Result<ExitCode> {
+    let (name, req) = parse_package_spec(&args.package)?;
+    let regs = ctx.registries()?;
+    let url: RegistryUrl = regs.default.clone();
+    let entries = regs.index(&url, &name)?.ok_or_else(|| {
+        let names = regs.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
+        let close: Vec<String> = names
+            .iter()
+            .filter(|n| strsim::levenshtein(n.as_str(), name.as_str()) <= 2)
+            .map(|n| format!("`{n}`"))
+            .collect();
+        fail(
+            Failure::Registry,
+            format!(
+                "package `{name}` is not in {url}{}",
+                if close.is_empty() { String::new() } else { format!("; did you mean {}?", close.join(" or ")) }
+            ),
+        )
+    })?;
+    let pick = entries
+        .iter()
+        .filter(|e| req.matches(&e.vers))
+        .max_by(|a, b| (!a.yanked, &a.vers).cmp(&(!b.yanked, &b.vers)))
+        .ok_or_else(|| fail(Failure::Registry, format!("no version of {name} matches {req}")))?;
+    if ctx.ui.json {
+        ctx.ui.json(&serde_json::json!({ "entry": pick, "versions": entries.iter().map(|e| serde_json::json!({"version": e.vers.to_string(), "yanked": e.yanked})).collect::<Vec<_>>() }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_entry(ctx, pick);
+    let versions: Vec<String> =
+        entries.iter().map(|e| if e.yanked { format!("{} (yanked)", e.vers) } else { e.vers.to_string() }).collect();
+    ctx.ui.out(format!("versions: {}", versions.join(", ")));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_entry(ctx: &Ctx, e: &IndexEntry) {
+    ctx.ui.out(format!("{} {}{}", e.name, e.vers, if e.yanked { " (yanked)" } else { "" }));
+    if let Some(d) = &e.description {
+        ctx.ui.out(format!("  {d}"));
+    }
+    if !e.keywords.is_empty() {
+        ctx.ui.out(format!("keywords: {}", e.keywords.join(", ")));
+    }
+    ctx.ui.out(format!("sha256: {}", e.cksum));
+    for p in &e.programs {
+        let args: Vec<String> = p.args.iter().map(|a| format!("{}: {}", a.name, a.ty)).collect();
+        let ret = p.returns.map(|r| format!(" -> {r}")).unwrap_or_default();
+        ctx.ui.out(format!(
+            "program {}({}){ret}  [{}, ends packet: {:?}]",
+            p.name,
+            args.join(", "),
+            p.hook,
+            p.ends_packet
+        ));
+    }
+    for l in &e.loaders {
+        let maps: Vec<String> = l.maps.iter().map(|m| m.name.to_string()).collect();
+        ctx.ui.out(format!("loader {}  [{}, maps: {}]", l.name, l.hook, maps.join(", ")));
+    }
+    for c in &e.chains {
+        ctx.ui.out(format!("chain script {}", c.name));
+    }
+    for d in &e.deps {
+        ctx.ui.out(format!(
+            "depends on {} {}{}",
+            d.name,
+            d.req,
+            d.registry.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+        ));
+    }
+}
+
+pub fn mirror(ctx: &Ctx, args: MirrorArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let regs = ctx.registries()?;
+    let lock = crate::ops::resolve::lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
+    let cache = ctx.cache();
+    let open = |url: &RegistryUrl| -> ebpkg_sources::Result<Box<dyn ebpkg_sources::Registry>> {
+        let fetch = RegistryUrl::parse(ctx.config.fetch_url(url.as_str()))?;
+        ebpkg_sources::open_registry(&fetch)
+    };
+    let report = ebpkg_sources::mirror(&lock, open, &cache, &args.dir).exit(Failure::Registry)?;
+    if ctx.ui.json {
+        ctx.ui.json(&serde_json::json!({
+            "url": report.url.to_string(),
+            "added": report.added.iter().map(|(n, v)| format!("{n}@{v}")).collect::<Vec<_>>(),
+            "already_present": report.already_present.iter().map(|(n, v)| format!("{n}@{v}")).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for (n, v) in &report.added {
+            ctx.ui.status("Mirrored", format!("{n}@{v}"));
+        }
+        ctx.ui.status(
+            "Finished",
+            format!(
+                "{} holds the {} package(s) of ebpkg.lock ({} added); install from it with EBPKG_MIRROR={} ebpkg install --frozen",
+                report.url,
+                report.added.len() + report.already_present.len(),
+                report.added.len(),
+                report.url
+            ),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

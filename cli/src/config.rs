@@ -1,0 +1,179 @@
+//! Settings: command-line flags over environment variables over the config file
+//! (`$EBPKG_CONFIG`, else `$XDG_CONFIG_HOME/ebpkg/config.toml`, else
+//! `~/.config/ebpkg/config.toml`) over defaults.
+//!
+//! ```toml
+//! [registry]
+//! default = "file:///srv/ebpkg"           # where dependencies without `registry` come from
+//!
+//! [registries.corp]                       # named registries: URL and publish token
+//! url = "https://ebpkg.corp.example/"
+//! token = "…"
+//!
+//! [mirrors]                               # fetch a registry's packages from elsewhere
+//! "https://registry.ebpkg.dev/" = "file:///srv/mirror"
+//!
+//! [build]
+//! clang = "/usr/bin/clang-16"
+//! jobs = 2
+//!
+//! [paths]
+//! cache-dir = "/var/cache/ebpkg"
+//! state-dir = "/var/lib/ebpkg"
+//! bpffs-root = "/sys/fs/bpf/hike"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub registry: RegistrySection,
+    #[serde(default)]
+    pub registries: BTreeMap<String, NamedRegistry>,
+    #[serde(default)]
+    pub mirrors: BTreeMap<String, String>,
+    #[serde(default)]
+    pub build: BuildSection,
+    #[serde(default)]
+    pub paths: PathsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistrySection {
+    pub default: Option<String>,
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedRegistry {
+    pub url: String,
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSection {
+    pub clang: Option<PathBuf>,
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PathsSection {
+    pub cache_dir: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub bpffs_root: Option<PathBuf>,
+}
+
+/// The settings every command works with.
+#[derive(Debug)]
+pub struct Config {
+    /// The file the settings came from, if any.
+    pub file: Option<PathBuf>,
+    /// The default registry's URL.
+    pub registry: String,
+    /// Named registries (`--registry NAME` may name one).
+    pub registries: BTreeMap<String, NamedRegistry>,
+    pub token: Option<String>,
+    /// Original registry URL → URL to fetch from instead.
+    pub mirrors: BTreeMap<String, String>,
+    pub clang: Option<PathBuf>,
+    pub jobs: Option<usize>,
+    pub cache_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub bpffs_root: PathBuf,
+}
+
+/// What the command line says, which wins over everything.
+#[derive(Debug, Default)]
+pub struct Overrides {
+    pub registry: Option<String>,
+    pub bpffs_root: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn home() -> PathBuf {
+    env("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from)
+}
+
+fn xdg(var: &str, fallback: &str) -> PathBuf {
+    env(var).map_or_else(|| home().join(fallback), PathBuf::from)
+}
+
+impl Config {
+    pub fn load(over: Overrides) -> Result<Config> {
+        let path = env("EBPKG_CONFIG")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| xdg("XDG_CONFIG_HOME", ".config").join("ebpkg/config.toml"));
+        let (file, cfg) = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let cfg: ConfigFile = toml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+                (Some(path), cfg)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, ConfigFile::default()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let default_registry = || {
+            let dir = xdg("XDG_DATA_HOME", ".local/share").join("ebpkg/registry");
+            format!("file://{}/", dir.display())
+        };
+        let mut registry =
+            over.registry.or_else(|| env("EBPKG_REGISTRY")).or(cfg.registry.default).unwrap_or_else(default_registry);
+        // `--registry corp` names a configured registry.
+        if let Some(named) = cfg.registries.get(&registry) {
+            registry = named.url.clone();
+        }
+        let mut mirrors = cfg.mirrors;
+        if let Some(all) = env("EBPKG_MIRROR") {
+            mirrors.insert("*".into(), all);
+        }
+        let token = env("EBPKG_REGISTRY_TOKEN")
+            .or(cfg.registry.token)
+            .or_else(|| cfg.registries.values().find(|r| r.url == registry).and_then(|r| r.token.clone()));
+        Ok(Config {
+            file,
+            registry,
+            registries: cfg.registries,
+            token,
+            mirrors,
+            clang: env("EBPKG_CLANG").map(PathBuf::from).or(cfg.build.clang),
+            jobs: env("EBPKG_JOBS").and_then(|j| j.parse().ok()).or(cfg.build.jobs),
+            cache_dir: env("EBPKG_CACHE_DIR")
+                .map(PathBuf::from)
+                .or(cfg.paths.cache_dir)
+                .unwrap_or_else(|| xdg("XDG_CACHE_HOME", ".cache").join("ebpkg")),
+            state_dir: over
+                .state_dir
+                .or_else(|| env("EBPKG_STATE_DIR").map(PathBuf::from))
+                .or(cfg.paths.state_dir)
+                .unwrap_or_else(|| PathBuf::from(ebpkg_deploy::DEFAULT_STATE_DIR)),
+            bpffs_root: over
+                .bpffs_root
+                .or_else(|| env("EBPKG_BPFFS_ROOT").map(PathBuf::from))
+                .or(cfg.paths.bpffs_root)
+                .unwrap_or_else(|| PathBuf::from(hike_runtime::DEFAULT_ROOT)),
+        })
+    }
+
+    /// The URL to fetch a registry's packages from (a mirror, when one is set).
+    pub fn fetch_url<'a>(&'a self, registry: &'a str) -> &'a str {
+        self.mirrors.get(registry).or_else(|| self.mirrors.get("*")).map_or(registry, String::as_str)
+    }
+
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+}

@@ -1,0 +1,45 @@
+//! What every command works with: output, settings and the global flags.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use ebpkg_deploy::Deployer;
+use ebpkg_sources::Cache;
+
+use crate::config::Config;
+use crate::exit::{ExitExt, Failure};
+use crate::project::Project;
+use crate::registries::Registries;
+use crate::ui::Ui;
+
+pub struct Ctx {
+    pub ui: Ui,
+    pub config: Config,
+    /// Only the cache and local registries.
+    pub offline: bool,
+    /// ebpkg.lock must not change.
+    pub locked: bool,
+    /// The network namespace interfaces are in.
+    pub netns: Option<String>,
+    pub manifest_path: Option<PathBuf>,
+}
+
+impl Ctx {
+    /// The project around the current directory (or at --manifest-path).
+    pub fn project(&self) -> Result<Project> {
+        Project::find(self.manifest_path.as_deref())
+    }
+
+    pub fn registries(&self) -> Result<Registries<'_>> {
+        Registries::new(&self.config, self.offline)
+    }
+
+    pub fn cache(&self) -> Cache {
+        Cache::new(self.config.cache_dir.clone())
+    }
+
+    /// The deployer of the configured state directory and HIKe root.
+    pub fn deployer(&self) -> Result<Deployer> {
+        Deployer::new(&self.config.state_dir, &self.config.bpffs_root, self.netns.clone()).exit(Failure::Environment)
+    }
+}

@@ -1,0 +1,99 @@
+//! Building packages' programs and loaders into CO-RE objects for this kernel,
+//! through the build cache, in parallel.
+
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::Result;
+use ebpkg_build::{Btf, BuildEvent, Builder, PackageRef, Toolchain, ToolchainOptions};
+use ebpkg_deploy::PlannedObject;
+use ebpkg_spec::Manifest;
+use ebpkg_spec::types::{Hook as SpecHook, Sha256Digest};
+
+use crate::Ctx;
+use crate::exit::{ExitExt, Failure, fail};
+
+/// A package to build.
+pub struct BuildInput<'a> {
+    pub root: &'a Path,
+    pub digest: Sha256Digest,
+    pub manifest: &'a Manifest,
+}
+
+/// Build settings from the command line.
+#[derive(Debug, Default, Clone)]
+pub struct BuildOptions {
+    /// Build against this BTF instead of the running kernel's.
+    pub btf: Option<PathBuf>,
+}
+
+pub fn hook(h: SpecHook) -> hike_bytecode::Hook {
+    match h {
+        SpecHook::Xdp => hike_bytecode::Hook::Xdp,
+        SpecHook::Tc => hike_bytecode::Hook::Tc,
+    }
+}
+
+/// Builds every package; returns each package's objects, in the order given.
+pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions) -> Result<Vec<Vec<PlannedObject>>> {
+    let plans: Vec<_> =
+        inputs.iter().map(|i| ebpkg_build::plan(&PackageRef::new(i.root, i.digest, i.manifest))).collect();
+    let units: Vec<_> = plans.iter().flatten().cloned().collect();
+    if units.is_empty() {
+        return Ok(vec![Vec::new(); inputs.len()]);
+    }
+    let toolchain = Toolchain::detect(&ToolchainOptions { clang: ctx.config.clang.clone(), bpftool: None })
+        .exit(Failure::Environment)?;
+    let btf = match &opts.btf {
+        Some(p) => Btf::from_file(p),
+        None => Btf::kernel(),
+    }
+    .exit(Failure::Environment)?;
+    let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
+    let builder = Builder::new(ctx.config.cache_dir.clone(), toolchain, btf, jobs);
+    let progress = Mutex::new(ctx.ui.progress("Building", units.len() as u64));
+    let ui = &ctx.ui;
+    let on_event = |e: BuildEvent<'_>| {
+        let Ok(p) = progress.lock() else { return };
+        match e {
+            BuildEvent::Started(u) => p.message(u.to_string()),
+            BuildEvent::Cached(u) => {
+                p.inc(u.to_string());
+                if ui.verbose > 0 {
+                    p.println(ui, "Fresh", u);
+                }
+            }
+            BuildEvent::Prebuilt(u) => {
+                p.inc(u.to_string());
+                p.println(ui, "Prebuilt", u);
+            }
+            BuildEvent::Finished(u, d) => {
+                p.inc(u.to_string());
+                p.println(ui, "Compiled", format!("{u} in {:.2}s", d.as_secs_f64()));
+            }
+            BuildEvent::Failed(u) => p.inc(u.to_string()),
+            BuildEvent::Warning(u, w) => p.println(ui, "Warning", format!("{u}:\n{}", w.trim_end())),
+        }
+    };
+    let built = builder.build(&units, &on_event).map_err(|e| fail(Failure::Input, e))?;
+    if let Ok(p) = progress.lock() {
+        p.finish();
+    }
+    let mut out: Vec<Vec<PlannedObject>> = vec![Vec::new(); inputs.len()];
+    for b in built {
+        let Some(i) = inputs.iter().position(|i| {
+            i.manifest.package.name.as_str() == b.unit.package && i.manifest.package.version == b.unit.version
+        }) else {
+            continue;
+        };
+        out[i].push(PlannedObject {
+            path: b.object.clone(),
+            object_name: b.unit.file().to_string(),
+            hook: hook(b.unit.hook),
+            programs: b.unit.programs.iter().map(|p| p.to_string()).collect(),
+            loaders: b.unit.loaders.iter().map(|l| l.to_string()).collect(),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,43 @@
+//! The work behind the commands.
+
+pub mod build;
+pub mod chains;
+pub mod fetch;
+pub mod install;
+pub mod resolve;
+pub mod test;
+
+use anyhow::Result;
+
+use crate::exit::{Failure, fail};
+
+/// Capability numbers (linux/capability.h).
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_BPF: u32 = 39;
+
+/// The effective capabilities of this process.
+pub fn effective_caps() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+/// Loading and attaching eBPF needs CAP_BPF (or CAP_SYS_ADMIN) and CAP_NET_ADMIN.
+pub fn require_privileges(what: &str) -> Result<()> {
+    let caps = effective_caps();
+    let has = |c: u32| caps & (1u64 << c) != 0;
+    if (has(CAP_BPF) || has(CAP_SYS_ADMIN)) && has(CAP_NET_ADMIN) {
+        return Ok(());
+    }
+    Err(fail(
+        Failure::Environment,
+        format!(
+            "`ebpkg {what}` loads eBPF programs into the kernel and attaches them: run it as root \
+             (it needs CAP_BPF and CAP_NET_ADMIN)"
+        ),
+    ))
+}

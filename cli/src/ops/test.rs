@@ -1,0 +1,431 @@
+//! `ebpkg test`: a package's tests (`tests/*.test.toml`) run in the kernel. The
+//! package's programs are built and registered in a HIKe root of the run's own;
+//! each case calls one program from a one-call chain with BPF_PROG_TEST_RUN and
+//! checks the verdict, the result, the packet and map contents.
+//!
+//! ```toml
+//! [[case]]
+//! name = "counts the packet"
+//! program = "count_packets"        # a program of this package
+//! args = [1]                       # up to 4 integers
+//! packet = "02 00 00 00 00 02 ..." # hex (spaces allowed), or pcap = "tests/x.pcap" (+ pcap-index)
+//! repeat = 3                       # run it 3 times (default 1)
+//!
+//! [[case.setup]]                   # map entries written before the run
+//! map = "counters"
+//! key = "00000000"
+//! value = "0500000000000000"
+//!
+//! [case.expect]
+//! verdict = "pass"                 # xdp: aborted drop pass tx redirect; tc: ok shot redirect; or a number
+//! returned = true                  # the program returned to the chain (false: it ended the packet)
+//! result = 8                       # what it returned
+//! packet = "02 00 ..."             # the packet afterwards
+//!
+//! [[case.expect.map]]
+//! map = "counters"
+//! key = "00000000"
+//! value = "0800000000000000"       # or `absent = true`
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use hike_bytecode::Hook;
+use hike_runtime::{ChainSpec, InitOptions, ProgramObject, Runtime};
+use serde::Deserialize;
+
+use crate::Ctx;
+use crate::exit::{ExitExt, Failure, fail};
+use crate::ops::build::{BuildInput, BuildOptions, build_packages};
+use crate::project::Project;
+
+/// What the chain leaves in r9 when the program returned to it.
+const RETURNED: u64 = 0x6869_6b65;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestFile {
+    #[serde(default, rename = "case")]
+    cases: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct Case {
+    name: String,
+    program: String,
+    #[serde(default)]
+    args: Vec<i64>,
+    packet: Option<String>,
+    pcap: Option<String>,
+    #[serde(default)]
+    pcap_index: usize,
+    #[serde(default = "one")]
+    repeat: u32,
+    #[serde(default)]
+    setup: Vec<MapEntry>,
+    #[serde(default)]
+    expect: Expect,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MapEntry {
+    map: String,
+    key: String,
+    value: Option<String>,
+    #[serde(default)]
+    absent: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    verdict: Option<toml::Value>,
+    returned: Option<bool>,
+    result: Option<i64>,
+    packet: Option<String>,
+    #[serde(default)]
+    map: Vec<MapEntry>,
+}
+
+/// The outcome of a test run.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub passed: Vec<String>,
+    pub failed: Vec<(String, Vec<String>)>,
+    pub filtered: usize,
+}
+
+/// A HIKe root for one test run, removed when dropped.
+struct TempRoot(PathBuf);
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        if let Err(e) = Runtime::destroy(&self.0) {
+            tracing::warn!("cannot remove the test root {}: {e}", self.0.display());
+        }
+    }
+}
+
+pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<Report> {
+    crate::ops::require_privileges("test")?;
+    let files = test_files(&project.dir)?;
+    let m = &project.manifest;
+    let id = format!("{}@{}", m.package.name, m.package.version);
+    if files.is_empty() {
+        ctx.ui.warn(format!("{id} has no tests: add tests/<name>.test.toml (see `ebpkg test --help`)"));
+        return Ok(Report::default());
+    }
+    let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
+    let objects = build_packages(
+        ctx,
+        &[BuildInput { root: &project.dir, digest: packed.sha256, manifest: m }],
+        &BuildOptions::default(),
+    )?
+    .pop()
+    .unwrap_or_default();
+
+    let root = TempRoot(PathBuf::from(format!("{}-test-{}", ctx.config.bpffs_root.display(), std::process::id())));
+    let rt = Runtime::init(&root.0, InitOptions::default())
+        .map_err(|e| fail(Failure::Environment, format!("cannot create a HIKe root for the tests: {e}")))?;
+    let package = m.package.name.to_string();
+    let version = m.package.version.to_string();
+    let mut ids = std::collections::BTreeMap::new();
+    for obj in objects.iter().filter(|o| !o.programs.is_empty()) {
+        let elf = std::fs::read(&obj.path).with_context(|| format!("cannot read {}", obj.path.display()))?;
+        let regs = rt
+            .register_object(&ProgramObject {
+                package: &package,
+                version: &version,
+                object_name: &obj.object_name,
+                elf: &elf,
+                hook: obj.hook,
+            })
+            .map_err(|e| fail(Failure::Kernel, format!("{id}: {e}")))?;
+        for r in regs {
+            ids.insert(r.name.clone(), (r.id, r.hook));
+        }
+    }
+
+    let mut report = Report::default();
+    for file in &files {
+        let rel = file.strip_prefix(&project.dir).unwrap_or(file).display().to_string();
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {rel}"))?;
+        let parsed: TestFile =
+            toml::from_str(&text).map_err(|e| fail(Failure::Input, format!("{rel}: {}", e.to_string().trim_end())))?;
+        for case in parsed.cases {
+            let full = format!("{rel}: {}", case.name);
+            if filter.is_some_and(|f| !full.contains(f)) {
+                report.filtered += 1;
+                continue;
+            }
+            rt.clear_package_maps(&package, &version).exit(Failure::Kernel)?;
+            let problems =
+                run_case(&rt, project, &package, &version, &ids, &case).unwrap_or_else(|e| vec![format!("{e:#}")]);
+            if problems.is_empty() {
+                ctx.ui.status("Passed", &full);
+                report.passed.push(full);
+            } else {
+                ctx.ui.status("FAILED", &full);
+                for p in &problems {
+                    eprintln!("             {p}");
+                }
+                report.failed.push((full, problems));
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn test_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let tests = dir.join("tests");
+    let mut out: Vec<PathBuf> = match std::fs::read_dir(&tests) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".test.toml")))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", tests.display())),
+    };
+    out.sort();
+    Ok(out)
+}
+
+/// Runs one case; returns what did not match.
+fn run_case(
+    rt: &Runtime,
+    project: &Project,
+    package: &str,
+    version: &str,
+    ids: &std::collections::BTreeMap<String, (u32, Hook)>,
+    case: &Case,
+) -> Result<Vec<String>> {
+    let (id, hook) = *ids.get(&case.program).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no program `{}` in this package (it has: {})",
+            case.program,
+            ids.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    if case.args.len() > 4 {
+        anyhow::bail!("a program takes at most 4 arguments, not {}", case.args.len());
+    }
+    let mut asm = String::from("r9 = 0\n");
+    for (i, a) in case.args.iter().enumerate() {
+        asm.push_str(&format!("r{} = {a} ll\n", i + 1));
+    }
+    asm.push_str(&format!("call prog {id}, {}\nr9 = {RETURNED}\nexit\n", case.args.len()));
+    let insns = hike_bytecode::asm::assemble(&asm).map_err(|e| anyhow::anyhow!("test chain: {e}"))?;
+    let chain =
+        rt.install_chain(&ChainSpec { name: "ebpkg_test", owner: "ebpkg test", hook, insns: &insns, nargs: 0 })?;
+    let result = (|| -> Result<Vec<String>> {
+        for s in &case.setup {
+            let map = rt.package_map(package, version, &s.map)?;
+            let value = s.value.as_deref().ok_or_else(|| anyhow::anyhow!("setup of map `{}` needs a value", s.map))?;
+            map.write(&hex(&s.key, "setup key")?, &hex(value, "setup value")?)?;
+        }
+        let packet = packet(project, case)?;
+        let run = rt.test_run_chain(hook, chain, &packet, case.repeat.max(1))?;
+        let mut problems = Vec::new();
+        let returned = run.regs[9] == RETURNED;
+        if let Some(v) = &case.expect.verdict {
+            let want = verdict_code(v, hook)?;
+            if want != run.verdict {
+                problems.push(format!(
+                    "verdict: expected {} ({want}), got {} ({})",
+                    verdict_name(want, hook),
+                    verdict_name(run.verdict, hook),
+                    run.verdict
+                ));
+            }
+        }
+        if let Some(want) = case.expect.returned
+            && want != returned
+        {
+            problems.push(if want {
+                "the program was expected to return to the chain, but it ended the packet".to_owned()
+            } else {
+                "the program was expected to end the packet, but it returned to the chain".to_owned()
+            });
+        }
+        if let Some(want) = case.expect.result {
+            if !returned {
+                problems.push(format!("result: expected {want}, but the program ended the packet"));
+            } else if run.regs[0] != want as u64 {
+                problems.push(format!("result: expected {want}, got {}", run.regs[0] as i64));
+            }
+        }
+        if let Some(want) = &case.expect.packet {
+            let want = hex(want, "expected packet")?;
+            if want != run.packet {
+                problems.push(format!(
+                    "packet: expected\n               {}\n             got\n               {}",
+                    to_hex(&want),
+                    to_hex(&run.packet)
+                ));
+            }
+        }
+        for e in &case.expect.map {
+            let map = rt.package_map(package, version, &e.map)?;
+            let key = hex(&e.key, "expected map key")?;
+            let got = map.read(&key, run.cpu)?;
+            match (&e.value, e.absent, got) {
+                (_, true, Some(v)) => {
+                    problems.push(format!("map {}[{}]: expected no entry, got {}", e.map, e.key, to_hex(&v)))
+                }
+                (Some(want), false, got) => {
+                    let want = hex(want, "expected map value")?;
+                    if got.as_deref() != Some(want.as_slice()) {
+                        problems.push(format!(
+                            "map {}[{}]: expected {}, got {}",
+                            e.map,
+                            e.key,
+                            to_hex(&want),
+                            got.map_or("no entry".to_owned(), |g| to_hex(&g))
+                        ));
+                    }
+                }
+                (None, false, _) => {
+                    anyhow::bail!("expected map entry {}[{}] needs `value` or `absent = true`", e.map, e.key)
+                }
+                _ => {}
+            }
+        }
+        Ok(problems)
+    })();
+    rt.remove_chain(chain)?;
+    result
+}
+
+fn hex(s: &str, what: &str) -> Result<Vec<u8>> {
+    let digits: String = s.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+    if digits.len() % 2 != 0 {
+        anyhow::bail!("{what} `{s}`: an odd number of hex digits");
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&digits[i..i + 2], 16)
+                .map_err(|_| anyhow::anyhow!("{what} `{s}`: `{}` is not hex", &digits[i..i + 2]))
+        })
+        .collect()
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
+}
+
+fn packet(project: &Project, case: &Case) -> Result<Vec<u8>> {
+    match (&case.packet, &case.pcap) {
+        (Some(h), None) => hex(h, "packet"),
+        (None, Some(p)) => {
+            let path = project.dir.join(p);
+            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            pcap_packet(&bytes, case.pcap_index).with_context(|| format!("{p}"))
+        }
+        _ => anyhow::bail!("give the packet as `packet = \"<hex>\"` or `pcap = \"<file>\"` (one of them)"),
+    }
+}
+
+/// Packet `index` of a classic pcap file (either byte order, micro- or nanosecond).
+fn pcap_packet(bytes: &[u8], index: usize) -> Result<Vec<u8>> {
+    let magic = bytes.get(..4).ok_or_else(|| anyhow::anyhow!("not a pcap file: too short"))?;
+    let le = match magic {
+        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => true,
+        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => false,
+        _ => anyhow::bail!("not a pcap file (pcapng is not supported; convert with `editcap -F pcap`)"),
+    };
+    let u32_at = |at: usize| -> Result<u32> {
+        let b: [u8; 4] = bytes
+            .get(at..at + 4)
+            .and_then(|s| s.try_into().ok())
+            .ok_or_else(|| anyhow::anyhow!("truncated pcap file"))?;
+        Ok(if le { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) })
+    };
+    let mut at = 24;
+    let mut i = 0;
+    while at + 16 <= bytes.len() {
+        let len = u32_at(at + 8)? as usize;
+        let data = bytes.get(at + 16..at + 16 + len).ok_or_else(|| anyhow::anyhow!("truncated pcap record {i}"))?;
+        if i == index {
+            return Ok(data.to_vec());
+        }
+        at += 16 + len;
+        i += 1;
+    }
+    anyhow::bail!("it has {i} packet(s); there is no packet {index}")
+}
+
+fn verdict_code(v: &toml::Value, hook: Hook) -> Result<u32> {
+    if let Some(n) = v.as_integer() {
+        return u32::try_from(n).map_err(|_| anyhow::anyhow!("verdict {n} is out of range"));
+    }
+    let s = v.as_str().unwrap_or_default();
+    let code = match (hook, s) {
+        (Hook::Xdp, "aborted") => 0,
+        (Hook::Xdp, "drop") => 1,
+        (Hook::Xdp, "pass") => 2,
+        (Hook::Xdp, "tx") => 3,
+        (Hook::Xdp, "redirect") => 4,
+        (Hook::Tc, "ok" | "pass") => 0,
+        (Hook::Tc, "reclassify") => 1,
+        (Hook::Tc, "shot" | "drop") => 2,
+        (Hook::Tc, "pipe") => 3,
+        (Hook::Tc, "redirect") => 7,
+        _ => anyhow::bail!(
+            "unknown verdict `{s}` for {}: use {}",
+            hook.name(),
+            if hook == Hook::Xdp { "aborted, drop, pass, tx, redirect" } else { "ok, shot, redirect" }
+        ),
+    };
+    Ok(code)
+}
+
+fn verdict_name(code: u32, hook: Hook) -> &'static str {
+    match (hook, code) {
+        (Hook::Xdp, 0) => "aborted",
+        (Hook::Xdp, 1) => "drop",
+        (Hook::Xdp, 2) => "pass",
+        (Hook::Xdp, 3) => "tx",
+        (Hook::Xdp, 4) => "redirect",
+        (Hook::Tc, 0) => "ok",
+        (Hook::Tc, 2) => "shot",
+        (Hook::Tc, 7) => "redirect",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcap_records_in_both_byte_orders() {
+        let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1];
+        f.extend([0u8; 20]);
+        for p in [&[1u8, 2, 3][..], &[4, 5]] {
+            f.extend([0u8; 8]);
+            f.extend((p.len() as u32).to_le_bytes());
+            f.extend((p.len() as u32).to_le_bytes());
+            f.extend(p);
+        }
+        assert_eq!(pcap_packet(&f, 1).unwrap(), vec![4, 5]);
+        assert!(pcap_packet(&f, 2).unwrap_err().to_string().contains("it has 2 packet(s)"));
+        assert!(pcap_packet(&f[..30], 0).is_err());
+        assert!(pcap_packet(b"garbage!", 0).is_err());
+    }
+
+    #[test]
+    fn hex_allows_spaces_and_colons() {
+        assert_eq!(hex("02:00 0a", "x").unwrap(), vec![2, 0, 10]);
+        assert!(hex("0", "x").is_err());
+        assert!(hex("zz", "x").is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! The project: the package whose `ebpkg.toml` is in the current directory or one
+//! of its parents, and its `ebpkg.lock` beside it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use ebpkg_spec::manifest::MANIFEST_FILE;
+use ebpkg_spec::{Lockfile, Manifest, ManifestError};
+
+use crate::exit::{Failure, fail};
+
+/// The lockfile's name.
+pub const LOCK_FILE: &str = "ebpkg.lock";
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The directory holding ebpkg.toml.
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+/// A manifest or lockfile error as the user should see it (diagnostics with source lines).
+pub fn manifest_error(e: ManifestError) -> anyhow::Error {
+    fail(Failure::Input, e.render().trim_end())
+}
+
+impl Project {
+    /// Finds and loads the project: `manifest_path` when given, else the nearest
+    /// ebpkg.toml from the current directory up.
+    pub fn find(manifest_path: Option<&Path>) -> Result<Project> {
+        let path = match manifest_path {
+            Some(p) => p.to_owned(),
+            None => {
+                let cwd = std::env::current_dir().context("cannot read the current directory")?;
+                cwd.ancestors().map(|d| d.join(MANIFEST_FILE)).find(|p| p.is_file()).ok_or_else(|| {
+                    fail(
+                        Failure::Input,
+                        format!(
+                            "no {MANIFEST_FILE} in {} or any parent directory; create one with `ebpkg init`",
+                            cwd.display()
+                        ),
+                    )
+                })?
+            }
+        };
+        Project::load(&path)
+    }
+
+    pub fn load(manifest_path: &Path) -> Result<Project> {
+        let manifest = Manifest::load(manifest_path).map_err(manifest_error)?;
+        let dir = manifest_path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned);
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        Ok(Project { dir, manifest })
+    }
+
+    pub fn manifest_path(&self) -> PathBuf {
+        self.dir.join(MANIFEST_FILE)
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.join(LOCK_FILE)
+    }
+
+    /// The lockfile, if there is one.
+    pub fn lockfile(&self) -> Result<Option<Lockfile>> {
+        let path = self.lock_path();
+        if !path.exists() {
+            return Ok(None);
+        }
+        Lockfile::load(&path).map(Some).map_err(manifest_error)
+    }
+
+    /// Writes the lockfile when its text changes. Returns whether it did.
+    pub fn write_lockfile(&self, lock: &Lockfile) -> Result<bool> {
+        let path = self.lock_path();
+        let text = lock.to_toml_string();
+        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+            return Ok(false);
+        }
+        write_atomic(&path, text.as_bytes())?;
+        Ok(true)
+    }
+}
+
+/// Replaces a file by writing a temporary one beside it and renaming it over.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot write {}", path.display()))
+}

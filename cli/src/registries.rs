@@ -1,0 +1,132 @@
+//! The registries one command talks to: the default one and any a dependency
+//! names, opened once each (through a mirror when one is configured), with each
+//! package's index read once. Also the resolver's source of versions.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Result;
+use ebpkg_resolver::{Candidate, PackageId, Requirement, SourceError, VersionSource};
+use ebpkg_sources::{Registry, RegistryUrl, open_registry};
+use ebpkg_spec::PackageName;
+use ebpkg_spec::index::IndexEntry;
+
+use crate::config::Config;
+use crate::exit::{ExitExt, Failure};
+
+pub struct Registries<'c> {
+    config: &'c Config,
+    offline: bool,
+    /// The default registry.
+    pub default: RegistryUrl,
+    opened: RefCell<HashMap<String, Arc<dyn Registry>>>,
+    indexes: RefCell<HashMap<(String, String), Option<Arc<Vec<IndexEntry>>>>>,
+}
+
+impl<'c> Registries<'c> {
+    pub fn new(config: &'c Config, offline: bool) -> Result<Registries<'c>> {
+        let default = RegistryUrl::parse(&config.registry)
+            .map_err(|e| anyhow::anyhow!("the default registry `{}`: {e}", config.registry))
+            .exit(Failure::Input)?;
+        Ok(Registries { config, offline, default, opened: RefCell::default(), indexes: RefCell::default() })
+    }
+
+    /// The canonical URL of a registry named in a manifest or index (`None`: the
+    /// default registry).
+    pub fn url(&self, registry: Option<&str>) -> Result<RegistryUrl> {
+        match registry {
+            None => Ok(self.default.clone()),
+            Some(u) => RegistryUrl::parse(u).map_err(|e| anyhow::anyhow!("registry `{u}`: {e}")).exit(Failure::Input),
+        }
+    }
+
+    /// The resolver's name for a registry: `None` for the default one.
+    pub fn id_registry(&self, url: &RegistryUrl) -> Option<String> {
+        (*url != self.default).then(|| url.to_string())
+    }
+
+    /// The registry at `url` (or its mirror).
+    pub fn open(&self, url: &RegistryUrl) -> Result<Arc<dyn Registry>> {
+        if let Some(r) = self.opened.borrow().get(url.as_str()) {
+            return Ok(r.clone());
+        }
+        let fetch = self.config.fetch_url(url.as_str());
+        let fetch_url = RegistryUrl::parse(fetch)
+            .map_err(|e| anyhow::anyhow!("mirror `{fetch}` of {url}: {e}"))
+            .exit(Failure::Input)?;
+        if self.offline && !fetch_url.is_local() {
+            return Err(crate::exit::fail(
+                Failure::Registry,
+                format!(
+                    "--offline: registry {fetch_url} is not local; use a mirror (`ebpkg mirror`) or drop --offline"
+                ),
+            ));
+        }
+        let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url).exit(Failure::Registry)?);
+        self.opened.borrow_mut().insert(url.to_string(), r.clone());
+        Ok(r)
+    }
+
+    /// The index entries of `name` in `url`, read once per command.
+    pub fn index(&self, url: &RegistryUrl, name: &PackageName) -> Result<Option<Arc<Vec<IndexEntry>>>> {
+        let key = (url.to_string(), name.normalized());
+        if let Some(hit) = self.indexes.borrow().get(&key) {
+            return Ok(hit.clone());
+        }
+        let entries = self.open(url)?.index(name).exit(Failure::Registry)?.map(Arc::new);
+        self.indexes.borrow_mut().insert(key, entries.clone());
+        Ok(entries)
+    }
+
+    /// The entry of `name@version` in `url`.
+    pub fn entry(&self, url: &RegistryUrl, name: &PackageName, version: &semver::Version) -> Result<IndexEntry> {
+        let entries = self.index(url, name)?.ok_or_else(|| {
+            crate::exit::fail(Failure::Registry, format!("package `{name}` is not in registry {url}"))
+        })?;
+        entries
+            .iter()
+            .find(|e| e.vers == *version)
+            .cloned()
+            .ok_or_else(|| crate::exit::fail(Failure::Registry, format!("{name}@{version} is not in registry {url}")))
+    }
+
+    /// Requirements of an index entry from registry `from`, as the resolver takes them.
+    fn requirements(
+        &self,
+        from: &RegistryUrl,
+        entry: &IndexEntry,
+    ) -> std::result::Result<Vec<Requirement>, SourceError> {
+        entry
+            .deps
+            .iter()
+            .map(|d| {
+                // A dependency without a registry is in the same registry as its dependent.
+                let url = match &d.registry {
+                    None => from.clone(),
+                    Some(u) => RegistryUrl::parse(u)?,
+                };
+                let pkg = PackageId::in_registry(d.name.clone(), self.id_registry(&url));
+                Ok(Requirement { pkg, req: d.req.clone(), req_text: d.req.to_string() })
+            })
+            .collect()
+    }
+}
+
+impl VersionSource for Registries<'_> {
+    fn versions(&self, pkg: &PackageId) -> std::result::Result<Arc<[Candidate]>, SourceError> {
+        let url = self.url(pkg.registry.as_deref()).map_err(|e| format!("{e:#}"))?;
+        let Some(entries) = self.index(&url, &pkg.name).map_err(|e| format!("{e:#}"))? else {
+            return Ok(Arc::from([]));
+        };
+        entries
+            .iter()
+            .map(|e| Ok(Candidate { version: e.vers.clone(), yanked: e.yanked, deps: self.requirements(&url, e)? }))
+            .collect()
+    }
+
+    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+        let Ok(url) = self.url(registry) else { return Vec::new() };
+        self.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default()
+    }
+}

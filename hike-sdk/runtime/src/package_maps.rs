@@ -1,0 +1,126 @@
+//! The maps of registered package versions (`progs/<package>@<version>/maps/`),
+//! for tests and tools: write an entry before a run, read what a run changed, or
+//! clear everything between test cases. Per-CPU maps are written on every CPU and
+//! read on one (the CPU a test run used).
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+
+use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::runtime::Runtime;
+
+/// One map of a package version.
+#[derive(Debug)]
+pub struct PackageMap {
+    pub name: String,
+    handle: MapHandle,
+}
+
+impl PackageMap {
+    pub fn key_size(&self) -> usize {
+        self.handle.key_size() as usize
+    }
+
+    pub fn value_size(&self) -> usize {
+        self.handle.value_size() as usize
+    }
+
+    /// True for per-CPU maps.
+    pub fn per_cpu(&self) -> bool {
+        matches!(self.handle.map_type(), MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash)
+    }
+
+    fn check_sizes(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let bad = key.len() != self.key_size() || value.is_some_and(|v| v.len() != self.value_size());
+        if bad {
+            return Err(RuntimeError::BadObject {
+                name: self.name.clone(),
+                reason: format!(
+                    "map `{}` takes {}-byte keys and {}-byte values, not {} and {}",
+                    self.name,
+                    self.key_size(),
+                    self.value_size(),
+                    key.len(),
+                    value.map_or(0, <[u8]>::len)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes `value` under `key` (on every CPU for per-CPU maps).
+    pub fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_sizes(key, Some(value))?;
+        if self.per_cpu() {
+            let n = libbpf_rs::num_possible_cpus()
+                .map_err(|e| RuntimeError::Kernel { what: "count the possible CPUs".into(), source: e })?;
+            let values = vec![value.to_vec(); n];
+            self.handle.update_percpu(key, &values, MapFlags::ANY)
+        } else {
+            self.handle.update(key, value, MapFlags::ANY)
+        }
+        .kernel(|| format!("write map `{}`", self.name))
+    }
+
+    /// The value under `key` (the one of `cpu` for per-CPU maps).
+    pub fn read(&self, key: &[u8], cpu: usize) -> Result<Option<Vec<u8>>> {
+        self.check_sizes(key, None)?;
+        if self.per_cpu() {
+            let all = self.handle.lookup_percpu(key, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?;
+            Ok(all.and_then(|v| v.into_iter().nth(cpu)))
+        } else {
+            self.handle.lookup(key, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))
+        }
+    }
+
+    /// Removes every entry (arrays, whose entries cannot be removed, are zeroed).
+    pub fn clear(&self) -> Result<()> {
+        let keys: Vec<Vec<u8>> = self.handle.keys().collect();
+        let zero = vec![0u8; self.value_size()];
+        for k in keys {
+            match self.handle.map_type() {
+                MapType::Array | MapType::PercpuArray => self.write(&k, &zero)?,
+                _ => {
+                    let _ = self.handle.delete(&k);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Runtime {
+    /// Names of the maps of a registered package version.
+    pub fn package_maps(&self, package: &str, version: &str) -> Result<Vec<String>> {
+        let dir = self.layout.package_dir(package, version)?.join("maps");
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).io("cannot list", &dir),
+        };
+        let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// One map of a registered package version.
+    pub fn package_map(&self, package: &str, version: &str, map: &str) -> Result<PackageMap> {
+        let path = self.layout.package_dir(package, version)?.join("maps").join(crate::layout::component(map)?);
+        if !path.exists() {
+            let known = self.package_maps(package, version)?;
+            return Err(RuntimeError::NotFound(format!(
+                "map `{map}` of {package}@{version} (its maps: {})",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            )));
+        }
+        let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
+        Ok(PackageMap { name: map.to_owned(), handle })
+    }
+
+    /// Clears every map of a package version (between test cases).
+    pub fn clear_package_maps(&self, package: &str, version: &str) -> Result<()> {
+        for name in self.package_maps(package, version)? {
+            self.package_map(package, version, &name)?.clear()?;
+        }
+        Ok(())
+    }
+}
