@@ -240,7 +240,7 @@ impl Renderer<'_, '_> {
         let concl = self.conclusion(&cur.terms);
         match (&cur.cause1, &cur.cause2) {
             (Node::Ext(e1), Node::Ext(e2)) => {
-                let (e1, e2) = if involves_root(e2) && !involves_root(e1) { (e2, e1) } else { (e1, e2) };
+                let (e1, e2) = reading_order(e1, e2);
                 let line = format!("Because {}, {concl}.", self.ext_pair(e1, e2));
                 self.steps.push(line);
             }
@@ -287,7 +287,8 @@ impl Renderer<'_, '_> {
             // Chain the two externals in one sentence after explaining the prior derived cause.
             (Node::Derived(prior), Node::Ext(prior_e)) | (Node::Ext(prior_e), Node::Derived(prior)) => {
                 self.build(prior);
-                let s = format!("And because {}, {concl}.", self.ext_pair(prior_e, e));
+                let (e1, e2) = reading_order(prior_e, e);
+                let s = format!("And because {}, {concl}.", self.ext_pair(e1, e2));
                 self.steps.push(s);
             }
             _ => {
@@ -369,6 +370,9 @@ impl Renderer<'_, '_> {
         match rest.as_slice() {
             [] => format!("{root}'s requirements cannot all be met"),
             [(p, Term::Positive(s))] if root_pos => format!("{root} cannot use {}", set_desc(cat, self.texts, *p, s)),
+            [(p, Term::Positive(s))] if s.clamp(cat.entry(*p).len()) == IndexSet::interval(0, cat.entry(*p).len()) => {
+                format!("no version of {} can be used", cat.name(*p))
+            }
             [(p, Term::Positive(s))] => format!("{} cannot be used", set_desc(cat, self.texts, *p, s)),
             [(p, Term::Negative(s))] if root_pos => format!("{root} requires {}", set_desc(cat, self.texts, *p, s)),
             [(p, Term::Negative(s))] => format!("{} is required", set_desc(cat, self.texts, *p, s)),
@@ -403,6 +407,20 @@ impl Renderer<'_, '_> {
                 format!("{prefix}{} together", and_list(&parts))
             }
         }
+    }
+}
+
+/// The order two external facts read best in: the root's own requirements first, then along the chain
+/// of dependencies (`a depends on b` before `b depends on c`).
+fn reading_order<'e>(e1: &'e Ext, e2: &'e Ext) -> (&'e Ext, &'e Ext) {
+    if involves_root(e2) && !involves_root(e1) {
+        return (e2, e1);
+    }
+    match (e1, e2) {
+        (External::FromDependencyOf(p1, ..), External::FromDependencyOf(_, _, d2, _)) if d2 == p1 && !involves_root(e1) => {
+            (e2, e1)
+        }
+        _ => (e1, e2),
     }
 }
 
@@ -694,20 +712,23 @@ impl Helper<'_, '_> {
         } else {
             let (wa, wb) = (dependent_desc(cat, a.p, &a.sp), dependent_desc(cat, b.p, &b.sp));
             let mut s = format!("{wa} needs {d} {ta} but {wb} needs {d} {tb}, and no version of {d} satisfies both");
-            let pair = |(x, y): (u32, u32)| {
-                format!("{} {} and {} {}", cat.name(a.p), cat.version(a.p, x), cat.name(b.p), cat.version(b.p, y))
-            };
-            match (self.agreeing_pair(a.p, b.p, a.d, true), self.agreeing_pair(a.p, b.p, a.d, false)) {
-                (Some(xy), _) => s.push_str(&format!("; {} agree on {d}, so try requiring those", pair(xy))),
-                (None, Some(xy)) => s.push_str(&format!(
-                    "; {} agree on {d}, but {root}'s requirements exclude that pair, so relax them to allow it",
-                    pair(xy)
-                )),
-                (None, None) => s.push_str(&format!(
-                    "; no published versions of {} and {} agree on {d}, so one of them has to go or be updated by its maintainers",
-                    cat.name(a.p),
-                    cat.name(b.p)
-                )),
+            // Other versions can only be suggested for packages the project itself requires.
+            if self.root_req_on(a.p).is_some() && self.root_req_on(b.p).is_some() {
+                let pair = |(x, y): (u32, u32)| {
+                    format!("{} {} and {} {}", cat.name(a.p), cat.version(a.p, x), cat.name(b.p), cat.version(b.p, y))
+                };
+                match (self.agreeing_pair(a.p, b.p, a.d, true), self.agreeing_pair(a.p, b.p, a.d, false)) {
+                    (Some(xy), _) => s.push_str(&format!("; {} agree on {d}, so try requiring those", pair(xy))),
+                    (None, Some(xy)) => s.push_str(&format!(
+                        "; {} agree on {d}, but {root}'s requirements exclude that pair, so relax them to allow it",
+                        pair(xy)
+                    )),
+                    (None, None) => s.push_str(&format!(
+                        "; no published versions of {} and {} agree on {d}, so one of them has to go or be updated by its maintainers",
+                        cat.name(a.p),
+                        cat.name(b.p)
+                    )),
+                }
             }
             self.push(s);
         }

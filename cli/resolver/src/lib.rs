@@ -76,9 +76,7 @@ pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<R
         return Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions });
     }
     let provider = Provider { catalog: RefCell::new(catalog) };
-    let t0 = Instant::now();
     let outcome = pubgrub::resolve(&provider, ROOT, 0u32);
-    let t1 = Instant::now();
     let catalog = provider.catalog.into_inner();
     let result = match outcome {
         Ok(selected) => Ok(resolution(&catalog, selected)),
@@ -90,16 +88,8 @@ pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<R
             Err(ResolveError::Source { pkg, source })
         }
     };
-    let t2 = Instant::now();
-    if std::env::var_os("PHASES").is_some() {
-        eprintln!("pre {:?} solve {:?} build {:?}", t0 - started, t1 - t0, t2 - t1);
-    }
-    drop(catalog);
-    if std::env::var_os("PHASES").is_some() {
-        eprintln!("drop {:?}", t2.elapsed());
-    }
     tracing::debug!(
-        packages_seen = 0,
+        packages_seen = catalog.len() - 1,
         ok = result.is_ok(),
         elapsed_us = started.elapsed().as_micros() as u64,
         "resolved {}",

@@ -1,0 +1,222 @@
+//! A sandbox for running the real `ebpkg` binary: a file:// registry, cache,
+//! state directory, config and HIKe root of the test's own, and a network
+//! namespace with a veth pair when asked for; all removed by the guard, even when
+//! the test fails.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Fails loudly when the machine cannot run kernel tests: they are never skipped.
+pub fn require_kernel() {
+    assert!(rustix::process::geteuid().is_root(), "kernel tests need root (CAP_BPF, CAP_NET_ADMIN); run ./ci/test");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    assert!(
+        mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf")),
+        "kernel tests need bpffs at /sys/fs/bpf (ci/setup mounts it)"
+    );
+}
+
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub netns: Option<String>,
+    pub tag: String,
+}
+
+/// What one `ebpkg` run did.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "ebpkg failed:\n{}\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    #[track_caller]
+    pub fn fails(self, code: i32) -> Run {
+        assert_eq!(self.code, code, "expected exit {code}:\n{}\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+impl Sandbox {
+    pub fn new(tag: &str) -> Sandbox {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let tag = format!("{tag}{}x{n}", std::process::id());
+        let root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-cli-{tag}"));
+        Sandbox { dir: tempfile::tempdir().unwrap(), root, netns: None, tag }
+    }
+
+    /// A sandbox whose installs attach in a network namespace of its own, holding
+    /// a veth pair `va`/`vb`.
+    pub fn with_netns(tag: &str) -> Sandbox {
+        require_kernel();
+        let mut s = Sandbox::new(tag);
+        let ns = format!("ebc{}", s.tag);
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().expect("ip (iproute2)");
+            assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        };
+        ip(&["netns", "add", &ns]);
+        s.netns = Some(ns.clone());
+        ip(&["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+        ip(&["-n", &ns, "link", "set", "va", "up"]);
+        ip(&["-n", &ns, "link", "set", "vb", "up"]);
+        s
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn registry_url(&self) -> String {
+        format!("file://{}/", self.path("registry").display())
+    }
+
+    /// Copies fixture package `name` (from tests/fixtures/e2e) into the sandbox.
+    pub fn package(&self, name: &str) -> PathBuf {
+        let dest = self.path(&format!("pkgs/{name}"));
+        copy_dir(&fixtures().join("e2e").join(name), &dest);
+        dest
+    }
+
+    /// A command running `ebpkg` in `cwd` with the sandbox's settings.
+    pub fn cmd(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ebpkg"));
+        cmd.current_dir(cwd)
+            .args(args)
+            .env("EBPKG_CONFIG", self.path("config.toml"))
+            .env("EBPKG_REGISTRY", self.registry_url())
+            .env("EBPKG_CACHE_DIR", self.path("cache"))
+            .env("EBPKG_STATE_DIR", self.path("state"))
+            .env("EBPKG_BPFFS_ROOT", &self.root)
+            .env("NO_COLOR", "1")
+            .env_remove("EBPKG_MIRROR")
+            .env_remove("EBPKG_CRASH_AT")
+            .env_remove("EBPKG_LOG");
+        if let Some(ns) = &self.netns {
+            cmd.args(["--netns", ns]);
+        }
+        cmd
+    }
+
+    pub fn run(&self, cwd: &Path, args: &[&str]) -> Run {
+        Run::from(self.cmd(cwd, args).output().unwrap())
+    }
+
+    /// Publishes a package directory (without the verification build unless asked).
+    pub fn publish(&self, dir: &Path) {
+        self.run(dir, &["publish", "--no-verify"]).ok();
+    }
+
+    /// Writes a manifest-only package and publishes it.
+    pub fn publish_manifest(&self, name: &str, version: &str, deps: &[(&str, &str)]) {
+        let dir = self.path(&format!("gen/{name}-{version}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut text = format!("[package]\nname = \"{name}\"\nversion = \"{version}\"\n\n[dependencies]\n");
+        for (d, r) in deps {
+            text.push_str(&format!("{d} = \"{r}\"\n"));
+        }
+        std::fs::write(dir.join("ebpkg.toml"), text).unwrap();
+        self.publish(&dir);
+    }
+
+    /// Every path under the HIKe root.
+    pub fn pins(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(&self.root, &self.root, &mut out);
+        out.sort();
+        out
+    }
+
+    /// `ebpkg status --json` of the sandbox.
+    pub fn status(&self) -> serde_json::Value {
+        let run = self.run(self.dir.path(), &["status", "--json"]).ok();
+        serde_json::from_str(&run.stdout).unwrap()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Err(e) = hike_runtime::Runtime::destroy(&self.root) {
+            eprintln!("could not remove {}: {e}", self.root.display());
+        }
+        if let Some(ns) = &self.netns {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        out.push(p.strip_prefix(base).unwrap().display().to_string());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(base, &p, out);
+        }
+    }
+}
+
+/// Ethernet + IPv4 + UDP from 10.0.0.1:1234 to 10.0.0.2:`port`.
+pub fn udp4(port: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 14 + 20 + 8 + 4];
+    p[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    p[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    p[12] = 0x08;
+    p[14] = 0x45;
+    p[16..18].copy_from_slice(&((20 + 8 + 4) as u16).to_be_bytes());
+    p[22] = 64;
+    p[23] = 17;
+    p[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    p[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    p[34..36].copy_from_slice(&1234u16.to_be_bytes());
+    p[36..38].copy_from_slice(&port.to_be_bytes());
+    p[38..40].copy_from_slice(&12u16.to_be_bytes());
+    p
+}
+
+/// Runs a packet through the deployment's (first) loader instance, as the kernel
+/// would on the interface: BPF_PROG_TEST_RUN on the attached program.
+pub fn verdict(sb: &Sandbox, packet: &[u8]) -> u32 {
+    let status = sb.status();
+    let instance = status[0]["loaders"][0]["instance"].as_str().unwrap().to_owned();
+    let rt = hike_runtime::Runtime::open(&sb.root).unwrap();
+    rt.test_run_loader(&instance, packet, 0).unwrap().verdict
+}
+
+pub const XDP_DROP: u32 = 1;
+pub const XDP_PASS: u32 = 2;

@@ -1,0 +1,189 @@
+//! `ebpkg install` end to end against the real kernel: a fixture project (two
+//! program packages, a loader package, a chain) from a file:// registry made by
+//! the test, packets through the attached loader, upgrades, failures that roll
+//! back, a killed install, and uninstall.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+
+/// Publishes flow, verdict and classify, and copies the app project.
+fn setup(tag: &str) -> (Sandbox, std::path::PathBuf) {
+    let sb = Sandbox::with_netns(tag);
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    let app = sb.package("app");
+    (sb, app)
+}
+
+/// Publishes flow 1.1.0: flow_match compares the source port instead.
+fn publish_flow_1_1(sb: &Sandbox) {
+    let dir = sb.package("flow");
+    let toml =
+        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.1.0\"");
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c"))
+        .unwrap()
+        .replace("dport = data + off + 2;", "dport = data + off;");
+    std::fs::write(dir.join("src/flow.bpf.c"), src).unwrap();
+    sb.publish(&dir);
+}
+
+#[test]
+fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
+    let (sb, app) = setup("life");
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("Registered flow@1.0.0 flow_match as program"), "{}", run.stderr);
+    assert!(run.stderr.contains("Attached va to app-1-classify-l3_classifier"), "{}", run.stderr);
+    assert!(app.join("ebpkg.lock").exists());
+
+    // The attached loader's program decides as the chain says.
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+    let st = sb.status();
+    assert_eq!(st[0]["running"], true, "{st}");
+    assert_eq!(st[0]["generation"], 1);
+    let attachments = &st[0]["loaders"][0]["attachments"][0];
+    assert_eq!((attachments["interface"].as_str(), attachments["mode"].as_str()), (Some("va"), Some("xdp")));
+    let calls: std::collections::BTreeMap<String, u64> = st[0]["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(st[0]["program_calls"].as_array().unwrap())
+        .map(|(p, c)| (p["name"].as_str().unwrap().to_owned(), c[1].as_u64().unwrap()))
+        .collect();
+    assert_eq!(calls["flow_match"], 3, "{calls:?}");
+    assert_eq!(calls["hike_drop"], 1, "{calls:?}");
+    assert_eq!(calls["hike_pass"], 2, "{calls:?}");
+
+    // Nothing changed: nothing to do.
+    let again = sb.run(&app, &["install"]).ok();
+    assert!(again.stderr.contains("is up to date"), "{}", again.stderr);
+    assert!(again.stderr.contains("Keeping DEVNAME=va from the current deployment"), "{}", again.stderr);
+
+    // Upgrade: the new version loads beside the old one, then the interface switches.
+    publish_flow_1_1(&sb);
+    let up = sb.run(&app, &["update"]).ok();
+    assert!(up.stderr.contains("Locking flow 1.1.0"), "{}", up.stderr);
+    let run = sb.run(&app, &["install"]).ok();
+    assert!(run.stderr.contains("Switched va to app-2-classify-l3_classifier"), "{}", run.stderr);
+    assert!(run.stderr.contains("Reusing verdict@1.0.0 hike_drop"), "{}", run.stderr);
+    let st = sb.status();
+    assert_eq!(st[0]["generation"], 2);
+    assert_eq!(st[0]["running"], true, "{st}");
+    // 1.1.0 matches the source port 1234.
+    let mut by_sport = udp4(53);
+    by_sport[34..36].copy_from_slice(&9999u16.to_be_bytes());
+    assert_eq!(verdict(&sb, &by_sport), XDP_DROP);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_PASS);
+    let pins = sb.pins();
+    assert!(!pins.iter().any(|p| p.contains("flow@1_0_0") || p.contains("app-1-")), "old generation left: {pins:?}");
+
+    let run = sb.run(&app, &["uninstall"]).ok();
+    assert!(run.stderr.contains("Uninstalled deployment app (generation 2)"), "{}", run.stderr);
+    assert!(!sb.root.exists(), "uninstall leaves no pins: {:?}", sb.pins());
+    assert_eq!(sb.status(), serde_json::json!([]));
+}
+
+#[test]
+fn a_program_the_verifier_refuses_rolls_back_and_names_the_line() {
+    let (sb, app) = setup("verif");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let before = sb.pins();
+
+    let dir = sb.package("flow");
+    let toml =
+        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.2.0\"");
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    // Reads the port without checking the packet's end.
+    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c"))
+        .unwrap()
+        .replace("\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n", "\t(void)end;\n");
+    std::fs::write(dir.join("src/flow.bpf.c"), src).unwrap();
+    sb.publish(&dir);
+
+    sb.run(&app, &["update", "flow"]).ok();
+    let run = sb.run(&app, &["install"]).fails(5);
+    assert!(run.stderr.contains("the kernel verifier refused program `flow_match` of flow@1.2.0"), "{}", run.stderr);
+    assert!(run.stderr.contains("at flow.bpf.c:") || run.stderr.contains("at src/flow.bpf.c:"), "{}", run.stderr);
+    assert!(run.stderr.contains("bpf_ntohs(*dport) == port"), "the failing line is printed: {}", run.stderr);
+    assert!(run.stderr.contains("full log: "), "{}", run.stderr);
+    assert_eq!(sb.pins(), before, "nothing new is pinned");
+    let st = sb.status();
+    assert_eq!((st[0]["generation"].as_u64(), st[0]["running"].as_bool()), (Some(1), Some(true)), "{st}");
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP, "the previous deployment still runs");
+}
+
+#[test]
+fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes() {
+    let (sb, app) = setup("corrupt");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let before = sb.pins();
+
+    // A registry whose archive was altered after publication (its index still has
+    // the published checksum); the cache does not have it yet.
+    publish_flow_1_1(&sb);
+    sb.run(&app, &["update", "flow"]).ok();
+    let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    let sum = lock.split("name = \"flow\"").nth(1).unwrap().split("checksum = \"").nth(1).unwrap()[..64].to_owned();
+    let archive = sb.path(&format!("registry/archives/{}/{sum}.tar.gz", &sum[..2]));
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&archive, bytes).unwrap();
+    let run = sb.run(&app, &["install"]).fails(6);
+    assert!(run.stderr.contains("flow") && run.stderr.contains(&sum), "{}", run.stderr);
+    assert_eq!(sb.pins(), before);
+    assert_eq!(sb.status()[0]["generation"], 1);
+
+    // A lockfile whose checksum no longer matches the registry's.
+    let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().replace(&sum, &"ab".repeat(32));
+    std::fs::write(app.join("ebpkg.lock"), lock).unwrap();
+    let run = sb.run(&app, &["install"]).fails(6);
+    assert!(run.stderr.contains(&"ab".repeat(32)), "{}", run.stderr);
+    assert_eq!(sb.pins(), before);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+}
+
+#[test]
+fn an_install_killed_with_sigkill_is_repaired_by_the_next_run() {
+    use std::os::unix::process::ExitStatusExt;
+    let (sb, app) = setup("kill");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let before = sb.pins();
+    publish_flow_1_1(&sb);
+    sb.run(&app, &["update"]).ok();
+    for (point, committed) in [("switching", false), ("committed", true)] {
+        let out = sb.cmd(&app, &["install"]).env("EBPKG_CRASH_AT", point).output().unwrap();
+        assert_eq!(out.status.signal(), Some(9), "killed at {point}: {}", String::from_utf8_lossy(&out.stderr));
+        let run = sb.run(sb.dir.path(), &["status"]).ok();
+        assert!(run.stderr.contains("Recovered app:"), "{}", run.stderr);
+        let st = sb.status();
+        assert_eq!(st[0]["running"], true, "{st}");
+        if committed {
+            assert_eq!(st[0]["generation"], 2, "the rolled-back generation number is used again: {st}");
+            assert_eq!(verdict(&sb, &udp4(9999)), XDP_PASS);
+        } else {
+            assert_eq!(st[0]["generation"], 1, "{st}");
+            assert_eq!(sb.pins(), before, "rolled back to exactly the previous pins");
+            assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+        }
+    }
+    sb.run(&app, &["uninstall"]).ok();
+    assert!(!sb.root.exists());
+}
+
+#[test]
+fn frozen_installs_need_an_up_to_date_lock() {
+    let (sb, app) = setup("frozen");
+    let run = sb.run(&app, &["install", "--frozen", "--set", "DEVNAME=va"]).fails(4);
+    assert!(run.stderr.contains("ebpkg.lock does not exist"), "{}", run.stderr);
+    sb.run(&app, &["lock"]).ok();
+    sb.run(&app, &["install", "--frozen", "--set", "DEVNAME=va"]).ok();
+    sb.run(&app, &["uninstall"]).ok();
+}

@@ -1,0 +1,138 @@
+//! Resolution through the CLI, against file:// registries the tests publish to:
+//! diamonds, conflicts and their explanation, pre-releases, yanked versions,
+//! `--locked` drift and lockfile determinism. (No kernel needed.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+
+fn project(sb: &Sandbox, deps: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = sb.path("app");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\n".to_owned();
+    for (d, r) in deps {
+        text.push_str(&format!("{d} = \"{r}\"\n"));
+    }
+    std::fs::write(dir.join("ebpkg.toml"), text).unwrap();
+    dir
+}
+
+fn locked_versions(dir: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("ebpkg.lock")).unwrap();
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("name = ") {
+            name = n.trim_matches('"').to_owned();
+        }
+        if let Some(v) = line.strip_prefix("version = \"") {
+            out.push(format!("{name} {}", v.trim_end_matches('"')));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_diamond_takes_the_newest_version_both_sides_accept() {
+    let sb = Sandbox::new("diamond");
+    for v in ["1.2.0", "1.4.0", "1.5.0", "2.0.0"] {
+        sb.publish_manifest("c", v, &[]);
+    }
+    sb.publish_manifest("a", "1.0.0", &[("c", "^1.2")]);
+    sb.publish_manifest("b", "1.0.0", &[("c", "~1.4")]);
+    let app = project(&sb, &[("a", "^1"), ("b", "^1")]);
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["a 1.0.0", "b 1.0.0", "c 1.4.0"]);
+    let tree = sb.run(&app, &["tree"]).ok();
+    assert_eq!(tree.stdout, "app 0.1.0\n├── a 1.0.0\n│   └── c 1.4.0\n└── b 1.0.0\n    └── c 1.4.0\n");
+}
+
+#[test]
+fn a_conflict_is_explained_step_by_step_with_a_fix() {
+    let sb = Sandbox::new("conflict");
+    sb.publish_manifest("meter", "1.2.0", &[]);
+    sb.publish_manifest("meter", "2.0.0", &[]);
+    sb.publish_manifest("ddos", "1.4.0", &[("meter", "^1")]);
+    let app = project(&sb, &[("meter", "^2"), ("ddos", "^1.4")]);
+    let run = sb.run(&app, &["lock"]).fails(3);
+    assert!(run.stderr.contains("cannot find versions for the dependencies of app"), "{}", run.stderr);
+    assert!(run.stderr.contains("ddos 1.4.0 depends on meter ^1"), "{}", run.stderr);
+    assert!(run.stderr.contains("app depends on meter ^2"), "{}", run.stderr);
+    assert!(run.stderr.contains("help:"), "{}", run.stderr);
+    assert!(!app.join("ebpkg.lock").exists(), "nothing is written");
+}
+
+#[test]
+fn pre_releases_only_when_asked_for() {
+    let sb = Sandbox::new("pre");
+    sb.publish_manifest("c", "1.5.0", &[]);
+    sb.publish_manifest("c", "1.6.0-rc.1", &[]);
+    let app = project(&sb, &[("c", "^1")]);
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.5.0"]);
+    let app = project(&sb, &[("c", ">=1.6.0-rc.1")]);
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.6.0-rc.1"]);
+}
+
+#[test]
+fn yanked_versions_stay_locked_but_are_not_chosen_again() {
+    let sb = Sandbox::new("yank");
+    sb.publish_manifest("c", "1.4.0", &[]);
+    sb.publish_manifest("c", "1.5.0", &[]);
+    let app = project(&sb, &[("c", "^1")]);
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.5.0"]);
+    let run = sb.run(&app, &["yank", "c@1.5.0"]).ok();
+    assert!(run.stderr.contains("Yanked c@1.5.0"), "{}", run.stderr);
+    sb.run(&app, &["lock", "--locked"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.5.0"], "a locked yanked version keeps working");
+    sb.run(&app, &["update"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.4.0"], "a new resolution avoids it");
+    sb.run(&app, &["yank", "--undo", "c@1.5.0"]).ok();
+    sb.run(&app, &["update", "c"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.5.0"]);
+}
+
+#[test]
+fn locked_fails_on_drift_and_the_lock_is_written_only_when_it_changes() {
+    let sb = Sandbox::new("drift");
+    sb.publish_manifest("c", "1.0.0", &[]);
+    sb.publish_manifest("d", "2.1.0", &[]);
+    let app = project(&sb, &[("c", "^1")]);
+    sb.run(&app, &["lock"]).ok();
+    let first = std::fs::read(app.join("ebpkg.lock")).unwrap();
+    let mtime = std::fs::metadata(app.join("ebpkg.lock")).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let run = sb.run(&app, &["lock"]).ok();
+    assert!(run.stderr.contains("is up to date"), "{}", run.stderr);
+    assert_eq!(std::fs::read(app.join("ebpkg.lock")).unwrap(), first);
+    assert_eq!(std::fs::metadata(app.join("ebpkg.lock")).unwrap().modified().unwrap(), mtime, "not rewritten");
+
+    let app = project(&sb, &[("c", "^1"), ("d", "^2")]);
+    let run = sb.run(&app, &["lock", "--locked"]).fails(4);
+    assert!(run.stderr.contains("is out of date"), "{}", run.stderr);
+    assert!(run.stderr.contains("+ d 2.1.0"), "{}", run.stderr);
+    assert_eq!(std::fs::read(app.join("ebpkg.lock")).unwrap(), first, "--locked writes nothing");
+    sb.run(&app, &["lock"]).ok();
+    sb.run(&app, &["lock", "--locked"]).ok();
+
+    // Another directory resolving the same manifest writes the same bytes.
+    let other = sb.path("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(app.join("ebpkg.toml"), other.join("ebpkg.toml")).unwrap();
+    sb.run(&other, &["lock"]).ok();
+    assert_eq!(std::fs::read(other.join("ebpkg.lock")).unwrap(), std::fs::read(app.join("ebpkg.lock")).unwrap());
+}
+
+#[test]
+fn an_unknown_package_suggests_a_close_name() {
+    let sb = Sandbox::new("unknown");
+    sb.publish_manifest("meter", "1.0.0", &[]);
+    let app = project(&sb, &[("metr", "^1")]);
+    let run = sb.run(&app, &["lock"]).fails(3);
+    assert!(run.stderr.contains("app depends on `metr`, which is not in the default registry"), "{}", run.stderr);
+    assert!(run.stderr.contains("did you mean `meter`?"), "{}", run.stderr);
+}

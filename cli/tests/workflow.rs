@@ -1,0 +1,231 @@
+//! The user's path through the CLI: init, add, write a chain, install; new
+//! program packages with their test; publish, search, info; mirrors for
+//! air-gapped hosts; hostile archives; doctor.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+
+fn publish_fixtures(sb: &Sandbox) {
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+}
+
+#[test]
+fn from_an_empty_directory_to_a_running_chain() {
+    let sb = Sandbox::with_netns("init");
+    publish_fixtures(&sb);
+    let dir = sb.path("edge-guard");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = sb.run(&dir, &["init"]).ok();
+    assert!(run.stderr.contains("Created chain package `edge-guard`"), "{}", run.stderr);
+    // Comments in the manifest survive edits.
+    let manifest = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), format!("# our edge\n{manifest}")).unwrap();
+
+    let run = sb.run(&dir, &["add", "flow", "verdict", "classify"]).ok();
+    assert!(run.stderr.contains("Adding flow ^1.0.0"), "{}", run.stderr);
+    let manifest = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    assert!(manifest.starts_with("# our edge\n"), "{manifest}");
+    assert!(manifest.contains("flow = \"^1.0.0\""), "{manifest}");
+    assert!(dir.join("ebpkg.lock").exists());
+
+    let run = sb.run(&dir, &["add", "flw"]).fails(6);
+    assert!(run.stderr.contains("package `flw` is not in"), "{}", run.stderr);
+    assert!(run.stderr.contains("did you mean `flow`?"), "{}", run.stderr);
+
+    std::fs::copy(fixtures().join("e2e/app/chains/guard.eclat"), dir.join("chains/main.eclat")).unwrap();
+    let run = sb.run(&dir, &["install"]).fails(2);
+    assert!(
+        run.stderr.contains("needs a value for parameter DEVNAME; give it with `--set DEVNAME=<value>`"),
+        "{}",
+        run.stderr
+    );
+    sb.run(&dir, &["install", "--set", "DEVNAME=va"]).ok();
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    assert_eq!(verdict(&sb, &udp4(80)), XDP_PASS);
+
+    let run = sb.run(&dir, &["remove", "flow"]).ok();
+    assert!(run.stderr.contains("Removing flow 1.0.0"), "{}", run.stderr);
+    assert!(!std::fs::read_to_string(dir.join("ebpkg.lock")).unwrap().contains("\"flow\""));
+    // The chain still imports it: the next install says so, and changes nothing.
+    let run = sb.run(&dir, &["install"]).fails(1);
+    assert!(run.stderr.contains("chains/main.eclat"), "{}", run.stderr);
+    assert!(run.stderr.contains("did not compile"), "{}", run.stderr);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    sb.run(&dir, &["uninstall"]).ok();
+    assert!(!sb.root.exists());
+}
+
+#[test]
+fn a_new_program_package_passes_its_own_test_and_failures_are_reported() {
+    require_kernel();
+    let sb = Sandbox::new("newprog");
+    let run = sb.run(sb.dir.path(), &["new", "pktcount", "--program"]).ok();
+    assert!(run.stderr.contains("Created program package `pktcount`"), "{}", run.stderr);
+    let dir = sb.path("pktcount");
+    let run = sb.run(&dir, &["test"]).ok();
+    assert!(run.stderr.contains("Passed tests/pktcount.test.toml: adds the step to the count"), "{}", run.stderr);
+    assert!(run.stderr.contains("1 passed, 0 failed"), "{}", run.stderr);
+
+    let t = std::fs::read_to_string(dir.join("tests/pktcount.test.toml")).unwrap().replace("result = 7", "result = 8");
+    std::fs::write(dir.join("tests/pktcount.test.toml"), t).unwrap();
+    let run = sb.run(&dir, &["test"]).fails(8);
+    assert!(run.stderr.contains("result: expected 8, got 7"), "{}", run.stderr);
+    assert!(!std::path::Path::new(&format!("{}-test-", sb.root.display())).exists());
+}
+
+#[test]
+fn fixture_tests_pass_with_map_setup_repeat_and_pcap() {
+    require_kernel();
+    let sb = Sandbox::new("ptest");
+    let dir = sb.package("flow");
+    // The same packet as a pcap file.
+    let hex = "020000000002020000000001080045000 01c0000000040110000 0a0000010a00000204d2270f00080000".replace(' ', "");
+    let pkt: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0];
+    pcap.extend([0u8; 8]);
+    pcap.extend((pkt.len() as u32).to_le_bytes());
+    pcap.extend((pkt.len() as u32).to_le_bytes());
+    pcap.extend(&pkt);
+    std::fs::write(dir.join("tests/udp.pcap"), pcap).unwrap();
+    std::fs::write(
+        dir.join("tests/pcap.test.toml"),
+        "[[case]]\nname = \"from a pcap\"\nprogram = \"flow_match\"\nargs = [17, 9999]\npcap = \"tests/udp.pcap\"\n[case.expect]\nresult = 1\n",
+    )
+    .unwrap();
+    let run = sb.run(&dir, &["test"]).ok();
+    assert!(run.stderr.contains("4 passed, 0 failed"), "{}", run.stderr);
+    let run = sb.run(&dir, &["test", "pcap", "--json"]).ok();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["passed"].as_array().unwrap().len(), 1);
+    assert_eq!(report["filtered"], 3);
+}
+
+#[test]
+fn publish_search_info_and_duplicate_versions() {
+    let sb = Sandbox::new("reg");
+    publish_fixtures(&sb);
+    let dir = sb.package("flow");
+    let run = sb.run(&dir, &["publish", "--no-verify"]).fails(6);
+    assert!(run.stderr.contains("flow") && run.stderr.contains("1.0.0"), "{}", run.stderr);
+    let run = sb.run(sb.dir.path(), &["search", "counter"]).ok();
+    assert!(run.stdout.contains("flow = \"1.0.0\""), "{}", run.stdout);
+    let run = sb.run(sb.dir.path(), &["search", "loader", "--json"]).ok();
+    let hits: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(hits[0]["name"], "classify");
+    let run = sb.run(sb.dir.path(), &["info", "flow"]).ok();
+    assert!(run.stdout.contains("program flow_match(proto: u8, port: u16) -> u64"), "{}", run.stdout);
+    assert!(run.stdout.contains("versions: 1.0.0"), "{}", run.stdout);
+    let run = sb.run(sb.dir.path(), &["info", "flwo"]).fails(6);
+    assert!(run.stderr.contains("did you mean `flow`?"), "{}", run.stderr);
+}
+
+#[test]
+fn a_mirror_serves_a_frozen_install_when_the_registry_is_gone() {
+    let sb = Sandbox::with_netns("mirror");
+    publish_fixtures(&sb);
+    let app = sb.package("app");
+    sb.run(&app, &["lock"]).ok();
+    let mirror = sb.path("mirror");
+    let run = sb.run(&app, &["mirror", mirror.to_str().unwrap()]).ok();
+    assert!(run.stderr.contains("holds the 3 package(s) of ebpkg.lock (3 added)"), "{}", run.stderr);
+    std::fs::remove_dir_all(sb.path("registry")).unwrap();
+    std::fs::remove_dir_all(sb.path("cache")).unwrap();
+    let run = sb
+        .cmd(&app, &["install", "--frozen", "--set", "DEVNAME=va"])
+        .env("EBPKG_MIRROR", format!("file://{}", mirror.display()))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    sb.run(&app, &["uninstall"]).ok();
+}
+
+#[test]
+fn a_hostile_archive_in_the_registry_writes_nothing_outside_the_cache() {
+    let sb = Sandbox::new("hostile");
+    publish_fixtures(&sb);
+    // A registry serving an archive that climbs out of its directory; its index
+    // line carries the archive's true checksum, so only unpacking can catch it.
+    let mut tar = tar::Builder::new(Vec::new());
+    let manifest = b"[package]\nname = \"evil\"\nversion = \"1.0.0\"\n";
+    for (path, data) in [("evil-1.0.0/ebpkg.toml", &manifest[..]), ("evil-1.0.0/../../../escaped", b"pwned")] {
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append(&h, data).unwrap();
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &tar.into_inner().unwrap()).unwrap();
+    let bytes = gz.finish().unwrap();
+    let sum: String = {
+        use sha2_digest::*;
+        hex_sha256(&bytes)
+    };
+    let archive = sb.path(&format!("registry/archives/{}/{sum}.tar.gz", &sum[..2]));
+    std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
+    std::fs::write(&archive, &bytes).unwrap();
+    std::fs::create_dir_all(sb.path("registry/index/ev/il")).unwrap();
+    std::fs::write(
+        sb.path("registry/index/ev/il/evil"),
+        format!("{{\"v\":1,\"name\":\"evil\",\"vers\":\"1.0.0\",\"deps\":[],\"cksum\":\"{sum}\",\"yanked\":false,\"programs\":[],\"loaders\":[],\"chains\":[]}}\n"),
+    )
+    .unwrap();
+    let app = sb.path("victim");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("ebpkg.toml"),
+        "[package]\nname = \"victim\"\nversion = \"0.1.0\"\n\n[dependencies]\nevil = \"1\"\n",
+    )
+    .unwrap();
+    require_kernel();
+    let run = sb.run(&app, &["install"]).fails(6);
+    assert!(run.stderr.contains(".."), "{}", run.stderr);
+    for dir in [sb.dir.path().to_owned(), sb.path("cache"), sb.path("cache/src")] {
+        assert!(!dir.join("escaped").exists(), "{}", dir.display());
+    }
+    let src = sb.path("cache/src");
+    let left: Vec<_> =
+        std::fs::read_dir(&src).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.iter().all(|n| !n.to_string_lossy().starts_with("evil")), "{left:?}");
+}
+
+#[test]
+fn doctor_explains_the_machine() {
+    let sb = Sandbox::new("doctor");
+    let run = sb.run(sb.dir.path(), &["doctor", "--json"]).ok();
+    let checks: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let names: Vec<&str> = checks.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    for n in ["kernel", "BTF", "JIT", "bpffs", "privileges", "clang", "bpftool", "state directory", "cache", "registry"]
+    {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+    let run = sb.cmd(sb.dir.path(), &["doctor"]).env("EBPKG_CLANG", "/nonexistent/clang").output().unwrap();
+    assert_eq!(run.status.code(), Some(7));
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(out.contains("fail  toolchain"), "{out}");
+    assert!(out.contains("fix: install them with"), "{out}");
+}
+
+mod sha2_digest {
+    pub fn hex_sha256(bytes: &[u8]) -> String {
+        let out = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(bytes)?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)[..64].to_owned()
+    }
+}
