@@ -46,13 +46,13 @@ impl Ui {
     /// A line of human output on stdout (suppressed with --json: the JSON is the output).
     pub fn out(&self, msg: impl std::fmt::Display) {
         if !self.json {
-            println!("{msg}");
+            stdout(&format!("{msg}\n"));
         }
     }
 
     /// Prints `value` as JSON on stdout.
     pub fn json(&self, value: &impl serde::Serialize) -> anyhow::Result<()> {
-        println!("{}", serde_json::to_string_pretty(value)?);
+        stdout(&format!("{}\n", serde_json::to_string_pretty(value)?));
         Ok(())
     }
 
@@ -70,6 +70,13 @@ impl Ui {
         bar.enable_steady_tick(Duration::from_millis(120));
         Progress(Some(bar))
     }
+}
+
+/// Writes to stdout. A reader that went away (`ebpkg status | head`) is not an
+/// error worth a panic: the rest of the output is simply not wanted.
+pub fn stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// A progress bar, or nothing.

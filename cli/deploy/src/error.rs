@@ -65,6 +65,9 @@ pub type Result<T> = std::result::Result<T, DeployError>;
 pub struct VerifierError {
     pub package: PackageRef,
     pub failure: VerifierFailure,
+    /// The failing line's file as the package names it (the kernel gives only the
+    /// base name), when it could be found.
+    pub file: Option<String>,
     /// The failing line as the package's file has it (when the file is there).
     pub line_text: Option<String>,
     /// Where the complete log was saved.
@@ -74,13 +77,18 @@ pub struct VerifierError {
 impl fmt::Display for VerifierError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = &self.failure;
-        writeln!(f, "the kernel verifier refused program `{}` of {} ({})", v.program, self.package, v.object)?;
+        // The runtime names objects `package@version (file)` already.
+        if v.object.starts_with(&self.package.to_string()) {
+            writeln!(f, "the kernel verifier refused program `{}` of {}", v.program, v.object)?;
+        } else {
+            writeln!(f, "the kernel verifier refused program `{}` of {} ({})", v.program, self.package, v.object)?;
+        }
         if let Some(reason) = &v.reason {
             writeln!(f, "  reason: {reason}")?;
         }
         if let Some(src) = &v.source {
             let text = self.line_text.as_deref().unwrap_or(src.text.as_str());
-            writeln!(f, "  at {}:{}", src.file, src.line)?;
+            writeln!(f, "  at {}:{}", self.file.as_deref().unwrap_or(src.file.as_str()), src.line)?;
             writeln!(f, "  {:>5} | {}", src.line, text.trim_end())?;
         }
         writeln!(f, "  last lines of the verifier log:")?;

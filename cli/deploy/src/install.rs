@@ -369,13 +369,15 @@ impl Deployer {
                 let file = format!("{}-{}-{}.verifier.log", pkg.name, pkg.version, failure.program);
                 let path = self.store.log_path(&file);
                 let log_path = std::fs::write(&path, &failure.log).ok().map(|()| path);
-                let line_text = failure.source.as_ref().and_then(|s| {
-                    let text = std::fs::read_to_string(pkg.root.join(&s.file)).ok()?;
+                let file = failure.source.as_ref().and_then(|s| source_path(pkg, &s.file));
+                let line_text = failure.source.as_ref().zip(file.as_ref()).and_then(|(s, f)| {
+                    let text = std::fs::read_to_string(pkg.root.join(f)).ok()?;
                     text.lines().nth((s.line as usize).checked_sub(1)?).map(str::to_owned)
                 });
                 DeployError::Verifier(Box::new(VerifierError {
                     package: pkg.reference(),
                     failure: *failure,
+                    file,
                     line_text,
                     log_path,
                 }))
@@ -383,6 +385,21 @@ impl Deployer {
             other => DeployError::Runtime { what: format!("cannot load {}@{}", pkg.name, pkg.version), source: other },
         }
     }
+}
+
+/// The package path of a file the verifier names by its base name (`flow.bpf.c`
+/// → `src/flow.bpf.c`), looked for among the sources the manifest names.
+fn source_path(pkg: &PlannedPackage, file: &str) -> Option<String> {
+    if pkg.root.join(file).is_file() {
+        return Some(file.to_owned());
+    }
+    let m = &pkg.manifest;
+    let sources =
+        m.programs.iter().filter_map(|p| p.source.as_ref()).chain(m.loaders.iter().filter_map(|l| l.source.as_ref()));
+    sources
+        .map(|s| s.as_str().to_owned())
+        .find(|s| std::path::Path::new(s).file_name().is_some_and(|n| n.to_string_lossy() == file))
+        .filter(|s| pkg.root.join(s).is_file())
 }
 
 fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {

@@ -116,8 +116,9 @@ pub(crate) struct Catalog<'a> {
     known: Vec<KnownReq>,
     /// Shared by every package not loaded yet.
     no_candidates: Arc<[Candidate]>,
-    /// For each candidate whose dependencies PubGrub asked for: where the interned package of each of
-    /// its requirements is in `dep_arena`.
+    /// For each further candidate whose dependencies PubGrub asked for (the first one of each package is
+    /// in [`Entry::first_deps`]): where the interned package of each of its requirements is in
+    /// `dep_arena`.
     dep_pkgs: Map<(Pkg, u32), (u32, u32)>,
     dep_arena: Vec<Pkg>,
     /// The lock: one version per package, plus any further ones (a lockfile may name a package twice).

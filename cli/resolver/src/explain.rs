@@ -3,7 +3,7 @@
 //!
 //! 1. **Simplify.** Sets are over candidate indices, and PubGrub's sets also hold indices past the last
 //!    candidate. Every term is clamped to the real candidates; a derived step whose clamped terms equal
-//!    one of its causes' says nothing new (typically "there is no version in <past the end>") and is
+//!    one of its causes' says nothing new (typically "there is no version past the last one") and is
 //!    replaced by that cause.
 //! 2. **Render** the steps like PubGrub's default reporter (each step combines two causes and concludes
 //!    something), but every step is numbered and later steps refer back to them as "(step n)".
@@ -348,7 +348,7 @@ impl Renderer<'_, '_> {
                     let verb = if yanked.len() == 1 { "is" } else { "are" };
                     format!("{} {} {verb} yanked", cat.name(*p), version_list(&yanked))
                 } else {
-                    format!("no version of {} can be chosen", set_desc(cat, self.texts, *p, s))
+                    format!("no version of {} can be chosen", versions_desc(cat, self.texts, *p, s))
                 }
             }
             External::Custom(p, s, Unavailable::DependsOnItself) => {
@@ -369,11 +369,13 @@ impl Renderer<'_, '_> {
         let rest: Vec<&(Pkg, Term<IndexSet>)> = terms.iter().filter(|(p, _)| *p != ROOT).collect();
         match rest.as_slice() {
             [] => format!("{root}'s requirements cannot all be met"),
-            [(p, Term::Positive(s))] if root_pos => format!("{root} cannot use {}", set_desc(cat, self.texts, *p, s)),
+            [(p, Term::Positive(s))] if root_pos => {
+                format!("{root} cannot use {}", versions_desc(cat, self.texts, *p, s))
+            }
             [(p, Term::Positive(s))] if s.clamp(cat.entry(*p).len()) == IndexSet::interval(0, cat.entry(*p).len()) => {
                 format!("no version of {} can be used", cat.name(*p))
             }
-            [(p, Term::Positive(s))] => format!("{} cannot be used", set_desc(cat, self.texts, *p, s)),
+            [(p, Term::Positive(s))] => format!("{} cannot be used", versions_desc(cat, self.texts, *p, s)),
             [(p, Term::Negative(s))] if root_pos => format!("{root} requires {}", set_desc(cat, self.texts, *p, s)),
             [(p, Term::Negative(s))] => format!("{} is required", set_desc(cat, self.texts, *p, s)),
             [(p, Term::Positive(sp)), (q, Term::Negative(sq))] | [(q, Term::Negative(sq)), (p, Term::Positive(sp))] => {
@@ -399,7 +401,7 @@ impl Renderer<'_, '_> {
                 let parts: Vec<String> = many
                     .iter()
                     .map(|(p, t)| match t {
-                        Term::Positive(s) => set_desc(cat, self.texts, *p, s),
+                        Term::Positive(s) => versions_desc(cat, self.texts, *p, s),
                         Term::Negative(s) => format!("something other than {}", set_desc(cat, self.texts, *p, s)),
                     })
                     .collect();
@@ -417,7 +419,9 @@ fn reading_order<'e>(e1: &'e Ext, e2: &'e Ext) -> (&'e Ext, &'e Ext) {
         return (e2, e1);
     }
     match (e1, e2) {
-        (External::FromDependencyOf(p1, ..), External::FromDependencyOf(_, _, d2, _)) if d2 == p1 && !involves_root(e1) => {
+        (External::FromDependencyOf(p1, ..), External::FromDependencyOf(_, _, d2, _))
+            if d2 == p1 && !involves_root(e1) =>
+        {
             (e2, e1)
         }
         _ => (e1, e2),
@@ -428,9 +432,19 @@ fn involves_root(e: &Ext) -> bool {
     matches!(e, External::FromDependencyOf(p, ..) | External::NotRoot(p, _) if *p == ROOT)
 }
 
-/// A set of a package's versions as a term: `meter ^1.2` when a requirement seen on the package matches
-/// exactly these candidates, else `meter 1.0.0 | 1.2.0..=1.3.1`.
+/// A set of a package's versions that is required: `meter ^1.2` when a requirement the derivation
+/// involves matches exactly these candidates, else as [`versions_desc`] shows them.
 fn set_desc(cat: &Catalog<'_>, texts: &Texts, p: Pkg, s: &IndexSet) -> String {
+    let real = s.clamp(cat.entry(p).len());
+    match texts.get(p, &real).filter(|_| !real.is_empty()) {
+        Some(text) => format!("{} {text}", cat.name(p)),
+        None => versions_desc(cat, texts, p, s),
+    }
+}
+
+/// A set of a package's versions that cannot be used: `meter 1.4.0` (one version),
+/// `any version of meter`, `meter ^1.2` (a requirement's set), or `meter 1.0.0 | 1.2.0..=1.3.1`.
+fn versions_desc(cat: &Catalog<'_>, texts: &Texts, p: Pkg, s: &IndexSet) -> String {
     let entry = cat.entry(p);
     let n = entry.len();
     let real = s.clamp(n);
@@ -450,7 +464,7 @@ fn set_desc(cat: &Catalog<'_>, texts: &Texts, p: Pkg, s: &IndexSet) -> String {
 /// Like [`set_desc`], but just the name when the set holds every version (`ddos and shaper 2.0.0`).
 fn some_of(cat: &Catalog<'_>, texts: &Texts, p: Pkg, s: &IndexSet) -> String {
     let n = cat.entry(p).len();
-    if n > 1 && s.clamp(n) == IndexSet::interval(0, n) { cat.name(p) } else { set_desc(cat, texts, p, s) }
+    if n > 1 && s.clamp(n) == IndexSet::interval(0, n) { cat.name(p) } else { versions_desc(cat, texts, p, s) }
 }
 
 /// The versions of a dependent package: `ddos 1.4.0`, `every version of ddos`, `ddos 1.0.0..=1.3.0`.
@@ -536,6 +550,9 @@ fn join_last(items: &[String], last: &str) -> String {
 // ---------------------------------------------------------------------------------------------------
 // Help
 
+/// At most this many `help:` lines.
+const MAX_HELP: usize = 6;
+
 struct Helper<'c, 'a> {
     cat: &'c Catalog<'a>,
     out: Vec<String>,
@@ -601,6 +618,13 @@ impl Helper<'_, '_> {
         }
         if self.out.is_empty() {
             self.push("relax one of the requirements named in the steps above".to_owned());
+        }
+        if self.out.len() > MAX_HELP {
+            let more = self.out.len() - MAX_HELP + 1;
+            self.out.truncate(MAX_HELP - 1);
+            self.out.push(format!(
+                "{more} more conflicts of the same kind are left out; fix these first and resolve again"
+            ));
         }
         self.out
     }

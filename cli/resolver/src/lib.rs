@@ -69,8 +69,8 @@ use crate::provider::{Provider, SourceFailure};
 pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<Resolution, ResolveError> {
     let started = Instant::now();
     let mut catalog = Catalog::new(request, source);
-    // The root's dependencies first: a name that does not exist is reported as such, not as a conflict,
-    // and the root's requirement texts are the first ones recorded for explanations.
+    // The root's dependencies first, so that a name that does not exist is reported as such rather than
+    // as a conflict.
     if let Some(missing) = catalog.load_root_deps().map_err(|(pkg, source)| ResolveError::Source { pkg, source })? {
         let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_deref()));
         return Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions });

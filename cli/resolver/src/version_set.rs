@@ -30,6 +30,7 @@ const TOP_BIT: u32 = 63;
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) enum IndexSet {
     Bits(u64),
+    #[allow(clippy::box_collection, reason = "a thin pointer keeps every set, and PubGrub's terms, at 16 bytes")]
     Bounds(Box<Vec<u32>>),
 }
 
@@ -290,7 +291,7 @@ impl VersionSet for IndexSet {
         }
         let mut subset = true;
         self.walk(other, |_, a, b| {
-            subset = !(a && !b);
+            subset = !a || b;
             subset
         });
         subset

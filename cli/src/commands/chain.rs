@@ -92,7 +92,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
             };
             match output {
                 Some(path) => std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?,
-                None => print!("{out}"),
+                None => crate::ui::stdout(&out),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -129,7 +129,10 @@ fn environment(packages: &[PathBuf], signatures: Option<&Path>) -> Result<Compil
 
 fn report(ctx: &Ctx, d: &Diagnostics) -> Result<()> {
     if ctx.ui.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "file": d.file, "diagnostics": d.items }))?);
+        crate::ui::stdout(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::json!({ "file": d.file, "diagnostics": d.items }))?
+        ));
     } else if !ctx.ui.quiet || d.has_errors() {
         eprint!("{}", d.render());
     }

@@ -134,7 +134,7 @@ pub fn tree(ctx: &Ctx, _args: TreeArgs) -> Result<ExitCode> {
         for (i, r) in roots.iter().enumerate() {
             print(r, "", i + 1 == roots.len(), &mut out);
         }
-        print!("{out}");
+        crate::ui::stdout(&out);
     }
     Ok(ExitCode::SUCCESS)
 }
