@@ -56,10 +56,13 @@ fn unknown_package_message(required_by: &PackageName, pkg: &PackageId, suggestio
 ///
 /// ```text
 /// cannot find versions for the dependencies of app:
-///   1. Because app depends on meter ^2 and ddos 1.4.0 depends on meter ^1, app cannot use ddos 1.4.0.
-///   2. And because app depends on ddos ^1.4, no versions satisfy app's requirements.
-/// help: …
+///   1. Because app depends on ddos ^1.4 and ddos 1.4.0 depends on meter ^1, app requires meter ^1.
+///   2. And because app depends on meter ^2, app's requirements cannot all be met.
+/// help: relax app's requirement on meter (^2) to one that ddos 1.4.0 also accepts (^1), or use a version
+/// of ddos that works with meter ^2 (none is published)
 /// ```
+///
+/// (The `help:` line is one line; it is wrapped here.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
     /// The project being resolved.
