@@ -304,3 +304,22 @@ fn source_errors_name_the_package() {
     let err = resolve(&request(&[("broken", "^1")]), &Failing).unwrap_err();
     assert!(matches!(&err, ResolveError::Source { pkg, .. } if *pkg == id("broken")), "{err:?}");
 }
+
+#[test]
+fn a_project_without_dependencies_resolves_to_nothing() {
+    let reg = Registry::new();
+    let r = resolve(&request(&[]), &reg).unwrap();
+    assert!(r.packages.is_empty() && r.root_deps.is_empty());
+}
+
+#[test]
+fn two_requirements_on_one_package_both_apply() {
+    let mut reg = Registry::new();
+    for ver in ["1.0.0", "1.4.0", "1.9.0"] {
+        reg.add("m", ver, &[]);
+    }
+    reg.add("a", "1.0.0", &[("m", ">=1.2"), ("m", "<1.5")]);
+    let r = resolve(&request(&[("a", "^1")]), &reg).unwrap();
+    assert_eq!(version_of(&r, "m"), "1.4.0");
+    assert_eq!(r.packages[&id("a")].deps, vec![(id("m"), v("1.4.0"))]);
+}

@@ -306,16 +306,7 @@ fn run_case(
 
 fn hex(s: &str, what: &str) -> Result<Vec<u8>> {
     let digits: String = s.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
-    if digits.len() % 2 != 0 {
-        anyhow::bail!("{what} `{s}`: an odd number of hex digits");
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&digits[i..i + 2], 16)
-                .map_err(|_| anyhow::anyhow!("{what} `{s}`: `{}` is not hex", &digits[i..i + 2]))
-        })
-        .collect()
+    ::hex::decode(&digits).map_err(|e| anyhow::anyhow!("{what} `{s}`: {e}"))
 }
 
 fn to_hex(b: &[u8]) -> String {
@@ -368,38 +359,17 @@ fn verdict_code(v: &toml::Value, hook: Hook) -> Result<u32> {
         return u32::try_from(n).map_err(|_| anyhow::anyhow!("verdict {n} is out of range"));
     }
     let s = v.as_str().unwrap_or_default();
-    let code = match (hook, s) {
-        (Hook::Xdp, "aborted") => 0,
-        (Hook::Xdp, "drop") => 1,
-        (Hook::Xdp, "pass") => 2,
-        (Hook::Xdp, "tx") => 3,
-        (Hook::Xdp, "redirect") => 4,
-        (Hook::Tc, "ok" | "pass") => 0,
-        (Hook::Tc, "reclassify") => 1,
-        (Hook::Tc, "shot" | "drop") => 2,
-        (Hook::Tc, "pipe") => 3,
-        (Hook::Tc, "redirect") => 7,
-        _ => anyhow::bail!(
+    hook.verdict_code(s).ok_or_else(|| {
+        anyhow::anyhow!(
             "unknown verdict `{s}` for {}: use {}",
             hook.name(),
-            if hook == Hook::Xdp { "aborted, drop, pass, tx, redirect" } else { "ok, shot, redirect" }
-        ),
-    };
-    Ok(code)
+            hook.verdict_names().collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 fn verdict_name(code: u32, hook: Hook) -> &'static str {
-    match (hook, code) {
-        (Hook::Xdp, 0) => "aborted",
-        (Hook::Xdp, 1) => "drop",
-        (Hook::Xdp, 2) => "pass",
-        (Hook::Xdp, 3) => "tx",
-        (Hook::Xdp, 4) => "redirect",
-        (Hook::Tc, 0) => "ok",
-        (Hook::Tc, 2) => "shot",
-        (Hook::Tc, 7) => "redirect",
-        _ => "other",
-    }
+    hook.verdict_name(code).unwrap_or("other")
 }
 
 #[cfg(test)]

@@ -178,16 +178,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::TestRun { hook, chain, packet } => {
             let bytes = parse_hex(&packet)?;
             let run = Runtime::open(&cli.root)?.test_run_chain(hook, chain, &bytes, 0)?;
-            let verdict = match (hook, run.verdict) {
-                (Hook::Xdp, 0) => "XDP_ABORTED",
-                (Hook::Xdp, 1) => "XDP_DROP",
-                (Hook::Xdp, 2) => "XDP_PASS",
-                (Hook::Xdp, 3) => "XDP_TX",
-                (Hook::Xdp, 4) => "XDP_REDIRECT",
-                (Hook::Tc, 0) => "TC_ACT_OK",
-                (Hook::Tc, 2) => "TC_ACT_SHOT",
-                _ => "other",
-            };
+            let verdict = hook.verdict_name(run.verdict).unwrap_or("other");
             println!("verdict {verdict} ({}), r0 = {}", run.verdict, run.regs[0]);
             if run.packet != bytes {
                 println!("packet out: {}", run.packet.iter().map(|b| format!("{b:02x}")).collect::<String>());
