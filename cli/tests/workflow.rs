@@ -229,3 +229,39 @@ mod sha2_digest {
         String::from_utf8_lossy(&out.stdout)[..64].to_owned()
     }
 }
+
+#[test]
+fn a_published_chain_package_installs_without_a_project() {
+    let sb = Sandbox::with_netns("byname");
+    publish_fixtures(&sb);
+    let app = sb.package("app");
+    sb.publish(&app);
+    let empty = sb.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = sb.run(&empty, &["install", "app@^0.1", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("Finished deployment app generation 1"), "{}", run.stderr);
+    assert!(!empty.join("ebpkg.lock").exists(), "no project, no lockfile");
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    let run = sb.run(&empty, &["install", "nothing@1"]).fails(3);
+    assert!(run.stderr.contains("`nothing`, which is not in the default registry"), "{}", run.stderr);
+    sb.run(&empty, &["uninstall", "app"]).ok();
+    assert!(!sb.root.exists());
+}
+
+#[test]
+fn the_config_file_names_registries_and_refuses_unknown_keys() {
+    let sb = Sandbox::new("config");
+    publish_fixtures(&sb);
+    std::fs::write(
+        sb.path("config.toml"),
+        format!("[registry]\ndefault = \"corp\"\n\n[registries.corp]\nurl = \"{}\"\n", sb.registry_url()),
+    )
+    .unwrap();
+    let run = sb.cmd(sb.dir.path(), &["search", "flow"]).env_remove("EBPKG_REGISTRY").output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("flow = \"1.0.0\""));
+
+    std::fs::write(sb.path("config.toml"), "[registry]\ndefualt = \"x\"\n").unwrap();
+    let run = sb.run(sb.dir.path(), &["search", "flow"]).fails(1);
+    assert!(run.stderr.contains("config.toml") && run.stderr.contains("defualt"), "{}", run.stderr);
+}

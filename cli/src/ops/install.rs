@@ -31,27 +31,31 @@ pub struct InstallOptions {
     pub build: BuildOptions,
 }
 
-/// Prints what deployments do.
-pub fn print_event(ctx: &Ctx, e: &Event) {
+/// What a deployment event says, as a status line.
+pub fn describe(e: &Event) -> (&'static str, String) {
     match e {
-        Event::Recovered { deployment, how } => ctx.ui.status("Recovered", format!("{deployment}: {how}")),
-        Event::Registered { package, program, id, reused } => ctx
-            .ui
-            .status(if *reused { "Reusing" } else { "Registered" }, format!("{package} {program} as program {id}")),
-        Event::ChainInstalled { script, chain, id } => {
-            ctx.ui.status("Installed", format!("chain {chain} ({script}) as chain {id}"))
+        Event::Recovered { deployment, how } => ("Recovered", format!("{deployment}: {how}")),
+        Event::Registered { package, program, id, reused } => {
+            (if *reused { "Reusing" } else { "Registered" }, format!("{package} {program} as program {id}"))
         }
-        Event::LoaderLoaded { instance } => ctx.ui.status("Loaded", format!("loader instance {instance}")),
+        Event::ChainInstalled { script, chain, id } => ("Installed", format!("chain {chain} ({script}) as chain {id}")),
+        Event::LoaderLoaded { instance } => ("Loaded", format!("loader instance {instance}")),
         Event::Attached { instance, interface, how } => {
             let verb = match *how {
                 "switched" => "Switched",
                 "replaced" => "Replaced",
                 _ => "Attached",
             };
-            ctx.ui.status(verb, format!("{interface} to {instance}"))
+            (verb, format!("{interface} to {instance}"))
         }
-        Event::Removed { what } => ctx.ui.status("Removed", what),
+        Event::Removed { what } => ("Removed", what.clone()),
     }
+}
+
+/// Prints what deployments do.
+pub fn print_event(ctx: &Ctx, e: &Event) {
+    let (verb, msg) = describe(e);
+    ctx.ui.status(verb, msg);
 }
 
 /// The exit code of a deployment error.
