@@ -15,13 +15,16 @@ use ebpkg_spec::index::IndexEntry;
 use crate::config::Config;
 use crate::exit::{ExitExt, Failure};
 
+/// A package's index entries, shared.
+type Index = Arc<Vec<IndexEntry>>;
+
 pub struct Registries<'c> {
     config: &'c Config,
     offline: bool,
     /// The default registry.
     pub default: RegistryUrl,
     opened: RefCell<HashMap<String, Arc<dyn Registry>>>,
-    indexes: RefCell<HashMap<(String, String), Option<Arc<Vec<IndexEntry>>>>>,
+    indexes: RefCell<HashMap<(String, String), Option<Index>>>,
 }
 
 impl<'c> Registries<'c> {

@@ -70,7 +70,7 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
             let (name, req) = parse_package_spec(spec)?;
             Target::Package { name, req }
         }
-        None => Target::Project(ctx.project()?),
+        None => Target::Project(Box::new(ctx.project()?)),
     };
     let opts = InstallOptions {
         params: parse_params(&args.set)?,

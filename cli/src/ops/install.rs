@@ -19,7 +19,7 @@ use crate::project::Project;
 /// What to install.
 pub enum Target {
     /// The project (its chains, with its dependencies).
-    Project(Project),
+    Project(Box<Project>),
     /// A package of the registry (its chains), like `cargo install`.
     Package { name: ebpkg_spec::PackageName, req: semver::VersionReq },
 }
@@ -78,6 +78,7 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
     // Resolve and fetch.
     let (root_manifest, project_dir, lock) = match &target {
         Target::Project(p) => {
+            let p = p.as_ref();
             let locked = lock_project(ctx, p, &regs, UpdatePolicy::Nothing)?;
             (p.manifest.clone(), Some(p.dir.clone()), locked.lock)
         }

@@ -319,7 +319,7 @@ fn packet(project: &Project, case: &Case) -> Result<Vec<u8>> {
         (None, Some(p)) => {
             let path = project.dir.join(p);
             let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            pcap_packet(&bytes, case.pcap_index).with_context(|| format!("{p}"))
+            pcap_packet(&bytes, case.pcap_index).with_context(|| p.clone())
         }
         _ => anyhow::bail!("give the packet as `packet = \"<hex>\"` or `pcap = \"<file>\"` (one of them)"),
     }
