@@ -265,3 +265,33 @@ fn the_config_file_names_registries_and_refuses_unknown_keys() {
     let run = sb.run(sb.dir.path(), &["search", "flow"]).fails(1);
     assert!(run.stderr.contains("config.toml") && run.stderr.contains("defualt"), "{}", run.stderr);
 }
+
+#[test]
+fn build_copies_objects_out_and_cache_clean_empties_the_cache() {
+    let sb = Sandbox::new("build");
+    let dir = sb.package("flow");
+    let out = sb.path("out");
+    let run = sb.run(&dir, &["build", "--out-dir", out.to_str().unwrap(), "--json"]).ok();
+    let built: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(built[0]["source"], "src/flow.bpf.c");
+    assert_eq!(built[0]["programs"], serde_json::json!(["flow_match", "flow_count"]));
+    let obj = std::fs::read(out.join("src_flow.bpf.c.xdp.o")).unwrap();
+    assert_eq!(&obj[..4], b"\x7fELF");
+    // Built once: the second build compiles nothing.
+    let run = sb.run(&dir, &["build"]).ok();
+    assert!(!run.stderr.contains("Compiled"), "{}", run.stderr);
+    let run = sb.run(&dir, &["cache", "clean", "--json"]).ok();
+    let removed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(removed["files"].as_u64().unwrap() >= 2, "{removed}");
+    let run = sb.run(&dir, &["build"]).ok();
+    assert!(run.stderr.contains("Compiled src/flow.bpf.c (xdp) of flow@1.0.0"), "{}", run.stderr);
+    // A compile error names the package, the file and clang's message.
+    std::fs::write(
+        dir.join("src/flow.bpf.c"),
+        "#include <hike/program.h>\nHIKE_PROGRAM(flow_match) { return nope; }\n",
+    )
+    .unwrap();
+    let run = sb.run(&dir, &["build"]).fails(1);
+    assert!(run.stderr.contains("failed to compile src/flow.bpf.c of flow@1.0.0"), "{}", run.stderr);
+    assert!(run.stderr.contains("src/flow.bpf.c:2:"), "{}", run.stderr);
+}
