@@ -11,6 +11,7 @@
 
 pub mod abi;
 mod chains;
+mod clock;
 mod error;
 mod layout;
 mod link;
@@ -28,6 +29,7 @@ mod testrun;
 pub mod verifier;
 
 pub use chains::ChainSpec;
+pub use clock::Clock;
 pub use error::{Result, RuntimeError};
 pub use layout::{DEFAULT_ROOT, Layout};
 pub use link::AttachMode;

@@ -46,3 +46,9 @@ pub fn bad() -> &'static [u8] {
 pub fn rawtail() -> &'static [u8] {
     include_bytes!(concat!(env!("OUT_DIR"), "/rawtail.o"))
 }
+
+/// A HIKe program returning `hike_ktime_ns()` (`bpf/test/clocktest.bpf.c`), for
+/// testing the instance's clock.
+pub fn clocktest() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/clocktest.o"))
+}

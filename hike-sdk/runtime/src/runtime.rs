@@ -370,6 +370,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
             }
         }
     }
+    crate::clock::create(&vm)?;
     let opts_create = libbpf_rs::libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
         ..Default::default()

@@ -31,7 +31,8 @@ fn sdk_builds_warning_free_with_each_clang() {
     assert!(out.status.success(), "bpftool cannot dump the kernel's BTF");
     std::fs::write(dir.join("vmlinux.h"), out.stdout).unwrap();
 
-    let sources = ["hike_cont.bpf.c", "hike_entry.bpf.c", "test/vmtest.bpf.c", "test/testloader.bpf.c"];
+    let sources =
+        ["hike_cont.bpf.c", "hike_entry.bpf.c", "test/vmtest.bpf.c", "test/testloader.bpf.c", "test/clocktest.bpf.c"];
     let mut failures = Vec::new();
     for cc in &compilers {
         for src in sources {

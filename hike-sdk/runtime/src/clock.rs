@@ -1,0 +1,82 @@
+//! The instance's clock (`vm/hike_clock`, `hike/time.h`): what `hike_ktime_ns()`
+//! returns to programs. Real time unless a test freezes or shifts it, so meters
+//! and expiries can be tested without sleeping.
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+
+use crate::error::{KernelContext, Result};
+use crate::runtime::{Runtime, key};
+
+/// Size of `struct hike_clock`.
+pub const CLOCK_SIZE: usize = 16;
+
+/// What `hike_ktime_ns()` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// `bpf_ktime_get_ns()`.
+    Real,
+    /// Always this instant (must not be 0).
+    Frozen(u64),
+    /// `bpf_ktime_get_ns()` plus this.
+    Offset(i64),
+}
+
+impl Clock {
+    fn encode(self) -> [u8; CLOCK_SIZE] {
+        let (frozen, offset) = match self {
+            Clock::Real => (0u64, 0i64),
+            Clock::Frozen(t) => (t.max(1), 0),
+            Clock::Offset(o) => (0, o),
+        };
+        let mut v = [0u8; CLOCK_SIZE];
+        v[..8].copy_from_slice(&frozen.to_le_bytes());
+        v[8..].copy_from_slice(&offset.to_le_bytes());
+        v
+    }
+
+    fn decode(v: &[u8]) -> Clock {
+        let frozen = crate::abi::u64_at(v, 0);
+        let offset = crate::abi::u64_at(v, 8) as i64;
+        match (frozen, offset) {
+            (0, 0) => Clock::Real,
+            (0, o) => Clock::Offset(o),
+            (t, _) => Clock::Frozen(t),
+        }
+    }
+}
+
+/// Creates and pins the clock map in `vm_dir` (as libbpf would for an object
+/// declaring it, so either may come first).
+pub(crate) fn create(vm_dir: &std::path::Path) -> Result<MapHandle> {
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    let mut map = MapHandle::create(MapType::Array, Some("hike_clock"), 4, CLOCK_SIZE as u32, 1, &opts)
+        .kernel(|| "create hike_clock".into())?;
+    let path = vm_dir.join("hike_clock");
+    map.pin(&path).kernel(|| format!("pin {}", path.display()))?;
+    Ok(map)
+}
+
+impl Runtime {
+    fn clock_map(&self) -> Result<MapHandle> {
+        let path = self.layout.vm_map("hike_clock");
+        if path.exists() {
+            MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))
+        } else {
+            create(&self.layout.vm_dir())
+        }
+    }
+
+    /// Sets what `hike_ktime_ns()` returns, for every program of the instance.
+    pub fn set_clock(&self, clock: Clock) -> Result<()> {
+        self.clock_map()?.update(&key(0), &clock.encode(), MapFlags::ANY).kernel(|| "write hike_clock".into())
+    }
+
+    /// What `hike_ktime_ns()` returns.
+    pub fn clock(&self) -> Result<Clock> {
+        let v = self.clock_map()?.lookup(&key(0), MapFlags::ANY).kernel(|| "read hike_clock".into())?;
+        Ok(v.map_or(Clock::Real, |v| Clock::decode(&v)))
+    }
+}
