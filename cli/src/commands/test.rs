@@ -15,7 +15,8 @@ const HELP: &str = "Test files are tests/*.test.toml in the package:
   program = \"count_packets\"        # a program of this package
   args = [1]                       # up to 4 integers
   packet = \"02 00 00 00 00 02 ...\" # hex, or pcap = \"tests/x.pcap\" (and pcap-index = N)
-  repeat = 1
+  repeat = 1                       # rewrites of the packet accumulate over repeats
+  time-ns = 5000000000             # hike_ktime_ns() during the run (default 1000 s, frozen)
 
   [[case.setup]]                   # map entries written before the run
   map = \"counters\"
@@ -32,6 +33,11 @@ const HELP: &str = "Test files are tests/*.test.toml in the package:
   map = \"counters\"
   key = \"00000000\"
   value = \"0600000000000000\"       # or absent = true
+
+  [[case.then]]                    # a further run of the case, maps kept; fields it
+  advance-ns = 1000000000          # leaves out are the case's (or time-ns = ...)
+  [case.then.expect]
+  result = 7
 
 Every case starts with empty maps. Per-CPU maps are written on every CPU and read
 on the CPU the run used.

@@ -9,7 +9,8 @@
 //! program = "count_packets"        # a program of this package
 //! args = [1]                       # up to 4 integers
 //! packet = "02 00 00 00 00 02 ..." # hex (spaces allowed), or pcap = "tests/x.pcap" (+ pcap-index)
-//! repeat = 3                       # run it 3 times (default 1)
+//! repeat = 3                       # run it 3 times (default 1; rewrites of the packet accumulate)
+//! time-ns = 5000000000             # hike_ktime_ns() during the run (default 1000 s, frozen)
 //!
 //! [[case.setup]]                   # map entries written before the run
 //! map = "counters"
@@ -26,13 +27,18 @@
 //! map = "counters"
 //! key = "00000000"
 //! value = "0800000000000000"       # or `absent = true`
+//!
+//! [[case.then]]                    # another run, maps kept; unset fields are the case's
+//! advance-ns = 1000000000          # or time-ns
+//! [case.then.expect]
+//! result = 9
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use hike_bytecode::Hook;
-use hike_runtime::{ChainSpec, InitOptions, ProgramObject, Runtime};
+use hike_runtime::{ChainSpec, Clock, InitOptions, ProgramObject, Runtime};
 use serde::Deserialize;
 
 use crate::Ctx;
@@ -63,11 +69,47 @@ struct Case {
     pcap_index: usize,
     #[serde(default = "one")]
     repeat: u32,
+    time_ns: Option<u64>,
+    #[serde(default)]
+    setup: Vec<MapEntry>,
+    #[serde(default)]
+    expect: Expect,
+    /// Further runs of the same case, maps kept: `[[case.then]]`.
+    #[serde(default)]
+    then: Vec<Step>,
+}
+
+/// A later run of a case; what it leaves out is the case's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct Step {
+    args: Option<Vec<i64>>,
+    packet: Option<String>,
+    pcap: Option<String>,
+    pcap_index: Option<usize>,
+    repeat: Option<u32>,
+    /// The clock for this run; or `advance-ns` past the previous run's.
+    time_ns: Option<u64>,
+    advance_ns: Option<u64>,
     #[serde(default)]
     setup: Vec<MapEntry>,
     #[serde(default)]
     expect: Expect,
 }
+
+/// One test run, resolved.
+struct Run<'a> {
+    args: &'a [i64],
+    packet: Vec<u8>,
+    repeat: u32,
+    time_ns: u64,
+    setup: &'a [MapEntry],
+    expect: &'a Expect,
+}
+
+/// Where the test clock starts when a case says nothing: a fixed instant, so runs
+/// are repeatable.
+const DEFAULT_TIME_NS: u64 = 1_000_000_000_000;
 
 fn one() -> u32 {
     1
@@ -198,7 +240,44 @@ fn test_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Runs one case; returns what did not match.
+/// The runs of a case, in order.
+fn runs<'a>(project: &Project, case: &'a Case) -> Result<Vec<Run<'a>>> {
+    let first = packet(project, case.packet.as_deref(), case.pcap.as_deref(), case.pcap_index)?;
+    let mut time = case.time_ns.unwrap_or(DEFAULT_TIME_NS);
+    let mut out = vec![Run {
+        args: &case.args,
+        packet: first.clone(),
+        repeat: case.repeat,
+        time_ns: time,
+        setup: &case.setup,
+        expect: &case.expect,
+    }];
+    for (i, step) in case.then.iter().enumerate() {
+        time = match (step.time_ns, step.advance_ns) {
+            (Some(_), Some(_)) => anyhow::bail!("then[{i}]: give `time-ns` or `advance-ns`, not both"),
+            (Some(t), None) => t,
+            (None, Some(d)) => time.saturating_add(d),
+            (None, None) => time,
+        };
+        let packet = if step.packet.is_some() || step.pcap.is_some() {
+            packet(project, step.packet.as_deref(), step.pcap.as_deref(), step.pcap_index.unwrap_or(0))?
+        } else {
+            first.clone()
+        };
+        out.push(Run {
+            args: step.args.as_deref().unwrap_or(&case.args),
+            packet,
+            repeat: step.repeat.unwrap_or(case.repeat),
+            time_ns: time,
+            setup: &step.setup,
+            expect: &step.expect,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs one case (every run of it); returns what did not match, each prefixed
+/// with the run it comes from when there are several.
 fn run_case(
     rt: &Runtime,
     project: &Project,
@@ -214,94 +293,119 @@ fn run_case(
             ids.keys().cloned().collect::<Vec<_>>().join(", ")
         )
     })?;
-    if case.args.len() > 4 {
-        anyhow::bail!("a program takes at most 4 arguments, not {}", case.args.len());
+    let runs = runs(project, case)?;
+    let several = runs.len() > 1;
+    let mut problems = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let found = run_once(rt, package, version, id, hook, run)?;
+        problems.extend(found.into_iter().map(|p| if several { format!("run {}: {p}", i + 1) } else { p }));
+    }
+    Ok(problems)
+}
+
+/// One run: a chain calling the program with the run's arguments, the clock
+/// set, map setup written, the packet run, expectations checked.
+fn run_once(rt: &Runtime, package: &str, version: &str, id: u32, hook: Hook, run: &Run<'_>) -> Result<Vec<String>> {
+    if run.args.len() > 4 {
+        anyhow::bail!("a program takes at most 4 arguments, not {}", run.args.len());
     }
     let mut asm = String::from("r9 = 0\n");
-    for (i, a) in case.args.iter().enumerate() {
+    for (i, a) in run.args.iter().enumerate() {
         asm.push_str(&format!("r{} = {a} ll\n", i + 1));
     }
-    asm.push_str(&format!("call prog {id}, {}\nr9 = {RETURNED}\nexit\n", case.args.len()));
+    asm.push_str(&format!("call prog {id}, {}\nr9 = {RETURNED}\nexit\n", run.args.len()));
     let insns = hike_bytecode::asm::assemble(&asm).map_err(|e| anyhow::anyhow!("test chain: {e}"))?;
     let chain =
         rt.install_chain(&ChainSpec { name: "ebpkg_test", owner: "ebpkg test", hook, insns: &insns, nargs: 0 })?;
     let result = (|| -> Result<Vec<String>> {
-        for s in &case.setup {
+        rt.set_clock(Clock::Frozen(run.time_ns))?;
+        for s in run.setup {
             let map = rt.package_map(package, version, &s.map)?;
             let value = s.value.as_deref().ok_or_else(|| anyhow::anyhow!("setup of map `{}` needs a value", s.map))?;
             map.write(&hex(&s.key, "setup key")?, &hex(value, "setup value")?)?;
         }
-        let packet = packet(project, case)?;
-        let run = rt.test_run_chain(hook, chain, &packet, case.repeat.max(1))?;
-        let mut problems = Vec::new();
-        let returned = run.regs[9] == RETURNED;
-        if let Some(v) = &case.expect.verdict {
-            let want = verdict_code(v, hook)?;
-            if want != run.verdict {
-                problems.push(format!(
-                    "verdict: expected {} ({want}), got {} ({})",
-                    verdict_name(want, hook),
-                    verdict_name(run.verdict, hook),
-                    run.verdict
-                ));
-            }
-        }
-        if let Some(want) = case.expect.returned
-            && want != returned
-        {
-            problems.push(if want {
-                "the program was expected to return to the chain, but it ended the packet".to_owned()
-            } else {
-                "the program was expected to end the packet, but it returned to the chain".to_owned()
-            });
-        }
-        if let Some(want) = case.expect.result {
-            if !returned {
-                problems.push(format!("result: expected {want}, but the program ended the packet"));
-            } else if run.regs[0] != want as u64 {
-                problems.push(format!("result: expected {want}, got {}", run.regs[0] as i64));
-            }
-        }
-        if let Some(want) = &case.expect.packet {
-            let want = hex(want, "expected packet")?;
-            if want != run.packet {
-                problems.push(format!(
-                    "packet: expected\n               {}\n             got\n               {}",
-                    to_hex(&want),
-                    to_hex(&run.packet)
-                ));
-            }
-        }
-        for e in &case.expect.map {
-            let map = rt.package_map(package, version, &e.map)?;
-            let key = hex(&e.key, "expected map key")?;
-            let got = map.read(&key, run.cpu)?;
-            match (&e.value, e.absent, got) {
-                (_, true, Some(v)) => {
-                    problems.push(format!("map {}[{}]: expected no entry, got {}", e.map, e.key, to_hex(&v)))
-                }
-                (Some(want), false, got) => {
-                    let want = hex(want, "expected map value")?;
-                    if got.as_deref() != Some(want.as_slice()) {
-                        problems.push(format!(
-                            "map {}[{}]: expected {}, got {}",
-                            e.map,
-                            e.key,
-                            to_hex(&want),
-                            got.map_or("no entry".to_owned(), |g| to_hex(&g))
-                        ));
-                    }
-                }
-                (None, false, _) => {
-                    anyhow::bail!("expected map entry {}[{}] needs `value` or `absent = true`", e.map, e.key)
-                }
-                _ => {}
-            }
-        }
-        Ok(problems)
+        let out = rt.test_run_chain(hook, chain, &run.packet, run.repeat.max(1))?;
+        check(rt, package, version, hook, run.expect, &out)
     })();
     rt.remove_chain(chain)?;
     result
+}
+
+/// What of `expect` the run did not do.
+fn check(
+    rt: &Runtime,
+    package: &str,
+    version: &str,
+    hook: Hook,
+    expect: &Expect,
+    run: &hike_runtime::TestRun,
+) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let returned = run.regs[9] == RETURNED;
+    if let Some(v) = &expect.verdict {
+        let want = verdict_code(v, hook)?;
+        if want != run.verdict {
+            problems.push(format!(
+                "verdict: expected {} ({want}), got {} ({})",
+                verdict_name(want, hook),
+                verdict_name(run.verdict, hook),
+                run.verdict
+            ));
+        }
+    }
+    if let Some(want) = expect.returned
+        && want != returned
+    {
+        problems.push(if want {
+            "the program was expected to return to the chain, but it ended the packet".to_owned()
+        } else {
+            "the program was expected to end the packet, but it returned to the chain".to_owned()
+        });
+    }
+    if let Some(want) = expect.result {
+        if !returned {
+            problems.push(format!("result: expected {want}, but the program ended the packet"));
+        } else if run.regs[0] != want as u64 {
+            problems.push(format!("result: expected {want}, got {}", run.regs[0] as i64));
+        }
+    }
+    if let Some(want) = &expect.packet {
+        let want = hex(want, "expected packet")?;
+        if want != run.packet {
+            problems.push(format!(
+                "packet: expected\n               {}\n             got\n               {}",
+                to_hex(&want),
+                to_hex(&run.packet)
+            ));
+        }
+    }
+    for e in &expect.map {
+        let map = rt.package_map(package, version, &e.map)?;
+        let key = hex(&e.key, "expected map key")?;
+        let got = map.read(&key, run.cpu)?;
+        match (&e.value, e.absent, got) {
+            (_, true, Some(v)) => {
+                problems.push(format!("map {}[{}]: expected no entry, got {}", e.map, e.key, to_hex(&v)))
+            }
+            (Some(want), false, got) => {
+                let want = hex(want, "expected map value")?;
+                if got.as_deref() != Some(want.as_slice()) {
+                    problems.push(format!(
+                        "map {}[{}]: expected {}, got {}",
+                        e.map,
+                        e.key,
+                        to_hex(&want),
+                        got.map_or("no entry".to_owned(), |g| to_hex(&g))
+                    ));
+                }
+            }
+            (None, false, _) => {
+                anyhow::bail!("expected map entry {}[{}] needs `value` or `absent = true`", e.map, e.key)
+            }
+            _ => {}
+        }
+    }
+    Ok(problems)
 }
 
 fn hex(s: &str, what: &str) -> Result<Vec<u8>> {
@@ -313,13 +417,13 @@ fn to_hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
 }
 
-fn packet(project: &Project, case: &Case) -> Result<Vec<u8>> {
-    match (&case.packet, &case.pcap) {
+fn packet(project: &Project, hex_packet: Option<&str>, pcap: Option<&str>, index: usize) -> Result<Vec<u8>> {
+    match (hex_packet, pcap) {
         (Some(h), None) => hex(h, "packet"),
         (None, Some(p)) => {
             let path = project.dir.join(p);
             let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            pcap_packet(&bytes, case.pcap_index).with_context(|| p.clone())
+            pcap_packet(&bytes, index).with_context(|| p.to_owned())
         }
         _ => anyhow::bail!("give the packet as `packet = \"<hex>\"` or `pcap = \"<file>\"` (one of them)"),
     }

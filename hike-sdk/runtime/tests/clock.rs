@@ -13,9 +13,8 @@ use hike_runtime::{ChainSpec, Clock, ProgramObject, objects};
 fn programs_see_the_clock_the_runtime_sets() {
     let t = TestRoot::new("clock");
     assert_eq!(t.rt.clock().unwrap(), Clock::Real);
-    let regs = t
-        .rt
-        .register_object(&ProgramObject {
+    let regs =
+        t.rt.register_object(&ProgramObject {
             package: "clock",
             version: "1.0.0",
             object_name: "clocktest.bpf.c",
