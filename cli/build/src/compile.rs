@@ -39,13 +39,19 @@ pub enum Arg {
 /// - `-target bpf`: the host's byte order (`bpfel` on every supported host).
 /// - `-D__TARGET_ARCH_<arch>`: libbpf's `bpf_tracing.h` picks register layouts by it.
 /// - `-Wall`, not `-Werror`: warnings in someone's package must not break an
-///   install; they are reported instead.
+///   install; they are reported instead. Except calls to undeclared functions and
+///   integers used as pointers, which clang 14 only warns about: in BPF they are
+///   always bugs (a missing helper header, a misspelt SDK macro) that would
+///   otherwise surface later as an unreadable load failure. Newer clangs make them
+///   errors anyway.
 /// - `-DHIKE_HOOK_TC` for tc units: the SDK's headers switch context types and verdicts.
 /// - `-fno-color-diagnostics`: the messages end up in errors and logs, not on a tty.
 pub fn args(arch: &str, hook: Hook, extra: &[String]) -> Vec<Arg> {
     let mut out: Vec<Arg> = ["-O2", "-g", "-target", "bpf"].map(|s| Arg::Text(s.to_owned())).into();
     out.push(Arg::Text(format!("-D__TARGET_ARCH_{arch}")));
     out.push(Arg::Text("-Wall".to_owned()));
+    out.push(Arg::Text("-Werror=implicit-function-declaration".to_owned()));
+    out.push(Arg::Text("-Werror=int-conversion".to_owned()));
     out.push(Arg::Text("-fno-color-diagnostics".to_owned()));
     out.push(Arg::PrefixMapRoot);
     if hook == Hook::Tc {

@@ -9,11 +9,12 @@ use ebpkg_spec::types::Sha256Digest;
 use sha2::{Digest, Sha256};
 
 /// The headers, as `(name under include/hike/, contents)`, sorted by name.
-pub const HEADERS: [(&str, &str); 7] = [
+pub const HEADERS: [(&str, &str); 8] = [
     ("common.h", include_str!("../../../hike-sdk/include/hike/common.h")),
     ("defs.h", include_str!("../../../hike-sdk/include/hike/defs.h")),
     ("loader.h", include_str!("../../../hike-sdk/include/hike/loader.h")),
     ("maps.h", include_str!("../../../hike-sdk/include/hike/maps.h")),
+    ("packet.h", include_str!("../../../hike-sdk/include/hike/packet.h")),
     ("program.h", include_str!("../../../hike-sdk/include/hike/program.h")),
     ("time.h", include_str!("../../../hike-sdk/include/hike/time.h")),
     ("vm.h", include_str!("../../../hike-sdk/include/hike/vm.h")),

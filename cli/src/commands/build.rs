@@ -21,6 +21,10 @@ pub struct BuildArgs {
     /// Copy the objects into this directory (named <file>.<hook>.o).
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// Also have the kernel verify every program and loader (in a HIKe root of
+    /// this run's own) and print the verifier's statistics. Needs root.
+    #[arg(long)]
+    verify: bool,
 }
 
 pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
@@ -33,6 +37,7 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
     )?
     .pop()
     .unwrap_or_default();
+    let stats = if args.verify { verify(ctx, &project, &objects)? } else { Vec::new() };
     let mut out = Vec::new();
     for o in &objects {
         let path = match &args.out_dir {
@@ -45,12 +50,25 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
             }
             None => o.path.clone(),
         };
+        let verified: Vec<&hike_runtime::VerifierStats> =
+            stats.iter().filter(|(obj, _)| obj == &o.object_name).map(|(_, s)| s).collect();
         out.push(serde_json::json!({
             "source": o.object_name, "hook": o.hook.name(), "object": path,
-            "programs": o.programs, "loaders": o.loaders,
+            "programs": o.programs, "loaders": o.loaders, "verifier": verified,
         }));
         if !ctx.ui.json {
             ctx.ui.out(format!("{} ({}) -> {}", o.object_name, o.hook.name(), path.display()));
+        }
+    }
+    if !ctx.ui.json && !stats.is_empty() {
+        ctx.ui.out(format!(
+            "\n| program | object | insns | processed | states (peak) | stack | verified in |\n|---|---|---:|---:|---:|---|---:|"
+        ));
+        for (obj, s) in &stats {
+            ctx.ui.out(format!(
+                "| `{}` | {obj} | {} | {} | {} ({}) | {} | {} µs |",
+                s.program, s.insns, s.insns_processed, s.total_states, s.peak_states, s.stack_depth, s.verification_us
+            ));
         }
     }
     if ctx.ui.json {
@@ -59,4 +77,28 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
         ctx.ui.status("Finished", format!("{} has no programs or loaders to build", project.manifest.package.name));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads every program and loader of the objects in a HIKe root of this run's own
+/// and collects what the verifier says.
+fn verify(
+    ctx: &Ctx,
+    project: &crate::project::Project,
+    objects: &[ebpkg_deploy::PlannedObject],
+) -> Result<Vec<(String, hike_runtime::VerifierStats)>> {
+    crate::ops::require_privileges("build --verify")?;
+    let root = crate::ops::TempRoot::create(ctx, "verify")?;
+    let id = format!("{}@{}", project.manifest.package.name, project.manifest.package.version);
+    let mut out = Vec::new();
+    for o in objects {
+        let elf = std::fs::read(&o.path).map_err(|e| fail(Failure::Input, format!("{}: {e}", o.path.display())))?;
+        let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
+        let stats = root
+            .rt
+            .verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)
+            .map_err(|e| fail(Failure::Kernel, format!("{e}")))?;
+        ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));
+        out.extend(stats.into_iter().map(|s| (o.object_name.clone(), s)));
+    }
+    Ok(out)
 }

@@ -34,8 +34,8 @@ const HELP: &str = "Test files are tests/*.test.toml in the package:
   key = \"00000000\"
   value = \"0600000000000000\"       # or absent = true
 
-  [[case.then]]                    # a further run of the case, maps kept; fields it
-  advance-ns = 1000000000          # leaves out are the case's (or time-ns = ...)
+  [[case.then]]                    # a further run of the case, maps kept; args and packet
+  advance-ns = 1000000000          # default to the case's, repeat to 1 (or time-ns = ...)
   [case.then.expect]
   result = 7
 

@@ -41,3 +41,28 @@ pub fn require_privileges(what: &str) -> Result<()> {
         ),
     ))
 }
+
+/// A HIKe root of one command's own (`<bpffs root>-<what>-<pid>`), for tests and
+/// verification runs; destroyed when dropped, even on errors.
+pub struct TempRoot {
+    pub path: std::path::PathBuf,
+    pub rt: hike_runtime::Runtime,
+}
+
+impl TempRoot {
+    pub fn create(ctx: &crate::Ctx, what: &str) -> Result<TempRoot> {
+        let path =
+            std::path::PathBuf::from(format!("{}-{what}-{}", ctx.config.bpffs_root.display(), std::process::id()));
+        let rt = hike_runtime::Runtime::init(&path, hike_runtime::InitOptions::default())
+            .map_err(|e| fail(Failure::Environment, format!("cannot create a HIKe root at {}: {e}", path.display())))?;
+        Ok(TempRoot { path, rt })
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        if let Err(e) = hike_runtime::Runtime::destroy(&self.path) {
+            tracing::warn!("cannot remove {}: {e}", self.path.display());
+        }
+    }
+}

@@ -28,7 +28,7 @@
 //! key = "00000000"
 //! value = "0800000000000000"       # or `absent = true`
 //!
-//! [[case.then]]                    # another run, maps kept; unset fields are the case's
+//! [[case.then]]                    # another run, maps kept; unset args and packet are the case's, repeat is 1
 //! advance-ns = 1000000000          # or time-ns
 //! [case.then.expect]
 //! result = 9
@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use hike_bytecode::Hook;
-use hike_runtime::{ChainSpec, Clock, InitOptions, ProgramObject, Runtime};
+use hike_runtime::{ChainSpec, Clock, ProgramObject, Runtime};
 use serde::Deserialize;
 
 use crate::Ctx;
@@ -144,17 +144,6 @@ pub struct Report {
     pub filtered: usize,
 }
 
-/// A HIKe root for one test run, removed when dropped.
-struct TempRoot(PathBuf);
-
-impl Drop for TempRoot {
-    fn drop(&mut self) {
-        if let Err(e) = Runtime::destroy(&self.0) {
-            tracing::warn!("cannot remove the test root {}: {e}", self.0.display());
-        }
-    }
-}
-
 pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<Report> {
     crate::ops::require_privileges("test")?;
     let files = test_files(&project.dir)?;
@@ -173,9 +162,8 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     .pop()
     .unwrap_or_default();
 
-    let root = TempRoot(PathBuf::from(format!("{}-test-{}", ctx.config.bpffs_root.display(), std::process::id())));
-    let rt = Runtime::init(&root.0, InitOptions::default())
-        .map_err(|e| fail(Failure::Environment, format!("cannot create a HIKe root for the tests: {e}")))?;
+    let root = crate::ops::TempRoot::create(ctx, "test")?;
+    let rt = &root.rt;
     let package = m.package.name.to_string();
     let version = m.package.version.to_string();
     let mut ids = std::collections::BTreeMap::new();
@@ -267,7 +255,8 @@ fn runs<'a>(project: &Project, case: &'a Case) -> Result<Vec<Run<'a>>> {
         out.push(Run {
             args: step.args.as_deref().unwrap_or(&case.args),
             packet,
-            repeat: step.repeat.unwrap_or(case.repeat),
+            // Repeats are about one run, not a default for the later ones.
+            repeat: step.repeat.unwrap_or(1),
             time_ns: time,
             setup: &step.setup,
             expect: &step.expect,

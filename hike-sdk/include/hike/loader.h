@@ -30,20 +30,7 @@
 #define __HIKE_LOADER_H
 
 #include <hike/vm.h>
-#include <bpf/bpf_endian.h>
-
-#ifndef ETH_P_8021Q
-#define ETH_P_8021Q 0x8100
-#endif
-#ifndef ETH_P_8021AD
-#define ETH_P_8021AD 0x88a8
-#endif
-#ifndef ETH_P_IP
-#define ETH_P_IP 0x0800
-#endif
-#ifndef ETH_P_IPV6
-#define ETH_P_IPV6 0x86dd
-#endif
+#include <hike/packet.h>
 
 /* IPv6 extension headers walked to find the transport header. */
 #define HIKE_MAX_EXT_HDRS 8

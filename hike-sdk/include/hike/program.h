@@ -27,6 +27,7 @@
 #define __HIKE_PROGRAM_H
 
 #include <hike/vm.h>
+#include <hike/packet.h>
 
 #define HIKE_ARG(type, name) (type, name)
 

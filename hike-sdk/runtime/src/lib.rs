@@ -27,6 +27,7 @@ mod status;
 mod sys;
 mod testrun;
 pub mod verifier;
+mod verify;
 
 pub use chains::ChainSpec;
 pub use clock::Clock;
@@ -41,3 +42,4 @@ pub use signature::Signature;
 pub use status::{ChainStatus, Counters, ProgramStatus, Status};
 pub use testrun::TestRun;
 pub use verifier::VerifierFailure;
+pub use verify::VerifierStats;

@@ -63,7 +63,44 @@ pub(crate) fn load(req: &LoadRequest<'_>) -> Result<Object> {
     }
 }
 
+/// Verifier log levels (`BPF_LOG_LEVEL1`, `BPF_LOG_STATS`).
+const LOG_LEVEL_VERBOSE: u32 = 1;
+const LOG_LEVEL_STATS: u32 = 4;
+
+/// Loads the object with the verifier's statistics logged for each requested
+/// program, and returns them with the object (to drop: nothing is pinned, the
+/// caller passes a `map_pin` that pins nothing).
+pub(crate) fn load_with_stats(req: &LoadRequest<'_>) -> Result<(Object, Vec<(String, String)>)> {
+    route_libbpf_logs();
+    let mut logs = Vec::new();
+    match open_and_load_with(req, Some(&mut logs), LOG_LEVEL_STATS, 64 << 10) {
+        Ok(obj) => {
+            let text = logs
+                .iter()
+                .map(|(name, buf)| {
+                    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+                    (name.clone(), String::from_utf8_lossy(&buf[..end]).into_owned())
+                })
+                .collect();
+            Ok((obj, text))
+        }
+        Err(first) => Err(match explain(req) {
+            Some(failure) => RuntimeError::Verifier(Box::new(failure)),
+            None => first,
+        }),
+    }
+}
+
 fn open_and_load(req: &LoadRequest<'_>, logs: Option<&mut Vec<(String, Vec<u8>)>>) -> Result<Object> {
+    open_and_load_with(req, logs, LOG_LEVEL_VERBOSE, LOG_BUF_SIZE)
+}
+
+fn open_and_load_with(
+    req: &LoadRequest<'_>,
+    logs: Option<&mut Vec<(String, Vec<u8>)>>,
+    level: u32,
+    buf_size: usize,
+) -> Result<Object> {
     let mut builder = ObjectBuilder::default();
     builder.name(req.object_name).kernel(|| format!("open {}", req.object_name))?;
     builder.pin_root_path(req.vm_dir).kernel(|| format!("open {}", req.object_name))?;
@@ -87,8 +124,8 @@ fn open_and_load(req: &LoadRequest<'_>, logs: Option<&mut Vec<(String, Vec<u8>)>
         if wanted {
             found.push(name.clone());
             if let Some(logs) = logs.as_deref_mut() {
-                prog.set_log_level(1);
-                let mut buf = vec![0u8; LOG_BUF_SIZE];
+                prog.set_log_level(level);
+                let mut buf = vec![0u8; buf_size];
                 // SAFETY: the program pointer is valid while `open` lives, and the
                 // buffer is moved into `logs`, which outlives the load below without
                 // being reallocated (a Vec's heap buffer does not move when the Vec

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Mark: the IPv6 traffic class or the IPv4 TOS byte. */
+#include <hike/program.h>
+
+HIKE_PROGRAM(ip6_set_tclass, HIKE_ARG(u8, tclass))
+{
+	struct ipv6hdr *ip6 = hike_ip6();
+
+	if (!ip6)
+		return hike_result(1);
+	/* The traffic class straddles the version/priority byte and flow_lbl[0]. */
+	ip6->priority = tclass >> 4;
+	ip6->flow_lbl[0] = (ip6->flow_lbl[0] & 0x0f) | (tclass << 4);
+	return hike_result(0);
+}
+
+HIKE_PROGRAM(ip4_set_tos, HIKE_ARG(u8, tos))
+{
+	struct iphdr *ip4 = hike_ip4();
+	__be16 old, new;
+
+	if (!ip4)
+		return hike_result(1);
+	/* The checksum covers 16-bit words: the TOS shares one with version/IHL. */
+	old = *(__be16 *)ip4;
+	ip4->tos = tos;
+	new = *(__be16 *)ip4;
+	hike_csum_replace2(&ip4->check, old, new);
+	return hike_result(0);
+}
+
+char LICENSE[] SEC("license") = "GPL";
