@@ -61,9 +61,9 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
         }
     }
     if !ctx.ui.json && !stats.is_empty() {
-        ctx.ui.out(format!(
-            "\n| program | object | insns | processed | states (peak) | stack | verified in |\n|---|---|---:|---:|---:|---|---:|"
-        ));
+        ctx.ui.out(
+            "\n| program | object | insns | processed | states (peak) | stack | verified in |\n|---|---|---:|---:|---:|---|---:|",
+        );
         for (obj, s) in &stats {
             ctx.ui.out(format!(
                 "| `{}` | {obj} | {} | {} | {} ({}) | {} | {} µs |",

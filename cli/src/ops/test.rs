@@ -197,7 +197,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
             }
             rt.clear_package_maps(&package, &version).exit(Failure::Kernel)?;
             let problems =
-                run_case(&rt, project, &package, &version, &ids, &case).unwrap_or_else(|e| vec![format!("{e:#}")]);
+                run_case(rt, project, &package, &version, &ids, &case).unwrap_or_else(|e| vec![format!("{e:#}")]);
             if problems.is_empty() {
                 ctx.ui.status("Passed", &full);
                 report.passed.push(full);
