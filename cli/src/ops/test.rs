@@ -162,6 +162,8 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     .pop()
     .unwrap_or_default();
 
+    // Every run on one CPU, so per-CPU maps add up across the runs of a case.
+    pin_to_current_cpu()?;
     let root = crate::ops::TempRoot::create(ctx, "test")?;
     let rt = &root.rt;
     let package = m.package.name.to_string();
@@ -211,6 +213,12 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
         }
     }
     Ok(report)
+}
+
+fn pin_to_current_cpu() -> Result<()> {
+    let mut only = rustix::thread::CpuSet::new();
+    only.set(rustix::thread::sched_getcpu());
+    rustix::thread::sched_setaffinity(None, &only).context("cannot pin the test runs to one CPU")
 }
 
 fn test_files(dir: &Path) -> Result<Vec<PathBuf>> {

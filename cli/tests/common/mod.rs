@@ -9,6 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The first-party package directories, dependencies first.
+pub fn first_party() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../packages");
+    ["meter", "sets", "sampler", "net", "alt_mark", "basic", "mmlf", "ddos"].iter().map(|p| root.join(p)).collect()
+}
+
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
@@ -28,6 +34,8 @@ pub struct Sandbox {
     pub root: PathBuf,
     pub netns: Option<String>,
     pub tag: String,
+    /// The download and build cache (the sandbox's own unless shared).
+    pub cache: PathBuf,
 }
 
 /// What one `ebpkg` run did.
@@ -65,7 +73,16 @@ impl Sandbox {
         let n = N.fetch_add(1, Ordering::SeqCst);
         let tag = format!("{tag}{}x{n}", std::process::id());
         let root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-cli-{tag}"));
-        Sandbox { dir: tempfile::tempdir().unwrap(), root, netns: None, tag }
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        Sandbox { dir, root, netns: None, tag, cache }
+    }
+
+    /// Uses a cache shared by the tests of this crate (safe: the cache's writes are
+    /// atomic), so the first-party packages are built once per test run.
+    pub fn shared_cache(mut self) -> Sandbox {
+        self.cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ebpkg-shared-cache");
+        self
     }
 
     /// A sandbox whose installs attach in a network namespace of its own, holding
@@ -94,6 +111,13 @@ impl Sandbox {
         format!("file://{}/", self.path("registry").display())
     }
 
+    /// Publishes every first-party package (packages/ of the repository).
+    pub fn publish_first_party(&self) {
+        for p in first_party() {
+            self.publish(&p);
+        }
+    }
+
     /// Copies fixture package `name` (from tests/fixtures/e2e) into the sandbox.
     pub fn package(&self, name: &str) -> PathBuf {
         let dest = self.path(&format!("pkgs/{name}"));
@@ -108,7 +132,7 @@ impl Sandbox {
             .args(args)
             .env("EBPKG_CONFIG", self.path("config.toml"))
             .env("EBPKG_REGISTRY", self.registry_url())
-            .env("EBPKG_CACHE_DIR", self.path("cache"))
+            .env("EBPKG_CACHE_DIR", &self.cache)
             .env("EBPKG_STATE_DIR", self.path("state"))
             .env("EBPKG_BPFFS_ROOT", &self.root)
             .env("NO_COLOR", "1")

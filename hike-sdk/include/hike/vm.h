@@ -37,14 +37,25 @@ __hike_inline int hike_abort(struct hike_state *st, __u32 reason)
 	return HIKE_VERDICT_ABORT;
 }
 
+/* The packet's start and end. Read with one asm load each because newer clangs
+ * otherwise fold `ctx->data` and `ctx->data_end` into one load from a computed
+ * address (ctx + 0 or ctx + 4), which the verifier refuses ("dereference of
+ * modified ctx ptr"); an asm load keeps the constant offset. Not volatile, so the
+ * compiler may still reuse a value it has read. */
 __hike_inline void *hike_pkt_data(HIKE_CTX *ctx)
 {
-	return (void *)(long)ctx->data;
+	void *p;
+
+	asm("%0 = *(u32 *)(%1 + %2)" : "=r"(p) : "r"(ctx), "i"(__builtin_offsetof(HIKE_CTX, data)));
+	return p;
 }
 
 __hike_inline void *hike_pkt_end(HIKE_CTX *ctx)
 {
-	return (void *)(long)ctx->data_end;
+	void *p;
+
+	asm("%0 = *(u32 *)(%1 + %2)" : "=r"(p) : "r"(ctx), "i"(__builtin_offsetof(HIKE_CTX, data_end)));
+	return p;
 }
 
 /* A tail call to a constant slot, written in assembly so the compiler cannot merge

@@ -40,6 +40,6 @@ pub use programs::{ProgramObject, RegisteredProgram};
 pub use runtime::{InitOptions, Runtime};
 pub use signature::Signature;
 pub use status::{ChainStatus, Counters, ProgramStatus, Status};
-pub use testrun::TestRun;
+pub use testrun::{TestRun, TestRunOptions};
 pub use verifier::VerifierFailure;
 pub use verify::VerifierStats;

@@ -19,6 +19,24 @@ use crate::sys;
 /// Room left after the packet for programs that grow it.
 const HEADROOM: usize = 512;
 
+/// `BPF_F_TEST_XDP_LIVE_FRAMES`: XDP_TX and XDP_REDIRECT really send the frames.
+const XDP_LIVE_FRAMES: u32 = 1 << 1;
+
+/// How to run a packet through a loader.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TestRunOptions {
+    /// Runs (0 means once).
+    pub repeat: u32,
+    /// The interface the packet "arrives" on (its index in the calling thread's
+    /// network namespace; 0: none). Programs see it as `ctx->ingress_ifindex`
+    /// and `bpf_fib_lookup` routes from it. The interface must have XDP enabled
+    /// (a loader attached).
+    pub ingress_ifindex: u32,
+    /// Really send what the program transmits or redirects (XDP only); the packet
+    /// and state are then not handed back.
+    pub live_frames: bool,
+}
+
 /// What one test run produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestRun {
@@ -56,26 +74,48 @@ impl Runtime {
     /// an interface the loader is attached to. Takes no lock: it changes nothing
     /// but counters, so it can run while chains are replaced.
     pub fn test_run_loader(&self, instance: &str, packet: &[u8], repeat: u32) -> Result<TestRun> {
+        self.test_run_loader_with(instance, packet, &TestRunOptions { repeat, ..Default::default() })
+    }
+
+    /// Like [`Runtime::test_run_loader`], with an ingress interface or live frames.
+    pub fn test_run_loader_with(&self, instance: &str, packet: &[u8], opts: &TestRunOptions) -> Result<TestRun> {
         let prog = self.layout.loader_dir(instance)?.join("prog");
         if !prog.exists() {
             return Err(RuntimeError::NotFound(format!("loader instance `{instance}`")));
         }
-        self.test_run_pinned(&prog, packet, repeat)
+        self.test_run_pinned_with(&prog, packet, opts)
     }
 
     fn test_run_pinned(&self, pin: &std::path::Path, packet: &[u8], repeat: u32) -> Result<TestRun> {
+        self.test_run_pinned_with(pin, packet, &TestRunOptions { repeat, ..Default::default() })
+    }
+
+    fn test_run_pinned_with(&self, pin: &std::path::Path, packet: &[u8], run: &TestRunOptions) -> Result<TestRun> {
         let prog = link::obj_get(pin).io("cannot open", pin)?;
         let mut out = vec![0u8; packet.len() + HEADROOM];
+        // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
+        let mut ctx = [0u32; 6];
+        ctx[1] = packet.len() as u32;
+        ctx[3] = run.ingress_ifindex;
+        let with_ctx = run.ingress_ifindex != 0 || run.live_frames;
         let (cpu, result) = sys::on_one_cpu(|| {
             let mut opts = libbpf_sys::bpf_test_run_opts {
                 sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
                 data_in: packet.as_ptr().cast(),
                 data_size_in: packet.len() as u32,
-                data_out: out.as_mut_ptr().cast(),
-                data_size_out: out.len() as u32,
-                repeat: repeat as i32,
+                repeat: run.repeat as i32,
                 ..Default::default()
             };
+            if !run.live_frames {
+                opts.data_out = out.as_mut_ptr().cast();
+                opts.data_size_out = out.len() as u32;
+            } else {
+                opts.flags = XDP_LIVE_FRAMES;
+            }
+            if with_ctx {
+                opts.ctx_in = ctx.as_mut_ptr().cast();
+                opts.ctx_size_in = std::mem::size_of_val(&ctx) as u32;
+            }
             // SAFETY: the buffers outlive the call and their sizes are given.
             let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
             (rc, opts.retval, opts.data_size_out, opts.duration)

@@ -49,7 +49,8 @@ HIKE_PROGRAM(ip6_alt_mark)
 	if (!hbh)
 		return hike_result(0);
 	len = ((__u32)hbh[1] + 1) * 8;
-	if (len > MAX_HBH_LEN)
+	/* A header longer than the packet is malformed: ignore the packet. */
+	if (len > MAX_HBH_LEN || hbh_off + len > (__u64)(hike_pkt_end(ctx) - hike_pkt_data(ctx)))
 		return hike_result(0);
 	off = 2;
 	for (int i = 0; i < MAX_OPTS; i++) {

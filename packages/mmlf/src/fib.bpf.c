@@ -59,10 +59,10 @@ HIKE_PROGRAM(ip4_fib_lookup)
 	rc = bpf_fib_lookup(ctx, &p, sizeof(p), 0);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return hike_result(rc < 0 ? NOT_FORWARDED : rc);
-	/* TTL and protocol share a 16-bit word of the checksum. */
+	/* TTL and protocol share a 16-bit word of the checksum (TTL first). */
 	old = *(__be16 *)&ip4->ttl;
+	new = bpf_htons(bpf_ntohs(old) - 0x0100);
 	ip4->ttl--;
-	new = *(__be16 *)&ip4->ttl;
 	hike_csum_replace2(&ip4->check, old, new);
 	set_macs(eth, &p);
 	*(__u32 *)(hike_scratch() + MMLF_SCRATCH_IFINDEX) = p.ifindex;

@@ -21,10 +21,12 @@ HIKE_PROGRAM(ip4_set_tos, HIKE_ARG(u8, tos))
 
 	if (!ip4)
 		return hike_result(1);
-	/* The checksum covers 16-bit words: the TOS shares one with version/IHL. */
+	/* The checksum covers 16-bit words: the TOS shares one with version/IHL.
+	 * The new word is computed, not read back: a read through another type
+	 * after the byte store may legally be served from the old value. */
 	old = *(__be16 *)ip4;
+	new = bpf_htons((bpf_ntohs(old) & 0xff00) | tos);
 	ip4->tos = tos;
-	new = *(__be16 *)ip4;
 	hike_csum_replace2(&ip4->check, old, new);
 	return hike_result(0);
 }
