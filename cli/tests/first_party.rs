@@ -132,9 +132,8 @@ fn the_basic_loaders_route_packets_to_the_configured_chains() {
     std::fs::write(app.join("chains/main.eclat"), LOADERS_SCRIPT).unwrap();
     sb.run(&app, &["install"]).ok();
     let rt = hike_runtime::Runtime::open(&sb.root).unwrap();
-    let run = |loader: &str, p: &[u8]| {
-        rt.test_run_loader(&format!("loaders-app-1-basic-{loader}"), p, 0).unwrap().verdict
-    };
+    let run =
+        |loader: &str, p: &[u8]| rt.test_run_loader(&format!("loaders-app-1-basic-{loader}"), p, 0).unwrap().verdict;
     const TX: u32 = 3;
     let v6 = udp6("2001:db8::5");
     let v4 = udp4_to([10, 0, 0, 2]);

@@ -61,6 +61,18 @@ fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
     assert_eq!(calls["hike_drop"], 1, "{calls:?}");
     assert_eq!(calls["hike_pass"], 2, "{calls:?}");
 
+    // The counters of flow, decoded with the layout flow's manifest documents.
+    let run = sb.run(sb.dir.path(), &["status", "--maps", "--json"]).ok();
+    let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let counters = st[0]["maps"].as_array().unwrap().iter().find(|m| m["map"] == "flow_counters").unwrap();
+    assert_eq!(counters["entries"].as_array().unwrap().len(), 16, "{counters}");
+    assert_eq!(counters["entries"][0]["key"]["slot"], 0);
+    assert_eq!(counters["entries"][0]["value"]["packets"], 2, "{counters}");
+    assert_eq!(counters["entries"][1]["value"]["packets"], 1, "{counters}");
+    let run = sb.run(sb.dir.path(), &["status", "--maps", "--limit", "2"]).ok();
+    assert!(run.stdout.contains("  map       flow@1.0.0 flow_counters: 2 entries (first 2)"), "{}", run.stdout);
+    assert!(run.stdout.contains("            slot=1 -> packets=1"), "{}", run.stdout);
+
     // Nothing changed: nothing to do.
     let again = sb.run(&app, &["install"]).ok();
     assert!(again.stderr.contains("is up to date"), "{}", again.stderr);

@@ -239,6 +239,7 @@ impl Deployer {
                 version: p.version.clone(),
                 source: p.source.clone(),
                 checksum: p.checksum.clone(),
+                maps: documented_maps(&p.manifest),
             })
             .collect();
         packages.sort();
@@ -400,6 +401,28 @@ fn source_path(pkg: &PlannedPackage, file: &str) -> Option<String> {
         .map(|s| s.as_str().to_owned())
         .find(|s| std::path::Path::new(s).file_name().is_some_and(|n| n.to_string_lossy() == file))
         .filter(|s| pkg.root.join(s).is_file())
+}
+
+/// The program maps whose key and value layouts the manifest gives.
+fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> {
+    let fields = |f: &[ebpkg_spec::manifest::Field]| -> Vec<(String, String)> {
+        f.iter().map(|f| (f.name.to_string(), f.ty.as_str().to_owned())).collect()
+    };
+    let mut out: Vec<crate::record::RecordedMap> = m
+        .programs
+        .iter()
+        .flat_map(|p| &p.maps)
+        .filter_map(|mp| {
+            Some(crate::record::RecordedMap {
+                name: mp.name.to_string(),
+                key: fields(mp.key.as_ref()?),
+                value: fields(mp.value.as_ref()?),
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {

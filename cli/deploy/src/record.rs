@@ -43,6 +43,18 @@ pub struct RecordedPackage {
     pub version: String,
     pub source: String,
     pub checksum: String,
+    /// The maps of its programs whose layouts the manifest documents, for
+    /// `ebpkg status --maps`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<RecordedMap>,
+}
+
+/// A program map and its layout: `(field name, field type)` lists as in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RecordedMap {
+    pub name: String,
+    pub key: Vec<(String, String)>,
+    pub value: Vec<(String, String)>,
 }
 
 /// A registered program. Several deployments may use the same `package@version`;

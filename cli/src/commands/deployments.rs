@@ -14,6 +14,13 @@ use crate::ops::install::{deploy_failure, print_event};
 pub struct StatusArgs {
     /// Only this deployment.
     name: Option<String>,
+    /// Also show the contents of the programs' maps whose layouts the packages
+    /// document (per-CPU values summed).
+    #[arg(long)]
+    maps: bool,
+    /// With --maps: at most this many entries per map.
+    #[arg(long, default_value_t = 32)]
+    limit: usize,
 }
 
 #[derive(Args)]
@@ -34,15 +41,33 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
             return Err(fail(Failure::Input, format!("no deployment named `{n}`")));
         }
     }
+    let mut dumps = Vec::new();
+    for d in &all {
+        dumps.push(if args.maps {
+            deployer.map_dumps(&d.record, args.limit).map_err(|e| fail(deploy_failure(&e), e))?
+        } else {
+            Vec::new()
+        });
+    }
     if ctx.ui.json {
-        ctx.ui.json(&all)?;
+        let mut values = Vec::new();
+        for (d, maps) in all.iter().zip(&dumps) {
+            let mut v = serde_json::to_value(d)?;
+            if args.maps
+                && let Some(o) = v.as_object_mut()
+            {
+                o.insert("maps".into(), serde_json::to_value(maps)?);
+            }
+            values.push(v);
+        }
+        ctx.ui.json(&values)?;
         return Ok(ExitCode::SUCCESS);
     }
     if all.is_empty() {
         ctx.ui.out(format!("no deployments (state directory {})", ctx.config.state_dir.display()));
         return Ok(ExitCode::SUCCESS);
     }
-    for d in &all {
+    for (d, maps) in all.iter().zip(&dumps) {
         let r = &d.record;
         ctx.ui.out(format!(
             "deployment {} (generation {}): {}",
@@ -92,6 +117,29 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         if !r.params.is_empty() {
             let ps: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             ctx.ui.out(format!("  params    {}", ps.join(" ")));
+        }
+        for m in maps {
+            let more = if m.truncated { format!(" (first {})", m.entries.len()) } else { String::new() };
+            ctx.ui.out(format!(
+                "  map       {}@{} {}: {} entr{}{more}",
+                m.package,
+                m.version,
+                m.map,
+                m.entries.len(),
+                if m.entries.len() == 1 { "y" } else { "ies" }
+            ));
+            if let Some(e) = &m.error {
+                ctx.ui.out(format!("            cannot read it: {e}"));
+            }
+            for e in &m.entries {
+                let show = |o: &serde_json::Map<String, serde_json::Value>| {
+                    o.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                ctx.ui.out(format!("            {} -> {}", show(&e.key), show(&e.value)));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

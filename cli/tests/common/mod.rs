@@ -97,6 +97,12 @@ impl Sandbox {
         };
         ip(&["netns", "add", &ns]);
         s.netns = Some(ns.clone());
+        // No IPv6 neighbour discovery or router solicitations: the only packets
+        // the tests' chains see are the tests' own.
+        let quiet =
+            "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6";
+        let out = Command::new("ip").args(["netns", "exec", &ns, "sh", "-c", quiet]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         ip(&["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
         ip(&["-n", &ns, "link", "set", "va", "up"]);
         ip(&["-n", &ns, "link", "set", "vb", "up"]);

@@ -8,6 +8,10 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
 use crate::runtime::Runtime;
 
+/// A map entry: the key, and the value of each CPU (one value for maps that are
+/// not per-CPU).
+pub type Entry = (Vec<u8>, Vec<Vec<u8>>);
+
 /// One map of a package version.
 #[derive(Debug)]
 pub struct PackageMap {
@@ -70,6 +74,23 @@ impl PackageMap {
         } else {
             self.handle.lookup(key, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))
         }
+    }
+
+    /// Up to `limit` entries, each with its value per CPU (one value for maps that
+    /// are not per-CPU), in the map's key order.
+    pub fn entries(&self, limit: usize) -> Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        for k in self.handle.keys().take(limit) {
+            let values = if self.per_cpu() {
+                self.handle.lookup_percpu(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?
+            } else {
+                self.handle.lookup(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?.map(|v| vec![v])
+            };
+            if let Some(values) = values {
+                out.push((k, values));
+            }
+        }
+        Ok(out)
     }
 
     /// Removes every entry (arrays, whose entries cannot be removed, are zeroed).
