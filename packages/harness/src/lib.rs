@@ -6,6 +6,7 @@
 //!
 //! Everything made here is removed by guards, even when a test fails.
 
+pub mod bench;
 pub mod bpf;
 pub mod netns;
 pub mod packets;

@@ -1,0 +1,207 @@
+//! MMLF three ways, side by side: the `mmlf` chain installed by ebpkg, the
+//! hand-written monolithic program, and the same steps chained with plain tail
+//! calls; packets that match the blacklist (marked, routed, redirected) and
+//! packets that do not (passed to the kernel). ns per packet from
+//! BPF_PROG_TEST_RUN, and packets per second with live frames through a veth pair.
+
+use std::net::Ipv6Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use hike_runtime::{Runtime, TestRunOptions};
+use serde::Serialize;
+
+use super::stats::Summary;
+use crate::bpf::{self, Loaded};
+use crate::netns::{Netns, veth};
+use crate::packets;
+
+/// Samples `[kind][variant][round]`.
+type Samples = Vec<Vec<Vec<f64>>>;
+
+pub const VARIANTS: [&str; 3] = ["HIKe chain", "monolithic", "tail calls"];
+pub const KINDS: [&str; 2] = ["matching", "not matching"];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MmlfResult {
+    /// `[kind][variant]`: ns per packet.
+    pub ns: Vec<Vec<Summary>>,
+    /// `[kind][variant]`: packets per second, live frames through the veth pair.
+    pub pps: Vec<Vec<Summary>>,
+    pub repeat: u32,
+    pub live_frames: u32,
+}
+
+/// What the benchmark set up, torn down on drop.
+struct Setup {
+    dut: Netns,
+    _gen: Netns,
+    _sink: Netns,
+    ebpkg: PathBuf,
+    env: Vec<(String, String)>,
+    root: PathBuf,
+    _dir: tempfile::TempDir,
+    mono: Loaded,
+    tail: Loaded,
+    _sink_counter: Loaded,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.ebpkg).args(["-q", "uninstall", "mmlf"]).envs(self.env.clone()).output();
+        let _ = Runtime::destroy(&self.root);
+    }
+}
+
+fn ebpkg(path: &Path, env: &[(String, String)], cwd: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new(path).current_dir(cwd).args(args).envs(env.iter().cloned()).output()?;
+    if !out.status.success() {
+        bail!("ebpkg {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+const LISTED: u16 = 0xa;
+
+fn frame(src: u16) -> Vec<u8> {
+    packets::ipv6(
+        Ipv6Addr::new(0x2001, 0xdb8, 0x50, 0, 0, 0, 0, src),
+        Ipv6Addr::new(0x2001, 0xdb8, 0x100, 0, 0, 0, 0, 1),
+        255,
+        0,
+        &[],
+        &packets::udp(4000, 80, &[0; 2]),
+    )
+}
+
+fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
+    let pid = std::process::id();
+    let dut = Netns::new(&format!("bmd{pid}"), true)?;
+    let gen_ns = Netns::new(&format!("bmg{pid}"), false)?;
+    let sink = Netns::new(&format!("bms{pid}"), false)?;
+    veth(&gen_ns, "gen0", 0, &dut, "in0", 0)?;
+    veth(&dut, "out0", 0, &sink, "sink0", 0)?;
+    dut.sysctl("net/ipv6/conf/all/forwarding", "1")?;
+    for args in [
+        &["addr", "add", "2001:db8:50::1/64", "dev", "in0", "nodad"][..],
+        &["addr", "add", "2001:db8:60::1/64", "dev", "out0", "nodad"],
+        &["neigh", "add", "2001:db8:60::2", "lladdr", "02:00:00:00:60:02", "dev", "out0", "nud", "permanent"],
+        &["-6", "route", "add", "2001:db8:100::/48", "via", "2001:db8:60::2"],
+    ] {
+        dut.ip(args)?;
+    }
+    let dir = tempfile::tempdir()?;
+    let root = bpffs.join(format!("ebpkg-bench-mmlf-{pid}"));
+    let env: Vec<(String, String)> = [
+        ("EBPKG_REGISTRY", format!("file://{}/registry", dir.path().display())),
+        ("EBPKG_CACHE_DIR", cache.display().to_string()),
+        ("EBPKG_STATE_DIR", dir.path().join("state").display().to_string()),
+        ("EBPKG_BPFFS_ROOT", root.display().to_string()),
+        ("EBPKG_CONFIG", dir.path().join("config.toml").display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    for p in ["meter", "sets", "sampler", "net", "basic", "mmlf"] {
+        ebpkg(ebpkg_bin, &env, &crate::packages_dir().join(p), &["-q", "publish", "--no-verify"])?;
+    }
+    ebpkg(ebpkg_bin, &env, dir.path(), &["-q", "--netns", &dut.name, "install", "mmlf@^1", "--set", "DEVNAME=in0"])?;
+    let src = Ipv6Addr::new(0x2001, 0xdb8, 0x50, 0, 0, 0, 0, LISTED).octets();
+    Runtime::open(&root)?.package_map("mmlf", "1.0.0", "mmlf_src6")?.write(&src, &[1])?;
+
+    let bench = crate::packages_dir().join("mmlf/bench");
+    let mono = Loaded::load(&bpf::compile(&bench.join("mmlf_mono.bpf.c"), cache)?, "mmlf_mono")?;
+    mono.update("mono_src6", &src, &[1])?;
+    let tail = Loaded::load(&bpf::compile(&bench.join("mmlf_tail.bpf.c"), cache)?, "mmlf_tail")?;
+    tail.update("tail_src6", &src, &[1])?;
+    for (i, p) in ["mmlf_tail_match", "mmlf_tail_mark", "mmlf_tail_lookup", "mmlf_tail_forward"].iter().enumerate() {
+        tail.set_prog("mmlf_tail_progs", i as u32, p)?;
+    }
+    // Redirected frames need a receiver with XDP on the far end of out0.
+    let mut sink_counter =
+        Loaded::load(&bpf::compile(&crate::packages_dir().join("harness/bpf/scenario.bpf.c"), cache)?, "sink")?;
+    sink_counter.attach("xdp_count", &sink, "sink0")?;
+    Ok(Setup {
+        dut,
+        _gen: gen_ns,
+        _sink: sink,
+        ebpkg: ebpkg_bin.to_owned(),
+        env,
+        root,
+        _dir: dir,
+        mono,
+        tail,
+        _sink_counter: sink_counter,
+    })
+}
+
+pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: u32, live: u32) -> Result<MmlfResult> {
+    let s = setup(ebpkg_bin, bpffs, cache).context("set up the MMLF benchmark")?;
+    let in0 = s.dut.ifindex("in0")?;
+    let mono = s.mono.prog_fd("mmlf_mono")?;
+    let tail = s.tail.prog_fd("mmlf_tail_entry")?;
+    let root = s.root.clone();
+    let (ns, pps) = s.dut.run(move || -> Result<(Samples, Samples)> {
+        let rt = Runtime::open(&root)?;
+        let instance = "mmlf-1-basic-l3_sc";
+        // Expected verdicts: redirect when matching, pass otherwise.
+        let frames = [frame(LISTED), frame(0xb1)];
+        let expect = [4u32, 2];
+        let one = |variant: usize, p: &[u8], live_run: bool, n: u32| -> Result<u32> {
+            Ok(match variant {
+                0 => {
+                    let opts = TestRunOptions { repeat: n, ingress_ifindex: in0, live_frames: live_run };
+                    rt.test_run_loader_with(instance, p, &opts)?.verdict
+                }
+                1 => bpf::test_run(mono, p, in0, live_run, n)?.verdict,
+                _ => bpf::test_run(tail, p, in0, live_run, n)?.verdict,
+            })
+        };
+        for (k, p) in frames.iter().enumerate() {
+            for (v, name) in VARIANTS.iter().enumerate() {
+                let got = one(v, p, false, 1)?;
+                if got != expect[k] {
+                    bail!("{name} returned {got} for a {} packet instead of {}", KINDS[k], expect[k]);
+                }
+            }
+        }
+        let mut ns = vec![vec![Vec::new(); VARIANTS.len()]; KINDS.len()];
+        let mut pps = vec![vec![Vec::new(); VARIANTS.len()]; KINDS.len()];
+        // The hop limit falls by one per repetition of a forwarded packet: runs
+        // of `repeat` (< 255) keep it forwarding; 25 of them make one sample.
+        let calls = 25;
+        for round in 0..=rounds {
+            for (k, p) in frames.iter().enumerate() {
+                for i in 0..VARIANTS.len() {
+                    let v = (round + i) % VARIANTS.len();
+                    let mut total = 0.0;
+                    for _ in 0..calls {
+                        let r = match v {
+                            0 => {
+                                let opts = TestRunOptions { repeat, ingress_ifindex: in0, live_frames: false };
+                                rt.test_run_loader_with(instance, p, &opts)?.duration
+                            }
+                            1 => bpf::test_run(mono, p, in0, false, repeat)?.duration,
+                            _ => bpf::test_run(tail, p, in0, false, repeat)?.duration,
+                        };
+                        total += r.as_nanos() as f64;
+                    }
+                    let start = Instant::now();
+                    one(v, p, true, live)?;
+                    let rate = f64::from(live) / start.elapsed().as_secs_f64();
+                    if round > 0 {
+                        ns[k][v].push(total / f64::from(calls));
+                        pps[k][v].push(rate);
+                    }
+                }
+            }
+        }
+        Ok((ns, pps))
+    })??;
+    let sum = |v: Samples| -> Vec<Vec<Summary>> {
+        v.into_iter().map(|k| k.iter().map(|s| Summary::of(s)).collect()).collect()
+    };
+    Ok(MmlfResult { ns: sum(ns), pps: sum(pps), repeat, live_frames: live })
+}

@@ -1,0 +1,231 @@
+//! bench/results.md and its plots.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+
+use super::calls::CallsResult;
+use super::mmlf::{KINDS, MmlfResult, VARIANTS};
+
+/// The targets of DESIGN.md this benchmark checks.
+pub const TARGET_MMLF: f64 = 1.10;
+pub const TARGET_CALL: f64 = 1.5;
+
+/// A target and whether it was met.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Verdict {
+    pub what: String,
+    pub measured: f64,
+    pub target: f64,
+    pub met: bool,
+}
+
+pub fn verdicts(calls: &CallsResult, mmlf: &MmlfResult) -> Vec<Verdict> {
+    let ratio = mmlf.ns[0][0].median / mmlf.ns[0][1].median;
+    let call = calls.per_call_vm / calls.per_call_raw_const;
+    vec![
+        Verdict {
+            what: "MMLF, matching packets: HIKe chain / monolithic (ns per packet)".into(),
+            measured: ratio,
+            target: TARGET_MMLF,
+            met: ratio <= TARGET_MMLF,
+        },
+        Verdict {
+            what: "marginal cost of a program call: HIKe VM / raw tail call (constant key)".into(),
+            measured: call,
+            target: TARGET_CALL,
+            met: call <= TARGET_CALL,
+        },
+    ]
+}
+
+pub fn markdown(machine: &str, calls: &CallsResult, mmlf: &MmlfResult, verdicts: &[Verdict]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Data-plane benchmark\n");
+    let _ = writeln!(
+        s,
+        "Written by `./ci/bench`; every number is the median of interleaved rounds, with the lowest and highest \
+         round in parentheses. Compare runs only on the same machine.\n"
+    );
+    let _ = writeln!(s, "{machine}\n");
+    let _ = writeln!(s, "## Targets\n\n| | measured | target | |\n|---|---:|---:|---|");
+    for v in verdicts {
+        let _ = writeln!(
+            s,
+            "| {} | {:.2}× | ≤ {:.2}× | {} |",
+            v.what,
+            v.measured,
+            v.target,
+            if v.met { "met" } else { "**missed**" }
+        );
+    }
+    let _ = writeln!(s, "\n## MMLF: Match, Mark, Lookup, Forward\n");
+    let _ = writeln!(
+        s,
+        "IPv6 frames of 64 bytes arriving on a veth in a network namespace with a route and a neighbour for the \
+         destination. Matching: the source is in the blacklist, so the frame is marked (traffic class 0xb8), looked \
+         up in the FIB, rewritten and redirected out of another veth. Not matching: it goes to the kernel. Variants: \
+         the `mmlf` chain of the `mmlf` package installed by ebpkg (the `l3_sc` loader and four HIKe programs), the \
+         hand-written monolithic program (`packages/mmlf/bench/mmlf_mono.bpf.c`), and the same steps chained with \
+         plain tail calls (`mmlf_tail.bpf.c`).\n"
+    );
+    let _ = writeln!(
+        s,
+        "ns per packet: BPF_PROG_TEST_RUN, {} runs of {} repetitions per sample. Packets per second: one \
+         BPF_PROG_TEST_RUN of {} live frames (`BPF_F_TEST_XDP_LIVE_FRAMES`: redirected frames really leave through \
+         the veth, passed ones enter the kernel's stack), wall clock.\n",
+        25, mmlf.repeat, mmlf.live_frames
+    );
+    let _ = writeln!(
+        s,
+        "| packets | variant | ns per packet | × monolithic | Mpps (live) | × monolithic |\n|---|---|---:|---:|---:|---:|"
+    );
+    for (k, kind) in KINDS.iter().enumerate() {
+        for (v, variant) in VARIANTS.iter().enumerate() {
+            let ns = &mmlf.ns[k][v];
+            let pps = &mmlf.pps[k][v];
+            let _ = writeln!(
+                s,
+                "| {kind} | {variant} | {} | {:.2} | {:.3} ({:.3}–{:.3}) | {:.2} |",
+                ns.show(1),
+                ns.median / mmlf.ns[k][1].median,
+                pps.median / 1e6,
+                pps.min / 1e6,
+                pps.max / 1e6,
+                pps.median / mmlf.pps[k][1].median
+            );
+        }
+    }
+    let _ = writeln!(s, "\n![MMLF ns per packet](mmlf.png)\n");
+    let _ = writeln!(s, "## The cost of a program call\n");
+    let _ = writeln!(
+        s,
+        "Chains of N calls to a program that does nothing, through the HIKe VM's test entry, against N plain tail \
+         calls between null programs: with constant keys (the JIT turns them into direct jumps) and with keys read \
+         at run time (indirect jumps, as any runtime-configured pipeline needs). BPF_PROG_TEST_RUN, {} \
+         repetitions per sample; the marginal cost is the slope of the medians over N.\n",
+        calls.repeat
+    );
+    let _ = writeln!(s, "| N | HIKe VM, ns | raw, constant keys | raw, dynamic keys |\n|---:|---:|---:|---:|");
+    for (i, n) in calls.sizes.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {n} | {} | {} | {} |",
+            calls.vm[i].show(1),
+            calls.raw_const[i].show(1),
+            calls.raw_dyn[i].show(1)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nA chain without calls: {} ns. Marginal ns per call: HIKe VM {:.2}, raw constant-key tail call {:.2} \
+         ({:.2}×), raw dynamic-key tail call {:.2} ({:.2}×). The original HIKe measured about 3.4× a raw tail call.\n",
+        calls.vm_empty.show(1),
+        calls.per_call_vm,
+        calls.per_call_raw_const,
+        calls.per_call_vm / calls.per_call_raw_const,
+        calls.per_call_raw_dyn,
+        calls.per_call_vm / calls.per_call_raw_dyn
+    );
+    let _ = writeln!(s, "![ns per packet against the number of calls](calls.png)");
+    s
+}
+
+/// Registers the font plots are labelled with (Debian's fonts-dejavu-core).
+pub fn load_font() -> Result<()> {
+    const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    let bytes = std::fs::read(FONT).with_context(|| format!("{FONT} (ci/setup installs fonts-dejavu-core)"))?;
+    plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(bytes.into_boxed_slice()))
+        .map_err(|_| anyhow::anyhow!("{FONT} is not a font plotters can read"))
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing a plot: {e:?}")
+}
+
+pub fn plot_calls(path: &Path, calls: &CallsResult) -> Result<()> {
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let ymax = calls.raw_dyn.iter().chain(&calls.vm).chain(&calls.raw_const).map(|s| s.max).fold(0.0, f64::max) * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("ns per packet against program calls per packet", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0u32..17u32, 0f64..ymax)
+        .map_err(err)?;
+    chart.configure_mesh().x_desc("calls per packet").y_desc("ns per packet").draw().map_err(err)?;
+    let series: [(&str, &Vec<super::stats::Summary>, RGBColor); 3] = [
+        ("HIKe VM chain", &calls.vm, RGBColor(31, 119, 180)),
+        ("raw tail calls, constant keys", &calls.raw_const, RGBColor(44, 160, 44)),
+        ("raw tail calls, dynamic keys", &calls.raw_dyn, RGBColor(214, 39, 40)),
+    ];
+    for (name, data, color) in series {
+        let pts: Vec<(u32, f64)> = calls.sizes.iter().zip(data).map(|(n, s)| (*n, s.median)).collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart
+            .draw_series(
+                calls
+                    .sizes
+                    .iter()
+                    .zip(data)
+                    .map(|(n, s)| ErrorBar::new_vertical(*n, s.min, s.median, s.max, color.filled(), 6)),
+            )
+            .map_err(err)?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+pub fn plot_mmlf(path: &Path, mmlf: &MmlfResult) -> Result<()> {
+    let root = BitMapBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let ymax = mmlf.ns.iter().flatten().map(|s| s.max).fold(0.0, f64::max) * 1.15;
+    let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(148, 103, 189)];
+    let mut chart = ChartBuilder::on(&root)
+        .caption("MMLF: ns per packet (lower is better)", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0f64..8f64, 0f64..ymax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(3)
+        .x_label_formatter(&|x| match x.round() as i64 {
+            2 => KINDS[0].to_owned(),
+            6 => KINDS[1].to_owned(),
+            _ => String::new(),
+        })
+        .y_desc("ns per packet")
+        .draw()
+        .map_err(err)?;
+    for (v, variant) in VARIANTS.iter().enumerate() {
+        let color = colors[v];
+        let bars: Vec<(f64, &super::stats::Summary)> =
+            (0..KINDS.len()).map(|k| (k as f64 * 4.0 + 1.0 + v as f64, &mmlf.ns[k][v])).collect();
+        chart
+            .draw_series(
+                bars.iter().map(|(x, s)| Rectangle::new([(*x - 0.4, 0.0), (*x + 0.4, s.median)], color.filled())),
+            )
+            .map_err(err)?
+            .label(*variant)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        chart
+            .draw_series(
+                bars.iter().map(|(x, s)| ErrorBar::new_vertical(*x, s.min, s.median, s.max, BLACK.filled(), 6)),
+            )
+            .map_err(err)?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

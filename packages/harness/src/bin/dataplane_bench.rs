@@ -1,0 +1,100 @@
+//! `dataplane-bench`: runs the data-plane benchmark and writes `results.md`,
+//! `results.json` and the plots (see `./ci/bench`). A benchmark, not a test:
+//! missing a target fails only with `--check`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use ebpkg_packages_harness::bench::{calls, mmlf, report};
+
+#[derive(Parser)]
+#[command(about = "The data-plane benchmark: MMLF three ways, and the cost of a program call")]
+struct Args {
+    /// The ebpkg binary that installs the `mmlf` chain.
+    #[arg(long)]
+    ebpkg: PathBuf,
+    /// Where results.md, results.json and the plots go.
+    #[arg(long, default_value = "bench")]
+    out: PathBuf,
+    /// Interleaved rounds per measurement.
+    #[arg(long, default_value_t = 15)]
+    rounds: usize,
+    /// A short run (3 rounds, fewer repetitions), to see that everything works.
+    #[arg(long)]
+    quick: bool,
+    /// Exit with 1 when a target is missed.
+    #[arg(long)]
+    check: bool,
+    /// The bpffs directory benchmark roots are made in.
+    #[arg(long, default_value = "/sys/fs/bpf")]
+    bpffs: PathBuf,
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned()))
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
+    let jit = std::fs::read_to_string("/proc/sys/net/core/bpf_jit_enable").unwrap_or_default().trim().to_owned();
+    let clang = std::process::Command::new(std::env::var("EBPKG_CLANG").unwrap_or_else(|_| "clang".into()))
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_default();
+    let mitigations = std::fs::read_to_string("/sys/devices/system/cpu/vulnerabilities/spectre_v2")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    format!(
+        "Machine: {cpu}, {cpus} CPUs; Linux {kernel}, BPF JIT {jit}; {clang}; Spectre v2: {mitigations}. \
+         Measured with the packages built by ebpkg (clang -O2)."
+    )
+}
+
+fn run(args: &Args) -> Result<bool> {
+    let (rounds, repeat_calls, repeat_mmlf, live) =
+        if args.quick { (3, 20_000, 100, 20_000) } else { (args.rounds, 200_000, 200, 200_000) };
+    std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
+    let cache = std::env::var_os("EBPKG_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("ebpkg-bench-cache"));
+    eprintln!("the cost of a program call ({rounds} rounds)…");
+    let calls = calls::run(&args.bpffs, rounds, repeat_calls)?;
+    eprintln!("MMLF ({rounds} rounds)…");
+    let mmlf = mmlf::run(&args.ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
+    let verdicts = report::verdicts(&calls, &mmlf);
+    let md = report::markdown(&machine(), &calls, &mmlf, &verdicts);
+    std::fs::write(args.out.join("results.md"), &md)?;
+    let json = serde_json::json!({ "machine": machine(), "calls": calls, "mmlf": mmlf, "targets": verdicts });
+    std::fs::write(args.out.join("results.json"), serde_json::to_string_pretty(&json)? + "\n")?;
+    report::load_font()?;
+    report::plot_calls(&args.out.join("calls.png"), &calls)?;
+    report::plot_mmlf(&args.out.join("mmlf.png"), &mmlf)?;
+    print!("{md}");
+    Ok(verdicts.iter().all(|v| v.met))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) if args.check => {
+            eprintln!("dataplane-bench: a target was missed (see results.md)");
+            ExitCode::from(1)
+        }
+        Ok(false) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dataplane-bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
