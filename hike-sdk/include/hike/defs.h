@@ -44,7 +44,7 @@ struct hike_insn {
 	__u8 src_reg : 4;
 	__s16 off;
 	__s32 imm;
-};
+} __attribute__((aligned(8))); /* so the VM fetches an instruction in one 8-byte load */
 
 /* classes */
 #define HIKE_CLASS(code) ((code) & 0x07)

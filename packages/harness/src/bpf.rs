@@ -87,8 +87,14 @@ pub fn test_run(prog_fd: RawFd, packet: &[u8], ingress_ifindex: u32, live: bool,
         opts.ctx_in = ctx.as_mut_ptr().cast();
         opts.ctx_size_in = std::mem::size_of_val(&ctx) as u32;
     }
+    // Like the runtime's test runs: on one CPU, so variants are measured alike.
+    let before = rustix::thread::sched_getaffinity(None).context("sched_getaffinity")?;
+    let mut only = rustix::thread::CpuSet::new();
+    only.set(rustix::thread::sched_getcpu());
+    rustix::thread::sched_setaffinity(None, &only).context("sched_setaffinity")?;
     // SAFETY: the buffers outlive the call and their sizes are given.
     let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog_fd, &mut opts) };
+    rustix::thread::sched_setaffinity(None, &before).context("sched_setaffinity")?;
     if rc < 0 {
         return Err(std::io::Error::from_raw_os_error(-rc)).context("BPF_PROG_TEST_RUN");
     }

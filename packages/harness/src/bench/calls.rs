@@ -15,6 +15,9 @@ use serde::Serialize;
 use super::stats::{Summary, slope};
 
 pub const SIZES: [u32; 7] = [1, 2, 4, 6, 8, 12, 16];
+/// Instructions interpreted without calls (below the VM's 32-step slice, after
+/// which it continues in a tail call of its own).
+pub const INSNS: [u32; 5] = [0, 4, 8, 16, 24];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CallsResult {
@@ -26,6 +29,10 @@ pub struct CallsResult {
     pub raw_dyn: Vec<Summary>,
     /// A chain without calls (the loader and the VM entry alone).
     pub vm_empty: Summary,
+    /// ns per packet for chains of INSNS[i] moves and an exit.
+    pub insns: Vec<Summary>,
+    /// Marginal ns per interpreted instruction.
+    pub per_insn_vm: f64,
     /// Marginal ns per call (slope of the medians).
     pub per_call_vm: f64,
     pub per_call_raw_const: f64,
@@ -96,6 +103,18 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
             nargs: 0,
         })?);
     }
+    let mut movs = Vec::new();
+    for &n in &INSNS {
+        let mut insns: Vec<_> = (0..n).map(|i| build::mov_imm(1 + (i % 5) as u8, i as i32)).collect();
+        insns.push(build::exit());
+        movs.push(rt.install_chain(&ChainSpec {
+            name: "movs",
+            owner: "bench",
+            hook: Hook::Xdp,
+            insns: &insns,
+            nargs: 0,
+        })?);
+    }
     let empty = rt.install_chain(&ChainSpec {
         name: "empty",
         owner: "bench",
@@ -126,12 +145,19 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
 
     let (mut vm, mut k, mut d, mut e) =
         (vec![Vec::new(); SIZES.len()], vec![Vec::new(); SIZES.len()], vec![Vec::new(); SIZES.len()], Vec::new());
+    let mut m = vec![Vec::new(); INSNS.len()];
     for round in 0..=rounds {
         // Round 0 warms caches and JITed code up and is not kept.
         let keep = round > 0;
         let v = vm_ns(empty)?;
         if keep {
             e.push(v);
+        }
+        for (i, &c) in movs.iter().enumerate() {
+            let v = vm_ns(c)?;
+            if keep {
+                m[i].push(v);
+            }
         }
         for i in 0..SIZES.len() {
             // Rotate the order so no variant always runs first.
@@ -152,7 +178,11 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
     let (vm, raw_const, raw_dyn) = (sum(&vm), sum(&k), sum(&d));
     let xs: Vec<f64> = SIZES.iter().map(|&n| f64::from(n)).collect();
     let med = |v: &[Summary]| v.iter().map(|s| s.median).collect::<Vec<_>>();
+    let insns = sum(&m);
+    let xi: Vec<f64> = INSNS.iter().map(|&n| f64::from(n)).collect();
     Ok(CallsResult {
+        per_insn_vm: slope(&xi, &med(&insns)),
+        insns,
         sizes: SIZES.to_vec(),
         repeat,
         per_call_vm: slope(&xs, &med(&vm)),

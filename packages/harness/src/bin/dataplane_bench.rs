@@ -70,7 +70,9 @@ fn run(args: &Args) -> Result<bool> {
     eprintln!("the cost of a program call ({rounds} rounds)…");
     let calls = calls::run(&args.bpffs, rounds, repeat_calls)?;
     eprintln!("MMLF ({rounds} rounds)…");
-    let mmlf = mmlf::run(&args.ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
+    // ebpkg runs in package directories: a relative path would not resolve there.
+    let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    let mmlf = mmlf::run(&ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
     let verdicts = report::verdicts(&calls, &mmlf);
     let md = report::markdown(&machine(), &calls, &mmlf, &verdicts);
     std::fs::write(args.out.join("results.md"), &md)?;
