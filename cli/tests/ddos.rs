@@ -27,6 +27,9 @@ fn events(sb: &Sandbox) -> [u64; 3] {
     let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let map = st[0]["maps"].as_array().unwrap().iter().find(|m| m["map"] == "monitor_events").unwrap().clone();
     let mut out = [0; 3];
+    let keys: Vec<u64> =
+        map["entries"].as_array().unwrap().iter().map(|e| e["key"]["event"].as_u64().unwrap()).collect();
+    assert!(keys.is_sorted(), "entries are listed in key order: {keys:?}");
     for e in map["entries"].as_array().unwrap() {
         let ev = e["key"]["event"].as_u64().unwrap() as usize;
         if ev < 3 {

@@ -22,6 +22,16 @@ pub enum Clock {
 }
 
 impl Clock {
+    /// This clock moved `ns` forward (backward when negative): a frozen clock is
+    /// frozen later, an offset grows, real time becomes an offset.
+    pub fn advanced(self, ns: i64) -> Clock {
+        match self {
+            Clock::Real => Clock::Offset(ns),
+            Clock::Frozen(t) => Clock::Frozen(t.saturating_add_signed(ns).max(1)),
+            Clock::Offset(o) => Clock::Offset(o.saturating_add(ns)),
+        }
+    }
+
     fn encode(self) -> [u8; CLOCK_SIZE] {
         let (frozen, offset) = match self {
             Clock::Real => (0u64, 0i64),
@@ -41,6 +51,16 @@ impl Clock {
             (0, 0) => Clock::Real,
             (0, o) => Clock::Offset(o),
             (t, _) => Clock::Frozen(t),
+        }
+    }
+}
+
+impl std::fmt::Display for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Clock::Real => write!(f, "real (bpf_ktime_get_ns)"),
+            Clock::Frozen(t) => write!(f, "frozen at {t} ns"),
+            Clock::Offset(o) => write!(f, "real {o:+} ns"),
         }
     }
 }
@@ -78,5 +98,21 @@ impl Runtime {
     pub fn clock(&self) -> Result<Clock> {
         let v = self.clock_map()?.lookup(&key(0), MapFlags::ANY).kernel(|| "read hike_clock".into())?;
         Ok(v.map_or(Clock::Real, |v| Clock::decode(&v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advancing_moves_each_kind_of_clock() {
+        assert_eq!(Clock::Real.advanced(5), Clock::Offset(5));
+        assert_eq!(Clock::Frozen(10).advanced(5), Clock::Frozen(15));
+        assert_eq!(Clock::Frozen(10).advanced(-50), Clock::Frozen(1), "0 would mean real time");
+        assert_eq!(Clock::Offset(-3).advanced(5), Clock::Offset(2));
+        for c in [Clock::Real, Clock::Frozen(7), Clock::Offset(-9)] {
+            assert_eq!(Clock::decode(&c.encode()), c);
+        }
     }
 }

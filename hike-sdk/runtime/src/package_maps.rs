@@ -77,10 +77,14 @@ impl PackageMap {
     }
 
     /// Up to `limit` entries, each with its value per CPU (one value for maps that
-    /// are not per-CPU), in the map's key order.
+    /// are not per-CPU), sorted by key: keys of up to 8 bytes as little-endian
+    /// integers (ids, counters' slots), longer ones byte by byte (addresses are in
+    /// network order), so listings are stable and read in order.
     pub fn entries(&self, limit: usize) -> Result<Vec<Entry>> {
+        let mut keys: Vec<Vec<u8>> = self.handle.keys().collect();
+        keys.sort_by_cached_key(|k| key_order(k));
         let mut out = Vec::new();
-        for k in self.handle.keys().take(limit) {
+        for k in keys.into_iter().take(limit) {
             let values = if self.per_cpu() {
                 self.handle.lookup_percpu(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?
             } else {
@@ -143,5 +147,30 @@ impl Runtime {
             self.package_map(package, version, &name)?.clear()?;
         }
         Ok(())
+    }
+}
+
+fn key_order(k: &[u8]) -> (u64, Vec<u8>) {
+    if k.len() <= 8 {
+        let mut b = [0u8; 8];
+        b[..k.len()].copy_from_slice(k);
+        (u64::from_le_bytes(b), Vec::new())
+    } else {
+        (0, k.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_order;
+
+    #[test]
+    fn short_keys_sort_as_integers_long_ones_as_bytes() {
+        let mut keys: Vec<Vec<u8>> = vec![vec![0, 1, 0, 0], vec![2, 0, 0, 0], vec![1, 0, 0, 0]];
+        keys.sort_by_cached_key(|k| key_order(k));
+        assert_eq!(keys, [vec![1, 0, 0, 0], vec![2, 0, 0, 0], vec![0, 1, 0, 0]]);
+        let mut addrs: Vec<Vec<u8>> = vec![vec![0x20, 2, 0, 0, 0, 0, 0, 0, 0], vec![0x20, 1, 0xff, 0, 0, 0, 0, 0, 0]];
+        addrs.sort_by_cached_key(|k| key_order(k));
+        assert_eq!(addrs[0][1], 1);
     }
 }

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use hike_bytecode::Hook;
-use hike_runtime::{ChainSpec, DEFAULT_ROOT, InitOptions, ProgramObject, Runtime};
+use hike_runtime::{ChainSpec, Clock, DEFAULT_ROOT, InitOptions, ProgramObject, Runtime};
 
 #[derive(Parser)]
 #[command(name = "hikectl", version, about = "Inspect and change a HIKe VM instance")]
@@ -73,8 +73,58 @@ enum Command {
         chain: u32,
         packet: String,
     },
+    /// Show or set the clock programs read through hike_ktime_ns() (meters,
+    /// expiries): freeze it to make a scenario's counts exact, move it to replay
+    /// time passing.
+    Clock {
+        #[command(subcommand)]
+        set: Option<ClockCommand>,
+    },
     /// Detach and remove everything under the root.
     Destroy,
+}
+
+#[derive(Subcommand)]
+enum ClockCommand {
+    /// Real time (bpf_ktime_get_ns).
+    Real,
+    /// Always this instant, e.g. 1000s or 1500000000 (ns).
+    Freeze {
+        #[arg(value_parser = parse_ns, allow_hyphen_values = true)]
+        at: i64,
+    },
+    /// Real time shifted by this much, e.g. 1h or -30s.
+    Offset {
+        #[arg(value_parser = parse_ns, allow_hyphen_values = true)]
+        by: i64,
+    },
+    /// Move the clock forward by this much (backward when negative), whatever kind it is.
+    Advance {
+        #[arg(value_parser = parse_ns, allow_hyphen_values = true)]
+        by: i64,
+    },
+}
+
+/// Nanoseconds from `12`, `12ns`, `12us`, `12ms`, `12s`, `12m` or `12h`, signed.
+fn parse_ns(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    let (sign, t) = match t.strip_prefix('-') {
+        Some(rest) => (-1i64, rest),
+        None => (1, t),
+    };
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let scale: i64 = match unit {
+        "" | "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        other => return Err(format!("unknown unit `{other}` in `{s}` (ns, us, ms, s, m or h)")),
+    };
+    let n: i64 = num.parse().map_err(|_| format!("`{s}` is not a duration (e.g. 1500ms, 10s, 1h)"))?;
+    n.checked_mul(scale).map(|v| v * sign).ok_or_else(|| format!("`{s}` is too large"))
 }
 
 fn parse_hex(s: &str) -> Result<Vec<u8>> {
@@ -184,7 +234,42 @@ fn run(cli: Cli) -> Result<()> {
                 println!("packet out: {}", run.packet.iter().map(|b| format!("{b:02x}")).collect::<String>());
             }
         }
+        Command::Clock { set } => {
+            let rt = Runtime::open(&cli.root)?;
+            let now = rt.clock()?;
+            let next = match set {
+                None => None,
+                Some(ClockCommand::Real) => Some(Clock::Real),
+                Some(ClockCommand::Freeze { at }) => {
+                    let at = u64::try_from(at).ok().filter(|t| *t > 0);
+                    Some(Clock::Frozen(at.context("a frozen clock needs an instant after 0")?))
+                }
+                Some(ClockCommand::Offset { by }) => Some(Clock::Offset(by)),
+                Some(ClockCommand::Advance { by }) => Some(now.advanced(by)),
+            };
+            if let Some(next) = next {
+                rt.set_clock(next)?;
+            }
+            println!("clock {}", next.unwrap_or(now));
+        }
         Command::Destroy => Runtime::destroy(&cli.root)?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::parse_ns;
+
+    #[test]
+    fn durations_parse_with_units_and_signs() {
+        assert_eq!(parse_ns("12"), Ok(12));
+        assert_eq!(parse_ns("1500ms"), Ok(1_500_000_000));
+        assert_eq!(parse_ns("-30s"), Ok(-30_000_000_000));
+        assert_eq!(parse_ns("2h"), Ok(7_200_000_000_000));
+        assert!(parse_ns("10 parsecs").is_err());
+        assert!(parse_ns("s").is_err());
+        assert!(parse_ns("9999999999999h").unwrap_err().contains("too large"));
+    }
 }
