@@ -9,7 +9,8 @@
  * freeze it at a chosen instant (`time-ns` in `ebpkg test` files) or shift it, so
  * token buckets and expiries can be tested without sleeping. The clock is the
  * pinned map vm/hike_clock, created by the first object that uses it (or by the
- * runtime when a test sets it); a running instance never has it set.
+ * runtime when a test sets it). Production instances leave it real; `hikectl
+ * clock` sets it by hand, e.g. to replay a scenario with exact counts.
  */
 #ifndef __HIKE_TIME_H
 #define __HIKE_TIME_H
