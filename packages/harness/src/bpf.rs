@@ -162,7 +162,25 @@ impl Loaded {
 
     /// The sum over CPUs of the u64 at the start of a per-CPU map's value.
     pub fn percpu_u64(&self, map: &str, key: &[u8]) -> Result<u64> {
-        let values = self.map(map)?.lookup_percpu(key, MapFlags::ANY)?.unwrap_or_default();
+        self.counter(map, key)?.read()
+    }
+
+    /// A handle on that sum that can be read from another thread.
+    pub fn counter(&self, map: &str, key: &[u8]) -> Result<Counter> {
+        let handle = libbpf_rs::MapHandle::try_from(&self.map(map)?)?;
+        Ok(Counter { handle, key: key.to_vec() })
+    }
+}
+
+/// The u64 at the start of one per-CPU map value, summed over CPUs.
+pub struct Counter {
+    handle: libbpf_rs::MapHandle,
+    key: Vec<u8>,
+}
+
+impl Counter {
+    pub fn read(&self) -> Result<u64> {
+        let values = self.handle.lookup_percpu(&self.key, MapFlags::ANY)?.unwrap_or_default();
         Ok(values.iter().map(|v| v.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))).sum())
     }
 }

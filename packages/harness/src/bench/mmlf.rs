@@ -44,7 +44,7 @@ struct Setup {
     _dir: tempfile::TempDir,
     mono: Loaded,
     tail: Loaded,
-    _sink_counter: Loaded,
+    sink_counter: Loaded,
 }
 
 impl Drop for Setup {
@@ -64,7 +64,13 @@ fn ebpkg(path: &Path, env: &[(String, String)], cwd: &Path, args: &[&str]) -> Re
 
 const LISTED: u16 = 0xa;
 /// Live runs per sample (the fastest counts).
-const LIVE_RUNS: u32 = 5;
+pub const LIVE_RUNS: u32 = 5;
+/// Most live frames per run. A live run recycles its frames' pages (a pool of
+/// batch-size, 64, pages) without copying the packet in again, so every
+/// forwarding decrements a page's hop limit for good: at 254 uses frames stop
+/// being forwarded and go to the kernel instead. 64 × 250 keeps every frame
+/// forwarded; each run checks that the sink received them all.
+pub const MAX_LIVE_FRAMES: u32 = 64 * 250;
 
 fn frame(src: u16) -> Vec<u8> {
     packets::ipv6(
@@ -134,19 +140,54 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
         _dir: dir,
         mono,
         tail,
-        _sink_counter: sink_counter,
+        sink_counter,
     })
 }
 
-pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: u32, live: u32) -> Result<MmlfResult> {
+/// Runs one variant on one kind of packet with live frames for `seconds`, for a
+/// profiler to sample (`perf record -e cpu-clock -a`); returns the median kernel
+/// time per frame in ns.
+pub fn spin(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, variant: usize, kind: usize, seconds: u64) -> Result<f64> {
     let s = setup(ebpkg_bin, bpffs, cache).context("set up the MMLF benchmark")?;
+    let in0 = s.dut.ifindex("in0")?;
+    let mono = s.mono.prog_fd("mmlf_mono")?;
+    let tail = s.tail.prog_fd("mmlf_tail_entry")?;
+    let root = s.root.clone();
+    s.dut.run(move || -> Result<f64> {
+        let rt = Runtime::open(&root)?;
+        let p = frame(if kind == 0 { LISTED } else { 0xb1 });
+        let n = MAX_LIVE_FRAMES;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        let mut per_frame = Vec::new();
+        while std::time::Instant::now() < deadline {
+            let d = match variant {
+                0 => {
+                    let opts = TestRunOptions { repeat: n, ingress_ifindex: in0, live_frames: true };
+                    rt.test_run_loader_with(INSTANCE, &p, &opts)?.duration
+                }
+                1 => bpf::test_run(mono, &p, in0, true, n)?.duration,
+                _ => bpf::test_run(tail, &p, in0, true, n)?.duration,
+            };
+            per_frame.push(d.as_nanos() as f64);
+        }
+        Ok(Summary::of(&per_frame).median)
+    })?
+}
+
+const INSTANCE: &str = "mmlf-1-basic-l3_sc";
+
+/// `live`: frames per live run (at most MAX_LIVE_FRAMES).
+pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: u32, live: u32) -> Result<MmlfResult> {
+    let live = live.min(MAX_LIVE_FRAMES);
+    let s = setup(ebpkg_bin, bpffs, cache).context("set up the MMLF benchmark")?;
+    let sunk = s.sink_counter.counter("counted", &0u32.to_le_bytes())?;
     let in0 = s.dut.ifindex("in0")?;
     let mono = s.mono.prog_fd("mmlf_mono")?;
     let tail = s.tail.prog_fd("mmlf_tail_entry")?;
     let root = s.root.clone();
     let (ns, pps) = s.dut.run(move || -> Result<(Samples, Samples)> {
         let rt = Runtime::open(&root)?;
-        let instance = "mmlf-1-basic-l3_sc";
+        let instance = INSTANCE;
         // Expected verdicts: redirect when matching, pass otherwise.
         let frames = [frame(LISTED), frame(0xb1)];
         let expect = [4u32, 2];
@@ -203,7 +244,23 @@ pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: 
                     }
                     let mut per_frame = f64::INFINITY;
                     for _ in 0..LIVE_RUNS {
-                        per_frame = per_frame.min(one(v, p, true, live / LIVE_RUNS)?.1);
+                        let before = sunk.read()?;
+                        per_frame = per_frame.min(one(v, p, true, live)?.1);
+                        // Every matching frame is forwarded to the sink, no other.
+                        let want = if k == 0 { u64::from(live) } else { 0 };
+                        let mut got = sunk.read()? - before;
+                        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                        while got < want && std::time::Instant::now() < deadline {
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                            got = sunk.read()? - before;
+                        }
+                        if got != want {
+                            bail!(
+                                "{}, {} packets: {got} of {live} live frames reached the sink instead of {want}",
+                                VARIANTS[v],
+                                KINDS[k]
+                            );
+                        }
                     }
                     let rate = 1e9 / per_frame;
                     if round > 0 {

@@ -27,6 +27,17 @@ struct Args {
     /// Exit with 1 when a target is missed.
     #[arg(long)]
     check: bool,
+    /// Instead of the benchmark: run one MMLF variant (0 HIKe chain, 1 monolithic,
+    /// 2 tail calls) with live frames for --seconds, under a profiler, e.g.
+    /// `perf record -e cpu-clock -a -g -- dataplane-bench --ebpkg E --spin 0`.
+    #[arg(long)]
+    spin: Option<usize>,
+    /// With --spin: matching packets (0) or not (1).
+    #[arg(long, default_value_t = 0)]
+    kind: usize,
+    /// With --spin: how long.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
     /// The bpffs directory benchmark roots are made in.
     #[arg(long, default_value = "/sys/fs/bpf")]
     bpffs: PathBuf,
@@ -62,7 +73,7 @@ fn machine() -> String {
 
 fn run(args: &Args) -> Result<bool> {
     let (rounds, repeat_calls, repeat_mmlf, live) =
-        if args.quick { (3, 20_000, 100, 20_000) } else { (args.rounds, 200_000, 200, 200_000) };
+        if args.quick { (3, 20_000, 100, 4_000) } else { (args.rounds, 200_000, 200, mmlf::MAX_LIVE_FRAMES) };
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     let cache = std::env::var_os("EBPKG_CACHE_DIR")
         .map(PathBuf::from)
@@ -85,9 +96,26 @@ fn run(args: &Args) -> Result<bool> {
     Ok(verdicts.iter().all(|v| v.met))
 }
 
+fn spin(args: &Args, variant: usize) -> Result<bool> {
+    if variant >= mmlf::VARIANTS.len() || args.kind >= mmlf::KINDS.len() {
+        anyhow::bail!("--spin takes 0, 1 or 2 and --kind 0 or 1");
+    }
+    let cache = std::env::var_os("EBPKG_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("ebpkg-bench-cache"));
+    let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    let ns = mmlf::spin(&ebpkg, &args.bpffs, &cache, variant, args.kind, args.seconds)?;
+    println!("{}, {} packets: {ns:.1} ns per live frame (median)", mmlf::VARIANTS[variant], mmlf::KINDS[args.kind]);
+    Ok(true)
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    let result = match args.spin {
+        Some(v) => spin(&args, v),
+        None => run(&args),
+    };
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) if args.check => {
             eprintln!("dataplane-bench: a target was missed (see results.md)");
