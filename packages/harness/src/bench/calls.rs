@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use hike_bytecode::{Hook, build};
+use hike_bytecode::{Hook, Insn, build};
 use hike_runtime::{ChainSpec, InitOptions, ProgramObject, Runtime, objects};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder};
 use serde::Serialize;
@@ -91,37 +91,19 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
         hook: Hook::Xdp,
     })?;
     let nop = regs.iter().find(|r| r.name == "test_nop").context("no test_nop")?.id;
+    let install = |name: &str, mut insns: Vec<Insn>| {
+        insns.push(build::exit());
+        rt.install_chain(&ChainSpec { name, owner: "bench", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+    };
     let mut chains = Vec::new();
     for &n in &SIZES {
-        let mut insns: Vec<_> = (0..n).map(|_| build::call_prog(nop, 0)).collect();
-        insns.push(build::exit());
-        chains.push(rt.install_chain(&ChainSpec {
-            name: "calls",
-            owner: "bench",
-            hook: Hook::Xdp,
-            insns: &insns,
-            nargs: 0,
-        })?);
+        chains.push(install("calls", (0..n).map(|_| build::call_prog(nop, 0)).collect())?);
     }
     let mut movs = Vec::new();
     for &n in &INSNS {
-        let mut insns: Vec<_> = (0..n).map(|i| build::mov_imm(1 + (i % 5) as u8, i as i32)).collect();
-        insns.push(build::exit());
-        movs.push(rt.install_chain(&ChainSpec {
-            name: "movs",
-            owner: "bench",
-            hook: Hook::Xdp,
-            insns: &insns,
-            nargs: 0,
-        })?);
+        movs.push(install("movs", (0..n).map(|i| build::mov_imm(1 + (i % 5) as u8, i as i32)).collect())?);
     }
-    let empty = rt.install_chain(&ChainSpec {
-        name: "empty",
-        owner: "bench",
-        hook: Hook::Xdp,
-        insns: &[build::exit()],
-        nargs: 0,
-    })?;
+    let empty = install("empty", Vec::new())?;
     // One object per size and key kind, loaded once.
     let mut raws = Vec::new();
     for &n in &SIZES {
