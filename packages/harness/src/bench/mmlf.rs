@@ -5,8 +5,10 @@
 //! BPF_PROG_TEST_RUN, and packets per second with live frames through a veth pair.
 
 use std::net::Ipv6Addr;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hike_runtime::{Runtime, TestRunOptions};
@@ -144,76 +146,99 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
     })
 }
 
+const INSTANCE: &str = "mmlf-1-basic-l3_sc";
+
+/// The packet of a kind: from the blacklisted source, or from another.
+fn kind_frame(kind: usize) -> Vec<u8> {
+    frame(if kind == 0 { LISTED } else { 0xb1 })
+}
+
+/// What reaches the three variants: plain values, to cross into the thread that
+/// runs inside the namespace.
+struct Targets {
+    in0: u32,
+    mono: RawFd,
+    tail: RawFd,
+    root: PathBuf,
+}
+
+impl Setup {
+    fn targets(&self) -> Result<Targets> {
+        Ok(Targets {
+            in0: self.dut.ifindex("in0")?,
+            mono: self.mono.prog_fd("mmlf_mono")?,
+            tail: self.tail.prog_fd("mmlf_tail_entry")?,
+            root: self.root.clone(),
+        })
+    }
+}
+
+/// The three variants, run from inside the namespace of the host under test.
+struct Runner {
+    t: Targets,
+    rt: Runtime,
+}
+
+impl Runner {
+    fn open(t: Targets) -> Result<Runner> {
+        Ok(Runner { rt: Runtime::open(&t.root)?, t })
+    }
+
+    /// Runs `variant` on `p` `n` times: its verdict, and the kernel's time per
+    /// repetition in ns (which leaves out the time the run yields the CPU
+    /// between batches).
+    fn run(&self, variant: usize, p: &[u8], live: bool, n: u32) -> Result<(u32, f64)> {
+        let (verdict, d) = match variant {
+            0 => {
+                let opts = TestRunOptions { repeat: n, ingress_ifindex: self.t.in0, live_frames: live };
+                let r = self.rt.test_run_loader_with(INSTANCE, p, &opts)?;
+                (r.verdict, r.duration)
+            }
+            1 => {
+                let r = bpf::test_run(self.t.mono, p, self.t.in0, live, n)?;
+                (r.verdict, r.duration)
+            }
+            _ => {
+                let r = bpf::test_run(self.t.tail, p, self.t.in0, live, n)?;
+                (r.verdict, r.duration)
+            }
+        };
+        Ok((verdict, d.as_nanos() as f64))
+    }
+}
+
 /// Runs one variant on one kind of packet with live frames for `seconds`, for a
 /// profiler to sample (`perf record -e cpu-clock -a`); returns the median kernel
 /// time per frame in ns.
 pub fn spin(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, variant: usize, kind: usize, seconds: u64) -> Result<f64> {
     let s = setup(ebpkg_bin, bpffs, cache).context("set up the MMLF benchmark")?;
-    let in0 = s.dut.ifindex("in0")?;
-    let mono = s.mono.prog_fd("mmlf_mono")?;
-    let tail = s.tail.prog_fd("mmlf_tail_entry")?;
-    let root = s.root.clone();
+    let targets = s.targets()?;
     s.dut.run(move || -> Result<f64> {
-        let rt = Runtime::open(&root)?;
-        let p = frame(if kind == 0 { LISTED } else { 0xb1 });
-        let n = MAX_LIVE_FRAMES;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        let runner = Runner::open(targets)?;
+        let p = kind_frame(kind);
+        let deadline = Instant::now() + Duration::from_secs(seconds);
         let mut per_frame = Vec::new();
-        while std::time::Instant::now() < deadline {
-            let d = match variant {
-                0 => {
-                    let opts = TestRunOptions { repeat: n, ingress_ifindex: in0, live_frames: true };
-                    rt.test_run_loader_with(INSTANCE, &p, &opts)?.duration
-                }
-                1 => bpf::test_run(mono, &p, in0, true, n)?.duration,
-                _ => bpf::test_run(tail, &p, in0, true, n)?.duration,
-            };
-            per_frame.push(d.as_nanos() as f64);
+        while Instant::now() < deadline {
+            per_frame.push(runner.run(variant, &p, true, MAX_LIVE_FRAMES)?.1);
         }
         Ok(Summary::of(&per_frame).median)
     })?
 }
-
-const INSTANCE: &str = "mmlf-1-basic-l3_sc";
 
 /// `live`: frames per live run (at most MAX_LIVE_FRAMES).
 pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: u32, live: u32) -> Result<MmlfResult> {
     let live = live.min(MAX_LIVE_FRAMES);
     let s = setup(ebpkg_bin, bpffs, cache).context("set up the MMLF benchmark")?;
     let sunk = s.sink_counter.counter("counted", &0u32.to_le_bytes())?;
-    let in0 = s.dut.ifindex("in0")?;
-    let mono = s.mono.prog_fd("mmlf_mono")?;
-    let tail = s.tail.prog_fd("mmlf_tail_entry")?;
-    let root = s.root.clone();
+    let targets = s.targets()?;
     let (ns, pps) = s.dut.run(move || -> Result<(Samples, Samples)> {
-        let rt = Runtime::open(&root)?;
-        let instance = INSTANCE;
+        let runner = Runner::open(targets)?;
         // Expected verdicts: redirect when matching, pass otherwise.
-        let frames = [frame(LISTED), frame(0xb1)];
+        let frames = [kind_frame(0), kind_frame(1)];
         let expect = [4u32, 2];
-        // The verdict, and the kernel's time per repetition (which leaves out the
-        // time the run yields the CPU between batches).
-        let one = |variant: usize, p: &[u8], live_run: bool, n: u32| -> Result<(u32, f64)> {
-            let (verdict, d) = match variant {
-                0 => {
-                    let opts = TestRunOptions { repeat: n, ingress_ifindex: in0, live_frames: live_run };
-                    let r = rt.test_run_loader_with(instance, p, &opts)?;
-                    (r.verdict, r.duration)
-                }
-                1 => {
-                    let r = bpf::test_run(mono, p, in0, live_run, n)?;
-                    (r.verdict, r.duration)
-                }
-                _ => {
-                    let r = bpf::test_run(tail, p, in0, live_run, n)?;
-                    (r.verdict, r.duration)
-                }
-            };
-            Ok((verdict, d.as_nanos() as f64))
-        };
         for (k, p) in frames.iter().enumerate() {
             for (v, name) in VARIANTS.iter().enumerate() {
-                let (got, _) = one(v, p, false, 1)?;
+                let (got, _) = runner.run(v, p, false, 1)?;
                 if got != expect[k] {
                     bail!("{name} returned {got} for a {} packet instead of {}", KINDS[k], expect[k]);
                 }
@@ -232,26 +257,18 @@ pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: 
                     // sample is the fastest of several runs.
                     let mut fastest = f64::INFINITY;
                     for _ in 0..calls {
-                        let r = match v {
-                            0 => {
-                                let opts = TestRunOptions { repeat, ingress_ifindex: in0, live_frames: false };
-                                rt.test_run_loader_with(instance, p, &opts)?.duration
-                            }
-                            1 => bpf::test_run(mono, p, in0, false, repeat)?.duration,
-                            _ => bpf::test_run(tail, p, in0, false, repeat)?.duration,
-                        };
-                        fastest = fastest.min(r.as_nanos() as f64);
+                        fastest = fastest.min(runner.run(v, p, false, repeat)?.1);
                     }
                     let mut per_frame = f64::INFINITY;
                     for _ in 0..LIVE_RUNS {
                         let before = sunk.read()?;
-                        per_frame = per_frame.min(one(v, p, true, live)?.1);
+                        per_frame = per_frame.min(runner.run(v, p, true, live)?.1);
                         // Every matching frame is forwarded to the sink, no other.
                         let want = if k == 0 { u64::from(live) } else { 0 };
                         let mut got = sunk.read()? - before;
-                        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-                        while got < want && std::time::Instant::now() < deadline {
-                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        let deadline = Instant::now() + Duration::from_secs(2);
+                        while got < want && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(5));
                             got = sunk.read()? - before;
                         }
                         if got != want {

@@ -71,18 +71,24 @@ fn machine() -> String {
     )
 }
 
+/// The ebpkg binary, absolute (it runs in package directories, where a relative
+/// path would not resolve), and the build cache the MMLF packages are built in.
+fn mmlf_inputs(args: &Args) -> Result<(PathBuf, PathBuf)> {
+    let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    let cache = std::env::var_os("EBPKG_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("ebpkg-bench-cache"));
+    Ok((ebpkg, cache))
+}
+
 fn run(args: &Args) -> Result<bool> {
     let (rounds, repeat_calls, repeat_mmlf, live) =
         if args.quick { (3, 20_000, 100, 4_000) } else { (args.rounds, 200_000, 200, mmlf::MAX_LIVE_FRAMES) };
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
-    let cache = std::env::var_os("EBPKG_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("ebpkg-bench-cache"));
     eprintln!("the cost of a program call ({rounds} rounds)…");
     let calls = calls::run(&args.bpffs, rounds, repeat_calls)?;
     eprintln!("MMLF ({rounds} rounds)…");
-    // ebpkg runs in package directories: a relative path would not resolve there.
-    let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    let (ebpkg, cache) = mmlf_inputs(args)?;
     let mmlf = mmlf::run(&ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
     let verdicts = report::verdicts(&calls, &mmlf);
     let md = report::markdown(&machine(), &calls, &mmlf, &verdicts);
@@ -100,10 +106,7 @@ fn spin(args: &Args, variant: usize) -> Result<bool> {
     if variant >= mmlf::VARIANTS.len() || args.kind >= mmlf::KINDS.len() {
         anyhow::bail!("--spin takes 0, 1 or 2 and --kind 0 or 1");
     }
-    let cache = std::env::var_os("EBPKG_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("ebpkg-bench-cache"));
-    let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    let (ebpkg, cache) = mmlf_inputs(args)?;
     let ns = mmlf::spin(&ebpkg, &args.bpffs, &cache, variant, args.kind, args.seconds)?;
     println!("{}, {} packets: {ns:.1} ns per live frame (median)", mmlf::VARIANTS[variant], mmlf::KINDS[args.kind]);
     Ok(true)
