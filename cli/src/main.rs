@@ -133,6 +133,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Everything ebpkg writes (state, cache, SDK headers, registries) must not be
+    // writable by other users whatever the caller's umask: root acts on it later.
+    let umask = rustix::process::umask(rustix::fs::Mode::empty());
+    rustix::process::umask(umask | rustix::fs::Mode::from_raw_mode(0o022));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -46,6 +46,7 @@ fn main() {
         ("testloader_tc.o", "test/testloader.bpf.c", &["-DHIKE_HOOK_TC"]),
         ("bad.o", "test/bad.bpf.c", &[]),
         ("clocktest.o", "test/clocktest.bpf.c", &[]),
+        ("mini.o", "test/mini.bpf.c", &[]),
         ("rawtail.o", "bench/rawtail.bpf.c", &[]),
     ];
     for (name, src, extra) in objects {

@@ -21,6 +21,26 @@ pub enum DeployError {
         path.display()
     )]
     CorruptState { path: PathBuf, reason: String },
+    #[error("refusing to use {}: {reason}; {fix}", path.display())]
+    UnsafeState { path: PathBuf, reason: String, fix: String },
+    #[error(
+        "deployment `{name}` belongs to {}; this project is {}; give this one its own name with `--name {name}-2`, or uninstall the other first (`ebpkg uninstall {name}`)",
+        show_project(theirs),
+        show_project(ours)
+    )]
+    NameTaken { name: String, theirs: Option<PathBuf>, ours: Option<PathBuf> },
+    #[error(
+        "interface {interface} ({point}) is used by deployment `{deployment}` ({}); uninstall it there or attach this project elsewhere",
+        show_project(project)
+    )]
+    InterfaceTaken { interface: String, point: String, deployment: String, project: Option<PathBuf> },
+    #[error(
+        "the HIKe root {} is managed by {owner}; use that state directory (--state-dir), or another --bpffs-root for this one",
+        root.display()
+    )]
+    RootTaken { root: PathBuf, owner: String },
+    #[error("the journal {} cannot be acted on: {reason}; it was moved to {}", path.display(), moved.display())]
+    RejectedJournal { path: PathBuf, reason: String, moved: PathBuf },
     #[error("{what}: {source}")]
     Runtime {
         what: String,
@@ -55,6 +75,13 @@ pub enum DeployError {
         rollback.join("; ")
     )]
     RollbackFailed { error: Box<DeployError>, rollback: Vec<String> },
+}
+
+fn show_project(p: &Option<PathBuf>) -> String {
+    match p {
+        Some(p) => format!("the project at {}", p.display()),
+        None => "a package installed by name".to_owned(),
+    }
 }
 
 /// Shorthand for results of this crate.

@@ -11,7 +11,7 @@ use hike_chainc::link::{Ids, encode_entry, link_chain};
 use hike_chainc::{Artifact, Device};
 use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObject, Runtime, RuntimeError};
 
-use crate::deployer::{Deployer, Event};
+use crate::deployer::{Deployer, Event, crash_point};
 use crate::error::{DeployError, Result, VerifierError};
 use crate::journal::{Journal, Step};
 use crate::plan::{DeployPlan, PlannedPackage};
@@ -40,35 +40,57 @@ impl Deployer {
     /// Installs `plan`, replacing the deployment of the same name if there is one.
     pub fn install(&self, plan: &DeployPlan, on: &dyn Fn(&Event)) -> Result<InstallOutcome> {
         let _lock = self.store.lock()?;
-        self.recover_locked(on)?;
+        self.recover_locked(on, Some(&plan.deployment))?;
         check_params(plan)?;
         let previous = self.store.record(&plan.deployment)?;
+        let netns = match (&self.netns, &previous) {
+            (Some(n), _) => Some(n.clone()),
+            (None, Some(p)) => {
+                if let Some(n) = &p.netns {
+                    on(&Event::Kept { what: format!("network namespace {n} from the current deployment") });
+                }
+                p.netns.clone()
+            }
+            (None, None) => None,
+        };
+        self.check_identity(plan, previous.as_ref(), netns.as_deref())?;
         let inputs = plan.inputs_digest(&self.root);
-        let rt = self.runtime()?;
         if let Some(p) = &previous
             && !plan.force
             && p.inputs == inputs
-            && p.netns == self.netns
+            && p.netns == netns
+            && let Some(rt) = self.existing_runtime(&self.root)?
             && crate::status::problems(&rt, p).is_empty()
         {
             return Ok(InstallOutcome::UpToDate(p.clone()));
         }
         let generation = previous.as_ref().map_or(1, |p| p.generation + 1);
-        let mut journal =
-            Journal::install(&plan.deployment, generation, self.root.clone(), self.netns.clone(), previous.clone());
+        // Journaled before the root is created, so that a first install killed
+        // while creating it is undone (the root removed) like any other.
+        let mut journal = Journal::install(&plan.deployment, generation, self.root.clone(), netns, previous.clone());
         self.store.save_journal(&journal)?;
-        self.crash_point("begin");
-        let applied = self.apply(&rt, plan, &mut journal, &inputs, on);
-        let record = match applied.and_then(|record| {
-            self.crash_point("switched");
+        crash_point("begin");
+        let applied = self
+            .runtime_for_install(&self.root)
+            .and_then(|rt| self.apply(&rt, plan, &mut journal, &inputs, on).map(|record| (rt, record)));
+        let (rt, record) = match applied.and_then(|(rt, record)| {
+            crash_point("switched");
             self.store.save_record(&record)?;
-            Ok(record)
+            Ok((rt, record))
         }) {
-            Ok(record) => record,
+            Ok(done) => done,
             Err(error) => {
-                let rollback = self.rollback(&rt, &journal);
+                let rollback = match self.existing_runtime(&self.root) {
+                    Ok(Some(rt)) => self.rollback(&rt, &journal),
+                    Ok(None) => Vec::new(),
+                    Err(e) => vec![e.to_string()],
+                };
                 if !rollback.is_empty() {
                     return Err(DeployError::RollbackFailed { error: Box::new(error), rollback });
+                }
+                // A first install leaves no root behind.
+                if let Err(e) = self.destroy_if_unused(&self.root) {
+                    return Err(DeployError::RollbackFailed { error: Box::new(error), rollback: vec![e.to_string()] });
                 }
                 self.store.remove_journal(&plan.deployment)?;
                 return Err(error);
@@ -76,15 +98,67 @@ impl Deployer {
         };
         // Committed: the new generation is the deployment. What remains is tidying
         // up; if that fails, the journal stays and the next run finishes it.
-        self.crash_point("committed");
+        crash_point("committed");
         match self.finish_cleanup(&rt, previous.as_ref(), Some(&record)) {
             Ok(()) => {
-                self.crash_point("cleaned");
+                crash_point("cleaned");
                 self.store.remove_journal(&plan.deployment)?;
             }
             Err(e) => tracing::warn!("the new deployment runs, but removing the previous one failed: {e}"),
         }
         Ok(InstallOutcome::Installed { record, previous: previous.map(Box::new) })
+    }
+
+    /// Refuses, before anything changes, to replace another project's deployment,
+    /// to move a deployment to another root, or to attach where another
+    /// deployment is attached.
+    fn check_identity(
+        &self,
+        plan: &DeployPlan,
+        previous: Option<&DeploymentRecord>,
+        netns: Option<&str>,
+    ) -> Result<()> {
+        if let Some(p) = previous {
+            if p.project_dir != plan.project_dir {
+                return Err(DeployError::NameTaken {
+                    name: plan.deployment.clone(),
+                    theirs: p.project_dir.clone(),
+                    ours: plan.project_dir.clone(),
+                });
+            }
+            if p.bpffs_root != self.root {
+                return Err(DeployError::Package {
+                    package: plan.project.clone(),
+                    reason: format!(
+                        "deployment `{}` lives in the HIKe root {}; install it there (--bpffs-root {}) or uninstall it first",
+                        p.name,
+                        p.bpffs_root.display(),
+                        p.bpffs_root.display()
+                    ),
+                });
+            }
+        }
+        let wanted = planned_attachments(plan)?;
+        for other in self.store.records()? {
+            if other.name == plan.deployment || other.netns.as_deref() != netns {
+                continue;
+            }
+            for l in &other.loaders {
+                for a in &l.attachments {
+                    if let Some((interface, _)) =
+                        wanted.iter().find(|(i, m)| *i == a.interface && attach_point(m) == attach_point(&a.mode))
+                    {
+                        return Err(DeployError::InterfaceTaken {
+                            interface: interface.clone(),
+                            point: attach_point(&a.mode).to_owned(),
+                            deployment: other.name.clone(),
+                            project: other.project_dir.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn apply(
@@ -101,7 +175,7 @@ impl Deployer {
         for pkg in &plan.packages {
             programs.extend(self.register_package(rt, pkg, journal, &mut ids, on)?);
         }
-        self.crash_point("registered");
+        crash_point("registered");
 
         let owner = journal.chain_owner();
         let mut chains = Vec::new();
@@ -132,7 +206,7 @@ impl Deployer {
             }
             script_ids.push(sids);
         }
-        self.crash_point("chains");
+        crash_point("chains");
 
         let mut work: BTreeMap<(String, String), LoaderWork> = BTreeMap::new();
         let mut seen_keys = BTreeSet::new();
@@ -161,14 +235,22 @@ impl Deployer {
                 attachments: Vec::new(),
             });
         }
-        self.crash_point("loaders");
+        crash_point("loaders");
 
         // The switch: each interface moves to its new loader in one link update.
+        // Links whose interface went away are not switched (nothing runs through
+        // them): the new loader is attached afresh and they go with the old one.
+        let same_netns = journal.previous.as_ref().is_some_and(|p| p.netns == journal.netns);
         let previous: Vec<(String, String, String)> = journal
             .previous
             .iter()
+            .filter(|_| same_netns)
             .flat_map(|p| &p.loaders)
             .flat_map(|l| l.attachments.iter().map(|a| (a.interface.clone(), l.instance.clone(), a.mode.clone())))
+            .filter(|(interface, instance, _)| {
+                rt.loader_info(instance)
+                    .is_ok_and(|i| i.attachments.iter().any(|a| &a.interface == interface && !a.defunct))
+            })
             .collect();
         for l in &mut loaders {
             let Some(w) = work.get(&(l.package.clone(), l.loader.clone())) else { continue };
@@ -182,7 +264,7 @@ impl Deployer {
                             to: l.instance.clone(),
                         });
                         self.store.save_journal(journal)?;
-                        self.crash_point("switching");
+                        crash_point("switching");
                         rt.switch_loader(from, &l.instance, interface)
                             .map_err(DeployError::runtime(format!("cannot switch {interface} to the new loader")))?;
                         on(&Event::Attached {
@@ -200,11 +282,11 @@ impl Deployer {
                             mode: mode.clone(),
                         });
                         self.store.save_journal(journal)?;
-                        self.crash_point("switching");
+                        crash_point("switching");
                         rt.detach_loader(from, interface).map_err(DeployError::runtime(format!(
                             "cannot detach the previous loader from {interface}"
                         )))?;
-                        self.attach(rt, self.netns.as_deref(), &l.instance, interface, mode)?;
+                        self.attach(rt, journal.netns.as_deref(), &l.instance, interface, mode)?;
                         on(&Event::Attached {
                             instance: l.instance.clone(),
                             interface: interface.clone(),
@@ -218,8 +300,8 @@ impl Deployer {
                             to: l.instance.clone(),
                         });
                         self.store.save_journal(journal)?;
-                        self.crash_point("switching");
-                        self.attach(rt, self.netns.as_deref(), &l.instance, interface, mode)?;
+                        crash_point("switching");
+                        self.attach(rt, journal.netns.as_deref(), &l.instance, interface, mode)?;
                         on(&Event::Attached {
                             instance: l.instance.clone(),
                             interface: interface.clone(),
@@ -249,8 +331,9 @@ impl Deployer {
             name: plan.deployment.clone(),
             generation,
             bpffs_root: self.root.clone(),
-            netns: self.netns.clone(),
+            netns: journal.netns.clone(),
             project: plan.project.clone(),
+            project_dir: plan.project_dir.clone(),
             inputs: inputs.to_owned(),
             installed_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             packages,
@@ -295,7 +378,7 @@ impl Deployer {
                 });
                 self.store.save_journal(journal)?;
             }
-            self.crash_point("registering");
+            crash_point("registering");
             let regs = rt
                 .register_object(&ProgramObject {
                     package: &pkg.name,
@@ -368,8 +451,7 @@ impl Deployer {
         match e {
             RuntimeError::Verifier(failure) => {
                 let file = format!("{}-{}-{}.verifier.log", pkg.name, pkg.version, failure.program);
-                let path = self.store.log_path(&file);
-                let log_path = std::fs::write(&path, &failure.log).ok().map(|()| path);
+                let log_path = self.store.save_log(&file, &failure.log).ok();
                 let file = failure.source.as_ref().and_then(|s| source_path(pkg, &s.file));
                 let line_text = failure.source.as_ref().zip(file.as_ref()).and_then(|(s, f)| {
                     let text = std::fs::read_to_string(pkg.root.join(f)).ok()?;
@@ -531,16 +613,41 @@ fn collect_loader_work(
             w.entries.entry(cfg.map.clone()).or_default().push(MapEntry { key, value });
         }
     }
-    for a in &art.attaches {
-        let interface = match &a.device {
-            Device::Name(n) => n.clone(),
-            Device::Param(p) => params.get(p).cloned().ok_or_else(|| DeployError::MissingParam {
-                script: file.to_owned(),
-                name: p.clone(),
-                example: Some("eth0".into()),
-            })?,
-        };
+    for (a, interface) in script_attachments(art, file, params)? {
         work.entry((a.package.clone(), a.loader.clone())).or_default().attaches.insert((interface, a.mode.clone()));
     }
     Ok(())
+}
+
+/// A script's attachments with their interfaces (parameters filled in).
+fn script_attachments<'a>(
+    art: &'a Artifact,
+    file: &str,
+    params: &BTreeMap<String, String>,
+) -> Result<Vec<(&'a hike_chainc::Attach, String)>> {
+    art.attaches
+        .iter()
+        .map(|a| {
+            let interface = match &a.device {
+                Device::Name(n) => n.clone(),
+                Device::Param(p) => params.get(p).cloned().ok_or_else(|| DeployError::MissingParam {
+                    script: file.to_owned(),
+                    name: p.clone(),
+                    example: Some("eth0".into()),
+                })?,
+            };
+            Ok((a, interface))
+        })
+        .collect()
+}
+
+/// `(interface, mode)` of every attachment the plan makes.
+fn planned_attachments(plan: &DeployPlan) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for s in &plan.scripts {
+        for (a, interface) in script_attachments(&s.artifact, &s.file, &plan.params)? {
+            out.push((interface, a.mode.clone()));
+        }
+    }
+    Ok(out)
 }

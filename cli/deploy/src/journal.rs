@@ -90,3 +90,76 @@ impl Journal {
         chain_owner(&self.deployment, self.generation)
     }
 }
+
+impl Journal {
+    /// Checks that recovering this journal can touch only what its own
+    /// transaction made: it names the deployment its file is named after, its
+    /// previous deployment is the committed one (or the one the committed
+    /// generation replaced), and every loader instance it would remove or switch
+    /// to is of its own generation. `current` is the committed record.
+    pub fn check(&self, file_name: &str, current: Option<&DeploymentRecord>) -> Result<(), String> {
+        let valid_name = !self.deployment.is_empty()
+            && self.deployment.len() <= 64
+            && self.deployment.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid_name || self.deployment != file_name {
+            return Err(format!("it is named {file_name}.json but is for deployment `{}`", self.deployment));
+        }
+        if let Some(p) = &self.previous {
+            if p.name != self.deployment {
+                return Err(format!("its previous deployment is `{}`, not `{}`", p.name, self.deployment));
+            }
+            if p.bpffs_root != self.bpffs_root {
+                return Err("its previous deployment lives in another HIKe root".into());
+            }
+            let prefix = format!("{}-{}-", p.name, p.generation);
+            if let Some(l) = p.loaders.iter().find(|l| !l.instance.starts_with(&prefix)) {
+                return Err(format!("its previous deployment names loader instance {} of another", l.instance));
+            }
+        }
+        match self.kind {
+            JournalKind::Uninstall => {
+                let Some(p) = &self.previous else { return Err("an uninstall that names no deployment".into()) };
+                if p.generation != self.generation || current.is_some_and(|c| c != p) {
+                    return Err("it would remove a deployment other than the one recorded".into());
+                }
+            }
+            JournalKind::Install => {
+                let expected = self.previous.as_ref().map_or(1, |p| p.generation + 1);
+                if self.generation != expected {
+                    return Err(format!("generation {} does not follow its previous deployment", self.generation));
+                }
+                match current {
+                    Some(c) if c.generation == self.generation => {}
+                    Some(c) if self.previous.as_ref() != Some(c) => {
+                        return Err("its previous deployment is not the one recorded".into());
+                    }
+                    None if self.previous.is_some() => {
+                        return Err("it replaces a deployment that is not recorded".into());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let own = format!("{}-{}-", self.deployment, self.generation);
+        let previous: Vec<&str> = self.previous.iter().flat_map(|p| &p.loaders).map(|l| l.instance.as_str()).collect();
+        for step in &self.steps {
+            let (to, from) = match step {
+                Step::LoadLoader { instance } => (instance, None),
+                Step::Switch { to, from, .. } | Step::Replace { to, from, .. } => (to, Some(from)),
+                Step::Attach { to, .. } => (to, None),
+                Step::Register { .. } => continue,
+            };
+            if !to.starts_with(&own) {
+                return Err(format!("it names loader instance {to}, which this install did not create"));
+            }
+            if let Some(from) = from
+                && !previous.contains(&from.as_str())
+            {
+                return Err(format!(
+                    "it would move traffic back to {from}, which its previous deployment does not own"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -17,6 +17,7 @@ mod maps;
 mod netns;
 mod plan;
 pub mod record;
+mod safety;
 pub mod signatures;
 mod status;
 mod store;

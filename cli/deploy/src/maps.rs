@@ -21,6 +21,8 @@ pub struct MapDump {
     pub entries: Vec<MapEntryView>,
     /// More entries exist than were read.
     pub truncated: bool,
+    /// How many entries the map holds.
+    pub total: usize,
     /// Why the map could not be read, when it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -112,9 +114,13 @@ fn dump(rt: &hike_runtime::Runtime, package: &str, version: &str, m: &RecordedMa
         map: m.name.clone(),
         entries: Vec::new(),
         truncated: false,
+        total: 0,
         error: None,
     };
-    let entries = rt.package_map(package, version, &m.name).and_then(|map| map.entries(limit + 1));
+    let entries = rt.package_map(package, version, &m.name).and_then(|map| {
+        d.total = map.count();
+        map.entries(limit + 1)
+    });
     match entries {
         Ok(mut entries) => {
             d.truncated = entries.len() > limit;

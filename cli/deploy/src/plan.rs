@@ -18,6 +18,9 @@ pub struct DeployPlan {
     pub deployment: String,
     /// The package whose chains are deployed.
     pub project: PackageRef,
+    /// Its directory (canonical) when it is a project, `None` for a package
+    /// installed by name: deployments of other projects are not replaced.
+    pub project_dir: Option<PathBuf>,
     /// Every package the deployment uses, the project included.
     pub packages: Vec<PlannedPackage>,
     /// The project's chain scripts, compiled.

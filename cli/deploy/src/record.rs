@@ -25,6 +25,10 @@ pub struct DeploymentRecord {
     #[serde(default)]
     pub netns: Option<String>,
     pub project: PackageRef,
+    /// The project's directory (canonical), for a project's deployment; `None`
+    /// for a package installed by name. Two projects never share a deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_dir: Option<PathBuf>,
     /// Digest of the inputs (packages, scripts, parameters): equal digests mean
     /// reinstalling would change nothing.
     pub inputs: String,

@@ -5,9 +5,9 @@ use serde::Serialize;
 
 use hike_runtime::Runtime;
 
-use crate::deployer::{Deployer, open_existing};
+use crate::deployer::Deployer;
 use crate::error::Result;
-use crate::record::{DeploymentRecord, RecordedAttachment};
+use crate::record::DeploymentRecord;
 
 /// A deployment as recorded and as found.
 #[derive(Debug, Clone, Serialize)]
@@ -18,21 +18,49 @@ pub struct DeploymentStatus {
     pub running: bool,
     /// What is recorded but missing (after a reboot: everything).
     pub problems: Vec<String>,
-    /// Calls per program id and runs per chain id, as the VM counted them.
+    /// Calls per program id since the id was assigned. A program version is
+    /// shared by every deployment of the root that uses it, so these count the
+    /// calls of all of them (`shared_with` names the others).
     pub program_calls: Vec<(u32, u64)>,
+    /// Runs per chain id since the chain was installed (chains are the
+    /// deployment's own).
     pub chain_runs: Vec<(u32, u64)>,
-    /// Packets aborted by the VM (budget, depth, …) on this root, by reason.
-    pub aborts: std::collections::BTreeMap<String, u64>,
+    /// Other deployments of the same root using some of the same program versions.
+    pub shared_with: Vec<String>,
+    /// Packets the VM aborted (budget, depth, …) on the deployment's root, by
+    /// reason: counted per root, for all its deployments together.
+    pub root_aborts: std::collections::BTreeMap<String, u64>,
 }
 
 impl Deployer {
     /// Every deployment of the state directory (finishing interrupted work first).
     pub fn status(&self, on: &dyn Fn(&crate::Event)) -> Result<Vec<DeploymentStatus>> {
         self.recover(on)?;
+        let records = self.store.records()?;
         let mut out = Vec::new();
-        for record in self.store.records()? {
-            let rt = open_existing(&record.bpffs_root)?;
-            let (problems, program_calls, chain_runs, aborts) = match &rt {
+        for record in &records {
+            let shared_with = records
+                .iter()
+                .filter(|o| o.name != record.name && o.bpffs_root == record.bpffs_root)
+                .filter(|o| o.program_versions().iter().any(|v| record.program_versions().contains(v)))
+                .map(|o| o.name.clone())
+                .collect();
+            let rt = match self.existing_runtime(&record.bpffs_root) {
+                Ok(rt) => rt,
+                Err(e) => {
+                    out.push(DeploymentStatus {
+                        running: false,
+                        record: record.clone(),
+                        problems: vec![e.to_string()],
+                        program_calls: Vec::new(),
+                        chain_runs: Vec::new(),
+                        shared_with,
+                        root_aborts: Default::default(),
+                    });
+                    continue;
+                }
+            };
+            let (problems, program_calls, chain_runs, root_aborts) = match &rt {
                 None => (
                     vec![format!(
                         "the HIKe root {} does not exist (bpffs is emptied by a reboot); run `ebpkg install` again",
@@ -43,30 +71,36 @@ impl Deployer {
                     Default::default(),
                 ),
                 Some(rt) => {
-                    let counters = rt.counters().ok();
-                    let count =
-                        |v: Option<&Vec<u64>>, id: u32| v.and_then(|v| v.get(id as usize)).copied().unwrap_or(0);
+                    let status = rt.status().ok();
                     let calls = record
                         .programs
                         .iter()
-                        .map(|p| (p.id, count(counters.as_ref().map(|c| &c.prog_calls), p.id)))
+                        .map(|p| {
+                            let n =
+                                status.iter().flat_map(|s| &s.programs).find(|s| s.id == p.id).map_or(0, |s| s.calls);
+                            (p.id, n)
+                        })
                         .collect();
                     let runs = record
                         .chains
                         .iter()
-                        .map(|c| (c.id, count(counters.as_ref().map(|c| &c.chain_runs), c.id)))
+                        .map(|c| {
+                            let n = status.iter().flat_map(|s| &s.chains).find(|s| s.id == c.id).map_or(0, |s| s.runs);
+                            (c.id, n)
+                        })
                         .collect();
-                    let aborts = rt.status().map(|s| s.aborts).unwrap_or_default();
-                    (problems(rt, &record), calls, runs, aborts)
+                    let aborts = status.map(|s| s.aborts).unwrap_or_default();
+                    (problems(rt, record), calls, runs, aborts)
                 }
             };
             out.push(DeploymentStatus {
                 running: problems.is_empty(),
-                record,
+                record: record.clone(),
                 problems,
                 program_calls,
                 chain_runs,
-                aborts,
+                shared_with,
+                root_aborts,
             });
         }
         Ok(out)
@@ -98,16 +132,20 @@ pub(crate) fn problems(rt: &Runtime, record: &DeploymentRecord) -> Vec<String> {
         match status.loaders.iter().find(|s| s.instance == l.instance) {
             None => out.push(format!("loader instance {} is not loaded", l.instance)),
             Some(s) => {
-                let mut live: Vec<RecordedAttachment> = s
-                    .attachments
-                    .iter()
-                    .map(|a| RecordedAttachment { interface: a.interface.clone(), mode: a.mode.clone() })
-                    .collect();
-                live.sort();
                 let mut want = l.attachments.clone();
                 want.sort();
-                for a in want.iter().filter(|a| !live.contains(a)) {
-                    out.push(format!("loader {} is not attached to {} ({})", l.instance, a.interface, a.mode));
+                for a in &want {
+                    match s.attachments.iter().find(|x| x.interface == a.interface && x.mode == a.mode) {
+                        None => {
+                            out.push(format!("loader {} is not attached to {} ({})", l.instance, a.interface, a.mode))
+                        }
+                        Some(x) if x.defunct => out.push(format!(
+                            "loader {}'s link to {} ({}) is defunct: the interface was deleted (perhaps re-created); \
+                             `ebpkg install` attaches it again",
+                            l.instance, a.interface, a.mode
+                        )),
+                        Some(_) => {}
+                    }
                 }
             }
         }

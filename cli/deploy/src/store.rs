@@ -9,9 +9,15 @@
 //!
 //! Every file is replaced by writing a temporary file, syncing it and renaming it
 //! over the old one, so a crash leaves either the old or the new content.
+//!
+//! What is read here decides what root's next command does to the kernel, so the
+//! directory is root's alone: created with explicit modes whatever the umask, and
+//! refused (as ssh and sudo refuse their files) when it, a file in it, or a
+//! directory above it could be written by another user ([`crate::safety`]).
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -20,6 +26,10 @@ use serde::de::DeserializeOwned;
 use crate::error::{DeployError, Result};
 use crate::journal::Journal;
 use crate::record::{DeploymentRecord, FORMAT};
+use crate::safety;
+
+/// Largest record or journal read (a deployment with every id in use is far smaller).
+const MAX_STATE_FILE: u64 = 16 << 20;
 
 /// The default state directory.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/ebpkg";
@@ -41,11 +51,24 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 }
 
 impl Store {
-    /// Opens (creating if needed) the state directory.
+    /// Opens (creating if needed) the state directory. Refuses one that another
+    /// user could write to.
     pub fn open(dir: &Path) -> Result<Store> {
-        for sub in ["deployments", "journal", "logs"] {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)
+            .map_err(io("cannot create the state directory", dir))?;
+        safety::check_dir_and_ancestors(dir)?;
+        for (sub, mode) in [("deployments", 0o755), ("journal", 0o700), ("logs", 0o755)] {
             let d = dir.join(sub);
-            fs::create_dir_all(&d).map_err(io("cannot create the state directory", &d))?;
+            match fs::DirBuilder::new().mode(mode).create(&d) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(io("cannot create the state directory", &d)(e));
+                }
+                _ => {}
+            }
+            safety::check_dir(&d)?;
         }
         Ok(Store { dir: dir.to_owned() })
     }
@@ -61,6 +84,8 @@ impl Store {
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&path)
             .map_err(io("cannot open the lock", &path))?;
         if file.try_lock().is_err() {
@@ -127,6 +152,33 @@ impl Store {
         write_json(&self.journal_path(&journal.deployment), journal)
     }
 
+    /// Moves a journal that must not be acted on out of the way (to
+    /// `journal/rejected/`), keeping it for a person to look at.
+    pub fn reject_journal(&self, name: &str) -> Result<PathBuf> {
+        let dir = self.dir.join("journal").join("rejected");
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io("cannot create", &dir)(e)),
+            _ => {}
+        }
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let to = dir.join(format!("{name}.json.{stamp}"));
+        let from = self.journal_path(name);
+        fs::rename(&from, &to).map_err(io("cannot move", &from))?;
+        Ok(to)
+    }
+
+    /// Names of the journals present, whether or not they can be read.
+    pub fn journal_names(&self) -> Result<Vec<String>> {
+        json_names(&self.dir.join("journal"))
+    }
+
+    /// Writes a verifier log (readable by the user who reads the error).
+    pub fn save_log(&self, file: &str, text: &str) -> Result<PathBuf> {
+        let path = self.log_path(file);
+        write_file(&path, text.as_bytes(), 0o644)?;
+        Ok(path)
+    }
+
     pub fn remove_journal(&self, name: &str) -> Result<()> {
         remove_file(&self.journal_path(name))
     }
@@ -147,11 +199,25 @@ fn json_names(dir: &Path) -> Result<Vec<String>> {
 }
 
 fn read_json<T: DeserializeOwned + HasFormat>(path: &Path) -> Result<Option<T>> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
+    let file = match File::options()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+    {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("cannot read", path)(e)),
     };
+    let meta = file.metadata().map_err(io("cannot inspect", path))?;
+    safety::check_file(path, &meta)?;
+    if meta.len() > MAX_STATE_FILE {
+        return Err(DeployError::CorruptState {
+            path: path.to_owned(),
+            reason: format!("it is {} bytes, more than any record ({MAX_STATE_FILE} bytes)", meta.len()),
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_STATE_FILE).read_to_end(&mut bytes).map_err(io("cannot read", path))?;
     let value: T = serde_json::from_slice(&bytes)
         .map_err(|e| DeployError::CorruptState { path: path.to_owned(), reason: e.to_string() })?;
     if value.format() != FORMAT {
@@ -170,6 +236,12 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| DeployError::CorruptState { path: path.to_owned(), reason: format!("cannot serialize: {e}") })?;
     bytes.push(b'\n');
+    let private = path.parent().and_then(Path::file_name).is_some_and(|d| d == "journal");
+    write_file(path, &bytes, if private { 0o600 } else { 0o644 })
+}
+
+/// Replaces `path` with `bytes` (mode `mode` whatever the umask), durably.
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
@@ -177,8 +249,14 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
         std::process::id()
     ));
     let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&bytes)?;
+        let _ = fs::remove_file(&tmp);
+        let mut f = File::options()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
         // The rename itself must reach the disk before we act on it.

@@ -64,8 +64,24 @@ impl Deployer {
             }
         }
         note(remove_owned_chains(rt, &journal.chain_owner()));
+        // Programs the install registered go unless a committed deployment uses
+        // their version (a journal never removes what a record names).
+        let in_use: BTreeSet<(String, String, Hook)> = match self.store.records() {
+            Ok(records) => records
+                .iter()
+                .filter(|r| r.bpffs_root == journal.bpffs_root)
+                .flat_map(|r| r.program_versions())
+                .collect(),
+            Err(e) => {
+                errors.push(e.to_string());
+                return errors;
+            }
+        };
         for step in journal.steps.iter().rev() {
             if let Step::Register { package, version, hook, programs } = step {
+                if in_use.contains(&(package.clone(), version.clone(), *hook)) {
+                    continue;
+                }
                 for name in programs {
                     note(unregister(rt, package, version, name, *hook));
                 }

@@ -87,9 +87,14 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         ));
         let pkgs: Vec<String> = r.packages.iter().map(|p| format!("{}@{}", p.name, p.version)).collect();
         ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
+        let shared = if d.shared_with.is_empty() {
+            String::new()
+        } else {
+            format!(" (shared with {})", d.shared_with.join(", "))
+        };
         for (p, (_, calls)) in r.programs.iter().zip(&d.program_calls) {
             ctx.ui.out(format!(
-                "  program   {:>4}  {}@{} {} ({}), {calls} call(s)",
+                "  program   {:>4}  {}@{} {} ({}), {calls} call(s){shared}",
                 p.id,
                 p.package,
                 p.version,
@@ -111,23 +116,28 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
                 if att.is_empty() { ", not attached".to_owned() } else { format!(", attached to {}", att.join(", ")) }
             ));
         }
-        for (reason, n) in &d.aborts {
-            ctx.ui.out(format!("  aborted   {n} packet(s): {reason}"));
+        for (reason, n) in &d.root_aborts {
+            ctx.ui.out(format!("  aborted   {n} packet(s): {reason} (on this root, all deployments together)"));
         }
         if !r.params.is_empty() {
             let ps: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             ctx.ui.out(format!("  params    {}", ps.join(" ")));
         }
         for m in maps {
-            let more = if m.truncated { format!(" (first {})", m.entries.len()) } else { String::new() };
-            ctx.ui.out(format!(
-                "  map       {}@{} {}: {} entr{}{more}",
-                m.package,
-                m.version,
-                m.map,
-                m.entries.len(),
-                if m.entries.len() == 1 { "y" } else { "ies" }
-            ));
+            let count = if m.truncated {
+                format!("{} of {} entries (raise --limit for more)", m.entries.len(), m.total)
+            } else {
+                format!("{} entr{}", m.entries.len(), if m.entries.len() == 1 { "y" } else { "ies" })
+            };
+            let sharing: Vec<&str> = all
+                .iter()
+                .filter(|o| o.record.name != r.name && o.record.bpffs_root == r.bpffs_root)
+                .filter(|o| o.record.packages.iter().any(|p| p.name == m.package && p.version == m.version))
+                .map(|o| o.record.name.as_str())
+                .collect();
+            let shared =
+                if sharing.is_empty() { String::new() } else { format!(" (shared with {})", sharing.join(", ")) };
+            ctx.ui.out(format!("  map       {}@{} {}: {count}{shared}", m.package, m.version, m.map));
             if let Some(e) = &m.error {
                 ctx.ui.out(format!("            cannot read it: {e}"));
             }

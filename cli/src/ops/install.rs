@@ -49,6 +49,14 @@ pub fn describe(e: &Event) -> (&'static str, String) {
             (verb, format!("{interface} to {instance}"))
         }
         Event::Removed { what } => ("Removed", what.clone()),
+        Event::Kept { what } => ("Keeping", what.clone()),
+        Event::RecoveryFailed { deployment, error } => (
+            "Warning",
+            format!(
+                "could not finish or undo the interrupted transaction of deployment {deployment} (it is left as it is; \
+                 `ebpkg doctor` shows it): {error}"
+            ),
+        ),
     }
 }
 
@@ -65,6 +73,9 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
         DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } => Failure::Usage,
         DeployError::Package { .. } | DeployError::Link { .. } | DeployError::DuplicateEntry { .. } => Failure::Input,
         DeployError::NotDeployed { .. } => Failure::Input,
+        DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
+            Failure::Usage
+        }
         _ => Failure::Environment,
     }
 }
@@ -173,8 +184,13 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
             }
         }
     }
+    let project_dir = match &target {
+        Target::Project(_) => Some(std::fs::canonicalize(&chain_root).unwrap_or_else(|_| chain_root.clone())),
+        Target::Package { .. } => None,
+    };
     let plan = DeployPlan {
         deployment,
+        project_dir,
         project: PackageRef {
             name: chain_pkg.package.name.to_string(),
             version: chain_pkg.package.version.to_string(),

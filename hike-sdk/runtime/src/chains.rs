@@ -59,6 +59,7 @@ impl Runtime {
         let id = (1..MAX_CHAINS)
             .find(|id| !taken.contains(id))
             .ok_or(RuntimeError::IdsExhausted { kind: "chain", max: MAX_CHAINS - 1 })?;
+        let runs_base = self.counters()?.chain_runs.get(id as usize).copied().unwrap_or(0);
         let mut meta = ChainMeta {
             state: RecordState::Pending,
             hook: spec.hook,
@@ -66,18 +67,22 @@ impl Runtime {
             depth: facts.depth.min(MAX_DEPTH) as u8,
             len: spec.insns.len() as u32,
             installed_unix_ns: now_ns(),
+            runs_base,
             name: spec.name.to_owned(),
             owner: spec.owner.to_owned(),
         };
         self.set_chain_meta(id, &meta)?;
+        crate::crashpoint::hit("chain-pending");
         let value = abi::encode_chain(spec.insns, spec.nargs);
         if let Err(e) = self.maps.chains.update(&key(id), &value, MapFlags::ANY).kernel(|| format!("write chain {id}"))
         {
             let _ = self.set_chain_meta(id, &ChainMeta::free());
             return Err(e);
         }
+        crate::crashpoint::hit("chain-written");
         meta.state = RecordState::Ready;
         self.set_chain_meta(id, &meta)?;
+        crate::crashpoint::hit("chain-ready");
         Ok(id)
     }
 
@@ -132,6 +137,7 @@ impl Runtime {
             .chains
             .update(&key(id), &vec![0u8; abi::chain::SIZE], MapFlags::ANY)
             .kernel(|| format!("clear chain {id}"))?;
+        crate::crashpoint::hit("chain-cleared");
         self.set_chain_meta(id, &ChainMeta::free())
     }
 

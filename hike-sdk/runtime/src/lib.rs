@@ -12,6 +12,7 @@
 pub mod abi;
 mod chains;
 mod clock;
+pub mod crashpoint;
 mod error;
 mod layout;
 mod link;
@@ -19,8 +20,10 @@ mod load;
 mod loaders;
 pub mod meta;
 pub mod objects;
+mod owner;
 mod package_maps;
 mod programs;
+mod repair;
 mod runtime;
 pub mod signature;
 mod status;

@@ -102,6 +102,20 @@ pub fn attach_and_pin(prog: &Path, ifindex: u32, mode: AttachMode, pin: &Path) -
     Ok(())
 }
 
+/// The interface index a pinned XDP or tcx link is attached to; 0 when the link
+/// is defunct (its interface was deleted: a re-created interface of the same
+/// name is another device, and the link stays detached from it).
+pub fn link_ifindex(pin: &Path) -> io::Result<u32> {
+    use std::os::fd::AsFd;
+    let link = obj_get(pin)?;
+    let info = libbpf_rs::query::LinkInfo::from_fd(link.as_fd()).map_err(io::Error::other)?;
+    Ok(match info.info {
+        libbpf_rs::query::LinkTypeInfo::Xdp(x) => x.ifindex,
+        libbpf_rs::query::LinkTypeInfo::Tcx(t) => t.ifindex,
+        _ => 0,
+    })
+}
+
 /// Atomically replaces the program of the link pinned at `pin` with the one
 /// pinned at `prog` (`bpf_link_update`): no packet sees the interface without one.
 pub fn update_link(pin: &Path, prog: &Path) -> io::Result<()> {

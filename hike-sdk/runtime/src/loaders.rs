@@ -64,6 +64,9 @@ pub struct LoaderInfo {
 pub struct Attachment {
     pub interface: String,
     pub mode: String,
+    /// The link outlived its interface (deleted, perhaps re-created under the
+    /// same name): no packet reaches the loader through it.
+    pub defunct: bool,
 }
 
 /// One entry to write into a configuration map.
@@ -179,6 +182,7 @@ impl Runtime {
         }
         let maps_dir = dir.join("maps");
         std::fs::create_dir_all(&maps_dir).io("cannot create", &maps_dir)?;
+        crate::crashpoint::hit("loader-dir");
         let result = (|| -> Result<()> {
             let vm_dir = self.layout.vm_dir();
             let obj = load::load(&LoadRequest {
@@ -188,6 +192,7 @@ impl Runtime {
                 map_pin: &|name| Some(maps_dir.join(name)),
                 programs: &[l.program.to_owned()],
             })?;
+            crate::crashpoint::hit("loader-loaded");
             for spec in &l.config_maps {
                 if !maps_dir.join(&spec.name).exists() {
                     return Err(RuntimeError::Loader {
@@ -202,6 +207,7 @@ impl Runtime {
             })?;
             let prog_pin = dir.join("prog");
             prog.pin(&prog_pin).kernel(|| format!("pin {}", prog_pin.display()))?;
+            crate::crashpoint::hit("loader-pinned");
             let meta = LoaderMeta {
                 hook: l.hook,
                 configured: l.config_maps.is_empty(),
@@ -219,6 +225,7 @@ impl Runtime {
             map.update(&key(0), &meta.encode(), MapFlags::ANY).kernel(|| "write the loader record".into())?;
             let meta_path = dir.join("meta");
             map.pin(&meta_path).kernel(|| format!("pin {}", meta_path.display()))?;
+            crate::crashpoint::hit("loader-ready");
             Ok(())
         })();
         if let Err(e) = result {
@@ -279,6 +286,7 @@ impl Runtime {
         }
         for e in entries {
             handle.update(&e.key, &e.value, MapFlags::ANY).kernel(|| format!("write map `{map}` of {instance}"))?;
+            crate::crashpoint::hit("loader-entry");
         }
         if !meta.configured {
             meta.configured = true;
@@ -307,6 +315,7 @@ impl Runtime {
         let ifindex =
             sys::ifindex(ifname).map_err(|source| RuntimeError::NoInterface { name: ifname.to_owned(), source })?;
         let pin = dir.join(format!("link@{ifname}@{}", mode.name()));
+        crate::crashpoint::hit("attaching");
         link::attach_and_pin(&dir.join("prog"), ifindex, mode, &pin).map_err(|e| {
             bad(match e.raw_os_error() {
                 Some(16) | Some(17) => {
@@ -353,6 +362,7 @@ impl Runtime {
                 .ok_or_else(|| RuntimeError::NotFound(format!("attachment of {old} to {ifname}")))?,
         };
         link::update_link(&pin, &new_dir.join("prog")).io("cannot switch the link of", &pin)?;
+        crate::crashpoint::hit("switch-updated");
         let file = pin.file_name().map(|f| f.to_owned()).unwrap_or_default();
         let moved = new_dir.join(file);
         if moved != pin {
@@ -367,7 +377,12 @@ impl Runtime {
         let (dir, _, _) = self.loader_meta(instance)?;
         for pin in link_pins(&dir)? {
             std::fs::remove_file(&pin).io("cannot remove", &pin)?;
+            crate::crashpoint::hit("unload-detached");
         }
+        // The record goes first: a directory without it is what `repair` removes.
+        let meta = dir.join("meta");
+        std::fs::remove_file(&meta).io("cannot remove", &meta)?;
+        crate::crashpoint::hit("unload-unrecorded");
         remove_tree(&dir).io("cannot remove", &dir)
     }
 
@@ -380,7 +395,8 @@ impl Runtime {
                 let name = p.file_name()?.to_string_lossy().into_owned();
                 let rest = name.strip_prefix("link@")?;
                 let (interface, mode) = rest.rsplit_once('@')?;
-                Some(Attachment { interface: interface.to_owned(), mode: mode.to_owned() })
+                let defunct = link::link_ifindex(p).map_or(true, |i| i == 0);
+                Some(Attachment { interface: interface.to_owned(), mode: mode.to_owned(), defunct })
             })
             .collect();
         Ok(LoaderInfo {
@@ -434,6 +450,7 @@ impl Runtime {
             let path = self.layout.loader_dir(&instance)?.join("maps").join(&map);
             let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
             handle.update(&k, &v, MapFlags::EXIST).kernel(|| format!("switch {instance} {map} to chain {new}"))?;
+            crate::crashpoint::hit("retarget-entry");
         }
         Ok(())
     }

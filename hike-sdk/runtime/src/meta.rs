@@ -46,6 +46,10 @@ pub struct ProgMeta {
     /// The kernel's id of the loaded program (as `bpftool prog` shows it).
     pub bpf_id: u32,
     pub registered_unix_ns: u64,
+    /// The VM's call counter for this id when the id was assigned: counters live
+    /// per id in the VM state and outlast the program that had the id before, so
+    /// calls are counted from here.
+    pub calls_base: u64,
     pub name: String,
     pub package: String,
     pub version: String,
@@ -61,6 +65,9 @@ pub struct ChainMeta {
     pub depth: u8,
     pub len: u32,
     pub installed_unix_ns: u64,
+    /// The VM's run counter for this id when the id was assigned (see
+    /// [`ProgMeta::calls_base`]).
+    pub runs_base: u64,
     pub name: String,
     /// Who installed it (a deployment, a package), free-form.
     pub owner: String,
@@ -97,6 +104,7 @@ impl ProgMeta {
         b[5] = self.nargs;
         b[8..12].copy_from_slice(&self.bpf_id.to_le_bytes());
         b[16..24].copy_from_slice(&self.registered_unix_ns.to_le_bytes());
+        b[24..32].copy_from_slice(&self.calls_base.to_le_bytes());
         put_str(&mut b, 32, NAME, &self.name);
         put_str(&mut b, 32 + NAME, PACKAGE, &self.package);
         put_str(&mut b, 32 + NAME + PACKAGE, VERSION, &self.version);
@@ -114,6 +122,7 @@ impl ProgMeta {
             nargs: b[5],
             bpf_id: crate::abi::u32_at(b, 8),
             registered_unix_ns: crate::abi::u64_at(b, 16),
+            calls_base: crate::abi::u64_at(b, 24),
             name: get_str(b, 32, NAME),
             package: get_str(b, 32 + NAME, PACKAGE),
             version: get_str(b, 32 + NAME + PACKAGE, VERSION),
@@ -127,6 +136,7 @@ impl ProgMeta {
             nargs: 0,
             bpf_id: 0,
             registered_unix_ns: 0,
+            calls_base: 0,
             name: String::new(),
             package: String::new(),
             version: String::new(),
@@ -143,6 +153,7 @@ impl ChainMeta {
         b[6] = self.depth;
         b[8..12].copy_from_slice(&self.len.to_le_bytes());
         b[16..24].copy_from_slice(&self.installed_unix_ns.to_le_bytes());
+        b[24..32].copy_from_slice(&self.runs_base.to_le_bytes());
         put_str(&mut b, 32, NAME, &self.name);
         put_str(&mut b, 32 + NAME, 96, &self.owner);
         b
@@ -159,6 +170,7 @@ impl ChainMeta {
             depth: b[6],
             len: crate::abi::u32_at(b, 8),
             installed_unix_ns: crate::abi::u64_at(b, 16),
+            runs_base: crate::abi::u64_at(b, 24),
             name: get_str(b, 32, NAME),
             owner: get_str(b, 32 + NAME, 96),
         }
@@ -172,6 +184,7 @@ impl ChainMeta {
             depth: 0,
             len: 0,
             installed_unix_ns: 0,
+            runs_base: 0,
             name: String::new(),
             owner: String::new(),
         }
@@ -190,6 +203,7 @@ mod tests {
             nargs: 3,
             bpf_id: 77,
             registered_unix_ns: 123,
+            calls_base: 1251,
             name: "ip6_sd_tbmon".into(),
             package: "meter".into(),
             version: "1.2.0".into(),
@@ -202,6 +216,7 @@ mod tests {
             depth: 2,
             len: 40,
             installed_unix_ns: 9,
+            runs_base: 17,
             name: "ddos_tb_2_lev".into(),
             owner: "edge-guard".into(),
         };

@@ -52,3 +52,9 @@ pub fn rawtail() -> &'static [u8] {
 pub fn clocktest() -> &'static [u8] {
     include_bytes!(concat!(env!("OUT_DIR"), "/clocktest.o"))
 }
+
+/// Two HIKe programs, `test_nop` and `test_verdict` (`bpf/test/mini.bpf.c`): what
+/// deployment tests register when they only need a chain that ends packets.
+pub fn mini() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/mini.o"))
+}

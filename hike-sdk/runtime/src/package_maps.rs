@@ -76,6 +76,11 @@ impl PackageMap {
         }
     }
 
+    /// How many entries the map holds (keys present; an array has all its slots).
+    pub fn count(&self) -> usize {
+        self.handle.keys().count()
+    }
+
     /// Up to `limit` entries, each with its value per CPU (one value for maps that
     /// are not per-CPU), sorted by key: keys of up to 8 bytes as little-endian
     /// integers (ids, counters' slots), longer ones byte by byte (addresses are in

@@ -92,6 +92,7 @@ impl Runtime {
         let maps_dir = pkg_dir.join("maps");
         let pkg_dir_existed = pkg_dir.exists();
         std::fs::create_dir_all(&maps_dir).io("cannot create", &maps_dir)?;
+        crate::crashpoint::hit("register-dir");
         let undo_dir = |_: &RuntimeError| {
             if !pkg_dir_existed {
                 let _ = remove_tree(&pkg_dir);
@@ -106,6 +107,8 @@ impl Runtime {
             programs: &to_load,
         })
         .inspect_err(undo_dir)?;
+        crate::crashpoint::hit("register-loaded");
+        let counters = self.counters()?;
 
         let mut done: Vec<RegisteredProgram> = Vec::new();
         let result = (|| -> Result<()> {
@@ -124,11 +127,13 @@ impl Runtime {
                     nargs: sig.nargs(),
                     bpf_id,
                     registered_unix_ns: now_ns(),
+                    calls_base: counters.prog_calls.get(id as usize).copied().unwrap_or(0),
                     name: name.clone(),
                     package: obj.package.to_owned(),
                     version: obj.version.to_owned(),
                 };
                 self.set_prog_meta(id, &meta)?;
+                crate::crashpoint::hit("register-pending");
                 let pin = pkg_dir.join(&name);
                 if pin.exists() {
                     // An orphan from a process that died before recording it.
@@ -147,13 +152,16 @@ impl Runtime {
                 };
                 done.push(reg);
                 prog.pin(&pin).kernel(|| format!("pin {}", pin.display()))?;
+                crate::crashpoint::hit("register-pinned");
                 let fd = prog.as_fd().as_raw_fd() as u32;
                 self.maps
                     .progs(obj.hook)
                     .update(&key(id), &fd.to_le_bytes(), MapFlags::ANY)
                     .kernel(|| format!("put program {name} in hike_progs_{} at id {id}", obj.hook))?;
+                crate::crashpoint::hit("register-in-array");
                 meta.state = RecordState::Ready;
                 self.set_prog_meta(id, &meta)?;
+                crate::crashpoint::hit("register-ready");
             }
             Ok(())
         })();
@@ -186,12 +194,21 @@ impl Runtime {
                 users: users.join(", "),
             });
         }
-        self.maps.progs(meta.hook).delete(&key(id)).kernel(|| format!("remove program {id} from its array"))?;
+        // The array update is the point of no return; a process killed after it
+        // leaves a record that `repair` finishes removing.
+        if let Err(e) = self.maps.progs(meta.hook).delete(&key(id))
+            && e.kind() != libbpf_rs::ErrorKind::NotFound
+        {
+            return Err(RuntimeError::Kernel { what: format!("remove program {id} from its array"), source: e });
+        }
+        crate::crashpoint::hit("unregister-out-of-array");
         sys::wait_for_readers().io("cannot wait for running packets", self.root())?;
         let pkg_dir = self.layout.package_dir(&meta.package, &meta.version)?;
         let pin = pkg_dir.join(&meta.name);
         std::fs::remove_file(&pin).or_else(ignore_missing).io("cannot unpin", &pin)?;
+        crate::crashpoint::hit("unregister-unpinned");
         self.set_prog_meta(id, &ProgMeta::free())?;
+        crate::crashpoint::hit("unregister-freed");
         // The package's maps go with its last program.
         let others =
             self.prog_records()?.into_iter().any(|(_, m)| m.package == meta.package && m.version == meta.version);

@@ -83,12 +83,8 @@ impl Runtime {
                     rt.set_budget(opts.budget)?;
                     return Ok(rt);
                 }
-                // An init that died before writing the configuration (the last step)
-                // left maps but no magic; nothing can have used them. Start over.
-                Err(RuntimeError::NotInitialized { .. }) if config_is_blank(&layout) => {
-                    tracing::warn!(root = %root.display(), "removing a half-created HIKe root");
-                    remove_tree(&vm).io("cannot remove", &vm)?;
-                }
+                // open_locked removed what a killed init left; start over.
+                Err(RuntimeError::NotInitialized { .. }) if !layout.vm_dir().exists() => {}
                 Err(e) => return Err(e),
             }
         }
@@ -128,6 +124,18 @@ impl Runtime {
         let (magic, abi_version) =
             (abi::u32_at(&value, abi::config::MAGIC), abi::u32_at(&value, abi::config::ABI_VERSION));
         if magic != MAGIC {
+            // An init that died before writing the configuration (its last step)
+            // left maps but no magic; nothing can have used them, and we hold the
+            // lock any init holds, so it is not still running. Remove them.
+            if value.iter().all(|b| *b == 0) {
+                tracing::warn!(root = %root.display(), "removing a half-created HIKe root");
+                let vm = layout.vm_dir();
+                remove_tree(&vm).io("cannot remove", &vm)?;
+                return Err(RuntimeError::NotInitialized {
+                    root: root.to_owned(),
+                    reason: "it was half-created by a process that died; what it left was removed".into(),
+                });
+            }
             return Err(RuntimeError::NotInitialized {
                 root: root.to_owned(),
                 reason: "hike_config has no HIKe magic".into(),
@@ -239,36 +247,6 @@ impl Runtime {
         Ok(v.and_then(|v| abi::decode_chain(&v)))
     }
 
-    /// Settles records left `Pending` by a process that died mid-change: kept when
-    /// the kernel object was written, freed otherwise. Called with the lock held.
-    fn repair(&self) -> Result<()> {
-        for (id, mut m) in self.prog_records()? {
-            if m.state == RecordState::Pending {
-                let present = self.maps.progs(m.hook).lookup(&key(id), MapFlags::ANY).ok().flatten().is_some();
-                tracing::warn!(id, program = %m.name, present, "repairing a program record left pending");
-                if present {
-                    m.state = RecordState::Ready;
-                    self.set_prog_meta(id, &m)?;
-                } else {
-                    self.set_prog_meta(id, &ProgMeta::free())?;
-                }
-            }
-        }
-        for (id, mut m) in self.chain_records()? {
-            if m.state == RecordState::Pending {
-                let present = self.chain_code(id)?.is_some();
-                tracing::warn!(id, chain = %m.name, present, "repairing a chain record left pending");
-                if present {
-                    m.state = RecordState::Ready;
-                    self.set_chain_meta(id, &m)?;
-                } else {
-                    self.set_chain_meta(id, &ChainMeta::free())?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Removes the whole instance at `root`: detaches its loaders and unpins
     /// everything. Refuses a directory that is not a HIKe root.
     pub fn destroy(root: &Path) -> Result<()> {
@@ -295,17 +273,10 @@ impl Runtime {
                 }
             }
         }
+        crate::crashpoint::hit("destroy-unlinked");
         remove_tree(root).io("cannot remove", root)?;
         Ok(())
     }
-}
-
-/// Whether the configuration map exists but was never written.
-fn config_is_blank(layout: &Layout) -> bool {
-    MapHandle::from_pinned_path(layout.vm_map("hike_config"))
-        .ok()
-        .and_then(|m| m.lookup(&key(0), MapFlags::ANY).ok().flatten())
-        .is_some_and(|v| v.iter().all(|b| *b == 0))
 }
 
 /// Refuses a root that is not on a bpffs mount, with the command that fixes it.
@@ -357,8 +328,10 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
                 name: program.into(),
                 reason: "program missing after load".into(),
             })?;
+            crate::crashpoint::hit("init-loaded");
             let pin_path: PathBuf = vm.join(&pin);
             prog.pin(&pin_path).kernel(|| format!("pin {}", pin_path.display()))?;
+            crate::crashpoint::hit("init-pinned");
             if program == "hike_cont" {
                 let progs = MapHandle::from_pinned_path(vm.join(format!("hike_progs_{hook}")))
                     .kernel(|| format!("open hike_progs_{hook}"))?;
@@ -382,6 +355,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
             .kernel(|| format!("create {name}"))?;
         let path = vm.join(name);
         map.pin(&path).kernel(|| format!("pin {}", path.display()))?;
+        crate::crashpoint::hit("init-records");
         if name == "hike_prog_meta" {
             let cont = ProgMeta {
                 state: RecordState::Ready,
@@ -392,10 +366,12 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
                 name: "hike_cont".into(),
                 package: "hike-runtime".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
+                calls_base: 0,
             };
             map.update(&key(0), &cont.encode(), MapFlags::ANY).kernel(|| "reserve program id 0".into())?;
         }
     }
+    crate::crashpoint::hit("init-configuring");
     let config = MapHandle::from_pinned_path(vm.join("hike_config")).kernel(|| "open hike_config".into())?;
     let mut v = vec![0u8; abi::config::SIZE];
     v[abi::config::MAGIC..abi::config::MAGIC + 4].copy_from_slice(&MAGIC.to_le_bytes());

@@ -18,7 +18,7 @@ pub(crate) fn ser_hook<S: Serializer>(h: &Hook, s: S) -> std::result::Result<S::
     s.serialize_str(h.name())
 }
 
-/// A registered program and how often chains called it.
+/// A registered program and how often chains called it (since it got its id).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProgramStatus {
     pub id: u32,
@@ -116,7 +116,7 @@ impl Runtime {
                 hook: m.hook,
                 nargs: m.nargs,
                 bpf_id: m.bpf_id,
-                calls: counters.prog_calls.get(id as usize).copied().unwrap_or(0),
+                calls: counters.prog_calls.get(id as usize).copied().unwrap_or(0).saturating_sub(m.calls_base),
             })
             .collect();
         let chains = self
@@ -131,7 +131,7 @@ impl Runtime {
                 instructions: m.len,
                 nargs: m.nargs,
                 depth: m.depth,
-                runs: counters.chain_runs.get(id as usize).copied().unwrap_or(0),
+                runs: counters.chain_runs.get(id as usize).copied().unwrap_or(0).saturating_sub(m.runs_base),
             })
             .collect();
         let aborts = AbortReason::ALL

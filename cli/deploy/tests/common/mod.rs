@@ -59,16 +59,32 @@ impl Env {
         out
     }
 
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let p = self.files.path().join(name);
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-
     /// Package `progs@version` with the runtime's test programs.
     pub fn progs(&self, version: &str) -> PlannedPackage {
-        let manifest = format!(
-            r#"[package]
+        progs_in(self.files.path(), version)
+    }
+
+    /// Package `tl@1.0.0` with the runtime's test loader.
+    pub fn loader_pkg(&self) -> PlannedPackage {
+        loader_pkg_in(self.files.path())
+    }
+
+    /// A plan deploying `script` with package `progs@version` and the test loader.
+    pub fn plan(&self, version: &str, script: &str, params: &[(&str, &str)]) -> DeployPlan {
+        plan_in(self.files.path(), "app", version, script, params)
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Package `progs@version` with two test programs, objects written to `files`.
+pub fn progs_in(files: &Path, version: &str) -> PlannedPackage {
+    let manifest = format!(
+        r#"[package]
 name = "progs"
 version = "{version}"
 
@@ -88,27 +104,27 @@ source = "src/vmtest.bpf.c"
 hook = "xdp"
 ends-packet = "never"
 "#
-        );
-        PlannedPackage {
-            name: "progs".into(),
-            version: version.into(),
-            source: "file:///test/".into(),
-            checksum: format!("{:0>64}", version.replace('.', "")),
-            root: self.files.path().to_owned(),
-            manifest: Manifest::parse(&manifest, "progs/ebpkg.toml").unwrap(),
-            objects: vec![PlannedObject {
-                path: self.write(&format!("vmtest-{version}.o"), objects::vmtest(Hook::Xdp)),
-                object_name: "src/vmtest.bpf.c".into(),
-                hook: Hook::Xdp,
-                programs: vec!["test_verdict".into(), "test_nop".into()],
-                loaders: vec![],
-            }],
-        }
+    );
+    PlannedPackage {
+        name: "progs".into(),
+        version: version.into(),
+        source: "file:///test/".into(),
+        checksum: format!("{:0>64}", version.replace('.', "")),
+        root: files.to_owned(),
+        manifest: Manifest::parse(&manifest, "progs/ebpkg.toml").unwrap(),
+        objects: vec![PlannedObject {
+            path: write(files, &format!("mini-{version}.o"), objects::mini()),
+            object_name: "src/vmtest.bpf.c".into(),
+            hook: Hook::Xdp,
+            programs: vec!["test_verdict".into(), "test_nop".into()],
+            loaders: vec![],
+        }],
     }
+}
 
-    /// Package `tl@1.0.0` with the runtime's test loader.
-    pub fn loader_pkg(&self) -> PlannedPackage {
-        let manifest = r#"[package]
+/// Package `tl@1.0.0` with the runtime's test loader.
+pub fn loader_pkg_in(files: &Path) -> PlannedPackage {
+    let manifest = r#"[package]
 name = "tl"
 version = "1.0.0"
 
@@ -123,42 +139,41 @@ doc = "the chain every packet runs"
 key = [{ name = "slot", type = "u32" }]
 value = [{ name = "chain", type = "chain" }]
 "#;
-        PlannedPackage {
-            name: "tl".into(),
-            version: "1.0.0".into(),
-            source: "file:///test/".into(),
-            checksum: "1".repeat(64),
-            root: self.files.path().to_owned(),
-            manifest: Manifest::parse(manifest, "tl/ebpkg.toml").unwrap(),
-            objects: vec![PlannedObject {
-                path: self.write("testloader.o", objects::testloader(Hook::Xdp)),
-                object_name: "src/testloader.bpf.c".into(),
-                hook: Hook::Xdp,
-                programs: vec![],
-                loaders: vec!["test_loader".into()],
-            }],
-        }
+    PlannedPackage {
+        name: "tl".into(),
+        version: "1.0.0".into(),
+        source: "file:///test/".into(),
+        checksum: "1".repeat(64),
+        root: files.to_owned(),
+        manifest: Manifest::parse(manifest, "tl/ebpkg.toml").unwrap(),
+        objects: vec![PlannedObject {
+            path: write(files, "testloader.o", objects::testloader(Hook::Xdp)),
+            object_name: "src/testloader.bpf.c".into(),
+            hook: Hook::Xdp,
+            programs: vec![],
+            loaders: vec!["test_loader".into()],
+        }],
     }
+}
 
-    /// A plan deploying `script` with package `progs@version` and the test loader.
-    pub fn plan(&self, version: &str, script: &str, params: &[(&str, &str)]) -> DeployPlan {
-        let packages = vec![self.progs(version), self.loader_pkg()];
-        let manifests: Vec<Manifest> = packages.iter().map(|p| p.manifest.clone()).collect();
-        let env = ebpkg_deploy::signatures::env_from_manifests(&manifests).unwrap();
-        let compiled =
-            hike_chainc::compile(script, "chains/main.eclat", &env).unwrap_or_else(|d| panic!("{}", d.render()));
-        DeployPlan {
-            deployment: "app".into(),
-            project: PackageRef { name: "app".into(), version: "0.1.0".into() },
-            packages,
-            scripts: vec![PlannedScript {
-                file: "chains/main.eclat".into(),
-                source: script.into(),
-                artifact: compiled.artifact,
-            }],
-            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
-            force: false,
-        }
+/// A plan deploying `script` as `deployment` with `progs@version` and the test loader.
+pub fn plan_in(files: &Path, deployment: &str, version: &str, script: &str, params: &[(&str, &str)]) -> DeployPlan {
+    let packages = vec![progs_in(files, version), loader_pkg_in(files)];
+    let manifests: Vec<Manifest> = packages.iter().map(|p| p.manifest.clone()).collect();
+    let env = ebpkg_deploy::signatures::env_from_manifests(&manifests).unwrap();
+    let compiled = hike_chainc::compile(script, "chains/main.eclat", &env).unwrap_or_else(|d| panic!("{}", d.render()));
+    DeployPlan {
+        deployment: deployment.into(),
+        project: PackageRef { name: "app".into(), version: "0.1.0".into() },
+        project_dir: None,
+        packages,
+        scripts: vec![PlannedScript {
+            file: "chains/main.eclat".into(),
+            source: script.into(),
+            artifact: compiled.artifact,
+        }],
+        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+        force: false,
     }
 }
 
