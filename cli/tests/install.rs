@@ -70,7 +70,12 @@ fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
     assert_eq!(counters["entries"][0]["value"]["packets"], 2, "{counters}");
     assert_eq!(counters["entries"][1]["value"]["packets"], 1, "{counters}");
     let run = sb.run(sb.dir.path(), &["status", "--maps", "--limit", "2"]).ok();
-    assert!(run.stdout.contains("  map       flow@1.0.0 flow_counters: 2 entries (first 2)"), "{}", run.stdout);
+    // "2 of 16", not "2 entries (first 2)": the map holds 16.
+    assert!(
+        run.stdout.contains("  map       flow@1.0.0 flow_counters: 2 of 16 entries (raise --limit for more)"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("            slot=1 -> packets=1"), "{}", run.stdout);
 
     // Nothing changed: nothing to do.

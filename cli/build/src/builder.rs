@@ -153,6 +153,8 @@ impl Builder {
         units: &[BuildUnit],
         on_event: &(dyn Fn(BuildEvent<'_>) + Sync),
     ) -> Result<Vec<BuiltObject>, BuildError> {
+        // What killed builds left behind.
+        crate::temps::remove_stale(&self.cache_dir);
         let mut slots = Vec::with_capacity(units.len());
         let mut jobs: Vec<Job> = Vec::new();
         let mut job_by_key: HashMap<Sha256Digest, usize> = HashMap::new();
@@ -408,8 +410,12 @@ impl Builder {
         let dir = object.parent().unwrap_or(&self.cache_dir);
         let cache_err = |source| BuildError::Cache { path: dir.to_owned(), source };
         std::fs::create_dir_all(dir).map_err(cache_err)?;
-        let tmp =
-            tempfile::Builder::new().prefix(".tmp-").suffix(".o").tempfile_in(dir).map_err(cache_err)?.into_temp_path();
+        let tmp = tempfile::Builder::new()
+            .prefix(&crate::temps::prefix())
+            .suffix(".o")
+            .tempfile_in(dir)
+            .map_err(cache_err)?
+            .into_temp_path();
 
         tracing::debug!(unit = %unit, "compiling");
         let out = compile::run(&self.toolchain.clang, &args, &root, source.as_str(), &tmp).map_err(|e| {

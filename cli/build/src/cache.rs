@@ -36,7 +36,7 @@ pub fn warnings_path(object: &Path) -> PathBuf {
 /// Writes `bytes` to `path` through a temporary file in the same directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(&crate::temps::prefix()).tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_data()?;
     tmp.persist(path).map_err(|e| e.error)?;

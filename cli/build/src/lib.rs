@@ -26,6 +26,7 @@ mod elf_check;
 mod error;
 mod plan;
 mod sdk;
+pub mod temps;
 mod toolchain;
 
 pub use btf::{Btf, KERNEL_BTF, VmlinuxHeader};

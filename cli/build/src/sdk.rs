@@ -50,7 +50,7 @@ pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
         return Ok(include);
     }
     std::fs::create_dir_all(&sdk_root)?;
-    let tmp = tempfile::Builder::new().prefix(".tmp-").tempdir_in(&sdk_root)?;
+    let tmp = tempfile::Builder::new().prefix(&crate::temps::prefix()).tempdir_in(&sdk_root)?;
     let hike = tmp.path().join("include").join("hike");
     std::fs::create_dir_all(&hike)?;
     for (name, text) in HEADERS {
@@ -59,7 +59,8 @@ pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
     if dir.exists() {
         // Damaged: move it aside first (a rename cannot replace a non-empty
         // directory), then drop it.
-        let trash = tempfile::Builder::new().prefix(".trash-").tempdir_in(&sdk_root)?;
+        let trash =
+            tempfile::Builder::new().prefix(&format!(".trash-{}-", std::process::id())).tempdir_in(&sdk_root)?;
         let aside = trash.path().join("old");
         // Another builder may have just repaired or moved it: fine either way.
         let _ = std::fs::rename(&dir, &aside);

@@ -55,15 +55,18 @@ impl Deployer {
         };
         self.check_identity(plan, previous.as_ref(), netns.as_deref())?;
         let inputs = plan.inputs_digest(&self.root);
+        // Refused here, before the journal, when another state directory owns the root.
+        let existing = self.existing_runtime(&self.root)?;
         if let Some(p) = &previous
             && !plan.force
             && p.inputs == inputs
             && p.netns == netns
-            && let Some(rt) = self.existing_runtime(&self.root)?
-            && crate::status::problems(&rt, p).is_empty()
+            && let Some(rt) = &existing
+            && crate::status::problems(rt, p).is_empty()
         {
             return Ok(InstallOutcome::UpToDate(p.clone()));
         }
+        drop(existing);
         let generation = previous.as_ref().map_or(1, |p| p.generation + 1);
         // Journaled before the root is created, so that a first install killed
         // while creating it is undone (the root removed) like any other.

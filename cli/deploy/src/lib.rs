@@ -9,6 +9,7 @@
 //! kernel change lets the next run undo an install killed before its commit, or
 //! finish one killed after it ([`Deployer::recover`]).
 
+pub mod audit;
 mod deployer;
 mod error;
 mod install;
@@ -23,6 +24,7 @@ mod status;
 mod store;
 mod undo;
 
+pub use audit::{Finding, Fix};
 pub use deployer::{CRASH_POINTS, Deployer, Event};
 pub use error::{DeployError, Result, VerifierError};
 pub use install::InstallOutcome;

@@ -172,6 +172,20 @@ impl Store {
         json_names(&self.dir.join("journal"))
     }
 
+    /// Temporary files in `deployments/` or `journal/` whose writer died.
+    pub fn stale_temp_files(&self, sub: &str) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(self.dir.join(sub)).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.rsplit_once(".tmp-").and_then(|(_, pid)| pid.parse::<u32>().ok());
+            if name.starts_with('.') && pid.is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists()) {
+                out.push(e.path());
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Writes a verifier log (readable by the user who reads the error).
     pub fn save_log(&self, file: &str, text: &str) -> Result<PathBuf> {
         let path = self.log_path(file);

@@ -1,43 +1,53 @@
-//! `kill -9` at every point of an install or uninstall, then the next run
-//! recovers: before the commit the previous deployment runs and nothing new is
-//! pinned; after it, the new one runs and the previous one is gone.
+//! `kill -9` at every step boundary of an install on a fresh root, an upgrade and
+//! an uninstall — the deployer's steps and every runtime step inside them — and
+//! then: the next command succeeds, the other deployments on the host still
+//! forward, and once the operation is completed the kernel holds exactly what a
+//! clean run leaves (pins, and the programs, maps and links `bpftool` lists),
+//! with no object leaked.
 //!
-//! The killed process is this test binary run again (`child_install`) with
-//! `EBPKG_CRASH_AT`, which makes the deployer SIGKILL itself at that point.
+//! The killed process is this test binary run again (`child`) with
+//! `EBPKG_CRASH_AFTER=N`, which makes it SIGKILL itself at the N-th crash point
+//! (`hike_runtime::crashpoint`). N runs from 1 until the child finishes unkilled.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use common::*;
-use ebpkg_deploy::{CRASH_POINTS, Deployer, InstallOutcome};
+use ebpkg_deploy::{Deployer, Event};
+use hike_runtime::Runtime;
 
 const XDP_DROP: u32 = 1;
 const XDP_PASS: u32 = 2;
 
-fn none(_: &ebpkg_deploy::Event) {}
+fn none(_: &Event) {}
 
-/// Two namespaces' worth of veth, here one namespace holding both ends.
+/// One namespace holding veth pairs va/vb (the app), vc/vd (a bystander in
+/// another root and state directory) and vx/vy (a bystander sharing the app's).
 struct Veth {
     ns: String,
 }
 
 impl Veth {
-    fn new(tag: &str) -> Veth {
-        let ns = format!("ebd{tag}{}", std::process::id());
+    fn new() -> Veth {
+        let ns = format!("ebdcrash{}", std::process::id());
         let ip = |args: &[&str]| {
             let out = Command::new("ip").args(args).output().expect("ip (iproute2)");
             assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
         };
         let _ = Command::new("ip").args(["netns", "del", &ns]).output();
         ip(&["netns", "add", &ns]);
-        ip(&["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
-        ip(&["-n", &ns, "link", "set", "va", "up"]);
-        ip(&["-n", &ns, "link", "set", "vb", "up"]);
+        for (a, b) in [("va", "vb"), ("vc", "vd"), ("vx", "vy")] {
+            ip(&["-n", &ns, "link", "add", a, "type", "veth", "peer", "name", b]);
+            ip(&["-n", &ns, "link", "set", a, "up"]);
+            ip(&["-n", &ns, "link", "set", b, "up"]);
+        }
         Veth { ns }
     }
 }
@@ -48,87 +58,383 @@ impl Drop for Veth {
     }
 }
 
-/// Not a test of its own: the process the crash tests kill.
+/// A root removed when the test ends, however it ends.
+struct RootGuard(PathBuf);
+
+impl Drop for RootGuard {
+    fn drop(&mut self) {
+        let _ = Runtime::destroy(&self.0);
+    }
+}
+
+/// Not a test of its own: the process the crash test kills.
 #[test]
-fn child_install() {
+fn child() {
     let Ok(what) = std::env::var("EBPKG_TEST_CHILD") else { return };
-    let root = PathBuf::from(std::env::var("EBPKG_TEST_ROOT").unwrap());
-    let state = PathBuf::from(std::env::var("EBPKG_TEST_STATE").unwrap());
-    let ns = std::env::var("EBPKG_TEST_NETNS").unwrap();
-    let d = Deployer::new(&state, &root, Some(ns)).unwrap();
+    let var = |n: &str| std::env::var(n).unwrap();
+    let d = Deployer::new(
+        Path::new(&var("EBPKG_TEST_STATE")),
+        Path::new(&var("EBPKG_TEST_ROOT")),
+        Some(var("EBPKG_TEST_NETNS")),
+    )
+    .unwrap();
     match what.as_str() {
-        "install" => {
-            let env = Env::new("child");
-            d.install(&env.plan("1.1.0", &attached_script(XDP_PASS), &[("DEVNAME", "va")]), &none).unwrap();
-        }
-        _ => {
+        "uninstall" => {
             d.uninstall("app", &none).unwrap();
         }
-    }
-}
-
-fn run_child(env: &Env, veth: &Veth, what: &str, point: &str) {
-    let status = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_install", "--nocapture", "--test-threads=1"])
-        .env("EBPKG_TEST_CHILD", what)
-        .env("EBPKG_TEST_ROOT", &env.root)
-        .env("EBPKG_TEST_STATE", env.state.path())
-        .env("EBPKG_TEST_NETNS", &veth.ns)
-        .env("EBPKG_CRASH_AT", point)
-        .status()
-        .unwrap();
-    assert_eq!(status.signal(), Some(9), "the child was killed at {point}: {status:?}");
-}
-
-#[test]
-fn an_install_killed_at_any_point_is_finished_or_undone_by_the_next_run() {
-    let veth = Veth::new("k");
-    let install_points: Vec<&str> = CRASH_POINTS.iter().copied().filter(|p| *p != "uninstalling").collect();
-    for point in install_points {
-        let env = Env::new("crash");
-        let d = Deployer::new(env.state.path(), &env.root, Some(veth.ns.clone())).unwrap();
-        let first = d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
-        assert!(matches!(first, InstallOutcome::Installed { .. }));
-        let before = env.pins();
-
-        run_child(&env, &veth, "install", point);
-        assert_eq!(d.store().journals().unwrap().len(), 1, "{point}: the journal survives the kill");
-
-        let recovered = std::cell::RefCell::new(Vec::new());
-        d.recover(&|e| recovered.borrow_mut().push(format!("{e:?}"))).unwrap();
-        assert_eq!(recovered.borrow().len(), 1, "{point}: {:?}", recovered.borrow());
-        assert!(d.store().journals().unwrap().is_empty());
-        let status = d.status(&none).unwrap();
-        assert!(status[0].running, "{point}: {:?}", status[0].problems);
-        let committed = matches!(point, "committed" | "cleaned");
-        if committed {
-            assert_eq!(status[0].record.generation, 2, "{point}");
-            assert_eq!(verdict_of(&env, "app-2-tl-test_loader"), XDP_PASS, "{point}");
-            assert!(!env.root.join("loaders/app-1-tl-test_loader").exists(), "{point}");
-            assert!(!env.root.join("progs/progs@1_0_0").exists(), "{point}");
-        } else {
-            assert_eq!(status[0].record.generation, 1, "{point}");
-            assert_eq!(env.pins(), before, "{point}: nothing new is left pinned");
-            assert_eq!(verdict_of(&env, "app-1-tl-test_loader"), XDP_DROP, "{point}");
+        version => {
+            let plan = plan_in(
+                Path::new(&var("EBPKG_TEST_FILES")),
+                "app",
+                version,
+                &attached_script(XDP_PASS),
+                &[("DEVNAME", "va")],
+            );
+            d.install(&plan, &none).unwrap();
         }
-        let att = &status[0].record.loaders[0].attachments;
-        assert_eq!((att[0].interface.as_str(), att[0].mode.as_str()), ("va", "xdp"), "{point}");
-
-        // And the next install after a recovery works normally.
-        d.install(&env.plan("1.2.0", &attached_script(XDP_PASS), &[("DEVNAME", "va")]), &none).unwrap();
-        d.uninstall("app", &none).unwrap();
-        assert!(!env.root.exists(), "{point}: {:?}", env.pins());
     }
 }
 
+struct Child<'a> {
+    what: &'a str,
+    root: &'a Path,
+    state: &'a Path,
+    files: &'a Path,
+    ns: &'a str,
+}
+
+/// Runs the child, killed at crash point `n` (None: not killed); returns whether
+/// it was killed, and the points it passed.
+fn run_child(c: &Child<'_>, n: Option<usize>, log: &Path) -> (bool, Vec<String>) {
+    let _ = std::fs::remove_file(log);
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env("EBPKG_TEST_CHILD", c.what)
+        .env("EBPKG_TEST_ROOT", c.root)
+        .env("EBPKG_TEST_STATE", c.state)
+        .env("EBPKG_TEST_FILES", c.files)
+        .env("EBPKG_TEST_NETNS", c.ns)
+        .env("EBPKG_CRASH_LOG", log)
+        .env_remove("EBPKG_CRASH_AT");
+    match n {
+        Some(n) => cmd.env("EBPKG_CRASH_AFTER", n.to_string()),
+        None => cmd.env_remove("EBPKG_CRASH_AFTER"),
+    };
+    let out = cmd.output().unwrap();
+    let points: Vec<String> = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(_, p)| p.to_owned()))
+        .collect();
+    if out.status.signal() == Some(9) {
+        return (true, points);
+    }
+    assert!(
+        out.status.success(),
+        "child {} failed: {}\n{}",
+        c.what,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (false, points)
+}
+
+/// Every path under a root.
+fn pins(root: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(base).unwrap().display().to_string());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(base, &p, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// What `bpftool` lists: programs (name, maps, pins), maps (name, type, pins),
+/// links (program, pins).
+#[derive(Default)]
+struct Kernel {
+    progs: BTreeMap<u32, (String, Vec<u32>, Vec<String>)>,
+    maps: BTreeMap<u32, (String, String, Vec<String>)>,
+    links: BTreeMap<u32, (u32, Vec<String>)>,
+}
+
+fn bpftool(args: &[&str]) -> serde_json::Value {
+    let out = Command::new("bpftool").args(args).output().expect("bpftool");
+    assert!(out.status.success(), "bpftool {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+}
+
+impl Kernel {
+    fn list() -> Kernel {
+        let mut k = Kernel::default();
+        let id = |v: &serde_json::Value, f: &str| v[f].as_u64().unwrap_or(0) as u32;
+        for p in bpftool(&["-f", "-j", "prog", "show"]).as_array().unwrap() {
+            let maps = p["map_ids"].as_array().map(|a| a.iter().filter_map(|m| m.as_u64()).map(|m| m as u32).collect());
+            k.progs.insert(
+                id(p, "id"),
+                (p["name"].as_str().unwrap_or("").to_owned(), maps.unwrap_or_default(), strings(&p["pinned"])),
+            );
+        }
+        for m in bpftool(&["-f", "-j", "map", "show"]).as_array().unwrap() {
+            k.maps.insert(
+                id(m, "id"),
+                (
+                    m["name"].as_str().unwrap_or("").to_owned(),
+                    m["type"].as_str().unwrap_or("").to_owned(),
+                    strings(&m["pinned"]),
+                ),
+            );
+        }
+        for l in bpftool(&["-f", "-j", "link", "show"]).as_array().unwrap() {
+            k.links.insert(id(l, "id"), (id(l, "prog_id"), strings(&l["pinned"])));
+        }
+        k
+    }
+
+    /// Objects reachable from pins under `roots`: pinned ones, the programs of
+    /// reachable links and program arrays, the maps of reachable programs.
+    fn reachable(&self, roots: &[&Path]) -> BTreeSet<(char, u32)> {
+        let under = |pins: &[String]| pins.iter().any(|p| roots.iter().any(|r| Path::new(p).starts_with(r)));
+        let mut set: BTreeSet<(char, u32)> = BTreeSet::new();
+        set.extend(self.progs.iter().filter(|(_, p)| under(&p.2)).map(|(id, _)| ('p', *id)));
+        set.extend(self.maps.iter().filter(|(_, m)| under(&m.2)).map(|(id, _)| ('m', *id)));
+        set.extend(self.links.iter().filter(|(_, l)| under(&l.1)).map(|(id, _)| ('l', *id)));
+        loop {
+            let before = set.len();
+            let mut add = Vec::new();
+            for (kind, id) in &set {
+                match kind {
+                    'l' => add.extend(self.links.get(id).map(|l| ('p', l.0))),
+                    'p' => add.extend(self.progs.get(id).into_iter().flat_map(|p| p.1.iter().map(|m| ('m', *m)))),
+                    _ if self.maps.get(id).is_some_and(|m| m.1 == "prog_array") => {
+                        for e in bpftool(&["-j", "map", "dump", "id", &id.to_string()]).as_array().into_iter().flatten()
+                        {
+                            if let Some(p) = e["formatted"]["value"].as_u64() {
+                                add.push(('p', p as u32));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            set.extend(add);
+            if set.len() == before {
+                return set;
+            }
+        }
+    }
+
+    fn name(&self, (kind, id): (char, u32)) -> String {
+        match kind {
+            'p' => self.progs.get(&id).map(|p| format!("prog {}", p.0)),
+            'm' => self.maps.get(&id).map(|m| format!("map {} ({})", m.0, m.1)),
+            _ => self.links.get(&id).map(|_| "link".to_owned()),
+        }
+        .unwrap_or_else(|| format!("{kind}{id} (gone)"))
+    }
+
+    /// What is reachable from `root`, by kind and name: a clean run and a
+    /// crashed-then-completed one must hold the same.
+    fn shape(&self, root: &Path) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for o in self.reachable(&[root]) {
+            *out.entry(self.name(o)).or_insert(0) += 1;
+        }
+        out
+    }
+
+    fn max_ids(&self) -> (u32, u32, u32) {
+        let max = |ids: Vec<u32>| ids.into_iter().max().unwrap_or(0);
+        (
+            max(self.progs.keys().copied().collect()),
+            max(self.maps.keys().copied().collect()),
+            max(self.links.keys().copied().collect()),
+        )
+    }
+}
+
+/// Objects created since `baseline` with a name this test's roots use, that no
+/// root reaches: leaked. Waits for the kernel's deferred frees first.
+fn leaks(baseline: (u32, u32, u32), names: &BTreeSet<String>, roots: &[&Path]) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let k = Kernel::list();
+        let live = k.reachable(roots);
+        let mut out = Vec::new();
+        for (id, p) in &k.progs {
+            if *id > baseline.0 && names.contains(&format!("prog {}", p.0)) && !live.contains(&('p', *id)) {
+                out.push(format!("prog {} (id {id})", p.0));
+            }
+        }
+        for (id, m) in &k.maps {
+            let ours = m.0.starts_with("hike_") || names.contains(&format!("map {} ({})", m.0, m.1));
+            if *id > baseline.1 && ours && !live.contains(&('m', *id)) {
+                out.push(format!("map {} (id {id})", m.0));
+            }
+        }
+        if out.is_empty() || Instant::now() > deadline {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Scenario {
+    /// Install on a root that does not exist yet.
+    FreshInstall,
+    /// Replace generation 1 (progs@1.0.0) with progs@1.1.0 on a root shared with
+    /// another deployment using progs@1.0.0.
+    Upgrade,
+    /// Remove the app from that shared root.
+    Uninstall,
+}
+
 #[test]
-fn an_uninstall_killed_half_way_is_finished_by_the_next_run() {
-    let veth = Veth::new("u");
-    let env = Env::new("crashu");
-    let d = Deployer::new(env.state.path(), &env.root, Some(veth.ns.clone())).unwrap();
-    d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
-    run_child(&env, &veth, "uninstall", "uninstalling");
-    d.recover(&none).unwrap();
-    assert!(d.status(&none).unwrap().is_empty());
-    assert!(!env.root.exists(), "{:?}", env.pins());
+fn a_crash_at_every_step_is_repaired_by_the_next_command() {
+    require_kernel();
+    let veth = Veth::new();
+    let files = tempfile::tempdir().unwrap();
+    let logdir = tempfile::tempdir().unwrap();
+    let log = logdir.path().join("points");
+    let state = tempfile::tempdir().unwrap();
+    let other_state = tempfile::tempdir().unwrap();
+    let tag = std::process::id();
+    let shared_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-shared-{tag}"));
+    let fresh_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-fresh-{tag}"));
+    let other_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-other-{tag}"));
+    let _guards = [RootGuard(shared_root.clone()), RootGuard(fresh_root.clone()), RootGuard(other_root.clone())];
+    let ns = Some(veth.ns.clone());
+    let baseline = Kernel::list().max_ids();
+
+    // Bystanders: one in another root and state directory, one sharing the app's
+    // root, state directory and program version.
+    let other = Deployer::new(other_state.path(), &other_root, ns.clone()).unwrap();
+    other
+        .install(&plan_in(files.path(), "other", "0.9.0", &attached_script(XDP_DROP), &[("DEVNAME", "vc")]), &none)
+        .unwrap();
+    let shared = Deployer::new(state.path(), &shared_root, ns.clone()).unwrap();
+    shared
+        .install(&plan_in(files.path(), "shared", "1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "vx")]), &none)
+        .unwrap();
+    let fresh = Deployer::new(state.path(), &fresh_root, ns.clone()).unwrap();
+    let bystanders_forward = |when: &str| {
+        assert_eq!(verdict_in(&other_root, "other-1-tl-test_loader"), XDP_DROP, "{when}: the other root's deployment");
+        assert_eq!(
+            verdict_in(&shared_root, "shared-1-tl-test_loader"),
+            XDP_DROP,
+            "{when}: the shared root's deployment"
+        );
+        for (d, name) in [(&other, "other"), (&shared, "shared")] {
+            let s = d.status(&none).unwrap();
+            let s = s.iter().find(|s| s.record.name == name).unwrap();
+            assert!(s.running, "{when}: {name} runs: {:?}", s.problems);
+        }
+    };
+    let app_v1 = |d: &Deployer| {
+        d.install(&plan_in(files.path(), "app", "1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none)
+            .unwrap();
+    };
+
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let mut total = 0;
+    for scenario in [Scenario::FreshInstall, Scenario::Upgrade, Scenario::Uninstall] {
+        let (root, d, what) = match scenario {
+            Scenario::FreshInstall => (&fresh_root, &fresh, "1.1.0"),
+            Scenario::Upgrade => (&shared_root, &shared, "1.1.0"),
+            Scenario::Uninstall => (&shared_root, &shared, "uninstall"),
+        };
+        let child = Child { what, root, state: state.path(), files: files.path(), ns: &veth.ns };
+        let prepare = || {
+            if !matches!(scenario, Scenario::FreshInstall) {
+                app_v1(d);
+            }
+        };
+        let complete = || match scenario {
+            Scenario::Uninstall => {
+                if d.store().record("app").unwrap().is_some() {
+                    d.uninstall("app", &none).unwrap();
+                }
+            }
+            _ => {
+                let plan = plan_in(files.path(), "app", "1.1.0", &attached_script(XDP_PASS), &[("DEVNAME", "va")]);
+                d.install(&plan, &none).unwrap();
+                let generation = if matches!(scenario, Scenario::FreshInstall) { 1 } else { 2 };
+                assert_eq!(verdict_in(root, &format!("app-{generation}-tl-test_loader")), XDP_PASS);
+            }
+        };
+        let reset = || {
+            if d.store().record("app").unwrap().is_some() {
+                d.uninstall("app", &none).unwrap();
+            }
+        };
+
+        // The clean run: what every crashed run must end as, and how many points.
+        prepare();
+        let (killed, points) = run_child(&child, None, &log);
+        assert!(!killed);
+        assert!(points.len() >= 5, "{scenario:?}: the crash points are reached: {points:?}");
+        let k = Kernel::list();
+        let want_pins = pins(root);
+        let want_shape = k.shape(root);
+        names.extend(want_shape.keys().cloned());
+        names.extend(k.shape(&other_root).keys().cloned());
+        reset();
+
+        for n in 1..=points.len() {
+            let at = format!("{scenario:?}, killed at point {n} ({})", points[n - 1]);
+            prepare();
+            let (killed, _) = run_child(&child, Some(n), &log);
+            assert!(killed, "{at}: the child was killed");
+
+            // The next command succeeds and repairs everything, and no one else
+            // noticed.
+            let events = std::cell::RefCell::new(Vec::new());
+            let status = d.status(&|e| events.borrow_mut().push(format!("{e:?}"))).unwrap();
+            assert!(!events.borrow().iter().any(|e| e.contains("RecoveryFailed")), "{at}: {:?}", events.borrow());
+            assert!(d.store().journals().unwrap().is_empty(), "{at}: the journal is settled");
+            for s in &status {
+                assert!(s.running, "{at}: {} runs after recovery: {:?}", s.record.name, s.problems);
+            }
+            bystanders_forward(&at);
+
+            // Completing the operation ends where the clean run ended.
+            complete();
+            let k = Kernel::list();
+            assert_eq!(pins(root), want_pins, "{at}: the pins equal a clean run's");
+            assert_eq!(k.shape(root), want_shape, "{at}: the kernel objects equal a clean run's");
+            let leaked = leaks(baseline, &names, &[&shared_root, &fresh_root, &other_root]);
+            assert!(leaked.is_empty(), "{at}: leaked kernel objects: {leaked:?}");
+            bystanders_forward(&at);
+            reset();
+            total += 1;
+        }
+    }
+    assert!(total > 60, "every step of three operations: {total} crash points");
+
+    shared.uninstall("shared", &none).unwrap();
+    other.uninstall("other", &none).unwrap();
+    for r in [&shared_root, &fresh_root, &other_root] {
+        assert!(!r.exists(), "{} is removed with its last deployment: {:?}", r.display(), pins(r));
+    }
+    let leaked = leaks(baseline, &names, &[]);
+    assert!(leaked.is_empty(), "leaked kernel objects after everything was uninstalled: {leaked:?}");
+}
+
+/// Runs a packet through a loader instance in `root`.
+fn verdict_in(root: &Path, instance: &str) -> u32 {
+    let rt = Runtime::open(root).unwrap();
+    rt.test_run_loader(instance, &packet(), 0).unwrap().verdict
 }

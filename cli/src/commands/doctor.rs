@@ -11,8 +11,14 @@ use crate::Ctx;
 use crate::exit::{Failure, fail};
 
 #[derive(Args)]
-#[command(after_help = "Example:\n  sudo ebpkg doctor")]
-pub struct DoctorArgs {}
+#[command(after_help = "Examples:\n  sudo ebpkg doctor\n  sudo ebpkg doctor --fix")]
+pub struct DoctorArgs {
+    /// Also repair what no other command would: remove what no deployment owns
+    /// (left by refused journals), temporary roots and files of processes that
+    /// died, and empty roots; finish interrupted transactions.
+    #[arg(long)]
+    fix: bool,
+}
 
 #[derive(Serialize)]
 struct Check {
@@ -31,7 +37,7 @@ fn check(name: &'static str, ok: bool, found: String, fix: &str) -> Check {
 /// The minimum kernel: BPF links for XDP and tcx for TC attachments.
 const MIN_KERNEL: (u32, u32) = (6, 6);
 
-pub fn run(ctx: &Ctx, _args: DoctorArgs) -> Result<ExitCode> {
+pub fn run(ctx: &Ctx, args: DoctorArgs) -> Result<ExitCode> {
     let mut checks = Vec::new();
 
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
@@ -140,19 +146,7 @@ pub fn run(ctx: &Ctx, _args: DoctorArgs) -> Result<ExitCode> {
         },
     });
 
-    if let Ok(store) = ebpkg_deploy::Store::open(state) {
-        let pending = store.journals().map(|j| j.len()).unwrap_or(0);
-        checks.push(Check {
-            name: "deployments",
-            status: if pending == 0 { "ok" } else { "warn" },
-            found: format!(
-                "{} deployment(s), {pending} interrupted transaction(s)",
-                store.records().map(|r| r.len()).unwrap_or(0)
-            ),
-            fix: (pending > 0)
-                .then(|| "any `ebpkg install`, `uninstall` or `status` finishes or undoes them".to_owned()),
-        });
-    }
+    checks.extend(host_state(ctx, args.fix));
 
     let failed = checks.iter().filter(|c| c.status == "fail").count();
     if ctx.ui.json {
@@ -169,6 +163,104 @@ pub fn run(ctx: &Ctx, _args: DoctorArgs) -> Result<ExitCode> {
         return Err(fail(Failure::Environment, format!("{failed} check(s) failed")));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the state directory, the roots and the cache hold that does not agree
+/// with the records, each with its fix; with `fix`, the repairs done first.
+fn host_state(ctx: &Ctx, fix: bool) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let warn = |name: &'static str, found: String, fix: Option<String>| Check { name, status: "warn", found, fix };
+    if fix {
+        for root in crate::ops::stale_temp_roots(&ctx.config.bpffs_root) {
+            let found = match hike_runtime::Runtime::destroy(&root) {
+                Ok(()) => format!("removed {}, a temporary root of a process that died", root.display()),
+                Err(e) => format!("cannot remove {}: {e}", root.display()),
+            };
+            checks.push(Check { name: "repaired", status: "ok", found, fix: None });
+        }
+        for p in ebpkg_build::temps::remove_stale(&ctx.config.cache_dir) {
+            checks.push(Check {
+                name: "repaired",
+                status: "ok",
+                found: format!("removed {}, left by a build that died", p.display()),
+                fix: None,
+            });
+        }
+    }
+    for root in crate::ops::stale_temp_roots(&ctx.config.bpffs_root) {
+        checks.push(warn(
+            "temporary root",
+            format!("{} was left by a process that died (ebpkg test or build --verify)", root.display()),
+            Some("`ebpkg doctor --fix` (or the next `ebpkg test`) removes it".into()),
+        ));
+    }
+    for p in ebpkg_build::temps::stale(&ctx.config.cache_dir) {
+        checks.push(warn(
+            "cache",
+            format!("{} was left by a build that died", p.display()),
+            Some("`ebpkg doctor --fix` (or the next build) removes it".into()),
+        ));
+    }
+    let deployer = match ebpkg_deploy::Deployer::new(&ctx.config.state_dir, &ctx.config.bpffs_root, None) {
+        Ok(d) => d,
+        Err(e) => {
+            checks.push(Check {
+                name: "deployments",
+                status: "fail",
+                found: e.to_string(),
+                fix: Some("repair the state directory as said, then run `ebpkg doctor` again".into()),
+            });
+            return checks;
+        }
+    };
+    if fix {
+        match deployer.repair(&|e| crate::ops::install::print_event(ctx, e)) {
+            Ok((done, failed)) => {
+                for f in done {
+                    checks.push(Check { name: "repaired", status: "ok", found: f.what, fix: None });
+                }
+                for (f, e) in failed {
+                    checks.push(warn("repair failed", format!("{}: {e}", f.what), None));
+                }
+            }
+            Err(e) => checks.push(warn("repair failed", e.to_string(), None)),
+        }
+    }
+    match deployer.audit() {
+        Ok(findings) if findings.is_empty() => checks.push(Check {
+            name: "deployments",
+            status: "ok",
+            found: format!(
+                "{} deployment(s), consistent with the kernel",
+                deployer.store().records().map(|r| r.len()).unwrap_or(0)
+            ),
+            fix: None,
+        }),
+        Ok(findings) => {
+            for f in findings {
+                let how = match &f.fix {
+                    ebpkg_deploy::Fix::NextCommand => {
+                        "any `ebpkg install`, `uninstall` or `status` finishes or undoes it".to_owned()
+                    }
+                    ebpkg_deploy::Fix::Reinstall { deployment } => {
+                        format!("run `ebpkg install` in the project of deployment {deployment}")
+                    }
+                    ebpkg_deploy::Fix::Inspect { path } => {
+                        format!("look at {} and remove it when done", path.display())
+                    }
+                    _ => "`ebpkg doctor --fix` removes it".to_owned(),
+                };
+                checks.push(warn("deployments", f.what, Some(how)));
+            }
+        }
+        Err(e) => checks.push(Check {
+            name: "deployments",
+            status: "fail",
+            found: e.to_string(),
+            fix: Some("repair what it says, then run `ebpkg doctor` again".into()),
+        }),
+    }
+    checks
 }
 
 fn tempfile_in(dir: &std::path::Path) -> bool {

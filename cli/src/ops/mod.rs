@@ -43,18 +43,85 @@ pub fn require_privileges(what: &str) -> Result<()> {
 }
 
 /// A HIKe root of one command's own (`<bpffs root>-<what>-<pid>`), for tests and
-/// verification runs; destroyed when dropped, even on errors.
+/// verification runs; destroyed when dropped, even on errors, and when the
+/// process is interrupted (SIGINT, SIGTERM, SIGHUP). One left by a process that
+/// died otherwise (`kill -9`) is removed by the next command that makes one, and
+/// reported by `ebpkg doctor`.
 pub struct TempRoot {
     pub path: std::path::PathBuf,
     pub rt: hike_runtime::Runtime,
 }
 
+/// The kinds of temporary roots commands make.
+const TEMP_ROOT_KINDS: &[&str] = &["test", "verify"];
+
+/// Temporary roots beside `bpffs_root` whose process is gone.
+pub fn stale_temp_roots(bpffs_root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let (Some(parent), Some(base)) = (bpffs_root.parent(), bpffs_root.file_name()) else { return Vec::new() };
+    let base = base.to_string_lossy();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = TEMP_ROOT_KINDS
+            .iter()
+            .find_map(|k| name.strip_prefix(&format!("{base}-{k}-")))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !std::path::Path::new("/proc").join(pid.to_string()).exists()
+        {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Roots to remove if a signal ends the process.
+static LIVE_TEMP_ROOTS: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// On SIGINT, SIGTERM or SIGHUP: remove the live temporary roots, then die of
+/// the signal as the process would have.
+fn remove_temp_roots_on_signals() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            tracing::warn!("cannot watch for signals: an interrupted run leaves its temporary root to the next one");
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let roots = LIVE_TEMP_ROOTS.lock().map(|r| r.clone()).unwrap_or_default();
+                for root in roots {
+                    if let Err(e) = hike_runtime::Runtime::destroy(&root) {
+                        eprintln!("cannot remove {}: {e}", root.display());
+                    }
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        });
+    });
+}
+
 impl TempRoot {
     pub fn create(ctx: &crate::Ctx, what: &str) -> Result<TempRoot> {
+        for stale in stale_temp_roots(&ctx.config.bpffs_root) {
+            match hike_runtime::Runtime::destroy(&stale) {
+                Ok(()) => tracing::info!("removed {}, left by a process that died", stale.display()),
+                Err(e) => tracing::warn!("cannot remove {}: {e}", stale.display()),
+            }
+        }
+        remove_temp_roots_on_signals();
         let path =
             std::path::PathBuf::from(format!("{}-{what}-{}", ctx.config.bpffs_root.display(), std::process::id()));
-        let rt = hike_runtime::Runtime::init(&path, hike_runtime::InitOptions::default())
-            .map_err(|e| fail(Failure::Environment, format!("cannot create a HIKe root at {}: {e}", path.display())))?;
+        if let Ok(mut live) = LIVE_TEMP_ROOTS.lock() {
+            live.push(path.clone());
+        }
+        let rt = hike_runtime::Runtime::init(&path, hike_runtime::InitOptions::default()).map_err(|e| {
+            let _ = hike_runtime::Runtime::destroy(&path);
+            fail(Failure::Environment, format!("cannot create a HIKe root at {}: {e}", path.display()))
+        })?;
         Ok(TempRoot { path, rt })
     }
 }
@@ -63,6 +130,9 @@ impl Drop for TempRoot {
     fn drop(&mut self) {
         if let Err(e) = hike_runtime::Runtime::destroy(&self.path) {
             tracing::warn!("cannot remove {}: {e}", self.path.display());
+        }
+        if let Ok(mut live) = LIVE_TEMP_ROOTS.lock() {
+            live.retain(|p| p != &self.path);
         }
     }
 }

@@ -1,0 +1,225 @@
+//! The state directory is root's alone, a journal can only undo its own
+//! transaction, a root has one manager, and deployments never take each other
+//! over: each refusal leaves the running deployment exactly as it was.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use ebpkg_deploy::journal::{Journal, Step};
+use ebpkg_deploy::{DeployError, Deployer, Event};
+
+const XDP_DROP: u32 = 1;
+
+fn none(_: &Event) {}
+
+/// A network namespace with one veth pair per name, removed on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str, pairs: &[(&str, &str)]) -> Netns {
+        let ns = format!("ebds{tag}{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().expect("ip (iproute2)");
+            assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        };
+        let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        ip(&["netns", "add", &ns]);
+        for (a, b) in pairs {
+            ip(&["-n", &ns, "link", "add", a, "type", "veth", "peer", "name", b]);
+            ip(&["-n", &ns, "link", "set", a, "up"]);
+            ip(&["-n", &ns, "link", "set", b, "up"]);
+        }
+        Netns(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+fn journal_file(state: &Path, name: &str) -> std::path::PathBuf {
+    state.join("journal").join(format!("{name}.json"))
+}
+
+#[test]
+fn planted_journals_are_refused_and_change_nothing() {
+    let ns = Netns::new("p", &[("va", "vb")]);
+    let env = Env::new("plant");
+    let d = env.deployer_in(&ns.0);
+    d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
+    let pins = env.pins();
+    let victim = d.store().record("app").unwrap().unwrap();
+
+    // A forged journal of another deployment that would move the victim's
+    // interface and remove its loader on "rollback".
+    let mut forged = Journal::install("evil", 2, env.root.clone(), Some(ns.0.clone()), Some(victim.clone()));
+    forged.steps.push(Step::Switch {
+        interface: "va".into(),
+        from: "app-1-tl-test_loader".into(),
+        to: "app-1-tl-test_loader".into(),
+    });
+    let write = |j: &Journal, name: &str| {
+        let path = journal_file(env.state.path(), name);
+        std::fs::write(&path, serde_json::to_vec(j).unwrap()).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        path
+    };
+    // 1. Content that does not belong to its file or its deployment.
+    write(&forged, "evil");
+    // 2. The victim's own name, claiming a generation the record does not have.
+    let mut wrong_gen = Journal::install("app", 7, env.root.clone(), Some(ns.0.clone()), Some(victim.clone()));
+    wrong_gen.steps.push(Step::LoadLoader { instance: "app-1-tl-test_loader".into() });
+    write(&wrong_gen, "app");
+    let events = std::cell::RefCell::new(Vec::new());
+    d.recover(&|e| events.borrow_mut().push(format!("{e:?}"))).unwrap();
+    let events = events.into_inner();
+    assert_eq!(
+        events.iter().filter(|e| e.contains("RecoveryFailed") && e.contains("moved to")).count(),
+        2,
+        "{events:?}"
+    );
+    assert!(d.store().journals().unwrap().is_empty(), "refused journals are moved away");
+    assert!(env.state.path().join("journal/rejected").read_dir().unwrap().count() == 2);
+    assert_eq!(env.pins(), pins, "nothing in the root changed");
+    assert_eq!(verdict_of(&env, "app-1-tl-test_loader"), XDP_DROP);
+
+    // 3. A journal written by another user, and 4. one others could have written:
+    // refused before its content is even read.
+    let nobody = 65534;
+    let p = write(&Journal::uninstall(&victim), "app");
+    std::os::unix::fs::chown(&p, Some(nobody), Some(nobody)).unwrap();
+    let events = std::cell::RefCell::new(Vec::new());
+    let err = d.uninstall("app", &|e| events.borrow_mut().push(format!("{e:?}"))).unwrap_err();
+    assert!(matches!(err, DeployError::RejectedJournal { .. }), "{err}");
+    assert!(err.to_string().contains("owned by uid 65534"), "{err}");
+    let p = write(&Journal::uninstall(&victim), "app");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let status = d.status(&none).unwrap();
+    assert!(status[0].running, "{:?}", status[0].problems);
+    assert!(!p.exists(), "the world-writable journal was moved away");
+    assert_eq!(env.pins(), pins, "nothing in the root changed");
+    assert_eq!(verdict_of(&env, "app-1-tl-test_loader"), XDP_DROP);
+    d.uninstall("app", &none).unwrap();
+}
+
+#[test]
+fn the_state_directory_is_created_private_and_refused_when_others_can_write_it() {
+    // umask is per process: the part under umask 000 runs in a child.
+    if std::env::var("EBPKG_TEST_UMASK_CHILD").is_ok() {
+        rustix::process::umask(rustix::fs::Mode::empty());
+        let dir = std::env::var("EBPKG_TEST_STATE").unwrap();
+        ebpkg_deploy::Store::open(Path::new(&dir)).unwrap();
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let state = base.path().join("state");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "the_state_directory_is_created_private_and_refused_when_others_can_write_it", "--nocapture"])
+        .env("EBPKG_TEST_UMASK_CHILD", "1")
+        .env("EBPKG_TEST_STATE", &state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (sub, mode) in [("", 0o755), ("deployments", 0o755), ("journal", 0o700), ("logs", 0o755)] {
+        let m = std::fs::metadata(state.join(sub)).unwrap();
+        assert_eq!(m.mode() & 0o777, mode, "{sub} under umask 000");
+    }
+
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = ebpkg_deploy::Store::open(&state).unwrap_err();
+    assert!(err.to_string().contains("group or others can write to it (mode 777)"), "{err}");
+    assert!(err.to_string().contains("chmod go-w"), "{err}");
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = ebpkg_deploy::Store::open(&state).unwrap_err();
+    assert!(err.to_string().contains("above the state directory"), "{err}");
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    ebpkg_deploy::Store::open(&state).unwrap();
+    std::os::unix::fs::chown(state.join("deployments"), Some(65534), None).unwrap();
+    let err = ebpkg_deploy::Store::open(&state).unwrap_err();
+    assert!(err.to_string().contains("owned by uid 65534"), "{err}");
+}
+
+#[test]
+fn a_root_has_one_state_directory_and_deployments_never_take_each_other_over() {
+    let ns = Netns::new("i", &[("va", "vb"), ("vc", "vd")]);
+    let env = Env::new("ident");
+    let d = env.deployer_in(&ns.0);
+    let mut plan = env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]);
+    plan.project_dir = Some("/srv/beta".into());
+    d.install(&plan, &none).unwrap();
+    let pins = env.pins();
+
+    // Another state directory on the same root.
+    let other_state = tempfile::tempdir().unwrap();
+    let other = Deployer::new(other_state.path(), &env.root, Some(ns.0.clone())).unwrap();
+    let err = other.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "vc")]), &none).unwrap_err();
+    assert!(matches!(err, DeployError::RootTaken { .. }), "{err}");
+    assert!(err.to_string().contains(&env.state.path().canonicalize().unwrap().display().to_string()), "{err}");
+
+    // A project of the same name in another directory.
+    plan.project_dir = Some("/tmp/x/beta".into());
+    let err = d.install(&plan, &none).unwrap_err();
+    assert!(matches!(err, DeployError::NameTaken { .. }), "{err}");
+    assert!(err.to_string().contains("/srv/beta") && err.to_string().contains("--name app-2"), "{err}");
+
+    // Another deployment on the same interface.
+    let mut second = plan_in(env.files.path(), "second", "1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]);
+    second.project_dir = Some("/srv/second".into());
+    let err = d.install(&second, &none).unwrap_err();
+    assert!(matches!(err, DeployError::InterfaceTaken { .. }), "{err}");
+    assert!(err.to_string().contains("deployment `app`") && err.to_string().contains("/srv/beta"), "{err}");
+    assert_eq!(env.pins(), pins, "the refusals changed nothing");
+    assert_eq!(verdict_of(&env, "app-1-tl-test_loader"), XDP_DROP);
+    assert_eq!(d.store().record("app").unwrap().unwrap().generation, 1);
+
+    // Without --netns, the deployment keeps its namespace.
+    let keep = Deployer::new(env.state.path(), &env.root, None).unwrap();
+    let mut upgrade = env.plan("1.1.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]);
+    upgrade.project_dir = Some("/srv/beta".into());
+    keep.install(&upgrade, &none).unwrap();
+    assert_eq!(d.store().record("app").unwrap().unwrap().netns.as_deref(), Some(ns.0.as_str()));
+    let status = keep.status(&none).unwrap();
+    assert!(status[0].running, "{:?}", status[0].problems);
+    d.uninstall("app", &none).unwrap();
+    assert!(!env.root.exists());
+}
+
+#[test]
+fn a_deleted_interface_is_reported_and_reinstalling_attaches_again() {
+    let ns = Netns::new("l", &[("va", "vb")]);
+    let env = Env::new("defunct");
+    let d = env.deployer_in(&ns.0);
+    let plan = env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]);
+    d.install(&plan, &none).unwrap();
+    let ip = |args: &[&str]| assert!(Command::new("ip").args(args).status().unwrap().success());
+    ip(&["-n", &ns.0, "link", "del", "va"]);
+    ip(&["-n", &ns.0, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+    let status = d.status(&none).unwrap();
+    assert!(!status[0].running);
+    assert!(status[0].problems.iter().any(|p| p.contains("defunct")), "{:?}", status[0].problems);
+    let outcome = d.install(&plan, &none).unwrap();
+    assert!(matches!(outcome, ebpkg_deploy::InstallOutcome::Installed { .. }), "not 'up to date'");
+    let status = d.status(&none).unwrap();
+    assert!(status[0].running, "{:?}", status[0].problems);
+    d.uninstall("app", &none).unwrap();
+}
+
+#[test]
+fn a_failed_first_install_leaves_no_root() {
+    let env = Env::new("firstfail");
+    let d = env.deployer();
+    // No such interface: the attach fails after the root was created.
+    let err = d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "nosuchif0")]), &none);
+    assert!(err.is_err());
+    assert!(!env.root.exists(), "{:?}", env.pins());
+    assert!(d.store().journals().unwrap().is_empty());
+}

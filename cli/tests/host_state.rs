@@ -1,0 +1,137 @@
+//! The host state as `ebpkg` leaves it: interrupted `ebpkg test` runs leave no
+//! root, `doctor` reports what does not agree with the records and `doctor
+//! --fix` repairs it, and one project never replaces another's deployment.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Starts `ebpkg test` in a copy of first-party package `meter` and waits until
+/// its temporary root exists; returns the process and the root.
+fn start_test(sb: &Sandbox) -> (std::process::Child, PathBuf) {
+    let pkg = sb.path("meter");
+    copy_dir(&first_party()[0], &pkg);
+    let mut child = sb
+        .cmd(&pkg, &["test"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let root = PathBuf::from(format!("{}-test-{}", sb.root.display(), child.id()));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !root.join("vm").exists() {
+        assert!(child.try_wait().unwrap().is_none(), "ebpkg test ended before its root appeared");
+        assert!(Instant::now() < deadline, "no temporary root {} appeared", root.display());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    (child, root)
+}
+
+fn signal(child: &std::process::Child, sig: rustix::process::Signal) {
+    rustix::process::kill_process(rustix::process::Pid::from_raw(child.id() as i32).unwrap(), sig).unwrap();
+}
+
+#[test]
+fn an_interrupted_ebpkg_test_removes_its_root_and_a_killed_one_is_cleaned_up_later() {
+    require_kernel();
+    let sb = Sandbox::new("tint").shared_cache();
+    for sig in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
+        let (mut child, root) = start_test(&sb);
+        signal(&child, sig);
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{sig:?}: {status:?}");
+        assert!(!root.exists(), "{sig:?}: {} is removed", root.display());
+    }
+
+    // kill -9 cannot be caught: the root stays, doctor says so, and --fix (or the
+    // next `ebpkg test`) removes it.
+    let (mut child, root) = start_test(&sb);
+    signal(&child, rustix::process::Signal::KILL);
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert!(root.exists());
+    let run = sb.run(sb.dir.path(), &["doctor"]);
+    assert!(run.stdout.contains(&format!("{} was left by a process that died", root.display())), "{}", run.stdout);
+    sb.run(sb.dir.path(), &["doctor", "--fix"]);
+    assert!(!root.exists(), "doctor --fix removed it");
+}
+
+#[test]
+fn doctor_reports_what_no_deployment_owns_and_fix_removes_it() {
+    let sb = Sandbox::with_netns("doc");
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    let app = sb.package("app");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let run = sb.run(sb.dir.path(), &["doctor"]);
+    assert!(run.stdout.contains("1 deployment(s), consistent with the kernel"), "{}", run.stdout);
+
+    // What a transaction whose journal was refused leaves: a chain no deployment
+    // owns; and a record a killed process was writing.
+    let rt = hike_runtime::Runtime::open(&sb.root).unwrap();
+    let insns = [hike_bytecode::build::mov_imm(0, 0), hike_bytecode::build::exit()];
+    let spec = hike_runtime::ChainSpec {
+        name: "stray",
+        owner: "evil#3",
+        hook: hike_bytecode::Hook::Xdp,
+        insns: &insns,
+        nargs: 0,
+    };
+    let id = rt.install_chain(&spec).unwrap();
+    drop(rt);
+    let temp = sb.path("state/deployments/.app.json.tmp-999999999");
+    std::fs::write(&temp, b"{").unwrap();
+
+    let run = sb.run(sb.dir.path(), &["doctor"]);
+    assert!(run.stdout.contains(&format!("chain stray (id {id}, owner evil#3)")), "{}", run.stdout);
+    assert!(run.stdout.contains("belongs to no deployment"), "{}", run.stdout);
+    assert!(run.stdout.contains("was being written by a process that died"), "{}", run.stdout);
+    assert!(run.stdout.contains("`ebpkg doctor --fix` removes it"), "{}", run.stdout);
+
+    let run = sb.run(sb.dir.path(), &["doctor", "--fix"]);
+    assert!(run.stdout.contains("repaired"), "{}", run.stdout);
+    assert!(!temp.exists());
+    let run = sb.run(sb.dir.path(), &["doctor"]);
+    assert!(run.stdout.contains("1 deployment(s), consistent with the kernel"), "{}", run.stdout);
+    assert_eq!(sb.status()[0]["running"], true);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS, "the deployment still runs");
+}
+
+#[test]
+fn a_project_of_the_same_name_elsewhere_does_not_replace_the_deployment() {
+    let sb = Sandbox::with_netns("ident");
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    let app = sb.package("app");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let pins = sb.pins();
+
+    let twin = sb.path("elsewhere/app");
+    copy_dir(&app, &twin);
+    let run = sb.run(&twin, &["install", "--set", "DEVNAME=va"]).fails(2);
+    let app_dir = std::fs::canonicalize(&app).unwrap();
+    assert!(
+        run.stderr.contains(&format!("deployment `app` belongs to the project at {}", app_dir.display())),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--name app-2"), "{}", run.stderr);
+
+    // Under its own name it still may not take the interface the other uses.
+    let run = sb.run(&twin, &["install", "--name", "app-2", "--set", "DEVNAME=va"]).fails(2);
+    assert!(run.stderr.contains("interface va (xdp) is used by deployment `app`"), "{}", run.stderr);
+    assert_eq!(sb.pins(), pins, "the refusals changed nothing");
+    assert_eq!(sb.status()[0]["generation"], 1);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+    sb.run(&app, &["uninstall"]).ok();
+    assert!(!Path::new(&sb.root).exists());
+}
