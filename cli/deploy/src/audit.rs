@@ -62,6 +62,14 @@ pub enum Fix {
     },
 }
 
+/// What [`Deployer::repair`] did.
+#[derive(Debug, Default)]
+pub struct Repaired {
+    pub done: Vec<Finding>,
+    /// What could not be repaired, and why.
+    pub failed: Vec<(Finding, String)>,
+}
+
 impl Deployer {
     /// Everything inconsistent in the state directory and the roots its records
     /// (and this deployer) use. Changes nothing beyond what opening a root
@@ -156,7 +164,7 @@ impl Deployer {
     /// (loaders before the chains they start, chains before the programs they
     /// call). Returns what was repaired and what could not be; what needs a
     /// person or a reinstall stays as it is.
-    pub fn repair(&self, on: &dyn Fn(&crate::Event)) -> Result<(Vec<Finding>, Vec<(Finding, String)>)> {
+    pub fn repair(&self, on: &dyn Fn(&crate::Event)) -> Result<Repaired> {
         let _lock = self.store.lock()?;
         self.recover_locked(on, None)?;
         let findings = self.audit_locked()?;
@@ -187,7 +195,7 @@ impl Deployer {
                 Err(e) => failed.push((f.clone(), e.to_string())),
             }
         }
-        Ok((done, failed))
+        Ok(Repaired { done, failed })
     }
 }
 

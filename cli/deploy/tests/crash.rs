@@ -2,8 +2,9 @@
 //! an uninstall — the deployer's steps and every runtime step inside them — and
 //! then: the next command succeeds, the other deployments on the host still
 //! forward, and once the operation is completed the kernel holds exactly what a
-//! clean run leaves (pins, and the programs, maps and links `bpftool` lists),
-//! with no object leaked.
+//! clean run leaves (pins, and the programs, maps and links reachable from
+//! them), with no kernel object leaked (every object made during the test is
+//! reachable from a pin or freed).
 //!
 //! The killed process is this test binary run again (`child`) with
 //! `EBPKG_CRASH_AFTER=N`, which makes it SIGKILL itself at the N-th crash point
@@ -13,11 +14,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use common::*;
 use ebpkg_deploy::{Deployer, Event};
@@ -157,140 +157,6 @@ fn pins(root: &Path) -> Vec<String> {
     out
 }
 
-/// What `bpftool` lists: programs (name, maps, pins), maps (name, type, pins),
-/// links (program, pins).
-#[derive(Default)]
-struct Kernel {
-    progs: BTreeMap<u32, (String, Vec<u32>, Vec<String>)>,
-    maps: BTreeMap<u32, (String, String, Vec<String>)>,
-    links: BTreeMap<u32, (u32, Vec<String>)>,
-}
-
-fn bpftool(args: &[&str]) -> serde_json::Value {
-    let out = Command::new("bpftool").args(args).output().expect("bpftool");
-    assert!(out.status.success(), "bpftool {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn strings(v: &serde_json::Value) -> Vec<String> {
-    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
-}
-
-impl Kernel {
-    fn list() -> Kernel {
-        let mut k = Kernel::default();
-        let id = |v: &serde_json::Value, f: &str| v[f].as_u64().unwrap_or(0) as u32;
-        for p in bpftool(&["-f", "-j", "prog", "show"]).as_array().unwrap() {
-            let maps = p["map_ids"].as_array().map(|a| a.iter().filter_map(|m| m.as_u64()).map(|m| m as u32).collect());
-            k.progs.insert(
-                id(p, "id"),
-                (p["name"].as_str().unwrap_or("").to_owned(), maps.unwrap_or_default(), strings(&p["pinned"])),
-            );
-        }
-        for m in bpftool(&["-f", "-j", "map", "show"]).as_array().unwrap() {
-            k.maps.insert(
-                id(m, "id"),
-                (
-                    m["name"].as_str().unwrap_or("").to_owned(),
-                    m["type"].as_str().unwrap_or("").to_owned(),
-                    strings(&m["pinned"]),
-                ),
-            );
-        }
-        for l in bpftool(&["-f", "-j", "link", "show"]).as_array().unwrap() {
-            k.links.insert(id(l, "id"), (id(l, "prog_id"), strings(&l["pinned"])));
-        }
-        k
-    }
-
-    /// Objects reachable from pins under `roots`: pinned ones, the programs of
-    /// reachable links and program arrays, the maps of reachable programs.
-    fn reachable(&self, roots: &[&Path]) -> BTreeSet<(char, u32)> {
-        let under = |pins: &[String]| pins.iter().any(|p| roots.iter().any(|r| Path::new(p).starts_with(r)));
-        let mut set: BTreeSet<(char, u32)> = BTreeSet::new();
-        set.extend(self.progs.iter().filter(|(_, p)| under(&p.2)).map(|(id, _)| ('p', *id)));
-        set.extend(self.maps.iter().filter(|(_, m)| under(&m.2)).map(|(id, _)| ('m', *id)));
-        set.extend(self.links.iter().filter(|(_, l)| under(&l.1)).map(|(id, _)| ('l', *id)));
-        loop {
-            let before = set.len();
-            let mut add = Vec::new();
-            for (kind, id) in &set {
-                match kind {
-                    'l' => add.extend(self.links.get(id).map(|l| ('p', l.0))),
-                    'p' => add.extend(self.progs.get(id).into_iter().flat_map(|p| p.1.iter().map(|m| ('m', *m)))),
-                    _ if self.maps.get(id).is_some_and(|m| m.1 == "prog_array") => {
-                        for e in bpftool(&["-j", "map", "dump", "id", &id.to_string()]).as_array().into_iter().flatten()
-                        {
-                            if let Some(p) = e["formatted"]["value"].as_u64() {
-                                add.push(('p', p as u32));
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            set.extend(add);
-            if set.len() == before {
-                return set;
-            }
-        }
-    }
-
-    fn name(&self, (kind, id): (char, u32)) -> String {
-        match kind {
-            'p' => self.progs.get(&id).map(|p| format!("prog {}", p.0)),
-            'm' => self.maps.get(&id).map(|m| format!("map {} ({})", m.0, m.1)),
-            _ => self.links.get(&id).map(|_| "link".to_owned()),
-        }
-        .unwrap_or_else(|| format!("{kind}{id} (gone)"))
-    }
-
-    /// What is reachable from `root`, by kind and name: a clean run and a
-    /// crashed-then-completed one must hold the same.
-    fn shape(&self, root: &Path) -> BTreeMap<String, usize> {
-        let mut out = BTreeMap::new();
-        for o in self.reachable(&[root]) {
-            *out.entry(self.name(o)).or_insert(0) += 1;
-        }
-        out
-    }
-
-    fn max_ids(&self) -> (u32, u32, u32) {
-        let max = |ids: Vec<u32>| ids.into_iter().max().unwrap_or(0);
-        (
-            max(self.progs.keys().copied().collect()),
-            max(self.maps.keys().copied().collect()),
-            max(self.links.keys().copied().collect()),
-        )
-    }
-}
-
-/// Objects created since `baseline` with a name this test's roots use, that no
-/// root reaches: leaked. Waits for the kernel's deferred frees first.
-fn leaks(baseline: (u32, u32, u32), names: &BTreeSet<String>, roots: &[&Path]) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let k = Kernel::list();
-        let live = k.reachable(roots);
-        let mut out = Vec::new();
-        for (id, p) in &k.progs {
-            if *id > baseline.0 && names.contains(&format!("prog {}", p.0)) && !live.contains(&('p', *id)) {
-                out.push(format!("prog {} (id {id})", p.0));
-            }
-        }
-        for (id, m) in &k.maps {
-            let ours = m.0.starts_with("hike_") || names.contains(&format!("map {} ({})", m.0, m.1));
-            if *id > baseline.1 && ours && !live.contains(&('m', *id)) {
-                out.push(format!("map {} (id {id})", m.0));
-            }
-        }
-        if out.is_empty() || Instant::now() > deadline {
-            return out;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Scenario {
     /// Install on a root that does not exist yet.
@@ -317,7 +183,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     let other_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-other-{tag}"));
     let _guards = [RootGuard(shared_root.clone()), RootGuard(fresh_root.clone()), RootGuard(other_root.clone())];
     let ns = Some(veth.ns.clone());
-    let baseline = Kernel::list().max_ids();
+    let baseline = kernel::baseline();
 
     // Bystanders: one in another root and state directory, one sharing the app's
     // root, state directory and program version.
@@ -386,11 +252,10 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
         let (killed, points) = run_child(&child, None, &log);
         assert!(!killed);
         assert!(points.len() >= 5, "{scenario:?}: the crash points are reached: {points:?}");
-        let k = Kernel::list();
         let want_pins = pins(root);
-        let want_shape = k.shape(root);
+        let want_shape = kernel::shape(root);
         names.extend(want_shape.keys().cloned());
-        names.extend(k.shape(&other_root).keys().cloned());
+        names.extend(kernel::shape(&other_root).keys().cloned());
         reset();
 
         for n in 1..=points.len() {
@@ -412,10 +277,9 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
 
             // Completing the operation ends where the clean run ended.
             complete();
-            let k = Kernel::list();
             assert_eq!(pins(root), want_pins, "{at}: the pins equal a clean run's");
-            assert_eq!(k.shape(root), want_shape, "{at}: the kernel objects equal a clean run's");
-            let leaked = leaks(baseline, &names, &[&shared_root, &fresh_root, &other_root]);
+            assert_eq!(kernel::shape(root), want_shape, "{at}: the kernel objects equal a clean run's");
+            let leaked = kernel::leaks(&baseline, &names, &[&shared_root, &fresh_root, &other_root]);
             assert!(leaked.is_empty(), "{at}: leaked kernel objects: {leaked:?}");
             bystanders_forward(&at);
             reset();
@@ -429,7 +293,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     for r in [&shared_root, &fresh_root, &other_root] {
         assert!(!r.exists(), "{} is removed with its last deployment: {:?}", r.display(), pins(r));
     }
-    let leaked = leaks(baseline, &names, &[]);
+    let leaked = kernel::leaks(&baseline, &names, &[]);
     assert!(leaked.is_empty(), "leaked kernel objects after everything was uninstalled: {leaked:?}");
 }
 

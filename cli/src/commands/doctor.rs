@@ -215,7 +215,7 @@ fn host_state(ctx: &Ctx, fix: bool) -> Vec<Check> {
     };
     if fix {
         match deployer.repair(&|e| crate::ops::install::print_event(ctx, e)) {
-            Ok((done, failed)) => {
+            Ok(ebpkg_deploy::audit::Repaired { done, failed }) => {
                 for f in done {
                     checks.push(Check { name: "repaired", status: "ok", found: f.what, fix: None });
                 }

@@ -1,0 +1,229 @@
+//! What the kernel holds, found without disturbing it: from pins (which hold
+//! their objects' user references) through links, programs, program arrays and
+//! the maps programs use; and the ids of every object, listed without opening
+//! any.
+//!
+//! Why not `bpftool map show`: it opens every map by id, and opening a program
+//! array by id while the kernel is still clearing it after its last user
+//! reference went (deferred work, `prog_array_map_clear`) schedules the clearing
+//! a second time, which leaks a reference: the array is never freed. Listing by
+//! id alone, and opening by id only what a pin holds or what has outlived any
+//! such window, never triggers it.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use libbpf_rs::libbpf_sys;
+
+/// A kernel object: `('p', id)` program, `('m', id)` map, `('l', id)` link.
+pub type Obj = (char, u32);
+
+fn fd(ret: i32) -> Option<OwnedFd> {
+    // SAFETY: a non-negative return is a new descriptor nothing else owns.
+    (ret >= 0).then(|| unsafe { OwnedFd::from_raw_fd(ret) })
+}
+
+fn obj_get(path: &Path) -> Option<OwnedFd> {
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is NUL-terminated.
+    fd(unsafe { libbpf_sys::bpf_obj_get(c.as_ptr()) })
+}
+
+/// The kind and id of the object behind `fd`, from its fdinfo.
+fn kind_and_id(fd: &OwnedFd) -> Option<Obj> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+    // A link's fdinfo names its program too: the type line says what it is.
+    let id = |key: &str| info.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().parse::<u32>().ok());
+    if info.lines().any(|l| l.starts_with("link_type:")) {
+        id("link_id:").map(|i| ('l', i))
+    } else if info.lines().any(|l| l.starts_with("map_type:")) {
+        id("map_id:").map(|i| ('m', i))
+    } else {
+        id("prog_id:").map(|i| ('p', i))
+    }
+}
+
+fn prog_info(fd: &OwnedFd) -> (String, Vec<u32>) {
+    let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: `info` is a zeroed bpf_prog_info of `len` bytes.
+    unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    let name: Vec<u8> = info.name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+    let mut ids = vec![0u32; info.nr_map_ids as usize];
+    let mut again: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    again.nr_map_ids = info.nr_map_ids;
+    again.map_ids = ids.as_mut_ptr() as u64;
+    // SAFETY: `map_ids` points at `nr_map_ids` u32s that outlive the call.
+    unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut again, &mut len) };
+    ids.truncate(again.nr_map_ids.min(info.nr_map_ids) as usize);
+    (format!("prog {}", String::from_utf8_lossy(&name)), ids)
+}
+
+fn map_info(fd: &OwnedFd) -> (String, bool, u32) {
+    let info = libbpf_rs::MapInfo::new(fd.as_fd()).unwrap();
+    let prog_array = info.map_type() == libbpf_rs::MapType::ProgArray;
+    (format!("map {}", info.name().unwrap_or("?")), prog_array, info.info.max_entries)
+}
+
+/// The programs in a program array (the kernel answers lookups with program ids).
+fn array_progs(fd: &OwnedFd, max: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for k in 0..max {
+        let mut v = 0u32;
+        // SAFETY: key and value point at u32s, the array's key and value sizes.
+        let r = unsafe {
+            libbpf_sys::bpf_map_lookup_elem(fd.as_raw_fd(), (&k as *const u32).cast(), (&mut v as *mut u32).cast())
+        };
+        if r == 0 {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Every object reachable from pins under `roots`, with its name.
+pub fn reachable(roots: &[&Path]) -> BTreeMap<Obj, String> {
+    let mut out = BTreeMap::new();
+    let mut todo: Vec<(Obj, OwnedFd)> = Vec::new();
+    fn walk(dir: &Path, todo: &mut Vec<(Obj, OwnedFd)>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), todo);
+            } else if let Some(fd) = obj_get(&e.path())
+                && let Some(obj) = kind_and_id(&fd)
+            {
+                todo.push((obj, fd));
+            }
+        }
+    }
+    for r in roots {
+        walk(r, &mut todo);
+    }
+    while let Some((obj, fd)) = todo.pop() {
+        if out.contains_key(&obj) {
+            continue;
+        }
+        let mut next: Vec<Obj> = Vec::new();
+        let name = match obj.0 {
+            'p' => {
+                let (name, maps) = prog_info(&fd);
+                next.extend(maps.into_iter().map(|m| ('m', m)));
+                name
+            }
+            'm' => {
+                let (name, prog_array, max) = map_info(&fd);
+                if prog_array {
+                    next.extend(array_progs(&fd, max).into_iter().map(|p| ('p', p)));
+                }
+                name
+            }
+            _ => {
+                let info = libbpf_rs::query::LinkInfo::from_fd(fd.as_fd()).unwrap();
+                next.push(('p', info.prog_id));
+                "link".to_owned()
+            }
+        };
+        out.insert(obj, name);
+        for n in next {
+            if out.contains_key(&n) {
+                continue;
+            }
+            // Safe to open by id: a reachable program or array holds it.
+            let opened = match n.0 {
+                'p' => fd_by_id('p', n.1),
+                _ => fd_by_id('m', n.1),
+            };
+            if let Some(fd) = opened {
+                todo.push((n, fd));
+            }
+        }
+    }
+    out
+}
+
+fn fd_by_id(kind: char, id: u32) -> Option<OwnedFd> {
+    // SAFETY: plain syscalls on an id.
+    fd(unsafe {
+        match kind {
+            'p' => libbpf_sys::bpf_prog_get_fd_by_id(id),
+            'm' => libbpf_sys::bpf_map_get_fd_by_id(id),
+            _ => libbpf_sys::bpf_link_get_fd_by_id(id),
+        }
+    })
+}
+
+/// Ids of every object of a kind, without opening any.
+pub fn ids(kind: char) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    let mut id = 0u32;
+    loop {
+        let mut next = 0u32;
+        // SAFETY: `next` is a valid u32 out-parameter.
+        let r = unsafe {
+            match kind {
+                'p' => libbpf_sys::bpf_prog_get_next_id(id, &mut next),
+                'm' => libbpf_sys::bpf_map_get_next_id(id, &mut next),
+                _ => libbpf_sys::bpf_link_get_next_id(id, &mut next),
+            }
+        };
+        if r != 0 {
+            return out;
+        }
+        out.insert(next);
+        id = next;
+    }
+}
+
+/// The highest id of each kind now: objects made later have higher ids.
+pub fn baseline() -> BTreeMap<char, u32> {
+    ['p', 'm', 'l'].into_iter().map(|k| (k, ids(k).last().copied().unwrap_or(0))).collect()
+}
+
+/// Objects made since `baseline` that nothing under `roots` reaches and that
+/// are still there after the kernel's deferred frees had 5 s, described; those
+/// whose names are not among `ours` (other processes' objects) are left out.
+pub fn leaks(baseline: &BTreeMap<char, u32>, ours: &BTreeSet<String>, roots: &[&Path]) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let candidates = loop {
+        let live = reachable(roots);
+        let found: Vec<Obj> = ['p', 'm', 'l']
+            .into_iter()
+            .flat_map(|k| ids(k).into_iter().filter(move |id| *id > baseline[&k]).map(move |id| (k, id)))
+            .filter(|o| !live.contains_key(o))
+            .collect();
+        if found.is_empty() || Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    candidates
+        .into_iter()
+        .filter_map(|o| {
+            // Outlived any deferred clearing: safe to open by id to name it.
+            let fd = fd_by_id(o.0, o.1)?;
+            let name = match o.0 {
+                'p' => prog_info(&fd).0,
+                'm' => map_info(&fd).0,
+                _ => "link".to_owned(),
+            };
+            let ours = ours.contains(&name) || name.starts_with("map hike_") || name == "link";
+            ours.then(|| format!("{name} (id {})", o.1))
+        })
+        .collect()
+}
+
+/// What `root` holds, by name: a clean run and a crashed-then-completed one must
+/// hold the same.
+pub fn shape(root: &Path) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for name in reachable(&[root]).into_values() {
+        *out.entry(name).or_insert(0) += 1;
+    }
+    out
+}
