@@ -37,6 +37,19 @@ fn signal(child: &std::process::Child, sig: rustix::process::Signal) {
     rustix::process::kill_process(rustix::process::Pid::from_raw(child.id() as i32).unwrap(), sig).unwrap();
 }
 
+/// The fixture app (flow, verdict, classify from the sandbox's registry)
+/// installed on `va`.
+fn installed_app(tag: &str) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::with_netns(tag);
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    let app = sb.package("app");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    (sb, app)
+}
+
 #[test]
 fn an_interrupted_ebpkg_test_removes_its_root_and_a_killed_one_is_cleaned_up_later() {
     require_kernel();
@@ -63,13 +76,7 @@ fn an_interrupted_ebpkg_test_removes_its_root_and_a_killed_one_is_cleaned_up_lat
 
 #[test]
 fn doctor_reports_what_no_deployment_owns_and_fix_removes_it() {
-    let sb = Sandbox::with_netns("doc");
-    for p in ["flow", "verdict", "classify"] {
-        let dir = sb.package(p);
-        sb.publish(&dir);
-    }
-    let app = sb.package("app");
-    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let (sb, app) = installed_app("doc");
     let run = sb.run(sb.dir.path(), &["doctor"]);
     assert!(run.stdout.contains("1 deployment(s), consistent with the kernel"), "{}", run.stdout);
 
@@ -106,13 +113,7 @@ fn doctor_reports_what_no_deployment_owns_and_fix_removes_it() {
 
 #[test]
 fn a_project_of_the_same_name_elsewhere_does_not_replace_the_deployment() {
-    let sb = Sandbox::with_netns("ident");
-    for p in ["flow", "verdict", "classify"] {
-        let dir = sb.package(p);
-        sb.publish(&dir);
-    }
-    let app = sb.package("app");
-    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let (sb, app) = installed_app("ident");
     let pins = sb.pins();
 
     let twin = sb.path("elsewhere/app");

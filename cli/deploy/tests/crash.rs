@@ -28,36 +28,6 @@ const XDP_PASS: u32 = 2;
 
 fn none(_: &Event) {}
 
-/// One namespace holding veth pairs va/vb (the app), vc/vd (a bystander in
-/// another root and state directory) and vx/vy (a bystander sharing the app's).
-struct Veth {
-    ns: String,
-}
-
-impl Veth {
-    fn new() -> Veth {
-        let ns = format!("ebdcrash{}", std::process::id());
-        let ip = |args: &[&str]| {
-            let out = Command::new("ip").args(args).output().expect("ip (iproute2)");
-            assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-        };
-        let _ = Command::new("ip").args(["netns", "del", &ns]).output();
-        ip(&["netns", "add", &ns]);
-        for (a, b) in [("va", "vb"), ("vc", "vd"), ("vx", "vy")] {
-            ip(&["-n", &ns, "link", "add", a, "type", "veth", "peer", "name", b]);
-            ip(&["-n", &ns, "link", "set", a, "up"]);
-            ip(&["-n", &ns, "link", "set", b, "up"]);
-        }
-        Veth { ns }
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
-    }
-}
-
 /// A root removed when the test ends, however it ends.
 struct RootGuard(PathBuf);
 
@@ -139,24 +109,6 @@ fn run_child(c: &Child<'_>, n: Option<usize>, log: &Path) -> (bool, Vec<String>)
     (false, points)
 }
 
-/// Every path under a root.
-fn pins(root: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(base).unwrap().display().to_string());
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, root, &mut out);
-    out.sort();
-    out
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Scenario {
     /// Install on a root that does not exist yet.
@@ -171,7 +123,9 @@ enum Scenario {
 #[test]
 fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     require_kernel();
-    let veth = Veth::new();
+    // va/vb: the app; vc/vd: a bystander in another root and state directory;
+    // vx/vy: a bystander sharing the app's root and state directory.
+    let veth = Netns::new("crash", &[("va", "vb"), ("vc", "vd"), ("vx", "vy")]);
     let files = tempfile::tempdir().unwrap();
     let logdir = tempfile::tempdir().unwrap();
     let log = logdir.path().join("points");
@@ -182,7 +136,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     let fresh_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-fresh-{tag}"));
     let other_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-other-{tag}"));
     let _guards = [RootGuard(shared_root.clone()), RootGuard(fresh_root.clone()), RootGuard(other_root.clone())];
-    let ns = Some(veth.ns.clone());
+    let ns = Some(veth.0.clone());
     let baseline = kernel::baseline();
 
     // Bystanders: one in another root and state directory, one sharing the app's
@@ -222,7 +176,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
             Scenario::Upgrade => (&shared_root, &shared, "1.1.0"),
             Scenario::Uninstall => (&shared_root, &shared, "uninstall"),
         };
-        let child = Child { what, root, state: state.path(), files: files.path(), ns: &veth.ns };
+        let child = Child { what, root, state: state.path(), files: files.path(), ns: &veth.0 };
         let prepare = || {
             if !matches!(scenario, Scenario::FreshInstall) {
                 app_v1(d);
@@ -252,7 +206,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
         let (killed, points) = run_child(&child, None, &log);
         assert!(!killed);
         assert!(points.len() >= 5, "{scenario:?}: the crash points are reached: {points:?}");
-        let want_pins = pins(root);
+        let want_pins = pins_under(root);
         let want_shape = kernel::shape(root);
         names.extend(want_shape.keys().cloned());
         names.extend(kernel::shape(&other_root).keys().cloned());
@@ -277,7 +231,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
 
             // Completing the operation ends where the clean run ended.
             complete();
-            assert_eq!(pins(root), want_pins, "{at}: the pins equal a clean run's");
+            assert_eq!(pins_under(root), want_pins, "{at}: the pins equal a clean run's");
             assert_eq!(kernel::shape(root), want_shape, "{at}: the kernel objects equal a clean run's");
             let leaked = kernel::leaks(&baseline, &names, &[&shared_root, &fresh_root, &other_root]);
             assert!(leaked.is_empty(), "{at}: leaked kernel objects: {leaked:?}");
@@ -291,7 +245,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     shared.uninstall("shared", &none).unwrap();
     other.uninstall("other", &none).unwrap();
     for r in [&shared_root, &fresh_root, &other_root] {
-        assert!(!r.exists(), "{} is removed with its last deployment: {:?}", r.display(), pins(r));
+        assert!(!r.exists(), "{} is removed with its last deployment: {:?}", r.display(), pins_under(r));
     }
     let leaked = kernel::leaks(&baseline, &names, &[]);
     assert!(leaked.is_empty(), "leaked kernel objects after everything was uninstalled: {leaked:?}");

@@ -18,40 +18,13 @@ const XDP_DROP: u32 = 1;
 
 fn none(_: &Event) {}
 
-/// A network namespace with one veth pair per name, removed on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new(tag: &str, pairs: &[(&str, &str)]) -> Netns {
-        let ns = format!("ebds{tag}{}", std::process::id());
-        let ip = |args: &[&str]| {
-            let out = Command::new("ip").args(args).output().expect("ip (iproute2)");
-            assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-        };
-        let _ = Command::new("ip").args(["netns", "del", &ns]).output();
-        ip(&["netns", "add", &ns]);
-        for (a, b) in pairs {
-            ip(&["-n", &ns, "link", "add", a, "type", "veth", "peer", "name", b]);
-            ip(&["-n", &ns, "link", "set", a, "up"]);
-            ip(&["-n", &ns, "link", "set", b, "up"]);
-        }
-        Netns(ns)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
 fn journal_file(state: &Path, name: &str) -> std::path::PathBuf {
     state.join("journal").join(format!("{name}.json"))
 }
 
 #[test]
 fn planted_journals_are_refused_and_change_nothing() {
-    let ns = Netns::new("p", &[("va", "vb")]);
+    let ns = Netns::new("sp", &[("va", "vb")]);
     let env = Env::new("plant");
     let d = env.deployer_in(&ns.0);
     d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
@@ -150,7 +123,7 @@ fn the_state_directory_is_created_private_and_refused_when_others_can_write_it()
 
 #[test]
 fn a_root_has_one_state_directory_and_deployments_never_take_each_other_over() {
-    let ns = Netns::new("i", &[("va", "vb"), ("vc", "vd")]);
+    let ns = Netns::new("si", &[("va", "vb"), ("vc", "vd")]);
     let env = Env::new("ident");
     let d = env.deployer_in(&ns.0);
     let mut plan = env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]);
@@ -195,7 +168,7 @@ fn a_root_has_one_state_directory_and_deployments_never_take_each_other_over() {
 
 #[test]
 fn a_deleted_interface_is_reported_and_reinstalling_attaches_again() {
-    let ns = Netns::new("l", &[("va", "vb")]);
+    let ns = Netns::new("sl", &[("va", "vb")]);
     let env = Env::new("defunct");
     let d = env.deployer_in(&ns.0);
     let plan = env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]);

@@ -46,8 +46,12 @@ impl Runtime {
                 // nothing can call the program, so its pin and record go.
                 (RecordState::Pending, false) | (RecordState::Ready, false) => {
                     tracing::warn!(id, program = %m.name, "removing a program a dead process half-registered or half-removed");
-                    let pin = self.layout.package_dir(&m.package, &m.version)?.join(&m.name);
-                    remove_file(&pin)?;
+                    // A record with names no pin can have has no pin to remove.
+                    if let (Ok(dir), Ok(name)) =
+                        (self.layout.package_dir(&m.package, &m.version), crate::layout::component(&m.name))
+                    {
+                        remove_file(&dir.join(name))?;
+                    }
                     self.set_prog_meta(id, &ProgMeta::free())?;
                 }
                 _ => {}

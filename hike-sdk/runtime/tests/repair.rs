@@ -21,14 +21,7 @@ fn victim() {
     let rt = Runtime::init(&root, hike_runtime::InitOptions::default()).unwrap();
     match what.as_str() {
         "register" => {
-            rt.register_object(&ProgramObject {
-                package: "mini",
-                version: "1.0.0",
-                object_name: "mini.bpf.c",
-                elf: objects::mini(),
-                hook: Hook::Xdp,
-            })
-            .unwrap();
+            register_mini(&rt);
         }
         "unregister" => {
             let id = rt.find_program("mini", "1.0.0", "test_nop", Hook::Xdp).unwrap().unwrap();
@@ -52,6 +45,17 @@ fn victim() {
             rt.remove_chain(id).unwrap();
         }
     }
+}
+
+fn register_mini(rt: &Runtime) -> Vec<hike_runtime::RegisteredProgram> {
+    rt.register_object(&ProgramObject {
+        package: "mini",
+        version: "1.0.0",
+        object_name: "mini.bpf.c",
+        elf: objects::mini(),
+        hook: Hook::Xdp,
+    })
+    .unwrap()
 }
 
 /// Runs `what` in a child killed at its crash point `point`.
@@ -106,15 +110,7 @@ fn what_a_killed_operation_left_is_settled_by_the_next_open() {
         assert!(rt.status().unwrap().programs.is_empty(), "{point}: unregistering is finished");
         assert_eq!(tree(&t.path), clean, "{point}: {:?}", tree(&t.path));
         // Again just test_nop, as the registration killed in the array left it.
-        let regs = rt
-            .register_object(&ProgramObject {
-                package: "mini",
-                version: "1.0.0",
-                object_name: "mini.bpf.c",
-                elf: objects::mini(),
-                hook: Hook::Xdp,
-            })
-            .unwrap();
+        let regs = register_mini(&rt);
         let verdict = regs.iter().find(|r| r.name == "test_verdict").unwrap();
         rt.unregister_program(verdict.id).unwrap();
     }

@@ -55,10 +55,7 @@ impl Env {
 
     /// Every path under the root: what "nothing new pinned" is checked against.
     pub fn pins(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        walk(&self.root, &self.root, &mut out);
-        out.sort();
-        out
+        pins_under(&self.root)
     }
 
     /// Package `progs@version` with the runtime's test programs.
@@ -184,6 +181,42 @@ impl Drop for Env {
         if let Err(e) = Runtime::destroy(&self.root) {
             eprintln!("could not remove test root {}: {e}", self.root.display());
         }
+    }
+}
+
+/// Every path under `root`, relative, sorted.
+pub fn pins_under(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// A network namespace holding one veth pair per `(a, b)`, both ends up;
+/// removed when dropped.
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn new(tag: &str, pairs: &[(&str, &str)]) -> Netns {
+        let ns = format!("ebd{tag}{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let out = std::process::Command::new("ip").args(args).output().expect("ip (iproute2)");
+            assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        };
+        let _ = std::process::Command::new("ip").args(["netns", "del", &ns]).output();
+        ip(&["netns", "add", &ns]);
+        for (a, b) in pairs {
+            ip(&["-n", &ns, "link", "add", a, "type", "veth", "peer", "name", b]);
+            ip(&["-n", &ns, "link", "set", a, "up"]);
+            ip(&["-n", &ns, "link", "set", b, "up"]);
+        }
+        Netns(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).output();
     }
 }
 
