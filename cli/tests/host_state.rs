@@ -76,7 +76,7 @@ fn an_interrupted_ebpkg_test_removes_its_root_and_a_killed_one_is_cleaned_up_lat
 
 #[test]
 fn doctor_reports_what_no_deployment_owns_and_fix_removes_it() {
-    let (sb, app) = installed_app("doc");
+    let (sb, _app) = installed_app("doc");
     let run = sb.run(sb.dir.path(), &["doctor"]);
     assert!(run.stdout.contains("1 deployment(s), consistent with the kernel"), "{}", run.stdout);
 
