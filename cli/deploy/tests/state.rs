@@ -196,3 +196,25 @@ fn a_failed_first_install_leaves_no_root() {
     assert!(!env.root.exists(), "{:?}", env.pins());
     assert!(d.store().journals().unwrap().is_empty());
 }
+
+#[test]
+fn status_says_which_figures_are_shared() {
+    let ns = Netns::new("ss", &[("va", "vb"), ("vc", "vd")]);
+    let env = Env::new("shared");
+    let d = env.deployer_in(&ns.0);
+    d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
+    let mut other = plan_in(env.files.path(), "other", "1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "vc")]);
+    other.project_dir = Some("/srv/other".into());
+    d.install(&other, &none).unwrap();
+    let mut third = plan_in(env.files.path(), "third", "2.0.0", &verdict_script(XDP_DROP), &[]);
+    third.project_dir = Some("/srv/third".into());
+    d.install(&third, &none).unwrap();
+    let status = d.status(&none).unwrap();
+    let of = |n: &str| status.iter().find(|s| s.record.name == n).unwrap();
+    assert_eq!(of("app").shared_with, ["other"], "progs@1.0.0 is registered once for both");
+    assert_eq!(of("other").shared_with, ["app"]);
+    assert!(of("third").shared_with.is_empty(), "progs@2.0.0 is its own");
+    for n in ["app", "other", "third"] {
+        d.uninstall(n, &none).unwrap();
+    }
+}
