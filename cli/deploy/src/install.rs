@@ -66,8 +66,10 @@ impl Deployer {
         {
             return Ok(InstallOutcome::UpToDate(p.clone()));
         }
+        // A generation is never used twice: what a refused journal's transaction
+        // left may carry the next number (its loader instances, its chains' owner).
+        let generation = next_generation(existing.as_ref(), &plan.deployment, previous.as_ref());
         drop(existing);
-        let generation = previous.as_ref().map_or(1, |p| p.generation + 1);
         // Journaled before the root is created, so that a first install killed
         // while creating it is undone (the root removed) like any other.
         let mut journal = Journal::install(&plan.deployment, generation, self.root.clone(), netns, previous.clone());
@@ -559,6 +561,18 @@ fn hook_of_loader(pkg: &PlannedPackage, loader: &str) -> Result<hike_bytecode::H
     pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).map(|o| o.hook).ok_or_else(|| {
         DeployError::Package { package: pkg.reference(), reason: format!("loader `{loader}` was not built") }
     })
+}
+
+/// The generation after `previous` whose name nothing in the root uses yet.
+fn next_generation(rt: Option<&Runtime>, deployment: &str, previous: Option<&DeploymentRecord>) -> u64 {
+    let mut generation = previous.map_or(1, |p| p.generation + 1);
+    let Some(status) = rt.and_then(|rt| rt.status().ok()) else { return generation };
+    while status.loaders.iter().any(|l| l.instance.starts_with(&format!("{deployment}-{generation}-")))
+        || status.chains.iter().any(|c| c.owner == crate::record::chain_owner(deployment, generation))
+    {
+        generation += 1;
+    }
+    generation
 }
 
 /// XDP modes share one attach point per interface; TC ingress and egress are two.

@@ -218,3 +218,52 @@ fn status_says_which_figures_are_shared() {
         d.uninstall(n, &none).unwrap();
     }
 }
+
+#[test]
+fn what_a_refused_journal_left_is_reported_and_never_reused() {
+    let ns = Netns::new("sr", &[("va", "vb")]);
+    let env = Env::new("leftover");
+    let d = env.deployer_in(&ns.0);
+    d.install(&env.plan("1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
+    // What generation 2's transaction made before its journal was refused: a
+    // chain owned by app#2 and loader instance app-2-tl-test_loader.
+    let rt = hike_runtime::Runtime::open(&env.root).unwrap();
+    let insns = [hike_bytecode::build::mov_imm(0, 2), hike_bytecode::build::exit()];
+    rt.install_chain(&hike_runtime::ChainSpec {
+        name: "main",
+        owner: "app#2",
+        hook: hike_bytecode::Hook::Xdp,
+        insns: &insns,
+        nargs: 0,
+    })
+    .unwrap();
+    rt.load_loader(&hike_runtime::LoaderObject {
+        instance: "app-2-tl-test_loader",
+        package: "tl",
+        version: "1.0.0",
+        object_name: "testloader.bpf.c",
+        elf: hike_runtime::objects::testloader(hike_bytecode::Hook::Xdp),
+        program: "test_loader",
+        hook: hike_bytecode::Hook::Xdp,
+        config_maps: vec![hike_runtime::ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![0] }],
+    })
+    .unwrap();
+    drop(rt);
+    let findings = d.audit().unwrap();
+    let what: Vec<&str> = findings.iter().map(|f| f.what.as_str()).collect();
+    assert_eq!(findings.len(), 2, "{what:?}");
+    assert!(what.iter().any(|w| w.contains("loader instance app-2-tl-test_loader") && w.contains("no deployment")));
+    assert!(what.iter().any(|w| w.contains("chain main") && w.contains("owner app#2")));
+
+    // The upgrade takes generation 3: nothing of the leftovers is mistaken for its own.
+    d.install(&env.plan("1.1.0", &attached_script(XDP_DROP), &[("DEVNAME", "va")]), &none).unwrap();
+    assert_eq!(d.store().record("app").unwrap().unwrap().generation, 3);
+    assert_eq!(verdict_of(&env, "app-3-tl-test_loader"), XDP_DROP);
+    assert_eq!(d.audit().unwrap().len(), 2, "the leftovers are still reported");
+    let repaired = d.repair(&none).unwrap();
+    assert_eq!(repaired.done.len(), 2, "{:?}", repaired.failed);
+    assert!(d.audit().unwrap().is_empty());
+    assert!(d.status(&none).unwrap()[0].running);
+    d.uninstall("app", &none).unwrap();
+    assert!(!env.root.exists(), "{:?}", env.pins());
+}
