@@ -120,11 +120,11 @@ pub struct ChainSummary {
 }
 
 /// Why an index line or file was refused.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum IndexError {
     #[error("line {line}: {message}")]
     Invalid { line: usize, message: String },
-    #[error("line {line}: version {version} of `{name}` is listed twice")]
+    #[error("line {line}: version {version} of `{name}` is listed twice; neither line is used")]
     DuplicateVersion { line: usize, name: String, version: Version },
     #[error("line {line}: entry is for package `{found}`, but this is the index file of `{expected}`")]
     WrongPackage { line: usize, expected: String, found: String },
@@ -238,34 +238,84 @@ impl IndexEntry {
     }
 }
 
+/// An index file as read: the entries that can be used, and the lines that could
+/// not, each with why.
+#[derive(Debug, Clone, Default)]
+pub struct ParsedIndex {
+    pub entries: Vec<IndexEntry>,
+    pub problems: Vec<IndexError>,
+}
+
+impl ParsedIndex {
+    /// For writers, who must not add to a file they cannot fully read (a line
+    /// they skipped may hold the version they are about to add): the entries
+    /// only when every line was usable.
+    pub fn strict(self) -> Result<Vec<IndexEntry>, IndexError> {
+        match self.problems.into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(self.entries),
+        }
+    }
+}
+
 /// Parses the index file of package `name`: one entry per line, blank lines
-/// ignored, lines of newer schemas skipped. Versions must be unique and every line
-/// must be about `name`.
-pub fn parse_index_file(name: &str, text: &str) -> Result<Vec<IndexEntry>, IndexError> {
-    let mut out: Vec<IndexEntry> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+/// ignored, lines of newer schemas skipped.
+///
+/// A bad line costs only itself: a line that does not parse or is about another
+/// package is left out, and a version listed twice is left out entirely (neither
+/// line can be trusted over the other). Each is reported in `problems`, so that
+/// readers can warn and the other versions stay usable.
+pub fn parse_index_file(name: &str, text: &[u8]) -> ParsedIndex {
+    let mut out = ParsedIndex::default();
+    let mut duplicated: Vec<Version> = Vec::new();
+    let wanted = crate::names::normalize(name);
+    let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    for (i, line) in lines.into_iter().enumerate() {
         let line_no = i + 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => line,
+            Err(e) => {
+                let message = format!("not UTF-8 text (byte {} of the line)", e.valid_up_to() + 1);
+                out.problems.push(IndexError::Invalid { line: line_no, message });
+                continue;
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let Some(entry) =
-            IndexEntry::parse_line(line).map_err(|message| IndexError::Invalid { line: line_no, message })?
-        else {
-            continue;
+        let entry = match IndexEntry::parse_line(line) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => continue,
+            Err(message) => {
+                out.problems.push(IndexError::Invalid { line: line_no, message });
+                continue;
+            }
         };
-        if crate::names::normalize(entry.name.as_str()) != crate::names::normalize(name) {
-            return Err(IndexError::WrongPackage {
+        if crate::names::normalize(entry.name.as_str()) != wanted {
+            out.problems.push(IndexError::WrongPackage {
                 line: line_no,
                 expected: name.to_owned(),
                 found: entry.name.to_string(),
             });
+            continue;
         }
-        if out.iter().any(|e| e.vers == entry.vers) {
-            return Err(IndexError::DuplicateVersion { line: line_no, name: name.to_owned(), version: entry.vers });
+        if out.entries.iter().any(|e| e.vers == entry.vers) || duplicated.contains(&entry.vers) {
+            out.problems.push(IndexError::DuplicateVersion {
+                line: line_no,
+                name: name.to_owned(),
+                version: entry.vers.clone(),
+            });
+            out.entries.retain(|e| e.vers != entry.vers);
+            duplicated.push(entry.vers);
+            continue;
         }
-        out.push(entry);
+        out.entries.push(entry);
     }
-    Ok(out)
+    out
 }
 
 /// The path of a package's index file inside the index, as cargo's sparse index
@@ -333,5 +383,46 @@ mod tests {
         assert!(IndexEntry::parse_line(r#"{"v":99,"whatever":true}"#).unwrap().is_none());
         assert!(IndexEntry::parse_line(r#"{"v":0}"#).is_err());
         assert!(IndexEntry::parse_line("not json").is_err());
+    }
+
+    fn line(version: &str, digest: u8) -> String {
+        let manifest =
+            Manifest::parse(&format!("[package]\nname = \"net\"\nversion = \"{version}\"\n"), "ebpkg.toml").unwrap();
+        IndexEntry::from_manifest(&manifest, Sha256Digest([digest; 32])).to_line()
+    }
+
+    fn versions(parsed: &ParsedIndex) -> Vec<String> {
+        parsed.entries.iter().map(|e| e.vers.to_string()).collect()
+    }
+
+    #[test]
+    fn a_bad_line_costs_only_itself() {
+        let upper = line("1.2.0", 0xab).replace(&"ab".repeat(32), &"AB".repeat(32));
+        let other = line("9.0.0", 1).replace("\"net\"", "\"other\"");
+        let mut text = [line("1.0.0", 1), "{not json".into(), line("1.1.0", 2), upper, other].join("\n");
+        text.push_str("\n\u{0}\n");
+        let parsed = parse_index_file("net", text.as_bytes());
+        assert_eq!(versions(&parsed), ["1.0.0", "1.1.0"]);
+        let problems: Vec<String> = parsed.problems.iter().map(|p| p.to_string()).collect();
+        let parsed_bad = parse_index_file("net", &[line("1.0.0", 1).as_bytes(), b"\n\xff\xfe\n"].concat());
+        assert_eq!(versions(&parsed_bad), ["1.0.0"]);
+        assert_eq!(parsed_bad.problems[0].to_string(), "line 2: not UTF-8 text (byte 1 of the line)");
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].starts_with("line 2: "), "{problems:?}");
+        assert!(problems[1].starts_with("line 4: ") && problems[1].contains("64 lowercase hex digits"), "{problems:?}");
+        assert!(problems[2].starts_with("line 5: entry is for package `other`"), "{problems:?}");
+        assert!(parsed.strict().is_err());
+    }
+
+    #[test]
+    fn a_version_listed_twice_is_not_used_at_all() {
+        let text = [line("1.0.0", 1), line("2.0.0", 2), line("1.0.0", 3), line("1.0.0", 4)].join("\n");
+        let parsed = parse_index_file("net", text.as_bytes());
+        assert_eq!(versions(&parsed), ["2.0.0"]);
+        assert_eq!(parsed.problems.len(), 2);
+        assert!(parsed.problems[0].to_string().contains("listed twice; neither line is used"));
+        let clean = parse_index_file("net", [line("1.0.0", 1), line("2.0.0", 2)].join("\n").as_bytes());
+        assert!(clean.problems.is_empty());
+        assert_eq!(clean.strict().unwrap().len(), 2);
     }
 }

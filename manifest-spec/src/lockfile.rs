@@ -185,11 +185,14 @@ impl Lockfile {
                     ))
                 })
                 .ok();
-            let checksum = Sha256Digest::from_hex(p.checksum.get_ref())
+            let checksum = Sha256Digest::from_canonical_hex(p.checksum.get_ref())
                 .ok_or_else(|| {
                     diags.push(err(
                         p.checksum.span(),
-                        format!("checksum \"{}\" is not a SHA-256 digest", p.checksum.get_ref()),
+                        format!(
+                            "checksum \"{}\" is not a SHA-256 digest (64 lowercase hex digits)",
+                            p.checksum.get_ref()
+                        ),
                         "regenerate the lockfile with `ebpkg lock`",
                     ))
                 })

@@ -276,7 +276,18 @@ impl JsonSchema for KernelVersion {
 pub struct Sha256Digest(pub [u8; 32]);
 
 impl Sha256Digest {
-    /// Parses 64 hex digits (either case).
+    /// Parses the canonical form, 64 lowercase hex digits, as index lines and
+    /// lockfiles hold it (SPEC.md §5, §6): the text is then one-to-one with the
+    /// digest, so comparing texts compares digests.
+    pub fn from_canonical_hex(s: &str) -> Option<Self> {
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        Self::from_hex(s)
+    }
+
+    /// Parses 64 hex digits in either case, for what people type (`sha256sum`
+    /// prints lowercase, other tools uppercase).
     pub fn from_hex(s: &str) -> Option<Self> {
         let mut out = [0u8; 32];
         hex::decode_to_slice(s, &mut out).ok()?;
@@ -310,8 +321,8 @@ impl Serialize for Sha256Digest {
 impl<'de> Deserialize<'de> for Sha256Digest {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        Sha256Digest::from_hex(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a SHA-256 digest (64 hex digits)")))
+        Sha256Digest::from_canonical_hex(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a SHA-256 digest (64 lowercase hex digits)")))
     }
 }
 
@@ -453,6 +464,10 @@ mod tests {
         let hex = "ab".repeat(32);
         assert_eq!(Sha256Digest::from_hex(&hex).unwrap().to_hex(), hex);
         assert!(Sha256Digest::from_hex("abc").is_none());
+        let upper = hex.to_ascii_uppercase();
+        assert!(Sha256Digest::from_hex(&upper).is_some());
+        assert!(Sha256Digest::from_canonical_hex(&upper).is_none());
+        assert!(serde_json::from_str::<Sha256Digest>(&format!("\"{upper}\"")).is_err());
     }
 
     #[test]

@@ -410,7 +410,7 @@ fn load_reports_missing_files_and_renders_source() {
     let dir = std::env::temp_dir().join(format!("ebpkg-spec-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let missing = Manifest::load(&dir.join("nope.toml")).unwrap_err();
-    assert!(matches!(missing, ManifestError::Io { .. }));
+    assert!(matches!(missing, ManifestError::Io(_)));
     assert!(missing.to_string().contains("nope.toml"));
 
     let path = dir.join("ebpkg.toml");

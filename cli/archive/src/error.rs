@@ -108,6 +108,10 @@ pub enum UnpackError {
     TooManyEntries { limit: u64 },
     #[error("archive entry `{path}` is {size} bytes, more than the {limit} bytes a file may hold")]
     FileTooLarge { path: String, size: u64, limit: u64 },
+    #[error("the archive is {size} bytes, more than the {limit} bytes an archive may have")]
+    ArchiveTooLarge { size: u64, limit: u64 },
+    #[error("{} was changed after it was unpacked: {problem}", path.display())]
+    TreeModified { path: PathBuf, problem: String },
     #[error("the archive unpacks to more than {limit} bytes, the most allowed")]
     TooLarge { limit: u64 },
     #[error(

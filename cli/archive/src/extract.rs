@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::error::UnpackError;
+use crate::unpack::Target;
 
 pub(crate) struct Staging {
     dir: TempDir,
@@ -35,14 +36,10 @@ impl Staging {
         Ok(Staging { dir, dest: dest.to_path_buf() })
     }
 
-    pub(crate) fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
     /// Creates directory `rel` and its missing parents, each mode 0755. Every path
     /// inside the staging directory was made here, by this code, as a real
     /// directory or file; the checks are a second line of defence, not the first.
-    pub(crate) fn create_dir(&self, rel: &str) -> Result<(), UnpackError> {
+    fn make_dir(&self, rel: &str) -> Result<(), UnpackError> {
         let mut path = self.dir.path().to_path_buf();
         for part in rel.split('/') {
             path.push(part);
@@ -63,9 +60,9 @@ impl Staging {
     /// Creates the new file `rel` (its parents as needed) with mode 0755 or 0644.
     /// `create_new` fails on any existing name, a symbolic link included, so a file
     /// can never be written through a link.
-    pub(crate) fn create_file(&self, rel: &str, executable: bool) -> Result<File, UnpackError> {
+    fn make_file(&self, rel: &str, executable: bool) -> Result<File, UnpackError> {
         if let Some((parent, _)) = rel.rsplit_once('/') {
-            self.create_dir(parent)?;
+            self.make_dir(parent)?;
         }
         let path = self.dir.path().join(rel);
         let mode = if executable { 0o755 } else { 0o644 };
@@ -95,6 +92,22 @@ impl Staging {
         // Renamed away: there is nothing left for the guard to remove.
         let _ = dir.keep();
         Ok(dest)
+    }
+}
+
+impl Target for Staging {
+    type File = File;
+    fn create_dir(&mut self, rel: &str) -> Result<(), UnpackError> {
+        self.make_dir(rel)
+    }
+    fn create_file(&mut self, rel: &str, executable: bool, _size: u64) -> Result<File, UnpackError> {
+        self.make_file(rel, executable)
+    }
+    fn finish_file(&mut self, _rel: &str, _file: File) -> Result<(), UnpackError> {
+        Ok(())
+    }
+    fn path_of(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
     }
 }
 

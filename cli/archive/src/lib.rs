@@ -10,6 +10,7 @@
 //!
 //! README.md describes the format and the rules in full.
 
+mod compare;
 mod digest;
 mod error;
 mod extract;
@@ -26,4 +27,4 @@ pub use error::{PackError, UnpackError};
 pub use limits::{Limits, PackLimits};
 pub use pack::{Packed, PackedFile, pack, pack_with_limits};
 pub use paths::archive_prefix;
-pub use unpack::{Unpacked, unpack};
+pub use unpack::{Unpacked, unpack, verify_tree};

@@ -4,6 +4,9 @@
 /// every resource they can make us spend is capped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Most bytes the archive itself (the compressed file) may have. Checked before
+    /// it is read, so a huge or endless file is refused without reading it.
+    pub max_archive_bytes: u64,
     /// Most bytes the gzip stream may decompress to (the tar stream: headers, padding
     /// and file contents). Counted on the bytes really decompressed, so a header that
     /// lies about sizes cannot get past it.
@@ -23,6 +26,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            // Anything `pack` makes fits: 64 MiB of files plus at most 20,000 headers
+            // and paddings of 1 KiB each, which gzip does not grow.
+            max_archive_bytes: 96 * MIB,
             max_total_bytes: 256 * MIB,
             max_file_bytes: 64 * MIB,
             max_entries: 20_000,

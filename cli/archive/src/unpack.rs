@@ -47,13 +47,16 @@ pub fn unpack(
     dest: &Path,
     limits: &Limits,
 ) -> Result<Unpacked, UnpackError> {
+    if bytes.len() as u64 > limits.max_archive_bytes {
+        return Err(UnpackError::ArchiveTooLarge { size: bytes.len() as u64, limit: limits.max_archive_bytes });
+    }
     let actual = sha256(bytes);
     if actual != *expected {
         return Err(UnpackError::DigestMismatch { expected: *expected, actual });
     }
     let prefix = archive_prefix(name, version);
-    let staging = Staging::new(dest)?;
-    let contents = extract(bytes, &prefix, &staging, limits)?;
+    let mut staging = Staging::new(dest)?;
+    let contents = extract(bytes, &prefix, &mut staging, limits)?;
     let manifest = check_manifest(&staging, &contents, &prefix, name, version)?;
     let root = staging.commit()?;
     tracing::debug!(package = %prefix, files = contents.files.len(), bytes = contents.bytes, dest = %root.display(), "unpacked");
@@ -62,10 +65,10 @@ pub fn unpack(
 
 /// What has been extracted so far, to refuse duplicates and conflicts.
 #[derive(Default)]
-struct Contents {
-    files: BTreeSet<String>,
+pub(crate) struct Contents {
+    pub(crate) files: BTreeSet<String>,
     /// Directories, whether from an entry (`true`) or implied by a deeper path.
-    dirs: BTreeMap<String, bool>,
+    pub(crate) dirs: BTreeMap<String, bool>,
     bytes: u64,
 }
 
@@ -104,7 +107,48 @@ impl Contents {
     }
 }
 
-fn extract(bytes: &[u8], prefix: &str, staging: &Staging, limits: &Limits) -> Result<Contents, UnpackError> {
+/// Where the entries of an archive go: a staging directory when unpacking, a
+/// comparison with an unpacked tree when checking one.
+pub(crate) trait Target {
+    type File: Write;
+    fn create_dir(&mut self, rel: &str) -> Result<(), UnpackError>;
+    fn create_file(&mut self, rel: &str, executable: bool, size: u64) -> Result<Self::File, UnpackError>;
+    /// Called after the entry's bytes were all written to `file`.
+    fn finish_file(&mut self, rel: &str, file: Self::File) -> Result<(), UnpackError>;
+    /// The path errors about `rel` name.
+    fn path_of(&self, rel: &str) -> PathBuf;
+}
+
+/// Checks that the unpacked tree `dir` holds exactly what the archive `bytes` (with
+/// digest `expected`) holds for package `name` `version`: the same files with the
+/// same bytes, the same directories, and nothing else (no added file, no symbolic
+/// link). Cached trees are checked this way before each use, so a tree edited or
+/// damaged after unpacking is never built from: [`UnpackError::TreeModified`].
+pub fn verify_tree(
+    bytes: &[u8],
+    expected: &Sha256Digest,
+    name: &PackageName,
+    version: &Version,
+    dir: &Path,
+    limits: &Limits,
+) -> Result<(), UnpackError> {
+    if bytes.len() as u64 > limits.max_archive_bytes {
+        return Err(UnpackError::ArchiveTooLarge { size: bytes.len() as u64, limit: limits.max_archive_bytes });
+    }
+    let actual = sha256(bytes);
+    if actual != *expected {
+        return Err(UnpackError::DigestMismatch { expected: *expected, actual });
+    }
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) {
+        return Err(UnpackError::TreeModified { path: dir.to_owned(), problem: "it is not a directory".into() });
+    }
+    let prefix = archive_prefix(name, version);
+    let mut compare = crate::compare::Compare::new(dir);
+    let contents = extract(bytes, &prefix, &mut compare, limits)?;
+    compare.nothing_else(&contents.files, &contents.dirs)
+}
+
+fn extract<T: Target>(bytes: &[u8], prefix: &str, staging: &mut T, limits: &Limits) -> Result<Contents, UnpackError> {
     let (reader, tripwire) = MeteredGunzip::new(bytes, limits);
     let stream_error = |e: io::Error| stream_error(e, &tripwire, limits);
     let mut archive = tar::Archive::new(reader);
@@ -152,13 +196,14 @@ fn extract(bytes: &[u8], prefix: &str, staging: &Staging, limits: &Limits) -> Re
         }
         let mode =
             entry.header().mode().map_err(|e| UnpackError::Corrupt { detail: format!("entry `{shown}`: {e}") })?;
-        let mut file = staging.create_file(&rel, mode & 0o111 != 0)?;
-        let written = copy_entry(&mut entry, &mut file, &staging.root().join(&rel), &stream_error)?;
+        let mut file = staging.create_file(&rel, mode & 0o111 != 0, size)?;
+        let written = copy_entry(&mut entry, &mut file, &staging.path_of(&rel), &stream_error)?;
         if written != size {
             return Err(UnpackError::Corrupt {
                 detail: format!("entry `{shown}` is truncated ({written} of {size} bytes)"),
             });
         }
+        staging.finish_file(&rel, file)?;
         contents.bytes += written;
     }
     // Read to the end of the gzip stream so that its checksum and length are checked
@@ -171,7 +216,7 @@ fn extract(bytes: &[u8], prefix: &str, staging: &Staging, limits: &Limits) -> Re
 /// Copies an entry's data, telling errors of the archive from errors of the disk.
 fn copy_entry(
     entry: &mut impl Read,
-    file: &mut std::fs::File,
+    file: &mut impl Write,
     path: &Path,
     stream_error: &dyn Fn(io::Error) -> UnpackError,
 ) -> Result<u64, UnpackError> {
@@ -184,7 +229,10 @@ fn copy_entry(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(stream_error(e)),
         };
-        file.write_all(&buf[..n]).map_err(|source| UnpackError::Io { path: path.to_path_buf(), source })?;
+        file.write_all(&buf[..n]).map_err(|source| match crate::compare::differs(&source) {
+            Some(problem) => UnpackError::TreeModified { path: path.to_path_buf(), problem },
+            None => UnpackError::Io { path: path.to_path_buf(), source },
+        })?;
         written += n as u64;
     }
 }
@@ -224,7 +272,7 @@ fn check_manifest(
     if !contents.files.contains(MANIFEST_FILE) {
         return Err(UnpackError::MissingManifest { prefix: prefix.to_owned() });
     }
-    let path = staging.root().join(MANIFEST_FILE);
+    let path = staging.path_of(MANIFEST_FILE);
     let text = std::fs::read(&path).map_err(|source| UnpackError::Io { path, source })?;
     let manifest =
         Manifest::parse_bytes(&text, &format!("{prefix}/{MANIFEST_FILE}")).map_err(UnpackError::InvalidManifest)?;

@@ -9,7 +9,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
-use ebpkg_archive::{Limits, UnpackError, pack, sha256, unpack};
+use ebpkg_archive::{Limits, UnpackError, pack, sha256, unpack, verify_tree};
 use ebpkg_spec::PackageName;
 use tar::EntryType;
 use tempfile::TempDir;
@@ -407,5 +407,69 @@ fn an_archive_for_another_version_is_refused_by_its_prefix() {
     let site = Site::new();
     let err = site.unpack(&bytes, "demo", "1.0.1", &defaults()).unwrap_err();
     assert!(matches!(err, UnpackError::OutsidePrefix { .. }), "{err}");
+    site.assert_clean();
+}
+
+/// A cached tree is checked against its archive before use: any change after
+/// unpacking — an edited, truncated, extended, replaced, removed or added file, a
+/// link in place of a file or directory — is found and named.
+#[test]
+fn verify_tree_finds_every_change_to_an_unpacked_tree() {
+    let src = TempDir::new().unwrap();
+    demo_package(src.path());
+    let packed = pack(src.path()).unwrap();
+    let name = PackageName::new("demo").unwrap();
+    let version = semver::Version::new(1, 0, 0);
+    type Change = fn(&std::path::Path);
+    let changes: &[(&str, Change, &str)] = &[
+        (
+            "edited",
+            |d| fs::write(d.join("src/counter.bpf.c"), b"int counter(void) { return 1; }\n").unwrap(),
+            "content differs",
+        ),
+        ("truncated", |d| fs::write(d.join("src/counter.bpf.c"), b"int").unwrap(), "bytes, the archive's is"),
+        ("removed", |d| fs::remove_file(d.join("README.md")).unwrap(), "the file is missing"),
+        ("added", |d| fs::write(d.join("src/extra.h"), b"#define X 1\n").unwrap(), "the archive has no such file"),
+        (
+            "linked",
+            |d| {
+                let f = d.join("src/counter.bpf.c");
+                let text = fs::read(&f).unwrap();
+                fs::write(d.join("../elsewhere.c"), text).unwrap();
+                fs::remove_file(&f).unwrap();
+                std::os::unix::fs::symlink("../../elsewhere.c", &f).unwrap();
+            },
+            "it should be a regular file",
+        ),
+        (
+            "dir linked",
+            |d| {
+                fs::rename(d.join("src"), d.join("../src-moved")).unwrap();
+                std::os::unix::fs::symlink("../src-moved", d.join("src")).unwrap();
+            },
+            "src",
+        ),
+    ];
+    for (what, change, expect) in changes {
+        let site = Site::new();
+        site.unpack(&packed.bytes, "demo", "1.0.0", &defaults()).unwrap();
+        verify_tree(&packed.bytes, &packed.sha256, &name, &version, &site.dest, &defaults()).unwrap();
+        change(&site.dest);
+        let err = verify_tree(&packed.bytes, &packed.sha256, &name, &version, &site.dest, &defaults()).unwrap_err();
+        assert!(matches!(err, UnpackError::TreeModified { .. }), "{what}: {err}");
+        assert!(err.to_string().contains(expect), "{what}: {err}");
+        assert!(err.to_string().contains("was changed after it was unpacked"), "{what}: {err}");
+    }
+}
+
+#[test]
+fn an_archive_larger_than_the_limit_is_refused_before_hashing() {
+    let src = TempDir::new().unwrap();
+    demo_package(src.path());
+    let packed = pack(src.path()).unwrap();
+    let site = Site::new();
+    let small = Limits { max_archive_bytes: packed.bytes.len() as u64 - 1, ..defaults() };
+    let err = site.unpack(&packed.bytes, "demo", "1.0.0", &small).unwrap_err();
+    assert!(matches!(err, UnpackError::ArchiveTooLarge { .. }), "{err}");
     site.assert_clean();
 }

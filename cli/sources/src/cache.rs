@@ -163,30 +163,50 @@ impl Cache {
         archive: &Path,
     ) -> Result<PathBuf> {
         let dest = self.source_dir(name, version, digest);
-        // Trees appear by rename, complete: existing means usable.
-        if dest.is_dir() {
-            return Ok(dest);
+        let bytes = content::read_archive(archive).map_err(|source| ErrorKind::DamagedCache { source })?;
+        let limits = Limits::default();
+        // Trees appear by rename, complete; but anyone who can write to the cache can
+        // edit one afterwards, so a tree is compared with its verified archive before
+        // every use and unpacked again when it differs.
+        if fs::symlink_metadata(&dest).is_ok() {
+            match ebpkg_archive::verify_tree(&bytes, digest, name, version, &dest, &limits) {
+                Ok(()) => return Ok(dest),
+                Err(UnpackError::TreeModified { path, problem }) => {
+                    tracing::warn!(
+                        "the cached source of {name}@{version} was changed after it was unpacked ({}: {problem}); \
+                         unpacking it again from its archive",
+                        path.display()
+                    );
+                    remove_tree(&dest)?;
+                }
+                Err(source) => return Err(self.unpack_error(name, version, digest, archive, source)),
+            }
         }
         let parent = self.root.join(SOURCES_DIR);
         fs::create_dir_all(&parent).map_err(Error::io("create directory", &parent))?;
-        let bytes = fs::read(archive).map_err(Error::io("read", archive))?;
-        match ebpkg_archive::unpack(&bytes, digest, name, version, &dest, &Limits::default()) {
+        match ebpkg_archive::unpack(&bytes, digest, name, version, &dest, &limits) {
             Ok(unpacked) => Ok(unpacked.root),
             Err(UnpackError::DestinationExists { .. }) => Ok(dest),
-            Err(source) => {
-                if matches!(source, UnpackError::DigestMismatch { .. }) && archive == self.archive_path(digest) {
-                    // Corrupted since it was fetched: drop it so the next fetch downloads it again.
-                    content::remove_if_present(archive)?;
-                }
-                Err(ErrorKind::Unpack {
-                    package: name.clone(),
-                    version: version.clone(),
-                    archive: archive.to_owned(),
-                    source,
-                }
-                .into())
+            Err(source) => Err(self.unpack_error(name, version, digest, archive, source)),
+        }
+    }
+
+    fn unpack_error(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        digest: &Sha256Digest,
+        archive: &Path,
+        source: UnpackError,
+    ) -> Error {
+        if matches!(source, UnpackError::DigestMismatch { .. }) && archive == self.archive_path(digest) {
+            // Corrupted since it was fetched: drop it so the next fetch downloads it again.
+            if let Err(e) = content::remove_if_present(archive) {
+                return e;
             }
         }
+        ErrorKind::Unpack { package: name.clone(), version: version.clone(), archive: archive.to_owned(), source }
+            .into()
     }
 
     /// Deletes cached archives, unpacked packages or both. Run it when no `ebpkg`
@@ -208,6 +228,17 @@ impl Cache {
             }
         }
         Ok(report)
+    }
+}
+
+/// Removes a cached tree, or whatever was left in its place (a link, a file).
+fn remove_tree(path: &Path) -> Result<()> {
+    let is_dir = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir());
+    let removed = if is_dir { fs::remove_dir_all(path) } else { fs::remove_file(path) };
+    match removed {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ErrorKind::Io { action: "remove", path: path.to_owned(), source: e }.into()),
     }
 }
 

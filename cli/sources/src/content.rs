@@ -8,6 +8,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use ebpkg_archive::Limits;
+use ebpkg_input::ReadError;
 use ebpkg_spec::types::Sha256Digest;
 
 use crate::error::{ErrorKind, Result};
@@ -22,13 +24,24 @@ pub(crate) fn archive_path(root: &Path, digest: &Sha256Digest) -> PathBuf {
 }
 
 /// Whether the file at `path` exists and hashes to `digest`. A missing file is
-/// `false`; a present but wrong one is `false` too (the caller replaces it).
+/// `false`; a present but wrong one is `false` too (the caller replaces it), and so
+/// is anything that is not a regular file of at most an archive's size (a link to
+/// a device, a FIFO, a huge sparse file), which is refused without being read.
 pub(crate) fn holds(path: &Path, digest: &Sha256Digest) -> Result<bool> {
-    match ebpkg_archive::sha256_file(path) {
+    match ebpkg_archive::sha256_file(path, Limits::default().max_archive_bytes) {
         Ok(actual) => Ok(actual == *digest),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(ErrorKind::Io { action: "read", path: path.to_owned(), source: e }.into()),
+        Err(ReadError::NotFound { .. }) => Ok(false),
+        Err(e @ (ReadError::NotRegular { .. } | ReadError::TooLarge { .. })) => {
+            tracing::warn!("{e}; it is not the archive it is named after");
+            Ok(false)
+        }
+        Err(ReadError::Io { path, source }) => Err(ErrorKind::Io { action: "read", path, source }.into()),
     }
+}
+
+/// The archive at `path`, read whole but never more than an archive may be.
+pub(crate) fn read_archive(path: &Path) -> std::result::Result<Vec<u8>, ReadError> {
+    ebpkg_input::read(path, Limits::default().max_archive_bytes)
 }
 
 /// Removes a file that may already be gone.

@@ -64,6 +64,12 @@ pub enum ErrorKind {
     #[error("{}: {problem}", path.display())]
     BadRegistryConfig { path: PathBuf, problem: String },
 
+    #[error("the registry {url} is damaged: {source}. Restore the file from a backup or a mirror of the registry")]
+    DamagedRegistry { url: RegistryUrl, source: ebpkg_input::ReadError },
+
+    #[error("the download cache is damaged: {source}. Run `ebpkg cache clean` and try again")]
+    DamagedCache { source: ebpkg_input::ReadError },
+
     #[error(
         "index file {} is corrupt: {problem}. The registry needs repair: restore the file from a backup \
          (published lines never change except `yanked`)",

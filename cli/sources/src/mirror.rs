@@ -5,16 +5,16 @@
 //! archives the locked bytes, so the checksums in the lockfile hold for the mirror too:
 //! `ebpkg install --locked --registry file:///mirror` installs byte-identical packages.
 
+use crate::content;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-use std::fs;
 use std::path::Path;
 
 use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
 use semver::Version;
 
 use crate::cache::{Cache, check_locked};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::file_registry::{FileRegistry, Imported};
 use crate::registry::Registry;
 use crate::url::RegistryUrl;
@@ -68,7 +68,7 @@ pub fn mirror(
         let entry = entries.into_iter().find(|e| e.vers == locked.version).ok_or_else(not_listed)?;
         check_locked(&entry, locked)?;
         let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
-        let bytes = fs::read(&archive).map_err(Error::io("read", &archive))?;
+        let bytes = content::read_archive(&archive).map_err(|source| ErrorKind::DamagedCache { source })?;
         match target.import(&entry, &bytes, &url)? {
             Imported::Added => report.added.push(id),
             Imported::AlreadyPresent => report.already_present.push(id),

@@ -180,9 +180,10 @@ fn unpack_once_then_reuse() {
     assert!(root.ends_with(format!("src/net-1.0.0-{}", &s.entry.cksum.to_hex()[..16])));
     assert!(fs::read_to_string(root.join("ebpkg.toml")).unwrap().contains("name = \"net\""));
 
-    // A hit does not read the archive at all.
-    let hit = s.cache.unpack(&n, &v, &s.entry.cksum, Path::new("/nonexistent/archive.tar.gz")).unwrap();
-    assert_eq!(hit, root);
+    assert_eq!(s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap(), root);
+    // A hit is checked against the archive: without the archive, the tree is not trusted.
+    let e = s.cache.unpack(&n, &v, &s.entry.cksum, Path::new("/nonexistent/archive.tar.gz")).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::DamagedCache { .. }), "{e}");
 }
 
 #[test]
@@ -261,4 +262,58 @@ fn check_locked_catches_a_republished_version() {
     assert!(message.contains(&format!("pins net@1.0.0 to sha256 {}", "07".repeat(32))), "{message}");
     assert!(message.contains(&format!("now lists {}", s.entry.cksum)), "{message}");
     assert!(message.contains("republished"), "{message}");
+}
+
+/// An unpacked tree edited after unpacking (a changed source, an added header) is
+/// never handed out: it is compared with its verified archive and unpacked again.
+#[test]
+fn an_edited_cached_tree_is_unpacked_again() {
+    let s = setup();
+    let (n, v) = (name("net"), version("1.0.0"));
+    let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    let root = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    let pristine = files_under(&root).into_iter().map(|f| (fs::read(&f).unwrap(), f)).collect::<Vec<_>>();
+    let manifest = root.join("ebpkg.toml");
+    let original = fs::read(&manifest).unwrap();
+    fs::write(&manifest, [original.as_slice(), b"\n# edited\n"].concat()).unwrap();
+    fs::write(root.join("planted.h"), b"#define EVIL 1\n").unwrap();
+    let again = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    assert_eq!(again, root);
+    assert_eq!(fs::read(&manifest).unwrap(), original);
+    assert!(!root.join("planted.h").exists());
+    let now = files_under(&root).into_iter().map(|f| (fs::read(&f).unwrap(), f)).collect::<Vec<_>>();
+    assert_eq!(now, pristine);
+
+    // A link left where the tree was is replaced too, and what it pointed to is untouched.
+    let elsewhere = s.tmp.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::write(elsewhere.join("keep"), b"mine").unwrap();
+    fs::remove_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &root).unwrap();
+    s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    assert!(fs::symlink_metadata(&root).unwrap().is_dir());
+    assert_eq!(fs::read(elsewhere.join("keep")).unwrap(), b"mine");
+}
+
+/// A device, FIFO or huge sparse file where a cached archive should be is not read:
+/// it is dropped and the archive fetched again.
+#[test]
+fn a_cached_archive_that_is_not_a_file_is_fetched_again_unread() {
+    let s = setup();
+    let (n, v) = (name("net"), version("1.0.0"));
+    let path = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    type Plant = fn(&Path);
+    let plants: &[Plant] = &[
+        |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+        |p| rustix::fs::mkfifoat(rustix::fs::CWD, p, rustix::fs::Mode::from_raw_mode(0o644)).unwrap(),
+        |p| fs::File::create(p).unwrap().set_len(50 << 30).unwrap(),
+    ];
+    for plant in plants {
+        fs::remove_file(&path).unwrap();
+        plant(&path);
+        let started = std::time::Instant::now();
+        assert_eq!(s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap(), path);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!(fs::read(&path).unwrap(), s.bytes);
+    }
 }

@@ -42,8 +42,8 @@ fn assert_consistent(reg: &FileRegistry) {
             let file_name = entry.file_name().into_string().unwrap();
             assert!(!file_name.starts_with(".tmp-"), "stray temporary file {}", entry.path().display());
             let text = fs::read_to_string(entry.path()).unwrap();
-            for e in parse_index_file(&file_name, &text).unwrap() {
-                assert_eq!(ebpkg_archive::sha256_file(&reg.archive_path(&e.cksum)).unwrap(), e.cksum);
+            for e in parse_index_file(&file_name, text.as_bytes()).strict().unwrap() {
+                assert_eq!(ebpkg_archive::sha256_file(&reg.archive_path(&e.cksum), u64::MAX).unwrap(), e.cksum);
             }
         }
     }
@@ -153,7 +153,7 @@ fn readers_never_see_a_torn_index_file() {
                     }
                     let raw = fs::read_to_string(&index_file).unwrap();
                     assert!(raw.ends_with('\n'), "a whole file, never a partial one");
-                    parse_index_file("net", &raw).unwrap();
+                    parse_index_file("net", raw.as_bytes()).strict().unwrap();
                     reads.fetch_add(1, Ordering::Relaxed);
                     if finished {
                         return seen;

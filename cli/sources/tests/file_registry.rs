@@ -147,7 +147,7 @@ fn yank_and_unyank_change_only_that_line() {
     let entries = reg.index(&name("net")).unwrap().unwrap();
     assert_eq!(entries.iter().map(|e| e.yanked).collect::<Vec<_>>(), [false, true, false]);
     // Everything else about the line is unchanged.
-    let original = parse_index_file("net", &before.join("\n")).unwrap();
+    let original = parse_index_file("net", before.join("\n").as_bytes()).strict().unwrap();
     assert!(original[1].check_update(&entries[1]).is_ok());
 
     // Idempotent, then back.
@@ -241,9 +241,77 @@ fn search_skips_a_corrupt_index_file_and_non_index_files() {
     fs::write(reg.root().join("index/3/n/.tmp-abc"), "half a line").unwrap();
     let hits = reg.search("", 10).unwrap();
     assert_eq!(hits.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["net"]);
-    let e = reg.index(&name("meter")).unwrap_err();
+    assert_eq!(reg.index(&name("meter")).unwrap(), Some(vec![]), "no usable line");
+    // A writer refuses to add to a file it cannot fully read.
+    let packed = pack(tmp.path(), "meter", "1.1.0");
+    let e = reg.publish(&packed.bytes, &packed.manifest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::CorruptIndex { .. }));
     assert!(e.to_string().contains("is corrupt: line 1: not an index entry"), "{e}");
+}
+
+#[test]
+fn a_bad_index_line_costs_only_that_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = registry(&tmp);
+    let mut lines = Vec::new();
+    for v in ["1.0.0", "1.1.0", "1.2.0"] {
+        let packed = pack(tmp.path(), "net", v);
+        lines.push(reg.publish(&packed.bytes, &packed.manifest).unwrap().to_line());
+    }
+    let index_file = reg.root().join("index").join(index_path("net"));
+    // Line 2 truncated, line 3's checksum in uppercase (SPEC §6: lowercase only).
+    let upper = {
+        let entry = IndexEntry::parse_line(&lines[2]).unwrap().unwrap();
+        lines[2].replace(&entry.cksum.to_hex(), &entry.cksum.to_hex().to_uppercase())
+    };
+    let damaged = format!("{}\n{}\n{}\n", lines[0], &lines[1][..lines[1].len() / 2], upper);
+    fs::write(&index_file, damaged).unwrap();
+    let versions: Vec<String> = reg.index(&name("net")).unwrap().unwrap().iter().map(|e| e.vers.to_string()).collect();
+    assert_eq!(versions, ["1.0.0"]);
+    let entry = IndexEntry::parse_line(&lines[0]).unwrap().unwrap();
+    assert_eq!(ebpkg_archive::sha256(&reg.download(&entry).unwrap()), entry.cksum);
+    let packed = pack(tmp.path(), "net", "1.3.0");
+    let e = reg.publish(&packed.bytes, &packed.manifest).unwrap_err();
+    assert!(e.to_string().contains("line 2:"), "{e}");
+}
+
+/// What an attacker with write access to a file registry can leave where an
+/// archive or an index file should be: each is refused at once, without reading it.
+#[test]
+fn devices_fifos_and_huge_files_in_a_registry_are_refused_unread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = registry(&tmp);
+    let packed = pack(tmp.path(), "net", "1.0.0");
+    let entry = reg.publish(&packed.bytes, &packed.manifest).unwrap();
+    let archive = reg.archive_path(&entry.cksum);
+
+    let expect_damaged = |what: &str| {
+        let started = std::time::Instant::now();
+        let e = reg.download(&entry).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::DamagedRegistry { .. }), "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "read, not refused");
+    };
+    fs::remove_file(&archive).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &archive).unwrap();
+    expect_damaged("is a character device, not a regular file");
+    fs::remove_file(&archive).unwrap();
+    rustix::fs::mkfifoat(rustix::fs::CWD, &archive, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
+    expect_damaged("is a FIFO");
+    fs::remove_file(&archive).unwrap();
+    fs::File::create(&archive).unwrap().set_len(50 << 30).unwrap();
+    expect_damaged("53687091200 bytes, more than the 100663296 bytes");
+
+    let index_file = reg.root().join("index").join(index_path("net"));
+    fs::remove_file(&index_file).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &index_file).unwrap();
+    let e = reg.index(&name("net")).unwrap_err();
+    assert!(e.to_string().contains("is a character device"), "{e}");
+    let config = reg.root().join("config.json");
+    fs::remove_file(&config).unwrap();
+    rustix::fs::mkfifoat(rustix::fs::CWD, &config, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
+    let e = reg.names().unwrap_err();
+    assert!(e.to_string().contains("config.json is a FIFO"), "{e}");
 }
 
 #[test]

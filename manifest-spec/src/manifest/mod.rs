@@ -9,7 +9,7 @@ mod model;
 pub(crate) mod raw;
 mod validate;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use model::*;
 
@@ -22,12 +22,9 @@ pub const MANIFEST_FILE: &str = "ebpkg.toml";
 /// Why a manifest file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Missing, not a regular file (a FIFO, a device), too large, or unreadable.
+    #[error(transparent)]
+    Io(#[from] ebpkg_input::ReadError),
     #[error("{diagnostics}")]
     Invalid {
         diagnostics: Diagnostics,
@@ -41,7 +38,7 @@ impl ManifestError {
     /// The error with source lines and carets, as the CLI prints it.
     pub fn render(&self) -> String {
         match self {
-            ManifestError::Io { .. } => format!("{self}\n"),
+            ManifestError::Io(_) => format!("{self}\n"),
             ManifestError::Invalid { diagnostics, source_text } => diagnostics.render(source_text),
         }
     }
@@ -79,12 +76,8 @@ impl Manifest {
     }
 }
 
-/// Reads at most one byte more than the cap, so a huge file costs no more than that.
+/// Reads a TOML file of at most the size any such file may have; a FIFO, a device
+/// or a huge file is refused without being read.
 pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, ManifestError> {
-    use std::io::Read;
-    let io = |source| ManifestError::Io { path: path.to_owned(), source };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    file.take(toml_input::MAX_TOML_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(io)?;
-    Ok(bytes)
+    Ok(ebpkg_input::read(path, toml_input::MAX_TOML_BYTES as u64)?)
 }

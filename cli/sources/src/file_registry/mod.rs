@@ -23,10 +23,11 @@ mod publish;
 mod search;
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
-use ebpkg_spec::index::{IndexEntry, parse_index_file};
+use ebpkg_archive::Limits;
+use ebpkg_spec::index::{IndexEntry, ParsedIndex, parse_index_file};
 use ebpkg_spec::names::normalize;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{Manifest, PackageName, index_path};
@@ -50,6 +51,8 @@ const LOCK_FILE: &str = ".lock";
 /// Largest index file read. Lines are capped at 1 MiB each, and a package with more
 /// than a few thousand versions is not a package but an accident.
 const MAX_INDEX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest config.json read; today's is 20 bytes.
+const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 
 /// A registry in a directory; see the module documentation for its layout.
 #[derive(Debug, Clone)]
@@ -107,10 +110,10 @@ impl FileRegistry {
     /// `Ok(false)`: there is no config.json.
     fn read_config(&self) -> Result<bool> {
         let path = self.config_path();
-        let bytes = match fs::read(&path) {
+        let bytes = match ebpkg_input::read(&path, MAX_CONFIG_BYTES) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(ErrorKind::Io { action: "read", path, source: e }.into()),
+            Err(e) if e.is_not_found() => return Ok(false),
+            Err(e) => return Err(self.damaged(e)),
         };
         let bad = |problem: String| -> Error { ErrorKind::BadRegistryConfig { path: path.clone(), problem }.into() };
         let config: Config = serde_json::from_slice(&bytes).map_err(|e| {
@@ -200,24 +203,44 @@ impl FileRegistry {
         Ok(None)
     }
 
-    /// The text and entries of an index file.
-    fn read_index_file(&self, path: &Path, name: &PackageName) -> Result<(String, Vec<IndexEntry>)> {
-        let corrupt = |problem: String| -> Error { ErrorKind::CorruptIndex { path: path.to_owned(), problem }.into() };
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(MAX_INDEX_FILE_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(Error::io("read", path))?;
-        if bytes.len() as u64 > MAX_INDEX_FILE_BYTES {
-            return Err(corrupt(format!("it is larger than {MAX_INDEX_FILE_BYTES} bytes")));
-        }
-        let text = String::from_utf8(bytes).map_err(|e| corrupt(format!("it is not UTF-8 ({e})")))?;
-        let entries = parse_index_file(name.as_str(), &text).map_err(|e| corrupt(e.to_string()))?;
+    /// The text of an index file and what parsing it gave.
+    fn read_index_file(&self, path: &Path, name: &PackageName) -> Result<(Vec<u8>, ParsedIndex)> {
+        let bytes = ebpkg_input::read(path, MAX_INDEX_FILE_BYTES).map_err(|source| self.damaged(source))?;
+        let parsed = parse_index_file(name.as_str(), &bytes);
+        Ok((bytes, parsed))
+    }
+
+    /// For writers: the text and entries of an index file every line of which is
+    /// usable. A line a writer cannot read may hold the version it is about to add or
+    /// change, so a damaged file is refused until it is repaired.
+    pub(super) fn read_index_for_writing(&self, path: &Path, name: &PackageName) -> Result<(String, Vec<IndexEntry>)> {
+        let corrupt = |problem: String| ErrorKind::CorruptIndex { path: path.to_owned(), problem };
+        let (bytes, parsed) = self.read_index_file(path, name)?;
+        let entries = parsed.strict().map_err(|e| corrupt(e.to_string()))?;
+        // Every line is UTF-8 once every line parsed.
+        let text = String::from_utf8(bytes).map_err(|e| corrupt(e.to_string()))?;
         Ok((text, entries))
     }
 
+    /// For readers: the usable entries of a package's index file. A bad line costs
+    /// only itself (and a warning naming it), so the package's other versions, the
+    /// locked one among them, stay installable.
     fn read_entries(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
         let Some((path, published)) = self.find_index_file(name)? else { return Ok(None) };
-        Ok(Some(self.read_index_file(&path, &published)?.1))
+        let (_, parsed) = self.read_index_file(&path, &published)?;
+        for problem in &parsed.problems {
+            tracing::warn!(
+                "{}: {problem}; that line is skipped (the registry {} needs repair: restore the file from a backup)",
+                path.display(),
+                self.url
+            );
+        }
+        Ok(Some(parsed.entries))
+    }
+
+    /// A file of the registry that cannot be read as what it should be.
+    pub(super) fn damaged(&self, source: ebpkg_input::ReadError) -> Error {
+        ErrorKind::DamagedRegistry { url: self.url.clone(), source }.into()
     }
 
     /// Every package name in the index, as published. Files whose name is not a
@@ -301,9 +324,9 @@ impl Registry for FileRegistry {
 
     fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>> {
         let path = self.archive_path(&entry.cksum);
-        match fs::read(&path) {
+        match ebpkg_input::read(&path, Limits::default().max_archive_bytes) {
             Ok(bytes) => Ok(bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 self.require_registry()?;
                 Err(ErrorKind::ArchiveMissing {
                     name: entry.name.clone(),
@@ -313,7 +336,7 @@ impl Registry for FileRegistry {
                 }
                 .into())
             }
-            Err(e) => Err(ErrorKind::Io { action: "read", path, source: e }.into()),
+            Err(e) => Err(self.damaged(e)),
         }
     }
 
@@ -340,9 +363,12 @@ pub(crate) fn describe_versions(entries: &[IndexEntry]) -> String {
     format!("versions {}", list.join(", "))
 }
 
+/// Whether something that is not a directory is at `path`. Not only regular files:
+/// a device or FIFO left where an index file belongs is found here and refused
+/// when read, rather than passed over as "no such package".
 fn is_file(path: &Path) -> Result<bool> {
     match fs::metadata(path) {
-        Ok(meta) => Ok(meta.is_file()),
+        Ok(meta) => Ok(!meta.is_dir()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(ErrorKind::Io { action: "inspect", path: path.to_owned(), source: e }.into()),
     }

@@ -100,7 +100,7 @@ impl FileRegistry {
         let Some((path, published)) = self.find_index_file(name)? else {
             return Err(ErrorKind::NoSuchPackage { name: name.clone(), url: self.url.clone() }.into());
         };
-        let (text, entries) = self.read_index_file(&path, &published)?;
+        let (text, entries) = self.read_index_for_writing(&path, &published)?;
         let old = self.entry_for(&entries, name, version)?;
         if old.yanked == yanked {
             return Ok(old.clone());
@@ -130,7 +130,7 @@ impl FileRegistry {
                 Err(ErrorKind::NameCollision { name: name.clone(), existing, url: self.url.clone() }.into())
             }
             Some((path, existing)) => {
-                let (text, entries) = self.read_index_file(&path, &existing)?;
+                let (text, entries) = self.read_index_for_writing(&path, &existing)?;
                 Ok((path, text, entries))
             }
             None => Ok((self.index_dir().join(index_path(name.as_str())), String::new(), Vec::new())),
