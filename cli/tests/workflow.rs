@@ -106,6 +106,46 @@ fn fixture_tests_pass_with_map_setup_repeat_and_pcap() {
     assert_eq!(report["filtered"], 3);
 }
 
+/// Test files are input like any other: the paths they name follow SPEC §1 and stay
+/// in the package, and the work they ask for is capped. Each is refused before
+/// anything is built or run.
+#[test]
+fn test_files_cannot_read_outside_the_package_or_run_forever() {
+    let sb = Sandbox::new("tlimits");
+    let dir = sb.package("flow");
+    let outside = sb.dir.path().join("secret");
+    std::fs::write(&outside, "not for tests").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("tests/link.pcap")).unwrap();
+    let case = |extra: &str| format!("[[case]]\nname = \"c\"\nprogram = \"flow_match\"\n{extra}\n");
+    let bad: Vec<(String, &str)> = vec![
+        (case("pcap = \"/etc/shadow\""), "is absolute"),
+        (case("pcap = \"../../../etc/shadow\""), ".."),
+        (case("pcap = \"tests/link.pcap\""), "outside the package"),
+        (case("packet = \"00\"\nrepeat = 4294967295"), "repeat = 4294967295 is more than 1000000"),
+        (
+            case("packet = \"00\"\n[[case.then]]\nrepeat = 2000000"),
+            "repeat = 2000000 is more than 1000000",
+        ),
+        (case(&format!("packet = \"00\"\n{}", "[[case.then]]\n".repeat(19_999))), "more than the 10000 one"),
+        ((0..30).map(|_| case("packet = \"00\"\nrepeat = 1000000")).collect(), "more than the 20000000 one"),
+    ];
+    for (text, expect) in bad {
+        std::fs::write(dir.join("tests/bad.test.toml"), &text).unwrap();
+        let started = std::time::Instant::now();
+        let run = sb.run(&dir, &["test"]).fails(1);
+        assert!(run.stderr.contains(expect), "{expect}: {}", run.stderr);
+        assert!(!run.stderr.contains("Compiling"), "refused before building: {}", run.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+    // Filtered to the other files' cases, the same file is within the limits.
+    std::fs::remove_file(dir.join("tests/link.pcap")).unwrap();
+    let run = sb.run(&dir, &["test", "flow.test"]).ok();
+    assert!(run.stderr.contains("0 failed"), "{}", run.stderr);
+    std::fs::write(dir.join("tests/bad.test.toml"), vec![b'#'; 2 << 20]).unwrap();
+    let run = sb.run(&dir, &["test"]).fails(1);
+    assert!(run.stderr.contains("more than the 1048576 bytes"), "{}", run.stderr);
+}
+
 #[test]
 fn publish_search_info_and_duplicate_versions() {
     let sb = Sandbox::new("reg");

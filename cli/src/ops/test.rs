@@ -107,6 +107,17 @@ struct Run<'a> {
     expect: &'a Expect,
 }
 
+/// Largest test file read.
+const MAX_TEST_FILE_BYTES: u64 = 1024 * 1024;
+/// Largest packet capture a case may name.
+const MAX_PCAP_BYTES: u64 = 64 * 1024 * 1024;
+/// Most runs (cases and their `then` steps) one `ebpkg test` makes, and most
+/// repetitions of one run and of all runs together: a test suite that would keep
+/// the kernel busy for minutes is a mistake, refused before anything runs.
+const MAX_RUNS: usize = 10_000;
+const MAX_REPEAT: u32 = 1_000_000;
+const MAX_TOTAL_REPEATS: u64 = 20_000_000;
+
 /// Where the test clock starts when a case says nothing: a fixed instant, so runs
 /// are repeatable.
 const DEFAULT_TIME_NS: u64 = 1_000_000_000_000;
@@ -153,6 +164,8 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
         ctx.ui.warn(format!("{id} has no tests: add tests/<name>.test.toml (see `ebpkg test --help`)"));
         return Ok(Report::default());
     }
+    // Every file is read and checked before anything is built or run.
+    let suites = load_suites(project, &files, filter)?;
     let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
     let objects = build_packages(
         ctx,
@@ -186,11 +199,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     }
 
     let mut report = Report::default();
-    for file in &files {
-        let rel = file.strip_prefix(&project.dir).unwrap_or(file).display().to_string();
-        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {rel}"))?;
-        let parsed: TestFile =
-            toml::from_str(&text).map_err(|e| fail(Failure::Input, format!("{rel}: {}", e.to_string().trim_end())))?;
+    for (rel, parsed) in suites {
         for case in parsed.cases {
             let full = format!("{rel}: {}", case.name);
             if filter.is_some_and(|f| !full.contains(f)) {
@@ -213,6 +222,78 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
         }
     }
     Ok(report)
+}
+
+/// Reads and checks every test file: its size, its syntax, the paths it names and
+/// the work its cases that pass `filter` ask for.
+fn load_suites(project: &Project, files: &[PathBuf], filter: Option<&str>) -> Result<Vec<(String, TestFile)>> {
+    let mut suites = Vec::with_capacity(files.len());
+    let (mut runs, mut repeats) = (0usize, 0u64);
+    for file in files {
+        let rel = file.strip_prefix(&project.dir).unwrap_or(file).display().to_string();
+        let text = ebpkg_input::read_text(file, MAX_TEST_FILE_BYTES).map_err(|e| fail(Failure::Input, e))?;
+        let parsed: TestFile =
+            toml::from_str(&text).map_err(|e| fail(Failure::Input, format!("{rel}: {}", e.to_string().trim_end())))?;
+        for case in &parsed.cases {
+            let at = |what: String| fail(Failure::Input, format!("{rel}: case `{}`: {what}", case.name));
+            let steps = std::iter::once((case.repeat, case.pcap.as_deref()))
+                .chain(case.then.iter().map(|s| (s.repeat.unwrap_or(1), s.pcap.as_deref())));
+            for (repeat, pcap) in steps {
+                if repeat > MAX_REPEAT {
+                    return Err(at(format!(
+                        "repeat = {repeat} is more than {MAX_REPEAT}, the most one run may repeat; \
+                         lower it (a benchmark belongs in ./ci/bench, not in a test)"
+                    )));
+                }
+                if let Some(pcap) = pcap {
+                    package_file(project, pcap).map_err(|e| at(format!("pcap = {pcap:?}: {e}")))?;
+                }
+                // Only what the filter lets through will run.
+                if filter.is_none_or(|f| format!("{rel}: {}", case.name).contains(f)) {
+                    runs += 1;
+                    repeats += u64::from(repeat.max(1));
+                }
+            }
+        }
+        suites.push((rel, parsed));
+    }
+    if runs > MAX_RUNS {
+        return Err(fail(
+            Failure::Input,
+            format!(
+                "the tests ask for {runs} runs (cases and their `then` steps), more than the {MAX_RUNS} \
+                 one `ebpkg test` makes; remove cases, or run some with a filter"
+            ),
+        ));
+    }
+    if repeats > MAX_TOTAL_REPEATS {
+        return Err(fail(
+            Failure::Input,
+            format!(
+                "the tests repeat their runs {repeats} times in all, more than the {MAX_TOTAL_REPEATS} \
+                 one `ebpkg test` makes; lower the `repeat` of the largest cases"
+            ),
+        ));
+    }
+    Ok(suites)
+}
+
+/// The path of a file of the package named by `rel` in a test file, by the rules
+/// every path in a package follows (SPEC.md §1: relative, no `..`, no absolute or
+/// home paths), and which, links resolved, is still inside the package.
+fn package_file(project: &Project, rel: &str) -> Result<PathBuf> {
+    let rel = ebpkg_spec::types::RelPath::new(rel).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let root = project.dir.canonicalize().with_context(|| format!("cannot resolve {}", project.dir.display()))?;
+    let path = root.join(rel.as_str());
+    let real = path.canonicalize().with_context(|| format!("cannot open {}", path.display()))?;
+    if !real.starts_with(&root) {
+        anyhow::bail!(
+            "{} leads to {}, outside the package; a package's files must be inside its directory",
+            path.display(),
+            real.display()
+        );
+    }
+    Ok(real)
 }
 
 fn pin_to_current_cpu() -> Result<()> {
@@ -418,8 +499,8 @@ fn packet(project: &Project, hex_packet: Option<&str>, pcap: Option<&str>, index
     match (hex_packet, pcap) {
         (Some(h), None) => hex(h, "packet"),
         (None, Some(p)) => {
-            let path = project.dir.join(p);
-            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let path = package_file(project, p)?;
+            let bytes = ebpkg_input::read(&path, MAX_PCAP_BYTES)?;
             pcap_packet(&bytes, index).with_context(|| p.to_owned())
         }
         _ => anyhow::bail!("give the packet as `packet = \"<hex>\"` or `pcap = \"<file>\"` (one of them)"),
