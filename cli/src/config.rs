@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -117,14 +117,14 @@ impl Config {
         let path = env("EBPKG_CONFIG")
             .map(PathBuf::from)
             .unwrap_or_else(|| xdg("XDG_CONFIG_HOME", ".config").join("ebpkg/config.toml"));
-        let (file, cfg) = match std::fs::read_to_string(&path) {
+        let (file, cfg) = match ebpkg_input::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
             Ok(text) => {
                 let cfg: ConfigFile = toml::from_str(&text)
                     .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
                 (Some(path), cfg)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, ConfigFile::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(e) if e.is_not_found() => (None, ConfigFile::default()),
+            Err(e) => return Err(e.into()),
         };
         let default_registry = || {
             let dir = xdg("XDG_DATA_HOME", ".local/share").join("ebpkg/registry");

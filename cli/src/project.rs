@@ -74,7 +74,7 @@ impl Project {
     pub fn write_lockfile(&self, lock: &Lockfile) -> Result<bool> {
         let path = self.lock_path();
         let text = lock.to_toml_string();
-        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+        if ebpkg_input::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64).is_ok_and(|old| old == text) {
             return Ok(false);
         }
         write_atomic(&path, text.as_bytes())?;

@@ -158,6 +158,23 @@ fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes(
     assert_eq!(sb.pins(), before);
     assert_eq!(sb.status()[0]["generation"], 1);
 
+    // What an attacker with write access to the registry can leave in the archive's
+    // place: refused at once, without reading it, and nothing changes.
+    let plants: [(fn(&std::path::Path), &str); 3] = [
+        (|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(), "is a character device, not a regular file"),
+        (|p| assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success()), "is a FIFO"),
+        (|p| std::fs::File::create(p).unwrap().set_len(50 << 30).unwrap(), "53687091200 bytes, more than"),
+    ];
+    for (plant, expect) in plants {
+        std::fs::remove_file(&archive).unwrap();
+        plant(&archive);
+        let started = std::time::Instant::now();
+        let run = sb.run(&app, &["install"]).fails(6);
+        assert!(run.stderr.contains(expect) && run.stderr.contains("is damaged"), "{}", run.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "refused, not read");
+        assert_eq!(sb.pins(), before);
+    }
+
     // A lockfile whose checksum no longer matches the registry's.
     let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().replace(&sum, &"ab".repeat(32));
     std::fs::write(app.join("ebpkg.lock"), lock).unwrap();

@@ -122,10 +122,7 @@ fn test_files_cannot_read_outside_the_package_or_run_forever() {
         (case("pcap = \"../../../etc/shadow\""), ".."),
         (case("pcap = \"tests/link.pcap\""), "outside the package"),
         (case("packet = \"00\"\nrepeat = 4294967295"), "repeat = 4294967295 is more than 1000000"),
-        (
-            case("packet = \"00\"\n[[case.then]]\nrepeat = 2000000"),
-            "repeat = 2000000 is more than 1000000",
-        ),
+        (case("packet = \"00\"\n[[case.then]]\nrepeat = 2000000"), "repeat = 2000000 is more than 1000000"),
         (case(&format!("packet = \"00\"\n{}", "[[case.then]]\n".repeat(19_999))), "more than the 10000 one"),
         ((0..30).map(|_| case("packet = \"00\"\nrepeat = 1000000")).collect(), "more than the 20000000 one"),
     ];

@@ -19,3 +19,7 @@ pub use lockfile::{LockedDependency, LockedPackage, Lockfile};
 pub use manifest::{Manifest, ManifestError};
 pub use names::{ItemName, PackageName};
 pub use toml_input::MAX_TOML_BYTES;
+
+/// Largest BPF object (prebuilt, compiled or cached) ebpkg reads: as large as any
+/// file in a package may be.
+pub const MAX_OBJECT_BYTES: u64 = 64 * 1024 * 1024;

@@ -31,13 +31,16 @@ pub struct VmlinuxHeader {
     pub cached: bool,
 }
 
+/// Largest BTF file read; a kernel's is 5 to 10 MiB.
+const MAX_BTF_BYTES: u64 = 256 * 1024 * 1024;
+
 impl Btf {
     /// The running kernel's BTF, [`KERNEL_BTF`].
     pub fn kernel() -> Result<Btf, BtfError> {
         let path = PathBuf::from(KERNEL_BTF);
-        match std::fs::read(&path) {
+        match ebpkg_input::read(&path, MAX_BTF_BYTES) {
             Ok(bytes) => Btf::from_bytes(path, &bytes),
-            Err(source) => Err(BtfError::KernelMissing { path, source }),
+            Err(e) => Err(BtfError::KernelMissing { path, source: std::io::Error::other(e.to_string()) }),
         }
     }
 
@@ -45,7 +48,7 @@ impl Btf {
     /// building for another machine.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Btf, BtfError> {
         let path = path.as_ref().to_owned();
-        let bytes = std::fs::read(&path).map_err(|source| BtfError::Read { path: path.clone(), source })?;
+        let bytes = ebpkg_input::read(&path, MAX_BTF_BYTES).map_err(BtfError::Read)?;
         Btf::from_bytes(path, &bytes)
     }
 

@@ -22,6 +22,7 @@ use crate::toolchain::{ToolSource, Toolchain};
 
 /// Largest warning text kept per object; more is cut (clang repeats itself).
 const MAX_WARNINGS_BYTES: usize = 64 * 1024;
+use ebpkg_spec::MAX_OBJECT_BYTES;
 
 /// Progress, for progress bars and logs. Every unit ends with exactly one of
 /// `Cached`, `Prebuilt`, `Finished` or `Failed`; `Started` comes before
@@ -271,7 +272,7 @@ impl Builder {
             Ok(p) => p,
             Err(e) => return Prebuilt::Fail(e),
         };
-        let bytes = match std::fs::read(&path) {
+        let bytes = match ebpkg_input::read(&path, MAX_OBJECT_BYTES) {
             Ok(b) => b,
             Err(e) => return Prebuilt::Fail(file_error(unit, object, format!("cannot read it: {e}"))),
         };
@@ -316,13 +317,13 @@ impl Builder {
     /// A cached object for `key`, when there is a valid one.
     fn lookup(&self, unit: &BuildUnit, key: &Sha256Digest, note: &str) -> Option<BuiltObject> {
         let object = object_path(&self.cache_dir, key);
-        let bytes = std::fs::read(&object).ok()?;
+        let bytes = ebpkg_input::read(&object, MAX_OBJECT_BYTES).ok()?;
         if let Err(problem) = check_bpf_object(&bytes) {
             // Damaged (a disk error, a hand edit): build it again.
             tracing::warn!(object = %object.display(), %problem, "ignoring a damaged cache entry");
             return None;
         }
-        let warnings = std::fs::read_to_string(warnings_path(&object)).unwrap_or_default();
+        let warnings = ebpkg_input::read_text(&warnings_path(&object), MAX_WARNINGS_BYTES as u64).unwrap_or_default();
         Some(BuiltObject {
             unit: unit.clone(),
             object,
@@ -439,7 +440,10 @@ impl Builder {
                 command: compile::display_command(&self.toolchain.clang, &args, source.as_str()),
             })));
         }
-        let bytes = std::fs::read(&tmp).map_err(cache_err)?;
+        let bytes = ebpkg_input::read(&tmp, MAX_OBJECT_BYTES).map_err(|e| BuildError::Cache {
+            path: e.path().to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
         check_bpf_object(&bytes).map_err(|problem| BuildError::BadObject {
             package: unit.package.clone(),
             version: unit.version.clone(),

@@ -70,8 +70,8 @@ pub enum BtfError {
     )]
     KernelMissing { path: PathBuf, source: std::io::Error },
 
-    #[error("cannot read the BTF file {}: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    #[error("{0}; it cannot be used as the BTF file")]
+    Read(ebpkg_input::ReadError),
 
     #[error(
         "{} is not a raw BTF file (it does not start with the BTF magic 0xeB9F); pass the kernel's BTF, \

@@ -79,7 +79,9 @@ pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
 
 fn is_intact(include: &Path) -> bool {
     let hike = include.join("hike");
-    HEADERS.iter().all(|(name, text)| std::fs::read(hike.join(name)).is_ok_and(|b| b == text.as_bytes()))
+    HEADERS
+        .iter()
+        .all(|(name, text)| ebpkg_input::read(&hike.join(name), text.len() as u64).is_ok_and(|b| b == text.as_bytes()))
 }
 
 #[cfg(test)]

@@ -459,7 +459,7 @@ impl Deployer {
                 let log_path = self.store.save_log(&file, &failure.log).ok();
                 let file = failure.source.as_ref().and_then(|s| source_path(pkg, &s.file));
                 let line_text = failure.source.as_ref().zip(file.as_ref()).and_then(|(s, f)| {
-                    let text = std::fs::read_to_string(pkg.root.join(f)).ok()?;
+                    let text = ebpkg_input::read_text(&pkg.root.join(f), 16 << 20).ok()?;
                     text.lines().nth((s.line as usize).checked_sub(1)?).map(str::to_owned)
                 });
                 DeployError::Verifier(Box::new(VerifierError {
@@ -513,8 +513,12 @@ fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> 
 }
 
 fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path)
-        .map_err(|source| DeployError::Io { what: "cannot read the object", path: path.to_owned(), source })
+    ebpkg_input::read(path, ebpkg_spec::MAX_OBJECT_BYTES)
+        .map_err(|e| DeployError::Io {
+            what: "cannot read the object",
+            path: path.to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        })
         .inspect_err(|_| tracing::debug!(package = %pkg.reference(), "object missing"))
 }
 

@@ -91,7 +91,7 @@ fn verify(
     let id = format!("{}@{}", project.manifest.package.name, project.manifest.package.version);
     let mut out = Vec::new();
     for o in objects {
-        let elf = std::fs::read(&o.path).map_err(|e| fail(Failure::Input, format!("{}: {e}", o.path.display())))?;
+        let elf = ebpkg_input::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES).map_err(|e| fail(Failure::Input, e))?;
         let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
         let stats = root
             .rt

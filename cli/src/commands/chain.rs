@@ -100,18 +100,21 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
 }
 
 fn compile(source: &Source) -> Result<(String, std::result::Result<hike_chainc::Compiled, Diagnostics>)> {
-    let text =
-        std::fs::read_to_string(&source.file).with_context(|| format!("cannot read {}", source.file.display()))?;
+    let text = crate::ops::chains::read_chain_source(&source.file)?;
     let env = environment(&source.packages, source.signatures.as_deref())?;
     let name = source.file.display().to_string();
     Ok((text.clone(), hike_chainc::compile(&text, &name, &env)))
 }
 
+/// Largest signatures file read.
+const MAX_SIGNATURES_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The packages the script may use: from package directories and/or a JSON file.
 fn environment(packages: &[PathBuf], signatures: Option<&Path>) -> Result<CompileEnv> {
     let mut env = match signatures {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let text = ebpkg_input::read_text(path, MAX_SIGNATURES_BYTES)
+                .map_err(|e| crate::exit::fail(crate::exit::Failure::Input, e))?;
             serde_json::from_str(&text).with_context(|| format!("{} is not a signatures file", path.display()))?
         }
         None => CompileEnv::new(),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ebpkg_deploy::PlannedScript;
 use ebpkg_spec::Manifest;
 
@@ -36,7 +36,7 @@ pub fn compile_chains(
     let mut failed = Vec::new();
     for chain in &package.chains {
         let path = root.join(chain.source.as_str());
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = read_chain_source(&path)?;
         match hike_chainc::compile(&text, chain.source.as_str(), &env) {
             Ok(c) => {
                 if !c.warnings.items.is_empty() && !ctx.ui.quiet {
@@ -63,4 +63,13 @@ pub fn compile_chains(
         ));
     }
     Ok(out)
+}
+
+/// Largest chain script read. A chain compiles to at most 256 VM instructions;
+/// a megabyte of script is far past anything that can fit.
+pub const MAX_CHAIN_SOURCE_BYTES: u64 = 1024 * 1024;
+
+/// A chain script's text, read by the rules for input files (regular file, capped).
+pub fn read_chain_source(path: &std::path::Path) -> Result<String> {
+    ebpkg_input::read_text(path, MAX_CHAIN_SOURCE_BYTES).map_err(|e| crate::exit::fail(crate::exit::Failure::Input, e))
 }

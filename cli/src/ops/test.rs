@@ -183,7 +183,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     let version = m.package.version.to_string();
     let mut ids = std::collections::BTreeMap::new();
     for obj in objects.iter().filter(|o| !o.programs.is_empty()) {
-        let elf = std::fs::read(&obj.path).with_context(|| format!("cannot read {}", obj.path.display()))?;
+        let elf = ebpkg_input::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES).map_err(|e| fail(Failure::Input, e))?;
         let regs = rt
             .register_object(&ProgramObject {
                 package: &package,
