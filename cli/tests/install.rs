@@ -160,7 +160,8 @@ fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes(
 
     // What an attacker with write access to the registry can leave in the archive's
     // place: refused at once, without reading it, and nothing changes.
-    let plants: [(fn(&std::path::Path), &str); 3] = [
+    type Plant = fn(&std::path::Path);
+    let plants: [(Plant, &str); 3] = [
         (|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(), "is a character device, not a regular file"),
         (|p| assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success()), "is a FIFO"),
         (|p| std::fs::File::create(p).unwrap().set_len(50 << 30).unwrap(), "53687091200 bytes, more than"),
