@@ -104,6 +104,8 @@ enum Command {
     Update(commands::lock::UpdateArgs),
     /// Resolve the dependencies and write ebpkg.lock.
     Lock(commands::lock::LockArgs),
+    /// Resolve the dependencies and download them into the cache (for offline use).
+    Fetch(commands::lock::FetchArgs),
     /// Show the dependency tree.
     Tree(commands::lock::TreeArgs),
     /// Search the registry.
@@ -199,6 +201,7 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Update(a) => commands::lock::update(ctx, a),
         Command::Lock(a) => commands::lock::lock(ctx, a),
         Command::Tree(a) => commands::lock::tree(ctx, a),
+        Command::Fetch(a) => commands::lock::fetch(ctx, a),
         Command::Search(a) => commands::registry::search(ctx, a),
         Command::Info(a) => commands::registry::info(ctx, a),
         Command::Build(a) => commands::build::run(ctx, a),

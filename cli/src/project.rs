@@ -19,6 +19,18 @@ pub struct Project {
     pub manifest: Manifest,
 }
 
+/// What is found where ebpkg.lock belongs.
+pub enum LockState {
+    Missing,
+    Valid(Lockfile),
+    /// It does not parse or is inconsistent (a package missing that another depends
+    /// on, a checksum that is not one): `salvaged` keeps what is still usable.
+    Damaged {
+        salvaged: Lockfile,
+        problems: String,
+    },
+}
+
 /// A manifest or lockfile error as the user should see it (diagnostics with source lines).
 pub fn manifest_error(e: ManifestError) -> anyhow::Error {
     fail(Failure::Input, e.render().trim_end())
@@ -61,13 +73,27 @@ impl Project {
         self.dir.join(LOCK_FILE)
     }
 
-    /// The lockfile, if there is one.
-    pub fn lockfile(&self) -> Result<Option<Lockfile>> {
+    /// The lockfile as it is on disk: missing, valid, or damaged (with what can
+    /// still be used of it). Only a file that cannot be read at all is an error.
+    pub fn read_lock(&self) -> Result<LockState> {
         let path = self.lock_path();
-        if !path.exists() {
-            return Ok(None);
-        }
-        Lockfile::load(&path).map(Some).map_err(manifest_error)
+        let bytes = match ebpkg_input::read(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_not_found() => return Ok(LockState::Missing),
+            Err(e) => return Err(fail(Failure::Input, e)),
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            let problems = format!("{} is not UTF-8 text", path.display());
+            return Ok(LockState::Damaged { salvaged: Lockfile::default(), problems });
+        };
+        let file = path.display().to_string();
+        Ok(match Lockfile::parse(&text, &file) {
+            Ok(lock) => LockState::Valid(lock),
+            Err(diagnostics) => LockState::Damaged {
+                salvaged: Lockfile::salvage(&text, &file),
+                problems: diagnostics.render(&text).trim_end().to_owned(),
+            },
+        })
     }
 
     /// Writes the lockfile when its text changes. Returns whether it did.

@@ -219,6 +219,24 @@ fn frozen_installs_need_an_up_to_date_lock() {
     let run = sb.run(&app, &["install", "--frozen", "--set", "DEVNAME=va"]).fails(4);
     assert!(run.stderr.contains("ebpkg.lock does not exist"), "{}", run.stderr);
     sb.run(&app, &["lock"]).ok();
-    sb.run(&app, &["install", "--frozen", "--set", "DEVNAME=va"]).ok();
+    sb.run(&app, &["fetch"]).ok();
+    // Locked and cached: the registry is not needed at all.
+    std::fs::rename(sb.path("registry"), sb.path("registry-away")).unwrap();
+    let run = sb.run(&app, &["install", "--frozen", "--set", "DEVNAME=va"]).ok();
+    assert!(!run.stderr.contains("Resolving"), "{}", run.stderr);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    std::fs::rename(sb.path("registry-away"), sb.path("registry")).unwrap();
+
+    // A failed install leaves ebpkg.lock as it was, even when it resolved a change.
+    let lock = std::fs::read(app.join("ebpkg.lock")).unwrap();
+    publish_flow_1_1(&sb);
+    let manifest = std::fs::read_to_string(app.join("ebpkg.toml")).unwrap();
+    std::fs::write(app.join("ebpkg.toml"), manifest.replace("flow = \"^1.0\"", "flow = \"^1.1\"")).unwrap();
+    let run = sb.run(&app, &["install", "--set", "NOSUCH=1"]).fails(2);
+    assert!(run.stderr.contains("NOSUCH"), "{}", run.stderr);
+    assert_eq!(std::fs::read(app.join("ebpkg.lock")).unwrap(), lock);
+    let run = sb.run(&app, &["install"]).ok();
+    assert!(run.stderr.contains("Locking flow 1.1.0"), "{}", run.stderr);
+    assert_ne!(std::fs::read(app.join("ebpkg.lock")).unwrap(), lock);
     sb.run(&app, &["uninstall"]).ok();
 }

@@ -136,3 +136,77 @@ fn an_unknown_package_suggests_a_close_name() {
     assert!(run.stderr.contains("app depends on `metr`, which is not in the default registry"), "{}", run.stderr);
     assert!(run.stderr.contains("did you mean `meter`?"), "{}", run.stderr);
 }
+
+/// Drops the `[[package]]` of `name` from the lockfile text, leaving its mention in
+/// its dependents' lists: the hand edit the field test made.
+fn drop_locked_package(dir: &std::path::Path, name: &str) -> String {
+    let text = std::fs::read_to_string(dir.join("ebpkg.lock")).unwrap();
+    let mut blocks: Vec<&str> = text.split("\n[[package]]\n").collect();
+    blocks.retain(|b| !b.starts_with(&format!("name = \"{name}\"\n")));
+    let damaged = blocks.join("\n[[package]]\n");
+    std::fs::write(dir.join("ebpkg.lock"), &damaged).unwrap();
+    damaged
+}
+
+/// An inconsistent lockfile is repaired by `lock`, `update` and `tree`, keeping the
+/// versions it still pins, and refused only under --locked.
+#[test]
+fn a_damaged_lockfile_is_repaired_keeping_what_it_still_pins() {
+    let sb = Sandbox::new("repairlock");
+    sb.publish_manifest("sets", "1.0.0", &[]);
+    sb.publish_manifest("basic", "1.0.0", &[("sets", "^1")]);
+    sb.publish_manifest("other", "1.0.0", &[]);
+    let app = project(&sb, &[("basic", "^1"), ("other", "^1")]);
+    sb.run(&app, &["lock"]).ok();
+    let good = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    // Newer versions appear; the repair must keep what the lock still pins.
+    sb.publish_manifest("other", "1.1.0", &[]);
+    sb.publish_manifest("sets", "1.1.0", &[]);
+
+    for command in [&["lock"][..], &["update", "other"], &["tree"]] {
+        let damaged = drop_locked_package(&app, "sets");
+        let run = sb.run(&app, &["lock", "--locked"]).fails(4);
+        assert!(run.stderr.contains("is damaged") && run.stderr.contains("\"sets 1.0.0\""), "{}", run.stderr);
+        assert_eq!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap(), damaged, "--locked writes nothing");
+        let run = sb.run(&app, command).ok();
+        assert!(
+            run.stderr.contains("is damaged, so the dependencies are resolved again"),
+            "{command:?}: {}",
+            run.stderr
+        );
+        let versions = locked_versions(&app);
+        assert!(versions.contains(&"basic 1.0.0".to_owned()), "{versions:?}");
+        let other = if command[0] == "update" { "other 1.1.0" } else { "other 1.0.0" };
+        assert!(versions.contains(&other.to_owned()), "{command:?}: {versions:?}");
+        assert!(versions.iter().any(|v| v.starts_with("sets 1.")), "{versions:?}");
+        sb.run(&app, &["lock", "--locked"]).ok();
+        std::fs::write(app.join("ebpkg.lock"), &good).unwrap();
+    }
+    // Not even TOML: resolved from scratch.
+    std::fs::write(app.join("ebpkg.lock"), "[[package\n").unwrap();
+    let run = sb.run(&app, &["lock"]).ok();
+    assert!(run.stderr.contains("is damaged"), "{}", run.stderr);
+    sb.run(&app, &["lock", "--locked"]).ok();
+}
+
+/// With a complete lock and the archives in the cache, --offline and --frozen need
+/// no registry at all.
+#[test]
+fn a_locked_cached_project_needs_no_registry_offline() {
+    let sb = Sandbox::new("offline");
+    sb.publish_manifest("sets", "1.0.0", &[]);
+    sb.publish_manifest("basic", "1.0.0", &[("sets", "^1")]);
+    let app = project(&sb, &[("basic", "^1")]);
+    sb.run(&app, &["fetch"]).ok();
+    let lock = std::fs::read(app.join("ebpkg.lock")).unwrap();
+    std::fs::rename(sb.path("registry"), sb.path("registry-away")).unwrap();
+    let tree = sb.run(&app, &["--offline", "tree"]).ok();
+    assert_eq!(tree.stdout, "app 0.1.0\n└── basic 1.0.0\n    └── sets 1.0.0\n");
+    sb.run(&app, &["--frozen", "fetch"]).ok();
+    sb.run(&app, &["--frozen", "lock"]).ok();
+    assert_eq!(std::fs::read(app.join("ebpkg.lock")).unwrap(), lock);
+    // A manifest the lock does not satisfy needs the registry, and says so.
+    let app2 = project(&sb, &[("basic", "^1"), ("sets", "^2")]);
+    let run = sb.run(&app2, &["--offline", "lock"]).fails(6);
+    assert!(run.stderr.contains("registry"), "{}", run.stderr);
+}

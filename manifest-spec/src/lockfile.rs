@@ -148,6 +148,32 @@ impl Lockfile {
 
     /// Parses lockfile text. `file` is the name used in errors.
     pub fn parse(source: &str, file: &str) -> Result<Lockfile, Diagnostics> {
+        let (packages, diags) = Self::parse_parts(source, file)?;
+        match Diagnostics::from_vec(diags) {
+            Some(d) => Err(d),
+            None => Ok(Lockfile::new(packages)),
+        }
+    }
+
+    /// What can still be used of lockfile text that [`Lockfile::parse`] refuses, as
+    /// preferences for resolving again (what cargo does with a damaged Cargo.lock):
+    /// the well-formed packages listed once, without dependencies on packages the
+    /// file does not list. Text that is not a lockfile at all gives an empty one.
+    pub fn salvage(source: &str, file: &str) -> Lockfile {
+        let Ok((packages, _)) = Self::parse_parts(source, file) else { return Lockfile::default() };
+        let mut seen = BTreeSet::new();
+        let mut kept: Vec<LockedPackage> =
+            packages.into_iter().filter(|p| seen.insert((p.name.clone(), p.version.clone()))).collect();
+        let present: BTreeSet<(PackageName, Version)> = seen;
+        for p in &mut kept {
+            p.dependencies.retain(|d| present.contains(&(d.name.clone(), d.version.clone())));
+        }
+        Lockfile::new(kept)
+    }
+
+    /// The well-formed packages of lockfile text and the problems found; `Err` when
+    /// the text is not a lockfile of this format at all.
+    fn parse_parts(source: &str, file: &str) -> Result<(Vec<LockedPackage>, Vec<Diagnostic>), Diagnostics> {
         let source = toml_input::decode(source.as_bytes(), file)?;
         let raw: RawLockfile = toml_input::from_str(source, file)?;
         let mut diags = Vec::new();
@@ -248,10 +274,7 @@ impl Lockfile {
                 ));
             }
         }
-        match Diagnostics::from_vec(diags) {
-            Some(d) => Err(d),
-            None => Ok(Lockfile::new(packages)),
-        }
+        Ok((packages, diags))
     }
 
     /// Reads the lockfile at `path`.

@@ -13,7 +13,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
 use crate::Ctx;
 use crate::commands::install::parse_package_spec;
 use crate::exit::{Failure, fail};
-use crate::ops::resolve::resolve_manifest;
+use crate::ops::resolve::resolve_project;
 use crate::project::{Project, write_atomic};
 
 #[derive(Args)]
@@ -56,23 +56,12 @@ fn commit(ctx: &Ctx, project: &Project, doc: &DocumentMut) -> Result<()> {
     let manifest =
         Manifest::parse(&text, &path.display().to_string()).map_err(|d| fail(Failure::Input, d.render(&text)))?;
     let regs = ctx.registries()?;
-    let old = project.lockfile()?;
-    let lock = resolve_manifest(&manifest, old.as_ref(), UpdatePolicy::Nothing, &regs)?;
-    let changed = old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
-    if ctx.locked && changed {
-        return Err(fail(Failure::LockDrift, "the change needs ebpkg.lock to change, but --locked was given"));
-    }
-    write_atomic(&path, text.as_bytes())?;
     let updated = Project { dir: project.dir.clone(), manifest };
-    if changed {
-        if let Some(o) = &old {
-            for line in crate::ops::resolve::diff(o, &lock).lines() {
-                let (verb, rest) = line.split_once(' ').unwrap_or(("", line));
-                ctx.ui.status(if verb == "+" { "Locking" } else { "Removing" }, rest);
-            }
-        }
-        updated.write_lockfile(&lock)?;
-    }
+    // Resolved before anything is written: a change that cannot resolve (or that
+    // --locked forbids) leaves both files as they were.
+    let resolved = resolve_project(ctx, &updated, &regs, UpdatePolicy::Nothing)?;
+    write_atomic(&path, text.as_bytes())?;
+    resolved.save(ctx, &updated)?;
     Ok(())
 }
 

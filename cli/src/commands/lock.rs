@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::ops::resolve::lock_project;
+use crate::project::LockState;
 
 #[derive(Args)]
 #[command(
@@ -32,6 +33,25 @@ pub struct UpdateArgs {
 #[command(after_help = "Example:\n  ebpkg tree")]
 pub struct TreeArgs {}
 
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  ebpkg fetch             download every locked package into the cache\n  ebpkg --frozen install  then install with no registry reachable"
+)]
+pub struct FetchArgs {}
+
+pub fn fetch(ctx: &Ctx, _args: FetchArgs) -> Result<ExitCode> {
+    let project = ctx.project()?;
+    let regs = ctx.registries()?;
+    let locked = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?;
+    let fetched = crate::ops::fetch::fetch_all(ctx, &regs, &locked.lock)?;
+    if ctx.ui.json {
+        ctx.ui.json(&serde_json::json!({ "packages": packages_json(&locked.lock) }))?;
+    } else {
+        ctx.ui.status("Fetched", format!("{} package(s) are in the cache", fetched.len()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn lock(ctx: &Ctx, _args: LockArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
     let regs = ctx.registries()?;
@@ -50,7 +70,10 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
     let policy = if args.packages.is_empty() {
         UpdatePolicy::All
     } else {
-        let old = project.lockfile()?.unwrap_or_default();
+        let old = match project.read_lock()? {
+            LockState::Valid(lock) | LockState::Damaged { salvaged: lock, .. } => lock,
+            LockState::Missing => Lockfile::default(),
+        };
         let mut names = BTreeSet::new();
         for p in &args.packages {
             let name = PackageName::new(p).map_err(|e| fail(Failure::Usage, format!("`{p}`: {e}")))?;

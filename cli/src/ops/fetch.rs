@@ -33,7 +33,9 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
             .map_err(|e| fail(Failure::Input, format!("ebpkg.lock: {id} has source `{}`: {e}", p.source)))?;
         let cached = cache.archive_path(&p.checksum);
         let was_cached = cached.exists();
-        let archive = if ctx.offline && !url.is_local() && cached.exists() {
+        // Offline, a cached archive is used as it is (unpacking checks it against the
+        // lockfile's checksum): the registry, even a local one, may be unreachable.
+        let archive = if ctx.offline && was_cached {
             cached
         } else {
             let registry = regs.open(&url)?;

@@ -13,7 +13,7 @@ use crate::exit::{ExitExt, Failure, fail};
 use crate::ops::build::{BuildInput, BuildOptions, build_packages};
 use crate::ops::chains::compile_chains;
 use crate::ops::fetch::{Fetched, fetch_all};
-use crate::ops::resolve::{lock_project, resolve_manifest};
+use crate::ops::resolve::{resolve_manifest, resolve_project};
 use crate::project::Project;
 
 /// What to install.
@@ -87,11 +87,16 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
     let regs = ctx.registries()?;
 
     // Resolve and fetch.
+    // ebpkg.lock is written only once the install succeeded: a failed install
+    // leaves the project as it was.
+    let mut pending_lock = None;
     let (root_manifest, project_dir, lock) = match &target {
         Target::Project(p) => {
             let p = p.as_ref();
-            let locked = lock_project(ctx, p, &regs, UpdatePolicy::Nothing)?;
-            (p.manifest.clone(), Some(p.dir.clone()), locked.lock)
+            let resolved = resolve_project(ctx, p, &regs, UpdatePolicy::Nothing)?;
+            let lock = resolved.lock.clone();
+            pending_lock = Some(resolved);
+            (p.manifest.clone(), Some(p.dir.clone()), lock)
         }
         Target::Package { name, req } => {
             if ctx.locked {
@@ -201,13 +206,17 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         force: opts.force,
     };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
-    deployer
+    let outcome = deployer
         .install(&plan, &|e| print_event(ctx, e))
         .map_err(|e| {
             let code = deploy_failure(&e);
             fail(code, e)
         })
-        .exit(Failure::Environment)
+        .exit(Failure::Environment)?;
+    if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {
+        resolved.save(ctx, p)?;
+    }
+    Ok(outcome)
 }
 
 /// Deployment names become pin names: letters, digits, `-` and `_`.

@@ -9,7 +9,7 @@ use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest};
 
 use crate::Ctx;
 use crate::exit::{ExitExt, Failure, fail};
-use crate::project::Project;
+use crate::project::{LockState, Project};
 use crate::registries::Registries;
 
 /// What resolving produced.
@@ -17,6 +17,64 @@ pub struct Locked {
     pub lock: Lockfile,
     /// The lockfile on disk changed (or would have, under --locked it is an error).
     pub written: bool,
+}
+
+/// A resolution not yet written to ebpkg.lock (see [`Resolved::save`]).
+pub struct Resolved {
+    pub lock: Lockfile,
+    /// The lockfile before, when it was usable.
+    old: Option<Lockfile>,
+    /// ebpkg.lock must be written: it is missing, damaged or differs.
+    stale: bool,
+}
+
+impl Resolved {
+    /// Writes ebpkg.lock when it must change, saying what changes.
+    pub fn save(self, ctx: &Ctx, project: &Project) -> Result<Locked> {
+        if !self.stale {
+            return Ok(Locked { lock: self.lock, written: false });
+        }
+        let before = self.old.unwrap_or_default();
+        for line in diff(&before, &self.lock).lines() {
+            match line.split_once(' ') {
+                Some(("+", rest)) => ctx.ui.status("Locking", rest),
+                Some(("-", rest)) => ctx.ui.status("Removing", rest),
+                _ => {}
+            }
+        }
+        let written = project.write_lockfile(&self.lock)?;
+        Ok(Locked { lock: self.lock, written })
+    }
+}
+
+/// Whether `lock` already satisfies `manifest`: each dependency locked once, from
+/// its registry, at a version its requirement accepts, and nothing locked that the
+/// dependencies do not reach. Such a lock can be installed without asking a
+/// registry anything.
+fn satisfies(manifest: &Manifest, lock: &Lockfile, regs: &Registries<'_>) -> Result<bool> {
+    let mut reached: BTreeSet<(String, semver::Version)> = BTreeSet::new();
+    let mut pending = Vec::new();
+    for (name, dep) in &manifest.dependencies {
+        let url = regs.url(dep.registry.as_deref())?.to_string();
+        let mut matching = lock.packages().iter().filter(|p| p.name.normalized() == name.normalized());
+        let (Some(p), None) = (matching.next(), matching.next()) else { return Ok(false) };
+        if p.source != url || !dep.version.matches(&p.version) {
+            return Ok(false);
+        }
+        pending.push(p);
+    }
+    while let Some(p) = pending.pop() {
+        if !reached.insert((p.name.to_string(), p.version.clone())) {
+            continue;
+        }
+        for d in &p.dependencies {
+            match lock.get(d.name.as_str(), &d.version) {
+                Some(next) => pending.push(next),
+                None => return Ok(false),
+            }
+        }
+    }
+    Ok(reached.len() == lock.packages().len())
 }
 
 /// The manifest's dependencies as the resolver takes them.
@@ -86,15 +144,52 @@ pub fn resolve_manifest(
 /// Resolves the project and writes ebpkg.lock when it changes; under --locked a
 /// change is an error and nothing is written.
 pub fn lock_project(ctx: &Ctx, project: &Project, regs: &Registries<'_>, update: UpdatePolicy) -> Result<Locked> {
-    let old = project.lockfile()?;
+    resolve_project(ctx, project, regs, update)?.save(ctx, project)
+}
+
+/// Resolves the project, preferring what ebpkg.lock pins, without writing it.
+///
+/// A damaged ebpkg.lock (one that does not parse, or lists a dependency it does
+/// not hold) is repaired: what is still usable of it is kept as preferences and the
+/// rest resolved again, as cargo does; only --locked refuses it. Offline, a lock
+/// that already satisfies the manifest is used as it is, with no registry asked.
+/// Under --locked a change is an error.
+pub fn resolve_project(ctx: &Ctx, project: &Project, regs: &Registries<'_>, update: UpdatePolicy) -> Result<Resolved> {
+    let path = project.lock_path();
+    let (old, damaged) = match project.read_lock()? {
+        LockState::Missing => (None, false),
+        LockState::Valid(lock) => (Some(lock), false),
+        LockState::Damaged { problems, .. } if ctx.locked => {
+            return Err(fail(
+                Failure::LockDrift,
+                format!(
+                    "{} is damaged:\n{problems}\nhelp: --locked needs a valid ebpkg.lock; run `ebpkg lock` to repair it, \
+                     then commit it",
+                    path.display()
+                ),
+            ));
+        }
+        LockState::Damaged { salvaged, problems } => {
+            ctx.ui.warn(format!(
+                "{} is damaged, so the dependencies are resolved again, keeping the versions it still pins:\n{problems}",
+                path.display()
+            ));
+            (Some(salvaged), true)
+        }
+    };
     if ctx.locked && update != UpdatePolicy::Nothing {
         return Err(fail(Failure::LockDrift, "--locked forbids updating ebpkg.lock; drop --locked to update"));
     }
+    if let Some(lock) = old.as_ref().filter(|_| ctx.offline && !damaged && update == UpdatePolicy::Nothing)
+        && satisfies(&project.manifest, lock, regs)?
+    {
+        return Ok(Resolved { lock: lock.clone(), old, stale: false });
+    }
     ctx.ui.status("Resolving", format!("dependencies of {}", project.manifest.package.name));
     let lock = resolve_manifest(&project.manifest, old.as_ref(), update, regs)?;
-    let changed = old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
+    let changed = damaged || old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
     if !changed {
-        return Ok(Locked { lock, written: false });
+        return Ok(Resolved { lock, old, stale: false });
     }
     if ctx.locked {
         let what = match &old {
@@ -106,12 +201,7 @@ pub fn lock_project(ctx: &Ctx, project: &Project, regs: &Registries<'_>, update:
             format!("{what}\nhelp: --locked needs it unchanged; run `ebpkg lock` and commit ebpkg.lock"),
         ));
     }
-    for line in old.as_ref().map(|o| diff(o, &lock)).unwrap_or_else(|| diff(&Lockfile::default(), &lock)).lines() {
-        let (verb, rest) = line.split_once(' ').unwrap_or(("", line));
-        ctx.ui.status(if verb == "+" { "Locking" } else { "Removing" }, rest);
-    }
-    project.write_lockfile(&lock)?;
-    Ok(Locked { lock, written: true })
+    Ok(Resolved { lock, old: if damaged { None } else { old }, stale: true })
 }
 
 /// `+ name version (source)` and `- …` lines between two lockfiles.
