@@ -143,6 +143,68 @@ fn test_files_cannot_read_outside_the_package_or_run_forever() {
     assert!(run.stderr.contains("more than the 1048576 bytes"), "{}", run.stderr);
 }
 
+/// `publish` verifies with the kernel when it can and refuses what the kernel
+/// refuses; `--no-verify` skips that but never a missing dependency; what it writes
+/// is readable by everyone whatever the umask.
+#[test]
+fn publish_verifies_with_the_kernel_and_checks_dependencies() {
+    require_kernel();
+    let sb = Sandbox::new("pubverify");
+    publish_fixtures(&sb);
+    let dir = sb.package("flow");
+    let toml =
+        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.2.0\"");
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    let good = std::fs::read_to_string(dir.join("src/flow.bpf.c")).unwrap();
+    // Reads the port without checking the packet's end: clang is happy, the kernel is not.
+    let bad = good.replace("\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n", "\t(void)end;\n");
+    assert_ne!(bad, good);
+    std::fs::write(dir.join("src/flow.bpf.c"), &bad).unwrap();
+    let run = sb.run(&dir, &["publish"]).fails(5);
+    assert!(run.stderr.contains("flow_match"), "{}", run.stderr);
+    let run = sb.run(sb.dir.path(), &["info", "flow"]).ok();
+    assert!(run.stdout.contains("versions: 1.0.0") && !run.stdout.contains("1.2.0"), "{}", run.stdout);
+
+    std::fs::write(dir.join("src/flow.bpf.c"), &good).unwrap();
+    let run = sb.run(&dir, &["publish", "--dry-run"]).ok();
+    assert!(run.stderr.contains("the kernel verified 2 program(s)"), "{}", run.stderr);
+    let run = sb.run(&dir, &["publish", "--no-verify", "--dry-run"]).ok();
+    assert!(run.stderr.contains("(--no-verify): not built, not checked by the kernel"), "{}", run.stderr);
+
+    // A dependency the registry does not have is refused, --no-verify or not.
+    let toml = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    let missing = if toml.contains("[dependencies]") {
+        toml.replace("[dependencies]", "[dependencies]\nnosuchpkg = \"1\"")
+    } else {
+        format!("{toml}\n[dependencies]\nnosuchpkg = \"1\"\n")
+    };
+    std::fs::write(dir.join("ebpkg.toml"), missing).unwrap();
+    let run = sb.run(&dir, &["publish", "--no-verify"]).fails(3);
+    assert!(run.stderr.contains("nosuchpkg"), "{}", run.stderr);
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+
+    // Under umask 077 the registry is still readable by everyone.
+    let mut cmd = sb.cmd(&dir, &["publish"]);
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+            Ok(())
+        });
+    }
+    assert!(cmd.status().unwrap().success());
+    let mut pending = vec![sb.path("registry")];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777;
+        if meta.is_dir() {
+            assert_eq!(mode, 0o755, "{}", path.display());
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if path.file_name().unwrap() != ".lock" {
+            assert_eq!(mode, 0o644, "{}", path.display());
+        }
+    }
+}
+
 #[test]
 fn publish_search_info_and_duplicate_versions() {
     let sb = Sandbox::new("reg");

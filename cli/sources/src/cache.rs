@@ -183,7 +183,7 @@ impl Cache {
             }
         }
         let parent = self.root.join(SOURCES_DIR);
-        fs::create_dir_all(&parent).map_err(Error::io("create directory", &parent))?;
+        crate::atomic::create_dirs(&parent)?;
         match ebpkg_archive::unpack(&bytes, digest, name, version, &dest, &limits) {
             Ok(unpacked) => Ok(unpacked.root),
             Err(UnpackError::DestinationExists { .. }) => Ok(dest),

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
-use crate::ops::build::{BuildInput, BuildOptions, build_packages};
+use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects};
 
 #[derive(Args)]
 #[command(
@@ -37,7 +37,13 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
     )?
     .pop()
     .unwrap_or_default();
-    let stats = if args.verify { verify(ctx, &project, &objects)? } else { Vec::new() };
+    let stats = if args.verify {
+        crate::ops::require_privileges("build --verify")?;
+        let id = format!("{}@{}", project.manifest.package.name, project.manifest.package.version);
+        verify_objects(ctx, &id, &objects)?
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     for o in &objects {
         let path = match &args.out_dir {
@@ -77,28 +83,4 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
         ctx.ui.status("Finished", format!("{} has no programs or loaders to build", project.manifest.package.name));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Loads every program and loader of the objects in a HIKe root of this run's own
-/// and collects what the verifier says.
-fn verify(
-    ctx: &Ctx,
-    project: &crate::project::Project,
-    objects: &[ebpkg_deploy::PlannedObject],
-) -> Result<Vec<(String, hike_runtime::VerifierStats)>> {
-    crate::ops::require_privileges("build --verify")?;
-    let root = crate::ops::TempRoot::create(ctx, "verify")?;
-    let id = format!("{}@{}", project.manifest.package.name, project.manifest.package.version);
-    let mut out = Vec::new();
-    for o in objects {
-        let elf = ebpkg_input::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES).map_err(|e| fail(Failure::Input, e))?;
-        let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
-        let stats = root
-            .rt
-            .verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)
-            .map_err(|e| fail(Failure::Kernel, format!("{e}")))?;
-        ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));
-        out.extend(stats.into_iter().map(|s| (o.object_name.clone(), s)));
-    }
-    Ok(out)
 }

@@ -13,7 +13,7 @@ use ebpkg_spec::index::IndexEntry;
 use crate::Ctx;
 use crate::commands::install::parse_package_spec;
 use crate::exit::{ExitExt, Failure, fail};
-use crate::ops::build::{BuildInput, BuildOptions, build_packages};
+use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects};
 use crate::ops::resolve::resolve_manifest;
 
 #[derive(Args)]
@@ -24,7 +24,8 @@ pub struct PublishArgs {
     /// Pack and verify only.
     #[arg(long)]
     dry_run: bool,
-    /// Skip building the package and resolving its dependencies first.
+    /// Skip the verification: building the package, compiling its chains and
+    /// having the kernel load its programs. (Its dependencies are always checked.)
     #[arg(long)]
     no_verify: bool,
 }
@@ -82,14 +83,14 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ),
     );
     let regs = ctx.registries()?;
-    if !args.no_verify {
+    // Every dependency must be available to whoever installs the package.
+    ctx.ui.status("Resolving", format!("dependencies of {id}"));
+    let lock = resolve_manifest(m, None, UpdatePolicy::Nothing, &regs)?;
+    if args.no_verify {
+        ctx.ui.status("Skipped", format!("verifying {id} (--no-verify): not built, not checked by the kernel"));
+    } else {
         ctx.ui.status("Verifying", &id);
-        resolve_manifest(m, None, UpdatePolicy::Nothing, &regs)?;
-        build_packages(
-            ctx,
-            &[BuildInput { root: &project.dir, digest: packed.sha256, manifest: m }],
-            &BuildOptions::default(),
-        )?;
+        verify_package(ctx, &project, packed.sha256, &regs, &lock)?;
     }
     if args.dry_run {
         ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
@@ -103,6 +104,42 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Published", format!("{id} to {}", regs.default));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the package, compiles its chains against its dependencies, and, when this
+/// machine can load programs (root, bpffs), has the kernel verify every program and
+/// loader. Says which of these was done.
+fn verify_package(
+    ctx: &Ctx,
+    project: &crate::project::Project,
+    digest: ebpkg_spec::types::Sha256Digest,
+    regs: &crate::registries::Registries<'_>,
+    lock: &ebpkg_spec::Lockfile,
+) -> Result<()> {
+    let m = &project.manifest;
+    let id = format!("{}@{}", m.package.name, m.package.version);
+    let fetched = crate::ops::fetch::fetch_all(ctx, regs, lock)?;
+    let objects =
+        build_packages(ctx, &[BuildInput { root: &project.dir, digest, manifest: m }], &BuildOptions::default())?
+            .pop()
+            .unwrap_or_default();
+    let deps: Vec<&ebpkg_spec::Manifest> = fetched.iter().map(|f| &f.manifest).collect();
+    let chains = crate::ops::chains::compile_chains(ctx, m, &project.dir, &deps)?;
+    let programs: usize = objects.iter().map(|o| o.programs.len() + o.loaders.len()).sum();
+    let compiled = format!("{} object(s) and {} chain script(s) compiled", objects.len(), chains.len());
+    if programs == 0 {
+        ctx.ui.status("Verified", format!("{id}: {compiled}; no programs for the kernel to check"));
+    } else if let Err(why) = crate::ops::require_privileges("publish") {
+        tracing::debug!("no kernel verification: {why:#}");
+        ctx.ui.warn(format!(
+            "{id}: {compiled}, but the kernel did not check its programs: that needs root (CAP_BPF and \
+             CAP_NET_ADMIN) and bpffs; publish as root to have them verified"
+        ));
+    } else {
+        verify_objects(ctx, &id, &objects)?;
+        ctx.ui.status("Verified", format!("{id}: {compiled}; the kernel verified {programs} program(s)"));
+    }
+    Ok(())
 }
 
 pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {

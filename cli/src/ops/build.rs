@@ -97,3 +97,25 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     }
     Ok(out)
 }
+
+/// Loads every program and loader of the objects in a HIKe root of this run's own
+/// and collects what the verifier says.
+pub fn verify_objects(
+    ctx: &Ctx,
+    id: &str,
+    objects: &[PlannedObject],
+) -> Result<Vec<(String, hike_runtime::VerifierStats)>> {
+    let root = crate::ops::TempRoot::create(ctx, "verify")?;
+    let mut out = Vec::new();
+    for o in objects {
+        let elf = ebpkg_input::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES).map_err(|e| fail(Failure::Input, e))?;
+        let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
+        let stats = root
+            .rt
+            .verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)
+            .map_err(|e| fail(Failure::Kernel, format!("{e}")))?;
+        ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));
+        out.extend(stats.into_iter().map(|s| (o.object_name.clone(), s)));
+    }
+    Ok(out)
+}

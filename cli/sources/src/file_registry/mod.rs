@@ -143,7 +143,7 @@ impl FileRegistry {
         if !self.read_config()? && has_foreign_entries(&self.root)? {
             return Err(ErrorKind::NotARegistry { path: self.root.clone() }.into());
         }
-        fs::create_dir_all(&self.root).map_err(Error::io("create directory", &self.root))?;
+        crate::atomic::create_dirs(&self.root)?;
         let path = self.root.join(LOCK_FILE);
         let file = File::options()
             .create(true)
