@@ -394,3 +394,20 @@ fn build_copies_objects_out_and_cache_clean_empties_the_cache() {
     assert!(run.stderr.contains("failed to compile src/flow.bpf.c of flow@1.0.0"), "{}", run.stderr);
     assert!(run.stderr.contains("src/flow.bpf.c:2:"), "{}", run.stderr);
 }
+
+/// The README's "A first session" block, run verbatim against the first-party
+/// packages, in a network namespace whose interface is called eth0.
+#[test]
+fn the_readme_first_session_runs_verbatim() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let after = readme.split("A first session").nth(1).expect("README has \"A first session\"");
+    let script = after.split("```sh\n").nth(1).and_then(|s| s.split("\n```").next()).expect("a sh block");
+    assert!(script.contains("ebpkg install --set DEVNAME=eth0"), "{script}");
+    let sb = Sandbox::with_veth("readme", "eth0", "eth1").shared_cache();
+    sb.publish_first_party();
+    let run = sb.shell(sb.dir.path(), script);
+    assert_eq!(run.code, 0, "the README's session failed:\n{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("attached to eth0 (xdp)"), "{}", run.stdout);
+    assert!(run.stderr.contains("Uninstalled deployment guard"), "{}", run.stderr);
+    assert!(!sb.root.exists(), "uninstall removed everything");
+}

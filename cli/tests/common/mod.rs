@@ -88,6 +88,11 @@ impl Sandbox {
     /// A sandbox whose installs attach in a network namespace of its own, holding
     /// a veth pair `va`/`vb`.
     pub fn with_netns(tag: &str) -> Sandbox {
+        Sandbox::with_veth(tag, "va", "vb")
+    }
+
+    /// A sandbox with a network namespace of its own holding a veth pair `a`/`b`.
+    pub fn with_veth(tag: &str, a: &str, b: &str) -> Sandbox {
         require_kernel();
         let mut s = Sandbox::new(tag);
         let ns = format!("ebc{}", s.tag);
@@ -103,9 +108,9 @@ impl Sandbox {
             "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6";
         let out = Command::new("ip").args(["netns", "exec", &ns, "sh", "-c", quiet]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        ip(&["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
-        ip(&["-n", &ns, "link", "set", "va", "up"]);
-        ip(&["-n", &ns, "link", "set", "vb", "up"]);
+        ip(&["-n", &ns, "link", "add", a, "type", "veth", "peer", "name", b]);
+        ip(&["-n", &ns, "link", "set", a, "up"]);
+        ip(&["-n", &ns, "link", "set", b, "up"]);
         s
     }
 
@@ -134,9 +139,42 @@ impl Sandbox {
     /// A command running `ebpkg` in `cwd` with the sandbox's settings.
     pub fn cmd(&self, cwd: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ebpkg"));
-        cmd.current_dir(cwd)
-            .args(args)
-            .env("EBPKG_CONFIG", self.path("config.toml"))
+        cmd.current_dir(cwd).args(args);
+        self.set_env(&mut cmd);
+        if let Some(ns) = &self.netns {
+            cmd.args(["--netns", ns]);
+        }
+        cmd
+    }
+
+    /// A shell script run as a user would run it: `ebpkg` on the PATH, the
+    /// sandbox's settings in the environment, inside the sandbox's network
+    /// namespace when it has one (entered with nsenter, which keeps /sys/fs/bpf).
+    pub fn shell(&self, cwd: &Path, script: &str) -> Run {
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net=/var/run/netns/{ns}")).args(["bash", "-e", "-c", script]);
+                c
+            }
+            None => {
+                let mut c = Command::new("bash");
+                c.args(["-e", "-c", script]);
+                c
+            }
+        };
+        let bin = Path::new(env!("CARGO_BIN_EXE_ebpkg")).parent().unwrap().to_owned();
+        let path = std::env::join_paths(
+            std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        )
+        .unwrap();
+        cmd.current_dir(cwd).env("PATH", path);
+        self.set_env(&mut cmd);
+        Run::from(cmd.output().unwrap())
+    }
+
+    fn set_env(&self, cmd: &mut Command) {
+        cmd.env("EBPKG_CONFIG", self.path("config.toml"))
             .env("EBPKG_REGISTRY", self.registry_url())
             .env("EBPKG_CACHE_DIR", &self.cache)
             .env("EBPKG_STATE_DIR", self.path("state"))
@@ -145,10 +183,6 @@ impl Sandbox {
             .env_remove("EBPKG_MIRROR")
             .env_remove("EBPKG_CRASH_AT")
             .env_remove("EBPKG_LOG");
-        if let Some(ns) = &self.netns {
-            cmd.args(["--netns", ns]);
-        }
-        cmd
     }
 
     pub fn run(&self, cwd: &Path, args: &[&str]) -> Run {

@@ -84,22 +84,54 @@ pub fn obj_get(path: &Path) -> io::Result<OwnedFd> {
 }
 
 /// Attaches the program pinned at `prog` to `ifindex` and pins the link at `pin`.
+///
+/// Mode `xdp` means "driver mode when the driver can, generic otherwise": the kernel
+/// picks driver mode for any driver that has XDP support at all, and such a driver
+/// may still refuse this program or this device's configuration (an MTU too large,
+/// too few queues, …). Then the program is attached in generic mode instead.
 pub fn attach_and_pin(prog: &Path, ifindex: u32, mode: AttachMode, pin: &Path) -> io::Result<()> {
     let prog_fd = obj_get(prog)?;
     let (attach_type, flags) = mode.attach_type_and_flags();
+    let link = match link_create(&prog_fd, ifindex, attach_type, flags) {
+        Err(driver) if mode == AttachMode::Xdp && driver_refused(&driver) => {
+            let (_, generic) = AttachMode::XdpGeneric.attach_type_and_flags();
+            let link = link_create(&prog_fd, ifindex, attach_type, generic)
+                .map_err(|e| io::Error::new(e.kind(), format!("driver mode: {driver}; generic mode: {e}")))?;
+            tracing::warn!(ifindex, "the driver refused XDP in driver mode ({driver}); attached in generic mode");
+            link
+        }
+        other => other?,
+    };
+    let c = c_path(pin)?;
+    // SAFETY: the fd is valid and `c` is NUL-terminated.
+    check(unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), c.as_ptr()) })?;
+    Ok(())
+}
+
+/// Whether an attach error is the driver's refusal of driver mode, after which
+/// generic mode can still work (not: something is attached already, no such
+/// device, no permission).
+fn driver_refused(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    let Some(code) = e.raw_os_error() else { return false };
+    ![Errno::BUSY, Errno::EXIST, Errno::PERM, Errno::ACCESS, Errno::NODEV].iter().any(|n| n.raw_os_error() == code)
+}
+
+fn link_create(
+    prog: &OwnedFd,
+    ifindex: u32,
+    attach_type: libbpf_sys::bpf_attach_type,
+    flags: u32,
+) -> io::Result<OwnedFd> {
     let opts = libbpf_sys::bpf_link_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
         flags,
         ..Default::default()
     };
     // SAFETY: the fd is valid and `opts` is a properly sized, initialized struct.
-    let link = check(unsafe { libbpf_sys::bpf_link_create(prog_fd.as_raw_fd(), ifindex as i32, attach_type, &opts) })?;
+    let link = check(unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), ifindex as i32, attach_type, &opts) })?;
     // SAFETY: libbpf returned a new file descriptor that nothing else owns.
-    let link = unsafe { OwnedFd::from_raw_fd(link) };
-    let c = c_path(pin)?;
-    // SAFETY: the fd is valid and `c` is NUL-terminated.
-    check(unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), c.as_ptr()) })?;
-    Ok(())
+    Ok(unsafe { OwnedFd::from_raw_fd(link) })
 }
 
 /// The interface index a pinned XDP or tcx link is attached to; 0 when the link

@@ -166,6 +166,42 @@ fn generic_xdp_and_tc_attachments_run_chains_too() {
     }
 }
 
+/// Mode `xdp` is driver mode when the driver can, generic otherwise: veth refuses
+/// driver-mode XDP while its peer's MTU is larger than a page (ERANGE), and the
+/// loader is then attached in generic mode, still running its chain.
+#[test]
+fn mode_xdp_falls_back_to_generic_when_the_driver_refuses() {
+    let t = TestRoot::new("fallback");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let net = Netns::new("fb");
+    ip(&["-n", &net.a, "link", "set", "va", "mtu", "9000"]);
+    ip(&["-n", &net.b, "link", "set", "vb", "mtu", "9000"]);
+    t.load_test_loader("fb", Hook::Xdp);
+    let insns = drop_icmp(id_of(&progs, "test_verdict"), 1);
+    let c =
+        t.rt.install_chain(&ChainSpec { name: "drop_icmp", owner: "fb", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap();
+    t.point_test_loader("fb", c);
+    // Driver mode alone is refused: the fallback is what makes mode xdp work here.
+    let (p, i) = (t.path.clone(), "fb".to_owned());
+    let err = Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&p).unwrap().attach_loader(&i, "vb", AttachMode::XdpDriver).unwrap_err()
+    });
+    assert!(err.to_string().contains("cannot attach to vb"), "{err}");
+    let (p, i) = (t.path.clone(), "fb".to_owned());
+    Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&p).unwrap().attach_loader(&i, "vb", AttachMode::Xdp).unwrap()
+    });
+    let shown = Command::new("ip").args(["-n", &net.b, "link", "show", "vb"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("xdpgeneric"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+    assert!(!net.ping(), "ICMP is dropped by the chain in generic mode");
+    assert!(t.rt.counters().unwrap().chain_runs[c as usize] >= 3);
+}
+
 #[test]
 fn attaching_to_a_missing_interface_says_so() {
     let t = TestRoot::new("noif");
