@@ -411,3 +411,23 @@ fn the_readme_first_session_runs_verbatim() {
     assert!(run.stderr.contains("Uninstalled deployment guard"), "{}", run.stderr);
     assert!(!sb.root.exists(), "uninstall removed everything");
 }
+
+/// Inside a project, `chain check` and `chain compile` see what `install` sees:
+/// the project's locked dependencies, with their re-exports.
+#[test]
+fn chain_check_inside_a_project_uses_its_dependencies() {
+    let sb = Sandbox::new("chaincheck").shared_cache();
+    sb.publish_first_party();
+    let dir = sb.path("proj");
+    std::fs::create_dir_all(&dir).unwrap();
+    sb.run(&dir, &["init"]).ok();
+    std::fs::copy(first_party()[7].join("chains/ddos.eclat"), dir.join("chains/main.eclat")).unwrap();
+    // Not a dependency yet: the error says how to add it.
+    let run = sb.run(&dir, &["chain", "check", "chains/main.eclat"]).fails(1);
+    assert!(run.stderr.contains("add it with `ebpkg add net`"), "{}", run.stderr);
+    sb.run(&dir, &["add", "net", "basic"]).ok();
+    let run = sb.run(&dir.join("chains"), &["chain", "check", "main.eclat"]).ok();
+    assert!(run.stderr.contains("main.eclat: 1 chain(s), no errors"), "{}", run.stderr);
+    let run = sb.run(&dir, &["chain", "compile", "--emit", "asm", "chains/main.eclat"]).ok();
+    assert!(run.stdout.contains("call prog 0, 1  ; sets::ip6_hset_srcdst"), "{}", run.stdout);
+}

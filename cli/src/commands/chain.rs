@@ -45,7 +45,8 @@ enum Emit {
 
 #[derive(Args)]
 struct Source {
-    /// The chain script.
+    /// The chain script. Inside a project (an ebpkg.toml here or above), it may
+    /// import from the project and its dependencies, as `ebpkg install` compiles it.
     file: PathBuf,
     /// A package directory (with an ebpkg.toml) the script may import from; repeat it.
     #[arg(long = "package", value_name = "DIR")]
@@ -58,7 +59,7 @@ struct Source {
 pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
     match args.command {
         ChainCommand::Check(source) => {
-            let (_, result) = compile(&source)?;
+            let (_, result) = compile(ctx, &source)?;
             match result {
                 Ok(c) => {
                     report(ctx, &c.warnings)?;
@@ -75,7 +76,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
             }
         }
         ChainCommand::Compile { source, emit, output } => {
-            let (text, result) = compile(&source)?;
+            let (text, result) = compile(ctx, &source)?;
             let compiled = match result {
                 Ok(c) => c,
                 Err(d) => {
@@ -99,15 +100,48 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
     }
 }
 
-fn compile(source: &Source) -> Result<(String, std::result::Result<hike_chainc::Compiled, Diagnostics>)> {
+fn compile(ctx: &Ctx, source: &Source) -> Result<(String, std::result::Result<hike_chainc::Compiled, Diagnostics>)> {
     let text = crate::ops::chains::read_chain_source(&source.file)?;
-    let env = environment(&source.packages, source.signatures.as_deref())?;
+    let mut env = environment(&source.packages, source.signatures.as_deref())?;
+    if let Some(project) = project_of(ctx, &source.file)? {
+        // The project's own view wins over nothing, never over what was given.
+        for (name, sigs) in project_environment(ctx, &project)?.packages {
+            env.packages.entry(name).or_insert(sigs);
+        }
+    }
     let name = source.file.display().to_string();
     Ok((text.clone(), hike_chainc::compile(&text, &name, &env)))
 }
 
 /// Largest signatures file read.
 const MAX_SIGNATURES_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The project the script belongs to: the nearest ebpkg.toml above it (or the
+/// `--manifest-path` one).
+fn project_of(ctx: &Ctx, file: &Path) -> Result<Option<crate::project::Project>> {
+    if ctx.manifest_path.is_some() {
+        return ctx.project().map(Some);
+    }
+    let abs = std::path::absolute(file).with_context(|| format!("cannot resolve {}", file.display()))?;
+    match abs.ancestors().skip(1).map(|d| d.join(ebpkg_spec::manifest::MANIFEST_FILE)).find(|p| p.is_file()) {
+        Some(manifest) => crate::project::Project::load(&manifest).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// What the project's chain scripts may import, as `ebpkg install` sees it: the
+/// locked packages (resolved and fetched as needed, ebpkg.lock kept up to date).
+fn project_environment(ctx: &Ctx, project: &crate::project::Project) -> Result<CompileEnv> {
+    let m = &project.manifest;
+    if m.dependencies.is_empty() {
+        return crate::ops::chains::environment(m, &[]);
+    }
+    let regs = ctx.registries()?;
+    let locked = crate::ops::resolve::lock_project(ctx, project, &regs, ebpkg_resolver::UpdatePolicy::Nothing)?;
+    let fetched = crate::ops::fetch::fetch_all(ctx, &regs, &locked.lock)?;
+    let resolved: Vec<&Manifest> = fetched.iter().map(|f| &f.manifest).collect();
+    crate::ops::chains::environment(m, &resolved)
+}
 
 /// The packages the script may use: from package directories and/or a JSON file.
 fn environment(packages: &[PathBuf], signatures: Option<&Path>) -> Result<CompileEnv> {

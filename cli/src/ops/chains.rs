@@ -9,6 +9,22 @@ use ebpkg_spec::Manifest;
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 
+/// What the chain scripts of `package` may import: the package itself and its
+/// direct dependencies (like cargo, not theirs), with `resolved` holding the
+/// manifests of every resolved package (re-exports may reach further).
+pub fn environment(package: &Manifest, resolved: &[&Manifest]) -> Result<hike_chainc::CompileEnv> {
+    let mut all: Vec<Manifest> = resolved.iter().map(|m| (*m).clone()).collect();
+    if !all.iter().any(|m| m.package.name == package.package.name) {
+        all.push(package.clone());
+    }
+    let mut env = ebpkg_deploy::signatures::env_from_manifests(&all).map_err(|e| fail(Failure::Input, e))?;
+    let visible: Vec<String> = std::iter::once(package.package.name.normalized())
+        .chain(package.dependencies.keys().map(|n| n.normalized()))
+        .collect();
+    env.packages.retain(|k, _| visible.contains(k));
+    Ok(env)
+}
+
 /// Compiles every `[[chain]]` of `package` (whose files are in `root`). Scripts may
 /// import from the package itself and its direct dependencies; `resolved` holds
 /// the manifests of every resolved package (re-exports may reach further).
@@ -21,16 +37,7 @@ pub fn compile_chains(
     if package.chains.is_empty() {
         return Ok(Vec::new());
     }
-    let mut all: Vec<Manifest> = resolved.iter().map(|m| (*m).clone()).collect();
-    if !all.iter().any(|m| m.package.name == package.package.name) {
-        all.push(package.clone());
-    }
-    let mut env = ebpkg_deploy::signatures::env_from_manifests(&all).map_err(|e| fail(Failure::Input, e))?;
-    // Like cargo, a script sees its package's direct dependencies, not theirs.
-    let visible: Vec<String> = std::iter::once(package.package.name.normalized())
-        .chain(package.dependencies.keys().map(|n| n.normalized()))
-        .collect();
-    env.packages.retain(|k, _| visible.contains(k));
+    let env = environment(package, resolved)?;
 
     let mut out = Vec::new();
     let mut failed = Vec::new();
