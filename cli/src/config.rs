@@ -149,7 +149,9 @@ impl Config {
             registries: cfg.registries,
             token,
             mirrors,
-            clang: env("EBPKG_CLANG").map(PathBuf::from).or(cfg.build.clang),
+            // $EBPKG_CLANG wins over the file; the toolchain reads it itself, so that
+            // its messages can say where the clang came from.
+            clang: if env("EBPKG_CLANG").is_some() { None } else { cfg.build.clang },
             jobs: env("EBPKG_JOBS").and_then(|j| j.parse().ok()).or(cfg.build.jobs),
             cache_dir: env("EBPKG_CACHE_DIR")
                 .map(PathBuf::from)

@@ -11,6 +11,7 @@
 //! | 6 | a registry or the cache failed: unreachable, offline, checksum mismatch, not found |
 //! | 7 | the environment is missing something: root, bpffs, clang, bpftool, BTF |
 //! | 8 | `ebpkg test` ran and some cases failed |
+//! | 9 | a limit of the HIKe VM on this host was reached: no free program or chain id, chain calls too deep |
 
 use std::fmt;
 
@@ -25,6 +26,7 @@ pub enum Failure {
     Registry = 6,
     Environment = 7,
     TestsFailed = 8,
+    Limit = 9,
 }
 
 /// An error with the exit code it should produce.
@@ -36,7 +38,39 @@ pub struct Exit {
 
 impl fmt::Display for Exit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.error)
+        f.write_str(&message(&self.error))
+    }
+}
+
+/// The error and its causes as one message, each cause once: many errors say
+/// their cause in their own message and also expose it as their source, and a
+/// cause already said is not repeated.
+pub fn message(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let said = cause.to_string();
+        let said = said.trim_end();
+        if said.is_empty() || text.contains(said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(said);
+    }
+    text
+}
+
+/// How an error is printed: `error: <message>`, except for compiler-style
+/// diagnostics, which carry their own `error:`/`error[E…]:` heading.
+pub fn render(error: &anyhow::Error, color: bool) -> String {
+    let text = message(error);
+    if text.starts_with("error:") || text.starts_with("error[") {
+        text
+    } else if color {
+        format!("\x1b[1;31merror\x1b[0m: {text}")
+    } else {
+        format!("error: {text}")
     }
 }
 
@@ -59,6 +93,15 @@ impl<T, E: Into<anyhow::Error>> ExitExt<T> for Result<T, E> {
 /// An error of category `failure` with message `msg`.
 pub fn fail(failure: Failure, msg: impl fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Exit { failure, error: anyhow::anyhow!("{msg}") })
+}
+
+/// A package name given on the command line that is not one, with the name
+/// rule's suggestion.
+pub fn bad_name(input: &str, e: &ebpkg_spec::names::NameError) -> anyhow::Error {
+    match e.help() {
+        Some(help) => fail(Failure::Usage, format!("`{input}`: {e}; {help}")),
+        None => fail(Failure::Usage, format!("`{input}`: {e}")),
+    }
 }
 
 /// The exit code for an error (1 when it was not tagged).

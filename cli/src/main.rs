@@ -29,6 +29,7 @@ Exit codes:
   0 success          1 bad input (manifest, script, archive)   2 bad usage
   3 no resolution    4 ebpkg.lock would change under --locked  5 kernel refused (verifier, attach)
   6 registry/cache   7 environment (root, bpffs, clang, BTF)   8 `ebpkg test` cases failed
+  9 a HIKe VM limit (no free program or chain id, chain calls too deep)
 
 Environment: EBPKG_CONFIG, EBPKG_REGISTRY, EBPKG_REGISTRY_TOKEN, EBPKG_MIRROR, EBPKG_CACHE_DIR,
 EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT, EBPKG_CLANG, EBPKG_JOBS, EBPKG_LOG (tracing filter).";
@@ -180,12 +181,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            let text = format!("{e:#}");
-            if ui.color {
-                eprintln!("\x1b[1;31merror\x1b[0m: {}", text.trim_end());
-            } else {
-                eprintln!("error: {}", text.trim_end());
-            }
+            ui::stderr(&format!("{}\n", exit::render(&e, ui.color)));
             ExitCode::from(exit::code_of(&e))
         }
     }

@@ -79,6 +79,12 @@ pub fn stdout(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// Writes to stderr, ignoring a reader that went away (`ebpkg tree 2>&1 | head`).
+pub fn stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
 /// A progress bar, or nothing.
 pub struct Progress(Option<ProgressBar>);
 

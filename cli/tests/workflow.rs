@@ -287,6 +287,9 @@ fn a_hostile_archive_in_the_registry_writes_nothing_outside_the_cache() {
     require_kernel();
     let run = sb.run(&app, &["install"]).fails(6);
     assert!(run.stderr.contains(".."), "{}", run.stderr);
+    // Each cause is said once, not once per level of the error chain.
+    assert_eq!(run.stderr.matches("archive entry `evil-1.0.0/../../../escaped`").count(), 1, "{}", run.stderr);
+    assert!(!run.stderr.contains("error: error:"), "{}", run.stderr);
     for dir in [sb.dir.path().to_owned(), sb.path("cache"), sb.path("cache/src")] {
         assert!(!dir.join("escaped").exists(), "{}", dir.display());
     }

@@ -75,9 +75,12 @@ pub enum NameError {
     Empty,
     #[error("name `{name}` is {len} characters long; the limit is {MAX_NAME_LEN}")]
     TooLong { name: String, len: usize },
-    #[error("name `{name}` must start with a lowercase ASCII letter")]
+    #[error("name `{name}` must start with a lowercase ASCII letter{}", lookalike_note(name.chars().next()))]
     BadStart { name: String },
-    #[error("name `{name}` contains `{ch}`; only lowercase ASCII letters, digits, {allowed} are allowed")]
+    #[error(
+        "name `{name}` contains `{ch}`{}; only lowercase ASCII letters, digits, {allowed} are allowed",
+        lookalike_note(Some(*ch))
+    )]
     BadChar { name: String, ch: char, allowed: &'static str },
     #[error("name `{name}` is reserved: {reason}")]
     Reserved { name: String, reason: &'static str },
@@ -100,17 +103,65 @@ impl NameError {
     }
 }
 
-/// The nearest valid identifier to `name`: lowercased, other characters as `_`,
-/// a leading non-letter dropped.
+/// The nearest valid identifier to `name`: lowercased, letters that only look
+/// like ASCII ones (Cyrillic `о`, Greek `ο`, fullwidth `ｏ`) replaced by those,
+/// other characters as `_`, a leading non-letter dropped.
 fn suggest(name: &str) -> String {
     let lowered: String = name
         .chars()
         .map(|c| {
-            let c = c.to_ascii_lowercase();
+            let c = ascii_lookalike(c).unwrap_or(c).to_ascii_lowercase();
             if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c } else { '_' }
         })
         .collect();
     lowered.trim_start_matches(|c: char| !c.is_ascii_lowercase()).to_owned()
+}
+
+/// For a character that is not ASCII: its code point, and the ASCII letter it
+/// looks like, so that a homoglyph in a name is recognised for what it is.
+fn lookalike_note(ch: Option<char>) -> String {
+    match ch {
+        Some(c) if !c.is_ascii() => match ascii_lookalike(c) {
+            Some(a) => format!(" (U+{:04X}, which looks like `{a}` but is not ASCII)", u32::from(c)),
+            None => format!(" (U+{:04X}, not ASCII)", u32::from(c)),
+        },
+        _ => String::new(),
+    }
+}
+
+/// The lowercase ASCII letter a non-ASCII letter is easily mistaken for.
+fn ascii_lookalike(c: char) -> Option<char> {
+    if ('\u{ff41}'..='\u{ff5a}').contains(&c) || ('\u{ff21}'..='\u{ff3a}').contains(&c) {
+        // Fullwidth Latin letters.
+        let base = if c >= '\u{ff41}' { 0xff41 } else { 0xff21 };
+        return char::from_u32(u32::from('a') + u32::from(c) - base);
+    }
+    const TABLE: &[(&str, char)] = &[
+        ("аАαΑ", 'a'),
+        ("вВβΒ", 'b'),
+        ("сСϲϹ", 'c'),
+        ("ԁ", 'd'),
+        ("еЕεΕ", 'e'),
+        ("һНηΗ", 'h'),
+        ("іІıιΙӏ", 'i'),
+        ("јЈ", 'j'),
+        ("кКκΚ", 'k'),
+        ("ℓ", 'l'),
+        ("мМΜ", 'm'),
+        ("Ν", 'n'),
+        ("оОοΟσ", 'o'),
+        ("рРρΡ", 'p'),
+        ("ԛ", 'q'),
+        ("ѕЅ", 's'),
+        ("тТτΤ", 't'),
+        ("υ", 'u'),
+        ("νѵ", 'v'),
+        ("ԝѡ", 'w'),
+        ("хХχΧ", 'x'),
+        ("уУγΥ", 'y'),
+        ("Ζ", 'z'),
+    ];
+    TABLE.iter().find(|(set, _)| set.contains(c)).map(|&(_, a)| a)
 }
 
 fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
@@ -275,6 +326,18 @@ mod tests {
             "name `net.tools` contains `.`; only lowercase ASCII letters, digits, `-` and `_` are allowed"
         );
         assert_eq!(e.help().as_deref(), Some("write `net_tools`"));
+        // Homoglyphs: a Cyrillic `о` inside, a Cyrillic `а` first.
+        let e = PackageName::new("fl\u{43e}w").unwrap_err();
+        assert!(e.to_string().contains("(U+043E, which looks like `o` but is not ASCII)"), "{e}");
+        assert_eq!(e.help().as_deref(), Some("write `flow`"));
+        let e = PackageName::new("\u{430}pp").unwrap_err();
+        assert!(
+            e.to_string().contains("must start with a lowercase ASCII letter (U+0430, which looks like `a`"),
+            "{e}"
+        );
+        assert_eq!(e.help().as_deref(), Some("write `app`"));
+        assert_eq!(PackageName::new("ｎｅｔ").unwrap_err().help().as_deref(), Some("write `net`"));
+        assert!(PackageName::new("n\u{e9}t").unwrap_err().to_string().contains("(U+00E9, not ASCII)"));
         let long = "a".repeat(65);
         assert_eq!(
             PackageName::new(&long).unwrap_err().to_string(),

@@ -343,7 +343,7 @@ impl Builder {
         let clang = &self.toolchain.clang;
         if !clang.is_file() {
             // Checked once here rather than failing every unit the same way.
-            return Err(ToolchainError::ClangNotFound { requested: clang.clone(), how: ToolSource::Option }.into());
+            return Err(ToolchainError::ClangNotFound { requested: clang.clone(), how: ToolSource::Detected }.into());
         }
         let sdk_include = sdk::install(&self.cache_dir)
             .map_err(|source| BuildError::Cache { path: self.cache_dir.join("sdk"), source })?;

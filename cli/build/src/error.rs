@@ -21,18 +21,22 @@ pub const MAX_SHOWN_CHARS: usize = 6000;
 pub enum ToolchainError {
     #[error(
         "cannot find clang (`{}`, {how}): HIKe programs are compiled with clang {MIN_CLANG_MAJOR} or newer; \
-         {INSTALL_HINT}, or name a clang with --clang or ${}",
+         {INSTALL_HINT}, or name a clang with ${} or `clang` in [build] of the configuration file",
         requested.display(), crate::toolchain::CLANG_ENV
     )]
     ClangNotFound { requested: PathBuf, how: ToolSource },
 
-    #[error("cannot use {} as clang: {detail}; {INSTALL_HINT}, or name another clang with --clang", clang.display())]
+    #[error(
+        "cannot use {} as clang: {detail}; {INSTALL_HINT}, or name another clang with ${} or `clang` in [build] \
+         of the configuration file",
+        clang.display(), crate::toolchain::CLANG_ENV
+    )]
     ClangUnusable { clang: PathBuf, detail: String },
 
     #[error(
         "{} is clang {version}, but HIKe programs need clang {MIN_CLANG_MAJOR} or newer (for BTF decl tags); \
-         {INSTALL_HINT}, or name a newer clang with --clang (e.g. --clang clang-16)",
-        clang.display()
+         {INSTALL_HINT}, or name a newer clang with ${} (e.g. EBPKG_CLANG=clang-16)",
+        clang.display(), crate::toolchain::CLANG_ENV
     )]
     ClangTooOld { clang: PathBuf, version: String },
 
@@ -45,7 +49,7 @@ pub enum ToolchainError {
 
     #[error(
         "cannot find bpftool (`{}`, {how}), which ebpkg needs to turn the kernel's BTF into vmlinux.h; \
-         {INSTALL_HINT}, or name it with --bpftool or ${}",
+         {INSTALL_HINT}, or name it with ${}",
         requested.display(), crate::toolchain::BPFTOOL_ENV
     )]
     BpftoolNotFound { requested: PathBuf, how: ToolSource },

@@ -20,7 +20,8 @@ pub const INSTALL_HINT: &str = "install the BPF toolchain with `apt-get install 
 /// Where a tool was asked for: by the caller, by environment, or by default.
 #[derive(Debug, Clone, Default)]
 pub struct ToolchainOptions {
-    /// The clang to use; otherwise `$EBPKG_CLANG`, otherwise `clang` on `PATH`.
+    /// The clang to use (from the configuration file); otherwise `$EBPKG_CLANG`,
+    /// otherwise `clang` on `PATH`.
     pub clang: Option<PathBuf>,
     /// The bpftool to use; otherwise `$EBPKG_BPFTOOL`, otherwise `bpftool` on `PATH`
     /// or in the `sbin` directories where distributions put it.
@@ -51,8 +52,10 @@ pub struct Toolchain {
 /// How a tool's path was chosen, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolSource {
-    /// Given by the caller (`--clang`, `--bpftool`).
-    Option,
+    /// Given by the caller: ebpkg's configuration file (`[build] clang`).
+    Configured,
+    /// The toolchain detected earlier, whose tool has gone since.
+    Detected,
     /// From an environment variable.
     Env(&'static str),
     /// The default name, searched on `PATH`.
@@ -62,7 +65,8 @@ pub enum ToolSource {
 impl std::fmt::Display for ToolSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ToolSource::Option => f.write_str("as given on the command line"),
+            ToolSource::Configured => f.write_str("as configured by `clang` in [build] of the configuration file"),
+            ToolSource::Detected => f.write_str("found earlier, but gone now"),
             ToolSource::Env(var) => write!(f, "from ${var}"),
             ToolSource::Default => f.write_str("searched on PATH"),
         }
@@ -143,7 +147,7 @@ pub fn parse_clang_version(line: &str) -> Option<(String, u32)> {
 /// The name or path to look for, and how it was chosen.
 fn requested(given: Option<&Path>, env: &'static str, default: &str) -> (PathBuf, ToolSource) {
     if let Some(p) = given {
-        return (p.to_owned(), ToolSource::Option);
+        return (p.to_owned(), ToolSource::Configured);
     }
     match std::env::var_os(env) {
         Some(v) if !v.is_empty() => (PathBuf::from(v), ToolSource::Env(env)),

@@ -574,7 +574,8 @@ fn a_missing_clang_says_what_to_install() {
     let text = err.to_string();
     assert!(text.contains("/nonexistent/clang"), "{text}");
     assert!(text.contains("apt-get install clang bpftool libbpf-dev"), "{text}");
-    assert!(text.contains("--clang"), "{text}");
+    assert!(!text.contains("--clang"), "no such flag: {text}");
+    assert!(text.contains("as configured by `clang` in [build]") && text.contains("$EBPKG_CLANG"), "{text}");
 
     let err =
         Toolchain::detect(&ToolchainOptions { clang: None, bpftool: Some("/nonexistent/bpftool".into()) }).unwrap_err();

@@ -154,4 +154,16 @@ impl DeployError {
             _ => false,
         }
     }
+
+    /// Whether a limit of the HIKe VM refused it: every program or chain id taken,
+    /// a chain the VM's validator refuses (calls nested too deep, too long).
+    pub fn is_vm_limit(&self) -> bool {
+        match self {
+            DeployError::Runtime { source, .. } => {
+                matches!(source, RuntimeError::IdsExhausted { .. } | RuntimeError::InvalidChain { .. })
+            }
+            DeployError::RollbackFailed { error, .. } => error.is_vm_limit(),
+            _ => false,
+        }
+    }
 }

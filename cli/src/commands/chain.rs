@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
                     report(ctx, &c.warnings)?;
                     if !ctx.ui.quiet && !ctx.ui.json {
                         let n = c.artifact.chains.len();
-                        eprintln!("{}: {n} chain(s), no errors", source.file.display());
+                        crate::ui::stderr(&format!("{}: {n} chain(s), no errors\n", source.file.display()));
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -171,7 +171,7 @@ fn report(ctx: &Ctx, d: &Diagnostics) -> Result<()> {
             serde_json::to_string_pretty(&serde_json::json!({ "file": d.file, "diagnostics": d.items }))?
         ));
     } else if !ctx.ui.quiet || d.has_errors() {
-        eprint!("{}", d.render());
+        crate::ui::stderr(&d.render());
     }
     Ok(())
 }

@@ -145,7 +145,7 @@ pub fn remove(ctx: &Ctx, args: RemoveArgs) -> Result<ExitCode> {
     let (_, mut doc) = load_doc(&project)?;
     let deps = deps_table(&mut doc)?;
     for spec in &args.packages {
-        let name = PackageName::new(spec).map_err(|e| fail(Failure::Usage, format!("`{spec}`: {e}")))?;
+        let name = PackageName::new(spec).map_err(|e| crate::exit::bad_name(spec, &e))?;
         let keys: Vec<String> = deps
             .iter()
             .map(|(k, _)| k.to_owned())

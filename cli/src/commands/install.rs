@@ -58,7 +58,7 @@ pub fn parse_package_spec(spec: &str) -> Result<(ebpkg_spec::PackageName, semver
         Some((n, r)) => (n, r),
         None => (spec, "*"),
     };
-    let name = ebpkg_spec::PackageName::new(name).map_err(|e| fail(Failure::Usage, format!("`{name}`: {e}")))?;
+    let name = ebpkg_spec::PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
     let req = semver::VersionReq::parse(req)
         .map_err(|e| fail(Failure::Usage, format!("`{req}` is not a version requirement: {e}")))?;
     Ok((name, req))

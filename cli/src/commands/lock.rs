@@ -76,7 +76,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
         };
         let mut names = BTreeSet::new();
         for p in &args.packages {
-            let name = PackageName::new(p).map_err(|e| fail(Failure::Usage, format!("`{p}`: {e}")))?;
+            let name = PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e))?;
             if !old.packages().iter().any(|l| l.name.normalized() == name.normalized()) {
                 return Err(fail(Failure::Usage, format!("`{p}` is not in ebpkg.lock; nothing to update")));
             }

@@ -75,7 +75,8 @@ fn package_name(dir: &Path, name: Option<&str>) -> Result<PackageName> {
         fail(
             Failure::Usage,
             format!(
-                "`{raw}` cannot be a package name: {e}{}",
+                "`{raw}` cannot be a package name: {e}{}{}",
+                e.help().map(|h| format!("; {h}")).unwrap_or_default(),
                 if name.is_none() { "; give one with --name" } else { "" }
             ),
         )

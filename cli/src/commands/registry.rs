@@ -147,7 +147,7 @@ pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
         .package
         .split_once('@')
         .ok_or_else(|| fail(Failure::Usage, format!("`{}`: write name@version, e.g. meter@1.2.0", args.package)))?;
-    let name = PackageName::new(name).map_err(|e| fail(Failure::Usage, format!("`{name}`: {e}")))?;
+    let name = PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
     let version = semver::Version::parse(version)
         .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
     let regs = ctx.registries()?;

@@ -47,12 +47,12 @@ pub fn compile_chains(
         match hike_chainc::compile(&text, chain.source.as_str(), &env) {
             Ok(c) => {
                 if !c.warnings.items.is_empty() && !ctx.ui.quiet {
-                    eprint!("{}", c.warnings.render());
+                    crate::ui::stderr(&c.warnings.render());
                 }
                 out.push(PlannedScript { file: chain.source.to_string(), source: text, artifact: c.artifact });
             }
             Err(d) => {
-                eprint!("{}", d.render());
+                crate::ui::stderr(&d.render());
                 failed.push(chain.source.to_string());
             }
         }

@@ -70,6 +70,7 @@ pub fn print_event(ctx: &Ctx, e: &Event) {
 pub fn deploy_failure(e: &DeployError) -> Failure {
     match e {
         _ if e.is_kernel_refusal() => Failure::Kernel,
+        _ if e.is_vm_limit() => Failure::Limit,
         DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } => Failure::Usage,
         DeployError::Package { .. } | DeployError::Link { .. } | DeployError::DuplicateEntry { .. } => Failure::Input,
         DeployError::NotDeployed { .. } => Failure::Input,
@@ -230,5 +231,26 @@ fn check_deployment_name(name: &str) -> Result<()> {
             Failure::Usage,
             format!("deployment name `{name}`: use at most 64 ASCII letters, digits, `-` and `_`"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hike_runtime::RuntimeError;
+
+    fn runtime(source: RuntimeError) -> DeployError {
+        DeployError::Runtime { what: "installing chain main".into(), source }
+    }
+
+    /// A limit of the VM is neither the environment's fault nor the kernel's.
+    #[test]
+    fn vm_limits_have_their_own_exit_code() {
+        let full = runtime(RuntimeError::IdsExhausted { kind: "chain", max: 256 });
+        assert_eq!(deploy_failure(&full), Failure::Limit);
+        let rolled = DeployError::RollbackFailed { error: Box::new(full), rollback: vec![] };
+        assert_eq!(deploy_failure(&rolled), Failure::Limit);
+        let missing = runtime(RuntimeError::NotFound("program 4".into()));
+        assert_eq!(deploy_failure(&missing), Failure::Environment);
     }
 }

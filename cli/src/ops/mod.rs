@@ -94,7 +94,7 @@ fn remove_temp_roots_on_signals() {
                 let roots = LIVE_TEMP_ROOTS.lock().map(|r| r.clone()).unwrap_or_default();
                 for root in roots {
                     if let Err(e) = hike_runtime::Runtime::destroy(&root) {
-                        eprintln!("cannot remove {}: {e}", root.display());
+                        crate::ui::stderr(&format!("cannot remove {}: {e}\n", root.display()));
                     }
                 }
                 let _ = signal_hook::low_level::emulate_default_handler(signal);

@@ -215,7 +215,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
             } else {
                 ctx.ui.status("FAILED", &full);
                 for p in &problems {
-                    eprintln!("             {p}");
+                    crate::ui::stderr(&format!("             {p}\n"));
                 }
                 report.failed.push((full, problems));
             }
