@@ -131,6 +131,10 @@ enum Command {
     Mirror(commands::registry::MirrorArgs),
     /// Manage the download and build cache.
     Cache(commands::cache::CacheArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::docs::CompletionsArgs),
+    /// Print the manual page, or write one per command into a directory.
+    Man(commands::docs::ManArgs),
     /// Check and compile chain scripts.
     Chain(commands::chain::ChainArgs),
 }
@@ -198,6 +202,8 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Lock(a) => commands::lock::lock(ctx, a),
         Command::Tree(a) => commands::lock::tree(ctx, a),
         Command::Fetch(a) => commands::lock::fetch(ctx, a),
+        Command::Completions(a) => commands::docs::completions(ctx, a),
+        Command::Man(a) => commands::docs::man(ctx, a),
         Command::Search(a) => commands::registry::search(ctx, a),
         Command::Info(a) => commands::registry::info(ctx, a),
         Command::Build(a) => commands::build::run(ctx, a),

@@ -4,6 +4,7 @@ pub mod build;
 pub mod cache;
 pub mod chain;
 pub mod deployments;
+pub mod docs;
 pub mod doctor;
 pub mod edit;
 pub mod install;
