@@ -574,6 +574,40 @@ mod tests {
         assert!(pcap_packet(b"garbage!", 0).is_err());
     }
 
+    /// The pcap reader takes files from packages: any bytes, and any mangling of a
+    /// valid file (lengths that lie, truncation, huge indexes), give a packet or an
+    /// error, never a panic or an allocation the file does not back.
+    #[test]
+    fn pcap_reader_never_panics_on_mangled_files() {
+        let mut valid = vec![0xa1, 0xb2, 0xc3, 0xd4];
+        valid.extend([0u8; 20]);
+        for len in [3u32, 60] {
+            valid.extend([0u8; 8]);
+            valid.extend(len.to_be_bytes());
+            valid.extend(len.to_be_bytes());
+            valid.extend(std::iter::repeat_n(7u8, len as usize));
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let mut f = valid.clone();
+            for _ in 0..(next() % 4) {
+                let at = (next() as usize) % f.len();
+                f[at] = next() as u8;
+            }
+            f.truncate((next() as usize) % (f.len() + 1));
+            let index = if next() % 8 == 0 { usize::MAX - (next() % 3) as usize } else { (next() % 4) as usize };
+            if let Ok(packet) = pcap_packet(&f, index) {
+                assert!(packet.len() <= f.len());
+            }
+        }
+    }
+
     #[test]
     fn hex_allows_spaces_and_colons() {
         assert_eq!(hex("02:00 0a", "x").unwrap(), vec![2, 0, 10]);
