@@ -163,7 +163,7 @@ fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes(
     type Plant = fn(&std::path::Path);
     let plants: [(Plant, &str); 3] = [
         (|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(), "is a character device, not a regular file"),
-        (|p| assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success()), "is a FIFO"),
+        (|p| assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success()), "is a named pipe"),
         (|p| std::fs::File::create(p).unwrap().set_len(50 << 30).unwrap(), "53687091200 bytes, more than"),
     ];
     for (plant, expect) in plants {

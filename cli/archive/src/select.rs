@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::PackError;
@@ -119,18 +119,7 @@ fn refuse_special(path: PathBuf, kind: fs::FileType) -> PackError {
     if kind.is_symlink() {
         return PackError::Symlink { path };
     }
-    let kind = if kind.is_fifo() {
-        "named pipe"
-    } else if kind.is_socket() {
-        "socket"
-    } else if kind.is_block_device() {
-        "block device"
-    } else if kind.is_char_device() {
-        "character device"
-    } else {
-        "special file"
-    };
-    PackError::NotRegular { path, kind }
+    PackError::NotRegular { path, kind: ebpkg_input::kind_name(kind) }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //!
 //! Symbolic links are followed: a link to a regular file is that file.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, FileType, Metadata, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub enum ReadError {
     #[error("{path} does not exist")]
     NotFound { path: PathBuf },
-    #[error("{path} is {kind}, not a regular file; it cannot be read as one (replace it with the file it should be)")]
+    #[error("{path} is a {kind}, not a regular file; it cannot be read as one (replace it with the file it should be)")]
     NotRegular { path: PathBuf, kind: &'static str },
     #[error("{path} is {size} bytes, more than the {max} bytes such a file may have")]
     TooLarge { path: PathBuf, size: u64, max: u64 },
@@ -141,23 +141,31 @@ pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
 
 /// Refuses what is not a regular file, naming what it is.
 pub fn check_regular(path: &Path, meta: &Metadata) -> Result<(), ReadError> {
-    let kind = meta.file_type();
-    let what = if kind.is_file() {
+    if meta.file_type().is_file() {
         return Ok(());
+    }
+    Err(ReadError::NotRegular { path: path.to_owned(), kind: kind_name(meta.file_type()) })
+}
+
+/// What a file type is, in words: "directory", "named pipe", "character device", ….
+pub fn kind_name(kind: FileType) -> &'static str {
+    if kind.is_file() {
+        "regular file"
     } else if kind.is_dir() {
-        "a directory"
+        "directory"
+    } else if kind.is_symlink() {
+        "symbolic link"
     } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
+        "named pipe"
     } else if kind.is_char_device() {
-        "a character device"
+        "character device"
     } else if kind.is_block_device() {
-        "a block device"
+        "block device"
     } else if kind.is_socket() {
-        "a socket"
+        "socket"
     } else {
-        "not a file"
-    };
-    Err(ReadError::NotRegular { path: path.to_owned(), kind: what })
+        "special file"
+    }
 }
 
 #[cfg(test)]
@@ -183,12 +191,12 @@ mod tests {
         let dir = tmp();
         let link = dir.path().join("zero");
         std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
-        assert!(matches!(read(&link, 10), Err(ReadError::NotRegular { kind: "a character device", .. })));
+        assert!(matches!(read(&link, 10), Err(ReadError::NotRegular { kind: "character device", .. })));
         let fifo = dir.path().join("fifo");
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
         // Without O_NONBLOCK this open would wait for a writer forever.
-        assert!(matches!(read(&fifo, 10), Err(ReadError::NotRegular { kind: "a FIFO (named pipe)", .. })));
-        assert!(matches!(read(dir.path(), 10), Err(ReadError::NotRegular { kind: "a directory", .. })));
+        assert!(matches!(read(&fifo, 10), Err(ReadError::NotRegular { kind: "named pipe", .. })));
+        assert!(matches!(read(dir.path(), 10), Err(ReadError::NotRegular { kind: "directory", .. })));
         let err = read(&link, 10).unwrap_err().to_string();
         assert!(err.contains("zero is a character device, not a regular file"), "{err}");
     }

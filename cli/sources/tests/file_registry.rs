@@ -297,7 +297,7 @@ fn devices_fifos_and_huge_files_in_a_registry_are_refused_unread() {
     expect_damaged("is a character device, not a regular file");
     fs::remove_file(&archive).unwrap();
     rustix::fs::mkfifoat(rustix::fs::CWD, &archive, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
-    expect_damaged("is a FIFO");
+    expect_damaged("is a named pipe");
     fs::remove_file(&archive).unwrap();
     fs::File::create(&archive).unwrap().set_len(50 << 30).unwrap();
     expect_damaged("53687091200 bytes, more than the 100663296 bytes");
@@ -311,7 +311,7 @@ fn devices_fifos_and_huge_files_in_a_registry_are_refused_unread() {
     fs::remove_file(&config).unwrap();
     rustix::fs::mkfifoat(rustix::fs::CWD, &config, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
     let e = reg.names().unwrap_err();
-    assert!(e.to_string().contains("config.json is a FIFO"), "{e}");
+    assert!(e.to_string().contains("config.json is a named pipe"), "{e}");
 }
 
 #[test]
