@@ -79,7 +79,7 @@ pub struct MapEntry {
 }
 
 /// The value of one field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FieldValue {
     /// An integer field, already range-checked, stored little-endian in `size` bytes.

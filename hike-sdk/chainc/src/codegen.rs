@@ -9,15 +9,16 @@
 //! are unsigned unless an operand has a signed type (a variable or result declared
 //! s8–s64). Constants are folded with exactly the VM's semantics.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use hike_bytecode::limits::{MAX_CALL_ARGS, MAX_INSNS, MAX_TAIL_CALLS, RESUME_STEPS};
+use hike_bytecode::limits::{MAX_CALL_ARGS, MAX_INSNS};
 use hike_bytecode::{AluOp, Bank, Cond, Insn, Size, build, decode};
 
 use crate::artifact::{CompiledChain, LineEntry, Relocation, Target};
 use crate::ast::*;
-use crate::diag::{Code, Sink, Span, did_you_mean, line_col};
+use crate::diag::{Code, Sink, Span, did_you_mean};
 use crate::env::ProgramSig;
+use crate::lexer::STATEMENT_KEYWORDS;
 use crate::parser::is_constant_name;
 use crate::types::{EndsPacket, IntType};
 
@@ -33,13 +34,15 @@ pub struct Scope<'a> {
     pub loaders: &'a BTreeSet<String>,
     /// Names whose import failed (already reported).
     pub broken: &'a BTreeSet<String>,
-    pub budget: u32,
 }
 
 /// What compiling a chain produced besides its code.
 pub struct ChainUse {
     pub programs: BTreeSet<String>,
-    pub chains: BTreeSet<String>,
+    /// Chains it calls, each with the place of its first call.
+    pub chains: BTreeMap<String, Span>,
+    /// Its own constants (UPPERCASE names assigned in it).
+    pub consts: HashMap<String, u64>,
 }
 
 const VAR_REGS: [u8; 4] = [6, 7, 8, 9];
@@ -126,7 +129,7 @@ pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> (Option
         temps: TEMP_REGS.to_vec(),
         loops: Vec::new(),
         span: def.span.clone(),
-        used: ChainUse { programs: BTreeSet::new(), chains: BTreeSet::new() },
+        used: ChainUse { programs: BTreeSet::new(), chains: BTreeMap::new(), consts: HashMap::new() },
         failed: false,
         fatal: false,
     };
@@ -157,6 +160,7 @@ pub fn compile_def(def: &Def, scope: &Scope<'_>, sink: &mut Sink<'_>) -> (Option
         g.emit(build::mov_imm(0, 0));
         g.emit(build::exit());
     }
+    g.used.consts = g.consts.iter().map(|(n, (v, _))| (n.clone(), *v)).collect();
     if g.failed || g.sink.has_errors() {
         return (None, g.used);
     }
@@ -334,7 +338,7 @@ impl Gen<'_, '_, '_> {
     fn check_assignable(&mut self, name: &Name) -> bool {
         let reason = if IntType::from_name(&name.text).is_some() {
             Some("is a type")
-        } else if ["packet", "scratch", "range"].contains(&name.text.as_str()) {
+        } else if crate::compile::BUILT_INS.contains(&name.text.as_str()) {
             Some("is a built-in")
         } else if self.scope.programs.contains_key(&name.text) {
             Some("is an imported program")
@@ -572,7 +576,7 @@ impl Gen<'_, '_, '_> {
                 return;
             }
             if let Some((_, first)) = self.consts.get(&target.text) {
-                let (line, _) = line_col(self.sink.source, first.start);
+                let (line, _) = self.sink.line_col(first.start);
                 self.sink
                     .report(Code::ConstantReassigned, target.span.clone(), format!("constant `{}` is assigned again", target.text))
                     .help(format!("it was set on line {line}; UPPERCASE names are constants: use a lowercase variable to change it"));
@@ -613,7 +617,7 @@ impl Gen<'_, '_, '_> {
         let existing = self.vars.get(&target.text).map(|v| (v.ty, v.declared.clone()));
         let var_ty = match (existing.as_ref(), ty) {
             (Some((old, first)), Some((new, span))) if old != new => {
-                let (line, _) = line_col(self.sink.source, first.start);
+                let (line, _) = self.sink.line_col(first.start);
                 self.sink
                     .report(
                         Code::Duplicate,
@@ -756,7 +760,7 @@ impl Gen<'_, '_, '_> {
         let mut vals = Vec::new();
         for e in range {
             match self.const_expr(e) {
-                Some(v) => vals.push(v as i64),
+                Some(v) => vals.push(v),
                 None => {
                     self.sink
                         .report(Code::NotConstant, e.span.clone(), "range() needs values known when compiling")
@@ -766,43 +770,14 @@ impl Gen<'_, '_, '_> {
                 }
             }
         }
-        let (start, stop, step) = match vals.as_slice() {
-            [n] => (0, *n, 1),
-            [a, b] => (*a, *b, 1),
-            [a, b, s] => (*a, *b, *s),
-            _ => return,
-        };
+        let Some((start, stop, step, count)) = range_count(&vals) else { return };
         if step == 0 {
             self.sink.report(Code::BadBuiltin, range_span.clone(), "range() step is 0: the loop would never end");
             self.fail();
             return;
         }
-        let count = if step > 0 {
-            if stop > start { ((stop as i128 - start as i128 + step as i128 - 1) / step as i128) as u64 } else { 0 }
-        } else if start > stop {
-            ((start as i128 - stop as i128 + (-step) as i128 - 1) / (-step) as i128) as u64
-        } else {
-            0
-        };
-        // Each iteration executes at least the test, the step and the jump back.
-        let least = count.saturating_mul(3);
-        let calls = calls_per_iteration(body, self.scope);
-        if calls > 0 && count.saturating_mul(calls) > u64::from(MAX_TAIL_CALLS) {
-            self.sink
-                .report(Code::LoopTooLong, range_span.clone(), format!("this loop calls a program {} times, but a packet can make at most {MAX_TAIL_CALLS} program calls", count.saturating_mul(calls)))
-                .help("the kernel allows 33 tail calls per packet; loop fewer times or move the work into a program");
-            self.fail();
-            return;
-        }
-        let no_call_cap = u64::from((MAX_TAIL_CALLS + 1) * RESUME_STEPS);
-        let cap = if calls == 0 { no_call_cap.min(u64::from(self.scope.budget)) } else { u64::from(self.scope.budget) };
-        if least > cap {
-            self.sink
-                .report(Code::LoopTooLong, range_span.clone(), format!("this loop runs {count} times, at least {least} instructions, but a packet can execute at most {cap}"))
-                .help(format!("the VM's budget is {} instructions per packet ({} without program calls); loop fewer times", self.scope.budget, no_call_cap));
-            self.fail();
-            return;
-        }
+        // Whether its iterations fit in the VM's limits is checked once every
+        // chain is compiled, over the whole call graph (crate::cost).
         if count == 0 {
             return;
         }
@@ -1138,15 +1113,20 @@ impl Gen<'_, '_, '_> {
         candidates.extend(self.scope.consts.keys().map(String::as_str));
         candidates.extend(self.scope.programs.keys().map(String::as_str));
         candidates.extend(self.scope.chains.keys().map(String::as_str));
+        let best = did_you_mean(n, candidates);
+        let keyword = did_you_mean(n, STATEMENT_KEYWORDS.iter().copied());
         let d = self.sink.report(Code::UnknownName, span.clone(), format!("unknown {what} `{n}`"));
-        match did_you_mean(n, candidates) {
-            Some(best) => {
+        match (best, keyword) {
+            (Some(best), _) => {
                 d.help(format!("did you mean `{best}`?"));
             }
-            None if is_constant_name(n) => {
+            (None, Some(k)) => {
+                d.help(format!("did you mean the keyword `{k}`?"));
+            }
+            (None, None) if is_constant_name(n) => {
                 d.help(format!("define the constant first, e.g. `{n} = 0`, or bind it at install time only where a device name is expected"));
             }
-            None => {
+            (None, None) => {
                 d.help("assign it before reading it, or import it: `from prog.<package> import ...`");
             }
         }
@@ -1182,7 +1162,7 @@ impl Gen<'_, '_, '_> {
                     if !self.check_args(n, "chain", nparams, args, whole) {
                         return None;
                     }
-                    self.used.chains.insert(n.clone());
+                    self.used.chains.entry(n.clone()).or_insert_with(|| whole.span.clone());
                     let types = vec![IntType::U64; args.len()];
                     return self.emit_call(
                         args,
@@ -1491,16 +1471,43 @@ impl Gen<'_, '_, '_> {
         for (&at, &l) in &self.jumps {
             target[at] = self.labels[l];
         }
-        // Thread jumps whose target is an unconditional jump.
-        for i in 0..n {
-            let mut hops = 0;
-            while let Some(t) = target[i] {
-                let is_ja = t < n && self.jumps.contains_key(&t) && is_goto(&self.code[t]);
-                if !is_ja || hops > n || t == i {
-                    break;
+        // Thread jumps whose target is an unconditional jump: `land[g]` is where
+        // a jump to goto `g` ends up, each chain of gotos followed once.
+        let is_chained_goto =
+            |t: usize, target: &[Option<usize>]| t < n && is_goto(&self.code[t]) && target[t].is_some();
+        let mut land: Vec<Option<usize>> = vec![None; n];
+        let mut visiting = vec![false; n];
+        for s in 0..n {
+            if !is_chained_goto(s, &target) || land[s].is_some() {
+                continue;
+            }
+            let mut path = Vec::new();
+            let mut t = s;
+            let end = loop {
+                if !is_chained_goto(t, &target) {
+                    break t;
                 }
-                target[i] = target[t];
-                hops += 1;
+                if let Some(l) = land[t] {
+                    break l;
+                }
+                if visiting[t] {
+                    // A cycle of gotos: land on it where it closes.
+                    break t;
+                }
+                visiting[t] = true;
+                path.push(t);
+                t = target[t].unwrap_or(t);
+            };
+            for p in path {
+                land[p] = Some(end);
+            }
+        }
+        for t in target.iter_mut() {
+            if let Some(to) = *t
+                && to < n
+                && let Some(l) = land[to]
+            {
+                *t = Some(l);
             }
         }
         // Reachability from the entry.
@@ -1525,13 +1532,22 @@ impl Gen<'_, '_, '_> {
                 work.push(i + width(i, &self.code));
             }
         }
-        // A jump to the very next live instruction does nothing.
+        // A jump to the very next live instruction does nothing. (`next_live[i]`:
+        // the first live instruction after `i`, before any of these removals.)
+        let mut next_live: Vec<Option<usize>> = vec![None; n];
+        let mut following = None;
+        for i in (0..n).rev() {
+            next_live[i] = following;
+            if live[i] {
+                following = Some(i);
+            }
+        }
         for i in 0..n {
             if live[i]
                 && is_goto(&self.code[i])
                 && let Some(t) = target[i]
             {
-                let next = (i + 1..n).find(|j| live[*j]);
+                let next = next_live[i];
                 if next == Some(t) || (next.is_none() && t >= n) {
                     live[i] = false;
                 }
@@ -1568,7 +1584,7 @@ impl Gen<'_, '_, '_> {
                 insn.off = off as i16;
             }
             insns.push(insn);
-            let (line, column) = line_col(self.sink.source, self.spans[i].start);
+            let (line, column) = self.sink.line_col(self.spans[i].start);
             lines.push(LineEntry { insn: at, line: line as u32, column: column as u32 });
         }
         let relocations = self
@@ -1600,6 +1616,26 @@ fn is_goto(insn: &Insn) -> bool {
     insn.code == 0x05
 }
 
+/// `range(...)`'s arguments as (start, stop, step, number of iterations); the
+/// iteration count is 0 for a step of 0 (refused separately).
+pub fn range_count(vals: &[u64]) -> Option<(i64, i64, i64, u64)> {
+    let (start, stop, step) = match *vals {
+        [n] => (0, n as i64, 1),
+        [a, b] => (a as i64, b as i64, 1),
+        [a, b, s] => (a as i64, b as i64, s as i64),
+        _ => return None,
+    };
+    let (start_w, stop_w, step_w) = (i128::from(start), i128::from(stop), i128::from(step));
+    let count = if step > 0 && stop > start {
+        (stop_w - start_w + step_w - 1) / step_w
+    } else if step < 0 && start > stop {
+        (start_w - stop_w - step_w - 1) / -step_w
+    } else {
+        0
+    };
+    Some((start, stop, step, count as u64))
+}
+
 /// Whether a loop body can leave the loop (break at this level, or return).
 fn leaves(body: &[Stmt], depth: usize) -> bool {
     body.iter().any(|s| match s {
@@ -1611,28 +1647,6 @@ fn leaves(body: &[Stmt], depth: usize) -> bool {
         Stmt::While { body, .. } | Stmt::For { body, .. } => leaves(body, depth + 1),
         _ => false,
     })
-}
-
-/// Program calls every iteration of `body` makes for sure (statements at its top
-/// level only).
-fn calls_per_iteration(body: &[Stmt], scope: &Scope<'_>) -> u64 {
-    fn count(e: &Expr, scope: &Scope<'_>) -> u64 {
-        match &e.kind {
-            ExprKind::Call { callee, args } => {
-                let own = matches!(&callee.kind, ExprKind::Name(n) if scope.programs.contains_key(n));
-                u64::from(own) + args.iter().map(|a| count(a, scope)).sum::<u64>()
-            }
-            ExprKind::Binary(_, a, b) => count(a, scope) + count(b, scope),
-            ExprKind::Unary(_, a) => count(a, scope),
-            _ => 0,
-        }
-    }
-    body.iter()
-        .map(|s| match s {
-            Stmt::Expr(e) | Stmt::Assign { value: e, .. } | Stmt::AugAssign { value: e, .. } => count(e, scope),
-            _ => 0,
-        })
-        .sum()
 }
 
 fn negate(op: CmpOp) -> CmpOp {

@@ -6,20 +6,35 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use hike_bytecode::Hook;
+use hike_bytecode::limits::MAX_DEPTH;
 
 use crate::artifact::{Artifact, Attach, CompiledChain, Device, FieldValue, LoaderConfig, MapEntry, Target};
 use crate::ast::*;
 use crate::codegen::{Scope, compile_def, fold_const};
-use crate::diag::{Code, Diagnostics, Sink, Span, did_you_mean, line_col};
+use crate::cost::{ChainCost, Cost, Names, analyse_chain};
+use crate::diag::{Code, Diagnostics, Sink, Span, did_you_mean, source_text};
 use crate::env::{CompileEnv, LoaderSig, ProgramSig};
 use crate::parser::is_constant_name;
-use crate::types::FieldType;
+use crate::types::{FieldType, IntType};
+
+/// Names the language gives a meaning: they name no chain or variable.
+pub const BUILT_INS: &[&str] = &["packet", "scratch", "range"];
 
 /// A successful compilation: the artifact and any warnings.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     pub artifact: Artifact,
     pub warnings: Diagnostics,
+    /// For each chain that can return, the least it costs to run it to its end
+    /// (instructions executed, its callees' included, and program calls): the
+    /// lower bound the compiler checked against the VM's limits (CHAINS.md §5).
+    pub least: BTreeMap<String, Cost>,
+}
+
+/// [`compile`] for a script's bytes as read from its file: bytes that are not
+/// UTF-8 are reported (E001) at the line and column of the first bad byte.
+pub fn compile_bytes(source: &[u8], file: &str, env: &CompileEnv) -> Result<Compiled, Diagnostics> {
+    compile(source_text(source, file)?, file, env)
 }
 
 /// Compiles `source` (named `file` in messages) against `env`. Errors come back
@@ -33,10 +48,12 @@ pub fn compile(source: &str, file: &str, env: &CompileEnv) -> Result<Compiled, D
     if sink.has_errors() {
         return Err(sink.finish());
     }
-    let artifact = Compiler { env, sink: &mut sink, file }.script(&script);
+    let mut compiler = Compiler { env, sink: &mut sink, file, least: BTreeMap::new() };
+    let artifact = compiler.script(&script);
+    let least = std::mem::take(&mut compiler.least);
     let diags = sink.finish();
     match artifact {
-        Some(artifact) if !diags.has_errors() => Ok(Compiled { artifact, warnings: diags }),
+        Some(artifact) if !diags.has_errors() => Ok(Compiled { artifact, warnings: diags, least }),
         _ => Err(diags),
     }
 }
@@ -45,6 +62,16 @@ struct Compiler<'a, 'b, 's> {
     env: &'a CompileEnv,
     sink: &'b mut Sink<'s>,
     file: &'a str,
+    least: BTreeMap<String, Cost>,
+}
+
+/// A chain compiled, with what the checks over the call graph need.
+struct Unit<'d> {
+    chain: CompiledChain,
+    def: &'d Def,
+    /// Chains it calls, with the place of the first call.
+    calls: BTreeMap<String, Span>,
+    consts: HashMap<String, u64>,
 }
 
 fn normalize(name: &str) -> String {
@@ -59,6 +86,7 @@ impl Compiler<'_, '_, '_> {
         let mut consts: HashMap<String, u64> = HashMap::new();
         let mut const_spans: HashMap<String, Span> = HashMap::new();
         let mut defs: Vec<&Def> = Vec::new();
+        let mut def_spans: HashMap<&str, Span> = HashMap::new();
         let mut chain_params: HashMap<String, usize> = HashMap::new();
         // Names whose import failed: already reported, not "unknown" again.
         let mut broken: BTreeSet<String> = BTreeSet::new();
@@ -75,8 +103,8 @@ impl Compiler<'_, '_, '_> {
                     }
                 }
                 Item::Def(d) => {
-                    if let Some(first) = defs.iter().find(|o| o.name.text == d.name.text) {
-                        let (line, _) = line_col(self.sink.source, first.name.span.start);
+                    if let Some(first) = def_spans.get(d.name.text.as_str()) {
+                        let (line, _) = self.sink.line_col(first.start);
                         self.sink
                             .report(
                                 Code::Duplicate,
@@ -84,6 +112,16 @@ impl Compiler<'_, '_, '_> {
                                 format!("chain `{}` is defined twice", d.name.text),
                             )
                             .help(format!("the first definition is on line {line}; rename one"));
+                        continue;
+                    }
+                    if IntType::from_name(&d.name.text).is_some() || BUILT_INS.contains(&d.name.text.as_str()) {
+                        self.sink
+                            .report(
+                                Code::Reserved,
+                                d.name.span.clone(),
+                                format!("`{}` is a type or built-in and cannot name a chain", d.name.text),
+                            )
+                            .help("rename the chain");
                         continue;
                     }
                     if programs.contains_key(&d.name.text) || loaders.contains_key(&d.name.text) {
@@ -97,11 +135,12 @@ impl Compiler<'_, '_, '_> {
                         continue;
                     }
                     chain_params.insert(d.name.text.clone(), d.params.len());
+                    def_spans.insert(d.name.text.as_str(), d.name.span.clone());
                     defs.push(d);
                 }
                 Item::Const { name, value } => {
                     if let Some(first) = const_spans.get(&name.text) {
-                        let (line, _) = line_col(self.sink.source, first.start);
+                        let (line, _) = self.sink.line_col(first.start);
                         self.sink
                             .report(
                                 Code::ConstantReassigned,
@@ -141,21 +180,21 @@ impl Compiler<'_, '_, '_> {
             consts: &consts,
             loaders: &loader_names,
             broken: &broken,
-            budget: self.env.budget,
         };
 
-        let mut compiled: Vec<(CompiledChain, BTreeSet<String>, Span)> = Vec::new();
+        let mut compiled: Vec<Unit<'_>> = Vec::new();
         let mut used_programs: BTreeSet<String> = BTreeSet::new();
         for d in &defs {
             let (chain, uses) = compile_def(d, &scope, self.sink);
             used_programs.extend(uses.programs);
             if let Some(mut chain) = chain {
                 chain.nargs = d.params.len() as u8;
-                compiled.push((chain, uses.chains, d.name.span.clone()));
+                compiled.push(Unit { chain, def: d, calls: uses.chains, consts: uses.consts });
             }
         }
 
         let mut configs: Vec<LoaderConfig> = Vec::new();
+        let mut config_index: HashMap<(String, String), usize> = HashMap::new();
         let mut attaches = Vec::new();
         let mut params = BTreeSet::new();
         let mut used_loaders = BTreeSet::new();
@@ -164,9 +203,12 @@ impl Compiler<'_, '_, '_> {
                 Item::LoaderConfig { loader, map, entries, .. } => {
                     if let Some(cfg) = self.loader_config(loader, map, entries, &loaders, &consts, &chain_params) {
                         used_loaders.insert(loader.text.clone());
-                        match configs.iter_mut().find(|c| c.loader == cfg.loader && c.map == cfg.map) {
-                            Some(existing) => existing.entries.extend(cfg.entries),
-                            None => configs.push(cfg),
+                        match config_index.get(&(cfg.loader.clone(), cfg.map.clone())) {
+                            Some(&i) => configs[i].entries.extend(cfg.entries),
+                            None => {
+                                config_index.insert((cfg.loader.clone(), cfg.map.clone()), configs.len());
+                                configs.push(cfg);
+                            }
                         }
                     }
                 }
@@ -182,10 +224,18 @@ impl Compiler<'_, '_, '_> {
                 _ => {}
             }
         }
-        // Unused imports are worth a warning on a script that otherwise compiles;
-        // next to errors they are noise.
-        let clean = !self.sink.has_errors();
-        for (name, span) in import_spans.iter().filter(|_| clean) {
+        let order = self.order(&compiled)?;
+        if self.sink.has_errors() {
+            return None;
+        }
+        self.call_depth(&compiled, &order);
+        self.costs(&compiled, &order, &programs, &consts);
+        if self.sink.has_errors() {
+            return None;
+        }
+        // Unused imports are worth a warning on a script that otherwise compiles
+        // (here); next to errors they are noise.
+        for (name, span) in &import_spans {
             if !used_programs.contains(name) && !used_loaders.contains(name) {
                 self.sink
                     .report(Code::UnusedImport, span.clone(), format!("`{name}` is imported but never used"))
@@ -193,10 +243,8 @@ impl Compiler<'_, '_, '_> {
             }
         }
 
-        let chains = self.order(compiled)?;
-        if self.sink.has_errors() {
-            return None;
-        }
+        let mut by_index: Vec<Option<CompiledChain>> = compiled.into_iter().map(|u| Some(u.chain)).collect();
+        let chains = order.into_iter().filter_map(|i| by_index[i].take()).collect();
         Some(Artifact {
             file: self.file.to_owned(),
             hook,
@@ -233,7 +281,7 @@ impl Compiler<'_, '_, '_> {
         };
         for n in names {
             if let Some(first) = spans.get(&n.text) {
-                let (line, _) = line_col(self.sink.source, first.start);
+                let (line, _) = self.sink.line_col(first.start);
                 self.sink
                     .report(Code::Duplicate, n.span.clone(), format!("`{}` is imported twice", n.text))
                     .help(format!("it is already imported on line {line}"));
@@ -351,19 +399,19 @@ impl Compiler<'_, '_, '_> {
             return None;
         };
         let mut out = Vec::new();
-        let mut seen_keys: Vec<(Vec<FieldValue>, Span)> = Vec::new();
+        let mut seen_keys: HashMap<Vec<FieldValue>, Span> = HashMap::new();
         for e in entries {
             let key = self.fields(&e.key, &layout.key, "key", map, &e.span, consts, chains);
             let value = self.fields(&e.value, &layout.value, "value", map, &e.span, consts, chains);
             let (Some(key), Some(value)) = (key, value) else { continue };
-            if let Some((_, first)) = seen_keys.iter().find(|(k, _)| *k == key) {
-                let (line, _) = line_col(self.sink.source, first.start);
+            if let Some(first) = seen_keys.get(&key) {
+                let (line, _) = self.sink.line_col(first.start);
                 self.sink
                     .report(Code::Duplicate, e.span.clone(), "this key is configured twice")
                     .help(format!("the first entry with it is on line {line}"));
                 continue;
             }
-            seen_keys.push((key.clone(), e.span.clone()));
+            seen_keys.insert(key.clone(), e.span.clone());
             out.push(MapEntry { key, value });
         }
         Some(LoaderConfig {
@@ -564,58 +612,125 @@ impl Compiler<'_, '_, '_> {
         Some(Attach { package: sig.package.clone(), loader: loader.text.clone(), device, mode })
     }
 
-    /// Orders chains so that each comes after the chains it calls, refusing cycles.
-    fn order(&mut self, compiled: Vec<(CompiledChain, BTreeSet<String>, Span)>) -> Option<Vec<CompiledChain>> {
-        let index: HashMap<String, usize> =
-            compiled.iter().enumerate().map(|(i, (c, _, _))| (c.name.clone(), i)).collect();
+    /// Orders chains so that each comes after the chains it calls (as indexes
+    /// into `compiled`), refusing cycles. Iterative: the call graph can be as deep
+    /// as the script is long.
+    fn order(&mut self, compiled: &[Unit<'_>]) -> Option<Vec<usize>> {
+        let index: HashMap<&str, usize> =
+            compiled.iter().enumerate().map(|(i, u)| (u.chain.name.as_str(), i)).collect();
+        let callees: Vec<Vec<usize>> =
+            compiled.iter().map(|u| u.calls.keys().filter_map(|c| index.get(c.as_str()).copied()).collect()).collect();
         let mut state = vec![0u8; compiled.len()]; // 0 new, 1 in progress, 2 done
-        let mut out = Vec::new();
-        fn visit(
-            i: usize,
-            compiled: &[(CompiledChain, BTreeSet<String>, Span)],
-            index: &HashMap<String, usize>,
-            state: &mut [u8],
-            path: &mut Vec<usize>,
-            out: &mut Vec<usize>,
-        ) -> Result<(), Vec<usize>> {
-            if state[i] == 2 {
-                return Ok(());
+        let mut out = Vec::with_capacity(compiled.len());
+        for root in 0..compiled.len() {
+            if state[root] != 0 {
+                continue;
             }
-            if state[i] == 1 {
-                let from = path.iter().position(|p| *p == i).unwrap_or(0);
-                let mut cycle = path[from..].to_vec();
-                cycle.push(i);
-                return Err(cycle);
-            }
-            state[i] = 1;
-            path.push(i);
-            for callee in &compiled[i].1 {
-                if let Some(&j) = index.get(callee) {
-                    visit(j, compiled, index, state, path, out)?;
+            // The path from `root`, each chain with the next callee to visit.
+            let mut path: Vec<(usize, usize)> = vec![(root, 0)];
+            state[root] = 1;
+            while let Some(&mut (i, ref mut next)) = path.last_mut() {
+                let Some(&j) = callees[i].get(*next) else {
+                    state[i] = 2;
+                    out.push(i);
+                    path.pop();
+                    continue;
+                };
+                *next += 1;
+                match state[j] {
+                    0 => {
+                        state[j] = 1;
+                        path.push((j, 0));
+                    }
+                    1 => {
+                        let from = path.iter().position(|(p, _)| *p == j).unwrap_or(0);
+                        let mut cycle: Vec<usize> = path[from..].iter().map(|(p, _)| *p).collect();
+                        cycle.push(j);
+                        let names: Vec<&str> = cycle.iter().map(|c| compiled[*c].chain.name.as_str()).collect();
+                        let first = &compiled[cycle[0]];
+                        self.sink
+                            .report(
+                                Code::Recursion,
+                                first.def.name.span.clone(),
+                                format!("chain `{}` calls itself: {}", names[0], names.join(" → ")),
+                            )
+                            .help("chains cannot recurse; use a loop");
+                        return None;
+                    }
+                    _ => {}
                 }
             }
-            path.pop();
-            state[i] = 2;
-            out.push(i);
-            Ok(())
         }
-        for i in 0..compiled.len() {
-            let mut path = Vec::new();
-            if let Err(cycle) = visit(i, &compiled, &index, &mut state, &mut path, &mut out) {
-                let names: Vec<&str> = cycle.iter().map(|c| compiled[*c].0.name.as_str()).collect();
-                let first = cycle[0];
-                self.sink
-                    .report(
-                        Code::Recursion,
-                        compiled[first].2.clone(),
-                        format!("chain `{}` calls itself: {}", names[0], names.join(" → ")),
-                    )
-                    .help("chains cannot recurse; use a loop");
-                return None;
+        Some(out)
+    }
+
+    /// Refuses chains whose calls nest deeper than the VM's frames (the
+    /// runtime's validator would refuse them at install). `order`: callees
+    /// first. Reported where the limit is crossed: at the call, in the chain one
+    /// frame too deep.
+    fn call_depth(&mut self, compiled: &[Unit<'_>], order: &[usize]) {
+        let index: HashMap<&str, usize> =
+            compiled.iter().enumerate().map(|(i, u)| (u.chain.name.as_str(), i)).collect();
+        // Frames with the chain on top, and the callee that makes them.
+        let mut depth: Vec<(usize, Option<usize>)> = vec![(1, None); compiled.len()];
+        for &i in order {
+            let deepest = compiled[i]
+                .calls
+                .keys()
+                .filter_map(|c| index.get(c.as_str()).copied())
+                .max_by_key(|j| (depth[*j].0, std::cmp::Reverse(*j)));
+            if let Some(j) = deepest {
+                depth[i] = (depth[j].0 + 1, Some(j));
             }
         }
-        let mut by_index: Vec<Option<CompiledChain>> = compiled.into_iter().map(|(c, _, _)| Some(c)).collect();
-        Some(out.into_iter().filter_map(|i| by_index[i].take()).collect())
+        for &i in order {
+            let (frames, Some(callee)) = depth[i] else { continue };
+            if frames != MAX_DEPTH + 1 {
+                continue;
+            }
+            let mut path = vec![compiled[i].chain.name.as_str()];
+            let mut at = Some(callee);
+            while let Some(j) = at {
+                path.push(compiled[j].chain.name.as_str());
+                at = depth[j].1;
+            }
+            let callee_name = &compiled[callee].chain.name;
+            let span = compiled[i].calls.get(callee_name).cloned().unwrap_or(compiled[i].def.name.span.clone());
+            self.sink
+                .report(
+                    Code::CallTooDeep,
+                    span,
+                    format!(
+                        "chain calls nest {frames} deep here ({}), but the VM runs at most {MAX_DEPTH} chain frames",
+                        path.join(" → ")
+                    ),
+                )
+                .help(format!(
+                    "a chain started by a loader can call chains at most {} levels deep: merge some of these chains, \
+                     or call them one after another instead of inside each other",
+                    MAX_DEPTH - 1
+                ));
+        }
+    }
+
+    /// The cost analysis over the call graph (crate::cost), callees first.
+    fn costs(
+        &mut self,
+        compiled: &[Unit<'_>],
+        order: &[usize],
+        programs: &HashMap<String, (ProgramSig, Target)>,
+        consts: &HashMap<String, u64>,
+    ) {
+        let mut done: HashMap<String, ChainCost> = HashMap::new();
+        for &i in order {
+            let u = &compiled[i];
+            let names = Names { programs, chains: &done, consts, local_consts: &u.consts };
+            let cost = analyse_chain(u.def, &names, self.env.budget, self.sink);
+            if let Some(run) = cost.run {
+                self.least.insert(u.chain.name.clone(), run);
+            }
+            done.insert(u.chain.name.clone(), cost);
+        }
     }
 }
 

@@ -33,6 +33,11 @@ pub enum Code {
     BadIndent,
     /// Tokens in an order the grammar does not allow.
     Syntax,
+    /// Brackets, operators or blocks nested deeper than the compiler allows.
+    TooDeep,
+    /// A word the language reserves: a Python keyword it does not have, or
+    /// `true`/`false`/`none`.
+    ReservedWord,
     /// A name that is not defined.
     UnknownName,
     /// Something defined twice.
@@ -65,7 +70,8 @@ pub enum Code {
     BadBuiltin,
     /// A loop that can never end.
     EndlessLoop,
-    /// A loop that cannot fit in the VM's instruction budget.
+    /// A loop or chain that cannot finish within the VM's limits (program
+    /// calls, continuations, instruction budget).
     LoopTooLong,
     /// A chain longer than the VM holds.
     ChainTooLong,
@@ -73,6 +79,8 @@ pub enum Code {
     TooManyVariables,
     /// A chain with more than 4 parameters.
     TooManyParams,
+    /// Chain calls nested deeper than the VM's frames.
+    CallTooDeep,
     /// `break`/`continue` outside a loop, `return` outside a chain.
     Misplaced,
     /// Code that can never run (warning).
@@ -81,6 +89,8 @@ pub enum Code {
     UnusedVariable,
     /// An import never used (warning).
     UnusedImport,
+    /// A loop the compiler cannot prove fits in the VM's limits (warning).
+    UnboundedLoop,
 }
 
 impl Code {
@@ -92,6 +102,8 @@ impl Code {
             Code::BadString => "E003",
             Code::BadIndent => "E004",
             Code::Syntax => "E005",
+            Code::TooDeep => "E006",
+            Code::ReservedWord => "E007",
             Code::UnknownName => "E101",
             Code::Duplicate => "E102",
             Code::NotADependency => "E103",
@@ -113,9 +125,11 @@ impl Code {
             Code::ChainTooLong => "E303",
             Code::TooManyVariables => "E304",
             Code::TooManyParams => "E305",
+            Code::CallTooDeep => "E306",
             Code::Unreachable => "W001",
             Code::UnusedVariable => "W002",
             Code::UnusedImport => "W003",
+            Code::UnboundedLoop => "W004",
         }
     }
 
@@ -146,20 +160,27 @@ pub struct Sink<'s> {
     pub file: String,
     pub source: &'s str,
     pub items: Vec<Diagnostic>,
+    lines: LineIndex,
+    errors: usize,
 }
 
 impl<'s> Sink<'s> {
     pub fn new(file: &str, source: &'s str) -> Self {
-        Sink { file: file.to_owned(), source, items: Vec::new() }
+        Sink { file: file.to_owned(), source, items: Vec::new(), lines: LineIndex::new(source), errors: 0 }
     }
 
-    /// Reports a problem and returns it for adding help or notes.
+    /// Reports a problem and returns it for adding help or notes. Control
+    /// characters in the message are escaped, so what the script holds cannot
+    /// garble the terminal.
     pub fn report(&mut self, code: Code, span: Span, message: impl Into<String>) -> &mut Diagnostic {
-        let (line, column) = line_col(self.source, span.start);
+        let (line, column) = self.lines.line_col(self.source, span.start);
+        if code.severity() == Severity::Error {
+            self.errors += 1;
+        }
         self.items.push(Diagnostic {
             code,
             severity: code.severity(),
-            message: message.into(),
+            message: escape_controls(&message.into()),
             span,
             line,
             column,
@@ -171,7 +192,19 @@ impl<'s> Sink<'s> {
     }
 
     pub fn has_errors(&self) -> bool {
-        self.items.iter().any(|d| d.severity == Severity::Error)
+        self.errors > 0
+    }
+
+    /// Forgets the diagnostics reported after the first `len` (a parser that
+    /// found a better explanation for an error replaces what it reported).
+    pub fn truncate(&mut self, len: usize) {
+        self.items.truncate(len);
+        self.errors = self.items.iter().filter(|d| d.severity == Severity::Error).count();
+    }
+
+    /// 1-based (line, column in characters) of byte `offset`, in O(log n).
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        self.lines.line_col(self.source, offset)
     }
 
     /// The diagnostics in source order (errors before warnings at the same place).
@@ -182,14 +215,53 @@ impl<'s> Sink<'s> {
     }
 }
 
+/// Where lines start and where multi-byte characters continue, so that a byte
+/// offset's line and column cost O(log n) instead of a scan of the script.
+#[derive(Debug, Clone, Default)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+    /// Offsets of UTF-8 continuation bytes (empty for ASCII scripts).
+    continuations: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(source: &str) -> Self {
+        let mut starts = vec![0];
+        let mut continuations = Vec::new();
+        for (i, b) in source.bytes().enumerate() {
+            if b == b'\n' {
+                starts.push(i + 1);
+            } else if b & 0xc0 == 0x80 {
+                continuations.push(i);
+            }
+        }
+        LineIndex { starts, continuations }
+    }
+
+    /// 1-based (line, column in characters) of byte `offset` of `source` (the
+    /// text the index was built from).
+    pub fn line_col(&self, source: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(source.len());
+        while offset > 0 && !source.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|s| *s <= offset).max(1);
+        let start = self.starts[line - 1];
+        let inside = |c: &usize| *c < start;
+        let before_offset = |c: &usize| *c < offset;
+        let continued = self.continuations.partition_point(before_offset) - self.continuations.partition_point(inside);
+        (line, offset - start - continued + 1)
+    }
+}
+
 impl Diagnostic {
     pub fn help(&mut self, text: impl Into<String>) -> &mut Self {
-        self.help = Some(text.into());
+        self.help = Some(escape_controls(&text.into()));
         self
     }
 
     pub fn note(&mut self, span: Span, text: impl Into<String>) -> &mut Self {
-        self.notes.push((span, text.into()));
+        self.notes.push((span, escape_controls(&text.into())));
         self
     }
 }
@@ -218,7 +290,10 @@ impl Diagnostics {
 
     /// Every diagnostic with its source line and a caret, without colour.
     pub fn render(&self) -> String {
-        let file = SimpleFile::new(self.file.as_str(), self.source.as_str());
+        // The source lines shown are the script's, with control characters made
+        // visible (same byte lengths, so spans still point at the right place).
+        let shown = visible_source(&self.source);
+        let file = SimpleFile::new(self.file.as_str(), shown.as_str());
         let config = term::Config::default();
         let mut out = String::new();
         for d in &self.items {
@@ -277,7 +352,67 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
-/// 1-based (line, column in characters) of byte `offset`.
+/// `text` with control characters (other than tab) written as Rust escapes:
+/// `\0`, `\u{1b}`, `\n`.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| if c.is_control() && c != '\t' { c.escape_debug().to_string() } else { c.to_string() })
+        .collect()
+}
+
+/// The script as diagnostics show it: every control character except tab, line
+/// feed and the carriage return of a CRLF is replaced by characters of the same
+/// UTF-8 length (`?`, or `¿` for the two-byte C1 controls), so byte offsets
+/// and columns stay put and nothing reaches the terminal raw.
+fn visible_source(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut out = String::with_capacity(source.len());
+    for (i, c) in source.char_indices() {
+        let keep = !c.is_control() || c == '\t' || c == '\n' || (c == '\r' && bytes.get(i + 1) == Some(&b'\n'));
+        if keep {
+            out.push(c);
+        } else if c.len_utf8() == 2 {
+            out.push('¿');
+        } else {
+            out.push('?');
+        }
+    }
+    out
+}
+
+/// Checks that a script's bytes are UTF-8. When they are not, the diagnostic
+/// (E001) names the line and column of the first byte that is not, and its
+/// byte offset.
+pub fn source_text<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, Diagnostics> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let at = e.valid_up_to();
+            // Shown with the bad bytes replaced; up to `at` the text is the same.
+            let shown = String::from_utf8_lossy(bytes).into_owned();
+            let mut sink = Sink::new(file, &shown);
+            let width = '\u{fffd}'.len_utf8();
+            let bad: Vec<String> = bytes[at..]
+                .iter()
+                .take(e.error_len().unwrap_or(bytes.len() - at))
+                .map(|b| format!("0x{b:02x}"))
+                .collect();
+            sink.report(
+                Code::BadChar,
+                at..at + width,
+                format!("the script is not UTF-8: byte {} at offset {at} is not valid UTF-8", bad.join(" ")),
+            )
+            .help("save the script as UTF-8; chain scripts are ASCII outside strings and comments");
+            Err(sink.finish())
+        }
+    }
+}
+
+/// 1-based (line, column in characters) of byte `offset` (a scan of the text;
+/// [`Sink::line_col`] answers in O(log n)).
 pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(source.len());
     while offset > 0 && !source.is_char_boundary(offset) {

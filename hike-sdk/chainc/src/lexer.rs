@@ -11,6 +11,8 @@ pub enum Tok {
     Int(u64),
     Str(String),
     Kw(Kw),
+    /// A word the language reserves without using it (see [`RESERVED`]).
+    Reserved(&'static str),
     /// Operators and punctuation: `+`, `<<=`, `(`, `:`, `;`, …
     Op(&'static str),
     Newline,
@@ -65,11 +67,99 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("None", Kw::None),
 ];
 
-/// Python keywords the language does not have; using them gets a clear error.
-pub const UNSUPPORTED_KEYWORDS: &[&str] = &[
-    "class", "lambda", "try", "except", "finally", "raise", "with", "yield", "global", "nonlocal", "del", "assert",
-    "async", "await", "is", "as",
+/// Words the language reserves without using them: the Python keywords it does
+/// not have, and `true`, `false`, `none` (easily written for `True`, `False`,
+/// `None`). They cannot name anything (SPEC.md §2.3), and writing one gets an
+/// error that says what to write instead: `(word, message, help)`.
+pub const RESERVED: &[(&str, &str, &str)] = &[
+    ("true", "`true` is reserved: the constant is written `True`", "write `True`"),
+    ("false", "`false` is reserved: the constant is written `False`", "write `False`"),
+    ("none", "`none` is reserved: the constant is written `None`", "write `None`"),
+    (
+        "class",
+        "`class` is a Python keyword the chain language does not have",
+        "chains are functions: define them with `def`",
+    ),
+    (
+        "lambda",
+        "`lambda` is a Python keyword the chain language does not have",
+        "define a chain with `def` and call it",
+    ),
+    (
+        "try",
+        "`try` is a Python keyword the chain language does not have",
+        "there are no exceptions: test a program's result with `if`",
+    ),
+    (
+        "except",
+        "`except` is a Python keyword the chain language does not have",
+        "there are no exceptions: test a program's result with `if`",
+    ),
+    (
+        "finally",
+        "`finally` is a Python keyword the chain language does not have",
+        "there are no exceptions: test a program's result with `if`",
+    ),
+    (
+        "raise",
+        "`raise` is a Python keyword the chain language does not have",
+        "to stop the packet, call a program that drops it (such as `hike_drop()`)",
+    ),
+    (
+        "assert",
+        "`assert` is a Python keyword the chain language does not have",
+        "test with `if` and call a program that drops the packet",
+    ),
+    (
+        "with",
+        "`with` is a Python keyword the chain language does not have",
+        "call programs directly; there are no context managers",
+    ),
+    ("yield", "`yield` is a Python keyword the chain language does not have", "a chain gives one result with `return`"),
+    (
+        "global",
+        "`global` is a Python keyword the chain language does not have",
+        "chains share data through the scratch bank (`scratch.write_u64`) or constants",
+    ),
+    (
+        "nonlocal",
+        "`nonlocal` is a Python keyword the chain language does not have",
+        "chains share data through the scratch bank (`scratch.write_u64`) or constants",
+    ),
+    (
+        "del",
+        "`del` is a Python keyword the chain language does not have",
+        "variables need no deleting; assign a new value",
+    ),
+    (
+        "async",
+        "`async` is a Python keyword the chain language does not have",
+        "chains run to completion for each packet; remove it",
+    ),
+    (
+        "await",
+        "`await` is a Python keyword the chain language does not have",
+        "call programs directly: `x = monitor(1)`",
+    ),
+    (
+        "is",
+        "`is` is a Python keyword the chain language does not have",
+        "compare values with `==` (and `is not` with `!=`)",
+    ),
+    (
+        "as",
+        "`as` is a Python keyword the chain language does not have",
+        "import names as they are: `from prog.<package> import name`",
+    ),
 ];
+
+/// The statement keywords, for "did you mean" when a statement starts with a
+/// misspelling of one (`whlie`, `retrun`, `esle`).
+pub const STATEMENT_KEYWORDS: &[&str] =
+    &["def", "if", "elif", "else", "while", "for", "return", "pass", "break", "continue", "from", "import"];
+
+/// Indentation levels a script may nest (Python's limit too).
+pub const MAX_INDENT_LEVELS: usize = 100;
 
 // Longest first, so `<<=` wins over `<<` and `<`.
 const OPS: &[&str] = &[
@@ -87,7 +177,17 @@ pub struct Token {
 
 /// Splits `source` into tokens, reporting malformed ones and continuing.
 pub fn lex(source: &str, sink: &mut Sink<'_>) -> Vec<Token> {
-    Lexer { src: source, bytes: source.as_bytes(), pos: 0, out: Vec::new(), indents: vec![0], depth: 0 }.run(sink)
+    Lexer {
+        src: source,
+        bytes: source.as_bytes(),
+        pos: 0,
+        out: Vec::new(),
+        indents: vec![(0, 0)],
+        depth: 0,
+        too_deep: false,
+        tab_error: false,
+    }
+    .run(sink)
 }
 
 struct Lexer<'a> {
@@ -95,9 +195,15 @@ struct Lexer<'a> {
     bytes: &'a [u8],
     pos: usize,
     out: Vec<Token>,
-    indents: Vec<usize>,
+    /// Open blocks' indentation: (width with tabs to the next multiple of 8,
+    /// width with tabs counted as 1), as Python compares them.
+    indents: Vec<(usize, usize)>,
     /// Open brackets: newlines inside them are not statement ends.
     depth: usize,
+    /// Reported once: more indentation levels than allowed.
+    too_deep: bool,
+    /// Reported once: tabs and spaces used inconsistently.
+    tab_error: bool,
 }
 
 impl Lexer<'_> {
@@ -154,6 +260,9 @@ impl Lexer<'_> {
                     }
                 }
                 b'0'..=b'9' => self.number(sink),
+                b'\'' | b'"' if self.src[self.pos..].starts_with(if c == b'"' { "\"\"\"" } else { "'''" }) => {
+                    self.docstring(sink)
+                }
                 b'\'' | b'"' => self.string(sink),
                 c if c.is_ascii_alphabetic() || c == b'_' => self.name(),
                 _ => {
@@ -167,12 +276,18 @@ impl Lexer<'_> {
                         self.push(Tok::Op(op), start..self.pos);
                     } else {
                         let ch = self.src[self.pos..].chars().next().unwrap_or('?');
-                        sink.report(
-                            Code::BadChar,
-                            start..start + ch.len_utf8(),
-                            format!("unexpected character `{ch}`"),
-                        )
-                        .help("chain scripts use ASCII Python-like syntax");
+                        let span = start..start + ch.len_utf8();
+                        if ch.is_control() {
+                            sink.report(
+                                Code::BadChar,
+                                span,
+                                format!("unexpected control character U+{:04X} (`{}`)", ch as u32, ch.escape_debug()),
+                            )
+                            .help("remove it: chain scripts are plain text");
+                        } else {
+                            sink.report(Code::BadChar, span, format!("unexpected character `{ch}`"))
+                                .help("chain scripts use ASCII Python-like syntax");
+                        }
                         self.pos += ch.len_utf8();
                     }
                 }
@@ -192,9 +307,13 @@ impl Lexer<'_> {
 
     /// Measures the indentation of a line and emits INDENT/DEDENT. Returns true when
     /// the line is blank or a comment (nothing emitted, position moved past it).
+    ///
+    /// Like Python, the width is measured twice — tabs to the next multiple of 8,
+    /// and tabs as 1 — and the two must order the line the same way against its
+    /// block; otherwise the indentation depends on the tab size (a TabError).
     fn indentation(&mut self, sink: &mut Sink<'_>) -> bool {
         let start = self.pos;
-        let mut width = 0;
+        let (mut width, mut alt) = (0, 0);
         let (mut spaces, mut tabs) = (false, false);
         while self.pos < self.bytes.len() {
             match self.bytes[self.pos] {
@@ -208,22 +327,57 @@ impl Lexer<'_> {
                 }
                 _ => break,
             }
+            alt += 1;
             self.pos += 1;
         }
         match self.bytes.get(self.pos) {
             None | Some(b'\n') | Some(b'#') | Some(b'\r') => return true,
             _ => {}
         }
-        if spaces && tabs {
+        let mixed = spaces && tabs;
+        if mixed {
             sink.report(Code::BadIndent, start..self.pos, "indentation mixes tabs and spaces")
                 .help("indent with spaces only");
         }
-        let current = self.indents.last().copied().unwrap_or(0);
+        let (current, current_alt) = self.indents.last().copied().unwrap_or((0, 0));
+        let consistent = if width > current {
+            alt > current_alt
+        } else if width < current {
+            match self.indents.iter().rev().find(|(w, _)| *w <= width) {
+                Some((w, a)) => *w != width || *a == alt,
+                None => true,
+            }
+        } else {
+            alt == current_alt
+        };
+        // One report: the same inconsistency tends to repeat on every line.
+        if !(consistent || mixed || self.tab_error) {
+            self.tab_error = true;
+            sink.report(
+                Code::BadIndent,
+                start..self.pos,
+                "inconsistent use of tabs and spaces: this line's indentation depends on the tab size",
+            )
+            .help("indent every line with spaces only (a tab counts up to the next multiple of 8)");
+        }
         if width > current {
-            self.indents.push(width);
+            if self.indents.len() > MAX_INDENT_LEVELS {
+                if !self.too_deep {
+                    self.too_deep = true;
+                    sink.report(
+                        Code::TooDeep,
+                        start..self.pos,
+                        format!("too many levels of indentation: blocks nest at most {MAX_INDENT_LEVELS} deep"),
+                    )
+                    .help("move the inner part into a chain of its own and call it");
+                }
+                // Kept in its block: the one report, not one per deeper line.
+                return false;
+            }
+            self.indents.push((width, alt));
             self.push(Tok::Indent, start..self.pos);
         } else if width < current {
-            if !self.indents.contains(&width) {
+            if !self.indents.iter().any(|(w, _)| *w == width) {
                 // Python refuses this; keeping the line in its block reports the
                 // one mistake without making everything after it an error too.
                 sink.report(
@@ -234,12 +388,30 @@ impl Lexer<'_> {
                 .help("indent it like one of the enclosing lines");
                 return false;
             }
-            while self.indents.last().is_some_and(|w| *w > width) {
+            while self.indents.last().is_some_and(|(w, _)| *w > width) {
                 self.indents.pop();
                 self.push(Tok::Dedent, self.pos..self.pos);
             }
         }
         false
+    }
+
+    /// A triple-quoted string: Python's docstrings, which chain scripts do not
+    /// have. Reported at its opening quotes and skipped to its closing ones.
+    fn docstring(&mut self, sink: &mut Sink<'_>) {
+        let start = self.pos;
+        let quotes = &self.src[start..start + 3];
+        sink.report(
+            Code::BadString,
+            start..start + 3,
+            "triple-quoted strings (docstrings) are not part of the chain language",
+        )
+        .help("write comments with `#` at the start of each line");
+        let body = start + 3;
+        self.pos = match self.src[body..].find(quotes) {
+            Some(end) => body + end + 3,
+            None => self.bytes.len(),
+        };
     }
 
     fn number(&mut self, sink: &mut Sink<'_>) {
@@ -316,6 +488,14 @@ impl Lexer<'_> {
                 continue;
             }
             let ch = self.src[self.pos..].chars().next().unwrap_or('?');
+            if ch.is_control() && ch != '\t' {
+                sink.report(
+                    Code::BadChar,
+                    self.pos..self.pos + ch.len_utf8(),
+                    format!("a string holds the control character U+{:04X} (`{}`)", ch as u32, ch.escape_debug()),
+                )
+                .help("remove it: chain scripts are plain text (`\\n`, `\\t` and `\\0` write those characters)");
+            }
             value.push(ch);
             self.pos += ch.len_utf8();
         }
@@ -332,7 +512,10 @@ impl Lexer<'_> {
         let text = &self.src[start..self.pos];
         let tok = match KEYWORDS.iter().find(|(k, _)| *k == text) {
             Some((_, kw)) => Tok::Kw(*kw),
-            None => Tok::Name(text.to_owned()),
+            None => match RESERVED.iter().find(|(w, _, _)| *w == text) {
+                Some((w, _, _)) => Tok::Reserved(w),
+                None => Tok::Name(text.to_owned()),
+            },
         };
         self.push(tok, start..self.pos);
     }

@@ -11,6 +11,7 @@ pub mod artifact;
 pub mod ast;
 mod codegen;
 mod compile;
+mod cost;
 pub mod diag;
 pub mod env;
 pub mod lexer;
@@ -19,7 +20,8 @@ pub mod parser;
 pub mod types;
 
 pub use artifact::{Artifact, Attach, CompiledChain, Device, FieldValue, LoaderConfig, MapEntry, Target};
-pub use compile::{Compiled, compile, parse_address};
-pub use diag::{Code, Diagnostic, Diagnostics, Severity};
+pub use compile::{Compiled, compile, compile_bytes, parse_address};
+pub use cost::Cost;
+pub use diag::{Code, Diagnostic, Diagnostics, Severity, source_text};
 pub use env::{CompileEnv, LoaderSig, MapLayout, PackageExports, ProgramSig};
 pub use types::{EndsPacket, FieldType, IntType};

@@ -1,15 +1,28 @@
 //! Recursive-descent parser with Python's precedence. A statement with a syntax
 //! error is reported and skipped up to its end, so one run reports every broken
 //! statement.
+//!
+//! Recursion is bounded: expressions nest at most [`MAX_NESTING`] levels (brackets,
+//! unary operators, calls, and operator chains such as `a + b + c`, which make
+//! trees as deep as they are long) and blocks at most
+//! [`MAX_INDENT_LEVELS`](crate::lexer::MAX_INDENT_LEVELS). Every later pass
+//! (type checks, constant folding, code generation, cost analysis) recurses over
+//! these trees, so the bounds checked here keep all of them within a small stack.
 
 use crate::ast::*;
-use crate::diag::{Code, Sink, Span};
-use crate::lexer::{Kw, Tok, Token, UNSUPPORTED_KEYWORDS};
+use crate::diag::{Code, Sink, Span, did_you_mean};
+use crate::lexer::{Kw, RESERVED, STATEMENT_KEYWORDS, Tok, Token};
 use crate::types::IntType;
+
+/// The deepest expression tree the compiler accepts: a bracket, a unary
+/// operator, a call, an attribute, a subscript or a binary operator is one level
+/// each. Python refuses 200 nested parentheses; 100 levels is far more than a
+/// chain of at most 256 instructions can use.
+pub const MAX_NESTING: u32 = 100;
 
 /// Parses tokens into a script. Syntax errors go to `sink`; what parsed is kept.
 pub fn parse(tokens: Vec<Token>, sink: &mut Sink<'_>) -> Script {
-    let mut p = Parser { toks: tokens, pos: 0, sink };
+    let mut p = Parser { toks: tokens, pos: 0, sink, nest: 0, depth: 0, after_else: None };
     let mut items = Vec::new();
     loop {
         match p.peek() {
@@ -63,6 +76,13 @@ struct Parser<'a, 's> {
     toks: Vec<Token>,
     pos: usize,
     sink: &'a mut Sink<'s>,
+    /// Expression parsing functions currently entered recursively.
+    nest: u32,
+    /// Depth of the expression tree the last expression function returned.
+    depth: u32,
+    /// The `else` of the `if` statement just parsed, if it had one (for
+    /// "`elif` after `else`").
+    after_else: Option<Span>,
 }
 
 type PResult<T> = Result<T, ()>;
@@ -72,7 +92,8 @@ fn describe(t: &Tok) -> String {
         Tok::Name(n) => format!("name `{n}`"),
         Tok::Int(v) => format!("number `{v}`"),
         Tok::Str(s) => format!("string \"{s}\""),
-        Tok::Kw(k) => format!("keyword `{}`", format!("{k:?}").to_lowercase()),
+        Tok::Kw(k) => format!("keyword `{}`", keyword_text(*k)),
+        Tok::Reserved(w) => format!("reserved word `{w}`"),
         Tok::Op(o) => format!("`{o}`"),
         Tok::Newline => "the end of the line".into(),
         Tok::Indent => "an indented line".into(),
@@ -119,14 +140,59 @@ impl Parser<'_, '_> {
 
     fn error(&mut self, expected: &str) -> PResult<()> {
         let found = describe(self.peek());
-        let span = self.span();
-        let d = self.sink.report(Code::Syntax, span, format!("expected {expected}, found {found}"));
-        if let Tok::Name(n) = &self.toks[self.pos.min(self.toks.len() - 1)].tok
-            && UNSUPPORTED_KEYWORDS.contains(&n.as_str())
-        {
-            d.help(format!("`{n}` is Python, but not part of the chain language (see CHAINS.md)"));
+        let mut span = self.span();
+        match self.peek() {
+            Tok::Reserved(w) => {
+                let (_, message, help) = RESERVED.iter().find(|(r, _, _)| r == w).copied().unwrap_or((w, "", ""));
+                self.sink.report(Code::ReservedWord, span, message).help(help);
+                return Err(());
+            }
+            // The end of the line is shown as a caret after its last character,
+            // not as a span running into the next line.
+            Tok::Newline => span.end = span.start,
+            _ => {}
         }
+        self.sink.report(Code::Syntax, span, format!("expected {expected}, found {found}"));
         Err(())
+    }
+
+    /// Enters a nested expression (brackets, a unary operator, an exponent),
+    /// refusing to go deeper than [`MAX_NESTING`].
+    fn enter(&mut self) -> PResult<()> {
+        if self.nest >= MAX_NESTING {
+            let span = self.span();
+            self.too_deep(span);
+            return Err(());
+        }
+        self.nest += 1;
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.nest = self.nest.saturating_sub(1);
+    }
+
+    /// The depth of a node over children of depths `a` and `b`, refused beyond
+    /// [`MAX_NESTING`] (reported at `at`, the operator).
+    fn deeper(&mut self, a: u32, b: u32, at: Span) -> PResult<u32> {
+        let d = 1 + a.max(b);
+        if d > MAX_NESTING {
+            self.too_deep(at);
+            return Err(());
+        }
+        Ok(d)
+    }
+
+    fn too_deep(&mut self, span: Span) {
+        self.sink
+            .report(
+                Code::TooDeep,
+                span,
+                format!(
+                    "this expression nests too deeply: at most {MAX_NESTING} levels of brackets, operators and calls"
+                ),
+            )
+            .help("split it into steps with intermediate variables");
     }
 
     fn expect_op(&mut self, op: &str) -> PResult<Span> {
@@ -274,8 +340,70 @@ impl Parser<'_, '_> {
     }
 
     /// One line's statements (`;`-separated), or one compound statement.
+    ///
+    /// A statement that starts with a misspelled keyword (`whlie x:`, `retrun 0`,
+    /// `esle:`) and does not parse, or is that name alone, is reported as the
+    /// misspelling rather than as what the parser tripped over after it.
     fn statement(&mut self) -> PResult<Vec<Parsed>> {
+        let prev_else = self.after_else.take();
+        let typo = match self.peek() {
+            Tok::Name(n) => {
+                // `form prog.net import …` is `from`, however close `for` is.
+                let import = matches!(self.toks.get(self.pos + 1).map(|t| &t.tok),
+                    Some(Tok::Name(p)) if ["prog", "programs", "loaders"].contains(&p.as_str()));
+                let keyword = if import && did_you_mean(n, ["from"]).is_some() {
+                    Some("from")
+                } else {
+                    did_you_mean(n, STATEMENT_KEYWORDS.iter().copied())
+                };
+                keyword.map(|k| (n.clone(), k, self.span()))
+            }
+            _ => None,
+        };
+        let mark = self.sink.items.len();
+        let result = self.statement_inner(prev_else);
+        let Some((name, keyword, span)) = typo else { return result };
+        let bare = matches!(
+            &result,
+            Ok(list) if list.len() == 1 && matches!(&list[0], Parsed::Stmt(Stmt::Expr(Expr { kind: ExprKind::Name(_), .. })))
+        );
+        if result.is_ok() && !bare {
+            return result;
+        }
+        self.sink.truncate(mark);
+        self.sink
+            .report(Code::Syntax, span, format!("`{name}` is not a keyword, and this is not a statement"))
+            .help(format!("did you mean `{keyword}`?"));
+        // A bare name was parsed whole: nothing to skip.
+        if bare { Ok(Vec::new()) } else { Err(()) }
+    }
+
+    fn statement_inner(&mut self, prev_else: Option<Span>) -> PResult<Vec<Parsed>> {
         match self.peek() {
+            Tok::Kw(k @ (Kw::Elif | Kw::Else)) => {
+                let k = *k;
+                let span = self.span();
+                let word = keyword_text(k);
+                match prev_else {
+                    Some(else_span) => {
+                        let (message, help) = if k == Kw::Elif {
+                            (
+                                "`elif` after `else`: an `if` takes its `elif` branches before its `else`",
+                                "move this `elif` branch above the `else`",
+                            )
+                        } else {
+                            ("this `if` already has an `else`", "merge the two `else` blocks into one")
+                        };
+                        self.sink.report(Code::Syntax, span, message).help(help).note(else_span, "the `else` is here");
+                    }
+                    None => {
+                        self.sink
+                            .report(Code::Syntax, span, format!("`{word}` without an `if` before it"))
+                            .help(format!("`{word}` continues an `if` statement: line it up with its `if`"));
+                    }
+                }
+                Err(())
+            }
             Tok::Kw(Kw::Def) => Ok(vec![Parsed::Def(self.def()?)]),
             Tok::Kw(Kw::If) => Ok(vec![Parsed::Stmt(self.if_stmt()?)]),
             Tok::Kw(Kw::While) => Ok(vec![Parsed::Stmt(self.while_stmt()?)]),
@@ -488,6 +616,8 @@ impl Parser<'_, '_> {
                 }
             }
         }
+        // An `else` inside the block says nothing about what follows the block.
+        self.after_else = None;
         Ok(body)
     }
 
@@ -555,27 +685,58 @@ impl Parser<'_, '_> {
     fn if_stmt(&mut self) -> PResult<Stmt> {
         let start = self.span().start;
         self.bump();
-        let mut branches = vec![(self.test()?, self.block()?)];
+        let cond = self.condition("if")?;
+        let mut branches = vec![(cond, self.block()?)];
         let mut orelse = None;
+        let mut else_span = None;
         loop {
             if self.is_kw(Kw::Elif) {
                 self.bump();
-                branches.push((self.test()?, self.block()?));
+                let cond = self.condition("elif")?;
+                branches.push((cond, self.block()?));
             } else if self.is_kw(Kw::Else) {
+                let span = self.span();
                 self.bump();
+                if self.is_kw(Kw::If) {
+                    let both = span.start..self.span().end;
+                    self.sink
+                        .report(Code::Syntax, both, "`else if` is written `elif`")
+                        .help("write `elif <condition>:`");
+                    return Err(());
+                }
                 orelse = Some(self.block()?);
+                else_span = Some(span);
                 break;
             } else {
                 break;
             }
         }
+        self.after_else = else_span;
         Ok(Stmt::If { branches, orelse, span: start..self.prev_end() })
+    }
+
+    /// The condition of `if`, `elif` or `while`, with a hint for `=` written for
+    /// `==`.
+    fn condition(&mut self, keyword: &str) -> PResult<Expr> {
+        let cond = self.test()?;
+        if self.is_op("=") {
+            let span = self.span();
+            self.sink
+                .report(
+                    Code::Syntax,
+                    span,
+                    format!("`=` assigns a value; the condition of `{keyword}` compares with `==`"),
+                )
+                .help("did you mean `==`?");
+            return Err(());
+        }
+        Ok(cond)
     }
 
     fn while_stmt(&mut self) -> PResult<Stmt> {
         let start = self.span().start;
         self.bump();
-        let cond = self.test()?;
+        let cond = self.condition("while")?;
         let body = self.block()?;
         Ok(Stmt::While { cond, body, span: start..self.prev_end() })
     }
@@ -606,160 +767,204 @@ impl Parser<'_, '_> {
         Ok(Stmt::For { var, range: args, range_span, body, span: start..self.prev_end() })
     }
 
-    // ---- expressions, lowest precedence first --------------------------------
+    // ---- expressions ----------------------------------------------------------
+    //
+    // Operators are parsed with an operator stack (shunting-yard) in one loop, so
+    // only brackets, calls and subscripts recurse: a handful of stack frames per
+    // nesting level, and none per operator. Precedence and associativity are
+    // Python's (CHAINS.md §4).
 
+    /// An expression: `test` in the grammar.
     fn test(&mut self) -> PResult<Expr> {
-        let mut left = self.and_test()?;
-        while self.is_kw(Kw::Or) {
-            self.bump();
-            let right = self.and_test()?;
-            let span = left.span.start..right.span.end;
-            left = Expr { kind: ExprKind::Or(Box::new(left), Box::new(right)), span };
-        }
-        Ok(left)
-    }
-
-    fn and_test(&mut self) -> PResult<Expr> {
-        let mut left = self.not_test()?;
-        while self.is_kw(Kw::And) {
-            self.bump();
-            let right = self.not_test()?;
-            let span = left.span.start..right.span.end;
-            left = Expr { kind: ExprKind::And(Box::new(left), Box::new(right)), span };
-        }
-        Ok(left)
-    }
-
-    fn not_test(&mut self) -> PResult<Expr> {
-        if self.is_kw(Kw::Not) {
-            let start = self.span().start;
-            self.bump();
-            let e = self.not_test()?;
-            let span = start..e.span.end;
-            return Ok(Expr { kind: ExprKind::Unary(UnOp::Not, Box::new(e)), span });
-        }
-        self.comparison()
-    }
-
-    fn comparison(&mut self) -> PResult<Expr> {
-        let left = self.bitor()?;
-        let mut rest = Vec::new();
+        let mut operands: Vec<(Expr, u32)> = Vec::new();
+        let mut ops: Vec<(Pending, Span)> = Vec::new();
+        // `not` starts a `not_test`: at the start, or after `and`, `or`, `not`.
+        let mut not_allowed = true;
         loop {
-            let op = match self.peek() {
-                Tok::Op("==") => CmpOp::Eq,
-                Tok::Op("!=") => CmpOp::Ne,
-                Tok::Op("<") => CmpOp::Lt,
-                Tok::Op("<=") => CmpOp::Le,
-                Tok::Op(">") => CmpOp::Gt,
-                Tok::Op(">=") => CmpOp::Ge,
-                _ => break,
-            };
+            // Prefix operators.
+            loop {
+                let prefix = match self.peek() {
+                    Tok::Kw(Kw::Not) if not_allowed => UnOp::Not,
+                    Tok::Op("-") => UnOp::Neg,
+                    Tok::Op("+") => UnOp::Plus,
+                    Tok::Op("~") => UnOp::Invert,
+                    _ => break,
+                };
+                let at = self.span();
+                self.pending(ops.len(), &at)?;
+                ops.push((Pending::Prefix(prefix), at));
+                self.bump();
+                not_allowed = prefix == UnOp::Not;
+            }
+            let operand = self.primary()?;
+            operands.push((operand, self.depth));
+            // An infix operator, or the end of the expression.
+            let Some(infix) = self.infix() else { break };
+            let at = self.span();
+            let prec = infix.precedence();
+            // `**` is right-associative; every other operator, left.
+            while let Some((top, _)) = ops.last()
+                && (top.precedence() > prec || (top.precedence() == prec && infix != Infix::Pow))
+            {
+                // Comparisons chain: `a < b <= c` is one node.
+                if let (Pending::Compare(_), Infix::Compare(_)) = (top, infix) {
+                    break;
+                }
+                self.reduce(&mut operands, &mut ops)?;
+            }
             self.bump();
-            rest.push((op, self.bitor()?));
+            match (ops.last_mut(), infix) {
+                (Some((Pending::Compare(chain), _)), Infix::Compare(op)) => chain.push(op),
+                (_, Infix::Compare(op)) => {
+                    self.pending(ops.len(), &at)?;
+                    ops.push((Pending::Compare(vec![op]), at));
+                }
+                (_, other) => {
+                    self.pending(ops.len(), &at)?;
+                    ops.push((Pending::Infix(other), at));
+                }
+            }
+            not_allowed = matches!(infix, Infix::And | Infix::Or);
         }
-        if rest.is_empty() {
-            return Ok(left);
+        while !ops.is_empty() {
+            self.reduce(&mut operands, &mut ops)?;
         }
-        let span = left.span.start..rest.last().map_or(left.span.end, |(_, e)| e.span.end);
-        Ok(Expr { kind: ExprKind::Compare(Box::new(left), rest), span })
+        let (e, depth) = operands.pop().ok_or(())?;
+        self.depth = depth;
+        Ok(e)
     }
 
-    fn binary_level(&mut self, next: fn(&mut Self) -> PResult<Expr>, ops: &[(&str, BinOp)]) -> PResult<Expr> {
-        let mut left = next(self)?;
-        while let Some(op) = ops.iter().find(|(s, _)| self.is_op(s)).map(|(_, o)| *o) {
-            self.bump();
-            let right = next(self)?;
-            let span = left.span.start..right.span.end;
-            left = Expr { kind: ExprKind::Binary(op, Box::new(left), Box::new(right)), span };
+    /// Refuses an expression whose pending operators alone nest too deeply
+    /// (each will sit above the operand that follows it), before reading more.
+    fn pending(&mut self, waiting: usize, at: &Span) -> PResult<()> {
+        if waiting + 1 >= MAX_NESTING as usize {
+            self.too_deep(at.clone());
+            return Err(());
         }
-        Ok(left)
+        Ok(())
     }
 
-    fn bitor(&mut self) -> PResult<Expr> {
-        self.binary_level(Self::bitxor, &[("|", BinOp::BitOr)])
+    /// The infix operator at the current token, if any.
+    fn infix(&self) -> Option<Infix> {
+        Some(match self.peek() {
+            Tok::Kw(Kw::Or) => Infix::Or,
+            Tok::Kw(Kw::And) => Infix::And,
+            Tok::Op(o) => match *o {
+                "==" => Infix::Compare(CmpOp::Eq),
+                "!=" => Infix::Compare(CmpOp::Ne),
+                "<" => Infix::Compare(CmpOp::Lt),
+                "<=" => Infix::Compare(CmpOp::Le),
+                ">" => Infix::Compare(CmpOp::Gt),
+                ">=" => Infix::Compare(CmpOp::Ge),
+                "|" => Infix::Bin(BinOp::BitOr),
+                "^" => Infix::Bin(BinOp::BitXor),
+                "&" => Infix::Bin(BinOp::BitAnd),
+                "<<" => Infix::Bin(BinOp::Shl),
+                ">>" => Infix::Bin(BinOp::Shr),
+                "+" => Infix::Bin(BinOp::Add),
+                "-" => Infix::Bin(BinOp::Sub),
+                "*" => Infix::Bin(BinOp::Mul),
+                "/" => Infix::Bin(BinOp::Div),
+                "//" => Infix::Bin(BinOp::FloorDiv),
+                "%" => Infix::Bin(BinOp::Mod),
+                "**" => Infix::Pow,
+                _ => return None,
+            },
+            _ => return None,
+        })
     }
 
-    fn bitxor(&mut self) -> PResult<Expr> {
-        self.binary_level(Self::bitand, &[("^", BinOp::BitXor)])
-    }
-
-    fn bitand(&mut self) -> PResult<Expr> {
-        self.binary_level(Self::shift, &[("&", BinOp::BitAnd)])
-    }
-
-    fn shift(&mut self) -> PResult<Expr> {
-        self.binary_level(Self::arith, &[("<<", BinOp::Shl), (">>", BinOp::Shr)])
-    }
-
-    fn arith(&mut self) -> PResult<Expr> {
-        self.binary_level(Self::term, &[("+", BinOp::Add), ("-", BinOp::Sub)])
-    }
-
-    fn term(&mut self) -> PResult<Expr> {
-        self.binary_level(
-            Self::factor,
-            &[("*", BinOp::Mul), ("//", BinOp::FloorDiv), ("/", BinOp::Div), ("%", BinOp::Mod)],
-        )
-    }
-
-    fn factor(&mut self) -> PResult<Expr> {
-        let op = match self.peek() {
-            Tok::Op("-") => Some(UnOp::Neg),
-            Tok::Op("+") => Some(UnOp::Plus),
-            Tok::Op("~") => Some(UnOp::Invert),
-            _ => None,
-        };
-        if let Some(op) = op {
-            let start = self.span().start;
-            self.bump();
-            let e = self.factor()?;
-            let span = start..e.span.end;
-            return Ok(Expr { kind: ExprKind::Unary(op, Box::new(e)), span });
+    /// Applies the operator on top of `ops` to the operands it takes.
+    fn reduce(&mut self, operands: &mut Vec<(Expr, u32)>, ops: &mut Vec<(Pending, Span)>) -> PResult<()> {
+        let (op, at) = ops.pop().ok_or(())?;
+        match op {
+            Pending::Prefix(u) => {
+                let (e, d) = operands.pop().ok_or(())?;
+                let depth = self.deeper(d, 0, at.clone())?;
+                let span = at.start..e.span.end;
+                operands.push((Expr { kind: ExprKind::Unary(u, Box::new(e)), span }, depth));
+            }
+            Pending::Compare(chain) => {
+                let at_least = operands.len().checked_sub(chain.len() + 1).ok_or(())?;
+                let mut items = operands.split_off(at_least).into_iter();
+                let (left, mut depth) = items.next().ok_or(())?;
+                let mut rest = Vec::with_capacity(chain.len());
+                for (op, (e, d)) in chain.into_iter().zip(items) {
+                    depth = self.deeper(depth, d, at.clone())?;
+                    rest.push((op, e));
+                }
+                let span = left.span.start..rest.last().map_or(left.span.end, |(_, e)| e.span.end);
+                operands.push((Expr { kind: ExprKind::Compare(Box::new(left), rest), span }, depth));
+            }
+            Pending::Infix(i) => {
+                let (right, dr) = operands.pop().ok_or(())?;
+                let (left, dl) = operands.pop().ok_or(())?;
+                let depth = self.deeper(dl, dr, at)?;
+                let span = left.span.start..right.span.end;
+                let (l, r) = (Box::new(left), Box::new(right));
+                let kind = match i {
+                    Infix::Or => ExprKind::Or(l, r),
+                    Infix::And => ExprKind::And(l, r),
+                    Infix::Pow => ExprKind::Binary(BinOp::Pow, l, r),
+                    Infix::Bin(b) => ExprKind::Binary(b, l, r),
+                    Infix::Compare(c) => ExprKind::Compare(l, vec![(c, *r)]),
+                };
+                operands.push((Expr { kind, span }, depth));
+            }
         }
-        self.power()
-    }
-
-    fn power(&mut self) -> PResult<Expr> {
-        let base = self.primary()?;
-        if self.eat_op("**") {
-            let exp = self.factor()?;
-            let span = base.span.start..exp.span.end;
-            return Ok(Expr { kind: ExprKind::Binary(BinOp::Pow, Box::new(base), Box::new(exp)), span });
-        }
-        Ok(base)
+        Ok(())
     }
 
     fn primary(&mut self) -> PResult<Expr> {
         let mut e = self.atom()?;
+        let mut depth = self.depth;
         loop {
+            let at = self.span();
             if self.is_op("(") {
+                self.enter()?;
                 self.bump();
-                let mut args = Vec::new();
-                while !self.is_op(")") {
-                    args.push(self.test()?);
-                    if !self.eat_op(",") {
-                        break;
-                    }
-                }
-                self.expect_op(")")?;
+                let args = self.call_args();
+                self.leave();
+                let (args, args_depth) = args?;
+                depth = self.deeper(depth, args_depth, at)?;
                 let span = e.span.start..self.prev_end();
                 e = Expr { kind: ExprKind::Call { callee: Box::new(e), args }, span };
             } else if self.is_op(".") {
                 self.bump();
                 let name = self.expect_name("an attribute name")?;
+                depth = self.deeper(depth, 0, at)?;
                 let span = e.span.start..name.span.end;
                 e = Expr { kind: ExprKind::Attr(Box::new(e), name), span };
             } else if self.is_op("[") {
+                self.enter()?;
                 self.bump();
-                let index = self.test()?;
-                self.expect_op("]")?;
+                let index = self.test().and_then(|i| self.expect_op("]").map(|_| i));
+                self.leave();
+                let index = index?;
+                depth = self.deeper(depth, self.depth, at)?;
                 let span = e.span.start..self.prev_end();
                 e = Expr { kind: ExprKind::Subscript(Box::new(e), Box::new(index)), span };
             } else {
                 break;
             }
         }
+        self.depth = depth;
         Ok(e)
+    }
+
+    /// A call's arguments after its `(`, through the `)`, and their deepest tree.
+    fn call_args(&mut self) -> PResult<(Vec<Expr>, u32)> {
+        let mut args = Vec::new();
+        let mut depth = 0;
+        while !self.is_op(")") {
+            args.push(self.test()?);
+            depth = depth.max(self.depth);
+            if !self.eat_op(",") {
+                break;
+            }
+        }
+        self.expect_op(")")?;
+        Ok((args, depth))
     }
 
     fn atom(&mut self) -> PResult<Expr> {
@@ -772,39 +977,16 @@ impl Parser<'_, '_> {
             Tok::Kw(Kw::False) => ExprKind::Bool(false),
             Tok::Kw(Kw::None) => ExprKind::None,
             Tok::Op("(") => {
-                self.bump();
-                let mut items = Vec::new();
-                let mut trailing = false;
-                while !self.is_op(")") {
-                    items.push(self.test()?);
-                    trailing = self.eat_op(",");
-                    if !trailing {
-                        break;
-                    }
-                }
-                self.expect_op(")")?;
-                let span = span.start..self.prev_end();
-                if items.len() == 1 && !trailing {
-                    let mut inner = items.remove(0);
-                    inner.span = span;
-                    return Ok(inner);
-                }
-                return Ok(Expr { kind: ExprKind::Tuple(items), span });
+                self.enter()?;
+                let e = self.parenthesized(span);
+                self.leave();
+                return e;
             }
             Tok::Op("{") => {
-                self.bump();
-                let mut pairs = Vec::new();
-                while !self.is_op("}") {
-                    let k = self.test()?;
-                    self.expect_op(":")?;
-                    let v = self.test()?;
-                    pairs.push((k, v));
-                    if !self.eat_op(",") {
-                        break;
-                    }
-                }
-                self.expect_op("}")?;
-                return Ok(Expr { kind: ExprKind::Dict(pairs), span: span.start..self.prev_end() });
+                self.enter()?;
+                let e = self.dict(span);
+                self.leave();
+                return e;
             }
             _ => {
                 self.error("an expression")?;
@@ -812,7 +994,128 @@ impl Parser<'_, '_> {
             }
         };
         self.bump();
+        self.depth = 1;
         Ok(Expr { kind, span })
+    }
+
+    /// `( ... )`: a parenthesized expression or a tuple. Counted as a level even
+    /// when it only groups, so that brackets alone cannot nest without bound.
+    fn parenthesized(&mut self, open: Span) -> PResult<Expr> {
+        self.bump();
+        let mut items = Vec::new();
+        let mut trailing = false;
+        let mut depth = 0;
+        while !self.is_op(")") {
+            items.push(self.test()?);
+            depth = depth.max(self.depth);
+            trailing = self.eat_op(",");
+            if !trailing {
+                break;
+            }
+        }
+        self.expect_op(")")?;
+        self.depth = self.deeper(depth, 0, open.clone())?;
+        let span = open.start..self.prev_end();
+        if items.len() == 1 && !trailing {
+            let mut inner = items.remove(0);
+            inner.span = span;
+            return Ok(inner);
+        }
+        Ok(Expr { kind: ExprKind::Tuple(items), span })
+    }
+
+    /// `{ key: value, ... }`
+    fn dict(&mut self, open: Span) -> PResult<Expr> {
+        self.bump();
+        let mut pairs = Vec::new();
+        let mut depth = 0;
+        while !self.is_op("}") {
+            let k = self.test()?;
+            depth = depth.max(self.depth);
+            self.expect_op(":")?;
+            let v = self.test()?;
+            depth = depth.max(self.depth);
+            pairs.push((k, v));
+            if !self.eat_op(",") {
+                break;
+            }
+        }
+        self.expect_op("}")?;
+        self.depth = self.deeper(depth, 0, open.clone())?;
+        Ok(Expr { kind: ExprKind::Dict(pairs), span: open.start..self.prev_end() })
+    }
+}
+
+/// An infix operator as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Infix {
+    Or,
+    And,
+    Compare(CmpOp),
+    Bin(BinOp),
+    Pow,
+}
+
+impl Infix {
+    /// Python's binding strength, loosest first (`not` is 3, unary `-` 11).
+    fn precedence(self) -> u8 {
+        match self {
+            Infix::Or => 1,
+            Infix::And => 2,
+            Infix::Compare(_) => 4,
+            Infix::Bin(BinOp::BitOr) => 5,
+            Infix::Bin(BinOp::BitXor) => 6,
+            Infix::Bin(BinOp::BitAnd) => 7,
+            Infix::Bin(BinOp::Shl | BinOp::Shr) => 8,
+            Infix::Bin(BinOp::Add | BinOp::Sub) => 9,
+            Infix::Bin(BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod) => 10,
+            Infix::Pow | Infix::Bin(BinOp::Pow) => 12,
+        }
+    }
+}
+
+/// An operator waiting on the stack for its right operand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pending {
+    Prefix(UnOp),
+    /// The operators of a comparison chain so far.
+    Compare(Vec<CmpOp>),
+    Infix(Infix),
+}
+
+impl Pending {
+    fn precedence(&self) -> u8 {
+        match self {
+            Pending::Prefix(UnOp::Not) => 3,
+            Pending::Prefix(_) => 11,
+            Pending::Compare(_) => 4,
+            Pending::Infix(i) => i.precedence(),
+        }
+    }
+}
+
+/// A keyword as the script writes it.
+pub fn keyword_text(k: Kw) -> &'static str {
+    match k {
+        Kw::Def => "def",
+        Kw::If => "if",
+        Kw::Elif => "elif",
+        Kw::Else => "else",
+        Kw::While => "while",
+        Kw::For => "for",
+        Kw::In => "in",
+        Kw::Return => "return",
+        Kw::Pass => "pass",
+        Kw::Break => "break",
+        Kw::Continue => "continue",
+        Kw::From => "from",
+        Kw::Import => "import",
+        Kw::And => "and",
+        Kw::Or => "or",
+        Kw::Not => "not",
+        Kw::True => "True",
+        Kw::False => "False",
+        Kw::None => "None",
     }
 }
 
@@ -900,6 +1203,9 @@ mod tests {
             errors("def f():\n    from prog.a import b\n"),
             ["2:5 imports go at the top of the script, outside chains"]
         );
-        assert_eq!(errors("class X:\n    pass\n")[0], "1:7 expected the end of the statement, found name `X`");
+        assert_eq!(
+            errors("class X:\n    pass\n"),
+            ["1:1 `class` is a Python keyword the chain language does not have"]
+        );
     }
 }

@@ -16,6 +16,7 @@ fn cases() -> Vec<(&'static str, String)> {
     let long_body: String = (0..140).map(|i| format!("    monitor({i})\n")).collect();
     let many_vars: String = (0..13).map(|i| format!("    v{i} = monitor({i})\n")).collect::<String>()
         + &(0..13).map(|i| format!("    monitor(v{i})\n")).collect::<String>();
+    let deep_calls: String = (1..9).map(|i| format!("def c{i}():\n    c{}()\n", i - 1)).collect();
     vec![
         ("E001", format!("{NET}def f():\n    x = 1 $ 2\n    monitor(x)\n")),
         ("E002", format!("{NET}def f():\n    monitor(99999999999999999999)\n")),
@@ -25,6 +26,8 @@ fn cases() -> Vec<(&'static str, String)> {
         ),
         ("E004", format!("{NET}def f():\n        monitor(1)\n    monitor(2)\n")),
         ("E005", format!("{NET}def f():\n    x = = 1\n")),
+        ("E006", format!("{NET}def f():\n    x = monitor(1)\n    monitor({}x)\n", "-".repeat(120))),
+        ("E007", format!("{NET}def f():\n    x = true\n    monitor(x)\n")),
         ("E101", format!("{NET}def f():\n    result = monitor(1)\n    monitor(reslut)\n")),
         ("E102", format!("{NET}def f():\n    monitor(1)\n\ndef f():\n    monitor(2)\n")),
         ("E103", "from prog.nett import monitor\ndef f():\n    monitor(1)\n".to_owned()),
@@ -57,9 +60,11 @@ fn cases() -> Vec<(&'static str, String)> {
         ("E303", format!("{NET}def f():\n{long_body}")),
         ("E304", format!("{NET}def f():\n{many_vars}")),
         ("E305", format!("{NET}def f(a, b, c, d, e):\n    monitor(a)\n")),
+        ("E306", format!("{NET}def c0():\n    monitor(0)\n{deep_calls}")),
         ("W001", format!("{NET}def f():\n    return 1\n    monitor(2)\n")),
         ("W002", format!("{NET}def f():\n    unused = 3\n    monitor(1)\n")),
         ("W003", "from prog.net import monitor, hike_drop\ndef f():\n    monitor(1)\n".to_owned()),
+        ("W004", format!("{NET}def f():\n    n = monitor(1)\n    while n > 0:\n        n -= 1\n")),
     ]
 }
 

@@ -152,6 +152,168 @@ proptest! {
     }
 }
 
+/// A token of an expression written without parentheses.
+#[derive(Debug, Clone)]
+enum Tok {
+    Atom(String),
+    Op(&'static str),
+}
+
+/// Flat expressions: operands (variables, constants, constant powers) joined by
+/// any operator, with prefix operators where Python allows them, so that only
+/// precedence and associativity decide the tree.
+fn flat() -> impl Strategy<Value = Vec<Tok>> {
+    let atom = prop_oneof![
+        3 => (0usize..4).prop_map(|i| VARS[i].to_owned()),
+        1 => (0u64..70).prop_map(|c| c.to_string()),
+        1 => (0u64..5, 0u64..4).prop_map(|(b, e)| format!("{b} ** {e}")),
+    ];
+    let infix = prop::sample::select(vec![
+        "+", "-", "*", "//", "%", "<<", ">>", "&", "|", "^", "==", "!=", "<", "<=", ">", ">=", "and", "or",
+    ]);
+    let prefix = prop::collection::vec(prop::sample::select(vec!["-", "~", "+", "not"]), 0..3);
+    let first = (prefix.clone(), atom.clone());
+    (first, prop::collection::vec((infix, prefix, atom), 0..7)).prop_map(|((pre, a), rest)| {
+        let mut toks = Vec::new();
+        let push = |pre: Vec<&'static str>, a: String, not_ok: bool, toks: &mut Vec<Tok>| {
+            // `not` only starts a not_test: first, or after `and`, `or`, `not`.
+            let mut allowed = !not_ok;
+            for p in pre {
+                if p == "not" && !allowed {
+                    continue;
+                }
+                allowed = p == "not";
+                toks.push(Tok::Op(p));
+            }
+            toks.push(Tok::Atom(a));
+        };
+        push(pre, a, false, &mut toks);
+        for (op, pre, a) in rest {
+            toks.push(Tok::Op(op));
+            push(pre, a, !matches!(op, "and" | "or"), &mut toks);
+        }
+        toks
+    })
+}
+
+/// CHAINS.md §8's grammar, evaluated directly while parsing.
+struct Reference<'a> {
+    toks: &'a [Tok],
+    pos: usize,
+    vars: &'a [u64; 4],
+}
+
+impl Reference<'_> {
+    fn peek(&self) -> Option<&'static str> {
+        match self.toks.get(self.pos) {
+            Some(Tok::Op(o)) => Some(o),
+            _ => None,
+        }
+    }
+
+    fn test(&mut self) -> u64 {
+        let mut v = self.and_test();
+        while self.peek() == Some("or") {
+            self.pos += 1;
+            let r = self.and_test();
+            v = if v != 0 { v } else { r };
+        }
+        v
+    }
+
+    fn and_test(&mut self) -> u64 {
+        let mut v = self.not_test();
+        while self.peek() == Some("and") {
+            self.pos += 1;
+            let r = self.not_test();
+            v = if v == 0 { v } else { r };
+        }
+        v
+    }
+
+    fn not_test(&mut self) -> u64 {
+        if self.peek() == Some("not") {
+            self.pos += 1;
+            return u64::from(self.not_test() == 0);
+        }
+        let mut left = self.level(0);
+        let mut all = true;
+        let mut chained = false;
+        while let Some(op @ ("==" | "!=" | "<" | "<=" | ">" | ">=")) = self.peek() {
+            self.pos += 1;
+            let right = self.level(0);
+            all &= E::Cmp(vec![op], vec![E::Const(left), E::Const(right)]).eval(self.vars) == 1;
+            chained = true;
+            left = right;
+        }
+        if chained { u64::from(all) } else { left }
+    }
+
+    /// The binary levels from `|` (0) to `*` (5).
+    fn level(&mut self, n: usize) -> u64 {
+        const LEVELS: [&[&str]; 6] = [&["|"], &["^"], &["&"], &["<<", ">>"], &["+", "-"], &["*", "//", "%"]];
+        if n == LEVELS.len() {
+            return self.factor();
+        }
+        let mut v = self.level(n + 1);
+        while let Some(op) = self.peek().filter(|o| LEVELS[n].contains(o)) {
+            self.pos += 1;
+            let r = self.level(n + 1);
+            v = E::Bin(op, Box::new(E::Const(v)), Box::new(E::Const(r))).eval(self.vars);
+        }
+        v
+    }
+
+    fn factor(&mut self) -> u64 {
+        match self.peek() {
+            Some("-") => {
+                self.pos += 1;
+                self.factor().wrapping_neg()
+            }
+            Some("+") => {
+                self.pos += 1;
+                self.factor()
+            }
+            Some("~") => {
+                self.pos += 1;
+                !self.factor()
+            }
+            _ => {
+                let Some(Tok::Atom(a)) = self.toks.get(self.pos) else { panic!("an operand") };
+                self.pos += 1;
+                match a.split_once(" ** ") {
+                    Some((b, e)) => b.parse::<u64>().unwrap().wrapping_pow(e.parse().unwrap()),
+                    None => a.parse().unwrap_or_else(|_| self.vars[VARS.iter().position(|v| v == a).unwrap()]),
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Without parentheses, the compiler builds the tree Python would.
+    #[test]
+    fn precedence_and_associativity_are_pythons(toks in flat(), v in any::<[u64; 4]>()) {
+        let text: Vec<String> = toks.iter().map(|t| match t { Tok::Atom(a) => a.clone(), Tok::Op(o) => o.to_string() }).collect();
+        let e = E::Const(0);
+        let src = script(&e, &v).replace("return 0", &format!("return {}", text.join(" ")));
+        let want = Reference { toks: &toks, pos: 0, vars: &v }.test();
+        let compiled = hike_chainc::compile(&src, "flat.eclat", &hike_chainc::CompileEnv::new());
+        let art = match compiled {
+            Ok(c) => c.artifact,
+            Err(d) => return Err(TestCaseError::fail(format!("{}\n{src}", d.render()))),
+        };
+        let mut chains = std::collections::HashMap::new();
+        chains.insert(1, art.chains[0].insns.clone());
+        let mut none = |_: u32, _: [u64; 4], _: &mut hike_bytecode::Memory| None;
+        let run = hike_bytecode::interp::run(&chains, &mut none, 1, hike_bytecode::Memory::new(vec![]), 100_000);
+        prop_assert_eq!(run.ending, hike_bytecode::Ending::Returned, "{}", src);
+        prop_assert_eq!(run.regs[0], want, "{}", src);
+    }
+}
+
 /// A sample of the same in the kernel: compiled chains installed in a real VM
 /// instance and run with BPF_PROG_TEST_RUN.
 #[test]

@@ -104,6 +104,11 @@ pub fn test_env() -> CompileEnv {
 /// installation order, programs ids by name), and runs chain `entry` on the
 /// reference interpreter over `packet`.
 pub fn run(script: &str, entry: &str, packet: Vec<u8>) -> hike_bytecode::Run {
+    run_with_budget(script, entry, packet, 100_000)
+}
+
+/// `run` with the VM's instruction budget set to `budget`.
+pub fn run_with_budget(script: &str, entry: &str, packet: Vec<u8>, budget: u32) -> hike_bytecode::Run {
     use hike_bytecode::interp::{self, Memory, ProgramOutcome};
     let compiled = hike_chainc::compile(script, "test.eclat", &test_env()).unwrap_or_else(|d| panic!("{}", d.render()));
     let art = compiled.artifact;
@@ -141,7 +146,7 @@ pub fn run(script: &str, entry: &str, packet: Vec<u8>) -> hike_bytecode::Run {
             _ => return None,
         })
     };
-    interp::run(&chains, &mut progs, ids.chains[entry], Memory::new(packet), 100_000)
+    interp::run(&chains, &mut progs, ids.chains[entry], Memory::new(packet), budget)
 }
 
 /// `run` for a script whose chain `f` computes the result.
