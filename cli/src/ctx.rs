@@ -7,7 +7,6 @@ use ebpkg_deploy::Deployer;
 use ebpkg_sources::Cache;
 
 use crate::config::Config;
-use crate::exit::{ExitExt, Failure};
 use crate::project::Project;
 use crate::registries::Registries;
 use crate::ui::Ui;
@@ -40,6 +39,6 @@ impl Ctx {
 
     /// The deployer of the configured state directory and HIKe root.
     pub fn deployer(&self) -> Result<Deployer> {
-        Deployer::new(&self.config.state_dir, &self.config.bpffs_root, self.netns.clone()).exit(Failure::Environment)
+        Ok(Deployer::new(&self.config.state_dir, &self.config.bpffs_root, self.netns.clone())?)
     }
 }

@@ -13,7 +13,13 @@
 //! | 8 | `ebpkg test` ran and some cases failed |
 //! | 9 | a limit of the HIKe VM on this host was reached: no free program or chain id, chain calls too deep |
 
+use std::error::Error as StdError;
 use std::fmt;
+
+use ebpkg_build::{BtfError, BuildError, ToolchainError};
+use ebpkg_deploy::DeployError;
+use ebpkg_resolver::ResolveError;
+use hike_runtime::RuntimeError;
 
 /// Why a command failed, as an exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,36 +35,35 @@ pub enum Failure {
     Limit = 9,
 }
 
-/// An error with the exit code it should produce.
+/// A failure the CLI itself decides: a usage mistake, a refusal of its own, a
+/// file operation of a command. Errors of the library crates carry no exit code;
+/// [`failure_of`] derives theirs from their type.
 #[derive(Debug)]
-pub struct Exit {
+pub struct CliError {
     pub failure: Failure,
-    pub error: anyhow::Error,
+    message: String,
 }
 
-impl fmt::Display for Exit {
+impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&message(&self.error))
+        f.write_str(&self.message)
     }
 }
 
-/// The error and its causes as one message, each cause once: many errors say
-/// their cause in their own message and also expose it as their source, and a
-/// cause already said is not repeated.
+impl StdError for CliError {}
+
+/// An error of category `failure` with message `msg`.
+pub fn fail(failure: Failure, msg: impl fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(CliError { failure, message: msg.to_string() })
+}
+
+/// The error and what the CLI added around it, outermost first, as one line.
+/// Library errors say their own cause in their message and do not repeat it as
+/// their `source()`, so each cause appears once.
 pub fn message(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in error.chain() {
-        let said = cause.to_string();
-        let said = said.trim_end();
-        if said.is_empty() || text.contains(said) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(said);
-    }
-    text
+    let parts: Vec<String> =
+        error.chain().map(|cause| cause.to_string().trim_end().to_owned()).filter(|s| !s.is_empty()).collect();
+    parts.join(": ")
 }
 
 /// How an error is printed: `error: <message>`, except for compiler-style
@@ -74,27 +79,6 @@ pub fn render(error: &anyhow::Error, color: bool) -> String {
     }
 }
 
-impl std::error::Error for Exit {}
-
-/// Tags a result's error with an exit code (the first tag wins).
-pub trait ExitExt<T> {
-    fn exit(self, failure: Failure) -> anyhow::Result<T>;
-}
-
-impl<T, E: Into<anyhow::Error>> ExitExt<T> for Result<T, E> {
-    fn exit(self, failure: Failure) -> anyhow::Result<T> {
-        self.map_err(|e| {
-            let error: anyhow::Error = e.into();
-            if error.downcast_ref::<Exit>().is_some() { error } else { anyhow::Error::new(Exit { failure, error }) }
-        })
-    }
-}
-
-/// An error of category `failure` with message `msg`.
-pub fn fail(failure: Failure, msg: impl fmt::Display) -> anyhow::Error {
-    anyhow::Error::new(Exit { failure, error: anyhow::anyhow!("{msg}") })
-}
-
 /// A package name given on the command line that is not one, with the name
 /// rule's suggestion.
 pub fn bad_name(input: &str, e: &ebpkg_spec::names::NameError) -> anyhow::Error {
@@ -104,10 +88,132 @@ pub fn bad_name(input: &str, e: &ebpkg_spec::names::NameError) -> anyhow::Error 
     }
 }
 
-/// The exit code for an error (1 when it was not tagged).
-pub fn code_of(error: &anyhow::Error) -> u8 {
-    error.chain().find_map(|e| e.downcast_ref::<Exit>()).map_or(Failure::Input as u8, |e| e.failure as u8)
+/// The exit code of an error: the one place it is decided. The outermost error
+/// whose type says what failed decides; an error of no known type is bad input.
+pub fn failure_of(error: &anyhow::Error) -> Failure {
+    error.chain().find_map(classify).unwrap_or(Failure::Input)
+}
+
+fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
+    if let Some(e) = e.downcast_ref::<CliError>() {
+        return Some(e.failure);
+    }
+    if let Some(e) = e.downcast_ref::<DeployError>() {
+        return Some(deploy_failure(e));
+    }
+    if let Some(e) = e.downcast_ref::<ebpkg_sources::Error>() {
+        return Some(source_failure(e));
+    }
+    if let Some(e) = e.downcast_ref::<ResolveError>() {
+        return Some(match e {
+            ResolveError::Source { .. } => Failure::Registry,
+            _ => Failure::Resolution,
+        });
+    }
+    if let Some(e) = e.downcast_ref::<BuildError>() {
+        return Some(build_failure(e));
+    }
+    if e.is::<ToolchainError>() || e.is::<BtfError>() {
+        return Some(Failure::Environment);
+    }
+    if let Some(e) = e.downcast_ref::<RuntimeError>() {
+        return Some(runtime_failure(e));
+    }
+    None
+}
+
+/// The exit code of a deployment's failure.
+pub fn deploy_failure(e: &DeployError) -> Failure {
+    match e {
+        _ if e.is_kernel_refusal() => Failure::Kernel,
+        _ if e.is_vm_limit() => Failure::Limit,
+        DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } => Failure::Usage,
+        DeployError::Package { .. } | DeployError::Link { .. } | DeployError::DuplicateEntry { .. } => Failure::Input,
+        DeployError::NotDeployed { .. } => Failure::Input,
+        DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
+            Failure::Usage
+        }
+        _ => Failure::Environment,
+    }
+}
+
+fn source_failure(e: &ebpkg_sources::Error) -> Failure {
+    use ebpkg_sources::ErrorKind;
+    match e.kind() {
+        ErrorKind::InvalidUrl { .. } | ErrorKind::UnsupportedScheme { .. } => Failure::Input,
+        _ => Failure::Registry,
+    }
+}
+
+fn build_failure(e: &BuildError) -> Failure {
+    match e {
+        BuildError::Toolchain(_) | BuildError::Btf(_) | BuildError::Cache { .. } | BuildError::RunClang { .. } => {
+            Failure::Environment
+        }
+        BuildError::Multiple(all) => all.first().map_or(Failure::Input, build_failure),
+        _ => Failure::Input,
+    }
+}
+
+fn runtime_failure(e: &RuntimeError) -> Failure {
+    match e {
+        RuntimeError::Kernel { .. }
+        | RuntimeError::Verifier(_)
+        | RuntimeError::Loader { .. }
+        | RuntimeError::NoInterface { .. } => Failure::Kernel,
+        RuntimeError::IdsExhausted { .. } | RuntimeError::InvalidChain { .. } => Failure::Limit,
+        RuntimeError::BadObject { .. } | RuntimeError::BadName(_) => Failure::Input,
+        _ => Failure::Environment,
+    }
 }
 
 /// Exit code of a command whose input was wrong (a script, a manifest, …).
 pub const EXIT_INPUT: u8 = Failure::Input as u8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime(cause: RuntimeError) -> DeployError {
+        DeployError::Runtime { what: "installing chain main".into(), cause }
+    }
+
+    /// A limit of the VM is neither the environment's fault nor the kernel's.
+    #[test]
+    fn vm_limits_have_their_own_exit_code() {
+        let full = runtime(RuntimeError::IdsExhausted { kind: "chain", max: 256 });
+        assert_eq!(deploy_failure(&full), Failure::Limit);
+        let rolled = DeployError::RollbackFailed { error: Box::new(full), rollback: vec![] };
+        assert_eq!(deploy_failure(&rolled), Failure::Limit);
+        let missing = runtime(RuntimeError::NotFound("program 4".into()));
+        assert_eq!(deploy_failure(&missing), Failure::Environment);
+    }
+
+    /// The typed error decides, through any context the CLI adds around it;
+    /// the CLI's own failures carry theirs.
+    #[test]
+    fn the_typed_error_decides_through_contexts() {
+        let e = anyhow::Error::new(runtime(RuntimeError::IdsExhausted { kind: "program", max: 64 }))
+            .context("installing kapp");
+        assert_eq!(failure_of(&e), Failure::Limit);
+        let url = ebpkg_sources::RegistryUrl::parse("gopher://x").unwrap_err();
+        assert_eq!(failure_of(&anyhow::Error::new(url).context("the default registry")), Failure::Input);
+        let usage = fail(Failure::Usage, "bad flag").context("while parsing");
+        assert_eq!(failure_of(&usage), Failure::Usage);
+        assert_eq!(failure_of(&anyhow::anyhow!("something else")), Failure::Input);
+    }
+
+    /// Each cause once: the message of a library error is not followed by its
+    /// cause again.
+    #[test]
+    fn each_cause_is_printed_once() {
+        let read = ebpkg_input::read(std::path::Path::new("/nonexistent/btf"), 10).unwrap_err();
+        let e = anyhow::Error::new(BuildError::Btf(BtfError::Read(read)));
+        let text = message(&e);
+        assert_eq!(text.matches("does not exist").count(), 1, "{text}");
+        assert_eq!(failure_of(&e), Failure::Environment);
+        let io = ebpkg_input::read_text(std::path::Path::new("/proc/self/mem"), 10).unwrap_err();
+        let text = message(&anyhow::Error::new(io).context("reading a test file"));
+        assert_eq!(text.matches("/proc/self/mem").count(), 1, "{text}");
+    }
+}

@@ -170,23 +170,22 @@ fn main() -> ExitCode {
         .init();
     let ui = ui::Ui::new(cli.json, cli.quiet, cli.verbose, color);
     let overrides = config::Overrides { registry: cli.registry, bpffs_root: cli.bpffs_root, state_dir: cli.state_dir };
-    let result =
-        config::Config::load(overrides).map_err(|e| exit::fail(Failure::Input, format!("{e:#}"))).and_then(|config| {
-            let ctx = Ctx {
-                ui: ui.clone(),
-                config,
-                offline: cli.offline || cli.frozen,
-                locked: cli.locked || cli.frozen,
-                netns: cli.netns,
-                manifest_path: cli.manifest_path,
-            };
-            run(&ctx, cli.command)
-        });
+    let result = config::Config::load(overrides).and_then(|config| {
+        let ctx = Ctx {
+            ui: ui.clone(),
+            config,
+            offline: cli.offline || cli.frozen,
+            locked: cli.locked || cli.frozen,
+            netns: cli.netns,
+            manifest_path: cli.manifest_path,
+        };
+        run(&ctx, cli.command)
+    });
     match result {
         Ok(code) => code,
         Err(e) => {
             ui::stderr(&format!("{}\n", exit::render(&e, ui.color)));
-            ExitCode::from(exit::code_of(&e))
+            ExitCode::from(exit::failure_of(&e) as u8)
         }
     }
 }

@@ -80,7 +80,7 @@ impl Project {
         let bytes = match ebpkg_input::read(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
             Ok(bytes) => bytes,
             Err(e) if e.is_not_found() => return Ok(LockState::Missing),
-            Err(e) => return Err(fail(Failure::Input, e)),
+            Err(e) => return Err(e.into()),
         };
         let Ok(text) = String::from_utf8(bytes) else {
             let problems = format!("{} is not UTF-8 text", path.display());

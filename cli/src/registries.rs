@@ -6,14 +6,14 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use ebpkg_resolver::{Candidate, PackageId, Requirement, SourceError, VersionSource};
 use ebpkg_sources::{Registry, RegistryUrl, open_registry};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::IndexEntry;
 
 use crate::config::Config;
-use crate::exit::{ExitExt, Failure};
+use crate::exit::Failure;
 
 /// A package's index entries, shared.
 type Index = Arc<Vec<IndexEntry>>;
@@ -30,8 +30,7 @@ pub struct Registries<'c> {
 impl<'c> Registries<'c> {
     pub fn new(config: &'c Config, offline: bool) -> Result<Registries<'c>> {
         let default = RegistryUrl::parse(&config.registry)
-            .map_err(|e| anyhow::anyhow!("the default registry `{}`: {e}", config.registry))
-            .exit(Failure::Input)?;
+            .with_context(|| format!("the default registry `{}`", config.registry))?;
         Ok(Registries { config, offline, default, opened: RefCell::default(), indexes: RefCell::default() })
     }
 
@@ -40,7 +39,7 @@ impl<'c> Registries<'c> {
     pub fn url(&self, registry: Option<&str>) -> Result<RegistryUrl> {
         match registry {
             None => Ok(self.default.clone()),
-            Some(u) => RegistryUrl::parse(u).map_err(|e| anyhow::anyhow!("registry `{u}`: {e}")).exit(Failure::Input),
+            Some(u) => Ok(RegistryUrl::parse(u).with_context(|| format!("registry `{u}`"))?),
         }
     }
 
@@ -55,9 +54,7 @@ impl<'c> Registries<'c> {
             return Ok(r.clone());
         }
         let fetch = self.config.fetch_url(url.as_str());
-        let fetch_url = RegistryUrl::parse(fetch)
-            .map_err(|e| anyhow::anyhow!("mirror `{fetch}` of {url}: {e}"))
-            .exit(Failure::Input)?;
+        let fetch_url = RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))?;
         if self.offline && !fetch_url.is_local() {
             return Err(crate::exit::fail(
                 Failure::Registry,
@@ -66,7 +63,7 @@ impl<'c> Registries<'c> {
                 ),
             ));
         }
-        let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url).exit(Failure::Registry)?);
+        let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url)?);
         self.opened.borrow_mut().insert(url.to_string(), r.clone());
         Ok(r)
     }
@@ -77,7 +74,7 @@ impl<'c> Registries<'c> {
         if let Some(hit) = self.indexes.borrow().get(&key) {
             return Ok(hit.clone());
         }
-        let entries = self.open(url)?.index(name).exit(Failure::Registry)?.map(Arc::new);
+        let entries = self.open(url)?.index(name)?.map(Arc::new);
         self.indexes.borrow_mut().insert(key, entries.clone());
         Ok(entries)
     }

@@ -34,6 +34,28 @@ fn the_clang_error_names_where_the_clang_came_from() {
     assert!(!stderr.contains("--clang") && !stderr.contains("command line"), "no such flag: {stderr}");
 }
 
+/// Each cause once, and the exit code of what failed: a BTF file that is not
+/// there is the environment's (7), said once.
+#[test]
+fn each_cause_is_said_once_with_the_exit_code_of_what_failed() {
+    let sb = Sandbox::new("btfmissing");
+    let dir = sb.path("pktcount");
+    std::fs::create_dir_all(sb.dir.path()).unwrap();
+    sb.run(sb.dir.path(), &["new", "pktcount", "--program"]).ok();
+    let run = sb.run(&dir, &["build", "--btf", "/nonexistent/btf"]).fails(7);
+    assert_eq!(run.stderr.matches("/nonexistent/btf").count(), 1, "{}", run.stderr);
+    assert_eq!(run.stderr.matches("does not exist").count(), 1, "{}", run.stderr);
+    // The CLI's context, then the cause, once: a registry URL that is not one is
+    // bad input (1).
+    let run = sb.run(sb.dir.path(), &["--registry", "gopher://x", "info", "sets"]).fails(1);
+    assert!(
+        run.stderr.starts_with("error: the default registry `gopher://x`: `gopher://x` uses the scheme `gopher:`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.matches("gopher").count(), 3, "{}", run.stderr);
+}
+
 /// `ebpkg tree 2>&1 | head -1`: every write after the reader left fails with
 /// EPIPE, which must not become a panic (exit 101), on success or on error.
 #[test]

@@ -75,7 +75,7 @@ impl Compare {
     ) -> Result<(), UnpackError> {
         let io = |path: &Path| {
             let path = path.to_owned();
-            move |source| UnpackError::Io { path, source }
+            move |cause| UnpackError::Io { path, cause }
         };
         let mut pending = vec![(self.dir.clone(), String::new())];
         while let Some((dir, rel_dir)) = pending.pop() {
@@ -128,7 +128,7 @@ impl Target for Compare {
             .read(true)
             .custom_flags(open_flags())
             .open(&path)
-            .map_err(|source| UnpackError::Io { path, source })?;
+            .map_err(|cause| UnpackError::Io { path, cause })?;
         Ok(SameBytes { file, buf: Vec::new() })
     }
 
@@ -137,7 +137,7 @@ impl Target for Compare {
         match file.file.read(&mut probe) {
             Ok(0) => Ok(()),
             Ok(_) => Err(self.modified(rel, "it is longer than in the archive")),
-            Err(source) => Err(UnpackError::Io { path: self.path_of(rel), source }),
+            Err(cause) => Err(UnpackError::Io { path: self.path_of(rel), cause }),
         }
     }
 

@@ -24,7 +24,7 @@ pub fn sha256_file(path: &Path, max: u64) -> Result<Sha256Digest, ReadError> {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(source) => return Err(ReadError::Io { path: path.to_owned(), source }),
+            Err(cause) => return Err(ReadError::Io { path: path.to_owned(), cause }),
         };
         hasher.update(&buf[..n]);
     }

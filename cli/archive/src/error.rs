@@ -13,12 +13,8 @@ pub enum PackError {
     /// diagnostics with source lines.
     #[error(transparent)]
     Manifest(ManifestError),
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("cannot read {}: {cause}", path.display())]
+    Io { path: PathBuf, cause: io::Error },
     #[error(
         "{} is a symbolic link; packages hold only regular files and directories. \
          Replace it with a copy of what it points to, or move it out of the package directory",
@@ -88,12 +84,8 @@ pub enum UnpackError {
     /// treat this as a cache hit.
     #[error("{} already exists; unpacking never overwrites, remove it to unpack again", path.display())]
     DestinationExists { path: PathBuf },
-    #[error("cannot write {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("cannot write {}: {cause}", path.display())]
+    Io { path: PathBuf, cause: io::Error },
     #[error("the archive is not a valid .tar.gz: {detail}")]
     Corrupt { detail: String },
     #[error("archive entry `{path}` {problem}; refusing to unpack it (the archive may be malicious)")]

@@ -28,11 +28,11 @@ impl Staging {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        fs::create_dir_all(parent).map_err(|source| UnpackError::Io { path: parent.to_path_buf(), source })?;
+        fs::create_dir_all(parent).map_err(|cause| UnpackError::Io { path: parent.to_path_buf(), cause })?;
         let dir = tempfile::Builder::new()
             .prefix(".ebpkg-unpack-")
             .tempdir_in(parent)
-            .map_err(|source| UnpackError::Io { path: parent.to_path_buf(), source })?;
+            .map_err(|cause| UnpackError::Io { path: parent.to_path_buf(), cause })?;
         Ok(Staging { dir, dest: dest.to_path_buf() })
     }
 
@@ -51,7 +51,7 @@ impl Staging {
                         return Err(UnpackError::Duplicate { path: rel.to_owned() });
                     }
                 }
-                Err(source) => return Err(UnpackError::Io { path, source }),
+                Err(cause) => return Err(UnpackError::Io { path, cause }),
             }
         }
         Ok(())
@@ -70,11 +70,11 @@ impl Staging {
             if source.kind() == io::ErrorKind::AlreadyExists {
                 UnpackError::Duplicate { path: rel.to_owned() }
             } else {
-                UnpackError::Io { path: path.clone(), source }
+                UnpackError::Io { path: path.clone(), cause: source }
             }
         })?;
         // The umask may have cleared bits `mode` asked for; the result must not depend on it.
-        file.set_permissions(Permissions::from_mode(mode)).map_err(|source| UnpackError::Io { path, source })?;
+        file.set_permissions(Permissions::from_mode(mode)).map_err(|cause| UnpackError::Io { path, cause })?;
         Ok(file)
     }
 
@@ -86,7 +86,7 @@ impl Staging {
             if fs::symlink_metadata(&self.dest).is_ok() {
                 return Err(UnpackError::DestinationExists { path: self.dest });
             }
-            return Err(UnpackError::Io { path: self.dest, source });
+            return Err(UnpackError::Io { path: self.dest, cause: source });
         }
         let Staging { dir, dest } = self;
         // Renamed away: there is nothing left for the guard to remove.
@@ -113,5 +113,5 @@ impl Target for Staging {
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), UnpackError> {
     fs::set_permissions(path, Permissions::from_mode(mode))
-        .map_err(|source| UnpackError::Io { path: path.to_path_buf(), source })
+        .map_err(|cause| UnpackError::Io { path: path.to_path_buf(), cause })
 }

@@ -79,11 +79,11 @@ pub fn pack_with_limits(dir: &Path, limits: &PackLimits) -> Result<Packed, PackE
         header.set_mtime(0);
         builder
             .append_data(&mut header, format!("{prefix}/{rel}"), data.as_slice())
-            .map_err(|e| PackError::Io { path: source.abs.clone(), source: e })?;
+            .map_err(|e| PackError::Io { path: source.abs.clone(), cause: e })?;
         files.push(PackedFile { path: rel.clone(), size: data.len() as u64 });
     }
-    let tar = builder.into_inner().map_err(|source| PackError::Io { path: dir.to_path_buf(), source })?;
-    let bytes = gzip(&tar).map_err(|source| PackError::Io { path: dir.to_path_buf(), source })?;
+    let tar = builder.into_inner().map_err(|cause| PackError::Io { path: dir.to_path_buf(), cause })?;
+    let bytes = gzip(&tar).map_err(|cause| PackError::Io { path: dir.to_path_buf(), cause })?;
 
     // What `unpack` would refuse must not be published: check with its default limits.
     if let Err((tripped, e)) = stream::check(&bytes, &Limits::default()) {
@@ -102,7 +102,7 @@ pub fn pack_with_limits(dir: &Path, limits: &PackLimits) -> Result<Packed, PackE
 
 /// Reads a file to pack, failing once it would take the package past its size limit.
 fn read_within(source: &SourceFile, budget: u64, limits: &PackLimits) -> Result<Vec<u8>, PackError> {
-    let io = |e| PackError::Io { path: source.abs.clone(), source: e };
+    let io = |e| PackError::Io { path: source.abs.clone(), cause: e };
     let file = File::open(&source.abs).map_err(io)?;
     let mut data = Vec::new();
     file.take(budget.saturating_add(1)).read_to_end(&mut data).map_err(io)?;

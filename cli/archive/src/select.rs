@@ -46,7 +46,7 @@ pub(crate) fn select(
     let mut files = BTreeMap::new();
     let mut pending = vec![(root.to_path_buf(), String::new())];
     while let Some((dir, rel_dir)) = pending.pop() {
-        let io = |source| PackError::Io { path: dir.clone(), source };
+        let io = |cause| PackError::Io { path: dir.clone(), cause };
         for entry in fs::read_dir(&dir).map_err(io)? {
             let entry = entry.map_err(io)?;
             let abs = entry.path();
@@ -60,7 +60,7 @@ pub(crate) fn select(
             if let Some(problem) = component_problem(&name) {
                 return Err(PackError::BadName { path: abs, problem });
             }
-            let meta = fs::symlink_metadata(&abs).map_err(|source| PackError::Io { path: abs.clone(), source })?;
+            let meta = fs::symlink_metadata(&abs).map_err(|cause| PackError::Io { path: abs.clone(), cause })?;
             let kind = meta.file_type();
             if kind.is_dir() {
                 pending.push((abs, rel));
@@ -99,7 +99,7 @@ fn referenced_file(root: &Path, reference: &Reference) -> Result<SourceFile, Pac
         let meta = match fs::symlink_metadata(&abs) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
-            Err(source) => return Err(PackError::Io { path: abs, source }),
+            Err(cause) => return Err(PackError::Io { path: abs, cause }),
         };
         let kind = meta.file_type();
         let last = i + 1 == parts.len();

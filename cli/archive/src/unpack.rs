@@ -231,7 +231,7 @@ fn copy_entry(
         };
         file.write_all(&buf[..n]).map_err(|source| match crate::compare::differs(&source) {
             Some(problem) => UnpackError::TreeModified { path: path.to_path_buf(), problem },
-            None => UnpackError::Io { path: path.to_path_buf(), source },
+            None => UnpackError::Io { path: path.to_path_buf(), cause: source },
         })?;
         written += n as u64;
     }
@@ -273,7 +273,7 @@ fn check_manifest(
         return Err(UnpackError::MissingManifest { prefix: prefix.to_owned() });
     }
     let path = staging.path_of(MANIFEST_FILE);
-    let text = std::fs::read(&path).map_err(|source| UnpackError::Io { path, source })?;
+    let text = std::fs::read(&path).map_err(|cause| UnpackError::Io { path, cause })?;
     let manifest =
         Manifest::parse_bytes(&text, &format!("{prefix}/{MANIFEST_FILE}")).map_err(UnpackError::InvalidManifest)?;
     let package = &manifest.package;

@@ -40,7 +40,7 @@ impl Btf {
         let path = PathBuf::from(KERNEL_BTF);
         match ebpkg_input::read(&path, MAX_BTF_BYTES) {
             Ok(bytes) => Btf::from_bytes(path, &bytes),
-            Err(e) => Err(BtfError::KernelMissing { path, source: std::io::Error::other(e.to_string()) }),
+            Err(e) => Err(BtfError::KernelMissing { path, cause: std::io::Error::other(e.to_string()) }),
         }
     }
 
@@ -88,7 +88,7 @@ impl Btf {
             .args(["format", "c"])
             .stdin(Stdio::null())
             .output()
-            .map_err(|source| BtfError::RunBpftool { bpftool: bpftool.to_owned(), source })?;
+            .map_err(|cause| BtfError::RunBpftool { bpftool: bpftool.to_owned(), cause })?;
         if !out.status.success() || out.stdout.is_empty() {
             return Err(BtfError::Bpftool {
                 btf: self.path.clone(),
@@ -96,7 +96,7 @@ impl Btf {
                 stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             });
         }
-        let write = |source| BtfError::Write { path: path.clone(), source };
+        let write = |cause| BtfError::Write { path: path.clone(), cause };
         std::fs::create_dir_all(&dir).map_err(write)?;
         cache::write_atomic(&path, &out.stdout).map_err(write)?;
         Ok(VmlinuxHeader { dir, path, cached: false })

@@ -346,7 +346,7 @@ impl Builder {
             return Err(ToolchainError::ClangNotFound { requested: clang.clone(), how: ToolSource::Detected }.into());
         }
         let sdk_include = sdk::install(&self.cache_dir)
-            .map_err(|source| BuildError::Cache { path: self.cache_dir.join("sdk"), source })?;
+            .map_err(|cause| BuildError::Cache { path: self.cache_dir.join("sdk"), cause })?;
         let vmlinux = self.btf.vmlinux_h(&self.cache_dir, &self.toolchain.bpftool)?;
 
         let next = AtomicUsize::new(0);
@@ -409,7 +409,7 @@ impl Builder {
 
         let object = object_path(&self.cache_dir, &job.key);
         let dir = object.parent().unwrap_or(&self.cache_dir);
-        let cache_err = |source| BuildError::Cache { path: dir.to_owned(), source };
+        let cache_err = |cause| BuildError::Cache { path: dir.to_owned(), cause };
         std::fs::create_dir_all(dir).map_err(cache_err)?;
         let tmp = tempfile::Builder::new()
             .prefix(&crate::temps::prefix())
@@ -425,7 +425,7 @@ impl Builder {
                 version: unit.version.clone(),
                 file: source.clone(),
                 clang: self.toolchain.clang.clone(),
-                source: e,
+                cause: e,
             }
         })?;
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -442,7 +442,7 @@ impl Builder {
         }
         let bytes = ebpkg_input::read(&tmp, MAX_OBJECT_BYTES).map_err(|e| BuildError::Cache {
             path: e.path().to_owned(),
-            source: std::io::Error::other(e.to_string()),
+            cause: std::io::Error::other(e.to_string()),
         })?;
         check_bpf_object(&bytes).map_err(|problem| BuildError::BadObject {
             package: unit.package.clone(),

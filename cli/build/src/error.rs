@@ -68,11 +68,11 @@ pub enum ToolchainError {
 #[derive(Debug, thiserror::Error)]
 pub enum BtfError {
     #[error(
-        "the running kernel does not expose its BTF at {} ({source}); CO-RE builds need a kernel built with \
+        "the running kernel does not expose its BTF at {} ({cause}); CO-RE builds need a kernel built with \
          CONFIG_DEBUG_INFO_BTF=y, or pass the kernel's BTF with --btf FILE",
         path.display()
     )]
-    KernelMissing { path: PathBuf, source: std::io::Error },
+    KernelMissing { path: PathBuf, cause: std::io::Error },
 
     #[error("{0}; it cannot be used as the BTF file")]
     Read(ebpkg_input::ReadError),
@@ -84,8 +84,8 @@ pub enum BtfError {
     )]
     NotBtf { path: PathBuf },
 
-    #[error("cannot run bpftool at {} to generate vmlinux.h: {source}; {INSTALL_HINT}", bpftool.display())]
-    RunBpftool { bpftool: PathBuf, source: std::io::Error },
+    #[error("cannot run bpftool at {} to generate vmlinux.h: {cause}; {INSTALL_HINT}", bpftool.display())]
+    RunBpftool { bpftool: PathBuf, cause: std::io::Error },
 
     #[error(
         "bpftool could not turn the BTF in {} into vmlinux.h ({status}): {stderr}",
@@ -94,11 +94,11 @@ pub enum BtfError {
     Bpftool { btf: PathBuf, status: String, stderr: String },
 
     #[error(
-        "cannot write vmlinux.h to the build cache at {}: {source}; check the directory's permissions and free \
+        "cannot write vmlinux.h to the build cache at {}: {cause}; check the directory's permissions and free \
          space, or use another cache directory",
         path.display()
     )]
-    Write { path: PathBuf, source: std::io::Error },
+    Write { path: PathBuf, cause: std::io::Error },
 }
 
 /// A build failed. [`BuildError::Multiple`] holds one error per failing unit.
@@ -121,8 +121,8 @@ pub enum BuildError {
     PackageFile(Box<PackageFileError>),
 
     /// The compiler could not be started.
-    #[error("cannot run clang at {} to compile {file} of {package}@{version}: {source}; {INSTALL_HINT}", clang.display())]
-    RunClang { package: String, version: Version, file: RelPath, clang: PathBuf, source: std::io::Error },
+    #[error("cannot run clang at {} to compile {file} of {package}@{version}: {cause}; {INSTALL_HINT}", clang.display())]
+    RunClang { package: String, version: Version, file: RelPath, clang: PathBuf, cause: std::io::Error },
 
     #[error(transparent)]
     Toolchain(#[from] ToolchainError),
@@ -132,11 +132,11 @@ pub enum BuildError {
 
     /// The build cache could not be written.
     #[error(
-        "cannot write the build cache at {}: {source}; check the directory's permissions and free space, \
+        "cannot write the build cache at {}: {cause}; check the directory's permissions and free space, \
          or use another cache directory",
         path.display()
     )]
-    Cache { path: PathBuf, source: std::io::Error },
+    Cache { path: PathBuf, cause: std::io::Error },
 
     /// Several units failed; each is reported.
     #[error("{}", list(.0))]

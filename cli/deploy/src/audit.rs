@@ -185,8 +185,8 @@ impl Deployer {
                 Fix::RemoveChain { root, id } => Runtime::open(root).and_then(|rt| rt.remove_chain(*id)),
                 Fix::UnregisterProgram { root, id } => Runtime::open(root).and_then(|rt| rt.unregister_program(*id)),
                 Fix::RemoveRoot { root } => Runtime::destroy(root),
-                Fix::RemoveFile { path } => std::fs::remove_file(path).map_err(|source| {
-                    hike_runtime::RuntimeError::Io { what: "cannot remove", path: path.clone(), source }
+                Fix::RemoveFile { path } => std::fs::remove_file(path).map_err(|cause| {
+                    hike_runtime::RuntimeError::Io { what: "cannot remove", path: path.clone(), cause }
                 }),
                 _ => continue,
             };

@@ -114,7 +114,7 @@ impl Deployer {
                 Ok(rt) => rt,
                 Err(RuntimeError::NotInitialized { .. }) => Runtime::init(root, InitOptions::default())
                     .map_err(DeployError::runtime(format!("cannot create {what}")))?,
-                Err(e) => return Err(DeployError::Runtime { what: format!("cannot open {what}"), source: e }),
+                Err(e) => return Err(DeployError::Runtime { what: format!("cannot open {what}"), cause: e }),
             }
         } else {
             Runtime::init(root, InitOptions::default())
@@ -272,10 +272,10 @@ impl Deployer {
         if layout.vm_dir().exists() || layout.vm_map("hike_config").exists() {
             Runtime::destroy(root).map_err(DeployError::runtime(format!("cannot remove {}", root.display())))?;
         } else if std::fs::read_dir(root).is_ok_and(|mut d| d.next().is_none()) {
-            std::fs::remove_dir(root).map_err(|source| DeployError::Io {
+            std::fs::remove_dir(root).map_err(|cause| DeployError::Io {
                 what: "cannot remove",
                 path: root.to_owned(),
-                source,
+                cause,
             })?;
         }
         Ok(())
@@ -291,8 +291,6 @@ pub(crate) fn open_existing(root: &Path) -> Result<Option<Runtime>> {
     match Runtime::open(root) {
         Ok(rt) => Ok(Some(rt)),
         Err(RuntimeError::NotInitialized { .. }) => Ok(None),
-        Err(e) => {
-            Err(DeployError::Runtime { what: format!("cannot open the HIKe root {}", root.display()), source: e })
-        }
+        Err(e) => Err(DeployError::Runtime { what: format!("cannot open the HIKe root {}", root.display()), cause: e }),
     }
 }

@@ -9,13 +9,8 @@ use crate::plan::PackageRef;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
-    #[error("{what} {}: {source}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{what} {}: {cause}", path.display())]
+    Io { what: &'static str, path: PathBuf, cause: std::io::Error },
     #[error(
         "{} is damaged ({reason}); move it away and run `ebpkg doctor`",
         path.display()
@@ -41,20 +36,12 @@ pub enum DeployError {
     RootTaken { root: PathBuf, owner: String },
     #[error("the journal {} cannot be acted on: {reason}; it was moved to {}", path.display(), moved.display())]
     RejectedJournal { path: PathBuf, reason: String, moved: PathBuf },
-    #[error("{what}: {source}")]
-    Runtime {
-        what: String,
-        #[source]
-        source: RuntimeError,
-    },
+    #[error("{what}: {cause}")]
+    Runtime { what: String, cause: RuntimeError },
     #[error("{0}")]
     Verifier(Box<VerifierError>),
-    #[error("chain script {script}: {source}")]
-    Link {
-        script: String,
-        #[source]
-        source: hike_chainc::link::LinkError,
-    },
+    #[error("chain script {script}: {cause}")]
+    Link { script: String, cause: hike_chainc::link::LinkError },
     #[error(
         "chain script {script} needs a value for parameter {name}; give it with `--set {name}=<value>`{}",
         example.as_deref().map(|e| format!(" (e.g. --set {name}={e})")).unwrap_or_default()
@@ -137,16 +124,16 @@ impl fmt::Display for VerifierError {
 impl DeployError {
     pub(crate) fn runtime(what: impl Into<String>) -> impl FnOnce(RuntimeError) -> DeployError {
         let what = what.into();
-        move |source| DeployError::Runtime { what, source }
+        move |cause| DeployError::Runtime { what, cause }
     }
 
     /// True when the kernel refused something (the verifier, or an attach).
     pub fn is_kernel_refusal(&self) -> bool {
         match self {
             DeployError::Verifier(_) => true,
-            DeployError::Runtime { source, .. } => {
+            DeployError::Runtime { cause, .. } => {
                 matches!(
-                    source,
+                    cause,
                     RuntimeError::Kernel { .. } | RuntimeError::Loader { .. } | RuntimeError::NoInterface { .. }
                 )
             }
@@ -159,8 +146,8 @@ impl DeployError {
     /// a chain the VM's validator refuses (calls nested too deep, too long).
     pub fn is_vm_limit(&self) -> bool {
         match self {
-            DeployError::Runtime { source, .. } => {
-                matches!(source, RuntimeError::IdsExhausted { .. } | RuntimeError::InvalidChain { .. })
+            DeployError::Runtime { cause, .. } => {
+                matches!(cause, RuntimeError::IdsExhausted { .. } | RuntimeError::InvalidChain { .. })
             }
             DeployError::RollbackFailed { error, .. } => error.is_vm_limit(),
             _ => false,

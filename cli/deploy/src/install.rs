@@ -189,7 +189,7 @@ impl Deployer {
             let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
             for c in &script.artifact.chains {
                 let insns =
-                    link_chain(c, &sids).map_err(|source| DeployError::Link { script: script.file.clone(), source })?;
+                    link_chain(c, &sids).map_err(|cause| DeployError::Link { script: script.file.clone(), cause })?;
                 let spec = ChainSpec {
                     name: &c.name,
                     owner: &owner,
@@ -470,7 +470,7 @@ impl Deployer {
                     log_path,
                 }))
             }
-            other => DeployError::Runtime { what: format!("cannot load {}@{}", pkg.name, pkg.version), source: other },
+            other => DeployError::Runtime { what: format!("cannot load {}@{}", pkg.name, pkg.version), cause: other },
         }
     }
 }
@@ -517,7 +517,7 @@ fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> 
         .map_err(|e| DeployError::Io {
             what: "cannot read the object",
             path: path.to_owned(),
-            source: std::io::Error::other(e.to_string()),
+            cause: std::io::Error::other(e.to_string()),
         })
         .inspect_err(|_| tracing::debug!(package = %pkg.reference(), "object missing"))
 }
@@ -623,7 +623,7 @@ fn collect_loader_work(
         let w = work.entry((cfg.package.clone(), cfg.loader.clone())).or_default();
         for e in &cfg.entries {
             let (key, value) =
-                encode_entry(e, ids, file).map_err(|source| DeployError::Link { script: file.to_owned(), source })?;
+                encode_entry(e, ids, file).map_err(|cause| DeployError::Link { script: file.to_owned(), cause })?;
             if !seen.insert((cfg.package.clone(), cfg.loader.clone(), cfg.map.clone(), key.clone())) {
                 return Err(DeployError::DuplicateEntry {
                     package: cfg.package.clone(),

@@ -53,10 +53,10 @@ fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
 
 /// Checks a directory of the state directory itself.
 pub(crate) fn check_dir(dir: &Path) -> Result<()> {
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| DeployError::Io {
+    let meta = std::fs::symlink_metadata(dir).map_err(|cause| DeployError::Io {
         what: "cannot inspect",
         path: dir.to_owned(),
-        source,
+        cause,
     })?;
     if !meta.is_dir() {
         return Err(unsafe_state(
@@ -70,18 +70,18 @@ pub(crate) fn check_dir(dir: &Path) -> Result<()> {
 
 /// Checks the state directory and every directory above it.
 pub(crate) fn check_dir_and_ancestors(dir: &Path) -> Result<()> {
-    let real = std::fs::canonicalize(dir).map_err(|source| DeployError::Io {
+    let real = std::fs::canonicalize(dir).map_err(|cause| DeployError::Io {
         what: "cannot resolve",
         path: dir.to_owned(),
-        source,
+        cause,
     })?;
     check_dir(&real)?;
     let me = euid();
     for up in real.ancestors().skip(1) {
-        let meta = std::fs::metadata(up).map_err(|source| DeployError::Io {
+        let meta = std::fs::metadata(up).map_err(|cause| DeployError::Io {
             what: "cannot inspect",
             path: up.to_owned(),
-            source,
+            cause,
         })?;
         if meta.uid() != 0 && meta.uid() != me {
             return Err(unsafe_state(

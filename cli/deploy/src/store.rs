@@ -47,7 +47,7 @@ pub struct StoreLock {
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeployError + 'a {
-    move |source| DeployError::Io { what, path: path.to_owned(), source }
+    move |cause| DeployError::Io { what, path: path.to_owned(), cause }
 }
 
 impl Store {

@@ -101,7 +101,7 @@ impl Deployer {
         let Some(prev) = previous else { return Ok(()) };
         let fail = |e: String| DeployError::Runtime {
             what: format!("cannot remove what the previous generation of {} installed", prev.name),
-            source: RuntimeError::Loader { loader: prev.name.clone(), reason: e },
+            cause: RuntimeError::Loader { loader: prev.name.clone(), reason: e },
         };
         for l in &prev.loaders {
             if current.is_some_and(|c| c.loaders.iter().any(|n| n.instance == l.instance)) {
@@ -142,7 +142,7 @@ impl Deployer {
     ) -> Result<()> {
         let mode = AttachMode::from_name(mode).ok_or_else(|| DeployError::Runtime {
             what: format!("cannot attach {instance} to {interface}"),
-            source: RuntimeError::Loader {
+            cause: RuntimeError::Loader {
                 loader: instance.to_owned(),
                 reason: format!("unknown attach mode `{mode}`"),
             },

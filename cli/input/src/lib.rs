@@ -25,8 +25,8 @@ pub enum ReadError {
     NotRegular { path: PathBuf, kind: &'static str },
     #[error("{path} is {size} bytes, more than the {max} bytes such a file may have")]
     TooLarge { path: PathBuf, size: u64, max: u64 },
-    #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    #[error("cannot read {path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
 }
 
 impl ReadError {
@@ -60,7 +60,7 @@ impl Regular {
         let Regular { file, size, max, path } = self;
         // The size is a hint (the file may change): capacity no larger than the bound.
         let mut bytes = Vec::with_capacity(size.min(max) as usize);
-        file.take(max + 1).read_to_end(&mut bytes).map_err(|source| ReadError::Io { path: path.clone(), source })?;
+        file.take(max + 1).read_to_end(&mut bytes).map_err(|cause| ReadError::Io { path: path.clone(), cause })?;
         if bytes.len() as u64 > max {
             return Err(ReadError::TooLarge { path, size: bytes.len() as u64, max });
         }
@@ -109,11 +109,11 @@ pub fn open(path: &Path, max: u64) -> Result<Regular, ReadError> {
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32 | rustix::fs::OFlags::NOCTTY.bits() as i32)
         .open(path)
-        .map_err(|source| match source.kind() {
+        .map_err(|cause| match cause.kind() {
             io::ErrorKind::NotFound => ReadError::NotFound { path: owned() },
-            _ => ReadError::Io { path: owned(), source },
+            _ => ReadError::Io { path: owned(), cause },
         })?;
-    let meta = file.metadata().map_err(|source| ReadError::Io { path: owned(), source })?;
+    let meta = file.metadata().map_err(|cause| ReadError::Io { path: owned(), cause })?;
     check_regular(path, &meta)?;
     if meta.len() > max {
         return Err(ReadError::TooLarge { path: owned(), size: meta.len(), max });
@@ -134,7 +134,7 @@ pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
         let at = e.utf8_error().valid_up_to();
         ReadError::Io {
             path: path.to_owned(),
-            source: io::Error::new(io::ErrorKind::InvalidData, format!("it is not UTF-8 text (byte {at})")),
+            cause: io::Error::new(io::ErrorKind::InvalidData, format!("it is not UTF-8 text (byte {at})")),
         }
     })
 }

@@ -14,13 +14,12 @@ pub enum ResolveError {
     NoSolution(Explanation),
 
     /// The version source failed while reading `pkg`.
-    #[error("could not read the versions of {pkg}: {source}")]
+    #[error("could not read the versions of {pkg}: {cause}")]
     Source {
         /// The package being read.
         pkg: PackageId,
         /// The source's error.
-        #[source]
-        source: SourceError,
+        cause: SourceError,
     },
 
     /// The root depends on a package that has no published version at all.

@@ -71,7 +71,7 @@ pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<R
     let mut catalog = Catalog::new(request, source);
     // The root's dependencies first, so that a name that does not exist is reported as such rather than
     // as a conflict.
-    if let Some(missing) = catalog.load_root_deps().map_err(|(pkg, source)| ResolveError::Source { pkg, source })? {
+    if let Some(missing) = catalog.load_root_deps().map_err(|(pkg, cause)| ResolveError::Source { pkg, cause })? {
         let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_deref()));
         return Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions });
     }
@@ -84,8 +84,8 @@ pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<R
         Err(PubGrubError::ErrorRetrievingDependencies { source, .. })
         | Err(PubGrubError::ErrorChoosingVersion { source, .. })
         | Err(PubGrubError::ErrorInShouldCancel(source)) => {
-            let SourceFailure { pkg, source } = source;
-            Err(ResolveError::Source { pkg, source })
+            let SourceFailure { pkg, cause } = source;
+            Err(ResolveError::Source { pkg, cause })
         }
     };
     tracing::debug!(

@@ -14,8 +14,7 @@ use crate::version_set::IndexSet;
 #[error("could not read the versions of {pkg}")]
 pub(crate) struct SourceFailure {
     pub(crate) pkg: PackageId,
-    #[source]
-    pub(crate) source: SourceError,
+    pub(crate) cause: SourceError,
 }
 
 pub(crate) struct Provider<'a> {
@@ -58,7 +57,7 @@ impl DependencyProvider for Provider<'_> {
             .catalog
             .borrow_mut()
             .dependencies(*package, *version)
-            .map_err(|(pkg, source)| SourceFailure { pkg, source })?;
+            .map_err(|(pkg, cause)| SourceFailure { pkg, cause })?;
         Ok(match deps {
             CandidateDeps::Available(list) => Dependencies::Available(list.into_iter().collect()),
             CandidateDeps::Unavailable(why) => Dependencies::Unavailable(why),

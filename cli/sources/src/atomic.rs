@@ -32,7 +32,7 @@ pub(crate) fn create_dirs(dir: &Path) -> Result<()> {
         Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE))
             .map_err(Error::io("set the permissions of", dir)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(ErrorKind::Io { action: "create directory", path: dir.to_owned(), source: e }.into()),
+        Err(e) => Err(ErrorKind::Io { action: "create directory", path: dir.to_owned(), cause: e }.into()),
     }
 }
 
@@ -52,7 +52,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     temp.persist(path).map_err(|e| ErrorKind::Io {
         action: "rename a temporary file to",
         path: path.to_owned(),
-        source: e.error,
+        cause: e.error,
     })?;
     sync_dir(dir)
 }

@@ -163,7 +163,7 @@ impl Cache {
         archive: &Path,
     ) -> Result<PathBuf> {
         let dest = self.source_dir(name, version, digest);
-        let bytes = content::read_archive(archive).map_err(|source| ErrorKind::DamagedCache { source })?;
+        let bytes = content::read_archive(archive).map_err(|cause| ErrorKind::DamagedCache { cause })?;
         let limits = Limits::default();
         // Trees appear by rename, complete; but anyone who can write to the cache can
         // edit one afterwards, so a tree is compared with its verified archive before
@@ -205,8 +205,13 @@ impl Cache {
                 return e;
             }
         }
-        ErrorKind::Unpack { package: name.clone(), version: version.clone(), archive: archive.to_owned(), source }
-            .into()
+        ErrorKind::Unpack {
+            package: name.clone(),
+            version: version.clone(),
+            archive: archive.to_owned(),
+            cause: source,
+        }
+        .into()
     }
 
     /// Deletes cached archives, unpacked packages or both. Run it when no `ebpkg`
@@ -224,7 +229,7 @@ impl Cache {
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(ErrorKind::Io { action: "remove", path: dir, source: e }.into()),
+                Err(e) => return Err(ErrorKind::Io { action: "remove", path: dir, cause: e }.into()),
             }
         }
         Ok(report)
@@ -238,7 +243,7 @@ fn remove_tree(path: &Path) -> Result<()> {
     match removed {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(ErrorKind::Io { action: "remove", path: path.to_owned(), source: e }.into()),
+        Err(e) => Err(ErrorKind::Io { action: "remove", path: path.to_owned(), cause: e }.into()),
     }
 }
 
@@ -247,7 +252,7 @@ fn measure(dir: &Path, report: &mut CleanReport) -> Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(ErrorKind::Io { action: "list", path: dir.to_owned(), source: e }.into()),
+        Err(e) => return Err(ErrorKind::Io { action: "list", path: dir.to_owned(), cause: e }.into()),
     };
     for entry in entries {
         let entry = entry.map_err(Error::io("list", dir))?;

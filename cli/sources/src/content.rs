@@ -35,7 +35,7 @@ pub(crate) fn holds(path: &Path, digest: &Sha256Digest) -> Result<bool> {
             tracing::warn!("{e}; it is not the archive it is named after");
             Ok(false)
         }
-        Err(ReadError::Io { path, source }) => Err(ErrorKind::Io { action: "read", path, source }.into()),
+        Err(ReadError::Io { path, cause }) => Err(ErrorKind::Io { action: "read", path, cause }.into()),
     }
 }
 
@@ -49,6 +49,6 @@ pub(crate) fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(ErrorKind::Io { action: "remove", path: path.to_owned(), source: e }.into()),
+        Err(e) => Err(ErrorKind::Io { action: "remove", path: path.to_owned(), cause: e }.into()),
     }
 }

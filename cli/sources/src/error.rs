@@ -23,13 +23,12 @@ pub struct Error(Box<ErrorKind>);
 /// The failures of this crate, with their details.
 #[derive(Debug, thiserror::Error)]
 pub enum ErrorKind {
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {cause}", path.display())]
     Io {
         /// What was being done, as a verb phrase: "read", "create directory", ….
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
 
     #[error(
@@ -64,11 +63,11 @@ pub enum ErrorKind {
     #[error("{}: {problem}", path.display())]
     BadRegistryConfig { path: PathBuf, problem: String },
 
-    #[error("the registry {url} is damaged: {source}. Restore the file from a backup or a mirror of the registry")]
-    DamagedRegistry { url: RegistryUrl, source: ebpkg_input::ReadError },
+    #[error("the registry {url} is damaged: {cause}. Restore the file from a backup or a mirror of the registry")]
+    DamagedRegistry { url: RegistryUrl, cause: ebpkg_input::ReadError },
 
-    #[error("the download cache is damaged: {source}. Run `ebpkg cache clean` and try again")]
-    DamagedCache { source: ebpkg_input::ReadError },
+    #[error("the download cache is damaged: {cause}. Run `ebpkg cache clean` and try again")]
+    DamagedCache { cause: ebpkg_input::ReadError },
 
     #[error(
         "index file {} is corrupt: {problem}. The registry needs repair: restore the file from a backup \
@@ -108,13 +107,8 @@ pub enum ErrorKind {
     )]
     ManifestMismatch { name: PackageName, version: Version, problem: String },
 
-    #[error("cannot publish {name}@{version}: its archive would be refused by everyone installing it: {source}")]
-    InvalidArchive {
-        name: PackageName,
-        version: Version,
-        #[source]
-        source: UnpackError,
-    },
+    #[error("cannot publish {name}@{version}: its archive would be refused by everyone installing it: {cause}")]
+    InvalidArchive { name: PackageName, version: Version, cause: UnpackError },
 
     #[error(
         "cannot publish {name}@{version}: dependency `{dependency}` names the registry `{registry}`, \
@@ -164,14 +158,8 @@ pub enum ErrorKind {
     )]
     Offline { package: PackageName, version: Version, registry: RegistryUrl },
 
-    #[error("cannot unpack {package}@{version} from {}: {source}", archive.display())]
-    Unpack {
-        package: PackageName,
-        version: Version,
-        archive: PathBuf,
-        #[source]
-        source: UnpackError,
-    },
+    #[error("cannot unpack {package}@{version} from {}: {cause}", archive.display())]
+    Unpack { package: PackageName, version: Version, archive: PathBuf, cause: UnpackError },
 
     #[error(
         "ebpkg.lock takes {package}@{version} from {registry}, but that registry no longer lists it. \
@@ -211,7 +199,7 @@ impl Error {
 
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
-        move |source| ErrorKind::Io { action, path, source }.into()
+        move |cause| ErrorKind::Io { action, path, cause }.into()
     }
 }
 

@@ -68,7 +68,7 @@ pub fn mirror(
         let entry = entries.into_iter().find(|e| e.vers == locked.version).ok_or_else(not_listed)?;
         check_locked(&entry, locked)?;
         let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
-        let bytes = content::read_archive(&archive).map_err(|source| ErrorKind::DamagedCache { source })?;
+        let bytes = content::read_archive(&archive).map_err(|cause| ErrorKind::DamagedCache { cause })?;
         match target.import(&entry, &bytes, &url)? {
             Imported::Added => report.added.push(id),
             Imported::AlreadyPresent => report.already_present.push(id),

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use ebpkg_sources::CleanScope;
 
 use crate::Ctx;
-use crate::exit::{ExitExt, Failure};
+use crate::exit::Failure;
 
 #[derive(Args)]
 pub struct CacheArgs {
@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, args: CacheArgs) -> Result<ExitCode> {
                     Some(Part::Sources) => CleanScope::Sources,
                     _ => CleanScope::All,
                 };
-                let r = cache.clean(scope).exit(Failure::Registry)?;
+                let r = cache.clean(scope)?;
                 files += r.files;
                 bytes += r.bytes;
             }
@@ -88,6 +88,6 @@ fn remove_tree(dir: &std::path::Path) -> Result<(u64, u64)> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(acc),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((0, 0)),
-        Err(e) => Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display())).exit(Failure::Environment),
+        Err(e) => Err(crate::exit::fail(Failure::Environment, format!("cannot remove {}: {e}", dir.display()))),
     }
 }

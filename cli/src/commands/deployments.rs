@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
-use crate::ops::install::{deploy_failure, print_event};
+use crate::ops::install::print_event;
 
 #[derive(Args)]
 #[command(after_help = "Examples:\n  ebpkg status\n  ebpkg status --json | jq '.[0].chain_runs'")]
@@ -34,7 +34,7 @@ pub struct UninstallArgs {
 
 pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
     let deployer = ctx.deployer()?;
-    let mut all = deployer.status(&|e| print_event(ctx, e)).map_err(|e| fail(deploy_failure(&e), e))?;
+    let mut all = deployer.status(&|e| print_event(ctx, e))?;
     if let Some(n) = &args.name {
         all.retain(|d| &d.record.name == n);
         if all.is_empty() {
@@ -43,11 +43,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
     }
     let mut dumps = Vec::new();
     for d in &all {
-        dumps.push(if args.maps {
-            deployer.map_dumps(&d.record, args.limit).map_err(|e| fail(deploy_failure(&e), e))?
-        } else {
-            Vec::new()
-        });
+        dumps.push(if args.maps { deployer.map_dumps(&d.record, args.limit)? } else { Vec::new() });
     }
     if ctx.ui.json {
         let mut values = Vec::new();
@@ -168,7 +164,7 @@ pub fn uninstall(ctx: &Ctx, args: UninstallArgs) -> Result<ExitCode> {
             .to_string(),
     };
     let deployer = ctx.deployer()?;
-    let record = deployer.uninstall(&name, &|e| print_event(ctx, e)).map_err(|e| fail(deploy_failure(&e), e))?;
+    let record = deployer.uninstall(&name, &|e| print_event(ctx, e))?;
     if ctx.ui.json {
         ctx.ui.json(&serde_json::json!({ "uninstalled": record }))?;
     } else {

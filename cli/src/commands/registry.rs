@@ -12,7 +12,7 @@ use ebpkg_spec::index::IndexEntry;
 
 use crate::Ctx;
 use crate::commands::install::parse_package_spec;
-use crate::exit::{ExitExt, Failure, fail};
+use crate::exit::{Failure, fail};
 use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects};
 use crate::ops::resolve::resolve_manifest;
 
@@ -97,7 +97,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let registry = regs.open(&regs.default)?;
-    let entry = registry.publish(&packed.bytes, m).exit(Failure::Registry)?;
+    let entry = registry.publish(&packed.bytes, m)?;
     if ctx.ui.json {
         ctx.ui.json(&entry)?;
     } else {
@@ -151,7 +151,7 @@ pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
     let version = semver::Version::parse(version)
         .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
     let regs = ctx.registries()?;
-    let entry = regs.open(&regs.default)?.set_yanked(&name, &version, !args.undo).exit(Failure::Registry)?;
+    let entry = regs.open(&regs.default)?.set_yanked(&name, &version, !args.undo)?;
     if ctx.ui.json {
         ctx.ui.json(&entry)?;
     } else {
@@ -162,7 +162,7 @@ pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
 
 pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
     let regs = ctx.registries()?;
-    let hits = regs.open(&regs.default)?.search(&args.query, args.limit).exit(Failure::Registry)?;
+    let hits = regs.open(&regs.default)?.search(&args.query, args.limit)?;
     if ctx.ui.json {
         ctx.ui.json(&hits)?;
         return Ok(ExitCode::SUCCESS);
@@ -263,7 +263,7 @@ pub fn mirror(ctx: &Ctx, args: MirrorArgs) -> Result<ExitCode> {
         let fetch = RegistryUrl::parse(ctx.config.fetch_url(url.as_str()))?;
         ebpkg_sources::open_registry(&fetch)
     };
-    let report = ebpkg_sources::mirror(&lock, open, &cache, &args.dir).exit(Failure::Registry)?;
+    let report = ebpkg_sources::mirror(&lock, open, &cache, &args.dir)?;
     if ctx.ui.json {
         ctx.ui.json(&serde_json::json!({
             "url": report.url.to_string(),

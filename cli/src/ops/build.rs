@@ -12,7 +12,6 @@ use ebpkg_spec::Manifest;
 use ebpkg_spec::types::{Hook as SpecHook, Sha256Digest};
 
 use crate::Ctx;
-use crate::exit::{ExitExt, Failure, fail};
 
 /// A package to build.
 pub struct BuildInput<'a> {
@@ -43,13 +42,11 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     if units.is_empty() {
         return Ok(vec![Vec::new(); inputs.len()]);
     }
-    let toolchain = Toolchain::detect(&ToolchainOptions { clang: ctx.config.clang.clone(), bpftool: None })
-        .exit(Failure::Environment)?;
+    let toolchain = Toolchain::detect(&ToolchainOptions { clang: ctx.config.clang.clone(), bpftool: None })?;
     let btf = match &opts.btf {
         Some(p) => Btf::from_file(p),
         None => Btf::kernel(),
-    }
-    .exit(Failure::Environment)?;
+    }?;
     let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
     let builder = Builder::new(ctx.config.cache_dir.clone(), toolchain, btf, jobs);
     let progress = Mutex::new(ctx.ui.progress("Building", units.len() as u64));
@@ -76,7 +73,7 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
             BuildEvent::Warning(u, w) => p.println(ui, "Warning", format!("{u}:\n{}", w.trim_end())),
         }
     };
-    let built = builder.build(&units, &on_event).map_err(|e| fail(Failure::Input, e))?;
+    let built = builder.build(&units, &on_event)?;
     if let Ok(p) = progress.lock() {
         p.finish();
     }
@@ -108,12 +105,9 @@ pub fn verify_objects(
     let root = crate::ops::TempRoot::create(ctx, "verify")?;
     let mut out = Vec::new();
     for o in objects {
-        let elf = ebpkg_input::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES).map_err(|e| fail(Failure::Input, e))?;
+        let elf = ebpkg_input::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
         let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
-        let stats = root
-            .rt
-            .verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)
-            .map_err(|e| fail(Failure::Kernel, format!("{e}")))?;
+        let stats = root.rt.verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)?;
         ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));
         out.extend(stats.into_iter().map(|s| (o.object_name.clone(), s)));
     }

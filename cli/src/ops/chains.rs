@@ -17,7 +17,7 @@ pub fn environment(package: &Manifest, resolved: &[&Manifest]) -> Result<hike_ch
     if !all.iter().any(|m| m.package.name == package.package.name) {
         all.push(package.clone());
     }
-    let mut env = ebpkg_deploy::signatures::env_from_manifests(&all).map_err(|e| fail(Failure::Input, e))?;
+    let mut env = ebpkg_deploy::signatures::env_from_manifests(&all)?;
     let visible: Vec<String> = std::iter::once(package.package.name.normalized())
         .chain(package.dependencies.keys().map(|n| n.normalized()))
         .collect();

@@ -9,7 +9,7 @@ use ebpkg_spec::manifest::MANIFEST_FILE;
 use ebpkg_spec::{LockedPackage, Lockfile, Manifest};
 
 use crate::Ctx;
-use crate::exit::{ExitExt, Failure, fail};
+use crate::exit::{Failure, fail};
 use crate::project::manifest_error;
 use crate::registries::Registries;
 
@@ -40,10 +40,10 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         } else {
             let registry = regs.open(&url)?;
             let entry = regs.entry(&url, &p.name, &p.version)?;
-            ebpkg_sources::check_locked(&entry, p).exit(Failure::Registry)?;
-            cache.fetch(registry.as_ref(), &p.name, &p.version, &p.checksum, ctx.offline).exit(Failure::Registry)?
+            ebpkg_sources::check_locked(&entry, p)?;
+            cache.fetch(registry.as_ref(), &p.name, &p.version, &p.checksum, ctx.offline)?
         };
-        let root = cache.unpack(&p.name, &p.version, &p.checksum, &archive).exit(Failure::Registry)?;
+        let root = cache.unpack(&p.name, &p.version, &p.checksum, &archive)?;
         let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
         progress.inc(id.clone());
         if !was_cached {

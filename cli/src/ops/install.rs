@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use ebpkg_deploy::{DeployError, DeployPlan, Event, InstallOutcome, PackageRef, PlannedPackage};
+use ebpkg_deploy::{DeployPlan, Event, InstallOutcome, PackageRef, PlannedPackage};
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_spec::Manifest;
 
 use crate::Ctx;
-use crate::exit::{ExitExt, Failure, fail};
+use crate::exit::{Failure, fail};
 use crate::ops::build::{BuildInput, BuildOptions, build_packages};
 use crate::ops::chains::compile_chains;
 use crate::ops::fetch::{Fetched, fetch_all};
@@ -66,25 +66,10 @@ pub fn print_event(ctx: &Ctx, e: &Event) {
     ctx.ui.status(verb, msg);
 }
 
-/// The exit code of a deployment error.
-pub fn deploy_failure(e: &DeployError) -> Failure {
-    match e {
-        _ if e.is_kernel_refusal() => Failure::Kernel,
-        _ if e.is_vm_limit() => Failure::Limit,
-        DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } => Failure::Usage,
-        DeployError::Package { .. } | DeployError::Link { .. } | DeployError::DuplicateEntry { .. } => Failure::Input,
-        DeployError::NotDeployed { .. } => Failure::Input,
-        DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
-            Failure::Usage
-        }
-        _ => Failure::Environment,
-    }
-}
-
 pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<InstallOutcome> {
     crate::ops::require_privileges("install")?;
     let deployer = ctx.deployer()?;
-    deployer.recover(&|e| print_event(ctx, e)).map_err(|e| fail(deploy_failure(&e), e))?;
+    deployer.recover(&|e| print_event(ctx, e))?;
     let regs = ctx.registries()?;
 
     // Resolve and fetch.
@@ -109,7 +94,7 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
             let text = format!(
                 "[package]\nname = \"ebpkg-install\"\nversion = \"0.0.0\"\n\n[dependencies]\n{name} = \"{req}\"\n"
             );
-            let m = Manifest::parse(&text, "<install>").map_err(|d| fail(Failure::Input, d))?;
+            let m = Manifest::parse(&text, "<install>")?;
             ctx.ui.status("Resolving", format!("{name}@{req}"));
             let lock = resolve_manifest(&m, None, UpdatePolicy::Nothing, &regs)?;
             (m, None, lock)
@@ -178,7 +163,7 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
     check_deployment_name(&deployment)?;
     // Parameters not given again keep the values the deployment was installed with.
     let mut params = opts.params.clone();
-    if let Some(prev) = deployer.store().record(&deployment).map_err(|e| fail(deploy_failure(&e), e))? {
+    if let Some(prev) = deployer.store().record(&deployment)? {
         for s in &scripts {
             for p in &s.artifact.params {
                 if !params.contains_key(p)
@@ -207,13 +192,7 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         force: opts.force,
     };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
-    let outcome = deployer
-        .install(&plan, &|e| print_event(ctx, e))
-        .map_err(|e| {
-            let code = deploy_failure(&e);
-            fail(code, e)
-        })
-        .exit(Failure::Environment)?;
+    let outcome = deployer.install(&plan, &|e| print_event(ctx, e))?;
     if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {
         resolved.save(ctx, p)?;
     }
@@ -231,26 +210,5 @@ fn check_deployment_name(name: &str) -> Result<()> {
             Failure::Usage,
             format!("deployment name `{name}`: use at most 64 ASCII letters, digits, `-` and `_`"),
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hike_runtime::RuntimeError;
-
-    fn runtime(source: RuntimeError) -> DeployError {
-        DeployError::Runtime { what: "installing chain main".into(), source }
-    }
-
-    /// A limit of the VM is neither the environment's fault nor the kernel's.
-    #[test]
-    fn vm_limits_have_their_own_exit_code() {
-        let full = runtime(RuntimeError::IdsExhausted { kind: "chain", max: 256 });
-        assert_eq!(deploy_failure(&full), Failure::Limit);
-        let rolled = DeployError::RollbackFailed { error: Box::new(full), rollback: vec![] };
-        assert_eq!(deploy_failure(&rolled), Failure::Limit);
-        let missing = runtime(RuntimeError::NotFound("program 4".into()));
-        assert_eq!(deploy_failure(&missing), Failure::Environment);
     }
 }

@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 
 use anyhow::Result;
-use ebpkg_resolver::{PackageId, Requirement, ResolveError, ResolveRequest, UpdatePolicy};
+use ebpkg_resolver::{PackageId, Requirement, ResolveRequest, UpdatePolicy};
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest};
 
 use crate::Ctx;
-use crate::exit::{ExitExt, Failure, fail};
+use crate::exit::{Failure, fail};
 use crate::project::{LockState, Project};
 use crate::registries::Registries;
 
@@ -112,10 +112,7 @@ pub fn resolve_manifest(
         locked,
         update,
     };
-    let resolution = ebpkg_resolver::resolve(&request, regs).map_err(|e| match e {
-        ResolveError::Source { .. } => fail(Failure::Registry, e),
-        other => fail(Failure::Resolution, other),
-    })?;
+    let resolution = ebpkg_resolver::resolve(&request, regs)?;
     let mut packages = Vec::new();
     for (id, rp) in &resolution.packages {
         let url = regs.url(id.registry.as_deref())?;
@@ -134,7 +131,7 @@ pub fn resolve_manifest(
         };
         // A version pinned before must still be the same bytes.
         if let Some(prev) = old.and_then(|o| o.get(lp.name.as_str(), &lp.version)).filter(|p| p.source == lp.source) {
-            ebpkg_sources::check_locked(&entry, prev).exit(Failure::Registry)?;
+            ebpkg_sources::check_locked(&entry, prev)?;
         }
         packages.push(lp);
     }

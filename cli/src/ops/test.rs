@@ -42,7 +42,7 @@ use hike_runtime::{ChainSpec, Clock, ProgramObject, Runtime};
 use serde::Deserialize;
 
 use crate::Ctx;
-use crate::exit::{ExitExt, Failure, fail};
+use crate::exit::{Failure, fail};
 use crate::ops::build::{BuildInput, BuildOptions, build_packages};
 use crate::project::Project;
 
@@ -183,7 +183,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     let version = m.package.version.to_string();
     let mut ids = std::collections::BTreeMap::new();
     for obj in objects.iter().filter(|o| !o.programs.is_empty()) {
-        let elf = ebpkg_input::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES).map_err(|e| fail(Failure::Input, e))?;
+        let elf = ebpkg_input::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
         let regs = rt
             .register_object(&ProgramObject {
                 package: &package,
@@ -206,7 +206,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
                 report.filtered += 1;
                 continue;
             }
-            rt.clear_package_maps(&package, &version).exit(Failure::Kernel)?;
+            rt.clear_package_maps(&package, &version)?;
             let problems =
                 run_case(rt, project, &package, &version, &ids, &case).unwrap_or_else(|e| vec![format!("{e:#}")]);
             if problems.is_empty() {
@@ -231,7 +231,7 @@ fn load_suites(project: &Project, files: &[PathBuf], filter: Option<&str>) -> Re
     let (mut runs, mut repeats) = (0usize, 0u64);
     for file in files {
         let rel = file.strip_prefix(&project.dir).unwrap_or(file).display().to_string();
-        let text = ebpkg_input::read_text(file, MAX_TEST_FILE_BYTES).map_err(|e| fail(Failure::Input, e))?;
+        let text = ebpkg_input::read_text(file, MAX_TEST_FILE_BYTES)?;
         let parsed: TestFile =
             toml::from_str(&text).map_err(|e| fail(Failure::Input, format!("{rel}: {}", e.to_string().trim_end())))?;
         for case in &parsed.cases {

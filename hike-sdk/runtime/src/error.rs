@@ -9,19 +9,10 @@ use crate::verifier::VerifierFailure;
 /// Everything that can go wrong in the runtime.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("{what}: {source}")]
-    Kernel {
-        what: String,
-        #[source]
-        source: libbpf_rs::Error,
-    },
-    #[error("{what} {}: {source}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{what}: {cause}")]
+    Kernel { what: String, cause: libbpf_rs::Error },
+    #[error("{what} {}: {cause}", path.display())]
+    Io { what: &'static str, path: PathBuf, cause: std::io::Error },
     #[error("{} is not a HIKe root ({reason}); create it with `init` first", root.display())]
     NotInitialized { root: PathBuf, reason: String },
     #[error(
@@ -45,12 +36,8 @@ pub enum RuntimeError {
         "`{0}` cannot be used as a name in the pin tree: use ASCII letters, digits, `_`, `-`, `+` and `@` only (bpffs refuses `.`)"
     )]
     BadName(String),
-    #[error("interface `{name}` does not exist in this network namespace: {source}")]
-    NoInterface {
-        name: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("interface `{name}` does not exist in this network namespace: {cause}")]
+    NoInterface { name: String, cause: std::io::Error },
     #[error("loader `{loader}`: {reason}")]
     Loader { loader: String, reason: String },
 }
@@ -65,7 +52,7 @@ pub(crate) trait KernelContext<T> {
 
 impl<T> KernelContext<T> for std::result::Result<T, libbpf_rs::Error> {
     fn kernel(self, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| RuntimeError::Kernel { what: what(), source })
+        self.map_err(|cause| RuntimeError::Kernel { what: what(), cause })
     }
 }
 
@@ -76,6 +63,6 @@ pub(crate) trait IoContext<T> {
 
 impl<T> IoContext<T> for std::io::Result<T> {
     fn io(self, what: &'static str, path: &std::path::Path) -> Result<T> {
-        self.map_err(|source| RuntimeError::Io { what, path: path.to_owned(), source })
+        self.map_err(|cause| RuntimeError::Io { what, path: path.to_owned(), cause })
     }
 }

@@ -166,7 +166,7 @@ fn explain(req: &LoadRequest<'_>) -> Option<VerifierFailure> {
     let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
     let log = String::from_utf8_lossy(&buf[..end]);
     let error = match &err {
-        RuntimeError::Kernel { source, .. } => source.to_string(),
+        RuntimeError::Kernel { cause, .. } => cause.to_string(),
         other => other.to_string(),
     };
     Some(VerifierFailure::from_log(program, req.object_name, &error, &log))

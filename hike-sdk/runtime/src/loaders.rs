@@ -313,7 +313,7 @@ impl Runtime {
             return Ok(());
         }
         let ifindex =
-            sys::ifindex(ifname).map_err(|source| RuntimeError::NoInterface { name: ifname.to_owned(), source })?;
+            sys::ifindex(ifname).map_err(|cause| RuntimeError::NoInterface { name: ifname.to_owned(), cause })?;
         let pin = dir.join(format!("link@{ifname}@{}", mode.name()));
         crate::crashpoint::hit("attaching");
         link::attach_and_pin(&dir.join("prog"), ifindex, mode, &pin).map_err(|e| {
@@ -417,7 +417,7 @@ impl Runtime {
         let mut names: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(rd) => rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(RuntimeError::Io { what: "cannot list", path: dir, source: e }),
+            Err(e) => return Err(RuntimeError::Io { what: "cannot list", path: dir, cause: e }),
         };
         names.sort();
         names.into_iter().map(|n| self.loader_info(&n)).collect()

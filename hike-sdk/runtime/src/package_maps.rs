@@ -56,7 +56,7 @@ impl PackageMap {
         self.check_sizes(key, Some(value))?;
         if self.per_cpu() {
             let n = libbpf_rs::num_possible_cpus()
-                .map_err(|e| RuntimeError::Kernel { what: "count the possible CPUs".into(), source: e })?;
+                .map_err(|e| RuntimeError::Kernel { what: "count the possible CPUs".into(), cause: e })?;
             let values = vec![value.to_vec(); n];
             self.handle.update_percpu(key, &values, MapFlags::ANY)
         } else {

@@ -199,7 +199,7 @@ impl Runtime {
         if let Err(e) = self.maps.progs(meta.hook).delete(&key(id))
             && e.kind() != libbpf_rs::ErrorKind::NotFound
         {
-            return Err(RuntimeError::Kernel { what: format!("remove program {id} from its array"), source: e });
+            return Err(RuntimeError::Kernel { what: format!("remove program {id} from its array"), cause: e });
         }
         crate::crashpoint::hit("unregister-out-of-array");
         sys::wait_for_readers().io("cannot wait for running packets", self.root())?;

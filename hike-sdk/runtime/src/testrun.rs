@@ -126,7 +126,7 @@ impl Runtime {
             return Err(RuntimeError::Io {
                 what: "BPF_PROG_TEST_RUN failed on",
                 path: pin.to_owned(),
-                source: std::io::Error::from_raw_os_error(-rc),
+                cause: std::io::Error::from_raw_os_error(-rc),
             });
         }
         out.truncate((size_out as usize).min(out.len()));

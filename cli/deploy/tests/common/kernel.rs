@@ -89,8 +89,44 @@ fn array_progs(fd: &OwnedFd, max: u32) -> Vec<u32> {
 
 /// Every object reachable from pins under `roots`, with its name.
 pub fn reachable(roots: &[&Path]) -> BTreeMap<Obj, String> {
+    walk_from(roots, Vec::new())
+}
+
+/// Every object that something else on this machine still holds: a pin anywhere
+/// in bpffs, or a descriptor of another process (other tests, other tools). Objects of
+/// processes running beside a test are theirs, not leaks.
+fn held_anywhere() -> BTreeMap<Obj, String> {
+    let mut held = Vec::new();
+    for proc in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = proc.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        // What this process itself still holds is not let off: a descriptor it
+        // forgot to close is a leak too.
+        if pid == std::process::id() {
+            continue;
+        }
+        for info in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).into_iter().flatten().flatten() {
+            let Ok(text) = std::fs::read_to_string(info.path()) else { continue };
+            let id = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().parse().ok());
+            let obj = if text.contains("link_type:") {
+                id("link_id:").map(|i| ('l', i))
+            } else if text.contains("map_type:") {
+                id("map_id:").map(|i| ('m', i))
+            } else {
+                id("prog_id:").map(|i| ('p', i))
+            };
+            // Safe to open by id: the process's descriptor holds a user reference.
+            if let Some(obj) = obj
+                && let Some(fd) = fd_by_id(obj.0, obj.1)
+            {
+                held.push((obj, fd));
+            }
+        }
+    }
+    walk_from(&[Path::new("/sys/fs/bpf")], held)
+}
+
+fn walk_from(roots: &[&Path], mut todo: Vec<(Obj, OwnedFd)>) -> BTreeMap<Obj, String> {
     let mut out = BTreeMap::new();
-    let mut todo: Vec<(Obj, OwnedFd)> = Vec::new();
     fn walk(dir: &Path, todo: &mut Vec<(Obj, OwnedFd)>) {
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -185,13 +221,15 @@ pub fn baseline() -> BTreeMap<char, u32> {
     ['p', 'm', 'l'].into_iter().map(|k| (k, ids(k).last().copied().unwrap_or(0))).collect()
 }
 
-/// Objects made since `baseline` that nothing under `roots` reaches and that
-/// are still there after the kernel's deferred frees had 5 s, described; those
-/// whose names are not among `ours` (other processes' objects) are left out.
+/// Objects made since `baseline` that nothing under `roots`, no pin elsewhere
+/// and no other process holds, and that are still there after the kernel's
+/// deferred frees had 5 s, described; those whose names are not among `ours`
+/// (other programs' objects) are left out.
 pub fn leaks(baseline: &BTreeMap<char, u32>, ours: &BTreeSet<String>, roots: &[&Path]) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     let candidates = loop {
-        let live = reachable(roots);
+        let mut live = reachable(roots);
+        live.extend(held_anywhere());
         let found: Vec<Obj> = ['p', 'm', 'l']
             .into_iter()
             .flat_map(|k| ids(k).into_iter().filter(move |id| *id > baseline[&k]).map(move |id| (k, id)))

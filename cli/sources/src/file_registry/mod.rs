@@ -182,7 +182,7 @@ impl FileRegistry {
             let entries = match fs::read_dir(&dir) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(ErrorKind::Io { action: "list", path: dir, source: e }.into()),
+                Err(e) => return Err(ErrorKind::Io { action: "list", path: dir, cause: e }.into()),
             };
             let mut found = Vec::new();
             for entry in entries {
@@ -240,7 +240,7 @@ impl FileRegistry {
 
     /// A file of the registry that cannot be read as what it should be.
     pub(super) fn damaged(&self, source: ebpkg_input::ReadError) -> Error {
-        ErrorKind::DamagedRegistry { url: self.url.clone(), source }.into()
+        ErrorKind::DamagedRegistry { url: self.url.clone(), cause: source }.into()
     }
 
     /// Every package name in the index, as published. Files whose name is not a
@@ -254,7 +254,7 @@ impl FileRegistry {
             let entries = match fs::read_dir(&dir) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == io::ErrorKind::NotFound && dir == index => break,
-                Err(e) => return Err(ErrorKind::Io { action: "list", path: dir, source: e }.into()),
+                Err(e) => return Err(ErrorKind::Io { action: "list", path: dir, cause: e }.into()),
             };
             for entry in entries {
                 let entry = entry.map_err(Error::io("list", &dir))?;
@@ -370,7 +370,7 @@ fn is_file(path: &Path) -> Result<bool> {
     match fs::metadata(path) {
         Ok(meta) => Ok(!meta.is_dir()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(ErrorKind::Io { action: "inspect", path: path.to_owned(), source: e }.into()),
+        Err(e) => Err(ErrorKind::Io { action: "inspect", path: path.to_owned(), cause: e }.into()),
     }
 }
 
@@ -381,7 +381,7 @@ fn has_foreign_entries(dir: &Path) -> Result<bool> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(ErrorKind::Io { action: "list", path: dir.to_owned(), source: e }.into()),
+        Err(e) => return Err(ErrorKind::Io { action: "list", path: dir.to_owned(), cause: e }.into()),
     };
     for entry in entries {
         let entry = entry.map_err(Error::io("list", dir))?;

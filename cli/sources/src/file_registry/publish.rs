@@ -185,7 +185,7 @@ fn check_archive_holds(archive: &[u8], cksum: &ebpkg_spec::types::Sha256Digest, 
                     version: version.clone(),
                     problem: format!("the archive holds {found}, not the package of the manifest given"),
                 },
-                source => ErrorKind::InvalidArchive { name: name.clone(), version: version.clone(), source },
+                source => ErrorKind::InvalidArchive { name: name.clone(), version: version.clone(), cause: source },
             })?;
     let (a, b) = (&unpacked.manifest, manifest);
     let differing = match () {
