@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use ebpkg_build::{ToolRequest, ToolSource};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -85,7 +86,8 @@ pub struct Config {
     pub token: Option<String>,
     /// Original registry URL → URL to fetch from instead.
     pub mirrors: BTreeMap<String, String>,
-    pub clang: Option<PathBuf>,
+    /// The tools to build with (`None`: the default name on `PATH`).
+    pub tools: ebpkg_build::ToolchainOptions,
     pub jobs: Option<usize>,
     pub cache_dir: PathBuf,
     pub state_dir: PathBuf,
@@ -104,6 +106,11 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// A tool named by an environment variable.
+fn tool(var: &'static str) -> Option<ToolRequest> {
+    env(var).map(|v| ToolRequest { path: PathBuf::from(v), origin: ToolSource::Env(var) })
+}
+
 fn home() -> PathBuf {
     env("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from)
 }
@@ -117,7 +124,7 @@ impl Config {
         let path = env("EBPKG_CONFIG")
             .map(PathBuf::from)
             .unwrap_or_else(|| xdg("XDG_CONFIG_HOME", ".config").join("ebpkg/config.toml"));
-        let (file, cfg) = match ebpkg_input::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
+        let (file, cfg) = match ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
             Ok(text) => {
                 let cfg: ConfigFile = toml::from_str(&text)
                     .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
@@ -149,9 +156,12 @@ impl Config {
             registries: cfg.registries,
             token,
             mirrors,
-            // $EBPKG_CLANG wins over the file; the toolchain reads it itself, so that
-            // its messages can say where the clang came from.
-            clang: if env("EBPKG_CLANG").is_some() { None } else { cfg.build.clang },
+            // $EBPKG_CLANG wins over the file; each remembers where it came from,
+            // for the messages about it.
+            tools: ebpkg_build::ToolchainOptions {
+                clang: tool(ebpkg_build::CLANG_ENV).or(cfg.build.clang.map(ToolRequest::configured)),
+                bpftool: tool(ebpkg_build::BPFTOOL_ENV),
+            },
             jobs: env("EBPKG_JOBS").and_then(|j| j.parse().ok()).or(cfg.build.jobs),
             cache_dir: env("EBPKG_CACHE_DIR")
                 .map(PathBuf::from)

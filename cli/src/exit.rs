@@ -127,7 +127,9 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
     match e {
         _ if e.is_kernel_refusal() => Failure::Kernel,
         _ if e.is_vm_limit() => Failure::Limit,
-        DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } => Failure::Usage,
+        DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } | DeployError::BadDeploymentName { .. } => {
+            Failure::Usage
+        }
         DeployError::Package { .. } | DeployError::Link { .. } | DeployError::DuplicateEntry { .. } => Failure::Input,
         DeployError::NotDeployed { .. } => Failure::Input,
         DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
@@ -207,12 +209,12 @@ mod tests {
     /// cause again.
     #[test]
     fn each_cause_is_printed_once() {
-        let read = ebpkg_input::read(std::path::Path::new("/nonexistent/btf"), 10).unwrap_err();
+        let read = ebpkg_fs::read(std::path::Path::new("/nonexistent/btf"), 10).unwrap_err();
         let e = anyhow::Error::new(BuildError::Btf(BtfError::Read(read)));
         let text = message(&e);
         assert_eq!(text.matches("does not exist").count(), 1, "{text}");
         assert_eq!(failure_of(&e), Failure::Environment);
-        let io = ebpkg_input::read_text(std::path::Path::new("/proc/self/mem"), 10).unwrap_err();
+        let io = ebpkg_fs::read_text(std::path::Path::new("/proc/self/mem"), 10).unwrap_err();
         let text = message(&anyhow::Error::new(io).context("reading a test file"));
         assert_eq!(text.matches("/proc/self/mem").count(), 1, "{text}");
     }

@@ -37,6 +37,13 @@ pub fn manifest_error(e: ManifestError) -> anyhow::Error {
 }
 
 impl Project {
+    /// The digest of the project's files as they would be packed (what the build
+    /// cache and deployment records know it by).
+    pub fn digest(&self) -> Result<ebpkg_spec::types::Sha256Digest> {
+        let packed = ebpkg_archive::pack(&self.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
+        Ok(packed.sha256)
+    }
+
     /// Finds and loads the project: `manifest_path` when given, else the nearest
     /// ebpkg.toml from the current directory up.
     pub fn find(manifest_path: Option<&Path>) -> Result<Project> {
@@ -77,7 +84,7 @@ impl Project {
     /// still be used of it). Only a file that cannot be read at all is an error.
     pub fn read_lock(&self) -> Result<LockState> {
         let path = self.lock_path();
-        let bytes = match ebpkg_input::read(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
+        let bytes = match ebpkg_fs::read(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
             Ok(bytes) => bytes,
             Err(e) if e.is_not_found() => return Ok(LockState::Missing),
             Err(e) => return Err(e.into()),
@@ -100,7 +107,7 @@ impl Project {
     pub fn write_lockfile(&self, lock: &Lockfile) -> Result<bool> {
         let path = self.lock_path();
         let text = lock.to_toml_string();
-        if ebpkg_input::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64).is_ok_and(|old| old == text) {
+        if ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64).is_ok_and(|old| old == text) {
             return Ok(false);
         }
         write_atomic(&path, text.as_bytes())?;
@@ -108,15 +115,7 @@ impl Project {
     }
 }
 
-/// Replaces a file by writing a temporary one beside it and renaming it over.
+/// Replaces a project file (ebpkg.toml, ebpkg.lock) atomically and durably.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
-        .with_context(|| format!("cannot write {}", path.display()))
+    ebpkg_fs::write_atomic(path, bytes, 0o644).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -4,7 +4,9 @@
 //! Everything here is pure: parsing, validating and writing text. Errors point at
 //! `file:line:col` and say how to fix the problem ([`Diagnostic`]).
 
+pub mod cache_layout;
 pub mod diagnostic;
+pub mod digest;
 pub mod index;
 pub mod lockfile;
 pub mod manifest;

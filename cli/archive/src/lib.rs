@@ -22,7 +22,7 @@ mod select;
 mod stream;
 mod unpack;
 
-pub use digest::{sha256, sha256_file};
+pub use digest::sha256_file;
 pub use error::{PackError, UnpackError};
 pub use limits::{Limits, PackLimits};
 pub use pack::{Packed, PackedFile, pack, pack_with_limits};

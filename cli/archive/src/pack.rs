@@ -14,7 +14,6 @@ use ebpkg_spec::manifest::MANIFEST_FILE;
 use ebpkg_spec::types::Sha256Digest;
 use flate2::{Compression, GzBuilder};
 
-use crate::digest::sha256;
 use crate::error::PackError;
 use crate::limits::{Limits, PackLimits};
 use crate::paths::archive_prefix;
@@ -95,7 +94,7 @@ pub fn pack_with_limits(dir: &Path, limits: &PackLimits) -> Result<Packed, PackE
         };
         return Err(PackError::Unpackable { reason });
     }
-    let sha256 = sha256(&bytes);
+    let sha256 = Sha256Digest::of(&bytes);
     tracing::debug!(package = %prefix, files = files.len(), bytes = bytes.len(), %sha256, "packed");
     Ok(Packed { bytes, sha256, files, manifest })
 }
@@ -118,7 +117,7 @@ fn check_prebuilt(rel: &str, data: &[u8], refs: &[Reference]) -> Result<(), Pack
     let mut actual = None;
     for reference in refs.iter().filter(|r| r.path.as_str() == rel) {
         let Some((expected, has_source)) = reference.prebuilt else { continue };
-        let actual = *actual.get_or_insert_with(|| sha256(data));
+        let actual = *actual.get_or_insert_with(|| Sha256Digest::of(data));
         if actual == expected {
             continue;
         }

@@ -119,7 +119,7 @@ fn refuse_special(path: PathBuf, kind: fs::FileType) -> PackError {
     if kind.is_symlink() {
         return PackError::Symlink { path };
     }
-    PackError::NotRegular { path, kind: ebpkg_input::kind_name(kind) }
+    PackError::NotRegular { path, kind: ebpkg_fs::kind_name(kind) }
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 use tar::EntryType;
 
-use crate::digest::sha256;
 use crate::error::UnpackError;
 use crate::extract::Staging;
 use crate::limits::Limits;
@@ -50,7 +49,7 @@ pub fn unpack(
     if bytes.len() as u64 > limits.max_archive_bytes {
         return Err(UnpackError::ArchiveTooLarge { size: bytes.len() as u64, limit: limits.max_archive_bytes });
     }
-    let actual = sha256(bytes);
+    let actual = Sha256Digest::of(bytes);
     if actual != *expected {
         return Err(UnpackError::DigestMismatch { expected: *expected, actual });
     }
@@ -135,7 +134,7 @@ pub fn verify_tree(
     if bytes.len() as u64 > limits.max_archive_bytes {
         return Err(UnpackError::ArchiveTooLarge { size: bytes.len() as u64, limit: limits.max_archive_bytes });
     }
-    let actual = sha256(bytes);
+    let actual = Sha256Digest::of(bytes);
     if actual != *expected {
         return Err(UnpackError::DigestMismatch { expected: *expected, actual });
     }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use ebpkg_spec::types::Sha256Digest;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -11,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use common::*;
-use ebpkg_archive::{PackError, PackLimits, pack, pack_with_limits, sha256};
+use ebpkg_archive::{PackError, PackLimits, pack, pack_with_limits};
 use tempfile::TempDir;
 
 fn packed_paths(dir: &Path) -> Vec<String> {
@@ -25,7 +26,7 @@ fn same_tree_gives_same_bytes() {
     let first = pack(a.path()).unwrap();
     let second = pack(a.path()).unwrap();
     assert_eq!(first.bytes, second.bytes);
-    assert_eq!(first.sha256, sha256(&first.bytes));
+    assert_eq!(first.sha256, Sha256Digest::of(&first.bytes));
     assert_eq!(first.file_name(), "demo-1.0.0.tar.gz");
 }
 
@@ -171,7 +172,7 @@ fn prebuilt_objects_are_kept_even_in_excluded_places() {
     for object in ["obj/p.o", "build/p.o"] {
         let a = TempDir::new().unwrap();
         let elf = b"\x7fELF prebuilt";
-        let manifest = prebuilt_manifest(object, &sha256(elf).to_hex(), false);
+        let manifest = prebuilt_manifest(object, &Sha256Digest::of(elf).to_hex(), false);
         write_files(a.path(), &[("ebpkg.toml", manifest.as_bytes()), (object, elf), ("obj/stray.o", b"x")]);
         let mut expected = vec!["ebpkg.toml", object];
         expected.sort();
@@ -182,12 +183,12 @@ fn prebuilt_objects_are_kept_even_in_excluded_places() {
 #[test]
 fn prebuilt_object_with_wrong_digest_is_refused_unless_source_is_shipped() {
     let a = TempDir::new().unwrap();
-    let wrong = sha256(b"something else").to_hex();
+    let wrong = Sha256Digest::of(b"something else").to_hex();
     let manifest = prebuilt_manifest("obj/p.o", &wrong, false);
     write_files(a.path(), &[("ebpkg.toml", manifest.as_bytes()), ("obj/p.o", b"\x7fELF")]);
     let err = pack(a.path()).unwrap_err();
     assert!(matches!(&err, PackError::PrebuiltMismatch { path, .. } if path == "obj/p.o"), "{err}");
-    assert!(err.to_string().contains(&sha256(b"\x7fELF").to_hex()), "{err}");
+    assert!(err.to_string().contains(&Sha256Digest::of(b"\x7fELF").to_hex()), "{err}");
 
     let manifest = prebuilt_manifest("obj/p.o", &wrong, true);
     write_files(a.path(), &[("ebpkg.toml", manifest.as_bytes()), ("src/p.bpf.c", b"int p;")]);
@@ -207,7 +208,7 @@ fn symlinks_in_the_tree_are_refused_with_their_path() {
 #[test]
 fn a_referenced_file_reached_through_a_symlinked_directory_is_refused() {
     let a = TempDir::new().unwrap();
-    let manifest = prebuilt_manifest("build/p.o", &sha256(b"o").to_hex(), false);
+    let manifest = prebuilt_manifest("build/p.o", &Sha256Digest::of(b"o").to_hex(), false);
     write_files(a.path(), &[("ebpkg.toml", manifest.as_bytes()), ("real/p.o", b"o")]);
     std::os::unix::fs::symlink("real", a.path().join("build")).unwrap();
     let err = pack(a.path()).unwrap_err();

@@ -5,11 +5,12 @@
 
 mod common;
 
+use ebpkg_spec::types::Sha256Digest;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
-use ebpkg_archive::{Limits, UnpackError, pack, sha256, unpack, verify_tree};
+use ebpkg_archive::{Limits, UnpackError, pack, unpack, verify_tree};
 use ebpkg_spec::PackageName;
 use tar::EntryType;
 use tempfile::TempDir;
@@ -49,7 +50,7 @@ fn digest_mismatch_writes_nothing() {
     let dest = site.tmp.path().join("cache/ab/cd/pkg");
     let name = PackageName::new("demo").unwrap();
     let version = semver::Version::new(1, 0, 0);
-    let wrong = sha256(b"another archive");
+    let wrong = Sha256Digest::of(b"another archive");
     let err = unpack(&packed.bytes, &wrong, &name, &version, &dest, &defaults()).unwrap_err();
     match &err {
         UnpackError::DigestMismatch { expected, actual } => {

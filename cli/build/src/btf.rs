@@ -38,7 +38,7 @@ impl Btf {
     /// The running kernel's BTF, [`KERNEL_BTF`].
     pub fn kernel() -> Result<Btf, BtfError> {
         let path = PathBuf::from(KERNEL_BTF);
-        match ebpkg_input::read(&path, MAX_BTF_BYTES) {
+        match ebpkg_fs::read(&path, MAX_BTF_BYTES) {
             Ok(bytes) => Btf::from_bytes(path, &bytes),
             Err(e) => Err(BtfError::KernelMissing { path, cause: std::io::Error::other(e.to_string()) }),
         }
@@ -48,7 +48,7 @@ impl Btf {
     /// building for another machine.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Btf, BtfError> {
         let path = path.as_ref().to_owned();
-        let bytes = ebpkg_input::read(&path, MAX_BTF_BYTES).map_err(BtfError::Read)?;
+        let bytes = ebpkg_fs::read(&path, MAX_BTF_BYTES).map_err(BtfError::Read)?;
         Btf::from_bytes(path, &bytes)
     }
 
@@ -57,7 +57,7 @@ impl Btf {
         if !(bytes.starts_with(&[0x9f, 0xeb]) || bytes.starts_with(&[0xeb, 0x9f])) {
             return Err(BtfError::NotBtf { path });
         }
-        Ok(Btf { path, digest: cache::sha256(bytes) })
+        Ok(Btf { path, digest: Sha256Digest::of(bytes) })
     }
 
     /// The file the BTF was read from.
@@ -75,7 +75,7 @@ impl Btf {
     /// safe: each writes its own temporary file and renames it into place, and
     /// bpftool's output depends only on the BTF bytes.
     pub fn vmlinux_h(&self, cache_dir: &Path, bpftool: &Path) -> Result<VmlinuxHeader, BtfError> {
-        let dir = cache_dir.join("vmlinux").join(self.digest.to_hex());
+        let dir = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).vmlinux_dir(&self.digest);
         let path = dir.join("vmlinux.h");
         if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0) {
             return Ok(VmlinuxHeader { dir, path, cached: true });

@@ -272,11 +272,11 @@ impl Builder {
             Ok(p) => p,
             Err(e) => return Prebuilt::Fail(e),
         };
-        let bytes = match ebpkg_input::read(&path, MAX_OBJECT_BYTES) {
+        let bytes = match ebpkg_fs::read(&path, MAX_OBJECT_BYTES) {
             Ok(b) => b,
             Err(e) => return Prebuilt::Fail(file_error(unit, object, format!("cannot read it: {e}"))),
         };
-        let actual = cache::sha256(&bytes);
+        let actual = Sha256Digest::of(&bytes);
         if actual == *expected {
             return match check_bpf_object(&bytes) {
                 Ok(()) => Prebuilt::Use(BuiltObject {
@@ -317,13 +317,13 @@ impl Builder {
     /// A cached object for `key`, when there is a valid one.
     fn lookup(&self, unit: &BuildUnit, key: &Sha256Digest, note: &str) -> Option<BuiltObject> {
         let object = object_path(&self.cache_dir, key);
-        let bytes = ebpkg_input::read(&object, MAX_OBJECT_BYTES).ok()?;
+        let bytes = ebpkg_fs::read(&object, MAX_OBJECT_BYTES).ok()?;
         if let Err(problem) = check_bpf_object(&bytes) {
             // Damaged (a disk error, a hand edit): build it again.
             tracing::warn!(object = %object.display(), %problem, "ignoring a damaged cache entry");
             return None;
         }
-        let warnings = ebpkg_input::read_text(&warnings_path(&object), MAX_WARNINGS_BYTES as u64).unwrap_or_default();
+        let warnings = ebpkg_fs::read_text(&warnings_path(&object), MAX_WARNINGS_BYTES as u64).unwrap_or_default();
         Some(BuiltObject {
             unit: unit.clone(),
             object,
@@ -345,8 +345,10 @@ impl Builder {
             // Checked once here rather than failing every unit the same way.
             return Err(ToolchainError::ClangNotFound { requested: clang.clone(), how: ToolSource::Detected }.into());
         }
-        let sdk_include = sdk::install(&self.cache_dir)
-            .map_err(|cause| BuildError::Cache { path: self.cache_dir.join("sdk"), cause })?;
+        let sdk_include = sdk::install(&self.cache_dir).map_err(|cause| BuildError::Cache {
+            path: ebpkg_spec::cache_layout::CacheLayout::new(&self.cache_dir).sdk(),
+            cause,
+        })?;
         let vmlinux = self.btf.vmlinux_h(&self.cache_dir, &self.toolchain.bpftool)?;
 
         let next = AtomicUsize::new(0);
@@ -440,7 +442,7 @@ impl Builder {
                 command: compile::display_command(&self.toolchain.clang, &args, source.as_str()),
             })));
         }
-        let bytes = ebpkg_input::read(&tmp, MAX_OBJECT_BYTES).map_err(|e| BuildError::Cache {
+        let bytes = ebpkg_fs::read(&tmp, MAX_OBJECT_BYTES).map_err(|e| BuildError::Cache {
             path: e.path().to_owned(),
             cause: std::io::Error::other(e.to_string()),
         })?;

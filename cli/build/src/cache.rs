@@ -9,22 +9,14 @@
 //! <cache>/objects/<2 hex>/<key hex>.warnings     clang's warnings for it, when any
 //! ```
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ebpkg_spec::types::Sha256Digest;
-use sha2::{Digest, Sha256};
-
-/// SHA-256 of bytes.
-pub fn sha256(bytes: &[u8]) -> Sha256Digest {
-    Sha256Digest(Sha256::digest(bytes).into())
-}
 
 /// `<cache>/objects/<first 2 hex>/<key hex>.o`: the 256-way split keeps
 /// directories small on hosts that build many packages.
 pub fn object_path(cache_dir: &Path, key: &Sha256Digest) -> PathBuf {
-    let hex = key.to_hex();
-    cache_dir.join("objects").join(&hex[..2]).join(format!("{hex}.o"))
+    ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).object(key)
 }
 
 /// Where clang's warnings for a cached object are kept, so a cache hit reports
@@ -33,14 +25,10 @@ pub fn warnings_path(object: &Path) -> PathBuf {
     object.with_extension("warnings")
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory.
+/// Writes `bytes` to `path` atomically and durably (readable by everyone: the
+/// cache of root serves builds of other users too).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(&crate::temps::prefix()).tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    ebpkg_fs::write_atomic(path, bytes, 0o644)
 }
 
 #[cfg(test)]
@@ -67,6 +55,9 @@ mod tests {
 
     #[test]
     fn digest() {
-        assert_eq!(sha256(b"abc").to_hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            Sha256Digest::of(b"abc").to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

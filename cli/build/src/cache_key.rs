@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
+use ebpkg_spec::digest::FieldHasher;
 use ebpkg_spec::types::{Hook, Sha256Digest};
-use sha2::{Digest, Sha256};
 
 /// Bumped whenever this crate changes how it builds in a way the other inputs do
 /// not show (new flags policy, different post-processing, cache layout), so old
@@ -35,12 +35,9 @@ pub struct CacheKeyInput<'a> {
 /// The key. Every field is length-prefixed so no two different inputs can
 /// produce the same byte stream.
 pub fn cache_key(input: &CacheKeyInput<'_>) -> Sha256Digest {
-    let mut h = Sha256::new();
+    let mut h = FieldHasher::new();
     let mut field = |tag: &str, bytes: &[u8]| {
-        h.update((tag.len() as u64).to_le_bytes());
-        h.update(tag.as_bytes());
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
+        h.field(tag, bytes);
     };
     field("format", &FORMAT_VERSION.to_le_bytes());
     field("package", &input.package_digest.0);
@@ -54,7 +51,7 @@ pub fn cache_key(input: &CacheKeyInput<'_>) -> Sha256Digest {
     }
     field("sdk", &input.sdk_digest.0);
     field("btf", &input.btf_digest.0);
-    Sha256Digest(h.finalize().into())
+    h.finish()
 }
 
 #[cfg(test)]

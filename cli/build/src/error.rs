@@ -75,7 +75,7 @@ pub enum BtfError {
     KernelMissing { path: PathBuf, cause: std::io::Error },
 
     #[error("{0}; it cannot be used as the BTF file")]
-    Read(ebpkg_input::ReadError),
+    Read(ebpkg_fs::ReadError),
 
     #[error(
         "{} is not a raw BTF file (it does not start with the BTF magic 0xeB9F); pass the kernel's BTF, \

@@ -31,13 +31,14 @@ mod toolchain;
 
 pub use btf::{Btf, KERNEL_BTF, VmlinuxHeader};
 pub use builder::{BuildEvent, Builder, BuiltObject};
-pub use cache::{object_path, sha256};
+pub use cache::object_path;
 pub use cache_key::{CacheKeyInput, FORMAT_VERSION, cache_key};
 pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object};
 pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
 pub use plan::{BuildUnit, PackageRef, UnitInput, plan};
 pub use toolchain::{
-    BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolSource, Toolchain, ToolchainOptions, parse_clang_version, target_arch,
+    BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolRequest, ToolSource, Toolchain, ToolchainOptions, parse_clang_version,
+    target_arch,
 };
 
 /// The HIKe SDK headers this build of ebpkg carries.

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use ebpkg_spec::digest::FieldHasher;
 use ebpkg_spec::types::Sha256Digest;
-use sha2::{Digest, Sha256};
 
 /// The headers, as `(name under include/hike/, contents)`, sorted by name.
 pub const HEADERS: [(&str, &str); 8] = [
@@ -25,14 +25,11 @@ pub const HEADERS: [(&str, &str); 8] = [
 pub fn digest() -> Sha256Digest {
     static DIGEST: OnceLock<Sha256Digest> = OnceLock::new();
     *DIGEST.get_or_init(|| {
-        let mut h = Sha256::new();
+        let mut h = FieldHasher::new();
         for (name, text) in HEADERS {
-            h.update((name.len() as u64).to_le_bytes());
-            h.update(name.as_bytes());
-            h.update((text.len() as u64).to_le_bytes());
-            h.update(text.as_bytes());
+            h.field(name, text.as_bytes());
         }
-        Sha256Digest(h.finalize().into())
+        h.finish()
     })
 }
 
@@ -43,7 +40,7 @@ pub fn digest() -> Sha256Digest {
 /// place, so a concurrent builder sees either no directory or a complete one. A
 /// directory whose contents differ (damaged by hand) is replaced.
 pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
-    let sdk_root = cache_dir.join("sdk");
+    let sdk_root = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).sdk();
     let dir = sdk_root.join(digest().to_hex());
     let include = dir.join("include");
     if is_intact(&include) {
@@ -81,7 +78,7 @@ fn is_intact(include: &Path) -> bool {
     let hike = include.join("hike");
     HEADERS
         .iter()
-        .all(|(name, text)| ebpkg_input::read(&hike.join(name), text.len() as u64).is_ok_and(|b| b == text.as_bytes()))
+        .all(|(name, text)| ebpkg_fs::read(&hike.join(name), text.len() as u64).is_ok_and(|b| b == text.as_bytes()))
 }
 
 #[cfg(test)]

@@ -4,35 +4,23 @@
 
 use std::path::{Path, PathBuf};
 
-/// The prefix of this process's temporary files and directories.
-pub fn prefix() -> String {
-    format!(".tmp-{}-", std::process::id())
-}
-
-/// Whether process `pid` is alive (a pid reused by another process counts as
-/// alive: its files are left for a later sweep).
-fn alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
-}
-
-/// The pid in a temporary name (`.tmp-<pid>-…`, `.trash-<pid>-…`).
-fn owner(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(".tmp-").or_else(|| name.strip_prefix(".trash-"))?;
-    rest.split_once('-').and_then(|(pid, _)| pid.parse().ok())
-}
+use ebpkg_fs::temp::is_stale;
+pub use ebpkg_fs::temp::prefix;
+use ebpkg_spec::cache_layout::CacheLayout;
 
 /// Temporary files and directories in the cache whose process is gone: the
 /// object directories (`objects/<xx>/`) and the SDK headers (`sdk/`).
 pub fn stale(cache_dir: &Path) -> Vec<PathBuf> {
-    let mut dirs = vec![cache_dir.join("sdk")];
-    if let Ok(rd) = std::fs::read_dir(cache_dir.join("objects")) {
+    let layout = CacheLayout::new(cache_dir);
+    let mut dirs = vec![layout.sdk()];
+    if let Ok(rd) = std::fs::read_dir(layout.objects()) {
         dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
     }
     let mut out = Vec::new();
     for dir in dirs {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if owner(&name).is_some_and(|pid| !alive(pid)) {
+            if is_stale(&name) {
                 out.push(e.path());
             }
         }

@@ -17,15 +17,28 @@ pub const MIN_CLANG_MAJOR: u32 = 14;
 /// What to tell people who lack a tool.
 pub const INSTALL_HINT: &str = "install the BPF toolchain with `apt-get install clang bpftool libbpf-dev` (or run `./ci/setup` in an ebpkg checkout)";
 
-/// Where a tool was asked for: by the caller, by environment, or by default.
+/// The tools to use. `None` is the default name: `clang` on `PATH`; `bpftool`
+/// on `PATH` or in the `sbin` directories where distributions put it. (The
+/// caller decides, from its configuration and environment, what to ask for.)
 #[derive(Debug, Clone, Default)]
 pub struct ToolchainOptions {
-    /// The clang to use (from the configuration file); otherwise `$EBPKG_CLANG`,
-    /// otherwise `clang` on `PATH`.
-    pub clang: Option<PathBuf>,
-    /// The bpftool to use; otherwise `$EBPKG_BPFTOOL`, otherwise `bpftool` on `PATH`
-    /// or in the `sbin` directories where distributions put it.
-    pub bpftool: Option<PathBuf>,
+    pub clang: Option<ToolRequest>,
+    pub bpftool: Option<ToolRequest>,
+}
+
+/// A tool asked for by path or name, and who asked, so that errors can say
+/// where the value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRequest {
+    pub path: PathBuf,
+    pub origin: ToolSource,
+}
+
+impl ToolRequest {
+    /// A tool named by the caller's configuration.
+    pub fn configured(path: impl Into<PathBuf>) -> ToolRequest {
+        ToolRequest { path: path.into(), origin: ToolSource::Configured }
+    }
 }
 
 /// A checked toolchain. Building a value by hand (rather than with
@@ -80,7 +93,7 @@ impl Toolchain {
         let arch = target_arch(std::env::consts::ARCH)
             .ok_or_else(|| ToolchainError::UnsupportedArch { arch: std::env::consts::ARCH.to_owned() })?;
 
-        let (clang_req, clang_src) = requested(opts.clang.as_deref(), CLANG_ENV, "clang");
+        let (clang_req, clang_src) = requested(opts.clang.as_ref(), "clang");
         let clang = find_tool(&clang_req, &[])
             .ok_or_else(|| ToolchainError::ClangNotFound { requested: clang_req.clone(), how: clang_src })?;
         let clang_version = first_line_of(&clang, "--version")
@@ -97,7 +110,7 @@ impl Toolchain {
 
         // Debian and Fedora install bpftool in sbin, which is not on a normal
         // user's PATH.
-        let (bpftool_req, bpftool_src) = requested(opts.bpftool.as_deref(), BPFTOOL_ENV, "bpftool");
+        let (bpftool_req, bpftool_src) = requested(opts.bpftool.as_ref(), "bpftool");
         let sbin: &[&str] =
             if bpftool_src == ToolSource::Default { &["/usr/sbin", "/sbin", "/usr/local/sbin"] } else { &[] };
         let bpftool = find_tool(&bpftool_req, sbin)
@@ -145,13 +158,10 @@ pub fn parse_clang_version(line: &str) -> Option<(String, u32)> {
 }
 
 /// The name or path to look for, and how it was chosen.
-fn requested(given: Option<&Path>, env: &'static str, default: &str) -> (PathBuf, ToolSource) {
-    if let Some(p) = given {
-        return (p.to_owned(), ToolSource::Configured);
-    }
-    match std::env::var_os(env) {
-        Some(v) if !v.is_empty() => (PathBuf::from(v), ToolSource::Env(env)),
-        _ => (PathBuf::from(default), ToolSource::Default),
+fn requested(given: Option<&ToolRequest>, default: &str) -> (PathBuf, ToolSource) {
+    match given {
+        Some(r) => (r.path.clone(), r.origin),
+        None => (PathBuf::from(default), ToolSource::Default),
     }
 }
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use ebpkg_build::{
-    Btf, BuildError, BuildEvent, BuildUnit, Builder, BuiltObject, PackageRef, Toolchain, ToolchainError,
-    ToolchainOptions, UnitInput, check_bpf_object, plan, sha256,
+    Btf, BuildError, BuildEvent, BuildUnit, Builder, BuiltObject, PackageRef, ToolRequest, Toolchain, ToolchainError,
+    ToolchainOptions, UnitInput, check_bpf_object, plan,
 };
 use ebpkg_spec::Manifest;
 use ebpkg_spec::types::{Hook, Sha256Digest};
@@ -214,7 +214,8 @@ fn builds_xdp_and_tc_and_a_rebuild_runs_no_clang() {
     let bin = tempfile::tempdir().unwrap();
     let clang_link = bin.path().join("clang");
     std::os::unix::fs::symlink(&toolchain().clang, &clang_link).unwrap();
-    let tc = Toolchain::detect(&ToolchainOptions { clang: Some(clang_link.clone()), bpftool: None }).unwrap();
+    let tc = Toolchain::detect(&ToolchainOptions { clang: Some(ToolRequest::configured(&clang_link)), bpftool: None })
+        .unwrap();
     assert_eq!(tc.clang, clang_link);
     let cache = tempfile::tempdir().unwrap();
 
@@ -496,7 +497,7 @@ fn no_clang() -> Toolchain {
 #[test]
 fn prebuilt_objects_follow_spec_4_7() {
     let object = real_object();
-    let good = sha256(&object).to_hex();
+    let good = Sha256Digest::of(&object).to_hex();
     let wrong = "00".repeat(32);
     let files = |with_source: bool| {
         let mut f: Vec<(&str, &str)> = vec![];
@@ -559,7 +560,7 @@ fn prebuilt_objects_follow_spec_4_7() {
 
     // Matching digest but not a BPF object: refused, naming the problem.
     let junk = b"not an object".to_vec();
-    let pkg = pkg_with(&sha256(&junk).to_hex(), false);
+    let pkg = pkg_with(&Sha256Digest::of(&junk).to_hex(), false);
     std::fs::write(pkg.root.join("prebuilt/count.o"), &junk).unwrap();
     let (r, _) = run(&builder, &pkg.units(digest(8)));
     let text = r.unwrap_err().to_string();
@@ -568,8 +569,11 @@ fn prebuilt_objects_follow_spec_4_7() {
 
 #[test]
 fn a_missing_clang_says_what_to_install() {
-    let err =
-        Toolchain::detect(&ToolchainOptions { clang: Some("/nonexistent/clang".into()), bpftool: None }).unwrap_err();
+    let err = Toolchain::detect(&ToolchainOptions {
+        clang: Some(ToolRequest::configured("/nonexistent/clang")),
+        bpftool: None,
+    })
+    .unwrap_err();
     assert!(matches!(err, ToolchainError::ClangNotFound { .. }));
     let text = err.to_string();
     assert!(text.contains("/nonexistent/clang"), "{text}");
@@ -577,8 +581,11 @@ fn a_missing_clang_says_what_to_install() {
     assert!(!text.contains("--clang"), "no such flag: {text}");
     assert!(text.contains("as configured by `clang` in [build]") && text.contains("$EBPKG_CLANG"), "{text}");
 
-    let err =
-        Toolchain::detect(&ToolchainOptions { clang: None, bpftool: Some("/nonexistent/bpftool".into()) }).unwrap_err();
+    let err = Toolchain::detect(&ToolchainOptions {
+        clang: None,
+        bpftool: Some(ToolRequest::configured("/nonexistent/bpftool")),
+    })
+    .unwrap_err();
     assert!(err.to_string().contains("cannot find bpftool"), "{err}");
 
     // A build that has something to compile says the same.
@@ -673,7 +680,8 @@ fn other_installed_clangs_build_too() {
             eprintln!("skipping {clang}: not installed");
             continue;
         }
-        let tc = Toolchain::detect(&ToolchainOptions { clang: Some(clang.into()), bpftool: None }).unwrap();
+        let tc = Toolchain::detect(&ToolchainOptions { clang: Some(ToolRequest::configured(clang)), bpftool: None })
+            .unwrap();
         assert_eq!(tc.clang_major, major);
         let pkg = meter();
         let cache = tempfile::tempdir().unwrap();

@@ -47,6 +47,8 @@ pub enum DeployError {
         example.as_deref().map(|e| format!(" (e.g. --set {name}={e})")).unwrap_or_default()
     )]
     MissingParam { script: String, name: String, example: Option<String> },
+    #[error("deployment name `{name}`: use at most 64 ASCII letters, digits, `-` and `_`")]
+    BadDeploymentName { name: String },
     #[error("no chain script takes a parameter `{name}`{}", if known.is_empty() { " (they take none)".to_owned() } else { format!("; they take: {}", known.join(", ")) })]
     UnknownParam { name: String, known: Vec<String> },
     #[error("{package}: {reason}")]

@@ -39,10 +39,13 @@ struct LoaderWork {
 impl Deployer {
     /// Installs `plan`, replacing the deployment of the same name if there is one.
     pub fn install(&self, plan: &DeployPlan, on: &dyn Fn(&Event)) -> Result<InstallOutcome> {
+        check_deployment_name(&plan.deployment)?;
         let _lock = self.store.lock()?;
         self.recover_locked(on, Some(&plan.deployment))?;
-        check_params(plan)?;
         let previous = self.store.record(&plan.deployment)?;
+        let kept = keep_params(plan, previous.as_ref(), on);
+        let plan = kept.as_ref().unwrap_or(plan);
+        check_params(plan)?;
         let netns = match (&self.netns, &previous) {
             (Some(n), _) => Some(n.clone()),
             (None, Some(p)) => {
@@ -459,7 +462,7 @@ impl Deployer {
                 let log_path = self.store.save_log(&file, &failure.log).ok();
                 let file = failure.source.as_ref().and_then(|s| source_path(pkg, &s.file));
                 let line_text = failure.source.as_ref().zip(file.as_ref()).and_then(|(s, f)| {
-                    let text = ebpkg_input::read_text(&pkg.root.join(f), 16 << 20).ok()?;
+                    let text = ebpkg_fs::read_text(&pkg.root.join(f), 16 << 20).ok()?;
                     text.lines().nth((s.line as usize).checked_sub(1)?).map(str::to_owned)
                 });
                 DeployError::Verifier(Box::new(VerifierError {
@@ -513,7 +516,7 @@ fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> 
 }
 
 fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {
-    ebpkg_input::read(path, ebpkg_spec::MAX_OBJECT_BYTES)
+    ebpkg_fs::read(path, ebpkg_spec::MAX_OBJECT_BYTES)
         .map_err(|e| DeployError::Io {
             what: "cannot read the object",
             path: path.to_owned(),
@@ -586,6 +589,29 @@ fn attach_point(mode: &str) -> &'static str {
         "tc-egress" => "tc-egress",
         _ => "xdp",
     }
+}
+
+/// Deployment names become pin names: letters, digits, `-` and `_`.
+fn check_deployment_name(name: &str) -> Result<()> {
+    let ok =
+        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok { Ok(()) } else { Err(DeployError::BadDeploymentName { name: name.to_owned() }) }
+}
+
+/// The plan with the parameters it does not give taken from the deployment it
+/// replaces (`--set` need not be repeated on every upgrade); `None` when it
+/// needs none of them.
+fn keep_params(plan: &DeployPlan, previous: Option<&DeploymentRecord>, on: &dyn Fn(&Event)) -> Option<DeployPlan> {
+    let previous = previous?;
+    let mut filled: Option<DeployPlan> = None;
+    for p in plan.scripts.iter().flat_map(|s| &s.artifact.params) {
+        let have = filled.as_ref().unwrap_or(plan).params.contains_key(p);
+        if let (false, Some(v)) = (have, previous.params.get(p)) {
+            on(&Event::Kept { what: format!("{p}={v} from the current deployment") });
+            filled.get_or_insert_with(|| plan.clone()).params.insert(p.clone(), v.clone());
+        }
+    }
+    filled
 }
 
 /// Every parameter a script uses has a value and every value is used.
@@ -671,4 +697,20 @@ fn planned_attachments(plan: &DeployPlan) -> Result<Vec<(String, String)>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deployment_names_are_pin_names() {
+        for good in ["app", "my-app_2", &"a".repeat(64)] {
+            assert!(check_deployment_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a/b", "..", "app.1", "é", &"a".repeat(65)] {
+            let e = check_deployment_name(bad).unwrap_err();
+            assert!(matches!(e, DeployError::BadDeploymentName { .. }), "{bad}: {e}");
+        }
+    }
 }

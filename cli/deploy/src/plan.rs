@@ -9,7 +9,6 @@ use ebpkg_spec::Manifest;
 use hike_bytecode::Hook;
 use hike_chainc::Artifact;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 /// A deployment to install (or to replace the current one with).
 #[derive(Debug, Clone)]
@@ -112,7 +111,6 @@ impl DeployPlan {
         let inputs =
             Inputs { format: 1, root: bpffs_root, project: &self.project, packages, scripts, params: &self.params };
         let bytes = serde_json::to_vec(&inputs).unwrap_or_default();
-        let digest = Sha256::digest(&bytes);
-        digest.iter().map(|b| format!("{b:02x}")).collect()
+        ebpkg_spec::types::Sha256Digest::of(&bytes).to_hex()
     }
 }

@@ -16,7 +16,7 @@
 //! directory above it could be written by another user ([`crate::safety`]).
 
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -177,8 +177,10 @@ impl Store {
         let mut out = Vec::new();
         for e in fs::read_dir(self.dir.join(sub)).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name.rsplit_once(".tmp-").and_then(|(_, pid)| pid.parse::<u32>().ok());
-            if name.starts_with('.') && pid.is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists()) {
+            // `.<file>.tmp-<pid>` is how versions before ebpkg-fs named them.
+            let legacy = name.rsplit_once(".tmp-").and_then(|(_, pid)| pid.parse::<u32>().ok());
+            let dead = ebpkg_fs::temp::is_stale(&name) || legacy.is_some_and(|pid| !ebpkg_fs::temp::alive(pid));
+            if name.starts_with('.') && dead {
                 out.push(e.path());
             }
         }
@@ -256,30 +258,7 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Replaces `path` with `bytes` (mode `mode` whatever the umask), durably.
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let _ = fs::remove_file(&tmp);
-        let mut f = File::options()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        // The rename itself must reach the disk before we act on it.
-        File::open(dir)?.sync_all()
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io("cannot write", path)(e)
-    })
+    ebpkg_fs::write_atomic(path, bytes, mode).map_err(io("cannot write", path))
 }
 
 fn remove_file(path: &Path) -> Result<()> {

@@ -15,34 +15,22 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use ebpkg_archive::{Limits, UnpackError};
+use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, PackageName};
 use semver::Version;
 
 use crate::atomic::write_atomic;
-use crate::content::{self, ARCHIVES_DIR};
+use crate::content;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_registry::describe_versions;
 use crate::registry::Registry;
 
-const SOURCES_DIR: &str = "src";
-
 /// A download cache rooted at a directory.
 #[derive(Debug, Clone)]
 pub struct Cache {
-    root: PathBuf,
-}
-
-/// What [`Cache::clean`] removes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CleanScope {
-    /// Archives and unpacked packages.
-    All,
-    /// Downloaded archives only.
-    Archives,
-    /// Unpacked packages only; they are unpacked again from the archives when needed.
-    Sources,
+    layout: CacheLayout,
 }
 
 /// What [`Cache::clean`] removed.
@@ -57,40 +45,24 @@ pub struct CleanReport {
 impl Cache {
     /// A cache in `root`, created on first write.
     pub fn new(root: impl Into<PathBuf>) -> Cache {
-        Cache { root: root.into() }
-    }
-
-    /// The conventional cache directory: `$EBPKG_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/ebpkg`, else `~/.cache/ebpkg`; `None` when none of these
-    /// variables is set.
-    pub fn default_root() -> Option<PathBuf> {
-        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        if let Some(dir) = var("EBPKG_CACHE_DIR") {
-            return Some(dir);
-        }
-        // The XDG spec says to ignore a relative value.
-        if let Some(dir) = var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
-            return Some(dir.join("ebpkg"));
-        }
-        var("HOME").map(|home| home.join(".cache").join("ebpkg"))
+        Cache { layout: CacheLayout::new(root) }
     }
 
     /// The cache's directory.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.layout.root()
     }
 
     /// Where the archive with this digest is (or would be) cached.
     pub fn archive_path(&self, digest: &Sha256Digest) -> PathBuf {
-        content::archive_path(&self.root, digest)
+        self.layout.archive(digest)
     }
 
     /// Where the package with this archive digest is (or would be) unpacked. The name
     /// and version are for people browsing the cache; the digest prefix tells apart
     /// two archives of one version from two registries.
     pub fn source_dir(&self, name: &PackageName, version: &Version, digest: &Sha256Digest) -> PathBuf {
-        let hex = digest.to_hex();
-        self.root.join(SOURCES_DIR).join(format!("{name}-{version}-{}", &hex[..16]))
+        self.layout.source_dir(name, version, digest)
     }
 
     /// The path of the cached archive of `name` `version`, downloading it from
@@ -136,7 +108,7 @@ impl Cache {
             available: describe_versions(&entries),
         })?;
         let bytes = registry.download(entry)?;
-        let actual = ebpkg_archive::sha256(&bytes);
+        let actual = Sha256Digest::of(&bytes);
         if actual != *expected {
             return Err(ErrorKind::ChecksumMismatch {
                 package: name.clone(),
@@ -182,7 +154,7 @@ impl Cache {
                 Err(source) => return Err(self.unpack_error(name, version, digest, archive, source)),
             }
         }
-        let parent = self.root.join(SOURCES_DIR);
+        let parent = self.layout.sources();
         crate::atomic::create_dirs(&parent)?;
         match ebpkg_archive::unpack(&bytes, digest, name, version, &dest, &limits) {
             Ok(unpacked) => Ok(unpacked.root),
@@ -214,17 +186,12 @@ impl Cache {
         .into()
     }
 
-    /// Deletes cached archives, unpacked packages or both. Run it when no `ebpkg`
-    /// command is using the cache: a package being installed may be unpacked here.
-    pub fn clean(&self, scope: CleanScope) -> Result<CleanReport> {
-        let dirs: &[&str] = match scope {
-            CleanScope::All => &[ARCHIVES_DIR, SOURCES_DIR],
-            CleanScope::Archives => &[ARCHIVES_DIR],
-            CleanScope::Sources => &[SOURCES_DIR],
-        };
+    /// Deletes these parts of the cache (archives, unpacked packages, builds).
+    /// Run it when no `ebpkg` command is using the cache: a package being
+    /// installed may be unpacked here.
+    pub fn clean(&self, parts: &[CachePart]) -> Result<CleanReport> {
         let mut report = CleanReport::default();
-        for dir in dirs {
-            let dir = self.root.join(dir);
+        for dir in parts.iter().flat_map(|p| self.layout.dirs(*p)) {
             measure(&dir, &mut report)?;
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}

@@ -6,22 +6,17 @@
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ebpkg_archive::Limits;
-use ebpkg_input::ReadError;
+use ebpkg_fs::ReadError;
 use ebpkg_spec::types::Sha256Digest;
 
 use crate::error::{ErrorKind, Result};
 
 /// The directory of archives under a registry or cache root.
-pub(crate) const ARCHIVES_DIR: &str = "archives";
-
 /// Where the archive with this digest lives under `root`.
-pub(crate) fn archive_path(root: &Path, digest: &Sha256Digest) -> PathBuf {
-    let hex = digest.to_hex();
-    root.join(ARCHIVES_DIR).join(&hex[..2]).join(format!("{hex}.tar.gz"))
-}
+pub(crate) use ebpkg_spec::cache_layout::archive_file as archive_path;
 
 /// Whether the file at `path` exists and hashes to `digest`. A missing file is
 /// `false`; a present but wrong one is `false` too (the caller replaces it), and so
@@ -41,7 +36,7 @@ pub(crate) fn holds(path: &Path, digest: &Sha256Digest) -> Result<bool> {
 
 /// The archive at `path`, read whole but never more than an archive may be.
 pub(crate) fn read_archive(path: &Path) -> std::result::Result<Vec<u8>, ReadError> {
-    ebpkg_input::read(path, Limits::default().max_archive_bytes)
+    ebpkg_fs::read(path, Limits::default().max_archive_bytes)
 }
 
 /// Removes a file that may already be gone.

@@ -19,7 +19,7 @@ mod mirror;
 mod registry;
 mod url;
 
-pub use cache::{Cache, CleanReport, CleanScope, check_locked};
+pub use cache::{Cache, CleanReport, check_locked};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
 pub use mirror::{MirrorReport, mirror};

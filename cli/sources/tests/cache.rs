@@ -5,14 +5,13 @@
 
 mod common;
 
+use ebpkg_spec::cache_layout::CachePart;
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
 use common::{name, pack, version};
-use ebpkg_sources::{
-    Cache, CleanReport, CleanScope, ErrorKind, FileRegistry, Registry, RegistryUrl, SearchHit, check_locked,
-};
+use ebpkg_sources::{Cache, CleanReport, ErrorKind, FileRegistry, Registry, RegistryUrl, SearchHit, check_locked};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, Manifest, PackageName};
@@ -222,23 +221,27 @@ fn a_corrupted_archive_is_not_unpacked_and_is_dropped() {
 fn clean_removes_what_it_is_asked_to_and_counts_it() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
-    assert_eq!(s.cache.clean(CleanScope::All).unwrap(), CleanReport::default(), "an empty cache");
+    assert_eq!(
+        s.cache.clean(&[CachePart::Archives, CachePart::Sources]).unwrap(),
+        CleanReport::default(),
+        "an empty cache"
+    );
     let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
     let root = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
     let unpacked_files = files_under(&root);
     let unpacked_bytes: u64 = unpacked_files.iter().map(|f| fs::metadata(f).unwrap().len()).sum();
 
-    let report = s.cache.clean(CleanScope::Sources).unwrap();
+    let report = s.cache.clean(&[CachePart::Sources]).unwrap();
     assert_eq!(report, CleanReport { files: unpacked_files.len() as u64, bytes: unpacked_bytes });
     assert!(!root.exists() && archive.exists());
 
-    let report = s.cache.clean(CleanScope::Archives).unwrap();
+    let report = s.cache.clean(&[CachePart::Archives]).unwrap();
     assert_eq!(report, CleanReport { files: 1, bytes: s.bytes.len() as u64 });
     assert!(!archive.exists());
 
     s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
     s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
-    let report = s.cache.clean(CleanScope::All).unwrap();
+    let report = s.cache.clean(&[CachePart::Archives, CachePart::Sources]).unwrap();
     assert_eq!(report.files, 1 + unpacked_files.len() as u64);
     assert!(files_under(s.cache.root()).is_empty());
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use ebpkg_spec::types::Sha256Digest;
 use std::fs;
 
 use common::{name, pack, pack_described, pack_with, version};
@@ -38,7 +39,7 @@ fn publish_writes_the_archive_then_one_index_line() {
 
     assert_eq!(reg.index(&name("net")).unwrap(), Some(vec![entry.clone()]));
     let downloaded = reg.download(&entry).unwrap();
-    assert_eq!(ebpkg_archive::sha256(&downloaded), entry.cksum);
+    assert_eq!(Sha256Digest::of(&downloaded), entry.cksum);
     assert_eq!(reg.names().unwrap(), [name("net")]);
 
     let second = pack(tmp.path(), "net", "1.1.0");
@@ -269,7 +270,7 @@ fn a_bad_index_line_costs_only_that_line() {
     let versions: Vec<String> = reg.index(&name("net")).unwrap().unwrap().iter().map(|e| e.vers.to_string()).collect();
     assert_eq!(versions, ["1.0.0"]);
     let entry = IndexEntry::parse_line(&lines[0]).unwrap().unwrap();
-    assert_eq!(ebpkg_archive::sha256(&reg.download(&entry).unwrap()), entry.cksum);
+    assert_eq!(Sha256Digest::of(&reg.download(&entry).unwrap()), entry.cksum);
     let packed = pack(tmp.path(), "net", "1.3.0");
     let e = reg.publish(&packed.bytes, &packed.manifest).unwrap_err();
     assert!(e.to_string().contains("line 2:"), "{e}");

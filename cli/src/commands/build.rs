@@ -29,10 +29,9 @@ pub struct BuildArgs {
 
 pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
-    let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
     let objects = build_packages(
         ctx,
-        &[BuildInput { root: &project.dir, digest: packed.sha256, manifest: &project.manifest }],
+        &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: &project.manifest }],
         &BuildOptions { btf: args.btf },
     )?
     .pop()

@@ -147,7 +147,7 @@ fn project_environment(ctx: &Ctx, project: &crate::project::Project) -> Result<C
 fn environment(packages: &[PathBuf], signatures: Option<&Path>) -> Result<CompileEnv> {
     let mut env = match signatures {
         Some(path) => {
-            let text = ebpkg_input::read_text(path, MAX_SIGNATURES_BYTES)
+            let text = ebpkg_fs::read_text(path, MAX_SIGNATURES_BYTES)
                 .map_err(|e| crate::exit::fail(crate::exit::Failure::Input, e))?;
             serde_json::from_str(&text).with_context(|| format!("{} is not a signatures file", path.display()))?
         }

@@ -95,10 +95,7 @@ pub fn run(ctx: &Ctx, args: DoctorArgs) -> Result<ExitCode> {
         "run `ebpkg install`, `uninstall` and `test` as root (CAP_BPF and CAP_NET_ADMIN)",
     ));
 
-    let tools = ebpkg_build::Toolchain::detect(&ebpkg_build::ToolchainOptions {
-        clang: ctx.config.clang.clone(),
-        bpftool: None,
-    });
+    let tools = ebpkg_build::Toolchain::detect(&ctx.config.tools);
     match &tools {
         Ok(t) => {
             checks.push(check("clang", true, format!("{} ({})", t.clang_version, t.clang.display()), ""));

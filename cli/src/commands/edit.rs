@@ -39,7 +39,7 @@ pub struct RemoveArgs {
 
 fn load_doc(project: &Project) -> Result<(String, DocumentMut)> {
     let path = project.manifest_path();
-    let text = ebpkg_input::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
+    let text = ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
     let doc: DocumentMut = text.parse().map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
     Ok((text, doc))
 }

@@ -14,7 +14,7 @@ use crate::Ctx;
 use crate::commands::install::parse_package_spec;
 use crate::exit::{Failure, fail};
 use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects};
-use crate::ops::resolve::resolve_manifest;
+use crate::ops::resolve::{Root, resolve};
 
 #[derive(Args)]
 #[command(
@@ -85,7 +85,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     let regs = ctx.registries()?;
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
-    let lock = resolve_manifest(m, None, UpdatePolicy::Nothing, &regs)?;
+    let lock = resolve(Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
     if args.no_verify {
         ctx.ui.status("Skipped", format!("verifying {id} (--no-verify): not built, not checked by the kernel"));
     } else {

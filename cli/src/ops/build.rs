@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Result;
-use ebpkg_build::{Btf, BuildEvent, Builder, PackageRef, Toolchain, ToolchainOptions};
+use ebpkg_build::{Btf, BuildEvent, Builder, PackageRef, Toolchain};
 use ebpkg_deploy::PlannedObject;
 use ebpkg_spec::Manifest;
 use ebpkg_spec::types::{Hook as SpecHook, Sha256Digest};
@@ -42,7 +42,7 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     if units.is_empty() {
         return Ok(vec![Vec::new(); inputs.len()]);
     }
-    let toolchain = Toolchain::detect(&ToolchainOptions { clang: ctx.config.clang.clone(), bpftool: None })?;
+    let toolchain = Toolchain::detect(&ctx.config.tools)?;
     let btf = match &opts.btf {
         Some(p) => Btf::from_file(p),
         None => Btf::kernel(),
@@ -77,22 +77,25 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     if let Ok(p) = progress.lock() {
         p.finish();
     }
-    let mut out: Vec<Vec<PlannedObject>> = vec![Vec::new(); inputs.len()];
-    for b in built {
-        let Some(i) = inputs.iter().position(|i| {
-            i.manifest.package.name.as_str() == b.unit.package && i.manifest.package.version == b.unit.version
-        }) else {
-            continue;
-        };
-        out[i].push(PlannedObject {
-            path: b.object.clone(),
-            object_name: b.unit.file().to_string(),
-            hook: hook(b.unit.hook),
-            programs: b.unit.programs.iter().map(|p| p.to_string()).collect(),
-            loaders: b.unit.loaders.iter().map(|l| l.to_string()).collect(),
-        });
-    }
-    Ok(out)
+    // The builder gives one object per unit, in the units' order: each input's
+    // objects are the next as many as its plan has units.
+    let mut built = built.into_iter();
+    Ok(plans
+        .iter()
+        .map(|plan| {
+            built
+                .by_ref()
+                .take(plan.len())
+                .map(|b| PlannedObject {
+                    path: b.object.clone(),
+                    object_name: b.unit.file().to_string(),
+                    hook: hook(b.unit.hook),
+                    programs: b.unit.programs.iter().map(|p| p.to_string()).collect(),
+                    loaders: b.unit.loaders.iter().map(|l| l.to_string()).collect(),
+                })
+                .collect()
+        })
+        .collect())
 }
 
 /// Loads every program and loader of the objects in a HIKe root of this run's own
@@ -105,7 +108,7 @@ pub fn verify_objects(
     let root = crate::ops::TempRoot::create(ctx, "verify")?;
     let mut out = Vec::new();
     for o in objects {
-        let elf = ebpkg_input::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+        let elf = ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
         let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
         let stats = root.rt.verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)?;
         ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));

@@ -78,5 +78,5 @@ pub const MAX_CHAIN_SOURCE_BYTES: u64 = 1024 * 1024;
 
 /// A chain script's text, read by the rules for input files (regular file, capped).
 pub fn read_chain_source(path: &std::path::Path) -> Result<String> {
-    ebpkg_input::read_text(path, MAX_CHAIN_SOURCE_BYTES).map_err(|e| crate::exit::fail(crate::exit::Failure::Input, e))
+    ebpkg_fs::read_text(path, MAX_CHAIN_SOURCE_BYTES).map_err(|e| crate::exit::fail(crate::exit::Failure::Input, e))
 }

@@ -13,7 +13,7 @@ use crate::exit::{Failure, fail};
 use crate::ops::build::{BuildInput, BuildOptions, build_packages};
 use crate::ops::chains::compile_chains;
 use crate::ops::fetch::{Fetched, fetch_all};
-use crate::ops::resolve::{resolve_manifest, resolve_project};
+use crate::ops::resolve::{Root, resolve, resolve_project};
 use crate::project::Project;
 
 /// What to install.
@@ -76,13 +76,12 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
     // ebpkg.lock is written only once the install succeeded: a failed install
     // leaves the project as it was.
     let mut pending_lock = None;
-    let (root_manifest, project_dir, lock) = match &target {
+    let lock = match &target {
         Target::Project(p) => {
-            let p = p.as_ref();
             let resolved = resolve_project(ctx, p, &regs, UpdatePolicy::Nothing)?;
             let lock = resolved.lock.clone();
             pending_lock = Some(resolved);
-            (p.manifest.clone(), Some(p.dir.clone()), lock)
+            lock
         }
         Target::Package { name, req } => {
             if ctx.locked {
@@ -91,31 +90,23 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
                     "--locked needs a project with an ebpkg.lock; run in its directory",
                 ));
             }
-            let text = format!(
-                "[package]\nname = \"ebpkg-install\"\nversion = \"0.0.0\"\n\n[dependencies]\n{name} = \"{req}\"\n"
-            );
-            let m = Manifest::parse(&text, "<install>")?;
             ctx.ui.status("Resolving", format!("{name}@{req}"));
-            let lock = resolve_manifest(&m, None, UpdatePolicy::Nothing, &regs)?;
-            (m, None, lock)
+            resolve(Root::of_package(name.clone(), req.clone())?, None, UpdatePolicy::Nothing, &regs)?
         }
     };
     let fetched = fetch_all(ctx, &regs, &lock)?;
 
-    // The package whose chains are deployed.
-    let (chain_pkg, chain_root, project_digest) = match (&target, &project_dir) {
-        (Target::Project(_), Some(dir)) => {
-            let packed = ebpkg_archive::pack(dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
-            (root_manifest.clone(), dir.clone(), Some(packed.sha256))
-        }
-        (Target::Package { name, .. }, _) => {
+    // The package whose chains are deployed, and the project's digest when it is
+    // the project (a registry package is built as fetched).
+    let (chain_pkg, chain_root, project_digest) = match &target {
+        Target::Project(p) => (p.manifest.clone(), p.dir.clone(), Some(p.digest()?)),
+        Target::Package { name, .. } => {
             let f = fetched
                 .iter()
                 .find(|f| f.manifest.package.name.normalized() == name.normalized())
                 .ok_or_else(|| fail(Failure::Resolution, format!("{name} was not resolved")))?;
             (f.manifest.clone(), f.root.clone(), None)
         }
-        _ => return Err(fail(Failure::Input, "no project directory")),
     };
 
     // Build every package (the project too when it has programs or loaders).
@@ -126,7 +117,8 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
     if let Some(digest) = project_digest {
         inputs.push(BuildInput { root: &chain_root, digest, manifest: &chain_pkg });
     }
-    let objects = build_packages(ctx, &inputs, &opts.build)?;
+    let mut objects = build_packages(ctx, &inputs, &opts.build)?;
+    let project_objects = objects.split_off(fetched.len()).pop().unwrap_or_default();
 
     let resolved: Vec<&Manifest> = fetched.iter().map(|f| &f.manifest).collect();
     let scripts = compile_chains(ctx, &chain_pkg, &chain_root, &resolved)?;
@@ -155,26 +147,12 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
             checksum: digest.to_hex(),
             root: chain_root.clone(),
             manifest: chain_pkg.clone(),
-            objects: objects.last().cloned().unwrap_or_default(),
+            objects: project_objects,
         });
     }
 
     let deployment = opts.deployment.clone().unwrap_or_else(|| chain_pkg.package.name.to_string());
-    check_deployment_name(&deployment)?;
-    // Parameters not given again keep the values the deployment was installed with.
-    let mut params = opts.params.clone();
-    if let Some(prev) = deployer.store().record(&deployment)? {
-        for s in &scripts {
-            for p in &s.artifact.params {
-                if !params.contains_key(p)
-                    && let Some(v) = prev.params.get(p)
-                {
-                    ctx.ui.status("Keeping", format!("{p}={v} from the current deployment"));
-                    params.insert(p.clone(), v.clone());
-                }
-            }
-        }
-    }
+    let params = opts.params.clone();
     let project_dir = match &target {
         Target::Project(_) => Some(std::fs::canonicalize(&chain_root).unwrap_or_else(|_| chain_root.clone())),
         Target::Package { .. } => None,
@@ -197,18 +175,4 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         resolved.save(ctx, p)?;
     }
     Ok(outcome)
-}
-
-/// Deployment names become pin names: letters, digits, `-` and `_`.
-fn check_deployment_name(name: &str) -> Result<()> {
-    let ok =
-        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(fail(
-            Failure::Usage,
-            format!("deployment name `{name}`: use at most 64 ASCII letters, digits, `-` and `_`"),
-        ))
-    }
 }

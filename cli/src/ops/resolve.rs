@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 use ebpkg_resolver::{PackageId, Requirement, ResolveRequest, UpdatePolicy};
-use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest};
+use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -77,41 +77,52 @@ fn satisfies(manifest: &Manifest, lock: &Lockfile, regs: &Registries<'_>) -> Res
     Ok(reached.len() == lock.packages().len())
 }
 
-/// The manifest's dependencies as the resolver takes them.
-pub fn requirements(manifest: &Manifest, regs: &Registries<'_>) -> Result<Vec<Requirement>> {
-    manifest
-        .dependencies
-        .iter()
-        .map(|(name, d)| {
-            let url = regs.url(d.registry.as_deref())?;
-            Ok(Requirement {
-                pkg: PackageId::in_registry(name.clone(), regs.id_registry(&url)),
-                req: d.version.clone(),
-                req_text: d.version.to_string(),
-            })
-        })
-        .collect()
+/// What a resolution starts from: a root package and what it requires.
+pub struct Root {
+    pub name: PackageName,
+    pub version: semver::Version,
+    pub deps: Vec<Requirement>,
 }
 
-/// Resolves `manifest`'s dependencies (`old` is the previous lock) into a lockfile.
-pub fn resolve_manifest(
-    manifest: &Manifest,
-    old: Option<&Lockfile>,
-    update: UpdatePolicy,
-    regs: &Registries<'_>,
-) -> Result<Lockfile> {
+impl Root {
+    /// A package's dependencies, each in its registry.
+    pub fn of_manifest(manifest: &Manifest, regs: &Registries<'_>) -> Result<Root> {
+        let deps = manifest
+            .dependencies
+            .iter()
+            .map(|(name, d)| {
+                let url = regs.url(d.registry.as_deref())?;
+                Ok(Requirement {
+                    pkg: PackageId::in_registry(name.clone(), regs.id_registry(&url)),
+                    req: d.version.clone(),
+                    req_text: d.version.to_string(),
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Root { name: manifest.package.name.clone(), version: manifest.package.version.clone(), deps })
+    }
+
+    /// One package of the default registry, as `ebpkg install NAME@REQ` asks for
+    /// it (the root stands for the command, not for a package).
+    pub fn of_package(name: PackageName, req: semver::VersionReq) -> Result<Root> {
+        let root = PackageName::new("ebpkg-install").map_err(|e| anyhow::anyhow!("{e}"))?;
+        let req_text = req.to_string();
+        Ok(Root {
+            name: root,
+            version: semver::Version::new(0, 0, 0),
+            deps: vec![Requirement { pkg: PackageId::in_registry(name, None), req, req_text }],
+        })
+    }
+}
+
+/// Resolves what `root` requires (`old` is the previous lock) into a lockfile.
+pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &Registries<'_>) -> Result<Lockfile> {
     let mut locked = Vec::new();
     for p in old.map(Lockfile::packages).unwrap_or_default() {
         let url = regs.url(Some(&p.source))?;
         locked.push((PackageId::in_registry(p.name.clone(), regs.id_registry(&url)), p.version.clone()));
     }
-    let request = ResolveRequest {
-        root: manifest.package.name.clone(),
-        root_version: manifest.package.version.clone(),
-        deps: requirements(manifest, regs)?,
-        locked,
-        update,
-    };
+    let request = ResolveRequest { root: root.name, root_version: root.version, deps: root.deps, locked, update };
     let resolution = ebpkg_resolver::resolve(&request, regs)?;
     let mut packages = Vec::new();
     for (id, rp) in &resolution.packages {
@@ -183,7 +194,7 @@ pub fn resolve_project(ctx: &Ctx, project: &Project, regs: &Registries<'_>, upda
         return Ok(Resolved { lock: lock.clone(), old, stale: false });
     }
     ctx.ui.status("Resolving", format!("dependencies of {}", project.manifest.package.name));
-    let lock = resolve_manifest(&project.manifest, old.as_ref(), update, regs)?;
+    let lock = resolve(Root::of_manifest(&project.manifest, regs)?, old.as_ref(), update, regs)?;
     let changed = damaged || old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
     if !changed {
         return Ok(Resolved { lock, old, stale: false });

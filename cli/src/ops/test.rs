@@ -166,10 +166,9 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     }
     // Every file is read and checked before anything is built or run.
     let suites = load_suites(project, &files, filter)?;
-    let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
     let objects = build_packages(
         ctx,
-        &[BuildInput { root: &project.dir, digest: packed.sha256, manifest: m }],
+        &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: m }],
         &BuildOptions::default(),
     )?
     .pop()
@@ -183,7 +182,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     let version = m.package.version.to_string();
     let mut ids = std::collections::BTreeMap::new();
     for obj in objects.iter().filter(|o| !o.programs.is_empty()) {
-        let elf = ebpkg_input::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+        let elf = ebpkg_fs::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
         let regs = rt
             .register_object(&ProgramObject {
                 package: &package,
@@ -231,7 +230,7 @@ fn load_suites(project: &Project, files: &[PathBuf], filter: Option<&str>) -> Re
     let (mut runs, mut repeats) = (0usize, 0u64);
     for file in files {
         let rel = file.strip_prefix(&project.dir).unwrap_or(file).display().to_string();
-        let text = ebpkg_input::read_text(file, MAX_TEST_FILE_BYTES)?;
+        let text = ebpkg_fs::read_text(file, MAX_TEST_FILE_BYTES)?;
         let parsed: TestFile =
             toml::from_str(&text).map_err(|e| fail(Failure::Input, format!("{rel}: {}", e.to_string().trim_end())))?;
         for case in &parsed.cases {
@@ -500,7 +499,7 @@ fn packet(project: &Project, hex_packet: Option<&str>, pcap: Option<&str>, index
         (Some(h), None) => hex(h, "packet"),
         (None, Some(p)) => {
             let path = package_file(project, p)?;
-            let bytes = ebpkg_input::read(&path, MAX_PCAP_BYTES)?;
+            let bytes = ebpkg_fs::read(&path, MAX_PCAP_BYTES)?;
             pcap_packet(&bytes, index).with_context(|| p.to_owned())
         }
         _ => anyhow::bail!("give the packet as `packet = \"<hex>\"` or `pcap = \"<file>\"` (one of them)"),

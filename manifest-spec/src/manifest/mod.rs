@@ -24,7 +24,7 @@ pub const MANIFEST_FILE: &str = "ebpkg.toml";
 pub enum ManifestError {
     /// Missing, not a regular file (a FIFO, a device), too large, or unreadable.
     #[error(transparent)]
-    Io(#[from] ebpkg_input::ReadError),
+    Io(#[from] ebpkg_fs::ReadError),
     #[error("{diagnostics}")]
     Invalid {
         diagnostics: Diagnostics,
@@ -79,5 +79,5 @@ impl Manifest {
 /// Reads a TOML file of at most the size any such file may have; a FIFO, a device
 /// or a huge file is refused without being read.
 pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, ManifestError> {
-    Ok(ebpkg_input::read(path, toml_input::MAX_TOML_BYTES as u64)?)
+    Ok(ebpkg_fs::read(path, toml_input::MAX_TOML_BYTES as u64)?)
 }

@@ -3,8 +3,9 @@
 //! is left beside the destination.
 #![no_main]
 
-use ebpkg_archive::{Limits, sha256, unpack};
+use ebpkg_archive::{Limits, unpack};
 use ebpkg_spec::PackageName;
+use ebpkg_spec::types::Sha256Digest;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let version = semver::Version::new(1, 0, 0);
     // Small limits keep each run fast; the checks are the same at any size.
     let limits = Limits { max_total_bytes: 4 << 20, max_file_bytes: 1 << 20, max_entries: 256, ..Limits::default() };
-    match unpack(data, &sha256(data), &name, &version, &dest, &limits) {
+    match unpack(data, &Sha256Digest::of(data), &name, &version, &dest, &limits) {
         Ok(unpacked) => assert_eq!(unpacked.root, dest),
         Err(_) => {
             let left = std::fs::read_dir(tmp.path()).map(|entries| entries.count()).unwrap_or(0);

@@ -2,12 +2,13 @@
 //! tar streams, and an unpack site whose surroundings can be checked for leaks.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use ebpkg_spec::types::Sha256Digest;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use ebpkg_archive::{Limits, UnpackError, Unpacked, sha256, unpack};
+use ebpkg_archive::{Limits, UnpackError, Unpacked, unpack};
 use ebpkg_spec::PackageName;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -175,7 +176,7 @@ impl Site {
     pub fn unpack(&self, bytes: &[u8], name: &str, version: &str, limits: &Limits) -> Result<Unpacked, UnpackError> {
         let name = PackageName::new(name).unwrap();
         let version = semver::Version::parse(version).unwrap();
-        unpack(bytes, &sha256(bytes), &name, &version, &self.dest, limits)
+        unpack(bytes, &Sha256Digest::of(bytes), &name, &version, &self.dest, limits)
     }
 
     /// Unpacks `bytes` as demo 1.0.0 with `limits`, expecting a refusal, and checks

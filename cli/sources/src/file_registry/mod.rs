@@ -110,7 +110,7 @@ impl FileRegistry {
     /// `Ok(false)`: there is no config.json.
     fn read_config(&self) -> Result<bool> {
         let path = self.config_path();
-        let bytes = match ebpkg_input::read(&path, MAX_CONFIG_BYTES) {
+        let bytes = match ebpkg_fs::read(&path, MAX_CONFIG_BYTES) {
             Ok(bytes) => bytes,
             Err(e) if e.is_not_found() => return Ok(false),
             Err(e) => return Err(self.damaged(e)),
@@ -205,7 +205,7 @@ impl FileRegistry {
 
     /// The text of an index file and what parsing it gave.
     fn read_index_file(&self, path: &Path, name: &PackageName) -> Result<(Vec<u8>, ParsedIndex)> {
-        let bytes = ebpkg_input::read(path, MAX_INDEX_FILE_BYTES).map_err(|source| self.damaged(source))?;
+        let bytes = ebpkg_fs::read(path, MAX_INDEX_FILE_BYTES).map_err(|source| self.damaged(source))?;
         let parsed = parse_index_file(name.as_str(), &bytes);
         Ok((bytes, parsed))
     }
@@ -239,7 +239,7 @@ impl FileRegistry {
     }
 
     /// A file of the registry that cannot be read as what it should be.
-    pub(super) fn damaged(&self, source: ebpkg_input::ReadError) -> Error {
+    pub(super) fn damaged(&self, source: ebpkg_fs::ReadError) -> Error {
         ErrorKind::DamagedRegistry { url: self.url.clone(), cause: source }.into()
     }
 
@@ -324,7 +324,7 @@ impl Registry for FileRegistry {
 
     fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>> {
         let path = self.archive_path(&entry.cksum);
-        match ebpkg_input::read(&path, Limits::default().max_archive_bytes) {
+        match ebpkg_fs::read(&path, Limits::default().max_archive_bytes) {
             Ok(bytes) => Ok(bytes),
             Err(e) if e.is_not_found() => {
                 self.require_registry()?;

@@ -4,6 +4,7 @@
 
 use ebpkg_archive::{Limits, UnpackError};
 use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;
 
@@ -27,7 +28,7 @@ impl FileRegistry {
         let name = &manifest.package.name;
         let version = &manifest.package.version;
         check_dependency_registries(manifest)?;
-        let cksum = ebpkg_archive::sha256(archive);
+        let cksum = Sha256Digest::of(archive);
         // The expensive check runs before taking the lock, so other writers do not
         // wait for it.
         check_archive_holds(archive, &cksum, manifest)?;
@@ -58,7 +59,7 @@ impl FileRegistry {
     /// nothing (its archive is restored if it went missing); with another checksum it
     /// is refused.
     pub fn import(&self, entry: &IndexEntry, archive: &[u8], from: &RegistryUrl) -> Result<Imported> {
-        let actual = ebpkg_archive::sha256(archive);
+        let actual = Sha256Digest::of(archive);
         if actual != entry.cksum {
             return Err(ErrorKind::ChecksumMismatch {
                 package: entry.name.clone(),

@@ -1,0 +1,122 @@
+//! Where everything lives in ebpkg's cache directory: one definition, used by the
+//! download cache (ebpkg-sources), the build cache (ebpkg-build) and `ebpkg cache`.
+//!
+//! ```text
+//! <root>/archives/<2 hex>/<64 hex>.tar.gz       downloaded archives, by SHA-256
+//! <root>/src/<name>-<version>-<16 hex>/          unpacked packages
+//! <root>/objects/<2 hex>/<64 hex>.o              built objects, by cache key
+//! <root>/vmlinux/<btf sha256>/vmlinux.h          headers generated from a kernel's BTF
+//! <root>/sdk/<sdk sha256>/include/hike/*.h       the HIKe SDK headers builds include
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use semver::Version;
+
+use crate::PackageName;
+use crate::types::Sha256Digest;
+
+/// The layout of one cache directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheLayout {
+    root: PathBuf,
+}
+
+/// The parts of a cache, as `ebpkg cache clean --only` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CachePart {
+    /// Downloaded archives.
+    Archives,
+    /// Unpacked packages.
+    Sources,
+    /// Built objects, generated `vmlinux.h` files and SDK headers.
+    Builds,
+}
+
+impl CacheLayout {
+    pub fn new(root: impl Into<PathBuf>) -> CacheLayout {
+        CacheLayout { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directories that hold `part`.
+    pub fn dirs(&self, part: CachePart) -> Vec<PathBuf> {
+        match part {
+            CachePart::Archives => vec![self.archives()],
+            CachePart::Sources => vec![self.sources()],
+            CachePart::Builds => vec![self.objects(), self.root.join("vmlinux"), self.sdk()],
+        }
+    }
+
+    pub fn archives(&self) -> PathBuf {
+        self.root.join("archives")
+    }
+
+    /// The archive with this digest.
+    pub fn archive(&self, digest: &Sha256Digest) -> PathBuf {
+        archive_file(&self.root, digest)
+    }
+
+    pub fn sources(&self) -> PathBuf {
+        self.root.join("src")
+    }
+
+    /// Where `name` `version` with archive `digest` is unpacked.
+    pub fn source_dir(&self, name: &PackageName, version: &Version, digest: &Sha256Digest) -> PathBuf {
+        let hex = digest.to_hex();
+        self.sources().join(format!("{name}-{version}-{}", &hex[..16]))
+    }
+
+    pub fn objects(&self) -> PathBuf {
+        self.root.join("objects")
+    }
+
+    /// The object built under `key` (the 256-way split keeps directories small
+    /// on hosts that build many packages).
+    pub fn object(&self, key: &Sha256Digest) -> PathBuf {
+        let hex = key.to_hex();
+        self.objects().join(&hex[..2]).join(format!("{hex}.o"))
+    }
+
+    /// The directory of the `vmlinux.h` generated from BTF with this digest.
+    pub fn vmlinux_dir(&self, btf: &Sha256Digest) -> PathBuf {
+        self.root.join("vmlinux").join(btf.to_hex())
+    }
+
+    pub fn sdk(&self) -> PathBuf {
+        self.root.join("sdk")
+    }
+}
+
+/// `<root>/archives/<2 hex>/<64 hex>.tar.gz`: how a cache and a file:// registry
+/// both keep archives.
+pub fn archive_file(root: &Path, digest: &Sha256Digest) -> PathBuf {
+    let hex = digest.to_hex();
+    root.join("archives").join(&hex[..2]).join(format!("{hex}.tar.gz"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn paths() {
+        let l = CacheLayout::new("/c");
+        let d = Sha256Digest([0xab; 32]);
+        let hex = "ab".repeat(32);
+        assert_eq!(l.archive(&d), Path::new("/c/archives/ab").join(format!("{hex}.tar.gz")));
+        assert_eq!(l.object(&d), Path::new("/c/objects/ab").join(format!("{hex}.o")));
+        let name = PackageName::new("net").unwrap();
+        let v = Version::new(1, 2, 3);
+        assert_eq!(l.source_dir(&name, &v, &d), Path::new("/c/src/net-1.2.3-abababababababab"));
+        assert_eq!(l.vmlinux_dir(&d), Path::new("/c/vmlinux").join(&hex));
+        let all: Vec<_> =
+            [CachePart::Archives, CachePart::Sources, CachePart::Builds].into_iter().flat_map(|p| l.dirs(p)).collect();
+        assert_eq!(all.len(), 5);
+        assert!(all.iter().all(|p| p.starts_with("/c")));
+    }
+}
