@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use ebpkg_resolver::{Candidate, PackageId, Requirement, SourceError, VersionSource};
+use ebpkg_resolver::{Candidate, QualifiedName, Requirement, SourceError, VersionSource};
 use ebpkg_sources::{Registry, RegistryUrl, open_registry};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::IndexEntry;
@@ -106,7 +106,7 @@ impl<'c> Registries<'c> {
                     None => from.clone(),
                     Some(u) => RegistryUrl::parse(u)?,
                 };
-                let pkg = PackageId::in_registry(d.name.clone(), self.id_registry(&url));
+                let pkg = QualifiedName::in_registry(d.name.clone(), self.id_registry(&url));
                 Ok(Requirement { pkg, req: d.req.clone(), req_text: d.req.to_string() })
             })
             .collect()
@@ -114,7 +114,7 @@ impl<'c> Registries<'c> {
 }
 
 impl VersionSource for Registries<'_> {
-    fn versions(&self, pkg: &PackageId) -> std::result::Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Arc<[Candidate]>, SourceError> {
         let url = self.url(pkg.registry.as_deref()).map_err(|e| format!("{e:#}"))?;
         let Some(entries) = self.index(&url, &pkg.name).map_err(|e| format!("{e:#}"))? else {
             return Ok(Arc::from([]));

@@ -7,6 +7,7 @@
 pub mod cache_layout;
 pub mod diagnostic;
 pub mod digest;
+pub mod id;
 pub mod index;
 pub mod lockfile;
 pub mod manifest;
@@ -16,6 +17,7 @@ mod toml_input;
 pub mod types;
 
 pub use diagnostic::{Diagnostic, Diagnostics};
+pub use id::PackageId;
 pub use index::{IndexEntry, index_path};
 pub use lockfile::{LockedDependency, LockedPackage, Lockfile};
 pub use manifest::{Manifest, ManifestError};

@@ -264,7 +264,7 @@ impl Builder {
         {
             let note = format!(
                 "warning: prebuilt object {object} of {} is missing; {src} compiled instead\n",
-                unit.package_id()
+                unit.package
             );
             return Prebuilt::Compile(src.clone(), note);
         }
@@ -288,7 +288,6 @@ impl Builder {
                 }),
                 Err(problem) => Prebuilt::Fail(BuildError::BadObject {
                     package: unit.package.clone(),
-                    version: unit.version.clone(),
                     file: object.clone(),
                     prebuilt: true,
                     problem,
@@ -301,12 +300,11 @@ impl Builder {
                 format!(
                     "warning: prebuilt object {object} of {} does not match its sha256 in ebpkg.toml \
                      (expected {expected}, found {actual}); it was ignored and {src} compiled instead\n",
-                    unit.package_id()
+                    unit.package
                 ),
             ),
             None => Prebuilt::Fail(BuildError::PrebuiltMismatch(Box::new(PrebuiltMismatch {
                 package: unit.package.clone(),
-                version: unit.version.clone(),
                 object: object.clone(),
                 expected: *expected,
                 actual,
@@ -424,7 +422,6 @@ impl Builder {
         let out = compile::run(&self.toolchain.clang, &args, &root, source.as_str(), &tmp).map_err(|e| {
             BuildError::RunClang {
                 package: unit.package.clone(),
-                version: unit.version.clone(),
                 file: source.clone(),
                 clang: self.toolchain.clang.clone(),
                 cause: e,
@@ -434,7 +431,6 @@ impl Builder {
         if !out.status.success() {
             return Err(BuildError::Compile(Box::new(CompileError {
                 package: unit.package.clone(),
-                version: unit.version.clone(),
                 file: source.clone(),
                 hook: unit.hook,
                 clang_release: self.toolchain.clang_release.clone(),
@@ -448,7 +444,6 @@ impl Builder {
         })?;
         check_bpf_object(&bytes).map_err(|problem| BuildError::BadObject {
             package: unit.package.clone(),
-            version: unit.version.clone(),
             file: source.clone(),
             prebuilt: false,
             problem,
@@ -503,7 +498,6 @@ fn package_file(unit: &BuildUnit, file: &RelPath) -> Result<PathBuf, BuildError>
 fn file_error(unit: &BuildUnit, file: &RelPath, problem: String) -> BuildError {
     BuildError::PackageFile(Box::new(PackageFileError {
         package: unit.package.clone(),
-        version: unit.version.clone(),
         root: unit.root.clone(),
         file: file.clone(),
         problem,

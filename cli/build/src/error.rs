@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use ebpkg_spec::PackageId;
 use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
-use semver::Version;
 
 use crate::elf_check::ElfProblem;
 use crate::toolchain::{INSTALL_HINT, MIN_CLANG_MAJOR, ToolSource};
@@ -113,16 +113,16 @@ pub enum BuildError {
     PrebuiltMismatch(Box<PrebuiltMismatch>),
 
     /// An object (compiled or prebuilt) is not a CO-RE BPF object.
-    #[error("{} {file} of {package}@{version} is not a usable BPF object: {problem}", if *prebuilt { "the prebuilt object" } else { "the object compiled from" })]
-    BadObject { package: String, version: Version, file: RelPath, prebuilt: bool, problem: ElfProblem },
+    #[error("{} {file} of {package} is not a usable BPF object: {problem}", if *prebuilt { "the prebuilt object" } else { "the object compiled from" })]
+    BadObject { package: PackageId, file: RelPath, prebuilt: bool, problem: ElfProblem },
 
     /// A file the manifest names is missing, unreadable or outside the package.
     #[error(transparent)]
     PackageFile(Box<PackageFileError>),
 
     /// The compiler could not be started.
-    #[error("cannot run clang at {} to compile {file} of {package}@{version}: {cause}; {INSTALL_HINT}", clang.display())]
-    RunClang { package: String, version: Version, file: RelPath, clang: PathBuf, cause: std::io::Error },
+    #[error("cannot run clang at {} to compile {file} of {package}: {cause}; {INSTALL_HINT}", clang.display())]
+    RunClang { package: PackageId, file: RelPath, clang: PathBuf, cause: std::io::Error },
 
     #[error(transparent)]
     Toolchain(#[from] ToolchainError),
@@ -146,12 +146,11 @@ pub enum BuildError {
 /// clang refused a source file. (Boxed in [`BuildError`] to keep results small.)
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "failed to compile {file} of {package}@{version} (clang {clang_release}):\n{}\n{}",
+    "failed to compile {file} of {package} (clang {clang_release}):\n{}\n{}",
     shown_output(stderr), reproduce(command, *hook)
 )]
 pub struct CompileError {
-    pub package: String,
-    pub version: Version,
+    pub package: PackageId,
     /// The source file, relative to the package root (as clang's messages name it).
     pub file: RelPath,
     pub hook: Hook,
@@ -167,14 +166,13 @@ pub struct CompileError {
 /// back on.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "the prebuilt object {object} of {package}@{version} does not match its sha256 in ebpkg.toml \
+    "the prebuilt object {object} of {package} does not match its sha256 in ebpkg.toml \
      (expected {expected}, found {actual}), and the package has no `source` to build it from; \
      the package is damaged or was published with a stale digest: fetch it again, or, as its author, \
      rebuild the object and write the output of `sha256sum {object}` into `prebuilt.sha256`"
 )]
 pub struct PrebuiltMismatch {
-    pub package: String,
-    pub version: Version,
+    pub package: PackageId,
     pub object: RelPath,
     pub expected: Sha256Digest,
     pub actual: Sha256Digest,
@@ -182,10 +180,9 @@ pub struct PrebuiltMismatch {
 
 /// A file the manifest names is missing, unreadable or outside the package.
 #[derive(Debug, thiserror::Error)]
-#[error("{file} of {package}@{version} (in {}): {problem}", root.display())]
+#[error("{file} of {package} (in {}): {problem}", root.display())]
 pub struct PackageFileError {
-    pub package: String,
-    pub version: Version,
+    pub package: PackageId,
     /// The package root.
     pub root: PathBuf,
     pub file: RelPath,
@@ -268,8 +265,7 @@ mod tests {
     #[test]
     fn compile_error_reads_well() {
         let e = BuildError::Compile(Box::new(CompileError {
-            package: "meter".into(),
-            version: Version::new(1, 0, 0),
+            package: PackageId::new(ebpkg_spec::PackageName::new("meter").unwrap(), semver::Version::new(1, 0, 0)),
             file: RelPath::new("src/tb.bpf.c").unwrap(),
             hook: Hook::Tc,
             clang_release: "14.0.6".into(),

@@ -4,7 +4,7 @@
 //! ```text
 //! Toolchain::detect ─┐
 //! Btf::kernel ───────┼─> Builder::new ─> Builder::build(&plan(&package)) ─> Vec<BuiltObject>
-//! PackageRef ─> plan ┘
+//! PackageToBuild ─> plan ┘
 //! ```
 //!
 //! - [`Toolchain`] finds clang (and checks libbpf's headers) and bpftool.
@@ -35,7 +35,7 @@ pub use cache::object_path;
 pub use cache_key::{CacheKeyInput, FORMAT_VERSION, cache_key};
 pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object};
 pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
-pub use plan::{BuildUnit, PackageRef, UnitInput, plan};
+pub use plan::{BuildUnit, PackageToBuild, UnitInput, plan};
 pub use toolchain::{
     BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolRequest, ToolSource, Toolchain, ToolchainOptions, parse_clang_version,
     target_arch,

@@ -8,16 +8,13 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use ebpkg_spec::Manifest;
 use ebpkg_spec::names::ItemName;
 use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
-use semver::Version;
+use ebpkg_spec::{Manifest, PackageId};
 
-/// The package being built.
+/// A package to build: its files and what its manifest says.
 #[derive(Debug, Clone, Copy)]
-pub struct PackageRef<'a> {
-    pub name: &'a str,
-    pub version: &'a Version,
+pub struct PackageToBuild<'a> {
     /// The unpacked package directory (the one holding `ebpkg.toml`).
     pub root: &'a Path,
     /// The package archive's SHA-256 or, for a local directory, the digest of its
@@ -27,10 +24,14 @@ pub struct PackageRef<'a> {
     pub manifest: &'a Manifest,
 }
 
-impl<'a> PackageRef<'a> {
-    /// Takes the name and version from the manifest.
+impl<'a> PackageToBuild<'a> {
     pub fn new(root: &'a Path, digest: Sha256Digest, manifest: &'a Manifest) -> Self {
-        PackageRef { name: manifest.package.name.as_str(), version: &manifest.package.version, root, digest, manifest }
+        PackageToBuild { root, digest, manifest }
+    }
+
+    /// Its name and version, from the manifest.
+    pub fn id(&self) -> PackageId {
+        self.manifest.id()
     }
 }
 
@@ -47,8 +48,7 @@ pub enum UnitInput {
 /// One object to produce.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildUnit {
-    pub package: String,
-    pub version: Version,
+    pub package: PackageId,
     pub package_digest: Sha256Digest,
     pub root: PathBuf,
     pub hook: Hook,
@@ -66,24 +66,19 @@ impl BuildUnit {
             UnitInput::Source(path) | UnitInput::Prebuilt { object: path, .. } => path,
         }
     }
-
-    /// `meter@1.0.0`.
-    pub fn package_id(&self) -> String {
-        format!("{}@{}", self.package, self.version)
-    }
 }
 
 impl fmt::Display for BuildUnit {
     /// `src/tb.bpf.c (xdp) of meter@1.0.0`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}) of {}@{}", self.file(), self.hook, self.package, self.version)
+        write!(f, "{} ({}) of {}", self.file(), self.hook, self.package)
     }
 }
 
 /// The units of a package, in the order their first program or loader appears
 /// (programs before loaders). Chains are not built here: they are compiled to VM
 /// bytecode by hike-chainc.
-pub fn plan(package: &PackageRef<'_>) -> Vec<BuildUnit> {
+pub fn plan(package: &PackageToBuild<'_>) -> Vec<BuildUnit> {
     let m = package.manifest;
     let programs = m.programs.iter().map(|p| (&p.name, &p.source, &p.prebuilt, p.hook, true));
     let loaders = m.loaders.iter().map(|l| (&l.name, &l.source, &l.prebuilt, l.hook, false));
@@ -101,8 +96,7 @@ pub fn plan(package: &PackageRef<'_>) -> Vec<BuildUnit> {
             Some(u) => u,
             None => {
                 units.push(BuildUnit {
-                    package: package.name.to_owned(),
-                    version: package.version.clone(),
+                    package: package.id(),
                     package_digest: package.digest,
                     root: package.root.to_owned(),
                     hook,
@@ -167,7 +161,7 @@ hook = "xdp"
     #[test]
     fn groups_by_file_and_hook() {
         let m = Manifest::parse(MANIFEST, "ebpkg.toml").unwrap();
-        let pkg = PackageRef::new(Path::new("/pkgs/meter"), Sha256Digest([7; 32]), &m);
+        let pkg = PackageToBuild::new(Path::new("/pkgs/meter"), Sha256Digest([7; 32]), &m);
         let units = plan(&pkg);
         let summary: Vec<String> = units
             .iter()

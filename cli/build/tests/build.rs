@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use ebpkg_build::{
-    Btf, BuildError, BuildEvent, BuildUnit, Builder, BuiltObject, PackageRef, ToolRequest, Toolchain, ToolchainError,
-    ToolchainOptions, UnitInput, check_bpf_object, plan,
+    Btf, BuildError, BuildEvent, BuildUnit, Builder, BuiltObject, PackageToBuild, ToolRequest, Toolchain,
+    ToolchainError, ToolchainOptions, UnitInput, check_bpf_object, plan,
 };
 use ebpkg_spec::Manifest;
 use ebpkg_spec::types::{Hook, Sha256Digest};
@@ -127,7 +127,7 @@ impl Pkg {
     }
 
     fn units(&self, digest: Sha256Digest) -> Vec<BuildUnit> {
-        plan(&PackageRef::new(&self.root, digest, &self.manifest))
+        plan(&PackageToBuild::new(&self.root, digest, &self.manifest))
     }
 }
 

@@ -34,7 +34,7 @@ pub enum Event {
         error: String,
     },
     Registered {
-        package: String,
+        package: ebpkg_spec::PackageId,
         program: String,
         id: u32,
         reused: bool,

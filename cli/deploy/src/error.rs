@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use hike_runtime::{RuntimeError, VerifierFailure};
 
-use crate::plan::PackageRef;
+use ebpkg_spec::PackageId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
@@ -52,7 +52,7 @@ pub enum DeployError {
     #[error("no chain script takes a parameter `{name}`{}", if known.is_empty() { " (they take none)".to_owned() } else { format!("; they take: {}", known.join(", ")) })]
     UnknownParam { name: String, known: Vec<String> },
     #[error("{package}: {reason}")]
-    Package { package: PackageRef, reason: String },
+    Package { package: PackageId, reason: String },
     #[error("chain scripts configure loader {package}::{loader} map `{map}` twice with the same key; keep one entry")]
     DuplicateEntry { package: String, loader: String, map: String },
     #[error("no deployment named `{name}`{}", if known.is_empty() { " (nothing is deployed)".to_owned() } else { format!("; deployed: {}", known.join(", ")) })]
@@ -79,7 +79,7 @@ pub type Result<T> = std::result::Result<T, DeployError>;
 /// The kernel refused a program or loader: where, why, and the log.
 #[derive(Debug)]
 pub struct VerifierError {
-    pub package: PackageRef,
+    pub package: PackageId,
     pub failure: VerifierFailure,
     /// The failing line's file as the package names it (the kernel gives only the
     /// base name), when it could be found.

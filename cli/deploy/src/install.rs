@@ -236,8 +236,8 @@ impl Deployer {
             on(&Event::LoaderLoaded { instance: instance.clone() });
             loaders.push(RecordedLoader {
                 instance,
-                package: pkg.name.clone(),
-                version: pkg.version.clone(),
+                package: pkg.name().to_owned(),
+                version: pkg.version(),
                 loader: loader.clone(),
                 hook: hook_of_loader(pkg, loader)?,
                 attachments: Vec::new(),
@@ -325,10 +325,10 @@ impl Deployer {
             .packages
             .iter()
             .map(|p| RecordedPackage {
-                name: p.name.clone(),
-                version: p.version.clone(),
+                name: p.name().to_owned(),
+                version: p.version(),
                 source: p.source.clone(),
-                checksum: p.checksum.clone(),
+                checksum: p.checksum.to_hex(),
                 maps: documented_maps(&p.manifest),
             })
             .collect();
@@ -366,12 +366,12 @@ impl Deployer {
         for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
             let elf = read_object(pkg, &obj.path)?;
             let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
-                .map_err(DeployError::runtime(format!("cannot read the programs of {}@{}", pkg.name, pkg.version)))?;
+                .map_err(DeployError::runtime(format!("cannot read the programs of {}", pkg.id)))?;
             check_signatures(pkg, &obj.programs, &sigs)?;
             let mut new = Vec::new();
             for name in sigs.keys() {
                 let known = rt
-                    .find_program(&pkg.name, &pkg.version, name, obj.hook)
+                    .find_program(pkg.name(), &pkg.version(), name, obj.hook)
                     .map_err(DeployError::runtime("cannot read the registered programs"))?;
                 if known.is_none() {
                     new.push(name.clone());
@@ -379,8 +379,8 @@ impl Deployer {
             }
             if !new.is_empty() {
                 journal.steps.push(Step::Register {
-                    package: pkg.name.clone(),
-                    version: pkg.version.clone(),
+                    package: pkg.name().to_owned(),
+                    version: pkg.version(),
                     hook: obj.hook,
                     programs: new,
                 });
@@ -389,24 +389,19 @@ impl Deployer {
             crash_point("registering");
             let regs = rt
                 .register_object(&ProgramObject {
-                    package: &pkg.name,
-                    version: &pkg.version,
+                    package: pkg.name(),
+                    version: &pkg.version(),
                     object_name: &obj.object_name,
                     elf: &elf,
                     hook: obj.hook,
                 })
                 .map_err(|e| self.load_error(e, pkg))?;
             for r in regs {
-                ids.programs.insert((pkg.name.clone(), r.name.clone()), r.id);
-                on(&Event::Registered {
-                    package: pkg.reference().to_string(),
-                    program: r.name.clone(),
-                    id: r.id,
-                    reused: r.reused,
-                });
+                ids.programs.insert((pkg.name().to_owned(), r.name.clone()), r.id);
+                on(&Event::Registered { package: pkg.id.clone(), program: r.name.clone(), id: r.id, reused: r.reused });
                 out.push(RecordedProgram {
-                    package: pkg.name.clone(),
-                    version: pkg.version.clone(),
+                    package: pkg.name().to_owned(),
+                    version: pkg.version(),
                     name: r.name,
                     hook: r.hook,
                     id: r.id,
@@ -418,11 +413,11 @@ impl Deployer {
 
     fn load_loader(&self, rt: &Runtime, pkg: &PlannedPackage, loader: &str, instance: &str) -> Result<()> {
         let manifest_loader = pkg.manifest.loader(loader).ok_or_else(|| DeployError::Package {
-            package: pkg.reference(),
+            package: pkg.id.clone(),
             reason: format!("it has no loader `{loader}`"),
         })?;
         let obj = pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).ok_or_else(|| {
-            DeployError::Package { package: pkg.reference(), reason: format!("loader `{loader}` was not built") }
+            DeployError::Package { package: pkg.id.clone(), reason: format!("loader `{loader}` was not built") }
         })?;
         let elf = read_object(pkg, &obj.path)?;
         let config_maps = manifest_loader
@@ -442,8 +437,8 @@ impl Deployer {
             .collect();
         rt.load_loader(&LoaderObject {
             instance,
-            package: &pkg.name,
-            version: &pkg.version,
+            package: pkg.name(),
+            version: &pkg.version(),
             object_name: &obj.object_name,
             elf: &elf,
             program: loader,
@@ -458,7 +453,7 @@ impl Deployer {
     fn load_error(&self, e: RuntimeError, pkg: &PlannedPackage) -> DeployError {
         match e {
             RuntimeError::Verifier(failure) => {
-                let file = format!("{}-{}-{}.verifier.log", pkg.name, pkg.version, failure.program);
+                let file = format!("{}-{}-{}.verifier.log", pkg.name(), pkg.version(), failure.program);
                 let log_path = self.store.save_log(&file, &failure.log).ok();
                 let file = failure.source.as_ref().and_then(|s| source_path(pkg, &s.file));
                 let line_text = failure.source.as_ref().zip(file.as_ref()).and_then(|(s, f)| {
@@ -466,14 +461,14 @@ impl Deployer {
                     text.lines().nth((s.line as usize).checked_sub(1)?).map(str::to_owned)
                 });
                 DeployError::Verifier(Box::new(VerifierError {
-                    package: pkg.reference(),
+                    package: pkg.id.clone(),
                     failure: *failure,
                     file,
                     line_text,
                     log_path,
                 }))
             }
-            other => DeployError::Runtime { what: format!("cannot load {}@{}", pkg.name, pkg.version), cause: other },
+            other => DeployError::Runtime { what: format!("cannot load {}", pkg.id), cause: other },
         }
     }
 }
@@ -522,7 +517,7 @@ fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> 
             path: path.to_owned(),
             cause: std::io::Error::other(e.to_string()),
         })
-        .inspect_err(|_| tracing::debug!(package = %pkg.reference(), "object missing"))
+        .inspect_err(|_| tracing::debug!(package = %pkg.id, "object missing"))
 }
 
 /// The manifest's programs must be in the object, with the argument counts it declares.
@@ -534,7 +529,7 @@ fn check_signatures(
     for name in names {
         let Some(sig) = sigs.get(name) else {
             return Err(DeployError::Package {
-                package: pkg.reference(),
+                package: pkg.id.clone(),
                 reason: format!(
                     "ebpkg.toml declares program `{name}`, but its object has no HIKe program of that name \
                      (declare it with HIKE_PROGRAM({name}, …))"
@@ -545,7 +540,7 @@ fn check_signatures(
             && p.args.len() != sig.args.len()
         {
             return Err(DeployError::Package {
-                package: pkg.reference(),
+                package: pkg.id.clone(),
                 reason: format!(
                     "program `{name}` takes {} argument(s) in its C source but ebpkg.toml declares {}; make them agree",
                     sig.args.len(),
@@ -558,7 +553,7 @@ fn check_signatures(
 }
 
 fn package_of<'a>(plan: &'a DeployPlan, name: &str) -> Result<&'a PlannedPackage> {
-    plan.packages.iter().find(|p| p.name == name).ok_or_else(|| DeployError::Package {
+    plan.packages.iter().find(|p| p.name() == name).ok_or_else(|| DeployError::Package {
         package: plan.project.clone(),
         reason: format!("its chains use package `{name}`, which is not among the deployment's packages"),
     })
@@ -566,7 +561,7 @@ fn package_of<'a>(plan: &'a DeployPlan, name: &str) -> Result<&'a PlannedPackage
 
 fn hook_of_loader(pkg: &PlannedPackage, loader: &str) -> Result<hike_bytecode::Hook> {
     pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).map(|o| o.hook).ok_or_else(|| {
-        DeployError::Package { package: pkg.reference(), reason: format!("loader `{loader}` was not built") }
+        DeployError::Package { package: pkg.id.clone(), reason: format!("loader `{loader}` was not built") }
     })
 }
 

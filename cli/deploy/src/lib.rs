@@ -29,7 +29,7 @@ pub use deployer::{CRASH_POINTS, Deployer, Event};
 pub use error::{DeployError, Result, VerifierError};
 pub use install::InstallOutcome;
 pub use maps::{MapDump, MapEntryView};
-pub use plan::{DeployPlan, PackageRef, PlannedObject, PlannedPackage, PlannedScript};
+pub use plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 pub use record::DeploymentRecord;
 pub use status::DeploymentStatus;
 pub use store::{DEFAULT_STATE_DIR, Store};

@@ -2,6 +2,8 @@
 //! objects, every chain script compiled. Nothing in a plan has touched the kernel
 //! yet, so everything that can fail without the kernel has already failed.
 
+use ebpkg_spec::PackageId;
+use ebpkg_spec::types::Sha256Digest;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -16,7 +18,7 @@ pub struct DeployPlan {
     /// The deployment's name (by default the project's package name).
     pub deployment: String,
     /// The package whose chains are deployed.
-    pub project: PackageRef,
+    pub project: PackageId,
     /// Its directory (canonical) when it is a project, `None` for a package
     /// installed by name: deployments of other projects are not replaced.
     pub project_dir: Option<PathBuf>,
@@ -30,28 +32,14 @@ pub struct DeployPlan {
     pub force: bool,
 }
 
-/// `name@version`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-pub struct PackageRef {
-    pub name: String,
-    pub version: String,
-}
-
-impl std::fmt::Display for PackageRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}@{}", self.name, self.version)
-    }
-}
-
 /// One package, with its built objects.
 #[derive(Debug, Clone)]
 pub struct PlannedPackage {
-    pub name: String,
-    pub version: String,
+    pub id: PackageId,
     /// The registry it came from (`path+file://…` for a local directory).
     pub source: String,
-    /// The archive's SHA-256 (hex), or the digest of the local directory's archive.
-    pub checksum: String,
+    /// The archive's SHA-256, or the digest of the local directory's archive.
+    pub checksum: Sha256Digest,
     /// Where its files are (for printing source lines of verifier failures).
     pub root: PathBuf,
     pub manifest: Manifest,
@@ -59,8 +47,14 @@ pub struct PlannedPackage {
 }
 
 impl PlannedPackage {
-    pub fn reference(&self) -> PackageRef {
-        PackageRef { name: self.name.clone(), version: self.version.clone() }
+    /// Its name, as the runtime's pins and the records spell it.
+    pub fn name(&self) -> &str {
+        self.id.name.as_str()
+    }
+
+    /// Its version, as the runtime's pins and the records spell it.
+    pub fn version(&self) -> String {
+        self.id.version.to_string()
     }
 }
 
@@ -95,16 +89,13 @@ impl DeployPlan {
         struct Inputs<'a> {
             format: u32,
             root: &'a std::path::Path,
-            project: &'a PackageRef,
-            packages: Vec<(&'a str, &'a str, &'a str, &'a str)>,
+            project: &'a PackageId,
+            packages: Vec<(&'a str, String, &'a str, String)>,
             scripts: Vec<(&'a str, &'a str)>,
             params: &'a BTreeMap<String, String>,
         }
-        let mut packages: Vec<_> = self
-            .packages
-            .iter()
-            .map(|p| (p.name.as_str(), p.version.as_str(), p.source.as_str(), p.checksum.as_str()))
-            .collect();
+        let mut packages: Vec<_> =
+            self.packages.iter().map(|p| (p.name(), p.version(), p.source.as_str(), p.checksum.to_hex())).collect();
         packages.sort();
         let mut scripts: Vec<_> = self.scripts.iter().map(|s| (s.file.as_str(), s.source.as_str())).collect();
         scripts.sort();

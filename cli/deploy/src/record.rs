@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use hike_bytecode::Hook;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::PackageRef;
+use ebpkg_spec::PackageId;
 
 /// Format version of records and journals.
 pub const FORMAT: u32 = 1;
@@ -24,7 +24,7 @@ pub struct DeploymentRecord {
     /// The network namespace its loaders were attached in (None: the default one).
     #[serde(default)]
     pub netns: Option<String>,
-    pub project: PackageRef,
+    pub project: PackageId,
     /// The project's directory (canonical), for a project's deployment; `None`
     /// for a package installed by name. Two projects never share a deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ebpkg_resolver::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
+use ebpkg_resolver::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
 use ebpkg_spec::PackageName;
 use semver::{Version, VersionReq};
 
@@ -39,20 +39,20 @@ impl Rng {
 /// Candidates kept in memory, as a source that has read the index would keep them (in a hash map with
 /// a fast hasher: the map is the source's business, not the resolver's).
 struct Synthetic {
-    packages: pubgrub::Map<PackageId, Arc<[Candidate]>>,
+    packages: pubgrub::Map<QualifiedName, Arc<[Candidate]>>,
 }
 
 impl VersionSource for Synthetic {
-    fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
         Ok(self.packages.get(pkg).cloned().unwrap_or_else(|| Arc::from([])))
     }
 }
 
-fn id(i: usize) -> PackageId {
-    PackageId::new(PackageName::new(&format!("p{i:05}")).unwrap_or_else(|e| panic!("{e}")))
+fn id(i: usize) -> QualifiedName {
+    QualifiedName::new(PackageName::new(&format!("p{i:05}")).unwrap_or_else(|e| panic!("{e}")))
 }
 
-fn caret(pkg: PackageId, major: u64, minor: u64) -> Requirement {
+fn caret(pkg: QualifiedName, major: u64, minor: u64) -> Requirement {
     let text = format!("^{major}.{minor}");
     let req = VersionReq::parse(&text).unwrap_or_else(|e| panic!("{e}"));
     Requirement { pkg, req, req_text: text }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use pubgrub::{Map, VersionSet};
 use semver::{Version, VersionReq};
 
-use crate::model::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, UpdatePolicy, VersionSource};
+use crate::model::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, UpdatePolicy, VersionSource};
 use crate::version_set::IndexSet;
 
 /// An interned package: an index into the catalog's table. `Pkg(0)` is the root.
@@ -38,7 +38,7 @@ impl fmt::Display for Pkg {
 /// What is known about one package.
 struct Entry {
     /// `None` for the root.
-    id: Option<PackageId>,
+    id: Option<QualifiedName>,
     /// The next package whose id has the same hash (a chain through the table), or `NONE`.
     next_same_hash: u32,
     /// Whether [`VersionSource::versions`] has been asked (always true for the root).
@@ -122,8 +122,8 @@ pub(crate) struct Catalog<'a> {
     dep_pkgs: Map<(Pkg, u32), (u32, u32)>,
     dep_arena: Vec<Pkg>,
     /// The lock: one version per package, plus any further ones (a lockfile may name a package twice).
-    locked: Map<&'a PackageId, &'a Version>,
-    locked_extra: Vec<(&'a PackageId, &'a Version)>,
+    locked: Map<&'a QualifiedName, &'a Version>,
+    locked_extra: Vec<(&'a QualifiedName, &'a Version)>,
     /// Normalized names being updated (for [`UpdatePolicy::Only`]).
     unlocked: Vec<String>,
 }
@@ -166,7 +166,7 @@ impl<'c> View<'c> {
     }
 
     /// The requirements of candidate `i` on `dep`.
-    pub(crate) fn deps_on<'d>(&self, i: u32, dep: &'d PackageId) -> impl Iterator<Item = &'c Requirement> + 'd
+    pub(crate) fn deps_on<'d>(&self, i: u32, dep: &'d QualifiedName) -> impl Iterator<Item = &'c Requirement> + 'd
     where
         'c: 'd,
     {
@@ -176,7 +176,7 @@ impl<'c> View<'c> {
 
 impl<'a> Catalog<'a> {
     pub(crate) fn new(request: &'a ResolveRequest, source: &'a dyn VersionSource) -> Self {
-        let mut locked: Map<&PackageId, &Version> = Map::default();
+        let mut locked: Map<&QualifiedName, &Version> = Map::default();
         let mut locked_extra = Vec::new();
         for (id, v) in &request.locked {
             if let Some(first) = locked.insert(id, v) {
@@ -224,7 +224,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// The package's id, `None` for the root.
-    pub(crate) fn id(&self, pkg: Pkg) -> Option<&PackageId> {
+    pub(crate) fn id(&self, pkg: Pkg) -> Option<&QualifiedName> {
         self.entries[pkg.0 as usize].id.as_ref()
     }
 
@@ -246,7 +246,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// The interned package for `id`, if it was seen.
-    pub(crate) fn lookup(&self, id: &PackageId) -> Option<Pkg> {
+    pub(crate) fn lookup(&self, id: &QualifiedName) -> Option<Pkg> {
         let mut at = *self.ids.get(&self.ids.hasher().hash_one(id))?;
         while at != NONE {
             let e = &self.entries[at as usize];
@@ -258,7 +258,7 @@ impl<'a> Catalog<'a> {
         None
     }
 
-    pub(crate) fn intern(&mut self, id: &PackageId) -> Pkg {
+    pub(crate) fn intern(&mut self, id: &QualifiedName) -> Pkg {
         let hash = self.ids.hasher().hash_one(id);
         let mut at = self.ids.get(&hash).copied().unwrap_or(NONE);
         let mut last = NONE;
@@ -281,7 +281,7 @@ impl<'a> Catalog<'a> {
         Pkg(p)
     }
 
-    fn is_unlocked(&self, id: &PackageId) -> bool {
+    fn is_unlocked(&self, id: &QualifiedName) -> bool {
         match &self.request.update {
             UpdatePolicy::Nothing => false,
             UpdatePolicy::All => true,
@@ -290,7 +290,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// Asks the source for the package's candidates, once.
-    pub(crate) fn load(&mut self, pkg: Pkg) -> Result<(), (PackageId, SourceError)> {
+    pub(crate) fn load(&mut self, pkg: Pkg) -> Result<(), (QualifiedName, SourceError)> {
         let entry = &self.entries[pkg.0 as usize];
         if entry.loaded {
             return Ok(());
@@ -372,7 +372,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// Loads the packages the root depends on; returns the first one with no version at all.
-    pub(crate) fn load_root_deps(&mut self) -> Result<Option<PackageId>, (PackageId, SourceError)> {
+    pub(crate) fn load_root_deps(&mut self) -> Result<Option<QualifiedName>, (QualifiedName, SourceError)> {
         let n = self.request.deps.len() as u32;
         for k in 0..n {
             let id = &self.request.deps[k as usize].pkg;
@@ -387,7 +387,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// The dependencies of candidate `v` of `pkg`, loading every package they name.
-    pub(crate) fn dependencies(&mut self, pkg: Pkg, v: u32) -> Result<CandidateDeps, (PackageId, SourceError)> {
+    pub(crate) fn dependencies(&mut self, pkg: Pkg, v: u32) -> Result<CandidateDeps, (QualifiedName, SourceError)> {
         let view = self.entry(pkg);
         if v >= view.len() {
             return Ok(CandidateDeps::Available(Vec::new()));
@@ -463,7 +463,7 @@ impl<'a> Catalog<'a> {
 }
 
 impl Entry {
-    fn new(id: Option<PackageId>, candidates: Arc<[Candidate]>) -> Self {
+    fn new(id: Option<QualifiedName>, candidates: Arc<[Candidate]>) -> Self {
         Entry {
             id,
             next_same_hash: NONE,

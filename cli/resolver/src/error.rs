@@ -4,7 +4,7 @@ use std::fmt;
 
 use ebpkg_spec::PackageName;
 
-use crate::model::{PackageId, SourceError};
+use crate::model::{QualifiedName, SourceError};
 
 /// A failed resolution.
 #[derive(Debug, thiserror::Error)]
@@ -17,7 +17,7 @@ pub enum ResolveError {
     #[error("could not read the versions of {pkg}: {cause}")]
     Source {
         /// The package being read.
-        pkg: PackageId,
+        pkg: QualifiedName,
         /// The source's error.
         cause: SourceError,
     },
@@ -26,7 +26,7 @@ pub enum ResolveError {
     #[error("{}", unknown_package_message(.required_by, .pkg, .suggestions))]
     UnknownPackage {
         /// The missing package.
-        pkg: PackageId,
+        pkg: QualifiedName,
         /// The project that depends on it.
         required_by: PackageName,
         /// Existing names close to the missing one, closest first (empty when the source cannot list
@@ -35,7 +35,7 @@ pub enum ResolveError {
     },
 }
 
-fn unknown_package_message(required_by: &PackageName, pkg: &PackageId, suggestions: &[PackageName]) -> String {
+fn unknown_package_message(required_by: &PackageName, pkg: &QualifiedName, suggestions: &[PackageName]) -> String {
     let registry = match &pkg.registry {
         None => "the default registry".to_owned(),
         Some(url) => format!("registry {url}"),

@@ -10,14 +10,14 @@
 //! caller's business ([`VersionSource`]).
 //!
 //! ```
-//! use ebpkg_resolver::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
+//! use ebpkg_resolver::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
 //! use ebpkg_spec::PackageName;
 //! use semver::Version;
 //! use std::sync::Arc;
 //!
 //! struct One;
 //! impl VersionSource for One {
-//!     fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError> {
+//!     fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
 //!         Ok(match pkg.name.as_str() {
 //!             "net" => ["1.0.0", "1.1.0", "2.0.0"]
 //!                 .iter()
@@ -28,7 +28,7 @@
 //!     }
 //! }
 //!
-//! let net = PackageId::new(PackageName::new("net").unwrap());
+//! let net = QualifiedName::new(PackageName::new("net").unwrap());
 //! let req = ResolveRequest::new(
 //!     PackageName::new("app").unwrap(),
 //!     Version::new(0, 1, 0),
@@ -53,7 +53,7 @@ use pubgrub::PubGrubError;
 
 pub use crate::error::{Explanation, ResolveError};
 pub use crate::model::{
-    Candidate, PackageId, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError, UpdatePolicy,
+    Candidate, QualifiedName, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError, UpdatePolicy,
     VersionSource,
 };
 
@@ -107,7 +107,7 @@ fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u3
     }
     // Every chosen package sorted by id (by an 8-byte prefix of the normalized name first, which
     // settles nearly every comparison); `rank` then orders dependency lists by plain integers.
-    let mut picked: Vec<(u64, Pkg, &PackageId)> = Vec::with_capacity(catalog.len() as usize);
+    let mut picked: Vec<(u64, Pkg, &QualifiedName)> = Vec::with_capacity(catalog.len() as usize);
     for p in (1..catalog.len()).map(Pkg) {
         if let (Some(id), true) = (catalog.id(p), chosen[p.0 as usize] != NOT_CHOSEN) {
             picked.push((id.sort_prefix(), p, id));
@@ -119,7 +119,7 @@ fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u3
         rank[p.0 as usize] = r as u32;
     }
     let mut scratch: Vec<(u32, Pkg)> = Vec::new();
-    let mut deps_of = |p: Pkg| -> Vec<(PackageId, semver::Version)> {
+    let mut deps_of = |p: Pkg| -> Vec<(QualifiedName, semver::Version)> {
         scratch.clear();
         let deps = catalog.dep_pkgs(p, chosen[p.0 as usize]);
         scratch.extend(deps.iter().filter(|d| chosen[d.0 as usize] != NOT_CHOSEN).map(|&d| (rank[d.0 as usize], d)));

@@ -15,22 +15,22 @@ use semver::{Version, VersionReq};
 /// `Eq`, `Ord` and `Hash` ignore case and `-`/`_`; the spelling is kept for display. Registry URLs are
 /// compared exactly as given: callers pass them in one canonical form.
 #[derive(Debug, Clone)]
-pub struct PackageId {
+pub struct QualifiedName {
     /// The package name, as first spelled.
     pub name: PackageName,
     /// URL of the registry; `None` is the default registry.
     pub registry: Option<String>,
 }
 
-impl PackageId {
+impl QualifiedName {
     /// `name` in the default registry.
     pub fn new(name: PackageName) -> Self {
-        PackageId { name, registry: None }
+        QualifiedName { name, registry: None }
     }
 
     /// `name` in the registry at `registry` (`None`: the default registry).
     pub fn in_registry(name: PackageName, registry: Option<String>) -> Self {
-        PackageId { name, registry }
+        QualifiedName { name, registry }
     }
 
     /// The first 8 bytes of the normalized name as a big-endian number: ordering by it agrees with
@@ -54,7 +54,7 @@ fn normalize_byte(b: u8) -> u8 {
     if b == b'-' { b'_' } else { b.to_ascii_lowercase() }
 }
 
-impl PartialEq for PackageId {
+impl PartialEq for QualifiedName {
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (self.name.as_str().as_bytes(), other.name.as_str().as_bytes());
         // One pass over both names, no call: these comparisons are the resolver's hottest path.
@@ -64,9 +64,9 @@ impl PartialEq for PackageId {
     }
 }
 
-impl Eq for PackageId {}
+impl Eq for QualifiedName {}
 
-impl Hash for PackageId {
+impl Hash for QualifiedName {
     fn hash<H: Hasher>(&self, state: &mut H) {
         // Names are at most 64 ASCII characters: normalize on the stack and hash in one write.
         let name = self.name.as_str().as_bytes();
@@ -82,20 +82,20 @@ impl Hash for PackageId {
     }
 }
 
-impl Ord for PackageId {
+impl Ord for QualifiedName {
     /// By normalized name, then registry (the default registry first).
     fn cmp(&self, other: &Self) -> Ordering {
         self.key().cmp(other.key()).then_with(|| self.registry.cmp(&other.registry))
     }
 }
 
-impl PartialOrd for PackageId {
+impl PartialOrd for QualifiedName {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl fmt::Display for PackageId {
+impl fmt::Display for QualifiedName {
     /// `name`, or `name (registry URL)` outside the default registry.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.registry {
@@ -109,7 +109,7 @@ impl fmt::Display for PackageId {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requirement {
     /// The package required.
-    pub pkg: PackageId,
+    pub pkg: QualifiedName,
     /// The versions accepted (cargo semantics, see [`VersionReq::matches`]).
     pub req: VersionReq,
     /// The requirement as written (`"^1.2"`, `"1.2"`), quoted back in explanations.
@@ -118,13 +118,13 @@ pub struct Requirement {
 
 impl Requirement {
     /// A requirement whose text is `req`'s canonical display form.
-    pub fn new(pkg: PackageId, req: VersionReq) -> Self {
+    pub fn new(pkg: QualifiedName, req: VersionReq) -> Self {
         let req_text = req.to_string();
         Requirement { pkg, req, req_text }
     }
 
     /// Parses `text` with cargo's requirement syntax and keeps it as written.
-    pub fn parse(pkg: PackageId, text: &str) -> Result<Self, semver::Error> {
+    pub fn parse(pkg: QualifiedName, text: &str) -> Result<Self, semver::Error> {
         Ok(Requirement { pkg, req: VersionReq::parse(text)?, req_text: text.trim().to_owned() })
     }
 }
@@ -152,7 +152,7 @@ pub trait VersionSource {
     ///
     /// The list is shared, not copied: a source that keeps parsed candidates in memory hands out its
     /// `Arc`; one that builds them on demand returns `vec.into()`.
-    fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError>;
+    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError>;
 
     /// The package names `registry` (`None`: the default one) is known to hold, used only to suggest
     /// a name when a required package does not exist. Sources that cannot list names keep the default.
@@ -185,7 +185,7 @@ pub struct ResolveRequest {
     /// Its dependencies.
     pub deps: Vec<Requirement>,
     /// The previous lockfile's choices: preferred, and kept usable even when yanked.
-    pub locked: Vec<(PackageId, Version)>,
+    pub locked: Vec<(QualifiedName, Version)>,
     /// Which locked choices may change.
     pub update: UpdatePolicy,
 }
@@ -203,21 +203,21 @@ pub struct ResolvedPackage {
     /// The chosen version.
     pub version: Version,
     /// Its dependencies with the versions chosen for them, sorted by package.
-    pub deps: Vec<(PackageId, Version)>,
+    pub deps: Vec<(QualifiedName, Version)>,
 }
 
 /// A successful resolution: exactly one version per package, every requirement satisfied.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolution {
     /// Every package needed, transitively, except the root; sorted by package.
-    pub packages: BTreeMap<PackageId, ResolvedPackage>,
+    pub packages: BTreeMap<QualifiedName, ResolvedPackage>,
     /// The root's own dependencies with the versions chosen for them, sorted by package.
-    pub root_deps: Vec<(PackageId, Version)>,
+    pub root_deps: Vec<(QualifiedName, Version)>,
 }
 
 impl Resolution {
     /// The version chosen for `pkg`, if it is part of the resolution.
-    pub fn version(&self, pkg: &PackageId) -> Option<&Version> {
+    pub fn version(&self, pkg: &QualifiedName) -> Option<&Version> {
         self.packages.get(pkg).map(|p| &p.version)
     }
 }

@@ -6,14 +6,14 @@ use std::cmp::Reverse;
 use pubgrub::{Dependencies, DependencyProvider, PackageResolutionStatistics};
 
 use crate::catalog::{CandidateDeps, Catalog, Pkg, ROOT, Unavailable};
-use crate::model::{PackageId, SourceError};
+use crate::model::{QualifiedName, SourceError};
 use crate::version_set::IndexSet;
 
 /// A source failure, carried through PubGrub.
 #[derive(Debug, thiserror::Error)]
 #[error("could not read the versions of {pkg}")]
 pub(crate) struct SourceFailure {
-    pub(crate) pkg: PackageId,
+    pub(crate) pkg: QualifiedName,
     pub(crate) cause: SourceError,
 }
 

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use common::{Registry, id, name, request, v};
 use ebpkg_resolver::{
-    Candidate, PackageId, Resolution, ResolveError, ResolveRequest, SourceError, UpdatePolicy, VersionSource, resolve,
+    Candidate, QualifiedName, Resolution, ResolveError, ResolveRequest, SourceError, UpdatePolicy, VersionSource,
+    resolve,
 };
 
 fn version_of(r: &Resolution, pkg: &str) -> String {
@@ -288,7 +289,7 @@ fn output_is_deterministic_whatever_order_the_source_lists_versions_in() {
 struct Failing;
 
 impl VersionSource for Failing {
-    fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
         if pkg.name.as_str() == "broken" {
             return Err("index file is not valid JSON".into());
         }

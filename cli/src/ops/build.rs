@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Result;
-use ebpkg_build::{Btf, BuildEvent, Builder, PackageRef, Toolchain};
+use ebpkg_build::{Btf, BuildEvent, Builder, PackageToBuild, Toolchain};
 use ebpkg_deploy::PlannedObject;
 use ebpkg_spec::Manifest;
 use ebpkg_spec::types::{Hook as SpecHook, Sha256Digest};
@@ -37,7 +37,7 @@ pub fn hook(h: SpecHook) -> hike_bytecode::Hook {
 /// Builds every package; returns each package's objects, in the order given.
 pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions) -> Result<Vec<Vec<PlannedObject>>> {
     let plans: Vec<_> =
-        inputs.iter().map(|i| ebpkg_build::plan(&PackageRef::new(i.root, i.digest, i.manifest))).collect();
+        inputs.iter().map(|i| ebpkg_build::plan(&PackageToBuild::new(i.root, i.digest, i.manifest))).collect();
     let units: Vec<_> = plans.iter().flatten().cloned().collect();
     if units.is_empty() {
         return Ok(vec![Vec::new(); inputs.len()]);

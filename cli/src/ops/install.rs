@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use ebpkg_deploy::{DeployPlan, Event, InstallOutcome, PackageRef, PlannedPackage};
+use ebpkg_deploy::{DeployPlan, Event, InstallOutcome, PlannedPackage};
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_spec::Manifest;
 
@@ -127,10 +127,9 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         .iter()
         .zip(&objects)
         .map(|(f, objs): (&Fetched, _)| PlannedPackage {
-            name: f.manifest.package.name.to_string(),
-            version: f.manifest.package.version.to_string(),
+            id: f.manifest.id(),
             source: f.locked.source.clone(),
-            checksum: f.locked.checksum.to_hex(),
+            checksum: f.locked.checksum,
             root: f.root.clone(),
             manifest: f.manifest.clone(),
             objects: objs.clone(),
@@ -138,13 +137,12 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         .collect();
     if let Some(digest) = project_digest {
         packages.push(PlannedPackage {
-            name: chain_pkg.package.name.to_string(),
-            version: chain_pkg.package.version.to_string(),
+            id: chain_pkg.id(),
             source: format!(
                 "path+file://{}",
                 std::fs::canonicalize(&chain_root).unwrap_or(chain_root.clone()).display()
             ),
-            checksum: digest.to_hex(),
+            checksum: digest,
             root: chain_root.clone(),
             manifest: chain_pkg.clone(),
             objects: project_objects,
@@ -157,18 +155,8 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         Target::Project(_) => Some(std::fs::canonicalize(&chain_root).unwrap_or_else(|_| chain_root.clone())),
         Target::Package { .. } => None,
     };
-    let plan = DeployPlan {
-        deployment,
-        project_dir,
-        project: PackageRef {
-            name: chain_pkg.package.name.to_string(),
-            version: chain_pkg.package.version.to_string(),
-        },
-        packages,
-        scripts,
-        params,
-        force: opts.force,
-    };
+    let plan =
+        DeployPlan { deployment, project_dir, project: chain_pkg.id(), packages, scripts, params, force: opts.force };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
     let outcome = deployer.install(&plan, &|e| print_event(ctx, e))?;
     if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {

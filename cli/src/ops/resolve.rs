@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use anyhow::Result;
-use ebpkg_resolver::{PackageId, Requirement, ResolveRequest, UpdatePolicy};
+use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, UpdatePolicy};
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
 
 use crate::Ctx;
@@ -93,7 +93,7 @@ impl Root {
             .map(|(name, d)| {
                 let url = regs.url(d.registry.as_deref())?;
                 Ok(Requirement {
-                    pkg: PackageId::in_registry(name.clone(), regs.id_registry(&url)),
+                    pkg: QualifiedName::in_registry(name.clone(), regs.id_registry(&url)),
                     req: d.version.clone(),
                     req_text: d.version.to_string(),
                 })
@@ -110,7 +110,7 @@ impl Root {
         Ok(Root {
             name: root,
             version: semver::Version::new(0, 0, 0),
-            deps: vec![Requirement { pkg: PackageId::in_registry(name, None), req, req_text }],
+            deps: vec![Requirement { pkg: QualifiedName::in_registry(name, None), req, req_text }],
         })
     }
 }
@@ -120,7 +120,7 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     let mut locked = Vec::new();
     for p in old.map(Lockfile::packages).unwrap_or_default() {
         let url = regs.url(Some(&p.source))?;
-        locked.push((PackageId::in_registry(p.name.clone(), regs.id_registry(&url)), p.version.clone()));
+        locked.push((QualifiedName::in_registry(p.name.clone(), regs.id_registry(&url)), p.version.clone()));
     }
     let request = ResolveRequest { root: root.name, root_version: root.version, deps: root.deps, locked, update };
     let resolution = ebpkg_resolver::resolve(&request, regs)?;

@@ -180,6 +180,11 @@ pub struct Chain {
 }
 
 impl Manifest {
+    /// `name@version` of the package.
+    pub fn id(&self) -> crate::PackageId {
+        crate::PackageId::new(self.package.name.clone(), self.package.version.clone())
+    }
+
     /// The manifest as canonical TOML: keys in a fixed order, empty sections left
     /// out. Parsing the result gives back an equal `Manifest`.
     pub fn to_toml_string(&self) -> String {

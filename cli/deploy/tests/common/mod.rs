@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ebpkg_deploy::{DeployPlan, Deployer, PackageRef, PlannedObject, PlannedPackage, PlannedScript};
+use ebpkg_deploy::{DeployPlan, Deployer, PlannedObject, PlannedPackage, PlannedScript};
 use ebpkg_spec::Manifest;
+use ebpkg_spec::PackageId;
+use ebpkg_spec::types::Sha256Digest;
 use hike_bytecode::Hook;
 use hike_runtime::{Runtime, objects};
 
@@ -63,6 +65,11 @@ impl Env {
         progs_in(self.files.path(), version)
     }
 
+    /// `name@version`.
+    pub fn id(name: &str, version: &str) -> PackageId {
+        PackageId::new(ebpkg_spec::PackageName::new(name).unwrap(), version.parse().unwrap())
+    }
+
     /// Package `tl@1.0.0` with the runtime's test loader.
     pub fn loader_pkg(&self) -> PlannedPackage {
         loader_pkg_in(self.files.path())
@@ -105,10 +112,9 @@ ends-packet = "never"
 "#
     );
     PlannedPackage {
-        name: "progs".into(),
-        version: version.into(),
+        id: id("progs", version),
         source: "file:///test/".into(),
-        checksum: format!("{:0>64}", version.replace('.', "")),
+        checksum: Sha256Digest::from_hex(&format!("{:0>64}", version.replace('.', ""))).unwrap(),
         root: files.to_owned(),
         manifest: Manifest::parse(&manifest, "progs/ebpkg.toml").unwrap(),
         objects: vec![PlannedObject {
@@ -119,6 +125,11 @@ ends-packet = "never"
             loaders: vec![],
         }],
     }
+}
+
+/// `name@version`.
+pub fn id(name: &str, version: &str) -> PackageId {
+    PackageId::new(ebpkg_spec::PackageName::new(name).unwrap(), version.parse().unwrap())
 }
 
 /// Package `tl@1.0.0` with the runtime's test loader.
@@ -139,10 +150,9 @@ key = [{ name = "slot", type = "u32" }]
 value = [{ name = "chain", type = "chain" }]
 "#;
     PlannedPackage {
-        name: "tl".into(),
-        version: "1.0.0".into(),
+        id: id("tl", "1.0.0"),
         source: "file:///test/".into(),
-        checksum: "1".repeat(64),
+        checksum: Sha256Digest([0x11; 32]),
         root: files.to_owned(),
         manifest: Manifest::parse(manifest, "tl/ebpkg.toml").unwrap(),
         objects: vec![PlannedObject {
@@ -163,7 +173,7 @@ pub fn plan_in(files: &Path, deployment: &str, version: &str, script: &str, para
     let compiled = hike_chainc::compile(script, "chains/main.eclat", &env).unwrap_or_else(|d| panic!("{}", d.render()));
     DeployPlan {
         deployment: deployment.into(),
-        project: PackageRef { name: "app".into(), version: "0.1.0".into() },
+        project: id("app", "0.1.0"),
         project_dir: None,
         packages,
         scripts: vec![PlannedScript {

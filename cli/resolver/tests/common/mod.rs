@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ebpkg_resolver::{Candidate, PackageId, Requirement, ResolveRequest, SourceError, VersionSource};
+use ebpkg_resolver::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource};
 use ebpkg_spec::PackageName;
 use semver::Version;
 
@@ -14,10 +14,10 @@ pub fn name(s: &str) -> PackageName {
 }
 
 /// `"meter"` in the default registry, or `"meter@https://r.example"` in another one.
-pub fn id(s: &str) -> PackageId {
+pub fn id(s: &str) -> QualifiedName {
     match s.split_once('@') {
-        Some((n, reg)) => PackageId::in_registry(name(n), Some(reg.to_owned())),
-        None => PackageId::new(name(s)),
+        Some((n, reg)) => QualifiedName::in_registry(name(n), Some(reg.to_owned())),
+        None => QualifiedName::new(name(s)),
     }
 }
 
@@ -36,8 +36,8 @@ pub fn request(deps: &[(&str, &str)]) -> ResolveRequest {
 
 #[derive(Default)]
 pub struct Registry {
-    pub packages: BTreeMap<PackageId, Vec<Candidate>>,
-    pub fetches: RefCell<HashMap<PackageId, usize>>,
+    pub packages: BTreeMap<QualifiedName, Vec<Candidate>>,
+    pub fetches: RefCell<HashMap<QualifiedName, usize>>,
     pub list_names: bool,
 }
 
@@ -67,7 +67,7 @@ impl Registry {
 }
 
 impl VersionSource for Registry {
-    fn versions(&self, pkg: &PackageId) -> Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
         *self.fetches.borrow_mut().entry(pkg.clone()).or_default() += 1;
         Ok(self.packages.get(pkg).cloned().unwrap_or_default().into())
     }
