@@ -262,10 +262,8 @@ impl Builder {
         if let Some(src) = source
             && std::fs::symlink_metadata(unit.root.join(object.as_str())).is_err()
         {
-            let note = format!(
-                "warning: prebuilt object {object} of {} is missing; {src} compiled instead\n",
-                unit.package
-            );
+            let note =
+                format!("warning: prebuilt object {object} of {} is missing; {src} compiled instead\n", unit.package);
             return Prebuilt::Compile(src.clone(), note);
         }
         let path = match package_file(unit, object) {

@@ -14,7 +14,7 @@ use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObje
 use crate::deployer::{Deployer, Event, crash_point};
 use crate::error::{DeployError, Result, VerifierError};
 use crate::journal::{Journal, Step};
-use crate::plan::{DeployPlan, PlannedPackage};
+use crate::plan::{DeployPlan, PlannedObject, PlannedPackage};
 use crate::record::{
     DeploymentRecord, FORMAT, RecordedAttachment, RecordedChain, RecordedLoader, RecordedPackage, RecordedProgram,
     loader_instance,
@@ -46,6 +46,9 @@ impl Deployer {
         let kept = keep_params(plan, previous.as_ref(), on);
         let plan = kept.as_ref().unwrap_or(plan);
         check_params(plan)?;
+        // Everything that can fail without the kernel fails here, before the
+        // journal opens and anything changes.
+        preflight(plan)?;
         let netns = match (&self.netns, &previous) {
             (Some(n), _) => Some(n.clone()),
             (None, Some(p)) => {
@@ -412,13 +415,7 @@ impl Deployer {
     }
 
     fn load_loader(&self, rt: &Runtime, pkg: &PlannedPackage, loader: &str, instance: &str) -> Result<()> {
-        let manifest_loader = pkg.manifest.loader(loader).ok_or_else(|| DeployError::Package {
-            package: pkg.id.clone(),
-            reason: format!("it has no loader `{loader}`"),
-        })?;
-        let obj = pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).ok_or_else(|| {
-            DeployError::Package { package: pkg.id.clone(), reason: format!("loader `{loader}` was not built") }
-        })?;
+        let (manifest_loader, obj) = loader_object(pkg, loader)?;
         let elf = read_object(pkg, &obj.path)?;
         let config_maps = manifest_loader
             .maps
@@ -518,6 +515,49 @@ fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> 
             cause: std::io::Error::other(e.to_string()),
         })
         .inspect_err(|_| tracing::debug!(package = %pkg.id, "object missing"))
+}
+
+/// What can be checked of a plan without the kernel: every object with programs
+/// holds the programs its manifest declares, with the declared argument counts,
+/// and every loader a script configures or attaches is one its package declares
+/// and was built.
+fn preflight(plan: &DeployPlan) -> Result<()> {
+    for pkg in &plan.packages {
+        for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
+            let elf = read_object(pkg, &obj.path)?;
+            let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
+                .map_err(DeployError::runtime(format!("cannot read the programs of {}", pkg.id)))?;
+            check_signatures(pkg, &obj.programs, &sigs)?;
+        }
+    }
+    for script in &plan.scripts {
+        let art = &script.artifact;
+        let used = art
+            .loader_configs
+            .iter()
+            .map(|c| (&c.package, &c.loader))
+            .chain(art.attaches.iter().map(|a| (&a.package, &a.loader)));
+        for (package, loader) in used {
+            let pkg = package_of(plan, package)?;
+            loader_object(pkg, loader)?;
+        }
+    }
+    Ok(())
+}
+
+/// The manifest's loader `loader` of `pkg` and the object it was built into.
+fn loader_object<'a>(
+    pkg: &'a PlannedPackage,
+    loader: &str,
+) -> Result<(&'a ebpkg_spec::manifest::Loader, &'a PlannedObject)> {
+    let manifest_loader = pkg.manifest.loader(loader).ok_or_else(|| DeployError::Package {
+        package: pkg.id.clone(),
+        reason: format!("it has no loader `{loader}`"),
+    })?;
+    let obj = pkg.objects.iter().find(|o| o.loaders.iter().any(|l| l == loader)).ok_or_else(|| {
+        DeployError::Package { package: pkg.id.clone(), reason: format!("loader `{loader}` was not built") }
+    })?;
+    Ok((manifest_loader, obj))
 }
 
 /// The manifest's programs must be in the object, with the argument counts it declares.

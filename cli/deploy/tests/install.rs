@@ -143,4 +143,14 @@ fn a_program_missing_from_its_object_is_refused() {
         "{err}"
     );
     assert!(!env.root.join("progs").read_dir().is_ok_and(|mut d| d.next().is_some()), "{:?}", env.pins());
+    // Found before anything was made: no root, no journal.
+    assert!(!env.root.exists(), "{:?}", env.pins());
+    assert!(d.store().journals().unwrap().is_empty());
+    // A loader the scripts use that was not built, likewise.
+    let mut plan = env.plan("1.0.0", &verdict_script(XDP_DROP), &[]);
+    plan.packages[1].objects.clear();
+    assert_eq!(plan.scripts[0].artifact.loader_configs.len(), 1, "the script configures test_loader");
+    let err = d.install(&plan, &none).unwrap_err();
+    assert!(err.to_string().contains("loader `test_loader` was not built"), "{err}");
+    assert!(!env.root.exists(), "{:?}", env.pins());
 }
