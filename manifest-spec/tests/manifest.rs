@@ -46,7 +46,7 @@ fn full_manifest_parses_with_every_section() {
     assert_eq!(tb.args[1].name.as_str(), "burst");
     assert_eq!(tb.maps[0].key.as_ref().unwrap().len(), 2);
     assert!(m.programs[1].prebuilt.is_some() && m.programs[1].source.is_none());
-    assert_eq!(m.loaders[0].maps[0].key[0].ty.as_str(), "ipv6-prefix");
+    assert_eq!(m.loaders[0].maps[0].key[0].ty.name(), "ipv6-prefix");
     assert_eq!(m.chains[0].source.as_str(), "chains/ddos.eclat");
 }
 

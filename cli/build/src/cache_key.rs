@@ -42,7 +42,7 @@ pub fn cache_key(input: &CacheKeyInput<'_>) -> Sha256Digest {
     field("format", &FORMAT_VERSION.to_le_bytes());
     field("package", &input.package_digest.0);
     field("source", input.source.as_bytes());
-    field("hook", input.hook.as_str().as_bytes());
+    field("hook", input.hook.name().as_bytes());
     field("clang", input.clang.as_os_str().as_encoded_bytes());
     field("clang-version", input.clang_version.as_bytes());
     field("flags", &(input.flags.len() as u64).to_le_bytes());

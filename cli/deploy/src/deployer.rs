@@ -20,6 +20,18 @@ pub struct Deployer {
 }
 
 /// Something a deployment operation did, for progress output.
+/// How an interface got its new loader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attached {
+    /// The previous loader's link was moved to the new one (one link update: no
+    /// packet saw the interface without a program).
+    Switched,
+    /// The previous loader was detached and the new one attached (the mode changed).
+    Replaced,
+    /// Nothing was attached there before.
+    New,
+}
+
 #[derive(Debug, Clone)]
 pub enum Event {
     /// An interrupted transaction was finished or undone.
@@ -50,7 +62,7 @@ pub enum Event {
     Attached {
         instance: String,
         interface: String,
-        how: &'static str,
+        how: Attached,
     },
     /// A setting of the current deployment carried over to the new generation.
     Kept {

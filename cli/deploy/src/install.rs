@@ -7,11 +7,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ebpkg_spec::types::FieldType;
+use hike_bytecode::AttachMode;
 use hike_chainc::link::{Ids, encode_entry, link_chain};
 use hike_chainc::{Artifact, Device};
 use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObject, Runtime, RuntimeError};
 
-use crate::deployer::{Deployer, Event, crash_point};
+use crate::deployer::{Attached, Deployer, Event, crash_point};
 use crate::error::{DeployError, Result, VerifierError};
 use crate::journal::{Journal, Step};
 use crate::plan::{DeployPlan, PlannedObject, PlannedPackage};
@@ -33,7 +34,7 @@ pub enum InstallOutcome {
 #[derive(Default)]
 struct LoaderWork {
     entries: BTreeMap<String, Vec<MapEntry>>,
-    attaches: BTreeSet<(String, String)>,
+    attaches: BTreeSet<(String, AttachMode)>,
 }
 
 impl Deployer {
@@ -157,11 +158,11 @@ impl Deployer {
             for l in &other.loaders {
                 for a in &l.attachments {
                     if let Some((interface, _)) =
-                        wanted.iter().find(|(i, m)| *i == a.interface && attach_point(m) == attach_point(&a.mode))
+                        wanted.iter().find(|(i, m)| *i == a.interface && m.attach_point() == a.mode.attach_point())
                     {
                         return Err(DeployError::InterfaceTaken {
                             interface: interface.clone(),
-                            point: attach_point(&a.mode).to_owned(),
+                            point: a.mode.attach_point().to_owned(),
                             deployment: other.name.clone(),
                             project: other.project_dir.clone(),
                         });
@@ -252,12 +253,12 @@ impl Deployer {
         // Links whose interface went away are not switched (nothing runs through
         // them): the new loader is attached afresh and they go with the old one.
         let same_netns = journal.previous.as_ref().is_some_and(|p| p.netns == journal.netns);
-        let previous: Vec<(String, String, String)> = journal
+        let previous: Vec<(String, String, AttachMode)> = journal
             .previous
             .iter()
             .filter(|_| same_netns)
             .flat_map(|p| &p.loaders)
-            .flat_map(|l| l.attachments.iter().map(|a| (a.interface.clone(), l.instance.clone(), a.mode.clone())))
+            .flat_map(|l| l.attachments.iter().map(|a| (a.interface.clone(), l.instance.clone(), a.mode)))
             .filter(|(interface, instance, _)| {
                 rt.loader_info(instance)
                     .is_ok_and(|i| i.attachments.iter().any(|a| &a.interface == interface && !a.defunct))
@@ -266,7 +267,8 @@ impl Deployer {
         for l in &mut loaders {
             let Some(w) = work.get(&(l.package.clone(), l.loader.clone())) else { continue };
             for (interface, mode) in &w.attaches {
-                let before = previous.iter().find(|(i, _, m)| i == interface && attach_point(m) == attach_point(mode));
+                let before =
+                    previous.iter().find(|(i, _, m)| i == interface && m.attach_point() == mode.attach_point());
                 match before {
                     Some((_, from, from_mode)) if from_mode == mode => {
                         journal.steps.push(Step::Switch {
@@ -281,46 +283,46 @@ impl Deployer {
                         on(&Event::Attached {
                             instance: l.instance.clone(),
                             interface: interface.clone(),
-                            how: "switched",
+                            how: Attached::Switched,
                         });
                     }
                     Some((_, from, from_mode)) => {
                         journal.steps.push(Step::Replace {
                             interface: interface.clone(),
                             from: from.clone(),
-                            from_mode: from_mode.clone(),
+                            from_mode: *from_mode,
                             to: l.instance.clone(),
-                            mode: mode.clone(),
+                            mode: *mode,
                         });
                         self.store.save_journal(journal)?;
                         crash_point("switching");
                         rt.detach_loader(from, interface).map_err(DeployError::runtime(format!(
                             "cannot detach the previous loader from {interface}"
                         )))?;
-                        self.attach(rt, journal.netns.as_deref(), &l.instance, interface, mode)?;
+                        self.attach(rt, journal.netns.as_deref(), &l.instance, interface, *mode)?;
                         on(&Event::Attached {
                             instance: l.instance.clone(),
                             interface: interface.clone(),
-                            how: "replaced",
+                            how: Attached::Replaced,
                         });
                     }
                     None => {
                         journal.steps.push(Step::Attach {
                             interface: interface.clone(),
-                            mode: mode.clone(),
+                            mode: *mode,
                             to: l.instance.clone(),
                         });
                         self.store.save_journal(journal)?;
                         crash_point("switching");
-                        self.attach(rt, journal.netns.as_deref(), &l.instance, interface, mode)?;
+                        self.attach(rt, journal.netns.as_deref(), &l.instance, interface, *mode)?;
                         on(&Event::Attached {
                             instance: l.instance.clone(),
                             interface: interface.clone(),
-                            how: "attached",
+                            how: Attached::New,
                         });
                     }
                 }
-                l.attachments.push(RecordedAttachment { interface: interface.clone(), mode: mode.clone() });
+                l.attachments.push(RecordedAttachment { interface: interface.clone(), mode: *mode });
             }
         }
 
@@ -488,7 +490,7 @@ fn source_path(pkg: &PlannedPackage, file: &str) -> Option<String> {
 /// The program maps whose key and value layouts the manifest gives.
 fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> {
     let fields = |f: &[ebpkg_spec::manifest::Field]| -> Vec<(String, String)> {
-        f.iter().map(|f| (f.name.to_string(), f.ty.as_str().to_owned())).collect()
+        f.iter().map(|f| (f.name.to_string(), f.ty.name().to_owned())).collect()
     };
     let mut out: Vec<crate::record::RecordedMap> = m
         .programs
@@ -617,15 +619,6 @@ fn next_generation(rt: Option<&Runtime>, deployment: &str, previous: Option<&Dep
     generation
 }
 
-/// XDP modes share one attach point per interface; TC ingress and egress are two.
-fn attach_point(mode: &str) -> &'static str {
-    match mode {
-        "tc" => "tc-ingress",
-        "tc-egress" => "tc-egress",
-        _ => "xdp",
-    }
-}
-
 /// Deployment names become pin names: letters, digits, `-` and `_`.
 fn check_deployment_name(name: &str) -> Result<()> {
     let ok =
@@ -696,7 +689,7 @@ fn collect_loader_work(
         }
     }
     for (a, interface) in script_attachments(art, file, params)? {
-        work.entry((a.package.clone(), a.loader.clone())).or_default().attaches.insert((interface, a.mode.clone()));
+        work.entry((a.package.clone(), a.loader.clone())).or_default().attaches.insert((interface, a.mode));
     }
     Ok(())
 }
@@ -724,11 +717,11 @@ fn script_attachments<'a>(
 }
 
 /// `(interface, mode)` of every attachment the plan makes.
-fn planned_attachments(plan: &DeployPlan) -> Result<Vec<(String, String)>> {
+fn planned_attachments(plan: &DeployPlan) -> Result<Vec<(String, AttachMode)>> {
     let mut out = Vec::new();
     for s in &plan.scripts {
         for (a, interface) in script_attachments(&s.artifact, &s.file, &plan.params)? {
-            out.push((interface, a.mode.clone()));
+            out.push((interface, a.mode));
         }
     }
     Ok(out)

@@ -3,6 +3,7 @@
 //! the next run to undo what it did, or — once the new record is committed — to
 //! finish cleaning up the previous deployment.
 
+use hike_bytecode::AttachMode;
 use std::path::PathBuf;
 
 use hike_bytecode::Hook;
@@ -47,9 +48,9 @@ pub enum Step {
     Switch { interface: String, from: String, to: String },
     /// The previous instance (attached with `from_mode`) is detached and `to` attached
     /// with another mode: links cannot change mode in place.
-    Replace { interface: String, from: String, from_mode: String, to: String, mode: String },
+    Replace { interface: String, from: String, from_mode: AttachMode, to: String, mode: AttachMode },
     /// `to` is attached where nothing of the previous deployment was.
-    Attach { interface: String, mode: String, to: String },
+    Attach { interface: String, mode: AttachMode, to: String },
 }
 
 impl Journal {

@@ -25,7 +25,7 @@ mod store;
 mod undo;
 
 pub use audit::{Finding, Fix};
-pub use deployer::{CRASH_POINTS, Deployer, Event};
+pub use deployer::{Attached, CRASH_POINTS, Deployer, Event};
 pub use error::{DeployError, Result, VerifierError};
 pub use install::InstallOutcome;
 pub use maps::{MapDump, MapEntryView};

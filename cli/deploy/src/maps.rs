@@ -36,7 +36,7 @@ pub struct MapEntryView {
 }
 
 fn field_type(s: &str) -> Option<FieldType> {
-    FieldType::ALL.into_iter().find(|t| t.as_str() == s)
+    FieldType::ALL.into_iter().find(|t| t.name() == s)
 }
 
 fn int(bytes: &[u8], ty: FieldType) -> i128 {

@@ -94,7 +94,7 @@ pub struct RecordedLoader {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RecordedAttachment {
     pub interface: String,
-    pub mode: String,
+    pub mode: hike_bytecode::AttachMode,
 }
 
 impl DeploymentRecord {

@@ -4,49 +4,7 @@
 use std::collections::BTreeMap;
 
 use ebpkg_spec::Manifest;
-use ebpkg_spec::types::{EndsPacket as SpecEnds, FieldType as SpecField, Hook as SpecHook, IntType as SpecInt};
-use hike_bytecode::Hook;
-use hike_chainc::{CompileEnv, EndsPacket, FieldType, IntType, LoaderSig, MapLayout, PackageExports, ProgramSig};
-
-pub fn hook(h: SpecHook) -> Hook {
-    match h {
-        SpecHook::Xdp => Hook::Xdp,
-        SpecHook::Tc => Hook::Tc,
-    }
-}
-
-pub fn int_type(t: SpecInt) -> IntType {
-    match t {
-        SpecInt::U8 => IntType::U8,
-        SpecInt::U16 => IntType::U16,
-        SpecInt::U32 => IntType::U32,
-        SpecInt::U64 => IntType::U64,
-        SpecInt::S8 => IntType::S8,
-        SpecInt::S16 => IntType::S16,
-        SpecInt::S32 => IntType::S32,
-        SpecInt::S64 => IntType::S64,
-    }
-}
-
-fn field_type(t: SpecField) -> FieldType {
-    match t {
-        SpecField::Chain => FieldType::Chain,
-        SpecField::Ipv4 => FieldType::Ipv4,
-        SpecField::Ipv6 => FieldType::Ipv6,
-        SpecField::Mac => FieldType::Mac,
-        SpecField::Ipv4Prefix => FieldType::Ipv4Prefix,
-        SpecField::Ipv6Prefix => FieldType::Ipv6Prefix,
-        other => FieldType::Int(other.int().map_or(IntType::U64, int_type)),
-    }
-}
-
-fn ends(e: SpecEnds) -> EndsPacket {
-    match e {
-        SpecEnds::Never => EndsPacket::Never,
-        SpecEnds::May => EndsPacket::May,
-        SpecEnds::Always => EndsPacket::Always,
-    }
-}
+use hike_chainc::{CompileEnv, LoaderSig, MapLayout, PackageExports, ProgramSig};
 
 /// A problem with the packages given: a re-export of something that does not exist.
 #[derive(Debug, thiserror::Error)]
@@ -68,10 +26,10 @@ pub fn env_from_manifests(manifests: &[Manifest]) -> Result<CompileEnv, Reexport
                 p.name.to_string(),
                 ProgramSig {
                     package: m.package.name.to_string(),
-                    hook: hook(p.hook),
-                    args: p.args.iter().map(|a| (a.name.to_string(), int_type(a.ty))).collect(),
-                    ret: p.returns.as_ref().map(|r| int_type(r.ty)),
-                    ends_packet: ends(p.ends_packet),
+                    hook: p.hook,
+                    args: p.args.iter().map(|a| (a.name.to_string(), a.ty)).collect(),
+                    ret: p.returns.as_ref().map(|r| r.ty),
+                    ends_packet: p.ends_packet,
                 },
             );
         }
@@ -80,16 +38,14 @@ pub fn env_from_manifests(manifests: &[Manifest]) -> Result<CompileEnv, Reexport
                 .maps
                 .iter()
                 .map(|cm| {
-                    let fields = |f: &[ebpkg_spec::manifest::Field]| {
-                        f.iter().map(|f| (f.name.to_string(), field_type(f.ty))).collect()
-                    };
+                    let fields =
+                        |f: &[ebpkg_spec::manifest::Field]| f.iter().map(|f| (f.name.to_string(), f.ty)).collect();
                     (cm.name.to_string(), MapLayout { key: fields(&cm.key), value: fields(&cm.value) })
                 })
                 .collect();
-            exports.loaders.insert(
-                l.name.to_string(),
-                LoaderSig { package: m.package.name.to_string(), hook: hook(l.hook), maps },
-            );
+            exports
+                .loaders
+                .insert(l.name.to_string(), LoaderSig { package: m.package.name.to_string(), hook: l.hook, maps });
         }
         env.packages.insert(m.package.name.normalized(), exports);
     }

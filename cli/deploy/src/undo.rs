@@ -41,7 +41,7 @@ impl Deployer {
                     }
                     if has_loader(rt, from) && !attached(rt, from, interface) {
                         note(
-                            self.attach(rt, journal.netns.as_deref(), from, interface, from_mode)
+                            self.attach(rt, journal.netns.as_deref(), from, interface, *from_mode)
                                 .map_err(|e| e.to_string()),
                         );
                     }
@@ -138,15 +138,8 @@ impl Deployer {
         netns: Option<&str>,
         instance: &str,
         interface: &str,
-        mode: &str,
+        mode: AttachMode,
     ) -> Result<()> {
-        let mode = AttachMode::from_name(mode).ok_or_else(|| DeployError::Runtime {
-            what: format!("cannot attach {instance} to {interface}"),
-            cause: RuntimeError::Loader {
-                loader: instance.to_owned(),
-                reason: format!("unknown attach mode `{mode}`"),
-            },
-        })?;
         let root = rt.root().to_owned();
         let (i, n) = (instance.to_owned(), interface.to_owned());
         // The namespace is entered on another thread, which opens its own handle.

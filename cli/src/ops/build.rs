@@ -9,7 +9,7 @@ use anyhow::Result;
 use ebpkg_build::{Btf, BuildEvent, Builder, PackageToBuild, Toolchain};
 use ebpkg_deploy::PlannedObject;
 use ebpkg_spec::Manifest;
-use ebpkg_spec::types::{Hook as SpecHook, Sha256Digest};
+use ebpkg_spec::types::Sha256Digest;
 
 use crate::Ctx;
 
@@ -25,13 +25,6 @@ pub struct BuildInput<'a> {
 pub struct BuildOptions {
     /// Build against this BTF instead of the running kernel's.
     pub btf: Option<PathBuf>,
-}
-
-pub fn hook(h: SpecHook) -> hike_bytecode::Hook {
-    match h {
-        SpecHook::Xdp => hike_bytecode::Hook::Xdp,
-        SpecHook::Tc => hike_bytecode::Hook::Tc,
-    }
 }
 
 /// Builds every package; returns each package's objects, in the order given.
@@ -89,7 +82,7 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
                 .map(|b| PlannedObject {
                     path: b.object.clone(),
                     object_name: b.unit.file().to_string(),
-                    hook: hook(b.unit.hook),
+                    hook: b.unit.hook,
                     programs: b.unit.programs.iter().map(|p| p.to_string()).collect(),
                     loaders: b.unit.loaders.iter().map(|l| l.to_string()).collect(),
                 })

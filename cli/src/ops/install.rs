@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use ebpkg_deploy::{DeployPlan, Event, InstallOutcome, PlannedPackage};
+use ebpkg_deploy::{Attached, DeployPlan, Event, InstallOutcome, PlannedPackage};
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_spec::Manifest;
 
@@ -41,10 +41,10 @@ pub fn describe(e: &Event) -> (&'static str, String) {
         Event::ChainInstalled { script, chain, id } => ("Installed", format!("chain {chain} ({script}) as chain {id}")),
         Event::LoaderLoaded { instance } => ("Loaded", format!("loader instance {instance}")),
         Event::Attached { instance, interface, how } => {
-            let verb = match *how {
-                "switched" => "Switched",
-                "replaced" => "Replaced",
-                _ => "Attached",
+            let verb = match how {
+                Attached::Switched => "Switched",
+                Attached::Replaced => "Replaced",
+                Attached::New => "Attached",
             };
             (verb, format!("{interface} to {instance}"))
         }

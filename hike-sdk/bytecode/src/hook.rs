@@ -5,6 +5,7 @@ use std::fmt;
 
 /// An attachment hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Hook {
     /// XDP: the driver's receive path.

@@ -12,10 +12,12 @@ pub mod insn;
 pub mod interp;
 pub mod limits;
 pub mod op;
+pub mod types;
 pub mod validate;
 
 pub use hook::Hook;
 pub use insn::{Insn, build};
 pub use interp::{AbortReason, Ending, Memory, ProgramOutcome, Programs, Run};
 pub use op::{AluOp, Bank, Cond, Endian, Op, Operand, Size, decode};
+pub use types::{AttachMode, EndsPacket, FieldType, IntType};
 pub use validate::{ChainFacts, ChainSig, Env, ProgramSig, Rule, ValidationError, validate};

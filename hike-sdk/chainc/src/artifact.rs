@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use hike_bytecode::{Hook, Insn, asm};
+use hike_bytecode::{AttachMode, Hook, Insn, asm};
 use serde::{Deserialize, Serialize};
 
 /// A compiled script.
@@ -96,8 +96,7 @@ pub struct Attach {
     pub package: String,
     pub loader: String,
     pub device: Device,
-    /// `xdp`, `xdpdrv`, `xdpgeneric`, `tc` or `tc-egress`.
-    pub mode: String,
+    pub mode: AttachMode,
 }
 
 /// An interface name, or a parameter bound at install time.

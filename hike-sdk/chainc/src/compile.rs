@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use hike_bytecode::Hook;
 use hike_bytecode::limits::MAX_DEPTH;
+use hike_bytecode::{AttachMode, Hook};
 
 use crate::artifact::{Artifact, Attach, CompiledChain, Device, FieldValue, LoaderConfig, MapEntry, Target};
 use crate::ast::*;
@@ -467,7 +467,15 @@ impl Compiler<'_, '_, '_> {
             sink.report(Code::BadEntry, e.span.clone(), msg).help(help.to_owned());
         };
         match ty {
-            FieldType::Int(t) => {
+            FieldType::U8
+            | FieldType::U16
+            | FieldType::U32
+            | FieldType::U64
+            | FieldType::S8
+            | FieldType::S16
+            | FieldType::S32
+            | FieldType::S64 => {
+                let t = ty.int()?;
                 let Some(v) = fold_const(e, &|n| consts.get(n).copied()) else {
                     bad(
                         self.sink,
@@ -584,12 +592,9 @@ impl Compiler<'_, '_, '_> {
                 return None;
             }
         };
-        let modes: &[&str] = match sig.hook {
-            Hook::Xdp => &["xdp", "xdpdrv", "xdpgeneric"],
-            Hook::Tc => &["tc", "tc-egress"],
-        };
+        let modes: Vec<&str> = AttachMode::of_hook(sig.hook).map(AttachMode::name).collect();
         let mode = match &args[1].kind {
-            ExprKind::Str(m) if modes.contains(&m.as_str()) => m.clone(),
+            ExprKind::Str(m) if let Some(mode) = AttachMode::from_name(m).filter(|x| x.hook() == sig.hook) => mode,
             ExprKind::Str(m) => {
                 let d = self.sink.report(
                     Code::BadAttach,
@@ -782,6 +787,14 @@ pub fn parse_address(s: &str, ty: FieldType) -> Option<Vec<u8>> {
             out.extend(bytes);
             Some(out)
         }
-        FieldType::Int(_) | FieldType::Chain => None,
+        FieldType::Chain
+        | FieldType::U8
+        | FieldType::U16
+        | FieldType::U32
+        | FieldType::U64
+        | FieldType::S8
+        | FieldType::S16
+        | FieldType::S32
+        | FieldType::S64 => None,
     }
 }

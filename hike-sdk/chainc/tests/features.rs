@@ -164,7 +164,7 @@ def main():
     let art = compile(&script, "s.eclat", &env).unwrap().artifact;
     assert_eq!(art.hook, hike_bytecode::Hook::Tc);
     assert_eq!(art.attaches[0].device, Device::Name("eth0".into()));
-    assert_eq!(art.attaches[0].mode, "tc");
+    assert_eq!(art.attaches[0].mode.name(), "tc");
     let e = &art.loader_configs[0].entries;
     let mut key = 32u32.to_le_bytes().to_vec();
     key.extend([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);

@@ -104,7 +104,7 @@ fn the_script_compiles_unchanged_with_its_loader_statements() {
     assert_eq!(art.params, ["DEVNAME"]);
     assert_eq!(art.attaches.len(), 1);
     assert_eq!(art.attaches[0].device, Device::Param("DEVNAME".into()));
-    assert_eq!((art.attaches[0].loader.as_str(), art.attaches[0].mode.as_str()), ("ip6_sc", "xdp"));
+    assert_eq!((art.attaches[0].loader.as_str(), art.attaches[0].mode.name()), ("ip6_sc", "xdp"));
     let cfg = &art.loader_configs[0];
     assert_eq!((cfg.package.as_str(), cfg.loader.as_str(), cfg.map.as_str()), ("basic", "ip6_sc", "ip6_sc_map"));
     assert_eq!(cfg.entries[0].key, [FieldValue::Int { value: 0, size: 4 }]);

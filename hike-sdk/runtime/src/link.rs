@@ -11,58 +11,18 @@ use std::path::Path;
 
 use libbpf_rs::libbpf_sys;
 
-/// How a loader is attached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AttachMode {
-    /// XDP in the driver when it supports it, generic (skb) XDP otherwise.
-    Xdp,
-    /// XDP in the driver only.
-    XdpDriver,
-    /// Generic (skb) XDP only.
-    XdpGeneric,
-    /// tcx on the ingress path.
-    TcIngress,
-    /// tcx on the egress path.
-    TcEgress,
-}
+pub use hike_bytecode::AttachMode;
 
-impl AttachMode {
-    /// The name chain scripts and `status` use.
-    pub fn name(self) -> &'static str {
-        match self {
-            AttachMode::Xdp => "xdp",
-            AttachMode::XdpDriver => "xdpdrv",
-            AttachMode::XdpGeneric => "xdpgeneric",
-            AttachMode::TcIngress => "tc",
-            AttachMode::TcEgress => "tc-egress",
-        }
-    }
-
-    /// The mode with this name.
-    pub fn from_name(s: &str) -> Option<AttachMode> {
-        [AttachMode::Xdp, AttachMode::XdpDriver, AttachMode::XdpGeneric, AttachMode::TcIngress, AttachMode::TcEgress]
-            .into_iter()
-            .find(|m| m.name() == s)
-    }
-
-    /// The hook the mode belongs to.
-    pub fn hook(self) -> hike_bytecode::Hook {
-        match self {
-            AttachMode::Xdp | AttachMode::XdpDriver | AttachMode::XdpGeneric => hike_bytecode::Hook::Xdp,
-            AttachMode::TcIngress | AttachMode::TcEgress => hike_bytecode::Hook::Tc,
-        }
-    }
-
-    fn attach_type_and_flags(self) -> (libbpf_sys::bpf_attach_type, u32) {
-        const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
-        const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
-        match self {
-            AttachMode::Xdp => (libbpf_sys::BPF_XDP, 0),
-            AttachMode::XdpDriver => (libbpf_sys::BPF_XDP, XDP_FLAGS_DRV_MODE),
-            AttachMode::XdpGeneric => (libbpf_sys::BPF_XDP, XDP_FLAGS_SKB_MODE),
-            AttachMode::TcIngress => (libbpf_sys::BPF_TCX_INGRESS, 0),
-            AttachMode::TcEgress => (libbpf_sys::BPF_TCX_EGRESS, 0),
-        }
+/// The kernel attach type and XDP flags of a mode.
+fn attach_type_and_flags(mode: AttachMode) -> (libbpf_sys::bpf_attach_type, u32) {
+    const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+    const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+    match mode {
+        AttachMode::Xdp => (libbpf_sys::BPF_XDP, 0),
+        AttachMode::XdpDriver => (libbpf_sys::BPF_XDP, XDP_FLAGS_DRV_MODE),
+        AttachMode::XdpGeneric => (libbpf_sys::BPF_XDP, XDP_FLAGS_SKB_MODE),
+        AttachMode::TcIngress => (libbpf_sys::BPF_TCX_INGRESS, 0),
+        AttachMode::TcEgress => (libbpf_sys::BPF_TCX_EGRESS, 0),
     }
 }
 
@@ -91,10 +51,10 @@ pub fn obj_get(path: &Path) -> io::Result<OwnedFd> {
 /// too few queues, …). Then the program is attached in generic mode instead.
 pub fn attach_and_pin(prog: &Path, ifindex: u32, mode: AttachMode, pin: &Path) -> io::Result<()> {
     let prog_fd = obj_get(prog)?;
-    let (attach_type, flags) = mode.attach_type_and_flags();
+    let (attach_type, flags) = attach_type_and_flags(mode);
     let link = match link_create(&prog_fd, ifindex, attach_type, flags) {
         Err(driver) if mode == AttachMode::Xdp && driver_refused(&driver) => {
-            let (_, generic) = AttachMode::XdpGeneric.attach_type_and_flags();
+            let (_, generic) = attach_type_and_flags(AttachMode::XdpGeneric);
             let link = link_create(&prog_fd, ifindex, attach_type, generic)
                 .map_err(|e| io::Error::new(e.kind(), format!("driver mode: {driver}; generic mode: {e}")))?;
             tracing::warn!(ifindex, "the driver refused XDP in driver mode ({driver}); attached in generic mode");

@@ -63,7 +63,7 @@ pub struct LoaderInfo {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Attachment {
     pub interface: String,
-    pub mode: String,
+    pub mode: AttachMode,
     /// The link outlived its interface (deleted, perhaps re-created under the
     /// same name): no packet reaches the loader through it.
     pub defunct: bool,
@@ -395,8 +395,9 @@ impl Runtime {
                 let name = p.file_name()?.to_string_lossy().into_owned();
                 let rest = name.strip_prefix("link@")?;
                 let (interface, mode) = rest.rsplit_once('@')?;
+                let mode = AttachMode::from_name(mode)?;
                 let defunct = link::link_ifindex(p).map_or(true, |i| i == 0);
-                Some(Attachment { interface: interface.to_owned(), mode: mode.to_owned(), defunct })
+                Some(Attachment { interface: interface.to_owned(), mode, defunct })
             })
             .collect();
         Ok(LoaderInfo {

@@ -90,7 +90,7 @@ fn a_loader_on_a_veth_runs_its_chain_on_real_traffic() {
     });
     let status = t.rt.status().unwrap();
     let attached = &status.loaders[0].attachments;
-    assert_eq!((attached[0].interface.as_str(), attached[0].mode.as_str()), ("vb", "xdp"));
+    assert_eq!((attached[0].interface.as_str(), attached[0].mode.name()), ("vb", "xdp"));
 
     assert!(!net.ping(), "the chain drops ICMP");
     let counters = t.rt.counters().unwrap();
@@ -157,7 +157,7 @@ fn generic_xdp_and_tc_attachments_run_chains_too() {
         let (p, i) = (t.path.clone(), instance.clone());
         Netns::run_in(&net.b, move || hike_runtime::Runtime::open(&p).unwrap().attach_loader(&i, "vb", mode).unwrap());
         let att = t.rt.loader_info(&instance).unwrap().attachments;
-        assert_eq!(att[0].mode, mode.name());
+        assert_eq!(att[0].mode, mode);
         assert!(!net.ping(), "{}: ICMP is dropped", mode.name());
         assert!(t.rt.counters().unwrap().chain_runs[c as usize] >= 3, "{}", mode.name());
         let (p, i) = (t.path.clone(), instance.clone());

@@ -37,10 +37,7 @@ fn env() -> CompileEnv {
     let mut maps = BTreeMap::new();
     maps.insert(
         "ip6_sc_map".into(),
-        MapLayout {
-            key: vec![("slot".into(), FieldType::Int(IntType::U32))],
-            value: vec![("chain".into(), FieldType::Chain)],
-        },
+        MapLayout { key: vec![("slot".into(), FieldType::U32)], value: vec![("chain".into(), FieldType::Chain)] },
     );
     basic.loaders.insert("ip6_sc".into(), LoaderSig { package: "basic".into(), hook: Hook::Xdp, maps });
     let mut env = CompileEnv::new();

@@ -42,10 +42,7 @@ pub fn paper_env() -> CompileEnv {
     let mut maps = std::collections::BTreeMap::new();
     maps.insert(
         "ip6_sc_map".into(),
-        MapLayout {
-            key: vec![("slot".into(), FieldType::Int(IntType::U32))],
-            value: vec![("chain".into(), FieldType::Chain)],
-        },
+        MapLayout { key: vec![("slot".into(), FieldType::U32)], value: vec![("chain".into(), FieldType::Chain)] },
     );
     basic.loaders.insert("ip6_sc".into(), LoaderSig { package: "basic".into(), hook: Hook::Xdp, maps });
     let mut maps = std::collections::BTreeMap::new();
@@ -90,7 +87,7 @@ pub fn test_env() -> CompileEnv {
         "cfg".into(),
         MapLayout {
             key: vec![("prefix".into(), FieldType::Ipv6Prefix)],
-            value: vec![("chain".into(), FieldType::Chain), ("mark".into(), FieldType::Int(IntType::U8))],
+            value: vec![("chain".into(), FieldType::Chain), ("mark".into(), FieldType::U8)],
         },
     );
     tc.loaders.insert("tcl".into(), LoaderSig { package: "tcpkg".into(), hook: Hook::Tc, maps });
