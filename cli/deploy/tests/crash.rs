@@ -21,21 +21,12 @@ use std::process::Command;
 
 use common::*;
 use ebpkg_deploy::{Deployer, Event};
-use hike_runtime::Runtime;
+use hike_runtime::{Runtime, ScratchPath};
 
 const XDP_DROP: u32 = 1;
 const XDP_PASS: u32 = 2;
 
 fn none(_: &Event) {}
-
-/// A root removed when the test ends, however it ends.
-struct RootGuard(PathBuf);
-
-impl Drop for RootGuard {
-    fn drop(&mut self) {
-        let _ = Runtime::destroy(&self.0);
-    }
-}
 
 /// Not a test of its own: the process the crash test kills.
 #[test]
@@ -135,7 +126,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     let shared_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-shared-{tag}"));
     let fresh_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-fresh-{tag}"));
     let other_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-crash-other-{tag}"));
-    let _guards = [RootGuard(shared_root.clone()), RootGuard(fresh_root.clone()), RootGuard(other_root.clone())];
+    let _guards = [&shared_root, &fresh_root, &other_root].map(|r| ScratchPath::at(r.clone()));
     let ns = Some(veth.0.clone());
     let baseline = kernel::baseline();
 

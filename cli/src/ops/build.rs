@@ -103,7 +103,7 @@ pub fn verify_objects(
     for o in objects {
         let elf = ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
         let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
-        let stats = root.rt.verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)?;
+        let stats = root.root.rt.verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)?;
         ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));
         out.extend(stats.into_iter().map(|s| (o.object_name.clone(), s)));
     }

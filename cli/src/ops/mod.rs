@@ -48,8 +48,7 @@ pub fn require_privileges(what: &str) -> Result<()> {
 /// died otherwise (`kill -9`) is removed by the next command that makes one, and
 /// reported by `ebpkg doctor`.
 pub struct TempRoot {
-    pub path: std::path::PathBuf,
-    pub rt: hike_runtime::Runtime,
+    pub root: hike_runtime::ScratchRoot,
 }
 
 /// The kinds of temporary roots commands make.
@@ -118,21 +117,18 @@ impl TempRoot {
         if let Ok(mut live) = LIVE_TEMP_ROOTS.lock() {
             live.push(path.clone());
         }
-        let rt = hike_runtime::Runtime::init(&path, hike_runtime::InitOptions::default()).map_err(|e| {
-            let _ = hike_runtime::Runtime::destroy(&path);
-            fail(Failure::Environment, format!("cannot create a HIKe root at {}: {e}", path.display()))
-        })?;
-        Ok(TempRoot { path, rt })
+        let guard = hike_runtime::ScratchPath::at(path.clone());
+        let root = hike_runtime::ScratchRoot::init(guard, hike_runtime::InitOptions::default())
+            .map_err(|e| fail(Failure::Environment, format!("cannot create a HIKe root at {}: {e}", path.display())))?;
+        Ok(TempRoot { root })
     }
 }
 
 impl Drop for TempRoot {
     fn drop(&mut self) {
-        if let Err(e) = hike_runtime::Runtime::destroy(&self.path) {
-            tracing::warn!("cannot remove {}: {e}", self.path.display());
-        }
+        // The root itself goes with `self.root`, right after this.
         if let Ok(mut live) = LIVE_TEMP_ROOTS.lock() {
-            live.retain(|p| p != &self.path);
+            live.retain(|p| p != &self.root.path);
         }
     }
 }

@@ -177,7 +177,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     // Every run on one CPU, so per-CPU maps add up across the runs of a case.
     pin_to_current_cpu()?;
     let root = crate::ops::TempRoot::create(ctx, "test")?;
-    let rt = &root.rt;
+    let rt = &root.root.rt;
     let package = m.package.name.to_string();
     let version = m.package.version.to_string();
     let mut ids = std::collections::BTreeMap::new();

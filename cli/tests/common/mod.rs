@@ -19,15 +19,7 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Fails loudly when the machine cannot run kernel tests: they are never skipped.
-pub fn require_kernel() {
-    assert!(rustix::process::geteuid().is_root(), "kernel tests need root (CAP_BPF, CAP_NET_ADMIN); run ./ci/test");
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    assert!(
-        mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf")),
-        "kernel tests need bpffs at /sys/fs/bpf (ci/setup mounts it)"
-    );
-}
+pub use hike_runtime::testing::require_kernel;
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -36,6 +28,7 @@ pub struct Sandbox {
     pub tag: String,
     /// The download and build cache (the sandbox's own unless shared).
     pub cache: PathBuf,
+    _root: hike_runtime::ScratchPath,
 }
 
 /// What one `ebpkg` run did.
@@ -72,10 +65,10 @@ impl Sandbox {
         static N: AtomicU32 = AtomicU32::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);
         let tag = format!("{tag}{}x{n}", std::process::id());
-        let root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-cli-{tag}"));
+        let guard = hike_runtime::ScratchPath::at(PathBuf::from(format!("/sys/fs/bpf/ebpkg-cli-{tag}")));
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
-        Sandbox { dir, root, netns: None, tag, cache }
+        Sandbox { dir, root: guard.path().to_owned(), netns: None, tag, cache, _root: guard }
     }
 
     /// Uses a cache shared by the tests of this crate (safe: the cache's writes are
@@ -223,9 +216,7 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        if let Err(e) = hike_runtime::Runtime::destroy(&self.root) {
-            eprintln!("could not remove {}: {e}", self.root.display());
-        }
+        // The root goes with `_root`, after the namespace.
         if let Some(ns) = &self.netns {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }

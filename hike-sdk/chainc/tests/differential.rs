@@ -320,19 +320,7 @@ proptest! {
 fn a_sample_runs_the_same_in_the_kernel_vm() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    let root = std::path::PathBuf::from(format!("/sys/fs/bpf/hike-test-chainc-expr-{}", std::process::id()));
-    assert!(
-        rustix::process::geteuid().is_root(),
-        "the kernel sample needs root (CAP_BPF); run tests as root, e.g. with ./ci/test"
-    );
-    let rt = hike_runtime::Runtime::init(&root, hike_runtime::InitOptions::default()).expect("init a VM instance");
-    struct Cleanup(std::path::PathBuf);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = hike_runtime::Runtime::destroy(&self.0);
-        }
-    }
-    let _cleanup = Cleanup(root);
+    let rt = hike_runtime::testing::scratch_root("hike-test-chainc-expr");
     let mut runner = TestRunner::deterministic();
     let strategy = (expr(), any::<[u64; 4]>());
     let packet = vec![0u8; 64];

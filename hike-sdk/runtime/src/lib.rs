@@ -25,9 +25,12 @@ mod package_maps;
 mod programs;
 mod repair;
 mod runtime;
+mod scratch;
 pub mod signature;
 mod status;
 mod sys;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod testrun;
 pub mod verifier;
 mod verify;
@@ -41,8 +44,9 @@ pub use loaders::{Attachment, ConfigMapSpec, LoaderInfo, LoaderObject, MapEntry}
 pub use package_maps::PackageMap;
 pub use programs::{ProgramObject, RegisteredProgram};
 pub use runtime::{InitOptions, Runtime};
+pub use scratch::{ScratchPath, ScratchRoot};
 pub use signature::Signature;
 pub use status::{ChainStatus, Counters, ProgramStatus, Status};
-pub use testrun::{TestRun, TestRunOptions};
+pub use testrun::{ProgramRun, TestRun, TestRunOptions, run_program};
 pub use verifier::VerifierFailure;
 pub use verify::VerifierStats;

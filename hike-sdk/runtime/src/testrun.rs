@@ -2,7 +2,7 @@
 //! test entry loader: the same VM, programs and chains traffic would use, with the
 //! packet and final state handed back.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::Duration;
 
 use hike_bytecode::Hook;
@@ -92,44 +92,8 @@ impl Runtime {
 
     fn test_run_pinned_with(&self, pin: &std::path::Path, packet: &[u8], run: &TestRunOptions) -> Result<TestRun> {
         let prog = link::obj_get(pin).io("cannot open", pin)?;
-        let mut out = vec![0u8; packet.len() + HEADROOM];
-        // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
-        let mut ctx = [0u32; 6];
-        ctx[1] = packet.len() as u32;
-        ctx[3] = run.ingress_ifindex;
-        let with_ctx = run.ingress_ifindex != 0 || run.live_frames;
-        let (cpu, result) = sys::on_one_cpu(|| {
-            let mut opts = libbpf_sys::bpf_test_run_opts {
-                sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
-                data_in: packet.as_ptr().cast(),
-                data_size_in: packet.len() as u32,
-                repeat: run.repeat as i32,
-                ..Default::default()
-            };
-            if !run.live_frames {
-                opts.data_out = out.as_mut_ptr().cast();
-                opts.data_size_out = out.len() as u32;
-            } else {
-                opts.flags = XDP_LIVE_FRAMES;
-            }
-            if with_ctx {
-                opts.ctx_in = ctx.as_mut_ptr().cast();
-                opts.ctx_size_in = std::mem::size_of_val(&ctx) as u32;
-            }
-            // SAFETY: the buffers outlive the call and their sizes are given.
-            let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
-            (rc, opts.retval, opts.data_size_out, opts.duration)
-        })
-        .io("cannot pin the test run to a CPU", self.root())?;
-        let (rc, retval, size_out, duration) = result;
-        if rc < 0 {
-            return Err(RuntimeError::Io {
-                what: "BPF_PROG_TEST_RUN failed on",
-                path: pin.to_owned(),
-                cause: std::io::Error::from_raw_os_error(-rc),
-            });
-        }
-        out.truncate((size_out as usize).min(out.len()));
+        let ProgramRun { verdict, packet: out, cpu, duration } =
+            run_program(prog.as_fd(), packet, run).io("BPF_PROG_TEST_RUN failed on", pin)?;
         let states = self.raw_states()?;
         let st = states.get(cpu).cloned().unwrap_or_default();
         let mut regs = [0u64; 11];
@@ -138,13 +102,58 @@ impl Runtime {
         }
         let scratch =
             st.get(state::SCRATCH..state::SCRATCH + SCRATCH_SIZE as usize).map(<[u8]>::to_vec).unwrap_or_default();
-        Ok(TestRun {
-            verdict: retval,
-            packet: out,
-            regs,
-            scratch,
-            cpu,
-            duration: Duration::from_nanos(u64::from(duration)),
-        })
+        Ok(TestRun { verdict, packet: out, regs, scratch, cpu, duration })
     }
+}
+
+/// What one `BPF_PROG_TEST_RUN` of a program gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramRun {
+    /// The program's return value.
+    pub verdict: u32,
+    /// The packet after the run (empty with live frames).
+    pub packet: Vec<u8>,
+    /// The CPU it ran on.
+    pub cpu: usize,
+    /// Average time per repetition, as the kernel measured it.
+    pub duration: Duration,
+}
+
+/// Runs an XDP or TC program on `packet` with `BPF_PROG_TEST_RUN`, pinned to the
+/// current CPU for the call (so repeated runs and the per-CPU state read after
+/// them are on one CPU).
+pub fn run_program(prog: BorrowedFd<'_>, packet: &[u8], run: &TestRunOptions) -> std::io::Result<ProgramRun> {
+    let mut out = vec![0u8; packet.len() + HEADROOM];
+    // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
+    let mut ctx = [0u32; 6];
+    ctx[1] = packet.len() as u32;
+    ctx[3] = run.ingress_ifindex;
+    let with_ctx = run.ingress_ifindex != 0 || run.live_frames;
+    let (cpu, (rc, retval, size_out, duration)) = sys::on_one_cpu(|| {
+        let mut opts = libbpf_sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+            data_in: packet.as_ptr().cast(),
+            data_size_in: packet.len() as u32,
+            repeat: run.repeat as i32,
+            ..Default::default()
+        };
+        if run.live_frames {
+            opts.flags = XDP_LIVE_FRAMES;
+        } else {
+            opts.data_out = out.as_mut_ptr().cast();
+            opts.data_size_out = out.len() as u32;
+        }
+        if with_ctx {
+            opts.ctx_in = ctx.as_mut_ptr().cast();
+            opts.ctx_size_in = std::mem::size_of_val(&ctx) as u32;
+        }
+        // SAFETY: the buffers outlive the call and their sizes are given.
+        let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+        (rc, opts.retval, opts.data_size_out, opts.duration)
+    })?;
+    if rc < 0 {
+        return Err(std::io::Error::from_raw_os_error(-rc));
+    }
+    out.truncate(if run.live_frames { 0 } else { (size_out as usize).min(out.len()) });
+    Ok(ProgramRun { verdict: retval, packet: out, cpu, duration: Duration::from_nanos(u64::from(duration)) })
 }

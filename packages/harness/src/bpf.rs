@@ -58,51 +58,16 @@ pub struct Run {
     pub duration: Duration,
 }
 
-/// `BPF_F_TEST_XDP_LIVE_FRAMES`.
-const LIVE_FRAMES: u32 = 1 << 1;
-
-/// Runs `prog_fd` on `packet` with BPF_PROG_TEST_RUN. `ingress_ifindex` (when not
-/// 0) is the interface the packet arrives on, in the calling thread's namespace;
-/// with `live`, what the program transmits or redirects really goes out.
+/// Runs `prog_fd` on `packet` with BPF_PROG_TEST_RUN (the runtime's one way of
+/// doing it). `ingress_ifindex` (when not 0) is the interface the packet arrives
+/// on, in the calling thread's namespace; with `live`, what the program transmits
+/// or redirects really goes out.
 pub fn test_run(prog_fd: RawFd, packet: &[u8], ingress_ifindex: u32, live: bool, repeat: u32) -> Result<Run> {
-    let mut out = vec![0u8; packet.len() + 256];
-    // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
-    let mut ctx = [0u32; 6];
-    ctx[1] = packet.len() as u32;
-    ctx[3] = ingress_ifindex;
-    let mut opts = libbpf_sys::bpf_test_run_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
-        data_in: packet.as_ptr().cast(),
-        data_size_in: packet.len() as u32,
-        repeat: repeat as i32,
-        ..Default::default()
-    };
-    if live {
-        opts.flags = LIVE_FRAMES;
-    } else {
-        opts.data_out = out.as_mut_ptr().cast();
-        opts.data_size_out = out.len() as u32;
-    }
-    if ingress_ifindex != 0 || live {
-        opts.ctx_in = ctx.as_mut_ptr().cast();
-        opts.ctx_size_in = std::mem::size_of_val(&ctx) as u32;
-    }
-    // Like the runtime's test runs: on one CPU, so variants are measured alike.
-    let before = rustix::thread::sched_getaffinity(None).context("sched_getaffinity")?;
-    let mut only = rustix::thread::CpuSet::new();
-    only.set(rustix::thread::sched_getcpu());
-    rustix::thread::sched_setaffinity(None, &only).context("sched_setaffinity")?;
-    // SAFETY: the buffers outlive the call and their sizes are given.
-    let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog_fd, &mut opts) };
-    rustix::thread::sched_setaffinity(None, &before).context("sched_setaffinity")?;
-    if rc < 0 {
-        return Err(std::io::Error::from_raw_os_error(-rc)).context("BPF_PROG_TEST_RUN");
-    }
-    out.truncate((opts.data_size_out as usize).min(out.len()));
-    if live {
-        out.clear();
-    }
-    Ok(Run { verdict: opts.retval, packet: out, duration: Duration::from_nanos(u64::from(opts.duration)) })
+    // SAFETY: the caller's descriptor stays open for the call.
+    let prog = unsafe { std::os::fd::BorrowedFd::borrow_raw(prog_fd) };
+    let opts = hike_runtime::TestRunOptions { repeat, ingress_ifindex, live_frames: live };
+    let run = hike_runtime::run_program(prog, packet, &opts).context("BPF_PROG_TEST_RUN")?;
+    Ok(Run { verdict: run.verdict, packet: run.packet, duration: run.duration })
 }
 
 impl Loaded {

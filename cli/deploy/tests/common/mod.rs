@@ -8,43 +8,34 @@ pub mod kernel;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use ebpkg_deploy::{DeployPlan, Deployer, PlannedObject, PlannedPackage, PlannedScript};
 use ebpkg_spec::Manifest;
 use ebpkg_spec::PackageId;
 use ebpkg_spec::types::Sha256Digest;
 use hike_bytecode::Hook;
-use hike_runtime::{Runtime, objects};
+use hike_runtime::{Runtime, ScratchPath, objects};
 
-/// Fails loudly when the machine cannot run kernel tests: they are never skipped.
-pub fn require_kernel() {
-    assert!(rustix::process::geteuid().is_root(), "kernel tests need root (CAP_BPF, CAP_NET_ADMIN); run ./ci/test");
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    assert!(
-        mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf")),
-        "kernel tests need bpffs at /sys/fs/bpf (ci/setup mounts it)"
-    );
-}
+pub use hike_runtime::testing::require_kernel;
 
 /// A HIKe root, a state directory and an object directory of the test's own.
 pub struct Env {
     pub root: PathBuf,
     pub state: tempfile::TempDir,
     pub files: tempfile::TempDir,
+    _root: ScratchPath,
 }
 
 impl Env {
     pub fn new(tag: &str) -> Env {
         require_kernel();
-        static N: AtomicU32 = AtomicU32::new(0);
-        let root = PathBuf::from(format!(
-            "/sys/fs/bpf/ebpkg-deploy-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = Runtime::destroy(&root);
-        Env { root, state: tempfile::tempdir().unwrap(), files: tempfile::tempdir().unwrap() }
+        let guard = ScratchPath::unique(Path::new("/sys/fs/bpf"), &format!("ebpkg-deploy-{tag}"));
+        Env {
+            root: guard.path().to_owned(),
+            state: tempfile::tempdir().unwrap(),
+            files: tempfile::tempdir().unwrap(),
+            _root: guard,
+        }
     }
 
     pub fn deployer(&self) -> Deployer {
@@ -183,14 +174,6 @@ pub fn plan_in(files: &Path, deployment: &str, version: &str, script: &str, para
         }],
         params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
         force: false,
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if let Err(e) = Runtime::destroy(&self.root) {
-            eprintln!("could not remove test root {}: {e}", self.root.display());
-        }
     }
 }
 

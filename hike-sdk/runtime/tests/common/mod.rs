@@ -9,56 +9,51 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use hike_bytecode::Hook;
 use hike_runtime::{
-    ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, RegisteredProgram, Runtime, objects,
+    ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, RegisteredProgram, ScratchPath, ScratchRoot,
+    objects,
 };
 
-/// Fails the test with what is missing when the machine cannot load eBPF.
-pub fn require_kernel() {
-    let euid = rustix::process::geteuid();
-    assert!(euid.is_root(), "kernel tests need root (CAP_BPF, CAP_NET_ADMIN); run them as root, e.g. with ./ci/test");
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    assert!(
-        mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf") && l.contains(" bpf ")),
-        "kernel tests need bpffs at /sys/fs/bpf: mount it with `mount -t bpf bpf /sys/fs/bpf` (ci/setup does)"
-    );
+pub use hike_runtime::testing::require_kernel;
+
+/// A HIKe root of the test's own, destroyed on drop.
+pub type TestRoot = ScratchRoot;
+
+/// What the runtime's tests do with their roots.
+pub trait TestRootExt: Sized {
+    fn new(tag: &str) -> Self;
+    fn with(tag: &str, opts: InitOptions) -> Self;
+    fn register_vmtest(&self, hook: Hook) -> Vec<RegisteredProgram>;
+    fn register_vmtest_as(&self, package: &str, version: &str) -> Vec<RegisteredProgram>;
+    fn register_vmtest_tc_as(&self, package: &str) -> Vec<RegisteredProgram>;
+    fn register_as(&self, package: &str, version: &str, hook: Hook) -> Vec<RegisteredProgram>;
+    fn path(&self) -> &Path;
+    fn load_test_loader(&self, instance: &str, hook: Hook);
+    fn point_test_loader(&self, instance: &str, chain: u32);
 }
 
-/// A HIKe root of its own, destroyed on drop.
-pub struct TestRoot {
-    pub path: PathBuf,
-    pub rt: Runtime,
-}
-
-impl TestRoot {
-    pub fn new(tag: &str) -> TestRoot {
+impl TestRootExt for ScratchRoot {
+    fn new(tag: &str) -> TestRoot {
         TestRoot::with(tag, InitOptions::default())
     }
 
-    pub fn with(tag: &str, opts: InitOptions) -> TestRoot {
+    fn with(tag: &str, opts: InitOptions) -> TestRoot {
         require_kernel();
-        static N: AtomicU32 = AtomicU32::new(0);
-        let path = PathBuf::from(format!(
-            "/sys/fs/bpf/hike-test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = Runtime::destroy(&path);
-        let rt = Runtime::init(&path, opts).expect("init a test root");
-        TestRoot { path, rt }
+        let guard = ScratchPath::unique(Path::new("/sys/fs/bpf"), &format!("hike-test-{tag}"));
+        ScratchRoot::init(guard, opts).expect("init a test root")
     }
 
     /// Registers the test programs (bpf/test/vmtest.bpf.c) for a hook.
-    pub fn register_vmtest(&self, hook: Hook) -> Vec<RegisteredProgram> {
+    fn register_vmtest(&self, hook: Hook) -> Vec<RegisteredProgram> {
         self.register_as("hike-test", "0.0.0", hook)
     }
 
     /// Registers the XDP test programs under another package name and version.
-    pub fn register_vmtest_as(&self, package: &str, version: &str) -> Vec<RegisteredProgram> {
+    fn register_vmtest_as(&self, package: &str, version: &str) -> Vec<RegisteredProgram> {
         self.register_as(package, version, Hook::Xdp)
     }
 
     /// Registers the TC test programs under another package name.
-    pub fn register_vmtest_tc_as(&self, package: &str) -> Vec<RegisteredProgram> {
+    fn register_vmtest_tc_as(&self, package: &str) -> Vec<RegisteredProgram> {
         self.register_as(package, "0.0.0", Hook::Tc)
     }
 
@@ -74,12 +69,12 @@ impl TestRoot {
             .expect("register the test programs")
     }
 
-    pub fn path(&self) -> &Path {
+    fn path(&self) -> &Path {
         &self.path
     }
 
     /// Loads the test loader (bpf/test/testloader.bpf.c) as `instance`.
-    pub fn load_test_loader(&self, instance: &str, hook: Hook) {
+    fn load_test_loader(&self, instance: &str, hook: Hook) {
         self.rt
             .load_loader(&LoaderObject {
                 instance,
@@ -95,7 +90,7 @@ impl TestRoot {
     }
 
     /// Points the test loader `instance` at `chain`.
-    pub fn point_test_loader(&self, instance: &str, chain: u32) {
+    fn point_test_loader(&self, instance: &str, chain: u32) {
         self.rt
             .configure_loader(
                 instance,
@@ -103,14 +98,6 @@ impl TestRoot {
                 &[MapEntry { key: vec![0; 4], value: chain.to_le_bytes().to_vec() }],
             )
             .expect("configure the test loader");
-    }
-}
-
-impl Drop for TestRoot {
-    fn drop(&mut self) {
-        if let Err(e) = Runtime::destroy(&self.path) {
-            eprintln!("could not remove test root {}: {e}", self.path.display());
-        }
     }
 }
 

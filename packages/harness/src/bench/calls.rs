@@ -4,11 +4,11 @@
 //! BPF_PROG_TEST_RUN, interleaved; the marginal cost is the slope over N.
 
 use std::os::fd::{AsFd, AsRawFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use hike_bytecode::{Hook, Insn, build};
-use hike_runtime::{ChainSpec, InitOptions, ProgramObject, Runtime, objects};
+use hike_runtime::{ChainSpec, InitOptions, ProgramObject, ScratchPath, ScratchRoot, objects};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder};
 use serde::Serialize;
 
@@ -37,14 +37,6 @@ pub struct CallsResult {
     pub per_call_vm: f64,
     pub per_call_raw_const: f64,
     pub per_call_raw_dyn: f64,
-}
-
-struct Root(PathBuf);
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = Runtime::destroy(&self.0);
-    }
 }
 
 fn packet() -> Vec<u8> {
@@ -81,8 +73,7 @@ fn wire(obj: &Object, constant: bool) -> Result<i32> {
 }
 
 pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
-    let root = Root(bpffs.join(format!("ebpkg-bench-calls-{}", std::process::id())));
-    let rt = Runtime::init(&root.0, InitOptions::default())?;
+    let rt = ScratchRoot::init(ScratchPath::unique(bpffs, "ebpkg-bench-calls"), InitOptions::default())?;
     let regs = rt.register_object(&ProgramObject {
         package: "bench",
         version: "0.0.0",

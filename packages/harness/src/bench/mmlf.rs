@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use hike_runtime::{Runtime, TestRunOptions};
+use hike_runtime::{Runtime, ScratchPath, TestRunOptions};
 use serde::Serialize;
 
 use super::stats::Summary;
@@ -42,7 +42,7 @@ struct Setup {
     _sink: Netns,
     ebpkg: PathBuf,
     env: Vec<(String, String)>,
-    root: PathBuf,
+    root: ScratchPath,
     _dir: tempfile::TempDir,
     mono: Loaded,
     tail: Loaded,
@@ -52,7 +52,6 @@ struct Setup {
 impl Drop for Setup {
     fn drop(&mut self) {
         let _ = Command::new(&self.ebpkg).args(["-q", "uninstall", "mmlf"]).envs(self.env.clone()).output();
-        let _ = Runtime::destroy(&self.root);
     }
 }
 
@@ -102,7 +101,8 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
         dut.ip(args)?;
     }
     let dir = tempfile::tempdir()?;
-    let root = bpffs.join(format!("ebpkg-bench-mmlf-{pid}"));
+    let guard = ScratchPath::unique(bpffs, "ebpkg-bench-mmlf");
+    let root = guard.path().to_owned();
     let env: Vec<(String, String)> = [
         ("EBPKG_REGISTRY", format!("file://{}/registry", dir.path().display())),
         ("EBPKG_CACHE_DIR", cache.display().to_string()),
@@ -138,7 +138,7 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
         _sink: sink,
         ebpkg: ebpkg_bin.to_owned(),
         env,
-        root,
+        root: guard,
         _dir: dir,
         mono,
         tail,
@@ -168,7 +168,7 @@ impl Setup {
             in0: self.dut.ifindex("in0")?,
             mono: self.mono.prog_fd("mmlf_mono")?,
             tail: self.tail.prog_fd("mmlf_tail_entry")?,
-            root: self.root.clone(),
+            root: self.root.path().to_owned(),
         })
     }
 }
