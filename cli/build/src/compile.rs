@@ -47,7 +47,7 @@ pub enum Arg {
 /// - `-DHIKE_HOOK_TC` for tc units: the SDK's headers switch context types and verdicts.
 /// - `-fno-color-diagnostics`: the messages end up in errors and logs, not on a tty.
 pub fn args(arch: &str, hook: Hook, extra: &[String]) -> Vec<Arg> {
-    let mut out: Vec<Arg> = ["-O2", "-g", "-target", "bpf"].map(|s| Arg::Text(s.to_owned())).into();
+    let mut out: Vec<Arg> = hike_sdk_headers::CFLAGS.map(|s| Arg::Text(s.to_owned())).into();
     out.push(Arg::Text(format!("-D__TARGET_ARCH_{arch}")));
     out.push(Arg::Text("-Wall".to_owned()));
     out.push(Arg::Text("-Werror=implicit-function-declaration".to_owned()));

@@ -3,14 +3,14 @@
 
 use std::fmt;
 
-/// An attachment hook.
+/// The kernel hook a program or loader runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Hook {
-    /// XDP: the driver's receive path.
+    /// eXpress Data Path: the driver's receive path, before an skb exists.
     Xdp,
-    /// TC (tcx), on an skb.
+    /// Traffic control (tcx), on an skb.
     Tc,
 }
 

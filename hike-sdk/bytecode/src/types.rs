@@ -94,8 +94,7 @@ impl fmt::Display for IntType {
     }
 }
 
-/// Types of the fields of map keys and values, as manifests declare them and
-/// chain scripts write them.
+/// Types of the fields of map keys and values, as a chain script writes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]

@@ -18,6 +18,7 @@ pub fn entry(hook: Hook) -> &'static [u8] {
     }
 }
 
+#[cfg(feature = "test-objects")]
 /// HIKe programs used by the runtime's own kernel tests (`bpf/test/vmtest.bpf.c`).
 pub fn vmtest(hook: Hook) -> &'static [u8] {
     match hook {
@@ -26,6 +27,7 @@ pub fn vmtest(hook: Hook) -> &'static [u8] {
     }
 }
 
+#[cfg(feature = "test-objects")]
 /// A loader for the runtime's own tests (`bpf/test/testloader.bpf.c`): every packet
 /// runs the chain in slot 0 of its map `test_cfg`.
 pub fn testloader(hook: Hook) -> &'static [u8] {
@@ -35,24 +37,28 @@ pub fn testloader(hook: Hook) -> &'static [u8] {
     }
 }
 
+#[cfg(feature = "test-objects")]
 /// A HIKe program the verifier rejects (`bpf/test/bad.bpf.c`), for testing how
 /// rejections are reported.
 pub fn bad() -> &'static [u8] {
     include_bytes!(concat!(env!("OUT_DIR"), "/bad.o"))
 }
 
+#[cfg(feature = "test-objects")]
 /// Plain tail-call chains without the VM, the baseline of the per-call benchmark
 /// (`bpf/bench/rawtail.bpf.c`).
 pub fn rawtail() -> &'static [u8] {
     include_bytes!(concat!(env!("OUT_DIR"), "/rawtail.o"))
 }
 
+#[cfg(feature = "test-objects")]
 /// A HIKe program returning `hike_ktime_ns()` (`bpf/test/clocktest.bpf.c`), for
 /// testing the instance's clock.
 pub fn clocktest() -> &'static [u8] {
     include_bytes!(concat!(env!("OUT_DIR"), "/clocktest.o"))
 }
 
+#[cfg(feature = "test-objects")]
 /// Two HIKe programs, `test_nop` and `test_verdict` (`bpf/test/mini.bpf.c`): what
 /// deployment tests register when they only need a chain that ends packets.
 pub fn mini() -> &'static [u8] {

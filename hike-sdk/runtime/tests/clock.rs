@@ -46,31 +46,3 @@ fn programs_see_the_clock_the_runtime_sets() {
     let back = read();
     assert!(back < shifted && back >= real);
 }
-
-#[test]
-fn hikectl_freezes_and_moves_the_clock() {
-    let t = TestRoot::new("clockctl");
-    let hikectl = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hikectl"))
-            .args(["--root", t.path.to_str().unwrap(), "clock"])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-        )
-    };
-    assert_eq!(hikectl(&[]), (true, "clock real (bpf_ktime_get_ns)\n".to_owned()));
-    assert_eq!(hikectl(&["freeze", "1000s"]).1, "clock frozen at 1000000000000 ns\n");
-    assert_eq!(t.rt.clock().unwrap(), Clock::Frozen(1_000_000_000_000));
-    hikectl(&["advance", "11s"]);
-    assert_eq!(t.rt.clock().unwrap(), Clock::Frozen(1_011_000_000_000));
-    hikectl(&["offset", "-1h"]);
-    assert_eq!(t.rt.clock().unwrap(), Clock::Offset(-3_600_000_000_000));
-    let (ok, err) = hikectl(&["freeze", "0"]);
-    assert!(!ok && err.contains("after 0"), "{err}");
-    assert_eq!(t.rt.clock().unwrap(), Clock::Offset(-3_600_000_000_000), "a refused change changes nothing");
-    hikectl(&["real"]);
-    assert_eq!(t.rt.clock().unwrap(), Clock::Real);
-}

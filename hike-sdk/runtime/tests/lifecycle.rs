@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -160,45 +159,6 @@ fn verifier_rejections_name_the_source_line_and_pin_nothing() {
     assert!(text.contains("bad.bpf.c:10: return hike_result(data[40]);"), "{text}");
     assert_eq!(pins(&t.path), before, "a rejected object leaves no pins");
     assert!(t.rt.status().unwrap().programs.is_empty());
-}
-
-#[test]
-fn ids_survive_a_process_restart() {
-    let t = TestRoot::new("restart");
-    let dir = tempdir("restart");
-    let obj = dir.join("vmtest.o");
-    std::fs::write(&obj, objects::vmtest(Hook::Xdp)).unwrap();
-    // Another process registers and exits.
-    let out = Command::new(env!("CARGO_BIN_EXE_hikectl"))
-        .args(["--root", t.path.to_str().unwrap(), "register", "--package", "p", "--version", "1.0.0"])
-        .arg(&obj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed: BTreeMap<String, u32> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f[1].to_owned(), f[0].parse().unwrap())
-        })
-        .collect();
-    assert_eq!(printed.len(), 10);
-    // This process sees the same ids, and the programs still run.
-    let rt = Runtime::open(&t.path).unwrap();
-    let status = rt.status().unwrap();
-    let seen: BTreeMap<String, u32> = status.programs.iter().map(|p| (p.name.clone(), p.id)).collect();
-    assert_eq!(seen, printed);
-    let insns = assemble(&format!("call prog {}, 0\nexit", printed["test_args0"])).unwrap();
-    let c = rt.install_chain(&ChainSpec { name: "c", owner: "t", hook: Hook::Xdp, insns: &insns, nargs: 0 }).unwrap();
-    assert_eq!(rt.test_run_chain(Hook::Xdp, c, &ipv6_udp_packet(), 0).unwrap().regs[0], 42);
-    // A second registration from another process reuses them.
-    let again = Command::new(env!("CARGO_BIN_EXE_hikectl"))
-        .args(["--root", t.path.to_str().unwrap(), "register", "--package", "p", "--version", "1.0.0"])
-        .arg(&obj)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&out.stdout));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -21,7 +21,8 @@ pub fn compile(source: &Path, cache: &Path) -> Result<Vec<u8>> {
     let vmlinux = btf.vmlinux_h(cache, &tools.bpftool)?;
     let out = tempfile_path(source)?;
     let run = Command::new(&tools.clang)
-        .args(["-O2", "-g", "-target", "bpf", &format!("-D__TARGET_ARCH_{}", tools.arch), "-Wall", "-Werror"])
+        .args(hike_sdk_headers::CFLAGS)
+        .args([&format!("-D__TARGET_ARCH_{}", tools.arch), "-Wall", "-Werror"])
         .arg("-I")
         .arg(&vmlinux.dir)
         .arg("-c")
