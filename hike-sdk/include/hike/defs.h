@@ -5,8 +5,8 @@
  * hike-bytecode and hike-runtime mirror these values and a test compares them
  * with the BTF of a compiled object.
  */
-#ifndef __HIKE_DEFS_H
-#define __HIKE_DEFS_H
+#ifndef HIKE_DEFS_H
+#define HIKE_DEFS_H
 
 /* Layout version of the pinned maps. A root created with another value is refused. */
 #define HIKE_ABI_VERSION 1
@@ -31,10 +31,15 @@
 #define HIKE_RESUME_STEPS 32
 #endif
 
-/* Program ids below this are dispatched with constant-key tail calls, which the
- * JIT turns into direct jumps (no retpoline); higher ids use an indirect tail call. */
+/* Program ids 1 .. HIKE_DIRECT_PROGS - 1 are dispatched with constant-key tail
+ * calls, which the JIT turns into direct jumps (no retpoline); every other id uses
+ * an indirect tail call. 1 turns direct dispatch off; 32 (the default) is the most:
+ * each direct id costs a few instructions in every program. */
 #ifndef HIKE_DIRECT_PROGS
 #define HIKE_DIRECT_PROGS 32
+#endif
+#if HIKE_DIRECT_PROGS < 1 || HIKE_DIRECT_PROGS > 32
+#error "HIKE_DIRECT_PROGS must be between 1 (no direct dispatch) and 32 (ids 1..31)"
 #endif
 
 /* ---- instruction encoding (the eBPF instruction format) ------------------- */
@@ -184,4 +189,4 @@ struct hike_config {
 	__u32 flags;
 };
 
-#endif /* __HIKE_DEFS_H */
+#endif /* HIKE_DEFS_H */

@@ -26,8 +26,8 @@
  * hike_parse() records the offsets of the L2, L3 and L4 headers in the scratch
  * bank (struct hike_pkt_info at offset 0), so later programs do not parse again.
  */
-#ifndef __HIKE_LOADER_H
-#define __HIKE_LOADER_H
+#ifndef HIKE_LOADER_H
+#define HIKE_LOADER_H
 
 #include <hike/vm.h>
 #include <hike/packet.h>
@@ -122,7 +122,8 @@ __hike_inline struct hike_pkt_info *hike_parse(HIKE_CTX *ctx, struct hike_state 
 		for (int i = 0; i < HIKE_MAX_EXT_HDRS; i++) {
 			__u8 *hdr;
 
-			if (next != 0 && next != 43 && next != 44 && next != 60)
+			if (next != IPPROTO_HOPOPTS && next != IPPROTO_ROUTING && next != IPPROTO_FRAGMENT &&
+			    next != IPPROTO_DSTOPTS)
 				break;
 			hdr = data + (off & HIKE_PKT_MAX_OFF);
 			if ((void *)(hdr + 2) > end) {
@@ -130,7 +131,7 @@ __hike_inline struct hike_pkt_info *hike_parse(HIKE_CTX *ctx, struct hike_state 
 				info->l4_proto = next;
 				return info;
 			}
-			if (next == 44) {
+			if (next == IPPROTO_FRAGMENT) {
 				__u16 frag_off;
 
 				if ((void *)(hdr + 8) > end) {
@@ -185,4 +186,4 @@ __hike_inline int hike_chain_start(HIKE_CTX *ctx, struct hike_state *st, __u32 c
 	return hike_vm_run(ctx, st);
 }
 
-#endif /* __HIKE_LOADER_H */
+#endif /* HIKE_LOADER_H */

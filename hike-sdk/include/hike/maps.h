@@ -4,8 +4,8 @@
  * reuses the instance pinned under <root>/vm (LIBBPF_PIN_BY_NAME with the object's
  * pin_root_path), so all of them share one VM. BTF-defined maps only.
  */
-#ifndef __HIKE_MAPS_H
-#define __HIKE_MAPS_H
+#ifndef HIKE_MAPS_H
+#define HIKE_MAPS_H
 
 #include <hike/common.h>
 #include <hike/defs.h>
@@ -62,4 +62,4 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } hike_config SEC(".maps");
 
-#endif /* __HIKE_MAPS_H */
+#endif /* HIKE_MAPS_H */

@@ -4,14 +4,14 @@
  * recorded where they are (hike_info()), and these return a pointer the verifier
  * accepts, or NULL when the header is absent or cut short.
  *
- *     struct ipv6hdr *ip6 = hike_ip6();            // NULL unless IPv6 and complete
- *     struct udphdr *udp = hike_l4(struct udphdr); // NULL unless the L4 header is there
+ *     struct ipv6hdr *ip6 = hike_ip6(ctx);               // NULL unless IPv6 and complete
+ *     struct udphdr *udp = hike_l4(ctx, struct udphdr);  // NULL unless the L4 header is there
  *
  * Also: the ethertypes, and the incremental checksum update of RFC 1624 for
  * programs that rewrite IPv4 headers.
  */
-#ifndef __HIKE_PACKET_H
-#define __HIKE_PACKET_H
+#ifndef HIKE_PACKET_H
+#define HIKE_PACKET_H
 
 #include <hike/vm.h>
 #include <bpf/bpf_endian.h>
@@ -32,6 +32,21 @@
 #define ETH_P_IPV6 0x86dd
 #endif
 
+/* IPv6 extension headers the loaders step over (RFC 8200 §4; their UAPI names,
+ * which vmlinux.h does not carry). */
+#ifndef IPPROTO_HOPOPTS
+#define IPPROTO_HOPOPTS 0
+#endif
+#ifndef IPPROTO_ROUTING
+#define IPPROTO_ROUTING 43
+#endif
+#ifndef IPPROTO_FRAGMENT
+#define IPPROTO_FRAGMENT 44
+#endif
+#ifndef IPPROTO_DSTOPTS
+#define IPPROTO_DSTOPTS 60
+#endif
+
 /* `size` bytes at packet offset `off`, or NULL. Offsets past HIKE_PKT_MAX_OFF
  * (HIKE_NO_OFF among them) are refused before any pointer is made, which also
  * bounds the offset for the verifier. */
@@ -49,18 +64,18 @@ __hike_inline void *hike_pkt_ptr(HIKE_CTX *ctx, __u32 off, __u32 size)
 	return p;
 }
 
-/* Inside a HIKE_PROGRAM body: the headers the loader found, typed. hike_l4 does
- * not check the protocol: compare hike_info()->l4_proto first. */
-#define hike_l2(type) ((type *)hike_pkt_ptr(ctx, hike_info()->l2_off, sizeof(type)))
-#define hike_l4(type) ((type *)hike_pkt_ptr(ctx, hike_info()->l4_off, sizeof(type)))
+/* Inside a HIKE_PROGRAM body, given its `ctx`: the headers the loader found,
+ * typed. hike_l4 does not check the protocol: compare hike_info()->l4_proto first. */
+#define hike_l2(ctx, type) ((type *)hike_pkt_ptr((ctx), hike_info()->l2_off, sizeof(type)))
+#define hike_l4(ctx, type) ((type *)hike_pkt_ptr((ctx), hike_info()->l4_off, sizeof(type)))
 
 /* The IPv6 header, or NULL when the packet is not IPv6 (or is truncated). */
-#define hike_ip6() ((struct ipv6hdr *)(hike_info()->l3_proto == ETH_P_IPV6                      \
-					       ? hike_pkt_ptr(ctx, hike_info()->l3_off, sizeof(struct ipv6hdr)) \
+#define hike_ip6(ctx) ((struct ipv6hdr *)(hike_info()->l3_proto == ETH_P_IPV6                      \
+					       ? hike_pkt_ptr((ctx), hike_info()->l3_off, sizeof(struct ipv6hdr)) \
 					       : NULL))
 /* The IPv4 header, or NULL when the packet is not IPv4 (or is truncated). */
-#define hike_ip4() ((struct iphdr *)(hike_info()->l3_proto == ETH_P_IP                          \
-					     ? hike_pkt_ptr(ctx, hike_info()->l3_off, sizeof(struct iphdr)) \
+#define hike_ip4(ctx) ((struct iphdr *)(hike_info()->l3_proto == ETH_P_IP                          \
+					     ? hike_pkt_ptr((ctx), hike_info()->l3_off, sizeof(struct iphdr)) \
 					     : NULL))
 
 /* Updates a 16-bit one's complement checksum for a 16-bit field changing from
@@ -76,4 +91,4 @@ __hike_inline void hike_csum_replace2(__sum16 *sum, __be16 old, __be16 new)
 	*sum = (__sum16)~c;
 }
 
-#endif /* __HIKE_PACKET_H */
+#endif /* HIKE_PACKET_H */

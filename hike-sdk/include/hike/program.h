@@ -23,8 +23,8 @@
  * program's signature from the object without running it. HIKE_PROGRAM_RET
  * declares a result type other than u64.
  */
-#ifndef __HIKE_PROGRAM_H
-#define __HIKE_PROGRAM_H
+#ifndef HIKE_PROGRAM_H
+#define HIKE_PROGRAM_H
 
 #include <hike/vm.h>
 #include <hike/packet.h>
@@ -90,4 +90,4 @@
 
 #define HIKE_PROGRAM(name, ...) HIKE_PROGRAM_RET(__u64, name, ##__VA_ARGS__)
 
-#endif /* __HIKE_PROGRAM_H */
+#endif /* HIKE_PROGRAM_H */

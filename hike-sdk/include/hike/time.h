@@ -12,8 +12,8 @@
  * runtime when a test sets it). Production instances leave it real; `hikectl
  * clock` sets it by hand, e.g. to replay a scenario with exact counts.
  */
-#ifndef __HIKE_TIME_H
-#define __HIKE_TIME_H
+#ifndef HIKE_TIME_H
+#define HIKE_TIME_H
 
 #include <hike/common.h>
 
@@ -40,4 +40,4 @@ static __always_inline __u64 hike_ktime_ns(void)
 	return bpf_ktime_get_ns() + (c ? c->offset_ns : 0);
 }
 
-#endif /* __HIKE_TIME_H */
+#endif /* HIKE_TIME_H */

@@ -7,8 +7,8 @@
  *
  * Design choices and what they cost are in docs/BYTECODE.md ("Implementation").
  */
-#ifndef __HIKE_VM_H
-#define __HIKE_VM_H
+#ifndef HIKE_VM_H
+#define HIKE_VM_H
 
 #include <hike/maps.h>
 
@@ -65,19 +65,22 @@ __hike_inline void *hike_pkt_end(HIKE_CTX *ctx)
  * indirect jump through a retpoline. */
 #define __HIKE_TAIL(n)                                                                 \
 	case n:                                                                        \
-		asm volatile("r1 = %[c]\n\t"                                            \
-			     "r2 = %[m] ll\n\t"                                         \
-			     "r3 = %[k]\n\t"                                            \
-			     "call 12"                                                  \
-			     :                                                          \
-			     : [c] "r"(ctx), [m] "i"(&HIKE_PROGS), [k] "i"(n)            \
-			     : "r0", "r1", "r2", "r3", "r4", "r5", "memory");           \
-		return;
+		if ((n) < HIKE_DIRECT_PROGS) {                                         \
+			asm volatile("r1 = %[c]\n\t"                                    \
+				     "r2 = %[m] ll\n\t"                                 \
+				     "r3 = %[k]\n\t"                                    \
+				     "call 12"                                          \
+				     :                                                  \
+				     : [c] "r"(ctx), [m] "i"(&HIKE_PROGS), [k] "i"(n)    \
+				     : "r0", "r1", "r2", "r3", "r4", "r5", "memory");   \
+			return;                                                        \
+		}                                                                      \
+		break;
 
-/* Program ids below HIKE_DIRECT_PROGS get a direct jump; others an indirect one. */
+/* Program ids 1 .. HIKE_DIRECT_PROGS - 1 get a direct jump; others an indirect one. */
 __hike_inline void hike_dispatch(HIKE_CTX *ctx, __u32 id)
 {
-#if HIKE_DIRECT_PROGS >= 32
+#if HIKE_DIRECT_PROGS > 1
 	switch (id) {
 	__HIKE_TAIL(1) __HIKE_TAIL(2) __HIKE_TAIL(3) __HIKE_TAIL(4) __HIKE_TAIL(5) __HIKE_TAIL(6) __HIKE_TAIL(7)
 	__HIKE_TAIL(8) __HIKE_TAIL(9) __HIKE_TAIL(10) __HIKE_TAIL(11) __HIKE_TAIL(12) __HIKE_TAIL(13)
@@ -416,4 +419,4 @@ __hike_inline int hike_vm_run(HIKE_CTX *ctx, struct hike_state *st)
 	return hike_abort(st, HIKE_ABORT_NO_PROG);
 }
 
-#endif /* __HIKE_VM_H */
+#endif /* HIKE_VM_H */

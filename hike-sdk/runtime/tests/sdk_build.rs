@@ -59,3 +59,56 @@ fn sdk_builds_warning_free_with_each_clang() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The program ids `hike_cont.bpf.c` dispatches with a constant-key tail call
+/// (`r3 = <id>` then `call bpf_tail_call`) when built with `defines`, or clang's
+/// error when it does not build.
+fn direct_ids(defines: &[&str]) -> Result<Vec<i32>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = dir.path().join("cont.o");
+    let out = Command::new("clang")
+        .args(hike_sdk_headers::CFLAGS)
+        .args(["-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror"])
+        .args(defines)
+        .arg("-I")
+        .arg(hike_sdk_headers::include_dir())
+        .arg("-I")
+        .arg(sdk().join("bpf/uapi"))
+        .arg("-I/usr/include/x86_64-linux-gnu")
+        .arg("-c")
+        .arg(sdk().join("bpf/hike_cont.bpf.c"))
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let open = libbpf_rs::ObjectBuilder::default().open_file(&obj).unwrap();
+    let mut ids = Vec::new();
+    for prog in open.progs() {
+        for w in prog.insns().windows(2) {
+            let (set, call) = (&w[0], &w[1]);
+            // BPF_ALU64 | BPF_MOV | BPF_K into r3, then BPF_JMP | BPF_CALL 12 (bpf_tail_call).
+            // Id 0 is the continuation, which the VM reaches with a constant key whatever the setting.
+            if set.code == 0xb7 && set.dst_reg() == 3 && call.code == 0x85 && call.imm == 12 && set.imm != 0 {
+                ids.push(set.imm);
+            }
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+#[test]
+fn hike_direct_progs_is_the_bound_its_name_says() {
+    assert_eq!(direct_ids(&[]).unwrap(), (1..32).collect::<Vec<_>>(), "default: ids 1..31");
+    assert_eq!(direct_ids(&["-DHIKE_DIRECT_PROGS=16"]).unwrap(), (1..16).collect::<Vec<_>>());
+    assert_eq!(direct_ids(&["-DHIKE_DIRECT_PROGS=2"]).unwrap(), vec![1]);
+    assert_eq!(direct_ids(&["-DHIKE_DIRECT_PROGS=1"]).unwrap(), Vec::<i32>::new(), "1 turns it off");
+    for bad in ["-DHIKE_DIRECT_PROGS=0", "-DHIKE_DIRECT_PROGS=33"] {
+        let err = direct_ids(&[bad]).unwrap_err();
+        assert!(err.contains("HIKE_DIRECT_PROGS must be between 1"), "{bad}: {err}");
+    }
+}

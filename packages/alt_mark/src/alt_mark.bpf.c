@@ -38,7 +38,7 @@ struct {
 
 HIKE_PROGRAM(ip6_alt_mark)
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 	__u32 hbh_off, len, off;
 	__u8 *hbh;
 

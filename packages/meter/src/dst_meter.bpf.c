@@ -16,7 +16,7 @@ struct {
 
 HIKE_PROGRAM(ip6_dst_meter)
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 	__u64 len = hike_pkt_end(ctx) - hike_pkt_data(ctx);
 	struct dst_counter *c, fresh = { 1, len };
 

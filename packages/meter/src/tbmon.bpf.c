@@ -94,7 +94,7 @@ static __always_inline __u64 tb_take(void *buckets, void *key, void *cfg_map, __
 
 HIKE_PROGRAM(ip6_dst_tbmon)
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 	struct in6_addr dst;
 
 	if (!ip6)
@@ -105,7 +105,7 @@ HIKE_PROGRAM(ip6_dst_tbmon)
 
 HIKE_PROGRAM(ip6_sd_tbmon)
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 	struct sd_key key;
 
 	if (!ip6)

@@ -16,8 +16,8 @@ static __always_inline void set_macs(struct ethhdr *eth, struct bpf_fib_lookup *
 
 HIKE_PROGRAM(ip6_fib_lookup)
 {
-	struct ipv6hdr *ip6 = hike_ip6();
-	struct ethhdr *eth = hike_l2(struct ethhdr);
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
+	struct ethhdr *eth = hike_l2(ctx, struct ethhdr);
 	struct bpf_fib_lookup p = {};
 	long rc;
 
@@ -41,8 +41,8 @@ HIKE_PROGRAM(ip6_fib_lookup)
 
 HIKE_PROGRAM(ip4_fib_lookup)
 {
-	struct iphdr *ip4 = hike_ip4();
-	struct ethhdr *eth = hike_l2(struct ethhdr);
+	struct iphdr *ip4 = hike_ip4(ctx);
+	struct ethhdr *eth = hike_l2(ctx, struct ethhdr);
 	struct bpf_fib_lookup p = {};
 	__be16 old, new;
 	long rc;

@@ -4,7 +4,7 @@
 
 HIKE_PROGRAM(ip6_set_tclass, HIKE_ARG(u8, tclass))
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 
 	if (!ip6)
 		return hike_result(1);
@@ -16,7 +16,7 @@ HIKE_PROGRAM(ip6_set_tclass, HIKE_ARG(u8, tclass))
 
 HIKE_PROGRAM(ip4_set_tos, HIKE_ARG(u8, tos))
 {
-	struct iphdr *ip4 = hike_ip4();
+	struct iphdr *ip4 = hike_ip4(ctx);
 	__be16 old, new;
 
 	if (!ip4)

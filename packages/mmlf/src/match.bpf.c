@@ -18,7 +18,7 @@ struct {
 
 HIKE_PROGRAM(ip6_src_match)
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 
 	if (!ip6)
 		return hike_result(0);
@@ -27,7 +27,7 @@ HIKE_PROGRAM(ip6_src_match)
 
 HIKE_PROGRAM(ip4_src_match)
 {
-	struct iphdr *ip4 = hike_ip4();
+	struct iphdr *ip4 = hike_ip4(ctx);
 
 	if (!ip4)
 		return hike_result(0);

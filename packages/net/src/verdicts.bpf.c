@@ -15,7 +15,7 @@ HIKE_PROGRAM(hike_drop)
 /* Back out of the interface it arrived on, to the host that sent it. */
 HIKE_PROGRAM(hike_tx)
 {
-	struct ethhdr *eth = hike_l2(struct ethhdr);
+	struct ethhdr *eth = hike_l2(ctx, struct ethhdr);
 	unsigned char tmp[ETH_ALEN];
 
 	if (!eth)

@@ -18,7 +18,7 @@ struct {
 
 HIKE_PROGRAM(ip6_sd_dec2zero, HIKE_ARG(u64, n))
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 	struct sd_key key;
 	__u64 *left, was;
 

@@ -31,7 +31,7 @@ struct {
 
 HIKE_PROGRAM(ip6_hset_srcdst, HIKE_ARG(u64, op))
 {
-	struct ipv6hdr *ip6 = hike_ip6();
+	struct ipv6hdr *ip6 = hike_ip6(ctx);
 	__u64 now = hike_ktime_ns();
 	struct sd_key key;
 	__u64 *expires;
