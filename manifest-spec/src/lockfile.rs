@@ -223,7 +223,8 @@ impl Lockfile {
                     ))
                 })
                 .ok();
-            if p.source.get_ref().is_empty() || url::Url::parse(p.source.get_ref()).is_err() {
+            let source_ok = !p.source.get_ref().is_empty() && url::Url::parse(p.source.get_ref()).is_ok();
+            if !source_ok {
                 diags.push(err(
                     p.source.span(),
                     format!("source \"{}\" is not a registry URL", p.source.get_ref()),
@@ -244,7 +245,9 @@ impl Lockfile {
                     )),
                 }
             }
-            if let (Some(name), Some(version), Some(checksum)) = (name, version, checksum) {
+            // Only a package whose every field is well-formed is kept (salvage
+            // hands them on as they are).
+            if let (Some(name), Some(version), Some(checksum), true) = (name, version, checksum, source_ok) {
                 let key = (name.clone(), version.clone());
                 if packages.iter().any(|q: &LockedPackage| (q.name.clone(), q.version.clone()) == key) {
                     diags.push(err(
@@ -353,5 +356,19 @@ mod tests {
     fn unknown_keys_are_refused() {
         let e = Lockfile::parse("version = 1\n[[package]]\nnme = \"x\"\n", "ebpkg.lock").unwrap_err();
         assert!(e.to_string().starts_with("ebpkg.lock:3:1: unknown key `nme`; did you mean `name`?"), "{e}");
+    }
+
+    /// Found by the lockfile fuzzer: a package whose source is not a URL was kept
+    /// by salvage, so the salvaged lockfile did not parse.
+    #[test]
+    fn salvage_drops_packages_with_a_bad_source_and_what_depends_on_them() {
+        let good = pkg("net", "1.0.3", &[]);
+        let text = Lockfile::new(vec![pkg("meter", "1.2.4", &[("net", "1.0.3")]), good.clone()])
+            .to_toml_string()
+            .replacen("file:///srv/registry", "htt#s://registry", 1);
+        assert!(Lockfile::parse(&text, "ebpkg.lock").is_err());
+        let salvaged = Lockfile::salvage(&text, "ebpkg.lock");
+        assert_eq!(salvaged, Lockfile::new(vec![good]));
+        assert_eq!(Lockfile::parse(&salvaged.to_toml_string(), "ebpkg.lock").as_ref(), Ok(&salvaged));
     }
 }
