@@ -132,21 +132,27 @@ fn script(e: &E, v: &[u64; 4]) -> String {
     )
 }
 
+/// Compiles `src` (no packages) and runs its first chain on the reference
+/// interpreter.
+fn interpret(src: &str, file: &str) -> Result<(hike_chainc::Artifact, hike_bytecode::Run), TestCaseError> {
+    let art = match hike_chainc::compile(src, file, &hike_chainc::CompileEnv::new()) {
+        Ok(c) => c.artifact,
+        Err(d) => return Err(TestCaseError::fail(format!("{}\n{src}", d.render()))),
+    };
+    let mut chains = std::collections::HashMap::new();
+    chains.insert(1, art.chains[0].insns.clone());
+    let mut none = |_: u32, _: [u64; 4], _: &mut hike_bytecode::Memory| None;
+    let run = hike_bytecode::interp::run(&chains, &mut none, 1, hike_bytecode::Memory::new(vec![]), 100_000);
+    Ok((art, run))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
     fn compiled_expressions_equal_direct_evaluation(e in expr(), v in any::<[u64; 4]>()) {
         let src = script(&e, &v);
-        let compiled = hike_chainc::compile(&src, "expr.eclat", &hike_chainc::CompileEnv::new());
-        let art = match compiled {
-            Ok(c) => c.artifact,
-            Err(d) => return Err(TestCaseError::fail(format!("{}\n{src}", d.render()))),
-        };
-        let mut chains = std::collections::HashMap::new();
-        chains.insert(1, art.chains[0].insns.clone());
-        let mut none = |_: u32, _: [u64; 4], _: &mut hike_bytecode::Memory| None;
-        let run = hike_bytecode::interp::run(&chains, &mut none, 1, hike_bytecode::Memory::new(vec![]), 100_000);
+        let (art, run) = interpret(&src, "expr.eclat")?;
         prop_assert_eq!(run.ending, hike_bytecode::Ending::Returned, "{}", src);
         prop_assert_eq!(run.regs[0], e.eval(&v), "{}\n{}", src, art.chains[0].disassemble(&src));
     }
@@ -300,15 +306,7 @@ proptest! {
         let e = E::Const(0);
         let src = script(&e, &v).replace("return 0", &format!("return {}", text.join(" ")));
         let want = Reference { toks: &toks, pos: 0, vars: &v }.test();
-        let compiled = hike_chainc::compile(&src, "flat.eclat", &hike_chainc::CompileEnv::new());
-        let art = match compiled {
-            Ok(c) => c.artifact,
-            Err(d) => return Err(TestCaseError::fail(format!("{}\n{src}", d.render()))),
-        };
-        let mut chains = std::collections::HashMap::new();
-        chains.insert(1, art.chains[0].insns.clone());
-        let mut none = |_: u32, _: [u64; 4], _: &mut hike_bytecode::Memory| None;
-        let run = hike_bytecode::interp::run(&chains, &mut none, 1, hike_bytecode::Memory::new(vec![]), 100_000);
+        let (_, run) = interpret(&src, "flat.eclat")?;
         prop_assert_eq!(run.ending, hike_bytecode::Ending::Returned, "{}", src);
         prop_assert_eq!(run.regs[0], want, "{}", src);
     }
