@@ -42,7 +42,7 @@ pub enum Fix {
     /// `doctor --fix` removes these objects no deployment owns.
     RemoveChain {
         root: PathBuf,
-        id: u32,
+        id: hike_runtime::ChainId,
     },
     UnloadLoader {
         root: PathBuf,
@@ -50,7 +50,7 @@ pub enum Fix {
     },
     UnregisterProgram {
         root: PathBuf,
-        id: u32,
+        id: hike_runtime::ProgId,
     },
     /// `doctor --fix` removes a root with no deployment and nothing in it.
     RemoveRoot {

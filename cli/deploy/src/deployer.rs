@@ -48,13 +48,13 @@ pub enum Event {
     Registered {
         package: ebpkg_spec::PackageId,
         program: String,
-        id: u32,
+        id: hike_runtime::ProgId,
         reused: bool,
     },
     ChainInstalled {
         script: String,
         chain: String,
-        id: u32,
+        id: hike_runtime::ChainId,
     },
     LoaderLoaded {
         instance: String,

@@ -207,7 +207,7 @@ impl Deployer {
                 let id = rt
                     .install_chain(&spec)
                     .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
-                sids.chains.insert(c.name.clone(), id);
+                sids.chains.insert(c.name.clone(), id.0);
                 chains.push(RecordedChain {
                     script: script.file.clone(),
                     name: c.name.clone(),
@@ -402,7 +402,7 @@ impl Deployer {
                 })
                 .map_err(|e| self.load_error(e, pkg))?;
             for r in regs {
-                ids.programs.insert((pkg.name().to_owned(), r.name.clone()), r.id);
+                ids.programs.insert((pkg.name().to_owned(), r.name.clone()), r.id.0);
                 on(&Event::Registered { package: pkg.id.clone(), program: r.name.clone(), id: r.id, reused: r.reused });
                 out.push(RecordedProgram {
                     package: pkg.name().to_owned(),

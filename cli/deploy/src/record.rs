@@ -69,7 +69,7 @@ pub struct RecordedProgram {
     pub version: String,
     pub name: String,
     pub hook: Hook,
-    pub id: u32,
+    pub id: hike_runtime::ProgId,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ pub struct RecordedChain {
     /// The script it comes from.
     pub script: String,
     pub name: String,
-    pub id: u32,
+    pub id: hike_runtime::ChainId,
     pub hook: Hook,
 }
 

@@ -21,10 +21,10 @@ pub struct DeploymentStatus {
     /// Calls per program id since the id was assigned. A program version is
     /// shared by every deployment of the root that uses it, so these count the
     /// calls of all of them (`shared_with` names the others).
-    pub program_calls: Vec<(u32, u64)>,
+    pub program_calls: Vec<(hike_runtime::ProgId, u64)>,
     /// Runs per chain id since the chain was installed (chains are the
     /// deployment's own).
-    pub chain_runs: Vec<(u32, u64)>,
+    pub chain_runs: Vec<(hike_runtime::ChainId, u64)>,
     /// Other deployments of the same root using some of the same program versions.
     pub shared_with: Vec<String>,
     /// Packets the VM aborted (budget, depth, …) on the deployment's root, by

@@ -360,7 +360,7 @@ fn run_case(
     project: &Project,
     package: &str,
     version: &str,
-    ids: &std::collections::BTreeMap<String, (u32, Hook)>,
+    ids: &std::collections::BTreeMap<String, (hike_runtime::ProgId, Hook)>,
     case: &Case,
 ) -> Result<Vec<String>> {
     let (id, hook) = *ids.get(&case.program).ok_or_else(|| {
@@ -382,7 +382,14 @@ fn run_case(
 
 /// One run: a chain calling the program with the run's arguments, the clock
 /// set, map setup written, the packet run, expectations checked.
-fn run_once(rt: &Runtime, package: &str, version: &str, id: u32, hook: Hook, run: &Run<'_>) -> Result<Vec<String>> {
+fn run_once(
+    rt: &Runtime,
+    package: &str,
+    version: &str,
+    id: hike_runtime::ProgId,
+    hook: Hook,
+    run: &Run<'_>,
+) -> Result<Vec<String>> {
     if run.args.len() > 4 {
         anyhow::bail!("a program takes at most 4 arguments, not {}", run.args.len());
     }

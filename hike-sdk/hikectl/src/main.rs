@@ -211,7 +211,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{} {} {}", r.id, r.name, r.signature.nargs());
             }
         }
-        Command::Unregister { id } => Runtime::open(&cli.root)?.unregister_program(id)?,
+        Command::Unregister { id } => Runtime::open(&cli.root)?.unregister_program(hike_runtime::ProgId(id))?,
         Command::InstallChain { name, hook, nargs, file } => {
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let insns = hike_bytecode::asm::assemble(&text).with_context(|| format!("in {}", file.display()))?;
@@ -224,10 +224,10 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             println!("{id}");
         }
-        Command::RemoveChain { id } => Runtime::open(&cli.root)?.remove_chain(id)?,
+        Command::RemoveChain { id } => Runtime::open(&cli.root)?.remove_chain(hike_runtime::ChainId(id))?,
         Command::TestRun { hook, chain, packet } => {
             let bytes = parse_hex(&packet)?;
-            let run = Runtime::open(&cli.root)?.test_run_chain(hook, chain, &bytes, 0)?;
+            let run = Runtime::open(&cli.root)?.test_run_chain(hook, hike_runtime::ChainId(chain), &bytes, 0)?;
             let verdict = hook.verdict_name(run.verdict).unwrap_or("other");
             println!("verdict {verdict} ({}), r0 = {}", run.verdict, run.regs[0]);
             if run.packet != bytes {

@@ -37,7 +37,7 @@ fn ids_survive_a_process_restart() {
     // This process sees the same ids, and the programs still run.
     let rt = Runtime::open(&t.path).unwrap();
     let status = rt.status().unwrap();
-    let seen: BTreeMap<String, u32> = status.programs.iter().map(|p| (p.name.clone(), p.id)).collect();
+    let seen: BTreeMap<String, u32> = status.programs.iter().map(|p| (p.name.clone(), p.id.0)).collect();
     assert_eq!(seen, printed);
     let insns = assemble(&format!("call prog {}, 0\nexit", printed["test_args0"])).unwrap();
     let c = rt.install_chain(&ChainSpec { name: "c", owner: "t", hook: Hook::Xdp, insns: &insns, nargs: 0 }).unwrap();

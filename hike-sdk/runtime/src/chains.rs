@@ -8,6 +8,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::abi;
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::ids::ChainId;
 use crate::meta::{ChainMeta, RecordState};
 use crate::runtime::{Runtime, key, now_ns};
 use crate::sys;
@@ -46,12 +47,12 @@ impl Runtime {
 
     /// Validates and installs a chain; returns its id. It can be called by chains
     /// installed after it and started by loaders from then on.
-    pub fn install_chain(&self, spec: &ChainSpec<'_>) -> Result<u32> {
+    pub fn install_chain(&self, spec: &ChainSpec<'_>) -> Result<ChainId> {
         let _lock = self.lock()?;
         self.install_chain_locked(spec)
     }
 
-    fn install_chain_locked(&self, spec: &ChainSpec<'_>) -> Result<u32> {
+    fn install_chain_locked(&self, spec: &ChainSpec<'_>) -> Result<ChainId> {
         let env = self.env(spec.hook)?;
         let facts = validate(spec.insns, &env)
             .map_err(|error| RuntimeError::InvalidChain { name: spec.name.to_owned(), error })?;
@@ -83,7 +84,7 @@ impl Runtime {
         meta.state = RecordState::Ready;
         self.set_chain_meta(id, &meta)?;
         crate::crashpoint::hit("chain-ready");
-        Ok(id)
+        Ok(ChainId(id))
     }
 
     /// Installs `spec` as the successor of chain `old`: the new chain gets a new id,
@@ -91,7 +92,8 @@ impl Runtime {
     /// entry, so a packet sees either chain whole), and `old` is removed once no
     /// packet can still be in it. Refused while another chain calls `old`: those
     /// callers must be replaced too.
-    pub fn replace_chain(&self, old: u32, spec: &ChainSpec<'_>) -> Result<u32> {
+    pub fn replace_chain(&self, old: ChainId, spec: &ChainSpec<'_>) -> Result<ChainId> {
+        let ChainId(old) = old;
         let _lock = self.lock()?;
         let old_meta = self.chain_meta(old)?;
         if old_meta.state != RecordState::Ready {
@@ -105,16 +107,16 @@ impl Runtime {
             });
         }
         let new = self.install_chain_locked(spec)?;
-        self.retarget_loader_entries(old, new)?;
+        self.retarget_loader_entries(old, new.0)?;
         self.remove_chain_locked(old)?;
         Ok(new)
     }
 
     /// Removes chain `id`. Refused while a chain calls it or a loader starts it;
     /// returns once no packet can still be running it.
-    pub fn remove_chain(&self, id: u32) -> Result<()> {
+    pub fn remove_chain(&self, id: ChainId) -> Result<()> {
         let _lock = self.lock()?;
-        self.remove_chain_locked(id)
+        self.remove_chain_locked(id.0)
     }
 
     fn remove_chain_locked(&self, id: u32) -> Result<()> {
@@ -142,11 +144,11 @@ impl Runtime {
     }
 
     /// The id of an installed chain with this name and owner.
-    pub fn find_chain(&self, name: &str, owner: &str) -> Result<Option<u32>> {
+    pub fn find_chain(&self, name: &str, owner: &str) -> Result<Option<ChainId>> {
         Ok(self
             .chain_records()?
             .into_iter()
             .find(|(_, m)| m.state == RecordState::Ready && m.name == name && m.owner == owner)
-            .map(|(id, _)| id))
+            .map(|(id, _)| ChainId(id)))
     }
 }

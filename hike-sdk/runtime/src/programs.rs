@@ -9,6 +9,7 @@ use hike_bytecode::{Hook, Op, decode};
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::ids::ProgId;
 use crate::load::{self, LoadRequest};
 use crate::meta::{ProgMeta, RecordState};
 use crate::runtime::{Runtime, key, now_ns, remove_tree};
@@ -29,7 +30,7 @@ pub struct ProgramObject<'a> {
 /// A registered program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisteredProgram {
-    pub id: u32,
+    pub id: ProgId,
     pub name: String,
     pub package: String,
     pub version: String,
@@ -71,7 +72,7 @@ impl Runtime {
             });
             match existing {
                 Some((id, m)) => out.push(RegisteredProgram {
-                    id: *id,
+                    id: ProgId(*id),
                     name: name.clone(),
                     package: obj.package.to_owned(),
                     version: obj.version.to_owned(),
@@ -140,7 +141,7 @@ impl Runtime {
                     let _ = std::fs::remove_file(&pin);
                 }
                 let reg = RegisteredProgram {
-                    id,
+                    id: ProgId(id),
                     name: name.clone(),
                     package: obj.package.to_owned(),
                     version: obj.version.to_owned(),
@@ -167,9 +168,9 @@ impl Runtime {
         })();
         if let Err(e) = result {
             for reg in &done {
-                let _ = self.maps.progs(obj.hook).delete(&key(reg.id));
+                let _ = self.maps.progs(obj.hook).delete(&key(reg.id.0));
                 let _ = std::fs::remove_file(&reg.pin);
-                let _ = self.set_prog_meta(reg.id, &ProgMeta::free());
+                let _ = self.set_prog_meta(reg.id.0, &ProgMeta::free());
             }
             undo_dir(&e);
             return Err(e);
@@ -181,7 +182,8 @@ impl Runtime {
 
     /// Removes program `id` from the VM. Refused while an installed chain calls it;
     /// returns once no packet can still be running it.
-    pub fn unregister_program(&self, id: u32) -> Result<()> {
+    pub fn unregister_program(&self, id: ProgId) -> Result<()> {
+        let ProgId(id) = id;
         let _lock = self.lock()?;
         let meta = self.prog_meta(id)?;
         if id == 0 || meta.state != RecordState::Ready {
@@ -232,7 +234,7 @@ impl Runtime {
     }
 
     /// The id of a registered program, if any.
-    pub fn find_program(&self, package: &str, version: &str, name: &str, hook: Hook) -> Result<Option<u32>> {
+    pub fn find_program(&self, package: &str, version: &str, name: &str, hook: Hook) -> Result<Option<ProgId>> {
         Ok(self
             .prog_records()?
             .into_iter()
@@ -243,7 +245,7 @@ impl Runtime {
                     && m.name == name
                     && m.hook == hook
             })
-            .map(|(id, _)| id))
+            .map(|(id, _)| ProgId(id)))
     }
 }
 

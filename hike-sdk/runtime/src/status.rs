@@ -10,6 +10,7 @@ use serde::{Serialize, Serializer};
 
 use crate::abi::{self, state};
 use crate::error::{KernelContext, Result};
+use crate::ids::{ChainId, ProgId};
 use crate::loaders::LoaderInfo;
 use crate::meta::RecordState;
 use crate::runtime::{Runtime, key};
@@ -21,7 +22,7 @@ pub(crate) fn ser_hook<S: Serializer>(h: &Hook, s: S) -> std::result::Result<S::
 /// A registered program and how often chains called it (since it got its id).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProgramStatus {
-    pub id: u32,
+    pub id: ProgId,
     pub name: String,
     pub package: String,
     pub version: String,
@@ -35,7 +36,7 @@ pub struct ProgramStatus {
 /// An installed chain and how often it ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChainStatus {
-    pub id: u32,
+    pub id: ChainId,
     pub name: String,
     pub owner: String,
     #[serde(serialize_with = "ser_hook")]
@@ -109,7 +110,7 @@ impl Runtime {
             // Id 0 is the VM's own continuation, not a user's program.
             .filter(|(id, m)| *id != 0 && m.state == RecordState::Ready)
             .map(|(id, m)| ProgramStatus {
-                id,
+                id: ProgId(id),
                 name: m.name,
                 package: m.package,
                 version: m.version,
@@ -124,7 +125,7 @@ impl Runtime {
             .into_iter()
             .filter(|(_, m)| m.state == RecordState::Ready)
             .map(|(id, m)| ChainStatus {
-                id,
+                id: ChainId(id),
                 name: m.name,
                 owner: m.owner,
                 hook: m.hook,

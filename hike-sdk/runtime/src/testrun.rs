@@ -12,6 +12,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::abi::{self, state};
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::ids::ChainId;
 use crate::link;
 use crate::runtime::{Runtime, key};
 use crate::sys;
@@ -58,12 +59,12 @@ impl Runtime {
     /// Runs `packet` through chain `chain` (`repeat` times; 0 means once) with the
     /// instance's test entry loader, and returns the verdict, the packet and the VM
     /// state afterwards.
-    pub fn test_run_chain(&self, hook: Hook, chain: u32, packet: &[u8], repeat: u32) -> Result<TestRun> {
+    pub fn test_run_chain(&self, hook: Hook, chain: ChainId, packet: &[u8], repeat: u32) -> Result<TestRun> {
         let _lock = self.lock()?;
         let entry = self.layout.vm_dir().join(format!("entry_{hook}"));
         self.maps
             .entry
-            .update(&key(0), &chain.to_le_bytes(), MapFlags::ANY)
+            .update(&key(0), &chain.0.to_le_bytes(), MapFlags::ANY)
             .kernel(|| "select the test chain".into())?;
         let result = self.test_run_pinned(&entry, packet, repeat);
         let _ = self.maps.entry.update(&key(0), &0u32.to_le_bytes(), MapFlags::ANY);

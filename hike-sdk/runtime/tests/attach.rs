@@ -10,7 +10,7 @@ use std::process::Command;
 
 use common::*;
 use hike_bytecode::{Hook, asm::assemble};
-use hike_runtime::{AttachMode, ChainSpec};
+use hike_runtime::{AttachMode, ChainId, ChainSpec};
 
 /// Two network namespaces joined by a veth pair, deleted on drop.
 struct Netns {
@@ -94,7 +94,7 @@ fn a_loader_on_a_veth_runs_its_chain_on_real_traffic() {
 
     assert!(!net.ping(), "the chain drops ICMP");
     let counters = t.rt.counters().unwrap();
-    assert!(counters.chain_runs[drop as usize] >= 3, "{}", counters.chain_runs[drop as usize]);
+    assert!(counters.chain_runs[drop.0 as usize] >= 3, "{}", counters.chain_runs[drop.0 as usize]);
     assert!(counters.prog_calls[verdict as usize] >= 3);
 
     // Swap in a chain that passes everything: one map update, traffic flows.
@@ -103,16 +103,16 @@ fn a_loader_on_a_veth_runs_its_chain_on_real_traffic() {
         t.rt.replace_chain(drop, &ChainSpec { name: "pass", owner: "attach", hook: Hook::Xdp, insns: &pass, nargs: 0 })
             .unwrap();
     assert!(net.ping(), "after the swap, ping works");
-    assert!(t.rt.counters().unwrap().chain_runs[pass as usize] >= 3);
+    assert!(t.rt.counters().unwrap().chain_runs[pass.0 as usize] >= 3);
 
     let rt_path = t.path.clone();
     Netns::run_in(&net.b, move || {
         hike_runtime::Runtime::open(&rt_path).unwrap().detach_loader("veth", "vb").unwrap();
     });
     assert!(t.rt.status().unwrap().loaders[0].attachments.is_empty());
-    let runs = t.rt.counters().unwrap().chain_runs[pass as usize];
+    let runs = t.rt.counters().unwrap().chain_runs[pass.0 as usize];
     assert!(net.ping());
-    assert_eq!(t.rt.counters().unwrap().chain_runs[pass as usize], runs, "detached: the chain no longer runs");
+    assert_eq!(t.rt.counters().unwrap().chain_runs[pass.0 as usize], runs, "detached: the chain no longer runs");
     // No attachment means no pin left for it either.
     assert!(
         !std::fs::read_dir(t.path.join("loaders/veth"))
@@ -159,7 +159,7 @@ fn generic_xdp_and_tc_attachments_run_chains_too() {
         let att = t.rt.loader_info(&instance).unwrap().attachments;
         assert_eq!(att[0].mode, mode);
         assert!(!net.ping(), "{}: ICMP is dropped", mode.name());
-        assert!(t.rt.counters().unwrap().chain_runs[c as usize] >= 3, "{}", mode.name());
+        assert!(t.rt.counters().unwrap().chain_runs[c.0 as usize] >= 3, "{}", mode.name());
         let (p, i) = (t.path.clone(), instance.clone());
         Netns::run_in(&net.b, move || hike_runtime::Runtime::open(&p).unwrap().detach_loader(&i, "vb").unwrap());
         assert!(net.ping(), "{}: detached", mode.name());
@@ -199,14 +199,14 @@ fn mode_xdp_falls_back_to_generic_when_the_driver_refuses() {
         String::from_utf8_lossy(&shown.stdout)
     );
     assert!(!net.ping(), "ICMP is dropped by the chain in generic mode");
-    assert!(t.rt.counters().unwrap().chain_runs[c as usize] >= 3);
+    assert!(t.rt.counters().unwrap().chain_runs[c.0 as usize] >= 3);
 }
 
 #[test]
 fn attaching_to_a_missing_interface_says_so() {
     let t = TestRoot::new("noif");
     t.load_test_loader("x", Hook::Xdp);
-    t.point_test_loader("x", 0);
+    t.point_test_loader("x", ChainId(0));
     let err = t.rt.attach_loader("x", "nosuchdev0", AttachMode::Xdp).unwrap_err();
     assert!(err.to_string().starts_with("interface `nosuchdev0` does not exist in this network namespace"), "{err}");
 }

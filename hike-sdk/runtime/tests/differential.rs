@@ -215,7 +215,7 @@ fn verdict_of(ending: Ending) -> u32 {
 fn kernel_vm_and_reference_interpreter_agree() {
     let t = TestRoot::with("diff", InitOptions { budget: 4096 });
     let progs = t.register_vmtest(Hook::Xdp);
-    let ids: HashMap<u32, String> = progs.iter().map(|r| (r.id, r.name.clone())).collect();
+    let ids: HashMap<u32, String> = progs.iter().map(|r| (r.id.0, r.name.clone())).collect();
     // A helper chain for chain calls: r0 = r1 * 3 + r6 (r6 is zero in a callee).
     let helper_insns =
         vec![build::mov_reg(0, 1), build::alu_imm(AluOp::Mul, 0, 3), build::alu_reg(AluOp::Add, 0, 6), build::exit()];
@@ -235,7 +235,7 @@ fn kernel_vm_and_reference_interpreter_agree() {
     let strategy = prop::collection::vec(item(), 1..40);
     runner
         .run(&strategy, |items| {
-            let insns = lower(&items, &progs, helper);
+            let insns = lower(&items, &progs, helper.0);
             let chain = t
                 .rt
                 .install_chain(&ChainSpec { name: "random", owner: "diff", hook: Hook::Xdp, insns: &insns, nargs: 0 })
@@ -244,12 +244,12 @@ fn kernel_vm_and_reference_interpreter_agree() {
             t.rt.remove_chain(chain).unwrap();
 
             let mut chains = HashMap::new();
-            chains.insert(chain, insns.clone());
-            chains.insert(helper, helper_insns.clone());
+            chains.insert(chain.0, insns.clone());
+            chains.insert(helper.0, helper_insns.clone());
             let mut memory = Memory::new(packet.clone());
             memory.scratch.copy_from_slice(&info);
             let mut host = VmTestPrograms { ids: ids.clone() };
-            let reference = interp::run(&chains, &mut host, chain, memory, 4096);
+            let reference = interp::run(&chains, &mut host, chain.0, memory, 4096);
 
             let listing = hike_bytecode::asm::disassemble(&insns)
                 .into_iter()

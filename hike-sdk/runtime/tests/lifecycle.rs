@@ -11,10 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::*;
 use hike_bytecode::{Hook, asm::assemble};
-use hike_runtime::{AttachMode, ChainSpec, InitOptions, MapEntry, ProgramObject, Runtime, RuntimeError, objects};
+use hike_runtime::{
+    AttachMode, ChainId, ChainSpec, InitOptions, MapEntry, ProgId, ProgramObject, Runtime, RuntimeError, objects,
+};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-fn chain(t: &TestRoot, text: &str) -> u32 {
+fn chain(t: &TestRoot, text: &str) -> ChainId {
     let insns = assemble(text).unwrap();
     t.rt.install_chain(&ChainSpec { name: "c", owner: "lifecycle", hook: Hook::Xdp, insns: &insns, nargs: 0 }).unwrap()
 }
@@ -80,7 +82,7 @@ fn registering_again_reuses_ids_and_unregistering_removes_pins() {
         |r: &[hike_runtime::RegisteredProgram]| r.iter().map(|p| (p.name.clone(), p.id)).collect::<BTreeMap<_, _>>();
     assert_eq!(ids(&first), ids(&second));
     assert!(second.iter().all(|p| p.reused) && first.iter().all(|p| !p.reused));
-    assert!(first.iter().all(|p| p.id >= 1), "id 0 is the continuation");
+    assert!(first.iter().all(|p| p.id.0 >= 1), "id 0 is the continuation");
     assert_eq!(first.iter().find(|p| p.name == "test_args4").unwrap().signature.nargs(), 4);
     assert!(t.path.join("progs/hike-test@0_0_0/test_nop").exists());
 
@@ -90,7 +92,7 @@ fn registering_again_reuses_ids_and_unregistering_removes_pins() {
     }
     assert!(!t.path.join("progs/hike-test@0_0_0").exists(), "the package directory goes with its last program");
     assert!(matches!(t.rt.unregister_program(first[0].id), Err(RuntimeError::NotFound(_))));
-    assert!(matches!(t.rt.unregister_program(0), Err(RuntimeError::NotFound(_))), "the continuation cannot go");
+    assert!(matches!(t.rt.unregister_program(ProgId(0)), Err(RuntimeError::NotFound(_))), "the continuation cannot go");
 }
 
 #[test]
@@ -99,10 +101,10 @@ fn programs_in_use_cannot_be_unregistered() {
     let progs = t.register_vmtest(Hook::Xdp);
     let nop = id_of(&progs, "test_nop");
     let c = chain(&t, &format!("call prog {nop}, 0\nexit"));
-    let err = t.rt.unregister_program(nop).unwrap_err();
+    let err = t.rt.unregister_program(ProgId(nop)).unwrap_err();
     assert!(err.to_string().contains("is still used by chain c (id 1)"), "{err}");
     t.rt.remove_chain(c).unwrap();
-    t.rt.unregister_program(nop).unwrap();
+    t.rt.unregister_program(ProgId(nop)).unwrap();
 }
 
 #[test]
@@ -208,7 +210,7 @@ fn loaders_are_configured_before_they_attach_and_chains_in_use_stay() {
     let bad = t.rt.configure_loader(
         "edge",
         "test_cfg",
-        &[MapEntry { key: vec![0; 4], value: with_args.to_le_bytes().to_vec() }],
+        &[MapEntry { key: vec![0; 4], value: with_args.0.to_le_bytes().to_vec() }],
     );
     assert!(bad.unwrap_err().to_string().contains("loaders start chains without arguments"));
     let bad = t.rt.configure_loader("edge", "nope", &[]);

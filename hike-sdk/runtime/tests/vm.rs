@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use hike_bytecode::limits::{MAX_DEPTH, MAX_TAIL_CALLS, RESUME_STEPS};
 use hike_bytecode::{AbortReason, Hook, asm::assemble};
-use hike_runtime::{ChainSpec, InitOptions, RegisteredProgram, TestRun};
+use hike_runtime::{ChainId, ChainSpec, InitOptions, RegisteredProgram, TestRun};
 
 const XDP_ABORTED: u32 = 0;
 const XDP_DROP: u32 = 1;
@@ -43,11 +43,11 @@ impl Vm {
         assemble(&text).unwrap()
     }
 
-    fn install(&self, text: &str) -> u32 {
+    fn install(&self, text: &str) -> ChainId {
         self.install_nargs(text, 0)
     }
 
-    fn install_nargs(&self, text: &str, nargs: u8) -> u32 {
+    fn install_nargs(&self, text: &str, nargs: u8) -> ChainId {
         let insns = self.asm(text);
         self.t
             .rt
@@ -55,7 +55,7 @@ impl Vm {
             .unwrap()
     }
 
-    fn run(&self, chain: u32) -> TestRun {
+    fn run(&self, chain: ChainId) -> TestRun {
         self.t.rt.test_run_chain(self.hook, chain, &ipv6_udp_packet(), 0).unwrap()
     }
 
@@ -195,7 +195,7 @@ fn chain_to_chain_calls_pass_arguments_and_results() {
     assert_eq!(r.regs[0], 49 + 5, "r6 is restored after the call");
     assert_eq!(r.regs[6], 5);
     let runs = vm.t.rt.counters().unwrap().chain_runs;
-    assert_eq!((runs[square as usize], runs[add as usize]), (1, 1));
+    assert_eq!((runs[square.0 as usize], runs[add.0 as usize]), (1, 1));
 }
 
 #[test]

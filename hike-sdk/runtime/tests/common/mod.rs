@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use hike_bytecode::Hook;
 use hike_runtime::{
-    ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, RegisteredProgram, ScratchPath, ScratchRoot,
-    objects,
+    ChainId, ConfigMapSpec, InitOptions, LoaderObject, MapEntry, ProgramObject, RegisteredProgram, ScratchPath,
+    ScratchRoot, objects,
 };
 
 pub use hike_runtime::testing::require_kernel;
@@ -28,7 +28,7 @@ pub trait TestRootExt: Sized {
     fn register_as(&self, package: &str, version: &str, hook: Hook) -> Vec<RegisteredProgram>;
     fn path(&self) -> &Path;
     fn load_test_loader(&self, instance: &str, hook: Hook);
-    fn point_test_loader(&self, instance: &str, chain: u32);
+    fn point_test_loader(&self, instance: &str, chain: ChainId);
 }
 
 impl TestRootExt for ScratchRoot {
@@ -90,20 +90,20 @@ impl TestRootExt for ScratchRoot {
     }
 
     /// Points the test loader `instance` at `chain`.
-    fn point_test_loader(&self, instance: &str, chain: u32) {
+    fn point_test_loader(&self, instance: &str, chain: ChainId) {
         self.rt
             .configure_loader(
                 instance,
                 "test_cfg",
-                &[MapEntry { key: vec![0; 4], value: chain.to_le_bytes().to_vec() }],
+                &[MapEntry { key: vec![0; 4], value: chain.0.to_le_bytes().to_vec() }],
             )
             .expect("configure the test loader");
     }
 }
 
-/// The id of program `name` among `regs`.
+/// The id of program `name` among `regs`, as chain assembly writes it.
 pub fn id_of(regs: &[RegisteredProgram], name: &str) -> u32 {
-    regs.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no program {name}")).id
+    regs.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no program {name}")).id.0
 }
 
 /// A minimal Ethernet + IPv6 + UDP packet.

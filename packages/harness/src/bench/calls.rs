@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use hike_bytecode::{Hook, Insn, build};
-use hike_runtime::{ChainSpec, InitOptions, ProgramObject, ScratchPath, ScratchRoot, objects};
+use hike_runtime::{ChainId, ChainSpec, InitOptions, ProgramObject, ScratchPath, ScratchRoot, objects};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder};
 use serde::Serialize;
 
@@ -88,7 +88,7 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
     };
     let mut chains = Vec::new();
     for &n in &SIZES {
-        chains.push(install("calls", (0..n).map(|_| build::call_prog(nop, 0)).collect())?);
+        chains.push(install("calls", (0..n).map(|_| build::call_prog(nop.0, 0)).collect())?);
     }
     let mut movs = Vec::new();
     for &n in &INSNS {
@@ -112,7 +112,7 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
         }
         Ok(r.duration.as_nanos() as f64)
     };
-    let vm_ns = |chain: u32| -> Result<f64> {
+    let vm_ns = |chain: ChainId| -> Result<f64> {
         Ok(rt.test_run_chain(Hook::Xdp, chain, &pkt, repeat)?.duration.as_nanos() as f64)
     };
 
