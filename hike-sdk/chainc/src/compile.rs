@@ -10,7 +10,8 @@ use hike_bytecode::{AttachMode, Hook};
 
 use crate::artifact::{Artifact, Attach, CompiledChain, Device, FieldValue, LoaderConfig, MapEntry, Target};
 use crate::ast::*;
-use crate::codegen::{Scope, compile_def, fold_const};
+use crate::codegen::{Scope, compile_def};
+use crate::consteval::fold_const;
 use crate::cost::{ChainCost, Cost, Names, analyse_chain};
 use crate::diag::{Code, Diagnostics, Sink, Span, did_you_mean, source_text};
 use crate::env::{CompileEnv, LoaderSig, ProgramSig};

@@ -32,7 +32,7 @@ use hike_bytecode::limits::{MAX_TAIL_CALLS, RESUME_STEPS};
 
 use crate::artifact::Target;
 use crate::ast::*;
-use crate::codegen::{fold_const, range_count};
+use crate::consteval::{fold_const, range_count};
 use crate::diag::{Code, Sink, Span};
 use crate::env::ProgramSig;
 use crate::parser::is_constant_name;

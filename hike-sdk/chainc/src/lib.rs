@@ -11,6 +11,7 @@ pub mod artifact;
 pub mod ast;
 mod codegen;
 mod compile;
+mod consteval;
 mod cost;
 pub mod diag;
 pub mod env;

@@ -9,6 +9,8 @@
 //! are unsigned unless an operand has a signed type (a variable or result declared
 //! s8–s64). Constants are folded with exactly the VM's semantics.
 
+mod finish;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use hike_bytecode::limits::{MAX_CALL_ARGS, MAX_INSNS};
@@ -16,6 +18,7 @@ use hike_bytecode::{AluOp, Bank, Cond, Insn, Size, build, decode};
 
 use crate::artifact::{CompiledChain, LineEntry, Relocation, Target};
 use crate::ast::*;
+use crate::consteval::{fold_const, range_count};
 use crate::diag::{Code, Sink, Span, did_you_mean};
 use crate::env::ProgramSig;
 use crate::lexer::STATEMENT_KEYWORDS;
@@ -1471,126 +1474,18 @@ impl Gen<'_, '_, '_> {
         for (&at, &l) in &self.jumps {
             target[at] = self.labels[l];
         }
-        // Thread jumps whose target is an unconditional jump: `land[g]` is where
-        // a jump to goto `g` ends up, each chain of gotos followed once.
-        let is_chained_goto =
-            |t: usize, target: &[Option<usize>]| t < n && is_goto(&self.code[t]) && target[t].is_some();
-        let mut land: Vec<Option<usize>> = vec![None; n];
-        let mut visiting = vec![false; n];
-        for s in 0..n {
-            if !is_chained_goto(s, &target) || land[s].is_some() {
-                continue;
-            }
-            let mut path = Vec::new();
-            let mut t = s;
-            let end = loop {
-                if !is_chained_goto(t, &target) {
-                    break t;
-                }
-                if let Some(l) = land[t] {
-                    break l;
-                }
-                if visiting[t] {
-                    // A cycle of gotos: land on it where it closes.
-                    break t;
-                }
-                visiting[t] = true;
-                path.push(t);
-                t = target[t].unwrap_or(t);
-            };
-            for p in path {
-                land[p] = Some(end);
-            }
-        }
-        for t in target.iter_mut() {
-            if let Some(to) = *t
-                && to < n
-                && let Some(l) = land[to]
-            {
-                *t = Some(l);
-            }
-        }
-        // Reachability from the entry.
-        let width = |i: usize, code: &[Insn]| if code[i].code == 0x18 { 2 } else { 1 };
-        let mut live = vec![false; n];
-        let mut work = vec![0usize];
-        while let Some(i) = work.pop() {
-            if i >= n || live[i] {
-                continue;
-            }
-            live[i] = true;
-            if width(i, &self.code) == 2 && i + 1 < n {
-                live[i + 1] = true;
-            }
-            let insn = self.code[i];
-            let is_exit = insn.code == 0x95;
-            let is_ja = is_goto(&insn) && target[i].is_some();
-            if let Some(t) = target[i] {
-                work.push(t);
-            }
-            if !is_exit && !is_ja {
-                work.push(i + width(i, &self.code));
-            }
-        }
-        // A jump to the very next live instruction does nothing. (`next_live[i]`:
-        // the first live instruction after `i`, before any of these removals.)
-        let mut next_live: Vec<Option<usize>> = vec![None; n];
-        let mut following = None;
-        for i in (0..n).rev() {
-            next_live[i] = following;
-            if live[i] {
-                following = Some(i);
-            }
-        }
-        for i in 0..n {
-            if live[i]
-                && is_goto(&self.code[i])
-                && let Some(t) = target[i]
-            {
-                let next = next_live[i];
-                if next == Some(t) || (next.is_none() && t >= n) {
-                    live[i] = false;
-                }
-            }
-        }
-        let mut new_index = vec![usize::MAX; n + 1];
-        let mut count = 0;
-        for i in 0..n {
-            if live[i] {
-                new_index[i] = count;
-                count += 1;
-            }
-        }
-        // A target that was removed maps to the next live instruction.
-        let mut next_live = count;
-        for i in (0..=n).rev() {
-            if i < n && live[i] {
-                next_live = new_index[i];
-            }
-            if i == n || !live[i] {
-                new_index[i] = next_live;
-            }
-        }
-        let mut insns = Vec::with_capacity(count);
-        let mut lines = Vec::with_capacity(count);
-        for i in 0..n {
-            if !live[i] {
-                continue;
-            }
-            let mut insn = self.code[i];
-            let at = new_index[i];
-            if let Some(t) = target[i] {
-                let off = new_index[t] as i64 - at as i64 - 1;
-                insn.off = off as i16;
-            }
-            insns.push(insn);
-            let (line, column) = self.sink.line_col(self.spans[i].start);
-            lines.push(LineEntry { insn: at, line: line as u32, column: column as u32 });
-        }
+        let finish::Finished { insns, new_index, kept } = finish::finish(&self.code, target);
+        let lines = (0..n)
+            .filter(|&i| kept[i])
+            .map(|i| {
+                let (line, column) = self.sink.line_col(self.spans[i].start);
+                LineEntry { insn: new_index[i], line: line as u32, column: column as u32 }
+            })
+            .collect();
         let relocations = self
             .relocs
             .iter()
-            .filter(|(i, _)| live[*i])
+            .filter(|(i, _)| kept[*i])
             .map(|(i, t)| Relocation { insn: new_index[*i], target: t.clone() })
             .collect();
         if insns.len() > MAX_INSNS {
@@ -1607,33 +1502,9 @@ impl Gen<'_, '_, '_> {
                 .help("split it into chains that call each other");
             return None;
         }
-        debug_assert!((0..insns.len()).all(|i| decode(&insns, i).is_ok() || i > 0 && insns[i - 1].code == 0x18));
+        debug_assert!((0..insns.len()).all(|i| decode(&insns, i).is_ok() || i > 0 && finish::is_wide(&insns[i - 1])));
         Some(CompiledChain { name: name.text.clone(), nargs: 0, insns, relocations, lines })
     }
-}
-
-fn is_goto(insn: &Insn) -> bool {
-    insn.code == 0x05
-}
-
-/// `range(...)`'s arguments as (start, stop, step, number of iterations); the
-/// iteration count is 0 for a step of 0 (refused separately).
-pub fn range_count(vals: &[u64]) -> Option<(i64, i64, i64, u64)> {
-    let (start, stop, step) = match *vals {
-        [n] => (0, n as i64, 1),
-        [a, b] => (a as i64, b as i64, 1),
-        [a, b, s] => (a as i64, b as i64, s as i64),
-        _ => return None,
-    };
-    let (start_w, stop_w, step_w) = (i128::from(start), i128::from(stop), i128::from(step));
-    let count = if step > 0 && stop > start {
-        (stop_w - start_w + step_w - 1) / step_w
-    } else if step < 0 && start > stop {
-        (start_w - stop_w - step_w - 1) / -step_w
-    } else {
-        0
-    };
-    Some((start, stop, step, count as u64))
 }
 
 /// Whether a loop body can leave the loop (break at this level, or return).
@@ -1683,99 +1554,5 @@ fn cond_of(op: CmpOp, signed: bool) -> Cond {
         (CmpOp::Le, true) => Cond::SLe,
         (CmpOp::Gt, true) => Cond::SGt,
         (CmpOp::Ge, true) => Cond::SGe,
-    }
-}
-
-/// The value of `e` when it is known when compiling, folded with the VM's
-/// semantics; `lookup` gives the constants in scope.
-pub fn fold_const(e: &Expr, lookup: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
-    Some(match &e.kind {
-        ExprKind::Int(v) => *v,
-        ExprKind::Bool(b) => u64::from(*b),
-        ExprKind::None => 0,
-        ExprKind::Name(n) => lookup(n)?,
-        ExprKind::Unary(op, inner) => {
-            let v = fold_const(inner, lookup)?;
-            match op {
-                UnOp::Neg => v.wrapping_neg(),
-                UnOp::Plus => v,
-                UnOp::Invert => !v,
-                UnOp::Not => u64::from(v == 0),
-            }
-        }
-        ExprKind::Binary(op, a, b) => fold(*op, fold_const(a, lookup)?, fold_const(b, lookup)?)?,
-        ExprKind::Compare(first, rest) => {
-            let mut left = fold_const(first, lookup)?;
-            for (op, r) in rest {
-                let right = fold_const(r, lookup)?;
-                if !compare(*op, left, right, false) {
-                    return Some(0);
-                }
-                left = right;
-            }
-            1
-        }
-        ExprKind::And(a, b) => {
-            let a = fold_const(a, lookup)?;
-            if a == 0 { 0 } else { fold_const(b, lookup)? }
-        }
-        ExprKind::Or(a, b) => {
-            let a = fold_const(a, lookup)?;
-            if a != 0 { a } else { fold_const(b, lookup)? }
-        }
-        _ => return None,
-    })
-}
-
-/// `a op b` on constants, with the VM's unsigned semantics (`**` wraps like
-/// repeated `*`).
-pub fn fold(op: BinOp, a: u64, b: u64) -> Option<u64> {
-    Some(match op {
-        BinOp::Add => AluOp::Add.apply(a, b),
-        BinOp::Sub => AluOp::Sub.apply(a, b),
-        BinOp::Mul => AluOp::Mul.apply(a, b),
-        BinOp::Div | BinOp::FloorDiv => AluOp::Div.apply(a, b),
-        BinOp::Mod => AluOp::Mod.apply(a, b),
-        BinOp::Shl => AluOp::Lsh.apply(a, b),
-        BinOp::Shr => AluOp::Rsh.apply(a, b),
-        BinOp::BitAnd => a & b,
-        BinOp::BitOr => a | b,
-        BinOp::BitXor => a ^ b,
-        BinOp::Pow => {
-            // Square-and-multiply, wrapping like repeated `*`.
-            let (mut base, mut exp, mut r) = (a, b, 1u64);
-            while exp > 0 {
-                if exp & 1 == 1 {
-                    r = r.wrapping_mul(base);
-                }
-                base = base.wrapping_mul(base);
-                exp >>= 1;
-            }
-            r
-        }
-    })
-}
-
-/// `a op b` for comparisons.
-pub fn compare(op: CmpOp, a: u64, b: u64, signed: bool) -> bool {
-    if signed {
-        let (a, b) = (a as i64, b as i64);
-        match op {
-            CmpOp::Eq => a == b,
-            CmpOp::Ne => a != b,
-            CmpOp::Lt => a < b,
-            CmpOp::Le => a <= b,
-            CmpOp::Gt => a > b,
-            CmpOp::Ge => a >= b,
-        }
-    } else {
-        match op {
-            CmpOp::Eq => a == b,
-            CmpOp::Ne => a != b,
-            CmpOp::Lt => a < b,
-            CmpOp::Le => a <= b,
-            CmpOp::Gt => a > b,
-            CmpOp::Ge => a >= b,
-        }
     }
 }
