@@ -1,5 +1,7 @@
 //! The C SDK builds warning-free (-Wall -Wextra -Werror) with clang 14 and with the
-//! newer Debian clangs, for both hooks, against a vmlinux.h from the running kernel.
+//! newer Debian clangs, for both hooks, against a vmlinux.h from the running kernel
+//! (how ebpkg builds packages) and against the UAPI headers (how build.rs builds the
+//! runtime's own objects).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,6 +10,17 @@ use std::process::Command;
 
 fn sdk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+/// The include directories build.rs gives clang for the UAPI build: the UAPI
+/// vmlinux.h, and the multiarch directory that holds <asm/types.h>.
+fn uapi_includes() -> Vec<PathBuf> {
+    let mut dirs = vec![sdk().join("bpf/uapi")];
+    let multiarch = Path::new("/usr/include").join(format!("{}-linux-gnu", std::env::consts::ARCH));
+    if multiarch.is_dir() {
+        dirs.push(multiarch);
+    }
+    dirs
 }
 
 fn have(tool: &str) -> bool {
@@ -34,24 +47,28 @@ fn sdk_builds_warning_free_with_each_clang() {
     let sources =
         ["hike_cont.bpf.c", "hike_entry.bpf.c", "test/vmtest.bpf.c", "test/testloader.bpf.c", "test/clocktest.bpf.c"];
     let mut failures = Vec::new();
+    let kernel_vmlinux = vec![dir.clone()];
+    let uapi = uapi_includes();
     for cc in &compilers {
         for src in sources {
             for hook in [None, Some("-DHIKE_HOOK_TC")] {
-                let obj = dir.join("out.o");
-                let mut cmd = Command::new(cc);
-                cmd.args(["-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror"])
-                    .args(hook)
-                    .arg("-I")
-                    .arg(sdk().join("include"))
-                    .arg("-I")
-                    .arg(&dir)
-                    .arg("-c")
-                    .arg(sdk().join("bpf").join(src))
-                    .arg("-o")
-                    .arg(&obj);
-                let out = cmd.output().unwrap();
-                if !out.status.success() {
-                    failures.push(format!("{cc} {src} {hook:?}:\n{}", String::from_utf8_lossy(&out.stderr)));
+                for (types, includes) in [("vmlinux.h", &kernel_vmlinux), ("UAPI", &uapi)] {
+                    let obj = dir.join("out.o");
+                    let mut cmd = Command::new(cc);
+                    cmd.args(["-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror"])
+                        .args(hook)
+                        .arg("-I")
+                        .arg(sdk().join("include"))
+                        .args(includes.iter().flat_map(|i| [Path::new("-I"), i.as_path()]))
+                        .arg("-c")
+                        .arg(sdk().join("bpf").join(src))
+                        .arg("-o")
+                        .arg(&obj);
+                    let out = cmd.output().unwrap();
+                    if !out.status.success() {
+                        failures
+                            .push(format!("{cc} {src} {hook:?} ({types}):\n{}", String::from_utf8_lossy(&out.stderr)));
+                    }
                 }
             }
         }
