@@ -129,3 +129,41 @@ fn hike_direct_progs_is_the_bound_its_name_says() {
         assert!(err.contains("HIKE_DIRECT_PROGS must be between 1"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn ipv6_extension_headers_have_their_numbers_in_both_builds() {
+    // Both the names packet.h defines when the kernel's headers do not (vmlinux.h
+    // carries no macros) and the ones that come from the kernel's IPPROTO enum.
+    let check = r#"
+        #include <hike/packet.h>
+        _Static_assert(IPPROTO_HOPOPTS == 0, "hop-by-hop options");
+        _Static_assert(IPPROTO_ROUTING == 43, "routing");
+        _Static_assert(IPPROTO_FRAGMENT == 44, "fragment");
+        _Static_assert(IPPROTO_ESP == 50, "ESP");
+        _Static_assert(IPPROTO_AH == 51, "AH");
+        _Static_assert(IPPROTO_NONE == 59, "no next header");
+        _Static_assert(IPPROTO_DSTOPTS == 60, "destination options");
+        _Static_assert(IPPROTO_MH == 135, "mobility");
+    "#;
+    let dir = tempfile::tempdir().unwrap();
+    let btf = Command::new("bpftool")
+        .args(["btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"])
+        .output()
+        .unwrap();
+    assert!(btf.status.success(), "bpftool cannot dump the kernel's BTF");
+    std::fs::write(dir.path().join("vmlinux.h"), btf.stdout).unwrap();
+    let src = dir.path().join("names.c");
+    std::fs::write(&src, check).unwrap();
+    for (types, includes) in [("vmlinux.h", vec![dir.path().to_owned()]), ("UAPI", uapi_includes())] {
+        let out = Command::new("clang")
+            .args(hike_sdk_headers::CFLAGS)
+            .args(["-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+            .arg("-I")
+            .arg(hike_sdk_headers::include_dir())
+            .args(includes.iter().flat_map(|i| [Path::new("-I"), i.as_path()]))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{types}:\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
