@@ -47,6 +47,7 @@ fn main() {
         objects.extend_from_slice(&[
             ("vmtest_xdp.o", "test/vmtest.bpf.c", &[]),
             ("vmtest_tc.o", "test/vmtest.bpf.c", &["-DHIKE_HOOK_TC"]),
+            ("vmtest_direct16_xdp.o", "test/vmtest.bpf.c", &["-DHIKE_DIRECT_PROGS=16"]),
             ("testloader_xdp.o", "test/testloader.bpf.c", &[]),
             ("testloader_tc.o", "test/testloader.bpf.c", &["-DHIKE_HOOK_TC"]),
             ("bad.o", "test/bad.bpf.c", &[]),

@@ -32,19 +32,34 @@
 #define ETH_P_IPV6 0x86dd
 #endif
 
-/* IPv6 extension headers the loaders step over (RFC 8200 §4; their UAPI names,
- * which vmlinux.h does not carry). */
+/* IPv6 extension headers (RFC 8200 §4, RFC 7045), by their UAPI names.
+ *
+ * hike_parse() steps over hop-by-hop options, routing, fragment and destination
+ * options headers: they share one length format. It stops at any other next
+ * header, extension or not (AH's length is counted differently, ESP hides what
+ * follows), and records that one as l4_proto, with l4_off pointing at it.
+ *
+ * The kernel's UAPI headers define these as macros (<linux/in6.h>), which vmlinux.h
+ * does not carry: they are defined here when missing. IPPROTO_ESP (50) and
+ * IPPROTO_AH (51) need nothing: both vmlinux.h and <linux/in.h> have them in the
+ * kernel's IPPROTO enum. */
 #ifndef IPPROTO_HOPOPTS
-#define IPPROTO_HOPOPTS 0
+#define IPPROTO_HOPOPTS 0 /* hop-by-hop options */
 #endif
 #ifndef IPPROTO_ROUTING
-#define IPPROTO_ROUTING 43
+#define IPPROTO_ROUTING 43 /* routing */
 #endif
 #ifndef IPPROTO_FRAGMENT
-#define IPPROTO_FRAGMENT 44
+#define IPPROTO_FRAGMENT 44 /* fragment */
+#endif
+#ifndef IPPROTO_NONE
+#define IPPROTO_NONE 59 /* no next header: nothing follows */
 #endif
 #ifndef IPPROTO_DSTOPTS
-#define IPPROTO_DSTOPTS 60
+#define IPPROTO_DSTOPTS 60 /* destination options */
+#endif
+#ifndef IPPROTO_MH
+#define IPPROTO_MH 135 /* mobility (RFC 6275) */
 #endif
 
 /* `size` bytes at packet offset `off`, or NULL. Offsets past HIKE_PKT_MAX_OFF

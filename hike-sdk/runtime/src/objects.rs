@@ -28,6 +28,14 @@ pub fn vmtest(hook: Hook) -> &'static [u8] {
 }
 
 #[cfg(feature = "test-objects")]
+/// The XDP programs of `bpf/test/vmtest.bpf.c` built with `HIKE_DIRECT_PROGS=16`:
+/// their VM dispatches ids 1 to 15 with direct jumps and every other id with an
+/// indirect tail call, where the default build stops at 31.
+pub fn vmtest_direct16() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/vmtest_direct16_xdp.o"))
+}
+
+#[cfg(feature = "test-objects")]
 /// A loader for the runtime's own tests (`bpf/test/testloader.bpf.c`): every packet
 /// runs the chain in slot 0 of its map `test_cfg`.
 pub fn testloader(hook: Hook) -> &'static [u8] {

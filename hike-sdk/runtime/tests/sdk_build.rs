@@ -1,5 +1,7 @@
 //! The C SDK builds warning-free (-Wall -Wextra -Werror) with clang 14 and with the
-//! newer Debian clangs, for both hooks, against a vmlinux.h from the running kernel.
+//! newer Debian clangs, for both hooks, against a vmlinux.h from the running kernel
+//! (how ebpkg builds packages) and against the UAPI headers (how build.rs builds the
+//! runtime's own objects).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,6 +10,17 @@ use std::process::Command;
 
 fn sdk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+/// The include directories build.rs gives clang for the UAPI build: the UAPI
+/// vmlinux.h, and the multiarch directory that holds <asm/types.h>.
+fn uapi_includes() -> Vec<PathBuf> {
+    let mut dirs = vec![sdk().join("bpf/uapi")];
+    let multiarch = Path::new("/usr/include").join(format!("{}-linux-gnu", std::env::consts::ARCH));
+    if multiarch.is_dir() {
+        dirs.push(multiarch);
+    }
+    dirs
 }
 
 fn have(tool: &str) -> bool {
@@ -34,24 +47,28 @@ fn sdk_builds_warning_free_with_each_clang() {
     let sources =
         ["hike_cont.bpf.c", "hike_entry.bpf.c", "test/vmtest.bpf.c", "test/testloader.bpf.c", "test/clocktest.bpf.c"];
     let mut failures = Vec::new();
+    let kernel_vmlinux = vec![dir.clone()];
+    let uapi = uapi_includes();
     for cc in &compilers {
         for src in sources {
             for hook in [None, Some("-DHIKE_HOOK_TC")] {
-                let obj = dir.join("out.o");
-                let mut cmd = Command::new(cc);
-                cmd.args(["-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror"])
-                    .args(hook)
-                    .arg("-I")
-                    .arg(sdk().join("include"))
-                    .arg("-I")
-                    .arg(&dir)
-                    .arg("-c")
-                    .arg(sdk().join("bpf").join(src))
-                    .arg("-o")
-                    .arg(&obj);
-                let out = cmd.output().unwrap();
-                if !out.status.success() {
-                    failures.push(format!("{cc} {src} {hook:?}:\n{}", String::from_utf8_lossy(&out.stderr)));
+                for (types, includes) in [("vmlinux.h", &kernel_vmlinux), ("UAPI", &uapi)] {
+                    let obj = dir.join("out.o");
+                    let mut cmd = Command::new(cc);
+                    cmd.args(["-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror"])
+                        .args(hook)
+                        .arg("-I")
+                        .arg(sdk().join("include"))
+                        .args(includes.iter().flat_map(|i| [Path::new("-I"), i.as_path()]))
+                        .arg("-c")
+                        .arg(sdk().join("bpf").join(src))
+                        .arg("-o")
+                        .arg(&obj);
+                    let out = cmd.output().unwrap();
+                    if !out.status.success() {
+                        failures
+                            .push(format!("{cc} {src} {hook:?} ({types}):\n{}", String::from_utf8_lossy(&out.stderr)));
+                    }
                 }
             }
         }
@@ -110,5 +127,43 @@ fn hike_direct_progs_is_the_bound_its_name_says() {
     for bad in ["-DHIKE_DIRECT_PROGS=0", "-DHIKE_DIRECT_PROGS=33"] {
         let err = direct_ids(&[bad]).unwrap_err();
         assert!(err.contains("HIKE_DIRECT_PROGS must be between 1"), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn ipv6_extension_headers_have_their_numbers_in_both_builds() {
+    // Both the names packet.h defines when the kernel's headers do not (vmlinux.h
+    // carries no macros) and the ones that come from the kernel's IPPROTO enum.
+    let check = r#"
+        #include <hike/packet.h>
+        _Static_assert(IPPROTO_HOPOPTS == 0, "hop-by-hop options");
+        _Static_assert(IPPROTO_ROUTING == 43, "routing");
+        _Static_assert(IPPROTO_FRAGMENT == 44, "fragment");
+        _Static_assert(IPPROTO_ESP == 50, "ESP");
+        _Static_assert(IPPROTO_AH == 51, "AH");
+        _Static_assert(IPPROTO_NONE == 59, "no next header");
+        _Static_assert(IPPROTO_DSTOPTS == 60, "destination options");
+        _Static_assert(IPPROTO_MH == 135, "mobility");
+    "#;
+    let dir = tempfile::tempdir().unwrap();
+    let btf = Command::new("bpftool")
+        .args(["btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"])
+        .output()
+        .unwrap();
+    assert!(btf.status.success(), "bpftool cannot dump the kernel's BTF");
+    std::fs::write(dir.path().join("vmlinux.h"), btf.stdout).unwrap();
+    let src = dir.path().join("names.c");
+    std::fs::write(&src, check).unwrap();
+    for (types, includes) in [("vmlinux.h", vec![dir.path().to_owned()]), ("UAPI", uapi_includes())] {
+        let out = Command::new("clang")
+            .args(hike_sdk_headers::CFLAGS)
+            .args(["-D__TARGET_ARCH_x86", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+            .arg("-I")
+            .arg(hike_sdk_headers::include_dir())
+            .args(includes.iter().flat_map(|i| [Path::new("-I"), i.as_path()]))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{types}:\n{}", String::from_utf8_lossy(&out.stderr));
     }
 }

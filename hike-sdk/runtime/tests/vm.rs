@@ -338,6 +338,92 @@ fn direct_and_indirect_dispatch_reach_the_same_programs() {
     assert_eq!(r.regs[0], 3);
 }
 
+/// The program ids `bpf_id`'s VM dispatches with a constant-key tail call, read
+/// from the instructions the kernel holds after verification: `r3 = <id>` right
+/// before `call bpf_tail_call`. The verifier records a constant key at such a
+/// site and the JIT emits a direct jump for it; every other id reaches the one
+/// indirect tail call. Id 0 (the continuation) is left out: the VM always reaches
+/// it with a constant key.
+fn direct_ids_in_kernel(bpf_id: u32) -> Vec<i32> {
+    let opts = libbpf_rs::query::ProgInfoQueryOptions::default().include_xlated_prog_insns(true);
+    let info = libbpf_rs::query::ProgInfoIter::with_query_opts(opts).find(|p| p.id == bpf_id).unwrap();
+    // struct bpf_insn: code, dst_reg:4 | src_reg:4, off (2 bytes), imm (4 bytes, little-endian).
+    let insns: Vec<(u8, u8, i32)> = info
+        .xlated_prog_insns
+        .chunks_exact(8)
+        .map(|b| (b[0], b[1] & 0xf, i32::from_le_bytes([b[4], b[5], b[6], b[7]])))
+        .collect();
+    let mut ids: Vec<i32> = insns
+        .windows(2)
+        .filter(|w| w[0].0 == 0xb7 && w[0].1 == 3 && w[1].0 == 0x85 && w[1].2 == 12 && w[0].2 != 0)
+        .map(|w| w[0].2)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn a_vm_built_with_fewer_direct_ids_dispatches_the_rest_indirectly() {
+    // The programs of bpf/test/vmtest.bpf.c built with HIKE_DIRECT_PROGS=16 take ids
+    // 1..10; default builds fill ids up to 50. Calls made from the 16-build's VM
+    // reach an id below 16 (direct), one from 16 to 31 (direct in a default build,
+    // indirect in this one) and one from 32 up (indirect in both).
+    let t = TestRoot::new("direct16");
+    let register = |package: &str, version: &str, elf: &'static [u8]| {
+        t.rt.register_object(&hike_runtime::ProgramObject {
+            package,
+            version,
+            object_name: "vmtest.bpf.c",
+            elf,
+            hook: Hook::Xdp,
+        })
+        .unwrap()
+    };
+    let d16 = register("direct16", "1.0.0", hike_runtime::objects::vmtest_direct16());
+    let filler1 = register("filler", "1.0.0", hike_runtime::objects::vmtest(Hook::Xdp));
+    let filler2 = register("filler", "2.0.0", hike_runtime::objects::vmtest(Hook::Xdp));
+    register("filler", "3.0.0", hike_runtime::objects::vmtest(Hook::Xdp));
+    let high = register("high", "1.0.0", hike_runtime::objects::vmtest(Hook::Xdp));
+    let (low, mid, high) = (id_of(&d16, "test_args1"), id_of(&filler2, "test_args1"), id_of(&high, "test_args1"));
+    assert!(low < 16 && (16..32).contains(&mid) && high >= 32, "{low} {mid} {high}");
+
+    // What the kernel loaded: the 16-build has direct sites for ids 1..15 only, the
+    // default build for 1..31.
+    let status = t.rt.status().unwrap();
+    let bpf_id = |id: u32| status.programs.iter().find(|p| p.id == id).unwrap().bpf_id;
+    assert_eq!(direct_ids_in_kernel(bpf_id(low)), (1..16).collect::<Vec<_>>(), "HIKE_DIRECT_PROGS=16");
+    let default = id_of(&filler1, "test_args1");
+    assert_eq!(direct_ids_in_kernel(bpf_id(default)), (1..32).collect::<Vec<_>>(), "the default, 32");
+
+    // And every id is reached, by whichever path: each call adds 1, and the
+    // counters say which program ran.
+    let insns = assemble(&format!(
+        "r1 = 1
+         call prog {low}, 1
+         r1 = r0
+         call prog {low}, 1
+         r1 = r0
+         call prog {mid}, 1
+         r1 = r0
+         call prog {low}, 1
+         r1 = r0
+         call prog {high}, 1
+         exit"
+    ))
+    .unwrap();
+    let chain =
+        t.rt.install_chain(&ChainSpec { name: "d16", owner: "vm-test", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap();
+    let r = t.rt.test_run_chain(Hook::Xdp, chain, &ipv6_udp_packet(), 0).unwrap();
+    assert_eq!((r.verdict, r.regs[0]), (XDP_PASS, 6));
+    let calls: Vec<u64> = [low, mid, high]
+        .iter()
+        .map(|id| t.rt.status().unwrap().programs.iter().find(|p| p.id == *id).unwrap().calls)
+        .collect();
+    assert_eq!(calls, [3, 1, 1]);
+}
+
 #[test]
 fn tc_chains_run_on_skbs() {
     let vm = Vm::with("tc", Hook::Tc, InitOptions::default());
