@@ -391,7 +391,7 @@ fn a_vm_built_with_fewer_direct_ids_dispatches_the_rest_indirectly() {
     // What the kernel loaded: the 16-build has direct sites for ids 1..15 only, the
     // default build for 1..31.
     let status = t.rt.status().unwrap();
-    let bpf_id = |id: u32| status.programs.iter().find(|p| p.id == id).unwrap().bpf_id;
+    let bpf_id = |id: u32| status.programs.iter().find(|p| p.id.0 == id).unwrap().bpf_id;
     assert_eq!(direct_ids_in_kernel(bpf_id(low)), (1..16).collect::<Vec<_>>(), "HIKE_DIRECT_PROGS=16");
     let default = id_of(&filler1, "test_args1");
     assert_eq!(direct_ids_in_kernel(bpf_id(default)), (1..32).collect::<Vec<_>>(), "the default, 32");
@@ -419,7 +419,7 @@ fn a_vm_built_with_fewer_direct_ids_dispatches_the_rest_indirectly() {
     assert_eq!((r.verdict, r.regs[0]), (XDP_PASS, 6));
     let calls: Vec<u64> = [low, mid, high]
         .iter()
-        .map(|id| t.rt.status().unwrap().programs.iter().find(|p| p.id == *id).unwrap().calls)
+        .map(|id| t.rt.status().unwrap().programs.iter().find(|p| p.id.0 == *id).unwrap().calls)
         .collect();
     assert_eq!(calls, [3, 1, 1]);
 }
