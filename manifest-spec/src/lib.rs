@@ -12,6 +12,7 @@ pub mod index;
 pub mod lockfile;
 pub mod manifest;
 pub mod names;
+pub mod registry_api;
 pub mod schema;
 mod toml_input;
 pub mod types;

@@ -1,9 +1,9 @@
 //! The interface every kind of registry offers, and the one way to open one by URL.
 
 use ebpkg_spec::index::IndexEntry;
-use ebpkg_spec::{ItemName, Manifest, PackageName};
+pub use ebpkg_spec::registry_api::{MatchedOn, SearchHit};
+use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
-use serde::Serialize;
 
 use crate::error::{ErrorKind, Result};
 use crate::file_registry::FileRegistry;
@@ -42,42 +42,6 @@ pub trait Registry: Send + Sync {
     /// a program name or the description), best matches first, at most `limit`.
     /// An empty query lists every package by name.
     fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
-}
-
-/// One package found by [`Registry::search`], described by its newest version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SearchHit {
-    pub name: PackageName,
-    /// The newest version that is neither yanked nor a pre-release; failing that the
-    /// newest non-yanked one; failing that (everything yanked) the newest.
-    pub version: Version,
-    /// True only when every version is yanked.
-    pub yanked: bool,
-    pub description: Option<String>,
-    pub keywords: Vec<String>,
-    pub programs: Vec<ItemName>,
-    /// What matched the query; hits are ranked in this enum's order.
-    pub matched_on: MatchedOn,
-}
-
-/// Why a package matched a search, best first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MatchedOn {
-    /// The query is the name (compared in normalized form: `my_pkg` is `my-pkg`).
-    Name,
-    /// The name starts with the query.
-    NamePrefix,
-    /// The name contains the query.
-    NameSubstring,
-    /// A keyword contains the query.
-    Keyword,
-    /// A program's name contains the query.
-    Program,
-    /// The description contains the query.
-    Description,
-    /// The query was empty: every package matches.
-    Everything,
 }
 
 /// Opens the registry at `url`: `file://` directories now, registry servers once the

@@ -1,0 +1,438 @@
+//! The registry server's HTTP API, as client and server both see it: the sparse
+//! index's `config.json`, the publish body's framing, and the JSON bodies of
+//! `/api/v1`. One definition, so the two ends cannot drift apart.
+//!
+//! The protocol follows cargo's registry web API where ebpkg has the same concept
+//! (publish framing, yank, owners, the `{"errors":[{"detail":…}]}` error body,
+//! `config.json`'s `dl`/`api`/`auth-required`), so operators and tools that know
+//! cargo's know this one.
+
+use schemars::JsonSchema;
+use semver::Version;
+use serde::{Deserialize, Serialize};
+
+use crate::index::IndexEntry;
+use crate::names::{ItemName, PackageName};
+use crate::types::Sha256Digest;
+
+/// Where the sparse index's configuration lives, relative to the registry URL.
+pub const INDEX_CONFIG_PATH: &str = "index/config.json";
+/// The prefix of index files, relative to the registry URL.
+pub const INDEX_PREFIX: &str = "index/";
+/// The API's prefix, relative to the registry URL.
+pub const API_PREFIX: &str = "api/v1/";
+/// Largest publish metadata (the JSON part of the publish body).
+pub const MAX_PUBLISH_METADATA: u32 = 64 * 1024;
+
+/// `index/config.json`: where archives are downloaded from and where the API is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexConfig {
+    /// Download URL template. Markers: `{name}`, `{version}`, `{cksum}` (the
+    /// archive's SHA-256), `{prefix}` (the package's index directory, as in
+    /// cargo); without any marker, `/{name}/{version}/download` is appended.
+    pub dl: String,
+    /// The API's base URL (the part before `/api/v1`); absent for a registry
+    /// that only serves an index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Whether reading the index and downloading need a token.
+    #[serde(rename = "auth-required", default)]
+    pub auth_required: bool,
+}
+
+impl IndexConfig {
+    /// The URL of one archive.
+    pub fn download_url(&self, name: &PackageName, version: &Version, cksum: &Sha256Digest) -> String {
+        const MARKERS: [&str; 4] = ["{name}", "{version}", "{cksum}", "{prefix}"];
+        if !MARKERS.iter().any(|m| self.dl.contains(m)) {
+            return format!("{}/{name}/{version}/download", self.dl.trim_end_matches('/'));
+        }
+        let path = crate::index::index_path(name.as_str());
+        let prefix = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        self.dl
+            .replace("{name}", name.as_str())
+            .replace("{version}", &version.to_string())
+            .replace("{cksum}", &cksum.to_string())
+            .replace("{prefix}", prefix)
+    }
+}
+
+/// The JSON part of a publish body. The archive follows it; the server reads it
+/// only after the token and this metadata passed every check that needs no
+/// archive (ownership, scope, the version being new, the size).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishMetadata {
+    pub name: PackageName,
+    #[schemars(with = "String")]
+    pub vers: Version,
+    /// SHA-256 of the archive, as the publisher computed it; the server computes
+    /// it again and refuses a mismatch.
+    pub cksum: Sha256Digest,
+}
+
+/// Why a publish body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FramingError {
+    #[error("the publish body ends after {got} byte(s) of {what}; {expected} were announced")]
+    Truncated { what: &'static str, expected: u64, got: u64 },
+    #[error("the {what} is {len} bytes, more than the {max} this registry accepts")]
+    TooLarge { what: &'static str, len: u64, max: u64 },
+    #[error("the publish metadata is not valid: {0}")]
+    Metadata(String),
+    #[error("{0} byte(s) follow the archive in the publish body")]
+    Trailing(u64),
+}
+
+/// Reads a u32 little-endian length prefix of `what`, refusing one over `max`.
+pub fn frame_length(prefix: [u8; 4], what: &'static str, max: u64) -> Result<u64, FramingError> {
+    let len = u64::from(u32::from_le_bytes(prefix));
+    if len > max {
+        return Err(FramingError::TooLarge { what, len, max });
+    }
+    Ok(len)
+}
+
+/// Parses the publish metadata (at most [`MAX_PUBLISH_METADATA`] bytes).
+pub fn parse_publish_metadata(json: &[u8]) -> Result<PublishMetadata, FramingError> {
+    if json.len() as u64 > u64::from(MAX_PUBLISH_METADATA) {
+        return Err(FramingError::TooLarge {
+            what: "publish metadata",
+            len: json.len() as u64,
+            max: MAX_PUBLISH_METADATA.into(),
+        });
+    }
+    serde_json::from_slice(json).map_err(|e| FramingError::Metadata(e.to_string()))
+}
+
+/// A publish body: u32 LE metadata length, metadata JSON, u32 LE archive length,
+/// archive (cargo's framing).
+pub fn encode_publish(metadata: &PublishMetadata, archive: &[u8]) -> Vec<u8> {
+    // Serializing plain strings and a digest cannot fail.
+    let json = serde_json::to_vec(metadata).unwrap_or_default();
+    let mut body = Vec::with_capacity(8 + json.len() + archive.len());
+    body.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    body.extend_from_slice(&json);
+    body.extend_from_slice(&(archive.len() as u32).to_le_bytes());
+    body.extend_from_slice(archive);
+    body
+}
+
+/// Decodes a whole publish body held in memory, with the archive at most
+/// `max_archive` bytes. (The server reads the same framing incrementally with
+/// [`frame_length`] and [`parse_publish_metadata`].)
+pub fn decode_publish(body: &[u8], max_archive: u64) -> Result<(PublishMetadata, &[u8]), FramingError> {
+    let (json, rest) = take_frame(body, "publish metadata", MAX_PUBLISH_METADATA.into())?;
+    let metadata = parse_publish_metadata(json)?;
+    let (archive, rest) = take_frame(rest, "archive", max_archive)?;
+    if !rest.is_empty() {
+        return Err(FramingError::Trailing(rest.len() as u64));
+    }
+    Ok((metadata, archive))
+}
+
+fn take_frame<'a>(bytes: &'a [u8], what: &'static str, max: u64) -> Result<(&'a [u8], &'a [u8]), FramingError> {
+    let Some((prefix, rest)) = bytes.split_first_chunk::<4>() else {
+        return Err(FramingError::Truncated { what: "a length prefix", expected: 4, got: bytes.len() as u64 });
+    };
+    let len = frame_length(*prefix, what, max)?;
+    if (rest.len() as u64) < len {
+        return Err(FramingError::Truncated { what, expected: len, got: rest.len() as u64 });
+    }
+    // len <= rest.len() <= usize::MAX, so the cast is exact.
+    Ok(rest.split_at(len as usize))
+}
+
+/// The body of every error response: `{"errors":[{"detail":"…"}]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApiErrors {
+    pub errors: Vec<ApiErrorDetail>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApiErrorDetail {
+    pub detail: String,
+}
+
+impl ApiErrors {
+    pub fn one(detail: impl Into<String>) -> ApiErrors {
+        ApiErrors { errors: vec![ApiErrorDetail { detail: detail.into() }] }
+    }
+
+    /// The details joined, for a message.
+    pub fn joined(&self) -> String {
+        self.errors.iter().map(|e| e.detail.as_str()).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// A successful publish: the version's index line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublishResponse {
+    pub entry: IndexEntry,
+}
+
+/// `{"ok": true, "msg": …}`: yank, unyank, owner changes, token revocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OkResponse {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+}
+
+/// Why a package matched a search, best first; hits are ranked in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatchedOn {
+    /// The query is the name (compared in normalized form: `my_pkg` is `my-pkg`).
+    Name,
+    /// The name starts with the query.
+    NamePrefix,
+    /// The name contains the query.
+    NameSubstring,
+    /// A keyword contains the query.
+    Keyword,
+    /// A program's name contains the query.
+    Program,
+    /// The description contains the query.
+    Description,
+    /// The query was empty: every package matches.
+    Everything,
+}
+
+/// One package found by a search, described by its newest version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchHit {
+    pub name: PackageName,
+    /// The newest version that is neither yanked nor a pre-release; failing that the
+    /// newest non-yanked one; failing that (everything yanked) the newest.
+    #[schemars(with = "String")]
+    pub version: Version,
+    /// True only when every version is yanked.
+    pub yanked: bool,
+    pub description: Option<String>,
+    pub keywords: Vec<String>,
+    pub programs: Vec<ItemName>,
+    /// What matched the query.
+    pub matched_on: MatchedOn,
+}
+
+/// `GET /api/v1/packages?q=&page=&per_page=`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchResponse {
+    pub packages: Vec<SearchHit>,
+    pub meta: SearchMeta,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchMeta {
+    /// Matches in all pages.
+    pub total: u64,
+    pub page: u32,
+    pub per_page: u32,
+}
+
+/// `GET /api/v1/packages/{name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PackageInfo {
+    pub name: PackageName,
+    /// RFC 3339.
+    pub created_at: String,
+    pub updated_at: String,
+    pub owners: Vec<Owner>,
+    /// Every version, newest publication last.
+    pub versions: Vec<VersionSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct VersionSummary {
+    #[schemars(with = "String")]
+    pub vers: Version,
+    pub yanked: bool,
+    pub cksum: Sha256Digest,
+    /// The archive's size in bytes.
+    pub size: u64,
+    pub published_at: String,
+    pub published_by: String,
+    pub downloads: u64,
+}
+
+/// `GET /api/v1/packages/{name}/{version}`: the index line and what only the
+/// archive holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct VersionInfo {
+    pub entry: IndexEntry,
+    pub summary: VersionSummary,
+    pub license: Option<String>,
+    /// The README named by the manifest, as published (Markdown).
+    pub readme: Option<String>,
+}
+
+/// A user who owns a package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Owner {
+    pub login: String,
+}
+
+/// `GET /api/v1/packages/{name}/owners`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OwnersResponse {
+    pub users: Vec<Owner>,
+}
+
+/// `PUT`/`DELETE /api/v1/packages/{name}/owners`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnersRequest {
+    pub users: Vec<String>,
+}
+
+/// What a token may do. A token with no scopes may do everything, including
+/// managing tokens; a scoped one only what its scopes (and package globs) allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// Publish the first version of a new package.
+    PublishNew,
+    /// Publish a new version of a package one owns.
+    PublishUpdate,
+    /// Yank and unyank versions.
+    Yank,
+    /// Add and remove owners.
+    ChangeOwners,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 4] = [Scope::PublishNew, Scope::PublishUpdate, Scope::Yank, Scope::ChangeOwners];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::PublishNew => "publish-new",
+            Scope::PublishUpdate => "publish-update",
+            Scope::Yank => "yank",
+            Scope::ChangeOwners => "change-owners",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `PUT /api/v1/tokens`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    pub name: String,
+    /// Empty: every power (only an unscoped token may create one).
+    #[serde(default)]
+    pub scopes: Vec<Scope>,
+    /// Package name globs (`*` matches any run of characters) the token is
+    /// limited to; empty: every package.
+    #[serde(default)]
+    pub packages: Vec<String>,
+    #[serde(default)]
+    pub expires_in_days: Option<u32>,
+}
+
+/// A token as listed (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenInfo {
+    pub id: i64,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub packages: Vec<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub last_used_at: Option<String>,
+}
+
+/// A new token: its secret, shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenCreated {
+    pub token: TokenInfo,
+    pub secret: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// `GET /api/v1/me`: whose token this is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Me {
+    pub login: String,
+    /// The token's scopes (empty: every power).
+    pub scopes: Vec<Scope>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn metadata() -> PublishMetadata {
+        PublishMetadata {
+            name: PackageName::new("meter").unwrap(),
+            vers: Version::new(1, 2, 3),
+            cksum: Sha256Digest::of(b"archive"),
+        }
+    }
+
+    #[test]
+    fn publish_bodies_round_trip() {
+        let body = encode_publish(&metadata(), b"archive");
+        let (m, archive) = decode_publish(&body, 100).unwrap();
+        assert_eq!(m, metadata());
+        assert_eq!(archive, b"archive");
+    }
+
+    #[test]
+    fn publish_bodies_are_checked() {
+        let body = encode_publish(&metadata(), b"archive");
+        assert!(matches!(decode_publish(&body, 3), Err(FramingError::TooLarge { what: "archive", len: 7, max: 3 })));
+        assert!(matches!(decode_publish(&body[..body.len() - 1], 100), Err(FramingError::Truncated { .. })));
+        let mut longer = body.clone();
+        longer.push(0);
+        assert_eq!(decode_publish(&longer, 100), Err(FramingError::Trailing(1)));
+        assert!(matches!(decode_publish(&[0xff, 0xff, 0xff, 0xff], 100), Err(FramingError::TooLarge { .. })));
+        assert!(matches!(decode_publish(&[1, 0], 100), Err(FramingError::Truncated { .. })));
+        let mut unknown = br#"{"name":"a","vers":"1.0.0","cksum":"00","x":1}"#.to_vec();
+        unknown.splice(0..0, (unknown.len() as u32).to_le_bytes());
+        assert!(matches!(decode_publish(&unknown, 100), Err(FramingError::Metadata(_))));
+    }
+
+    #[test]
+    fn download_urls_follow_the_template() {
+        let name = PackageName::new("meter").unwrap();
+        let cksum = Sha256Digest::of(b"x");
+        let plain = IndexConfig { dl: "https://r.example/api/v1/packages".into(), api: None, auth_required: false };
+        assert_eq!(
+            plain.download_url(&name, &Version::new(1, 0, 0), &cksum),
+            "https://r.example/api/v1/packages/meter/1.0.0/download"
+        );
+        let blob = IndexConfig {
+            dl: "https://cdn.example/{prefix}/{name}-{version}-{cksum}".into(),
+            api: None,
+            auth_required: false,
+        };
+        assert_eq!(
+            blob.download_url(&name, &Version::new(1, 0, 0), &cksum),
+            format!("https://cdn.example/me/te/meter-1.0.0-{cksum}")
+        );
+    }
+
+    #[test]
+    fn scopes_have_one_spelling() {
+        for s in Scope::ALL {
+            assert_eq!(Scope::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+    }
+}
