@@ -1,1 +1,192 @@
-fn main() {}
+//! `ebpkg-registry`: run the registry (`serve`), set up its database (`migrate`),
+//! and bootstrap an organisation without SQL (`user create`, `token create`).
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use ebpkg_registry::{Config, ConfigArgs, Server, db};
+use ebpkg_spec::registry_api::{NewToken, Scope};
+
+#[derive(Parser)]
+#[command(name = "ebpkg-registry", version, about = "The ebpkg registry server", after_help = AFTER_HELP)]
+struct Cli {
+    #[command(flatten)]
+    config: ConfigArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+const AFTER_HELP: &str = "\
+A registry on a laptop:
+  ebpkg-registry --database-url postgres:///ebpkg migrate
+  ebpkg-registry --database-url postgres:///ebpkg user create alice
+  ebpkg-registry --database-url postgres:///ebpkg token create --user alice
+  ebpkg-registry --database-url postgres:///ebpkg --storage file:///srv/ebpkg serve --listen 127.0.0.1:8080
+
+Every flag can also be set as EBPKG_REGISTRY_<FLAG> or in --config FILE.toml.
+Log filter: EBPKG_REGISTRY_LOG (default `info`).";
+
+#[derive(Subcommand)]
+enum Command {
+    /// Apply the database migrations this binary carries.
+    Migrate,
+    /// Serve the index and the API until SIGTERM or Ctrl-C.
+    Serve {
+        /// Apply migrations first.
+        #[arg(long)]
+        migrate: bool,
+    },
+    /// Users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user (letters, digits, `-`, `_`; at most 39).
+    Create { login: String },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token for a user and print its secret, once.
+    Create {
+        #[arg(long)]
+        user: String,
+        /// A name to recognize it by.
+        #[arg(long, default_value = "created by ebpkg-registry")]
+        name: String,
+        /// publish-new, publish-update, yank, change-owners (repeatable); none: every power.
+        #[arg(long = "scope", value_parser = parse_scope)]
+        scopes: Vec<Scope>,
+        /// Limit to packages matching this glob (repeatable).
+        #[arg(long = "package", value_name = "GLOB")]
+        packages: Vec<String>,
+        /// Expire after this many days.
+        #[arg(long, value_name = "DAYS")]
+        expires: Option<u32>,
+    },
+}
+
+fn parse_scope(text: &str) -> Result<Scope, String> {
+    Scope::parse(text).ok_or_else(|| {
+        let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+        format!("`{text}` is not a scope; use one of {}", all.join(", "))
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logs(cli.config.log_json);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("EBPKG_REGISTRY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json { builder.json().init() } else { builder.init() }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let config = Config::load(&cli.config)?;
+    match cli.command {
+        Command::Migrate => {
+            let pool = db::pool(&config.database_url, 1)?;
+            let applied =
+                db::migrate(&pool).await.with_context(|| format!("migrating {}", config.masked_database_url()))?;
+            println!("{applied} migration(s) applied; the schema is current");
+        }
+        Command::Serve { migrate } => serve(config, migrate).await?,
+        Command::User(UserCommand::Create { login }) => {
+            if !db::users::valid_login(&login) {
+                bail!(
+                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
+                );
+            }
+            let pool = db::pool(&config.database_url, 1)?;
+            match db::users::create(&pool, &login).await.context("creating the user")? {
+                Some(user) => println!("created user `{}` (id {})", user.login, user.id),
+                None => bail!("a user `{login}` exists already"),
+            }
+        }
+        Command::Token(TokenCommand::Create { user, name, scopes, packages, expires }) => {
+            let pool = db::pool(&config.database_url, 1)?;
+            let Some(user) = db::users::by_login(&pool, &user).await.context("looking the user up")? else {
+                bail!("no user `{user}`; create it with `ebpkg-registry user create {user}`");
+            };
+            let request = NewToken { name, scopes, packages, expires_in_days: expires };
+            let created = ebpkg_registry::auth::issue_token(&pool, user.id, &request)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            eprintln!(
+                "token {} `{}` for `{}` ({}); the secret is shown this once:",
+                created.token.id,
+                created.token.name,
+                user.login,
+                if created.token.scopes.is_empty() {
+                    "every power".to_owned()
+                } else {
+                    created.token.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                }
+            );
+            println!("{}", created.secret);
+        }
+    }
+    Ok(())
+}
+
+async fn serve(config: Config, migrate: bool) -> Result<()> {
+    tracing::info!("configuration:\n{config}");
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let server = Server::new(config)?;
+    if migrate {
+        let applied = db::migrate(&server.state().db).await.context("migrating the database")?;
+        tracing::info!(applied, "migrations applied");
+    }
+    match db::schema_is_current(&server.state().db).await {
+        Ok(true) => {}
+        Ok(false) => bail!("the database schema is not current; run `ebpkg-registry migrate` (or `serve --migrate`)"),
+        Err(e) => tracing::warn!(error = %e, "the database is not reachable yet; serving 503s until it is"),
+    }
+    tracing::info!(address = %listener.local_addr()?, "serving");
+    server.run(listener, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    tracing::info!("shutting down: finishing the requests in flight");
+}

@@ -1,0 +1,163 @@
+//! The router with its layers, and a running server.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderName, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::predicate::{NotForContentType, Predicate};
+use tower_http::compression::{CompressionLayer, DefaultPredicate};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::config::Config;
+use crate::downloads::DownloadCounter;
+use crate::error::ApiError;
+use crate::ratelimit::IpLimiter;
+use crate::routes::{index, ops, owners, packages, publish, tokens};
+use crate::state::AppState;
+use crate::storage::Blobs;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// `index::file` routes a catch-all path, which utoipa-axum cannot register; its
+/// description joins the document this way.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(index::file))]
+struct CatchAllDoc;
+
+/// The whole HTTP surface for `state`.
+pub fn router(state: AppState) -> Router {
+    let config = state.config.clone();
+    // Rate-limited per client IP: the API, except downloads (served like the index:
+    // cacheable, and a CDN's job to absorb).
+    let (limited, mut api) = OpenApiRouter::new()
+        .routes(routes!(publish::publish))
+        .routes(routes!(packages::search))
+        .routes(routes!(packages::info))
+        .routes(routes!(packages::version))
+        .routes(routes!(packages::yank))
+        .routes(routes!(packages::unyank))
+        .routes(routes!(owners::list, owners::add, owners::remove))
+        .routes(routes!(tokens::me))
+        .routes(routes!(tokens::create, tokens::list))
+        .routes(routes!(tokens::revoke))
+        .split_for_parts();
+    let (unlimited, rest) = OpenApiRouter::new()
+        .routes(routes!(packages::download))
+        .routes(routes!(index::config))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        .split_for_parts();
+    api.merge(rest);
+    api.merge(<CatchAllDoc as utoipa::OpenApi>::openapi());
+    let document = Arc::new(crate::openapi::document(api).to_string());
+    let unlimited = unlimited.route("/index/{*path}", axum::routing::get(index::file)).route(
+        "/api/openapi.json",
+        axum::routing::get(move || {
+            let document = document.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], (*document).clone()) }
+        }),
+    );
+    let limited = limited.route_layer(middleware::from_fn_with_state(state.clone(), limit_by_ip));
+    let compress = DefaultPredicate::new().and(NotForContentType::const_new("application/gzip"));
+    let body_limit =
+        usize::try_from(config.max_archive_bytes + u64::from(ebpkg_spec::registry_api::MAX_PUBLISH_METADATA) + 8)
+            .unwrap_or(usize::MAX);
+    limited
+        .merge(unlimited)
+        .route_layer(middleware::from_fn_with_state(state.clone(), crate::metrics::track))
+        .fallback(|| async { ApiError::not_found("no such route in this registry's API") })
+        .layer(CompressionLayer::new().compress_when(compress))
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::internal("the registry hit a bug; the operator's logs have details").into_response()
+        }))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+        }))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn limit_by_ip(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let ip = request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    match state.ip_limiter.check(ip) {
+        Ok(()) => next.run(request).await,
+        Err(wait) => ApiError::rate_limited(
+            format!("too many requests from {ip}; slow down and retry in {} s", wait.as_secs().max(1)),
+            wait.as_secs().max(1),
+        )
+        .into_response(),
+    }
+}
+
+/// A server, ready to run.
+pub struct Server {
+    state: AppState,
+}
+
+impl Server {
+    /// Opens the database pool (lazily: the server starts while the database is
+    /// down) and the blob store.
+    pub fn new(config: Config) -> anyhow::Result<Server> {
+        let db = crate::db::pool(&config.database_url, config.db_pool)?;
+        let blobs = Blobs::open(&config.storage)?;
+        crate::metrics::handle();
+        let ip_limiter = Arc::new(IpLimiter::new(config.ip_rate_per_minute));
+        Ok(Server {
+            state: AppState {
+                db,
+                blobs,
+                config: Arc::new(config),
+                ip_limiter,
+                downloads: Arc::new(DownloadCounter::default()),
+            },
+        })
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then lets in-flight
+    /// requests finish and writes the last download counts.
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let state = self.state.clone();
+        let flusher = tokio::spawn({
+            let state = state.clone();
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    state.downloads.flush(&state.db).await;
+                }
+            }
+        });
+        let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+        flusher.abort();
+        state.downloads.flush(&state.db).await;
+        served?;
+        Ok(())
+    }
+}

@@ -1,0 +1,318 @@
+//! Settings: command-line flags over environment variables (`EBPKG_REGISTRY_*`,
+//! which clap reads into the same flags) over `--config FILE.toml` over defaults.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use serde::Deserialize;
+use url::Url;
+
+use crate::error::ConfigError;
+
+/// What the command line (and the environment) may set. Everything is optional
+/// here so the file can fill what they leave out.
+#[derive(Debug, Default, Clone, Args)]
+pub struct ConfigArgs {
+    /// A TOML file with these settings (kebab-case keys).
+    #[arg(long, env = "EBPKG_REGISTRY_CONFIG", value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// PostgreSQL URL, e.g. postgres://ebpkg@db/ebpkg.
+    #[arg(long, env = "EBPKG_REGISTRY_DATABASE_URL", value_name = "URL", global = true)]
+    pub database_url: Option<String>,
+    /// Where to listen [default: 127.0.0.1:8080].
+    #[arg(long, env = "EBPKG_REGISTRY_LISTEN", value_name = "ADDR:PORT", global = true)]
+    pub listen: Option<SocketAddr>,
+    /// The blob store: file:///dir or s3://bucket/prefix (credentials and endpoint
+    /// from the usual AWS_* environment).
+    #[arg(long, env = "EBPKG_REGISTRY_STORAGE", value_name = "URL", global = true)]
+    pub storage: Option<String>,
+    /// The URL clients reach this registry at [default: http://LISTEN/].
+    #[arg(long, env = "EBPKG_REGISTRY_PUBLIC_URL", value_name = "URL", global = true)]
+    pub public_url: Option<String>,
+    /// Download URL template for config.json when the blob store (or a CDN in front
+    /// of it) serves archives itself; markers {name} {version} {cksum} {prefix}.
+    /// Archives are stored at `archives/{cksum}.tar.gz`.
+    #[arg(long, env = "EBPKG_REGISTRY_DL_TEMPLATE", value_name = "TEMPLATE", global = true)]
+    pub dl_template: Option<String>,
+    /// Largest archive accepted, in bytes [default: 32 MiB].
+    #[arg(long, env = "EBPKG_REGISTRY_MAX_ARCHIVE_BYTES", value_name = "BYTES", global = true)]
+    pub max_archive_bytes: Option<u64>,
+    /// Seconds a request may take [default: 60].
+    #[arg(long, env = "EBPKG_REGISTRY_REQUEST_TIMEOUT", value_name = "SECS", global = true)]
+    pub request_timeout: Option<u64>,
+    /// Database connections per replica [default: 16].
+    #[arg(long, env = "EBPKG_REGISTRY_DB_POOL", value_name = "N", global = true)]
+    pub db_pool: Option<u32>,
+    /// API requests per minute per client IP (0: no limit) [default: 600].
+    #[arg(long, env = "EBPKG_REGISTRY_IP_RATE", value_name = "N", global = true)]
+    pub ip_rate_per_minute: Option<u32>,
+    /// New packages a user may publish at once, then one per --new-package-interval [default: 5].
+    #[arg(long, env = "EBPKG_REGISTRY_NEW_PACKAGE_BURST", value_name = "N", global = true)]
+    pub new_package_burst: Option<u32>,
+    /// Seconds per new package after the burst [default: 600].
+    #[arg(long, env = "EBPKG_REGISTRY_NEW_PACKAGE_INTERVAL", value_name = "SECS", global = true)]
+    pub new_package_interval: Option<u64>,
+    /// New versions a user may publish at once, then one per --new-version-interval [default: 30].
+    #[arg(long, env = "EBPKG_REGISTRY_NEW_VERSION_BURST", value_name = "N", global = true)]
+    pub new_version_burst: Option<u32>,
+    /// Seconds per new version after the burst [default: 60].
+    #[arg(long, env = "EBPKG_REGISTRY_NEW_VERSION_INTERVAL", value_name = "SECS", global = true)]
+    pub new_version_interval: Option<u64>,
+    /// Logs as JSON lines.
+    #[arg(long, env = "EBPKG_REGISTRY_LOG_JSON", global = true)]
+    pub log_json: bool,
+}
+
+/// The file's form of the same settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ConfigFile {
+    database_url: Option<String>,
+    listen: Option<SocketAddr>,
+    storage: Option<String>,
+    public_url: Option<String>,
+    dl_template: Option<String>,
+    max_archive_bytes: Option<u64>,
+    request_timeout: Option<u64>,
+    db_pool: Option<u32>,
+    ip_rate_per_minute: Option<u32>,
+    new_package_burst: Option<u32>,
+    new_package_interval: Option<u64>,
+    new_version_burst: Option<u32>,
+    new_version_interval: Option<u64>,
+    log_json: Option<bool>,
+}
+
+/// A token bucket: `burst` at once, then one per `interval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    pub burst: u32,
+    pub interval: Duration,
+}
+
+/// The settings the server runs with.
+#[derive(Clone)]
+pub struct Config {
+    pub database_url: String,
+    pub listen: SocketAddr,
+    pub storage: StorageUrl,
+    /// Ends in `/`.
+    pub public_url: Url,
+    pub dl_template: Option<String>,
+    pub max_archive_bytes: u64,
+    pub request_timeout: Duration,
+    pub db_pool: u32,
+    pub ip_rate_per_minute: u32,
+    pub new_package: Bucket,
+    pub new_version: Bucket,
+    pub log_json: bool,
+}
+
+/// Where archives are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageUrl {
+    Dir(PathBuf),
+    S3 { bucket: String, prefix: String },
+}
+
+impl StorageUrl {
+    pub fn parse(text: &str) -> Result<StorageUrl, ConfigError> {
+        let bad = |why: &str| ConfigError::Invalid { setting: "storage", value: text.into(), why: why.into() };
+        let url = Url::parse(text).map_err(|e| bad(&format!("{e}; write file:///dir or s3://bucket/prefix")))?;
+        match url.scheme() {
+            "file" => {
+                if url.host_str().is_some_and(|h| !h.is_empty() && h != "localhost") {
+                    return Err(bad("a file:// URL must name a local directory (file:///dir)"));
+                }
+                let path = url.to_file_path().map_err(|()| bad("not a local directory"))?;
+                Ok(StorageUrl::Dir(path))
+            }
+            "s3" => {
+                let bucket = url.host_str().filter(|b| !b.is_empty()).ok_or_else(|| bad("s3:// needs a bucket"))?;
+                Ok(StorageUrl::S3 { bucket: bucket.into(), prefix: url.path().trim_matches('/').into() })
+            }
+            other => Err(bad(&format!("the scheme `{other}` is not supported; use file:// or s3://"))),
+        }
+    }
+}
+
+impl fmt::Display for StorageUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StorageUrl::Dir(p) => write!(f, "file://{}", p.display()),
+            StorageUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Bounded like every file ebpkg reads.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+impl Config {
+    /// Merges flags and environment (`args`) over the file they name over defaults.
+    pub fn load(args: &ConfigArgs) -> Result<Config, ConfigError> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => ConfigFile::default(),
+        };
+        let database_url = args.database_url.clone().or(file.database_url).ok_or(ConfigError::Missing {
+            setting: "database-url",
+            how: "--database-url, EBPKG_REGISTRY_DATABASE_URL or `database-url` in --config",
+        })?;
+        let listen = match args.listen.or(file.listen) {
+            Some(a) => a,
+            None => DEFAULT_LISTEN.parse().map_err(|_| ConfigError::Missing { setting: "listen", how: "--listen" })?,
+        };
+        let storage = args.storage.clone().or(file.storage).ok_or(ConfigError::Missing {
+            setting: "storage",
+            how: "--storage file:///DIR (or s3://bucket/prefix), EBPKG_REGISTRY_STORAGE or `storage` in --config",
+        })?;
+        let storage = StorageUrl::parse(&storage)?;
+        let public = args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("http://{listen}/"));
+        let public_url = parse_public_url(&public)?;
+        let new_package = Bucket {
+            burst: args.new_package_burst.or(file.new_package_burst).unwrap_or(5),
+            interval: Duration::from_secs(args.new_package_interval.or(file.new_package_interval).unwrap_or(600)),
+        };
+        let new_version = Bucket {
+            burst: args.new_version_burst.or(file.new_version_burst).unwrap_or(30),
+            interval: Duration::from_secs(args.new_version_interval.or(file.new_version_interval).unwrap_or(60)),
+        };
+        Ok(Config {
+            database_url,
+            listen,
+            storage,
+            public_url,
+            dl_template: args.dl_template.clone().or(file.dl_template),
+            max_archive_bytes: args.max_archive_bytes.or(file.max_archive_bytes).unwrap_or(32 * 1024 * 1024),
+            request_timeout: Duration::from_secs(args.request_timeout.or(file.request_timeout).unwrap_or(60)),
+            db_pool: args.db_pool.or(file.db_pool).unwrap_or(16).max(1),
+            ip_rate_per_minute: args.ip_rate_per_minute.or(file.ip_rate_per_minute).unwrap_or(600),
+            new_package,
+            new_version,
+            log_json: args.log_json || file.log_json.unwrap_or(false),
+        })
+    }
+
+    /// The database URL with its password replaced, for logs.
+    pub fn masked_database_url(&self) -> String {
+        mask_password(&self.database_url)
+    }
+}
+
+fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = ebpkg_fs::read_text(path, MAX_CONFIG_BYTES)
+        .map_err(|e| ConfigError::File { path: path.to_owned(), why: e.to_string() })?;
+    toml::from_str(&text)
+        .map_err(|e| ConfigError::File { path: path.to_owned(), why: e.to_string().trim_end().to_owned() })
+}
+
+fn parse_public_url(text: &str) -> Result<Url, ConfigError> {
+    let bad = |why: String| ConfigError::Invalid { setting: "public-url", value: text.into(), why };
+    let mut url = Url::parse(text).map_err(|e| bad(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("write http(s)://host[:port][/path], without query or fragment".into()));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; a password in
+/// the query (`?password=`) is masked too.
+pub fn mask_password(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            let pairs: Vec<(String, String)> = u
+                .query_pairs()
+                .map(|(k, v)| {
+                    let v = if k.eq_ignore_ascii_case("password") { "***".into() } else { v.into_owned() };
+                    (k.into_owned(), v)
+                })
+                .collect();
+            if !pairs.is_empty() {
+                u.query_pairs_mut().clear().extend_pairs(pairs);
+            }
+            u.to_string()
+        }
+        Err(_) => "(not a URL)".into(),
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "database-url = {}", self.masked_database_url())?;
+        writeln!(f, "listen = {}", self.listen)?;
+        writeln!(f, "storage = {}", self.storage)?;
+        writeln!(f, "public-url = {}", self.public_url)?;
+        if let Some(dl) = &self.dl_template {
+            writeln!(f, "dl-template = {dl}")?;
+        }
+        writeln!(f, "max-archive-bytes = {}", self.max_archive_bytes)?;
+        writeln!(f, "request-timeout = {}s", self.request_timeout.as_secs())?;
+        writeln!(f, "db-pool = {}", self.db_pool)?;
+        writeln!(f, "ip-rate-per-minute = {}", self.ip_rate_per_minute)?;
+        writeln!(
+            f,
+            "new packages: burst {} then 1 per {}s; new versions: burst {} then 1 per {}s",
+            self.new_package.burst,
+            self.new_package.interval.as_secs(),
+            self.new_version.burst,
+            self.new_version.interval.as_secs()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked() {
+        assert_eq!(mask_password("postgres://u:hunter2@db/x"), "postgres://u:***@db/x");
+        assert_eq!(
+            mask_password("postgres://u@db/x?password=hunter2&sslmode=require"),
+            "postgres://u@db/x?password=***&sslmode=require"
+        );
+        assert_eq!(mask_password("postgres:///x?host=/run/pg"), "postgres:///x?host=%2Frun%2Fpg");
+    }
+
+    #[test]
+    fn storage_urls() {
+        assert_eq!(StorageUrl::parse("file:///srv/blobs").unwrap(), StorageUrl::Dir("/srv/blobs".into()));
+        assert_eq!(
+            StorageUrl::parse("s3://bucket/a/b/").unwrap(),
+            StorageUrl::S3 { bucket: "bucket".into(), prefix: "a/b".into() }
+        );
+        assert!(StorageUrl::parse("ftp://x/").is_err());
+        assert!(StorageUrl::parse("file://other-host/x").is_err());
+        assert!(StorageUrl::parse("/relative").is_err());
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(&file, "database-url = \"postgres://file/db\"\nstorage = \"file:///from-file\"\ndb-pool = 3\n")
+            .unwrap();
+        let args = ConfigArgs { config: Some(file.clone()), db_pool: Some(7), ..ConfigArgs::default() };
+        let c = Config::load(&args).unwrap();
+        assert_eq!(c.database_url, "postgres://file/db");
+        assert_eq!(c.storage, StorageUrl::Dir("/from-file".into()));
+        assert_eq!(c.db_pool, 7);
+        assert_eq!(c.public_url.as_str(), "http://127.0.0.1:8080/");
+        std::fs::write(&file, "databse-url = \"x\"\n").unwrap();
+        let err = Config::load(&args).err().unwrap().to_string();
+        assert!(err.contains("registry.toml") && err.contains("databse-url"), "{err}");
+    }
+}

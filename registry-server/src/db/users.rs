@@ -1,0 +1,32 @@
+//! Accounts. Users are created by the operator (`ebpkg-registry user create`);
+//! they own packages and hold tokens.
+
+use sqlx::PgExecutor;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct User {
+    pub id: i64,
+    pub login: String,
+}
+
+/// Whether `login` is a valid user name (the table's CHECK, said once more so the
+/// admin command can explain it before touching the database).
+pub fn valid_login(login: &str) -> bool {
+    let b = login.as_bytes();
+    !b.is_empty()
+        && b.len() <= 39
+        && b[0].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_')
+}
+
+/// Creates a user; `None` when the login is taken.
+pub async fn create(db: impl PgExecutor<'_>, login: &str) -> Result<Option<User>, sqlx::Error> {
+    sqlx::query_as("INSERT INTO users (login) VALUES ($1) ON CONFLICT (login) DO NOTHING RETURNING id, login")
+        .bind(login)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn by_login(db: impl PgExecutor<'_>, login: &str) -> Result<Option<User>, sqlx::Error> {
+    sqlx::query_as("SELECT id, login FROM users WHERE login = $1").bind(login).fetch_optional(db).await
+}

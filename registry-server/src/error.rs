@@ -1,0 +1,100 @@
+//! The server's errors: configuration problems at start, and API errors, which
+//! become `{"errors":[{"detail":…}]}` responses with the right status.
+
+use std::path::PathBuf;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ebpkg_spec::registry_api::ApiErrors;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no {setting} is set; give it with {how}")]
+    Missing { setting: &'static str, how: &'static str },
+    #[error("{setting} `{value}`: {why}")]
+    Invalid { setting: &'static str, value: String, why: String },
+    #[error("{}: {why}", path.display())]
+    File { path: PathBuf, why: String },
+}
+
+/// An error an API request ends with.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub detail: String,
+    /// Seconds, for `429`.
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> ApiError {
+        ApiError { status, detail: detail.into(), retry_after: None }
+    }
+    pub fn bad_request(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, detail)
+    }
+    pub fn unauthorized(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, detail)
+    }
+    pub fn forbidden(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, detail)
+    }
+    pub fn not_found(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, detail)
+    }
+    pub fn conflict(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, detail)
+    }
+    pub fn too_large(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, detail)
+    }
+    pub fn rate_limited(detail: impl Into<String>, retry_after: u64) -> ApiError {
+        ApiError { status: StatusCode::TOO_MANY_REQUESTS, detail: detail.into(), retry_after: Some(retry_after.max(1)) }
+    }
+    pub fn unavailable(detail: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::SERVICE_UNAVAILABLE, detail: detail.into(), retry_after: Some(5) }
+    }
+    pub fn internal(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, detail)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(status = %self.status, detail = %self.detail, "request failed");
+        }
+        let mut response = (self.status, axum::Json(ApiErrors::one(self.detail))).into_response();
+        if let Some(secs) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> ApiError {
+        match &e {
+            // The database is down or overloaded: the client may retry later.
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => {
+                ApiError::unavailable(format!("the registry's database is unavailable ({e}); retry later"))
+            }
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")) => {
+                ApiError::unavailable(format!("the registry's database is unavailable ({e}); retry later"))
+            }
+            _ => {
+                tracing::error!(error = %e, "database error");
+                ApiError::internal("internal error in the registry's database layer; the operator's logs have details")
+            }
+        }
+    }
+}
+
+impl From<object_store::Error> for ApiError {
+    fn from(e: object_store::Error) -> ApiError {
+        tracing::error!(error = %e, "blob store error");
+        ApiError::unavailable(format!("the registry's blob store is unavailable ({e}); retry later"))
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,23 @@
+//! `ebpkg-registry`: the ebpkg registry server. A sparse index and a JSON API over
+//! PostgreSQL (packages, versions, owners, tokens) and a blob store (archives).
+//! Stateless: any number of replicas may share one database and one blob store.
+//!
+//! README.md describes running it; docs/ARCHITECTURE.md where it sits.
+
+pub mod app;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod downloads;
+pub mod error;
+pub mod metrics;
+pub mod openapi;
+pub mod ratelimit;
+pub mod routes;
+pub mod state;
+pub mod storage;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use app::{Server, router};
+pub use config::{Config, ConfigArgs, StorageUrl};

@@ -1,0 +1,75 @@
+//! The sparse index: `index/config.json` and one file per package, with cargo's
+//! caching semantics (strong ETag, Last-Modified, 304s, `max-age=600`).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ebpkg_spec::registry_api::IndexConfig;
+
+use crate::db;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+const INDEX_CACHE_CONTROL: &str = "public, max-age=600";
+
+/// The sparse index configuration.
+#[utoipa::path(get, path = "/index/config.json", tag = "index",
+    responses((status = 200, description = "Where archives and the API are", content_type = "application/json")))]
+pub async fn config(State(state): State<AppState>) -> Response {
+    let public = state.config.public_url.as_str().trim_end_matches('/');
+    let config = IndexConfig {
+        dl: state.config.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
+        api: Some(public.to_owned()),
+        auth_required: false,
+    };
+    let mut response = axum::Json(config).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(INDEX_CACHE_CONTROL));
+    response
+}
+
+/// One package's index file: a JSON line per version (SPEC §6).
+#[utoipa::path(get, path = "/index/{path}", tag = "index",
+    params(("path" = String, Path, description = "The package's index path: `1/a`, `3/n/net`, `me/te/meter`")),
+    responses(
+        (status = 200, description = "The index file", content_type = "text/plain"),
+        (status = 304, description = "Not modified since the ETag or date given"),
+        (status = 404, description = "No such package")))]
+pub async fn file(State(state): State<AppState>, Path(path): Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let wanted = ebpkg_spec::index_path(name);
+    if wanted.is_empty() || !path.eq_ignore_ascii_case(&wanted) || ebpkg_spec::PackageName::new(name).is_err() {
+        return Err(ApiError::not_found(format!("`index/{path}` is not the index path of a package")));
+    }
+    let normalized = ebpkg_spec::names::normalize(name);
+    let Some(file) = db::packages::index_file(&state.db, &normalized).await? else {
+        return Err(ApiError::not_found(format!("no package `{name}` in this registry")));
+    };
+    let etag = format!("\"{}\"", hex::encode(&file.index_sha256));
+    let modified = file.index_modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    let mut out = HeaderMap::new();
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(INDEX_CACHE_CONTROL));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        out.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&modified) {
+        out.insert(header::LAST_MODIFIED, v);
+    }
+    if not_modified(&headers, &etag, file.index_modified_at) {
+        return Ok((StatusCode::NOT_MODIFIED, out).into_response());
+    }
+    out.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    Ok((out, file.index_file).into_response())
+}
+
+/// RFC 9110 §13.2.2: If-None-Match decides when present; otherwise
+/// If-Modified-Since (to the second).
+fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chrono::Utc>) -> bool {
+    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        return inm.split(',').map(str::trim).any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag));
+    }
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| chrono::DateTime::parse_from_rfc2822(v).ok())
+        .is_some_and(|since| modified.timestamp() <= since.timestamp())
+}

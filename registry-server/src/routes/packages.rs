@@ -1,0 +1,179 @@
+//! Reading packages (search, metadata, downloads) and yanking versions.
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use ebpkg_spec::registry_api::{OkResponse, PackageInfo, Scope, SearchMeta, SearchResponse, VersionInfo};
+use ebpkg_spec::types::Sha256Digest;
+use serde::Deserialize;
+
+use super::{path_name, path_version};
+use crate::auth::Caller;
+use crate::db;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Most results per page.
+pub const MAX_PER_PAGE: u32 = 100;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct SearchParams {
+    /// Matched against names, keywords, program names and descriptions; empty: every package.
+    #[serde(default)]
+    pub q: String,
+    /// From 1.
+    #[serde(default)]
+    pub page: Option<u32>,
+    /// At most 100 [default: 20].
+    #[serde(default)]
+    pub per_page: Option<u32>,
+}
+
+/// Searches packages, ranked: exact name, name prefix, name substring, keyword,
+/// program name, description (full text), then by relevance and name.
+#[utoipa::path(get, path = "/api/v1/packages", tag = "packages", params(SearchParams),
+    responses((status = 200, description = "One page of matches", content_type = "application/json")))]
+pub async fn search(
+    State(state): State<AppState>,
+    Query(params): Query<SearchParams>,
+) -> ApiResult<axum::Json<SearchResponse>> {
+    if params.q.len() > 256 {
+        return Err(ApiError::bad_request("the search query is longer than 256 bytes"));
+    }
+    let page = params.page.unwrap_or(1).clamp(1, 10_000);
+    let per_page = params.per_page.unwrap_or(20).clamp(1, MAX_PER_PAGE);
+    let (packages, total) = db::packages::search(&state.db, &params.q, page, per_page).await?;
+    Ok(axum::Json(SearchResponse { packages, meta: SearchMeta { total, page, per_page } }))
+}
+
+async fn package_row(state: &AppState, name: &str) -> ApiResult<db::packages::PackageDates> {
+    let name = path_name(name)?;
+    db::packages::package(&state.db, &name.normalized())
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no package `{name}` in this registry")))
+}
+
+/// A package: owners and every version.
+#[utoipa::path(get, path = "/api/v1/packages/{name}", tag = "packages",
+    params(("name" = String, Path)),
+    responses((status = 200, description = "The package", content_type = "application/json"), (status = 404)))]
+pub async fn info(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<axum::Json<PackageInfo>> {
+    let pkg = package_row(&state, &name).await?;
+    let owners = db::packages::owners(&state.db, pkg.id).await?;
+    let versions = db::packages::versions(&state.db, pkg.id).await?;
+    Ok(axum::Json(PackageInfo {
+        name: path_name(&pkg.name)?,
+        created_at: pkg.created_at.to_rfc3339(),
+        updated_at: pkg.updated_at.to_rfc3339(),
+        owners,
+        versions,
+    }))
+}
+
+/// One version: its index entry (programs' signatures, loaders' maps), licence and README.
+#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}", tag = "packages",
+    params(("name" = String, Path), ("version" = String, Path)),
+    responses((status = 200, description = "The version", content_type = "application/json"), (status = 404)))]
+pub async fn version(
+    State(state): State<AppState>,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<axum::Json<VersionInfo>> {
+    let pkg = package_row(&state, &name).await?;
+    let v = path_version(&version)?;
+    db::packages::version(&state.db, pkg.id, &v)
+        .await?
+        .map(axum::Json)
+        .ok_or_else(|| ApiError::not_found(format!("no version {v} of `{}`", pkg.name)))
+}
+
+/// The archive of a version.
+#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}/download", tag = "packages",
+    params(("name" = String, Path), ("version" = String, Path)),
+    responses((status = 200, description = "The archive", content_type = "application/gzip"), (status = 404)))]
+pub async fn download(
+    State(state): State<AppState>,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let name = path_name(&name)?;
+    let v = path_version(&version)?;
+    let Some((version_id, cksum)) = db::packages::download_target(&state.db, &name.normalized(), &v).await? else {
+        return Err(ApiError::not_found(format!("no {name}@{v} in this registry")));
+    };
+    let cksum = Sha256Digest::from_canonical_hex(&cksum)
+        .ok_or_else(|| ApiError::internal(format!("{name}@{v}: the stored checksum is damaged")))?;
+    let Some(archive) = state.blobs.archive(&cksum).await? else {
+        tracing::error!(package = %name, version = %v, %cksum, "a listed version's archive is missing from the blob store");
+        return Err(ApiError::internal(format!(
+            "{name}@{v}: the archive is missing from the registry's blob store; tell the registry's operator"
+        )));
+    };
+    state.downloads.count(version_id);
+    metrics::counter!("ebpkg_registry_downloads_total").increment(1);
+    let mut response = Body::from_stream(archive.stream).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/gzip"));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+    if let Ok(etag) = HeaderValue::from_str(&format!("\"{cksum}\"")) {
+        headers.insert(header::ETAG, etag);
+    }
+    Ok(response)
+}
+
+/// Yanks a version: new resolutions avoid it, lockfiles naming it keep working.
+#[utoipa::path(delete, path = "/api/v1/packages/{name}/{version}/yank", tag = "packages",
+    params(("name" = String, Path), ("version" = String, Path)),
+    responses((status = 200, description = "Yanked", content_type = "application/json"), (status = 401), (status = 403), (status = 404)),
+    security(("token" = [])))]
+pub async fn yank(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<axum::Json<OkResponse>> {
+    set_yanked(&state, &caller, &name, &version, true).await
+}
+
+/// Un-yanks a version.
+#[utoipa::path(put, path = "/api/v1/packages/{name}/{version}/unyank", tag = "packages",
+    params(("name" = String, Path), ("version" = String, Path)),
+    responses((status = 200, description = "Un-yanked", content_type = "application/json"), (status = 401), (status = 403), (status = 404)),
+    security(("token" = [])))]
+pub async fn unyank(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<axum::Json<OkResponse>> {
+    set_yanked(&state, &caller, &name, &version, false).await
+}
+
+async fn set_yanked(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: &str,
+    yanked: bool,
+) -> ApiResult<axum::Json<OkResponse>> {
+    let name = path_name(name)?;
+    let v = path_version(version)?;
+    caller.require(Scope::Yank, name.as_str())?;
+    let mut tx = state.db.begin().await?;
+    let Some(pkg) = db::packages::lock(&mut tx, &name.normalized()).await? else {
+        return Err(ApiError::not_found(format!("no package `{name}` in this registry")));
+    };
+    if !db::packages::is_owner(&mut *tx, pkg.id, caller.user_id).await? {
+        return Err(ApiError::forbidden(format!("`{}` is not an owner of `{}`", caller.login, pkg.name)));
+    }
+    let changed = match db::packages::set_yanked(&mut tx, pkg.id, &v, yanked).await? {
+        None => return Err(ApiError::not_found(format!("no version {v} of `{}`", pkg.name))),
+        Some(changed) => changed,
+    };
+    if changed {
+        db::packages::refresh(&mut tx, pkg.id).await?;
+    }
+    tx.commit().await?;
+    let verb = if yanked { "yanked" } else { "un-yanked" };
+    tracing::info!(package = %pkg.name, version = %v, user = %caller.login, "{verb}");
+    let msg = if changed { format!("{}@{v} {verb}", pkg.name) } else { format!("{}@{v} was already {verb}", pkg.name) };
+    Ok(axum::Json(OkResponse { ok: true, msg: Some(msg) }))
+}

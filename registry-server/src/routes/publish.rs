@@ -1,0 +1,323 @@
+//! `PUT /api/v1/packages/new`: cargo's framing, read incrementally so that the
+//! token, the metadata and every check that needs no archive come before a byte of
+//! the archive is read.
+//!
+//! Order of effects, so that a crash at any point leaves either no version or a
+//! complete one: the archive is unpacked and checked in a scratch directory; it is
+//! written to the blob store (content-addressed, durable); then one transaction
+//! inserts the version and rebuilds the package's index file. Until that commit
+//! nothing names the archive.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use bytes::{Bytes, BytesMut};
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::registry_api::{self, PublishMetadata, PublishResponse, Scope};
+use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::{Manifest, PackageName};
+use futures_util::StreamExt;
+
+use crate::auth::Caller;
+use crate::db::{self, limits::Action, packages::PackageRow};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Largest README kept for the package page.
+const MAX_README_BYTES: u64 = 512 * 1024;
+
+/// Publishes a new version.
+#[utoipa::path(put, path = "/api/v1/packages/new", tag = "packages",
+    request_body(content_type = "application/octet-stream",
+        description = "u32 LE metadata length, metadata JSON, u32 LE archive length, archive (.tar.gz)"),
+    responses(
+        (status = 200, description = "Published: the version's index entry", content_type = "application/json"),
+        (status = 400, description = "Malformed body, invalid archive or manifest"),
+        (status = 401, description = "No valid token"),
+        (status = 403, description = "Not an owner, or the token's scopes do not allow it"),
+        (status = 409, description = "The version exists, or the name collides with another package"),
+        (status = 413, description = "Too large"),
+        (status = 429, description = "Publish rate limit; see Retry-After"),
+        (status = 503, description = "Database or blob store unavailable")),
+    security(("token" = [])))]
+pub async fn publish(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Body,
+) -> ApiResult<axum::Json<PublishResponse>> {
+    let result = publish_inner(&state, &caller, body).await;
+    let outcome = match &result {
+        Ok(_) => "published",
+        Err(e) if e.status.is_client_error() => "refused",
+        Err(_) => "failed",
+    };
+    metrics::counter!("ebpkg_registry_publishes_total", "outcome" => outcome).increment(1);
+    result.map(axum::Json)
+}
+
+async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResult<PublishResponse> {
+    let mut body = BodyReader::new(body);
+    let len =
+        registry_api::frame_length(body.prefix().await?, "publish metadata", registry_api::MAX_PUBLISH_METADATA.into())
+            .map_err(framing)?;
+    let metadata = registry_api::parse_publish_metadata(&body.exact(len).await?).map_err(framing)?;
+    let id = format!("{}@{}", metadata.name, metadata.vers);
+
+    // Everything that needs no archive, before reading it.
+    {
+        let mut conn = state.db.acquire().await?;
+        match db::packages::find(&mut *conn, &metadata.name.normalized()).await? {
+            None => caller.require(Scope::PublishNew, metadata.name.as_str())?,
+            Some(pkg) => check_existing(&mut conn, caller, &metadata, &pkg, &id).await?,
+        }
+    }
+    let len = registry_api::frame_length(body.prefix().await?, "archive", state.config.max_archive_bytes)
+        .map_err(|e| ApiError::too_large(format!("{id}: {e}")))?;
+    let archive = body.exact(len).await?;
+    if !body.at_end().await? {
+        return Err(ApiError::bad_request(format!("{id}: bytes follow the archive in the publish body")));
+    }
+
+    let cksum = Sha256Digest::of(&archive);
+    if cksum != metadata.cksum {
+        return Err(ApiError::bad_request(format!(
+            "{id}: the archive's SHA-256 is {cksum}, the metadata says {}; the upload was damaged or the metadata is wrong",
+            metadata.cksum
+        )));
+    }
+    let checked = check_archive(state, archive.clone(), &metadata).await?;
+    let entry = IndexEntry::from_manifest(&checked.manifest, cksum);
+    check_dependency_registries(&entry, &id)?;
+
+    state.blobs.put_archive(&cksum, archive.clone()).await?;
+    let size = archive.len() as u64;
+    commit(state, caller, &metadata, &entry, &checked, size, &id).await?;
+    tracing::info!(package = %id, user = %caller.login, cksum = %cksum, size, "published");
+    Ok(PublishResponse { entry })
+}
+
+fn framing(e: registry_api::FramingError) -> ApiError {
+    match e {
+        registry_api::FramingError::TooLarge { .. } => ApiError::too_large(e.to_string()),
+        _ => ApiError::bad_request(e.to_string()),
+    }
+}
+
+/// Scope, ownership, spelling and existence of a version of an existing
+/// package: checked before the archive is read, and again under the package's row
+/// lock in [`commit`].
+async fn check_existing(
+    conn: &mut sqlx::PgConnection,
+    caller: &Caller,
+    metadata: &PublishMetadata,
+    pkg: &PackageRow,
+    id: &str,
+) -> ApiResult<()> {
+    if pkg.name != metadata.name.as_str() {
+        return Err(ApiError::conflict(format!(
+            "{id}: the name collides with the existing package `{}` (names that differ only in case or \
+             `-`/`_` are one package); publish as `{}` or choose another name",
+            pkg.name, pkg.name
+        )));
+    }
+    if db::packages::version_exists(&mut *conn, pkg.id, &metadata.vers).await? {
+        return Err(ApiError::conflict(format!(
+            "{id} already exists (versions are immutable, yanked ones too); bump the version in ebpkg.toml"
+        )));
+    }
+    if !db::packages::is_owner(&mut *conn, pkg.id, caller.user_id).await? {
+        return Err(ApiError::forbidden(format!(
+            "{id}: `{}` is not an owner of `{}`; ask an owner to run `ebpkg owner add {} {}`",
+            caller.login, pkg.name, pkg.name, caller.login
+        )));
+    }
+    caller.require(Scope::PublishUpdate, metadata.name.as_str())
+}
+
+/// What the archive held, once checked.
+struct CheckedArchive {
+    manifest: Manifest,
+    readme: Option<String>,
+}
+
+/// Unpacks the archive exactly as an installer would (ebpkg-archive's checks,
+/// the manifest validated by ebpkg-spec and naming `name@version`), in a scratch
+/// directory, off the async threads.
+async fn check_archive(state: &AppState, archive: Bytes, metadata: &PublishMetadata) -> ApiResult<CheckedArchive> {
+    let (name, vers, cksum) = (metadata.name.clone(), metadata.vers.clone(), metadata.cksum);
+    let limits = ebpkg_archive::Limits { max_archive_bytes: state.config.max_archive_bytes, ..Default::default() };
+    let id = format!("{name}@{vers}");
+    tokio::task::spawn_blocking(move || {
+        let scratch = tempfile::tempdir().map_err(|e| ApiError::internal(format!("no scratch directory: {e}")))?;
+        let dest = scratch.path().join("package");
+        let unpacked = ebpkg_archive::unpack(&archive, &cksum, &name, &vers, &dest, &limits)
+            .map_err(|e| ApiError::bad_request(format!("{id}: the archive was refused: {e}")))?;
+        let readme = unpacked
+            .manifest
+            .package
+            .readme
+            .as_ref()
+            .and_then(|rel| ebpkg_fs::read_text(&unpacked.root.join(rel.as_str()), MAX_README_BYTES).ok());
+        Ok(CheckedArchive { manifest: unpacked.manifest, readme })
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("{e}")))?
+}
+
+/// A dependency from another registry must name it by an absolute http(s) or
+/// file URL without credentials (they would end up in every lockfile).
+fn check_dependency_registries(entry: &IndexEntry, id: &str) -> ApiResult<()> {
+    for dep in &entry.deps {
+        let Some(registry) = &dep.registry else { continue };
+        let ok = url::Url::parse(registry).is_ok_and(|u| {
+            matches!(u.scheme(), "http" | "https" | "file")
+                && u.username().is_empty()
+                && u.password().is_none()
+                && u.query().is_none()
+                && u.fragment().is_none()
+        });
+        if !ok {
+            return Err(ApiError::bad_request(format!(
+                "{id}: dependency `{}` names the registry `{registry}`, which is not an absolute http(s):// or \
+                 file:// URL without credentials, query or fragment",
+                dep.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The one transaction that makes the version visible.
+async fn commit(
+    state: &AppState,
+    caller: &Caller,
+    metadata: &PublishMetadata,
+    entry: &IndexEntry,
+    checked: &CheckedArchive,
+    size: u64,
+    id: &str,
+) -> ApiResult<()> {
+    let name: &PackageName = &metadata.name;
+    let mut tx = state.db.begin().await?;
+    // A new package races other publishes of it: the loser of the insert waits for
+    // the winner's commit, then finds the row.
+    let normalized = name.normalized();
+    let (pkg, new_package) = match db::packages::lock(&mut tx, &normalized).await? {
+        Some(pkg) => (pkg, false),
+        None => match db::packages::create(&mut tx, name).await? {
+            Some(created) => {
+                caller.require(Scope::PublishNew, name.as_str())?;
+                (PackageRow { id: created, name: name.to_string() }, true)
+            }
+            None => match db::packages::lock(&mut tx, &normalized).await? {
+                Some(pkg) => (pkg, false),
+                None => {
+                    return Err(ApiError::unavailable(format!("{id}: the package changed during the publish; retry")));
+                }
+            },
+        },
+    };
+    if !new_package {
+        check_existing(&mut tx, caller, metadata, &pkg, id).await?;
+    }
+    let package_id = pkg.id;
+    let (action, bucket) = if new_package {
+        (Action::NewPackage, state.config.new_package)
+    } else {
+        (Action::NewVersion, state.config.new_version)
+    };
+    if let Err(wait) = db::limits::take(&mut tx, caller.user_id, action, bucket).await? {
+        let what = if new_package { "new packages" } else { "new versions" };
+        return Err(ApiError::rate_limited(
+            format!("{id}: you have published too many {what} in a short time; try again in {wait} s"),
+            wait,
+        ));
+    }
+    let new = db::packages::NewVersion {
+        package_id,
+        entry,
+        size,
+        license: checked.manifest.package.license.as_deref(),
+        readme: checked.readme.as_deref(),
+        published_by: caller.user_id,
+    };
+    match db::packages::insert_version(&mut tx, &new).await {
+        Ok(()) => {}
+        Err(e) if db::is_unique_violation(&e) => {
+            return Err(ApiError::conflict(format!("{id} already exists; bump the version in ebpkg.toml")));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if new_package {
+        db::packages::add_owner(&mut tx, package_id, caller.user_id, caller.user_id).await?;
+    }
+    db::packages::refresh(&mut tx, package_id).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Reads a request body in exact pieces, never holding more than asked for.
+struct BodyReader {
+    stream: axum::body::BodyDataStream,
+    buffered: BytesMut,
+    read: u64,
+}
+
+impl BodyReader {
+    fn new(body: Body) -> BodyReader {
+        BodyReader { stream: body.into_data_stream(), buffered: BytesMut::new(), read: 0 }
+    }
+
+    async fn prefix(&mut self) -> ApiResult<[u8; 4]> {
+        let bytes = self.exact(4).await?;
+        let mut out = [0u8; 4];
+        out.copy_from_slice(&bytes);
+        Ok(out)
+    }
+
+    /// Exactly `len` bytes (already checked against a limit by the caller).
+    async fn exact(&mut self, len: u64) -> ApiResult<Bytes> {
+        let len = usize::try_from(len).map_err(|_| ApiError::too_large("a part of the publish body is too large"))?;
+        while self.buffered.len() < len {
+            match self.stream.next().await {
+                Some(Ok(chunk)) => {
+                    self.read += chunk.len() as u64;
+                    self.buffered.extend_from_slice(&chunk);
+                }
+                Some(Err(e)) => return Err(body_error(&e)),
+                None => {
+                    return Err(ApiError::bad_request(format!(
+                        "the publish body ended early: {} more byte(s) were announced than sent (body of {} bytes)",
+                        len - self.buffered.len(),
+                        self.read
+                    )));
+                }
+            }
+        }
+        Ok(self.buffered.split_to(len).freeze())
+    }
+
+    async fn at_end(&mut self) -> ApiResult<bool> {
+        if !self.buffered.is_empty() {
+            return Ok(false);
+        }
+        loop {
+            match self.stream.next().await {
+                Some(Ok(chunk)) if chunk.is_empty() => continue,
+                Some(Ok(_)) => return Ok(false),
+                Some(Err(e)) => return Err(body_error(&e)),
+                None => return Ok(true),
+            }
+        }
+    }
+}
+
+fn body_error(e: &axum::Error) -> ApiError {
+    // The body limit layer's error reads as "length limit exceeded".
+    let text = e.to_string();
+    if text.contains("length limit") {
+        ApiError::too_large(format!("the publish body is larger than this registry accepts ({text})"))
+    } else {
+        ApiError::new(StatusCode::BAD_REQUEST, format!("the publish body could not be read: {text}"))
+    }
+}

@@ -1,0 +1,19 @@
+//! What every request handler shares.
+
+use std::sync::Arc;
+
+use sqlx::PgPool;
+
+use crate::config::Config;
+use crate::downloads::DownloadCounter;
+use crate::ratelimit::IpLimiter;
+use crate::storage::Blobs;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: PgPool,
+    pub blobs: Blobs,
+    pub config: Arc<Config>,
+    pub ip_limiter: Arc<IpLimiter>,
+    pub downloads: Arc<DownloadCounter>,
+}

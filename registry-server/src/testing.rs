@@ -1,0 +1,181 @@
+//! A real registry for tests (feature `testing`): the server in this process on a
+//! loopback port, against its own PostgreSQL database (from
+//! `ebpkg-registry-testing`) and its own blob directory, stopped on drop.
+//!
+//! Test code is synchronous: the server runs on a runtime this guard owns, and
+//! the admin helpers block on it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ebpkg_registry_testing::{Database, Postgres};
+use ebpkg_spec::registry_api::{NewToken, Scope};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+
+use crate::config::{Bucket, Config, StorageUrl};
+use crate::{Server, db};
+
+/// A running registry.
+pub struct TestRegistry {
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    addr: SocketAddr,
+    url: String,
+    pool: sqlx::PgPool,
+    config: Config,
+    // Dropped after the server stops (fields drop in order).
+    database: Database,
+    blobs: TempDir,
+}
+
+/// What a test may change before the server starts.
+pub type Tweak = Box<dyn FnOnce(&mut Config) + Send>;
+
+impl TestRegistry {
+    /// A registry with default settings, except limits generous enough for tests.
+    pub fn start() -> anyhow::Result<TestRegistry> {
+        TestRegistry::start_with(Box::new(|_| {}))
+    }
+
+    /// A registry whose configuration `tweak` adjusts (storage, limits, …).
+    pub fn start_with(tweak: Tweak) -> anyhow::Result<TestRegistry> {
+        let postgres = Postgres::shared()?;
+        TestRegistry::start_on(postgres.database()?, tweak)
+    }
+
+    /// A registry on a given database (a private cluster, for fault tests).
+    pub fn start_on(database: Database, tweak: Tweak) -> anyhow::Result<TestRegistry> {
+        let blobs = tempfile::tempdir()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+        let addr = listener.local_addr()?;
+        let mut config = Config {
+            database_url: database.url(),
+            listen: addr,
+            storage: StorageUrl::Dir(blobs.path().to_owned()),
+            public_url: url::Url::parse(&format!("http://{addr}/"))?,
+            dl_template: None,
+            max_archive_bytes: 32 * 1024 * 1024,
+            request_timeout: Duration::from_secs(60),
+            db_pool: 8,
+            ip_rate_per_minute: 0,
+            new_package: Bucket { burst: 1000, interval: Duration::from_secs(1) },
+            new_version: Bucket { burst: 1000, interval: Duration::from_secs(1) },
+            log_json: false,
+        };
+        tweak(&mut config);
+        let server = Server::new(config.clone())?;
+        let pool = server.state().db.clone();
+        runtime.block_on(db::migrate(&pool))?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let handle = runtime.spawn(server.run(listener, async {
+            let _ = stopped.await;
+        }));
+        Ok(TestRegistry {
+            runtime: Some(runtime),
+            stop: Some(stop),
+            server: Some(handle),
+            addr,
+            url: format!("http://{addr}/"),
+            pool,
+            config,
+            database,
+            blobs,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    pub fn blob_dir(&self) -> &std::path::Path {
+        self.blobs.path()
+    }
+
+    /// Runs a future on the server's runtime (for checks against the database).
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match &self.runtime {
+            Some(rt) => rt.block_on(f),
+            None => unreachable!("the runtime lives until drop"),
+        }
+    }
+
+    pub fn pool(&self) -> &sqlx::PgPool {
+        &self.pool
+    }
+
+    /// Creates a user.
+    pub fn user(&self, login: &str) -> anyhow::Result<()> {
+        match self.block_on(db::users::create(&self.pool, login))? {
+            Some(_) => Ok(()),
+            None => anyhow::bail!("user `{login}` exists"),
+        }
+    }
+
+    /// A token for `login` (created if needed) with these scopes and globs; returns the secret.
+    pub fn token(&self, login: &str, scopes: &[Scope], packages: &[&str]) -> anyhow::Result<String> {
+        let user = match self.block_on(db::users::by_login(&self.pool, login))? {
+            Some(u) => u,
+            None => self
+                .block_on(db::users::create(&self.pool, login))?
+                .ok_or_else(|| anyhow::anyhow!("user `{login}` vanished"))?,
+        };
+        let request = NewToken {
+            name: format!("test token of {login}"),
+            scopes: scopes.to_vec(),
+            packages: packages.iter().map(|p| (*p).to_owned()).collect(),
+            expires_in_days: None,
+        };
+        let created = self
+            .block_on(crate::auth::issue_token(&self.pool, user.id, &request))
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+        Ok(created.secret)
+    }
+
+    /// Stops the server, letting requests in flight finish.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> anyhow::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let result = match (self.server.take(), &self.runtime) {
+            (Some(handle), Some(rt)) => rt.block_on(handle).map_err(anyhow::Error::from).and_then(|r| r),
+            _ => Ok(()),
+        };
+        if let Some(rt) = self.runtime.take() {
+            self.block_on_close(rt);
+        }
+        result
+    }
+
+    fn block_on_close(&self, rt: tokio::runtime::Runtime) {
+        rt.block_on(self.pool.close());
+        rt.shutdown_timeout(Duration::from_secs(5));
+    }
+}
+
+impl Drop for TestRegistry {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            eprintln!("test registry at {}: {e:#}", self.url);
+        }
+    }
+}
