@@ -66,7 +66,10 @@ impl TestRegistry {
             log_json: false,
         };
         tweak(&mut config);
-        let server = Server::new(config.clone())?;
+        let server = {
+            let _inside = runtime.enter();
+            Server::new(config.clone())?
+        };
         let pool = server.state().db.clone();
         runtime.block_on(db::migrate(&pool))?;
         let (stop, stopped) = oneshot::channel::<()>();
@@ -178,4 +181,58 @@ impl Drop for TestRegistry {
             eprintln!("test registry at {}: {e:#}", self.url);
         }
     }
+}
+
+/// Packs a package directory written here: `[package]` `name`/`version`, then
+/// `extra` TOML, and `files` — exactly as `ebpkg publish` packs.
+pub fn pack_with(
+    scratch: &std::path::Path,
+    name: &str,
+    version: &str,
+    extra: &str,
+    files: &[(&str, &str)],
+) -> anyhow::Result<ebpkg_archive::Packed> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = scratch.join(format!("{name}-{version}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("ebpkg.toml"), format!("[package]\nname = \"{name}\"\nversion = \"{version}\"\n{extra}"))?;
+    for (path, text) in files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, text)?;
+    }
+    Ok(ebpkg_archive::pack(&dir)?)
+}
+
+/// A package with a description, keywords, a README and one program.
+pub fn pack_described(
+    scratch: &std::path::Path,
+    name: &str,
+    version: &str,
+    description: &str,
+    keywords: &[&str],
+    program: &str,
+) -> anyhow::Result<ebpkg_archive::Packed> {
+    let keywords: Vec<String> = keywords.iter().map(|k| format!("\"{k}\"")).collect();
+    let extra = format!(
+        "description = \"{description}\"\nkeywords = [{}]\nreadme = \"README.md\"\nlicense = \"MIT\"\n\n\
+         [[program]]\nname = \"{program}\"\nsource = \"src/{program}.bpf.c\"\nhook = \"xdp\"\n",
+        keywords.join(", ")
+    );
+    let source = format!("src/{program}.bpf.c");
+    let readme = format!("# {name}\n\n{description}\n");
+    pack_with(scratch, name, version, &extra, &[(&source, "// a HIKe program\n"), ("README.md", &readme)])
+}
+
+/// The publish body for a packed archive.
+pub fn publish_body(packed: &ebpkg_archive::Packed, name: &str, version: &str) -> anyhow::Result<Vec<u8>> {
+    let metadata = ebpkg_spec::registry_api::PublishMetadata {
+        name: ebpkg_spec::PackageName::new(name)?,
+        vers: semver::Version::parse(version)?,
+        cksum: packed.sha256,
+    };
+    Ok(ebpkg_spec::registry_api::encode_publish(&metadata, &packed.bytes))
 }

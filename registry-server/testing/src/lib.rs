@@ -1,0 +1,28 @@
+//! Real servers for tests, never mocks: PostgreSQL clusters (one shared per test
+//! process, or private ones for tests that stop the database) and a database per
+//! test, each cleaned up by a guard, and by the kernel when the test process dies
+//! (the servers get `PR_SET_PDEATHSIG`).
+
+mod postgres;
+
+pub use postgres::{Database, Postgres};
+
+/// A harness failure, with what the server said.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("{what} failed: {output}")]
+    Command { what: String, output: String },
+    #[error("PostgreSQL did not start within {secs} s; its log ends with:\n{log}")]
+    NotReady { secs: u64, log: String },
+    #[error("{0}; run ./ci/setup to install it")]
+    Missing(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}

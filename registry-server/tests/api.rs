@@ -1,0 +1,445 @@
+//! The API against a real server, a real PostgreSQL database and real HTTP on
+//! loopback: every endpoint's successes and refusals.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use ebpkg_registry::testing::{TestRegistry, pack_described, pack_with, publish_body};
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::registry_api::{
+    ApiErrors, IndexConfig, MatchedOn, OwnersResponse, PackageInfo, PublishResponse, Scope, SearchResponse,
+    TokenCreated, TokenList, VersionInfo,
+};
+use ebpkg_spec::types::Sha256Digest;
+use reqwest::StatusCode;
+use reqwest::header::{CACHE_CONTROL, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, RETRY_AFTER};
+
+#[test]
+fn publish_then_index_and_download_with_cargo_caching() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let packed = pack_described(scratch.path(), "meter", "1.0.0", "Rate meters", &["rate"], "ip6_meter").unwrap();
+    let r = publish(&reg, &token, &publish_body(&packed, "meter", "1.0.0").unwrap());
+    assert_eq!(r.status(), StatusCode::OK);
+    let published: PublishResponse = r.json().unwrap();
+    assert_eq!(published.entry, IndexEntry::from_manifest(&packed.manifest, packed.sha256));
+
+    let config: IndexConfig = get(&reg, "index/config.json").json().unwrap();
+    assert_eq!(config.api.as_deref(), Some(reg.url().trim_end_matches('/')));
+    assert!(!config.auth_required);
+
+    let index = get(&reg, "index/me/te/meter");
+    assert_eq!(index.status(), StatusCode::OK);
+    assert_eq!(index.headers()[CACHE_CONTROL], "public, max-age=600");
+    let etag = index.headers()[ETAG].to_str().unwrap().to_owned();
+    let modified = index.headers()[LAST_MODIFIED].to_str().unwrap().to_owned();
+    let text = index.text().unwrap();
+    assert_eq!(etag, format!("\"{}\"", Sha256Digest::of(text.as_bytes())), "a strong ETag: the file's digest");
+    assert_eq!(text, format!("{}\n", published.entry.to_line()));
+    let again = http().get(format!("{}index/me/te/meter", reg.url())).header(IF_NONE_MATCH, &etag).send().unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    let since =
+        http().get(format!("{}index/me/te/meter", reg.url())).header(IF_MODIFIED_SINCE, &modified).send().unwrap();
+    assert_eq!(since.status(), StatusCode::NOT_MODIFIED);
+    let stale = http().get(format!("{}index/me/te/meter", reg.url())).header(IF_NONE_MATCH, "\"0000\"").send().unwrap();
+    assert_eq!(stale.status(), StatusCode::OK);
+    // Names are lowercase: an uppercase path names no package.
+    assert_eq!(get(&reg, "index/me/te/METER").status(), StatusCode::NOT_FOUND);
+
+    let url = config.download_url(&published.entry.name, &published.entry.vers, &published.entry.cksum);
+    let archive = http().get(url).send().unwrap();
+    assert_eq!(archive.status(), StatusCode::OK);
+    assert_eq!(archive.headers()[CACHE_CONTROL], "public, max-age=31536000, immutable");
+    assert_eq!(archive.bytes().unwrap().as_ref(), packed.bytes.as_slice());
+
+    let version: VersionInfo = get(&reg, "api/v1/packages/meter/1.0.0").json().unwrap();
+    assert_eq!(version.entry, published.entry);
+    assert_eq!(version.readme.as_deref(), Some("# meter\n\nRate meters\n"));
+    assert_eq!(version.license.as_deref(), Some("MIT"));
+    assert_eq!(version.entry.programs[0].name.as_str(), "ip6_meter");
+    let info: PackageInfo = get(&reg, "api/v1/packages/meter").json().unwrap();
+    assert_eq!(info.owners.iter().map(|o| o.login.as_str()).collect::<Vec<_>>(), ["alice"]);
+    assert_eq!(info.versions.len(), 1);
+    assert_eq!(info.versions[0].size, packed.bytes.len() as u64);
+}
+
+#[test]
+fn unknown_packages_and_paths_are_404s() {
+    let reg = TestRegistry::start().unwrap();
+    for path in [
+        "index/3/n/net",
+        "index/ne/t/net",
+        "index/xx/yy/meter",
+        "index/me/te/../../3/n/net",
+        "index/%2e%2e/%2e%2e/etc/passwd",
+        "index/",
+        "api/v1/packages/net",
+        "api/v1/packages/net/1.0.0",
+        "api/v1/packages/net/1.0.0/download",
+        "api/v1/packages/net/not-a-version/download",
+        "api/v1/packages/..%2f..%2fetc/1.0.0/download",
+        "api/v1/nothing-here",
+    ] {
+        let r = get(&reg, path);
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+        let body: ApiErrors = r.json().unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(!body.joined().is_empty());
+    }
+}
+
+#[test]
+fn publishes_that_must_be_refused_change_nothing() {
+    let reg = TestRegistry::start_with(Box::new(|c| c.max_archive_bytes = 64 * 1024)).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let good = pack_with(scratch.path(), "my-pkg", "1.0.0", "", &[]).unwrap();
+    assert_eq!(publish(&reg, &token, &publish_body(&good, "my-pkg", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let before = get(&reg, "index/my/-p/my-pkg").text().unwrap();
+
+    let refuse = |body: Vec<u8>, status: StatusCode, says: &str| {
+        let r = publish(&reg, &token, &body);
+        assert_eq!(r.status(), status, "{says}");
+        let detail = r.json::<ApiErrors>().unwrap().joined();
+        assert!(detail.contains(says), "`{detail}` should say `{says}`");
+    };
+    // The version exists (also with other build metadata), the name collides.
+    refuse(publish_body(&good, "my-pkg", "1.0.0").unwrap(), StatusCode::CONFLICT, "already exists");
+    let build = pack_with(scratch.path(), "my-pkg", "1.0.0+b", "", &[]).unwrap();
+    refuse(publish_body(&build, "my-pkg", "1.0.0+b").unwrap(), StatusCode::CONFLICT, "already exists");
+    let other = pack_with(scratch.path(), "my_pkg", "2.0.0", "", &[]).unwrap();
+    refuse(
+        publish_body(&other, "my_pkg", "2.0.0").unwrap(),
+        StatusCode::CONFLICT,
+        "collides with the existing package `my-pkg`",
+    );
+    // The metadata does not describe the archive.
+    let v2 = pack_with(scratch.path(), "my-pkg", "2.0.0", "", &[]).unwrap();
+    refuse(publish_body(&v2, "my-pkg", "2.0.1").unwrap(), StatusCode::BAD_REQUEST, "refused");
+    let mut lying = publish_body(&v2, "my-pkg", "2.0.0").unwrap();
+    let at = lying.len() - 10;
+    lying[at] ^= 1;
+    refuse(lying, StatusCode::BAD_REQUEST, "SHA-256");
+    // Framing: truncated, trailing, announced too large, metadata too large or bad.
+    let body = publish_body(&v2, "my-pkg", "2.0.0").unwrap();
+    refuse(body[..body.len() - 1].to_vec(), StatusCode::BAD_REQUEST, "ended early");
+    refuse([body.clone(), vec![0]].concat(), StatusCode::BAD_REQUEST, "follow the archive");
+    refuse(u32::MAX.to_le_bytes().to_vec(), StatusCode::PAYLOAD_TOO_LARGE, "publish metadata");
+    refuse(vec![1, 0], StatusCode::BAD_REQUEST, "ended early");
+    let mut huge_archive = frame(br#"{"name":"my-pkg","vers":"3.0.0","cksum":"0000000000000000000000000000000000000000000000000000000000000000"}"#);
+    huge_archive.extend_from_slice(&(1u32 << 30).to_le_bytes());
+    refuse(huge_archive, StatusCode::PAYLOAD_TOO_LARGE, "archive");
+    let bomb = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    refuse(frame(bomb.as_bytes()), StatusCode::BAD_REQUEST, "metadata is not valid");
+    refuse(frame(br#"{"name":"my-pkg","vers":"3.0.0","cksum":"00","extra":1}"#), StatusCode::BAD_REQUEST, "metadata");
+    refuse(frame(b"\xff\xfe"), StatusCode::BAD_REQUEST, "metadata");
+    // Hostile archives: not gzip, a path escaping the package, a bomb.
+    for (archive, says) in hostile_archives() {
+        let metadata = format!(r#"{{"name":"my-pkg","vers":"4.0.0","cksum":"{}"}}"#, Sha256Digest::of(&archive));
+        let mut body = frame(metadata.as_bytes());
+        body.extend_from_slice(&frame(&archive));
+        refuse(body, StatusCode::BAD_REQUEST, says);
+    }
+    assert_eq!(get(&reg, "index/my/-p/my-pkg").text().unwrap(), before, "nothing changed");
+    assert_eq!(get(&reg, "index/my/_p/my_pkg").text().unwrap(), before, "one package, either spelling");
+    let info: PackageInfo = get(&reg, "api/v1/packages/my-pkg").json().unwrap();
+    assert_eq!(info.versions.len(), 1);
+}
+
+#[test]
+fn tokens_scopes_and_owners_decide_every_action() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let owner = reg.token("owner", &[], &[]).unwrap();
+    reg.user("stranger").unwrap();
+    let pack = |v: &str| publish_body(&pack_with(scratch.path(), "guard", v, "", &[]).unwrap(), "guard", v).unwrap();
+    assert_eq!(publish(&reg, &owner, &pack("1.0.0")).status(), StatusCode::OK);
+
+    // Token kinds: (label, secret or None for no token).
+    let expired = reg.token("owner", &[], &[]).unwrap();
+    reg.block_on(
+        sqlx::query("UPDATE api_tokens SET expires_at = now() - interval '1 day' WHERE token_sha256 = $1")
+            .bind(&ebpkg_registry::auth::digest(&expired)[..])
+            .execute(reg.pool()),
+    )
+    .unwrap();
+    let revoked = reg.token("owner", &[], &[]).unwrap();
+    reg.block_on(
+        sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE token_sha256 = $1")
+            .bind(&ebpkg_registry::auth::digest(&revoked)[..])
+            .execute(reg.pool()),
+    )
+    .unwrap();
+    let kinds: Vec<(&str, Option<String>)> = vec![
+        ("owner, every power", Some(owner.clone())),
+        ("owner, publish-new", Some(reg.token("owner", &[Scope::PublishNew], &[]).unwrap())),
+        ("owner, publish-update", Some(reg.token("owner", &[Scope::PublishUpdate], &[]).unwrap())),
+        ("owner, yank", Some(reg.token("owner", &[Scope::Yank], &[]).unwrap())),
+        ("owner, change-owners", Some(reg.token("owner", &[Scope::ChangeOwners], &[]).unwrap())),
+        ("owner, every scope but for other packages", Some(reg.token("owner", &Scope::ALL, &["other-*"]).unwrap())),
+        ("owner, every scope for guard*", Some(reg.token("owner", &Scope::ALL, &["guard*"]).unwrap())),
+        ("non-owner, every power", Some(reg.token("stranger", &[], &[]).unwrap())),
+        ("expired", Some(expired)),
+        ("revoked", Some(revoked)),
+        ("garbage", Some("ebpkg_not-a-token".into())),
+        ("no token", None),
+    ];
+    // Expected status per action, in the order of `kinds`.
+    use StatusCode as S;
+    const OK: S = S::OK;
+    const NO: S = S::FORBIDDEN;
+    const AUTH: S = S::UNAUTHORIZED;
+    let table: [(&str, [S; 12]); 5] = [
+        ("publish new package", [OK, OK, NO, NO, NO, NO, OK, OK, AUTH, AUTH, AUTH, AUTH]),
+        ("publish new version", [OK, NO, OK, NO, NO, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
+        ("yank", [OK, NO, NO, OK, NO, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
+        ("add owner", [OK, NO, NO, NO, OK, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
+        ("create token", [OK, NO, NO, NO, NO, NO, NO, OK, AUTH, AUTH, AUTH, AUTH]),
+    ];
+    let mut next = 0;
+    for (action, expected) in table {
+        for ((label, token), want) in kinds.iter().zip(expected) {
+            next += 1;
+            let mut request = match action {
+                "publish new package" => {
+                    let name = format!("guard{next}");
+                    let body =
+                        publish_body(&pack_with(scratch.path(), &name, "1.0.0", "", &[]).unwrap(), &name, "1.0.0")
+                            .unwrap();
+                    http().put(format!("{}api/v1/packages/new", reg.url())).body(body)
+                }
+                "publish new version" => {
+                    http().put(format!("{}api/v1/packages/new", reg.url())).body(pack(&format!("2.0.{next}")))
+                }
+                "yank" => http().delete(format!("{}api/v1/packages/guard/1.0.0/yank", reg.url())),
+                "add owner" => http()
+                    .put(format!("{}api/v1/packages/guard/owners", reg.url()))
+                    .json(&serde_json::json!({"users": ["owner"]})),
+                "create token" => {
+                    http().put(format!("{}api/v1/tokens", reg.url())).json(&serde_json::json!({"name": "t"}))
+                }
+                _ => unreachable!(),
+            };
+            if let Some(token) = token {
+                request = request.header("Authorization", token);
+            }
+            let response = request.send().unwrap();
+            let status = response.status();
+            let detail =
+                if status.is_success() { String::new() } else { response.json::<ApiErrors>().unwrap().joined() };
+            assert_eq!(status, want, "{action} with {label}: {detail}");
+        }
+    }
+}
+
+#[test]
+fn yank_owners_and_tokens() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let alice = reg.token("alice", &[], &[]).unwrap();
+    reg.user("bob").unwrap();
+    for v in ["1.0.0", "1.1.0"] {
+        let body = publish_body(&pack_with(scratch.path(), "net", v, "", &[]).unwrap(), "net", v).unwrap();
+        assert_eq!(publish(&reg, &alice, &body).status(), StatusCode::OK);
+    }
+    let lines = |reg: &TestRegistry| -> Vec<IndexEntry> {
+        get(reg, "index/3/n/net").text().unwrap().lines().map(|l| IndexEntry::parse_line(l).unwrap().unwrap()).collect()
+    };
+    let before = get(&reg, "index/3/n/net").text().unwrap();
+    let yank = send(&reg, reqwest::Method::DELETE, "api/v1/packages/net/1.0.0/yank", &alice, None);
+    assert_eq!(yank.status(), StatusCode::OK);
+    let after = lines(&reg);
+    assert!(after[0].yanked && !after[1].yanked);
+    // Only the flag changed.
+    let mut unyanked = after[0].clone();
+    unyanked.yanked = false;
+    assert_eq!(format!("{}\n{}\n", unyanked.to_line(), after[1].to_line()), before);
+    let again = send(&reg, reqwest::Method::DELETE, "api/v1/packages/net/1.0.0/yank", &alice, None);
+    assert!(again.text().unwrap().contains("already yanked"));
+    assert_eq!(
+        send(&reg, reqwest::Method::PUT, "api/v1/packages/net/1.0.0/unyank", &alice, None).status(),
+        StatusCode::OK
+    );
+    assert_eq!(get(&reg, "index/3/n/net").text().unwrap(), before, "unyank restores the exact bytes");
+    assert_eq!(
+        send(&reg, reqwest::Method::DELETE, "api/v1/packages/net/9.0.0/yank", &alice, None).status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Owners: add bob, bob may now publish; the last owner cannot be removed.
+    let users = |names: &[&str]| serde_json::json!({ "users": names });
+    let add = send(&reg, reqwest::Method::PUT, "api/v1/packages/net/owners", &alice, Some(users(&["bob"])));
+    assert_eq!(add.status(), StatusCode::OK);
+    let owners: OwnersResponse = get(&reg, "api/v1/packages/net/owners").json().unwrap();
+    assert_eq!(owners.users.iter().map(|o| o.login.as_str()).collect::<Vec<_>>(), ["alice", "bob"]);
+    let nobody = send(&reg, reqwest::Method::PUT, "api/v1/packages/net/owners", &alice, Some(users(&["nobody"])));
+    assert_eq!(nobody.status(), StatusCode::NOT_FOUND);
+    let bob = reg.token("bob", &[], &[]).unwrap();
+    let body = publish_body(&pack_with(scratch.path(), "net", "1.2.0", "", &[]).unwrap(), "net", "1.2.0").unwrap();
+    assert_eq!(publish(&reg, &bob, &body).status(), StatusCode::OK);
+    assert_eq!(
+        send(&reg, reqwest::Method::DELETE, "api/v1/packages/net/owners", &bob, Some(users(&["alice"]))).status(),
+        StatusCode::OK
+    );
+    let last = send(&reg, reqwest::Method::DELETE, "api/v1/packages/net/owners", &bob, Some(users(&["bob"])));
+    assert_eq!(last.status(), StatusCode::BAD_REQUEST);
+    assert!(last.json::<ApiErrors>().unwrap().joined().contains("no owner left"));
+    let body = publish_body(&pack_with(scratch.path(), "net", "1.3.0", "", &[]).unwrap(), "net", "1.3.0").unwrap();
+    assert_eq!(publish(&reg, &alice, &body).status(), StatusCode::FORBIDDEN, "alice is no longer an owner");
+
+    // Tokens over the API: created (secret once), listed without secrets, revoked.
+    let created: TokenCreated = send(
+        &reg,
+        reqwest::Method::PUT,
+        "api/v1/tokens",
+        &alice,
+        Some(
+            serde_json::json!({"name": "ci", "scopes": ["publish-update"], "packages": ["net"], "expires_in_days": 30}),
+        ),
+    )
+    .json()
+    .unwrap();
+    assert!(created.secret.starts_with("ebpkg_") && created.token.expires_at.is_some());
+    let listed = send(&reg, reqwest::Method::GET, "api/v1/tokens", &alice, None);
+    let text = listed.text().unwrap();
+    assert!(!text.contains(&created.secret), "secrets are never listed");
+    let list: TokenList = serde_json::from_str(&text).unwrap();
+    assert!(list.tokens.iter().any(|t| t.id == created.token.id && t.scopes == [Scope::PublishUpdate]));
+    let stored: i64 = reg
+        .block_on(
+            sqlx::query_scalar("SELECT count(*) FROM api_tokens WHERE token_sha256 = $1")
+                .bind(&ebpkg_registry::auth::digest(&created.secret)[..])
+                .fetch_one(reg.pool()),
+        )
+        .unwrap();
+    assert_eq!(stored, 1, "stored as its SHA-256");
+    let me = send(&reg, reqwest::Method::GET, "api/v1/me", &created.secret, None);
+    assert_eq!(me.status(), StatusCode::OK);
+    let path = format!("api/v1/tokens/{}", created.token.id);
+    assert_eq!(send(&reg, reqwest::Method::DELETE, &path, &alice, None).status(), StatusCode::OK);
+    assert_eq!(send(&reg, reqwest::Method::GET, "api/v1/me", &created.secret, None).status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(send(&reg, reqwest::Method::DELETE, &path, &alice, None).status(), StatusCode::NOT_FOUND);
+    let bad = send(
+        &reg,
+        reqwest::Method::PUT,
+        "api/v1/tokens",
+        &alice,
+        Some(serde_json::json!({"name": "x", "scopes": ["root"]})),
+    );
+    assert!(bad.status().is_client_error());
+}
+
+#[test]
+fn search_ranks_like_the_file_registry_and_pages() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    for (name, description, keywords, program) in [
+        ("meter", "Per-destination meters", &["rate"][..], "ip6_dst_meter"),
+        ("meter-extra", "More meters", &["rate"][..], "extra_prog"),
+        ("fastmeter", "Meters, faster", &[][..], "fm"),
+        ("sampler", "Samples packets", &["meter"][..], "sample"),
+        ("guard", "Guards", &[][..], "meter_guard"),
+        ("policer", "Polices flows by their metered rate", &[][..], "police"),
+        ("unrelated", "Nothing to see", &[][..], "nop"),
+    ] {
+        let packed = pack_described(scratch.path(), name, "1.0.0", description, keywords, program).unwrap();
+        assert_eq!(publish(&reg, &token, &publish_body(&packed, name, "1.0.0").unwrap()).status(), StatusCode::OK);
+    }
+    let search: SearchResponse = get(&reg, "api/v1/packages?q=meter").json().unwrap();
+    let got: Vec<(&str, MatchedOn)> = search.packages.iter().map(|h| (h.name.as_str(), h.matched_on)).collect();
+    assert_eq!(
+        got,
+        [
+            ("meter", MatchedOn::Name),
+            ("meter-extra", MatchedOn::NamePrefix),
+            ("fastmeter", MatchedOn::NameSubstring),
+            ("sampler", MatchedOn::Keyword),
+            ("guard", MatchedOn::Program),
+            ("policer", MatchedOn::Description),
+        ]
+    );
+    assert_eq!(search.meta.total, 6);
+    // Full text: a word form of the description.
+    let stems: SearchResponse = get(&reg, "api/v1/packages?q=sampling").json().unwrap();
+    assert!(stems.packages.iter().any(|h| h.name.as_str() == "sampler"), "{stems:?}");
+    let page2: SearchResponse = get(&reg, "api/v1/packages?q=meter&per_page=4&page=2").json().unwrap();
+    assert_eq!(page2.packages.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["guard", "policer"]);
+    let all: SearchResponse = get(&reg, "api/v1/packages?q=").json().unwrap();
+    assert_eq!(all.meta.total, 7);
+    assert!(all.packages.iter().all(|h| h.matched_on == MatchedOn::Everything));
+    assert_eq!(get(&reg, &format!("api/v1/packages?q={}", "x".repeat(300))).status(), StatusCode::BAD_REQUEST);
+}
+
+#[test]
+fn publish_rate_limits_answer_429_with_retry_after() {
+    let reg = TestRegistry::start_with(Box::new(|c| {
+        c.new_version = ebpkg_registry::config::Bucket { burst: 2, interval: std::time::Duration::from_secs(3600) };
+        c.ip_rate_per_minute = 60;
+    }))
+    .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let body = |v: &str| publish_body(&pack_with(scratch.path(), "net", v, "", &[]).unwrap(), "net", v).unwrap();
+    assert_eq!(publish(&reg, &token, &body("1.0.0")).status(), StatusCode::OK, "a new package");
+    assert_eq!(publish(&reg, &token, &body("1.0.1")).status(), StatusCode::OK);
+    assert_eq!(publish(&reg, &token, &body("1.0.2")).status(), StatusCode::OK);
+    let limited = publish(&reg, &token, &body("1.0.3"));
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = limited.headers()[RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((3000..=3600).contains(&wait), "{wait}");
+    assert!(get(&reg, "index/3/n/net").text().unwrap().lines().count() == 3, "the refused version is not listed");
+    // Per IP: 60 a minute with a burst of 15; the publishes above took 4.
+    let statuses: Vec<StatusCode> = (0..12).map(|_| get(&reg, "api/v1/packages?q=net").status()).collect();
+    assert!(statuses[..11].iter().all(|s| *s == StatusCode::OK), "{statuses:?}");
+    assert_eq!(statuses[11], StatusCode::TOO_MANY_REQUESTS);
+    // The index and downloads are not limited per IP.
+    assert_eq!(get(&reg, "index/3/n/net").status(), StatusCode::OK);
+}
+
+#[test]
+fn operations_endpoints_and_the_openapi_document_match_the_routes() {
+    let reg = TestRegistry::start().unwrap();
+    assert_eq!(get(&reg, "healthz").status(), StatusCode::OK);
+    assert_eq!(get(&reg, "readyz").text().unwrap(), "ready\n");
+    let _ = get(&reg, "index/3/n/net");
+    let metrics = get(&reg, "metrics").text().unwrap();
+    assert!(metrics.contains("ebpkg_registry_requests_total"), "{metrics}");
+    assert!(metrics.contains("route=\"/index/{*path}\""), "{metrics}");
+    assert!(metrics.contains("ebpkg_registry_request_duration_seconds_bucket"));
+    assert!(metrics.contains("ebpkg_registry_db_pool_connections"));
+
+    let doc: serde_json::Value = get(&reg, "api/openapi.json").json().unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 15, "{:?}", paths.keys());
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            // Fill path parameters with values that exist in shape.
+            let concrete = path
+                .replace("{name}", "meter")
+                .replace("{version}", "1.0.0")
+                .replace("{id}", "1")
+                .replace("{path}", "me/te/meter");
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let r = http().request(m, format!("{}{}", reg.url(), concrete.trim_start_matches('/'))).send().unwrap();
+            let status = r.status();
+            let body = r.text().unwrap_or_default();
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            assert!(!body.contains("no such route"), "{method} {path} is documented but not routed");
+            // Every status the server answered with is documented.
+            let documented = op["responses"].as_object().unwrap();
+            assert!(
+                documented.contains_key(status.as_str()),
+                "{method} {path} answered {status}, documented: {:?}",
+                documented.keys()
+            );
+        }
+    }
+    for schema in ["IndexEntry", "SearchResponse", "PackageInfo", "VersionInfo", "ApiErrors", "TokenCreated"] {
+        assert!(doc["components"]["schemas"].get(schema).is_some(), "{schema}");
+    }
+    let text = doc.to_string();
+    assert!(!text.contains("#/$defs/"), "every reference resolves inside the document");
+}
