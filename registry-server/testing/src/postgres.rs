@@ -155,14 +155,14 @@ impl Postgres {
         }
     }
 
-    /// Stops the postmaster at once (SIGQUIT: immediate shutdown), as a crash
-    /// or an operator's restart would.
+    /// Stops the postmaster as an operator's restart does (SIGINT: fast
+    /// shutdown, clients disconnected, committed data kept).
     pub fn stop(&self) -> Result<()> {
         let child = self.postmaster.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(mut child) = child {
             let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
             if let Some(pid) = pid {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::QUIT);
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
             }
             let _ = child.wait();
         }
