@@ -88,8 +88,10 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     let checked = check_archive(state, archive.clone(), &metadata).await?;
     let entry = IndexEntry::from_manifest(&checked.manifest, cksum);
     check_dependency_registries(&entry, &id)?;
+    crash_point("unpacked");
 
     state.blobs.put_archive(&cksum, archive.clone()).await?;
+    crash_point("archive-stored");
     let size = archive.len() as u64;
     commit(state, caller, &metadata, &entry, &checked, size, &id).await?;
     tracing::info!(package = %id, user = %caller.login, cksum = %cksum, size, "published");
@@ -252,8 +254,20 @@ async fn commit(
         db::packages::add_owner(&mut tx, package_id, caller.user_id, caller.user_id).await?;
     }
     db::packages::refresh(&mut tx, package_id).await?;
+    crash_point("before-commit");
     tx.commit().await?;
+    crash_point("committed");
     Ok(())
+}
+
+/// For the crash tests: `EBPKG_REGISTRY_CRASH_AT=<point>` has the process killed
+/// (SIGKILL, nothing runs after) when a publish reaches that point.
+fn crash_point(point: &str) {
+    static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    if AT.get_or_init(|| std::env::var("EBPKG_REGISTRY_CRASH_AT").ok()).as_deref() == Some(point) {
+        tracing::warn!(point, "EBPKG_REGISTRY_CRASH_AT: killing the server");
+        let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
 }
 
 /// Reads a request body in exact pieces, never holding more than asked for.
