@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use ebpkg_build::{ToolRequest, ToolSource};
+use ebpkg_sources::{OpenOptions, RegistryUrl};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -83,7 +84,12 @@ pub struct Config {
     pub registry: String,
     /// Named registries (`--registry NAME` may name one).
     pub registries: BTreeMap<String, NamedRegistry>,
-    pub token: Option<String>,
+    /// The default registry's token from the config file (`[registry] token`).
+    token: Option<String>,
+    /// Where `ebpkg login` keeps tokens: `credentials.toml` beside the config file.
+    pub credentials_path: PathBuf,
+    /// Tokens by canonical registry URL, from the credentials file.
+    credentials: BTreeMap<String, String>,
     /// Original registry URL → URL to fetch from instead.
     pub mirrors: BTreeMap<String, String>,
     /// The tools to build with (`None`: the default name on `PATH`).
@@ -100,6 +106,37 @@ pub struct Overrides {
     pub registry: Option<String>,
     pub bpffs_root: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
+}
+
+/// The credentials file's name, beside the config file.
+pub const CREDENTIALS_FILE: &str = "credentials.toml";
+
+/// `credentials.toml`: `[registries."https://reg.example/"] token = "…"`.
+#[derive(Debug, Default, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialsFile {
+    #[serde(default)]
+    pub registries: BTreeMap<String, Credential>,
+}
+
+#[derive(Debug, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credential {
+    pub token: String,
+}
+
+pub fn read_credentials_file(path: &Path) -> Result<CredentialsFile> {
+    match ebpkg_fs::read_text(path, ebpkg_spec::MAX_TOML_BYTES as u64) {
+        Ok(text) => {
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))
+        }
+        Err(e) if e.is_not_found() => Ok(CredentialsFile::default()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn read_credentials(path: &Path) -> Result<BTreeMap<String, String>> {
+    Ok(read_credentials_file(path)?.registries.into_iter().map(|(url, c)| (url, c.token)).collect())
 }
 
 fn env(name: &str) -> Option<String> {
@@ -128,7 +165,7 @@ impl Config {
             Ok(text) => {
                 let cfg: ConfigFile = toml::from_str(&text)
                     .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
-                (Some(path), cfg)
+                (Some(path.clone()), cfg)
             }
             Err(e) if e.is_not_found() => (None, ConfigFile::default()),
             Err(e) => return Err(e.into()),
@@ -147,14 +184,16 @@ impl Config {
         if let Some(all) = env("EBPKG_MIRROR") {
             mirrors.insert("*".into(), all);
         }
-        let token = env("EBPKG_REGISTRY_TOKEN")
-            .or(cfg.registry.token)
-            .or_else(|| cfg.registries.values().find(|r| r.url == registry).and_then(|r| r.token.clone()));
+        let credentials_path =
+            path.parent().map_or_else(|| PathBuf::from("credentials.toml"), |d| d.join(CREDENTIALS_FILE));
+        let credentials = read_credentials(&credentials_path)?;
         Ok(Config {
             file,
             registry,
             registries: cfg.registries,
-            token,
+            token: cfg.registry.token,
+            credentials_path,
+            credentials,
             mirrors,
             // $EBPKG_CLANG wins over the file; each remembers where it came from,
             // for the messages about it.
@@ -183,6 +222,22 @@ impl Config {
     /// The URL to fetch a registry's packages from (a mirror, when one is set).
     pub fn fetch_url<'a>(&'a self, registry: &'a str) -> &'a str {
         self.mirrors.get(registry).or_else(|| self.mirrors.get("*")).map_or(registry, String::as_str)
+    }
+
+    /// The token for a registry: `EBPKG_REGISTRY_TOKEN`, else what `ebpkg login`
+    /// stored for it, else the config file's (`[registries.NAME] token`, or
+    /// `[registry] token` for the default registry).
+    pub fn token_for(&self, url: &RegistryUrl) -> Option<String> {
+        let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
+        env("EBPKG_REGISTRY_TOKEN")
+            .or_else(|| self.credentials.get(url.as_str()).cloned())
+            .or_else(|| self.registries.values().find(|r| same(&r.url)).and_then(|r| r.token.clone()))
+            .or_else(|| self.token.clone().filter(|_| same(&self.registry)))
+    }
+
+    /// How to open the registry at `url`.
+    pub fn open_options(&self, url: &RegistryUrl, offline: bool) -> OpenOptions {
+        OpenOptions { token: self.token_for(url), cache_dir: Some(self.cache_dir.clone()), offline }
     }
 
     pub fn cache_dir(&self) -> &Path {

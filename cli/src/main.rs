@@ -121,6 +121,12 @@ enum Command {
     Publish(commands::registry::PublishArgs),
     /// Mark a published version as not to be used by new resolutions (or undo it).
     Yank(commands::registry::YankArgs),
+    /// Save an API token for a registry server (in credentials.toml, mode 0600).
+    Login(commands::account::LoginArgs),
+    /// Forget the saved token of a registry server.
+    Logout(commands::account::LogoutArgs),
+    /// List, add or remove the owners of a package on a registry server.
+    Owner(commands::account::OwnerArgs),
     /// Show deployments: packages, program and chain ids, attachments, counters.
     Status(commands::deployments::StatusArgs),
     /// Remove a deployment: attachments, loaders, chains, and programs nothing else uses.
@@ -209,6 +215,9 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Test(a) => commands::test::run(ctx, a),
         Command::Publish(a) => commands::registry::publish(ctx, a),
         Command::Yank(a) => commands::registry::yank(ctx, a),
+        Command::Login(a) => commands::account::login(ctx, a),
+        Command::Logout(a) => commands::account::logout(ctx, a),
+        Command::Owner(a) => commands::account::owner(ctx, a),
         Command::Status(a) => commands::deployments::status(ctx, a),
         Command::Uninstall(a) => commands::deployments::uninstall(ctx, a),
         Command::Doctor(a) => commands::doctor::run(ctx, a),

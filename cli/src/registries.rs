@@ -55,15 +55,9 @@ impl<'c> Registries<'c> {
         }
         let fetch = self.config.fetch_url(url.as_str());
         let fetch_url = RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))?;
-        if self.offline && !fetch_url.is_local() {
-            return Err(crate::exit::fail(
-                Failure::Registry,
-                format!(
-                    "--offline: registry {fetch_url} is not local; use a mirror (`ebpkg mirror`) or drop --offline"
-                ),
-            ));
-        }
-        let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url)?);
+        // Offline, an HTTP registry answers from its cached index files only.
+        let options = self.config.open_options(&fetch_url, self.offline);
+        let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url, &options)?);
         self.opened.borrow_mut().insert(url.to_string(), r.clone());
         Ok(r)
     }

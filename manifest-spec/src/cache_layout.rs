@@ -7,6 +7,7 @@
 //! <root>/objects/<2 hex>/<64 hex>.o              built objects, by cache key
 //! <root>/vmlinux/<btf sha256>/vmlinux.h          headers generated from a kernel's BTF
 //! <root>/sdk/<sdk sha256>/include/hike/*.h       the HIKe SDK headers builds include
+//! <root>/index/<16 hex of the URL>/<index path>   HTTP registries' index files, with their ETag
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,8 @@ pub enum CachePart {
     Sources,
     /// Built objects, generated `vmlinux.h` files and SDK headers.
     Builds,
+    /// Index files of HTTP registries.
+    Indexes,
 }
 
 impl CacheLayout {
@@ -48,7 +51,15 @@ impl CacheLayout {
             CachePart::Archives => vec![self.archives()],
             CachePart::Sources => vec![self.sources()],
             CachePart::Builds => vec![self.objects(), self.root.join("vmlinux"), self.sdk()],
+            CachePart::Indexes => vec![self.root.join("index")],
         }
+    }
+
+    /// The cached index file at `index_path` of the HTTP registry `registry_url`
+    /// (its canonical URL): one directory per registry, named by its URL's digest.
+    pub fn http_index(&self, registry_url: &str, index_path: &str) -> PathBuf {
+        let digest = Sha256Digest::of(registry_url.as_bytes()).to_hex();
+        self.root.join("index").join(&digest[..16]).join(index_path)
     }
 
     pub fn archives(&self) -> PathBuf {

@@ -152,6 +152,26 @@ pub enum ErrorKind {
     )]
     LockDrift { package: PackageName, version: Version, locked: Sha256Digest, index: Sha256Digest, registry: String },
 
+    #[error("{method} {url}: {status}: {detail}. {hint}")]
+    Http { method: &'static str, url: String, status: u16, detail: String, hint: String },
+
+    #[error("{method} {url}: {cause}. Check the registry URL and the network (proxies come from HTTPS_PROXY/NO_PROXY)")]
+    Network { method: &'static str, url: String, cause: String },
+
+    #[error("{url}: the answer is not what an ebpkg registry sends: {problem}")]
+    BadResponse { url: String, problem: String },
+
+    #[error(
+        "{what} on {url} needs an API token; log in with `ebpkg login --registry {url}` (or set EBPKG_REGISTRY_TOKEN)"
+    )]
+    NeedsToken { what: &'static str, url: RegistryUrl },
+
+    #[error(
+        "the index of `{name}` from {url} is not in the cache, and offline mode forbids fetching it. \
+         Run once without --offline (for example `ebpkg fetch`) to fill the cache"
+    )]
+    OfflineIndex { name: PackageName, url: RegistryUrl },
+
     #[error(
         "{package}@{version} is not in the cache, and offline mode forbids downloading it from {registry}. \
          Run once without --offline (for example `ebpkg fetch`) to fill the cache"

@@ -1,12 +1,13 @@
 //! The interface every kind of registry offers, and the one way to open one by URL.
 
 use ebpkg_spec::index::IndexEntry;
-pub use ebpkg_spec::registry_api::{MatchedOn, SearchHit};
+pub use ebpkg_spec::registry_api::{MatchedOn, Owner, SearchHit};
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
 use crate::error::{ErrorKind, Result};
 use crate::file_registry::FileRegistry;
+use crate::http_registry::{HttpRegistry, OpenOptions};
 use crate::url::{RegistryKind, RegistryUrl};
 
 /// A place packages are published to and fetched from.
@@ -42,20 +43,41 @@ pub trait Registry: Send + Sync {
     /// a program name or the description), best matches first, at most `limit`.
     /// An empty query lists every package by name.
     fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
+
+    /// The package's owners. Only registry servers have accounts.
+    fn owners(&self, name: &PackageName) -> Result<Vec<Owner>> {
+        let _ = name;
+        Err(no_accounts(self.url()))
+    }
+
+    /// Adds owners; returns the registry's message.
+    fn add_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
+        let _ = (name, users);
+        Err(no_accounts(self.url()))
+    }
+
+    /// Removes owners; returns the registry's message.
+    fn remove_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
+        let _ = (name, users);
+        Err(no_accounts(self.url()))
+    }
 }
 
-/// Opens the registry at `url`: `file://` directories now, registry servers once the
-/// HTTP client exists.
-pub fn open_registry(url: &RegistryUrl) -> Result<Box<dyn Registry>> {
+fn no_accounts(url: &RegistryUrl) -> crate::Error {
+    ErrorKind::Unsupported {
+        url: url.clone(),
+        what: "a directory registry has no accounts, so no owners: whoever can write the directory publishes. \
+               Owners exist on registry servers (`ebpkg-registry`)"
+            .into(),
+    }
+    .into()
+}
+
+/// Opens the registry at `url`: a directory (`file://`) or a registry server
+/// (`http(s)://`).
+pub fn open_registry(url: &RegistryUrl, options: &OpenOptions) -> Result<Box<dyn Registry>> {
     match url.kind() {
         RegistryKind::File => Ok(Box::new(FileRegistry::open(url)?)),
-        RegistryKind::Http => Err(ErrorKind::Unsupported {
-            url: url.clone(),
-            what: "HTTP registries are not supported yet; they arrive with the registry server. \
-                   Meanwhile use a file:// registry (a local or shared directory), or copy a lockfile's \
-                   packages into one with `ebpkg mirror`"
-                .into(),
-        }
-        .into()),
+        RegistryKind::Http => Ok(Box::new(HttpRegistry::open(url, options)?)),
     }
 }

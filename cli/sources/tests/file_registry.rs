@@ -52,7 +52,7 @@ fn publish_writes_the_archive_then_one_index_line() {
 fn open_registry_gives_a_file_registry_for_file_urls() {
     let tmp = tempfile::tempdir().unwrap();
     let url = RegistryUrl::from_path(&tmp.path().join("reg")).unwrap();
-    let reg = open_registry(&url).unwrap();
+    let reg = open_registry(&url, &ebpkg_sources::OpenOptions::default()).unwrap();
     assert_eq!(reg.url(), &url);
     let packed = pack(tmp.path(), "net", "1.0.0");
     reg.publish(&packed.bytes, &packed.manifest).unwrap();

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{name, pack, pack_with, version};
-use ebpkg_sources::{Cache, ErrorKind, FileRegistry, Registry, RegistryUrl, mirror, open_registry};
+use ebpkg_sources::{Cache, ErrorKind, FileRegistry, OpenOptions, Registry, RegistryUrl, mirror, open_registry};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, index_path};
@@ -83,7 +83,7 @@ fn world() -> World {
 fn a_mirror_holds_exactly_the_locked_packages() {
     let w = world();
     let dest = w.tmp.path().join("mirror");
-    let report = mirror(&w.lock, open_registry, &w.cache, &dest).unwrap();
+    let report = mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap();
     assert_eq!(report.url, RegistryUrl::from_path(&dest).unwrap());
     let added: Vec<String> = report.added.iter().map(|(n, v)| format!("{n}@{v}")).collect();
     assert_eq!(added, ["guard@1.0.0", "meter@1.0.0", "net@1.1.0"]);
@@ -114,10 +114,10 @@ fn a_mirror_holds_exactly_the_locked_packages() {
 fn mirroring_again_is_idempotent_and_adds_what_is_missing() {
     let w = world();
     let dest = w.tmp.path().join("mirror");
-    mirror(&w.lock, open_registry, &w.cache, &dest).unwrap();
+    mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap();
     let before = snapshot(&dest);
 
-    let report = mirror(&w.lock, open_registry, &w.cache, &dest).unwrap();
+    let report = mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap();
     assert!(report.added.is_empty());
     assert_eq!(report.already_present.len(), 3);
     assert_eq!(snapshot(&dest), before, "nothing changed");
@@ -130,7 +130,8 @@ fn mirroring_again_is_idempotent_and_adds_what_is_missing() {
     let mut packages = w.lock.packages().to_vec();
     packages.push(locked(&w.net_old, &w.a));
     w.a.set_yanked(&name("net"), &version("1.0.0"), true).unwrap();
-    let report = mirror(&Lockfile::new(packages), open_registry, &w.cache, &dest).unwrap();
+    let report =
+        mirror(&Lockfile::new(packages), |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap();
     assert_eq!(report.added, [(name("net"), version("1.0.0"))]);
     let net = FileRegistry::at(&dest).unwrap().index(&name("net")).unwrap().unwrap();
     assert_eq!(
@@ -146,13 +147,15 @@ fn a_source_that_changed_since_locking_is_refused() {
     let mut packages = w.lock.packages().to_vec();
     let meter = packages.iter_mut().find(|p| p.name.as_str() == "meter").unwrap();
     meter.checksum = Sha256Digest([9; 32]);
-    let e = mirror(&Lockfile::new(packages), open_registry, &w.cache, &dest).unwrap_err();
+    let e =
+        mirror(&Lockfile::new(packages), |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::LockDrift { .. }), "{e}");
     assert!(!dest.join("index").join(index_path("meter")).exists());
 
     let mut packages = w.lock.packages().to_vec();
     packages.push(LockedPackage { version: version("9.9.9"), ..locked(&w.net_old, &w.a) });
-    let e = mirror(&Lockfile::new(packages), open_registry, &w.cache, &dest).unwrap_err();
+    let e =
+        mirror(&Lockfile::new(packages), |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::LockedNotInRegistry { .. }), "{e}");
     assert!(e.to_string().contains("takes net@9.9.9 from file://"), "{e}");
 }
@@ -165,7 +168,8 @@ fn one_name_from_two_registries_is_refused_before_writing() {
     let mut packages = w.lock.packages().to_vec();
     packages.push(locked(&other_net, &w.b));
     let dest = w.tmp.path().join("mirror");
-    let e = mirror(&Lockfile::new(packages), open_registry, &w.cache, &dest).unwrap_err();
+    let e =
+        mirror(&Lockfile::new(packages), |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::MirrorConflict { .. }), "{e}");
     assert!(e.to_string().contains("takes `net` from two registries"), "{e}");
     assert!(!dest.exists());
@@ -179,7 +183,7 @@ fn a_mirror_refuses_other_content_under_a_locked_version() {
     let m = FileRegistry::at(&dest).unwrap();
     let impostor = pack_with(&w.tmp.path().join("scratch3"), "net", "1.1.0", "description = \"other\"\n", &[]);
     m.publish(&impostor.bytes, &impostor.manifest).unwrap();
-    let e = mirror(&w.lock, open_registry, &w.cache, &dest).unwrap_err();
+    let e = mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::ImportDiffers { .. }), "{e}");
     assert!(e.to_string().contains("Mirror into a new, empty directory"), "{e}");
 }

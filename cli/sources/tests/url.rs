@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ebpkg_sources::{ErrorKind, RegistryKind, RegistryUrl, open_registry};
+use ebpkg_sources::{ErrorKind, OpenOptions, RegistryKind, RegistryUrl, open_registry};
 
 #[test]
 fn file_urls_and_paths_are_canonical() {
@@ -75,10 +75,12 @@ fn bad_urls_say_why() {
 }
 
 #[test]
-fn http_registries_are_not_there_yet() {
-    let e = open_registry(&RegistryUrl::parse("https://registry.ebpkg.dev").unwrap()).err().unwrap();
-    assert!(matches!(e.kind(), ErrorKind::Unsupported { .. }));
-    let message = e.to_string();
-    assert!(message.contains("HTTP registries are not supported yet"), "{message}");
-    assert!(message.contains("file://") && message.contains("ebpkg mirror"), "{message}");
+fn http_registries_open_without_the_network_and_name_the_url_when_it_fails() {
+    // Port 9 on loopback: nothing listens, the connection is refused at once.
+    let url = RegistryUrl::parse("http://127.0.0.1:9/").unwrap();
+    let reg = open_registry(&url, &OpenOptions::default()).unwrap();
+    assert_eq!(reg.url(), &url);
+    let e = reg.index(&ebpkg_spec::PackageName::new("net").unwrap()).err().unwrap();
+    assert!(matches!(e.kind(), ErrorKind::Network { .. }), "{e}");
+    assert!(e.to_string().contains("GET http://127.0.0.1:9/index/config.json"), "{e}");
 }

@@ -32,6 +32,7 @@ enum Part {
     Archives,
     Sources,
     Builds,
+    Indexes,
 }
 
 pub fn run(ctx: &Ctx, args: CacheArgs) -> Result<ExitCode> {
@@ -43,7 +44,8 @@ pub fn run(ctx: &Ctx, args: CacheArgs) -> Result<ExitCode> {
                 Some(Part::Archives) => vec![CachePart::Archives],
                 Some(Part::Sources) => vec![CachePart::Sources],
                 Some(Part::Builds) => vec![CachePart::Builds],
-                None => vec![CachePart::Archives, CachePart::Sources, CachePart::Builds],
+                Some(Part::Indexes) => vec![CachePart::Indexes],
+                None => vec![CachePart::Archives, CachePart::Sources, CachePart::Builds, CachePart::Indexes],
             };
             let removed = cache.clean(&parts)?;
             if ctx.ui.json {

@@ -1,5 +1,6 @@
 //! One module per command (or group of related commands): arguments and printing.
 
+pub mod account;
 pub mod build;
 pub mod cache;
 pub mod chain;

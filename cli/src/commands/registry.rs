@@ -261,7 +261,7 @@ pub fn mirror(ctx: &Ctx, args: MirrorArgs) -> Result<ExitCode> {
     let cache = ctx.cache();
     let open = |url: &RegistryUrl| -> ebpkg_sources::Result<Box<dyn ebpkg_sources::Registry>> {
         let fetch = RegistryUrl::parse(ctx.config.fetch_url(url.as_str()))?;
-        ebpkg_sources::open_registry(&fetch)
+        ebpkg_sources::open_registry(&fetch, &ctx.config.open_options(&fetch, ctx.offline))
     };
     let report = ebpkg_sources::mirror(&lock, open, &cache, &args.dir)?;
     if ctx.ui.json {

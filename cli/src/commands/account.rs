@@ -1,0 +1,163 @@
+//! Commands about who publishes: `login`, `logout`, `owner`.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use ebpkg_sources::{HttpRegistry, OpenOptions, RegistryKind, RegistryUrl};
+
+use crate::Ctx;
+use crate::config::{Credential, read_credentials_file};
+use crate::exit::{Failure, fail};
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  ebpkg login --registry https://ebpkg.corp.example/\n  echo \"$TOKEN\" | ebpkg login --registry corp --token-stdin"
+)]
+pub struct LoginArgs {
+    /// Read the token from standard input instead of a prompt.
+    #[arg(long)]
+    token_stdin: bool,
+}
+
+#[derive(Args)]
+pub struct LogoutArgs {}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  ebpkg owner list meter\n  ebpkg owner add meter bob carol\n  ebpkg owner remove meter bob"
+)]
+pub struct OwnerArgs {
+    #[command(subcommand)]
+    command: OwnerCommand,
+}
+
+#[derive(Subcommand)]
+enum OwnerCommand {
+    /// List a package's owners.
+    List { package: String },
+    /// Add owners (users of the registry) to a package.
+    Add {
+        package: String,
+        #[arg(required = true)]
+        users: Vec<String>,
+    },
+    /// Remove owners from a package (never the last one).
+    Remove {
+        package: String,
+        #[arg(required = true)]
+        users: Vec<String>,
+    },
+}
+
+/// Longest token accepted on standard input.
+const MAX_TOKEN_BYTES: u64 = 4096;
+
+fn http_registry(ctx: &Ctx, verb: &str) -> Result<RegistryUrl> {
+    let url =
+        RegistryUrl::parse(&ctx.config.registry).with_context(|| format!("registry `{}`", ctx.config.registry))?;
+    if url.kind() != RegistryKind::Http {
+        return Err(fail(
+            Failure::Usage,
+            format!(
+                "{url} is a directory registry: it has no accounts to {verb}; name a registry server with --registry URL|NAME"
+            ),
+        ));
+    }
+    Ok(url)
+}
+
+pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
+    let url = http_registry(ctx, "log in to")?;
+    let token = if args.token_stdin || !std::io::stdin().is_terminal() {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_TOKEN_BYTES)
+            .read_line(&mut line)
+            .context("reading the token from standard input")?;
+        line
+    } else {
+        prompt_hidden(&format!("API token for {url}: "))?
+    };
+    let token = token.trim().to_owned();
+    if token.is_empty() {
+        return Err(fail(Failure::Usage, "no token given; create one on the registry (`ebpkg-registry token create`)"));
+    }
+    let registry = HttpRegistry::open(&url, &OpenOptions { token: Some(token.clone()), ..OpenOptions::default() })?;
+    let me = registry.whoami()?;
+    let path = &ctx.config.credentials_path;
+    let mut file = read_credentials_file(path)?;
+    file.registries.insert(url.to_string(), Credential { token });
+    write_credentials(path, &file)?;
+    ctx.ui.status("Logged in", format!("to {url} as `{}`; token saved in {}", me.login, path.display()));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn logout(ctx: &Ctx, _: LogoutArgs) -> Result<ExitCode> {
+    let url = http_registry(ctx, "log out of")?;
+    let path = &ctx.config.credentials_path;
+    let mut file = read_credentials_file(path)?;
+    if file.registries.remove(url.as_str()).is_some() {
+        write_credentials(path, &file)?;
+        ctx.ui.status("Logged out", format!("of {url}; its token is removed from {}", path.display()));
+    } else {
+        ctx.ui.status("Logged out", format!("of {url} already: {} holds no token for it", path.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The file holds secrets: mode 0600 in a 0700 directory, written atomically.
+fn write_credentials(path: &std::path::Path, file: &crate::config::CredentialsFile) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let text = toml::to_string(file).context("writing the credentials")?;
+    ebpkg_fs::write_atomic(path, text.as_bytes(), 0o600).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Reads a line from the terminal with echo off.
+fn prompt_hidden(prompt: &str) -> Result<String> {
+    let stdin = std::io::stdin();
+    let saved = rustix::termios::tcgetattr(&stdin).context("reading the terminal's settings")?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &quiet).context("turning echo off")?;
+    let mut line = String::new();
+    let read = stdin.lock().take(MAX_TOKEN_BYTES).read_line(&mut line);
+    let _ = rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &saved);
+    eprintln!();
+    read.context("reading the token")?;
+    Ok(line)
+}
+
+pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
+    let regs = ctx.registries()?;
+    let registry = regs.open(&regs.default)?;
+    let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
+    match args.command {
+        OwnerCommand::List { package } => {
+            let owners = registry.owners(&name(&package)?)?;
+            if ctx.ui.json {
+                ctx.ui.json(&owners)?;
+            } else {
+                for o in owners {
+                    ctx.ui.out(o.login);
+                }
+            }
+        }
+        OwnerCommand::Add { package, users } => {
+            let msg = registry.add_owners(&name(&package)?, &users)?;
+            ctx.ui.status("Owners", msg);
+        }
+        OwnerCommand::Remove { package, users } => {
+            let msg = registry.remove_owners(&name(&package)?, &users)?;
+            ctx.ui.status("Owners", msg);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
