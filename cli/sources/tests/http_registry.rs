@@ -28,7 +28,7 @@ fn publish_index_download_and_revalidation() {
     assert_eq!(entry.cksum, packed.sha256);
 
     let entries = http.index(&name("meter")).unwrap().unwrap();
-    assert_eq!(entries, [entry.clone()]);
+    assert_eq!(entries, std::slice::from_ref(&entry));
     let archive = http.download(&entry).unwrap();
     assert_eq!(Sha256Digest::of(&archive), packed.sha256);
     assert_eq!(http.index(&name("nothing")).unwrap(), None);
