@@ -42,7 +42,30 @@ fn events(sb: &Sandbox) -> [u64; 3] {
 #[test]
 fn a_flood_is_blacklisted_and_sampled_while_other_traffic_passes() {
     require_kernel();
-    let pid = std::process::id();
+    let sb = Sandbox::new("ddos").shared_cache();
+    sb.publish_first_party();
+    flood_is_blacklisted(sb);
+}
+
+/// The same, with every package published to a registry server over HTTP by
+/// `ebpkg publish` after `ebpkg login`, and installed from it.
+#[test]
+fn the_ddos_chain_installs_from_a_registry_server() {
+    require_kernel();
+    let server = ebpkg_registry::testing::TestRegistry::start().unwrap();
+    let token = server.token("ci", &[], &[]).unwrap();
+    let mut sb = Sandbox::new("ddosh").shared_cache();
+    let login = sb.use_server(server.url(), &token).ok();
+    assert!(login.stderr.contains("as `ci`"), "{}", login.stderr);
+    let credentials = sb.path("credentials.toml");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&credentials).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the token file is private");
+    sb.publish_first_party();
+    flood_is_blacklisted(sb);
+}
+
+fn flood_is_blacklisted(mut sb: Sandbox) {
+    let pid = sb.tag.clone();
     let src = Netns::new(&format!("dds{pid}"), false).unwrap();
     let dut = Netns::new(&format!("ddd{pid}"), false).unwrap();
     let col = Netns::new(&format!("ddc{pid}"), false).unwrap();
@@ -50,9 +73,7 @@ fn a_flood_is_blacklisted_and_sampled_while_other_traffic_passes() {
     // The script sends samples to interface index 6 (REDIRECT_IF_INDEX = 6).
     veth(&dut, "sample", 6, &col, "eth0", 0).unwrap();
 
-    let mut sb = Sandbox::new("ddos").shared_cache();
     sb.netns = Some(dut.name.clone());
-    sb.publish_first_party();
     let empty = sb.path("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let run = sb.run(&empty, &["install", "ddos@^1", "--set", "DEVNAME=in0"]).ok();

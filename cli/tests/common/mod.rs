@@ -28,6 +28,8 @@ pub struct Sandbox {
     pub tag: String,
     /// The download and build cache (the sandbox's own unless shared).
     pub cache: PathBuf,
+    /// The default registry, when not the sandbox's own file:// one (a server).
+    pub registry: Option<String>,
     _root: hike_runtime::ScratchPath,
 }
 
@@ -68,7 +70,7 @@ impl Sandbox {
         let guard = hike_runtime::ScratchPath::at(PathBuf::from(format!("/sys/fs/bpf/ebpkg-cli-{tag}")));
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
-        Sandbox { dir, root: guard.path().to_owned(), netns: None, tag, cache, _root: guard }
+        Sandbox { dir, root: guard.path().to_owned(), netns: None, tag, cache, registry: None, _root: guard }
     }
 
     /// Uses a cache shared by the tests of this crate (safe: the cache's writes are
@@ -112,7 +114,7 @@ impl Sandbox {
     }
 
     pub fn registry_url(&self) -> String {
-        format!("file://{}/", self.path("registry").display())
+        self.registry.clone().unwrap_or_else(|| format!("file://{}/", self.path("registry").display()))
     }
 
     /// Publishes every first-party package (packages/ of the repository).
@@ -174,6 +176,7 @@ impl Sandbox {
             .env("EBPKG_BPFFS_ROOT", &self.root)
             .env("NO_COLOR", "1")
             .env_remove("EBPKG_MIRROR")
+            .env_remove("EBPKG_REGISTRY_TOKEN")
             .env_remove("EBPKG_CRASH_AT")
             .env_remove("EBPKG_LOG");
     }
@@ -197,6 +200,19 @@ impl Sandbox {
         }
         std::fs::write(dir.join("ebpkg.toml"), text).unwrap();
         self.publish(&dir);
+    }
+
+    /// Uses the registry server at `url`, logged in with `token` (`ebpkg login --token-stdin`).
+    pub fn use_server(&mut self, url: &str, token: &str) -> Run {
+        self.registry = Some(url.to_owned());
+        let mut login = self.cmd(self.dir.path(), &["login", "--token-stdin"]);
+        login
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = login.spawn().unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), format!("{token}\n").as_bytes()).unwrap();
+        Run::from(child.wait_with_output().unwrap())
     }
 
     /// Every path under the HIKe root.
