@@ -115,7 +115,14 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageUrl {
     Dir(PathBuf),
-    S3 { bucket: String, prefix: String },
+    /// `s3://bucket/prefix?key=value&…`: object_store's S3 settings
+    /// (`endpoint`, `region`, `allow_http`, `access_key_id`, …) over the AWS_*
+    /// environment.
+    S3 {
+        bucket: String,
+        prefix: String,
+        options: Vec<(String, String)>,
+    },
 }
 
 impl StorageUrl {
@@ -132,7 +139,8 @@ impl StorageUrl {
             }
             "s3" => {
                 let bucket = url.host_str().filter(|b| !b.is_empty()).ok_or_else(|| bad("s3:// needs a bucket"))?;
-                Ok(StorageUrl::S3 { bucket: bucket.into(), prefix: url.path().trim_matches('/').into() })
+                let options = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+                Ok(StorageUrl::S3 { bucket: bucket.into(), prefix: url.path().trim_matches('/').into(), options })
             }
             other => Err(bad(&format!("the scheme `{other}` is not supported; use file:// or s3://"))),
         }
@@ -143,7 +151,14 @@ impl fmt::Display for StorageUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StorageUrl::Dir(p) => write!(f, "file://{}", p.display()),
-            StorageUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+            StorageUrl::S3 { bucket, prefix, options } => {
+                write!(f, "s3://{bucket}/{prefix}")?;
+                for (i, (k, v)) in options.iter().enumerate() {
+                    let secret = k.contains("secret") || k.contains("token");
+                    write!(f, "{}{k}={}", if i == 0 { '?' } else { '&' }, if secret { "***" } else { v })?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -292,8 +307,10 @@ mod tests {
         assert_eq!(StorageUrl::parse("file:///srv/blobs").unwrap(), StorageUrl::Dir("/srv/blobs".into()));
         assert_eq!(
             StorageUrl::parse("s3://bucket/a/b/").unwrap(),
-            StorageUrl::S3 { bucket: "bucket".into(), prefix: "a/b".into() }
+            StorageUrl::S3 { bucket: "bucket".into(), prefix: "a/b".into(), options: vec![] }
         );
+        let with = StorageUrl::parse("s3://b/p?endpoint=http://127.0.0.1:9000&secret_access_key=hunter2").unwrap();
+        assert_eq!(with.to_string(), "s3://b/p?endpoint=http://127.0.0.1:9000&secret_access_key=***");
         assert!(StorageUrl::parse("ftp://x/").is_err());
         assert!(StorageUrl::parse("file://other-host/x").is_err());
         assert!(StorageUrl::parse("/relative").is_err());

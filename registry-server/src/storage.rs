@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ebpkg_spec::types::Sha256Digest;
 use futures_util::stream::BoxStream;
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as BlobPath;
 use object_store::prefix::PrefixStore;
@@ -40,9 +40,13 @@ impl Blobs {
                 let local = LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(e.to_string()))?.with_fsync(true);
                 Arc::new(local)
             }
-            StorageUrl::S3 { bucket, prefix } => {
-                let s3 = AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
+            StorageUrl::S3 { bucket, prefix, options } => {
+                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                for (key, value) in options {
+                    let key = key.parse::<AmazonS3ConfigKey>().map_err(|e| bad(format!("`{key}`: {e}")))?;
+                    builder = builder.with_config(key, value);
+                }
+                let s3 = builder
                     .build()
                     .map_err(|e| bad(format!("{e} (set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, and AWS_ENDPOINT for a server other than AWS)")))?;
                 if prefix.is_empty() { Arc::new(s3) } else { Arc::new(PrefixStore::new(s3, prefix.as_str())) }

@@ -5,70 +5,13 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
 use ebpkg_registry::testing::{TestRegistry, pack_with, publish_body};
-use ebpkg_registry_testing::{Database, Postgres};
+use ebpkg_registry_testing::Postgres;
 use ebpkg_spec::types::Sha256Digest;
 use reqwest::StatusCode;
-
-/// The real binary, serving a database and a blob directory.
-struct Binary {
-    child: Child,
-    url: String,
-}
-
-impl Binary {
-    fn serve(db: &Database, blobs: &Path, crash_at: Option<&str>) -> Binary {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ebpkg-registry"));
-        cmd.args(["--database-url", &db.url(), "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--storage")
-            .arg(format!("file://{}", blobs.display()))
-            .args(["serve", "--migrate"])
-            .env("EBPKG_REGISTRY_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(point) = crash_at {
-            cmd.env("EBPKG_REGISTRY_CRASH_AT", point);
-        }
-        let child = cmd.spawn().unwrap();
-        let url = format!("http://127.0.0.1:{port}/");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while http().get(format!("{url}readyz")).send().map(|r| r.status()).ok() != Some(StatusCode::OK) {
-            assert!(Instant::now() < deadline, "the server did not become ready");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Binary { child, url }
-    }
-
-    fn get(&self, path: &str) -> reqwest::blocking::Response {
-        http().get(format!("{}{path}", self.url)).send().unwrap()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn admin(db: &Database, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_ebpkg-registry"))
-        .args(["--database-url", &db.url(), "--storage", "file:///nonexistent-unused"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn a_publish_killed_at_any_point_leaves_no_version_or_a_whole_one() {

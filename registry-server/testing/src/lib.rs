@@ -1,11 +1,18 @@
 //! Real servers for tests, never mocks: PostgreSQL clusters (one shared per test
 //! process, or private ones for tests that stop the database) and a database per
 //! test, each cleaned up by a guard, and by the kernel when the test process dies
-//! (the servers get `PR_SET_PDEATHSIG`).
+//! (the servers get `PR_SET_PDEATHSIG`). Also an S3-compatible server (moto) and
+//! nginx, for the blob store and load-balancer tests and the benchmark.
 
+mod nginx;
 mod postgres;
+mod s3;
+mod spawn;
 
+pub use nginx::Nginx;
 pub use postgres::{Database, Postgres};
+pub use s3::S3Server;
+pub use spawn::{free_port, http, wait_listening};
 
 /// A harness failure, with what the server said.
 #[derive(Debug, thiserror::Error)]

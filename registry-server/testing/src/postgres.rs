@@ -7,7 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, mpsc};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::{Error, Result, io};
@@ -122,15 +122,7 @@ impl Postgres {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        // SAFETY: only an async-signal-safe prctl between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                // Runs after std applied uid/gid, which would clear it otherwise.
-                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::QUIT))
-                    .map_err(std::io::Error::from)
-            });
-        }
-        *postmaster = Some(spawn_from_parked_thread(command)?);
+        *postmaster = Some(crate::spawn::spawn_tied(command)?);
         drop(postmaster);
         self.wait_ready()
     }
@@ -252,37 +244,6 @@ fn psql(socket_dir: &Path, port: u16, database: &str, sql: &str) -> Result<Strin
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// PDEATHSIG fires when the *thread* that forked exits; a thread that never
-/// exits forks the servers, so they die with the process and only then.
-fn spawn_from_parked_thread(command: Command) -> Result<Child> {
-    type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
-    let sender = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("server-spawner".into())
-            .spawn(move || {
-                while let Ok((mut command, reply)) = rx.recv() {
-                    let _ = reply.send(command.spawn());
-                }
-                // The channel's sender lives in a static: never reached.
-                loop {
-                    std::thread::park();
-                }
-            })
-            .ok();
-        Mutex::new(tx)
-    });
-    let (reply, answer) = mpsc::channel();
-    sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner).send((command, reply)).map_err(|_| {
-        Error::Command { what: "spawning a server".into(), output: "the spawner thread is gone".into() }
-    })?;
-    answer
-        .recv()
-        .map_err(|_| Error::Command { what: "spawning a server".into(), output: "no answer from the spawner".into() })?
-        .map_err(io("starting postgres"))
 }
 
 fn postgres_ids() -> Result<(u32, u32)> {

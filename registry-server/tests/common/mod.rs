@@ -3,8 +3,13 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use ebpkg_registry::testing::TestRegistry;
+use ebpkg_registry_testing::Database;
+use reqwest::StatusCode;
 use reqwest::blocking::{Client, Response};
 
 pub fn http() -> Client {
@@ -83,4 +88,73 @@ pub fn hostile_archives() -> Vec<(Vec<u8>, &'static str)> {
         (gzip(&tar_with("my-pkg-4.0.0/../ebpkg.toml", manifest)), "refused"),
         (gzip(&vec![0u8; 8 * 1024 * 1024]), "refused"),
     ]
+}
+
+/// The real binary, serving a database and a blob directory.
+pub struct Binary {
+    pub child: Child,
+    pub url: String,
+    pub port: u16,
+}
+
+impl Binary {
+    pub fn serve(db: &Database, blobs: &Path, crash_at: Option<&str>) -> Binary {
+        Binary::serve_storage(db, &format!("file://{}", blobs.display()), crash_at)
+    }
+
+    pub fn serve_storage(db: &Database, storage: &str, crash_at: Option<&str>) -> Binary {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ebpkg-registry"));
+        cmd.args(["--database-url", &db.url(), "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--storage", storage])
+            .args(["serve", "--migrate"])
+            .env("EBPKG_REGISTRY_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(point) = crash_at {
+            cmd.env("EBPKG_REGISTRY_CRASH_AT", point);
+        }
+        let child = cmd.spawn().unwrap();
+        let url = format!("http://127.0.0.1:{port}/");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http().get(format!("{url}readyz")).send().map(|r| r.status()).ok() != Some(StatusCode::OK) {
+            assert!(Instant::now() < deadline, "the server did not become ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Binary { child, url, port }
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::blocking::Response {
+        http().get(format!("{}{path}", self.url)).send().unwrap()
+    }
+}
+
+impl Binary {
+    /// SIGTERM: the server stops accepting, finishes what is in flight, exits.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs an admin command of the binary (`migrate`, `user create`, `token create`).
+pub fn admin(db: &Database, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ebpkg-registry"))
+        .args(["--database-url", &db.url(), "--storage", "file:///nonexistent-unused"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
 }
