@@ -11,13 +11,14 @@ use axum::http::{HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
+use tower_http::LatencyUnit;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::predicate::{NotForContentType, Predicate};
 use tower_http::compression::{CompressionLayer, DefaultPredicate};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -87,16 +88,38 @@ pub fn router(state: AppState) -> Router {
             ApiError::internal("the registry hit a bug; the operator's logs have details").into_response()
         }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
-            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
-        }))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request| {
+                    let id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+                    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+                })
+                // One line per request at INFO: status and latency, in the request's span.
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO).latency_unit(LatencyUnit::Micros)),
+        )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
 }
 
+/// The client's address: the peer's, or, when the peer is a trusted proxy, the
+/// last address in X-Forwarded-For that is not one (the ones before it are the
+/// client's to forge).
+pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) -> IpAddr {
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    forwarded_for
+        .into_iter()
+        .flat_map(|h| h.rsplit(','))
+        .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+        .find(|a| !trusted.contains(a))
+        .unwrap_or(peer)
+}
+
 async fn limit_by_ip(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let ip = request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    let forwarded = request.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let ip = client_ip(peer, forwarded, &state.config.trusted_proxies);
     match state.ip_limiter.check(ip) {
         Ok(()) => next.run(request).await,
         Err(wait) => ApiError::rate_limited(
@@ -159,5 +182,26 @@ impl Server {
         state.downloads.flush(&state.db).await;
         served?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_behind_a_trusted_proxy_is_the_forwarded_one() {
+        let proxy: IpAddr = [10, 0, 0, 1].into();
+        let client: IpAddr = [192, 0, 2, 7].into();
+        let forged: IpAddr = [198, 51, 100, 1].into();
+        assert_eq!(client_ip(proxy, Some("192.0.2.7"), &[proxy]), client);
+        assert_eq!(
+            client_ip(proxy, Some("198.51.100.1, 192.0.2.7"), &[proxy]),
+            client,
+            "the client may forge the left part"
+        );
+        assert_eq!(client_ip(client, Some("198.51.100.1"), &[proxy]), client, "only trusted peers may forward");
+        assert_eq!(client_ip(proxy, None, &[proxy]), proxy);
+        assert_ne!(client_ip(proxy, Some("198.51.100.1, 192.0.2.7"), &[proxy]), forged);
     }
 }

@@ -61,6 +61,16 @@ pub struct ConfigArgs {
     /// Seconds per new version after the burst [default: 60].
     #[arg(long, env = "EBPKG_REGISTRY_NEW_VERSION_INTERVAL", value_name = "SECS", global = true)]
     pub new_version_interval: Option<u64>,
+    /// A load balancer or proxy in front (repeatable): for requests from it, the
+    /// client is the last address in X-Forwarded-For that is not a trusted proxy.
+    #[arg(
+        long = "trusted-proxy",
+        env = "EBPKG_REGISTRY_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_name = "IP",
+        global = true
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     /// Logs as JSON lines.
     #[arg(long, env = "EBPKG_REGISTRY_LOG_JSON", global = true)]
     pub log_json: bool,
@@ -83,6 +93,8 @@ struct ConfigFile {
     new_package_interval: Option<u64>,
     new_version_burst: Option<u32>,
     new_version_interval: Option<u64>,
+    #[serde(default)]
+    trusted_proxies: Vec<std::net::IpAddr>,
     log_json: Option<bool>,
 }
 
@@ -108,6 +120,7 @@ pub struct Config {
     pub ip_rate_per_minute: u32,
     pub new_package: Bucket,
     pub new_version: Bucket,
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     pub log_json: bool,
 }
 
@@ -209,6 +222,11 @@ impl Config {
             ip_rate_per_minute: args.ip_rate_per_minute.or(file.ip_rate_per_minute).unwrap_or(600),
             new_package,
             new_version,
+            trusted_proxies: if args.trusted_proxies.is_empty() {
+                file.trusted_proxies
+            } else {
+                args.trusted_proxies.clone()
+            },
             log_json: args.log_json || file.log_json.unwrap_or(false),
         })
     }
@@ -276,6 +294,10 @@ impl fmt::Display for Config {
         writeln!(f, "request-timeout = {}s", self.request_timeout.as_secs())?;
         writeln!(f, "db-pool = {}", self.db_pool)?;
         writeln!(f, "ip-rate-per-minute = {}", self.ip_rate_per_minute)?;
+        if !self.trusted_proxies.is_empty() {
+            let list: Vec<String> = self.trusted_proxies.iter().map(ToString::to_string).collect();
+            writeln!(f, "trusted-proxies = {}", list.join(", "))?;
+        }
         writeln!(
             f,
             "new packages: burst {} then 1 per {}s; new versions: burst {} then 1 per {}s",

@@ -63,6 +63,7 @@ impl TestRegistry {
             ip_rate_per_minute: 0,
             new_package: Bucket { burst: 1000, interval: Duration::from_secs(1) },
             new_version: Bucket { burst: 1000, interval: Duration::from_secs(1) },
+            trusted_proxies: Vec::new(),
             log_json: false,
         };
         tweak(&mut config);
