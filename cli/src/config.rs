@@ -237,7 +237,12 @@ impl Config {
 
     /// How to open the registry at `url`.
     pub fn open_options(&self, url: &RegistryUrl, offline: bool) -> OpenOptions {
-        OpenOptions { token: self.token_for(url), cache_dir: Some(self.cache_dir.clone()), offline }
+        OpenOptions {
+            token: self.token_for(url),
+            cache_dir: Some(self.cache_dir.clone()),
+            offline,
+            upload_progress: None,
+        }
     }
 
     pub fn cache_dir(&self) -> &Path {

@@ -72,6 +72,30 @@ impl Ui {
     }
 }
 
+impl Ui {
+    /// A byte-counting bar for an upload on a terminal, as a callback for the
+    /// HTTP client; `None` otherwise.
+    pub fn upload_bar(&self, verb: &str) -> Option<ebpkg_sources::Progress> {
+        if self.quiet || !self.tty || self.json {
+            return None;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(&format!(
+            "{verb:>12} [{{bar:30}}] {{bytes}}/{{total_bytes}} {{bytes_per_sec}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        bar.set_style(style);
+        Some(std::sync::Arc::new(move |sent: u64, total: u64| {
+            bar.set_length(total);
+            bar.set_position(sent);
+            if sent >= total {
+                bar.finish_and_clear();
+            }
+        }))
+    }
+}
+
 /// Writes to stdout. A reader that went away (`ebpkg status | head`) is not an
 /// error worth a panic: the rest of the output is simply not wanted.
 pub fn stdout(text: &str) {

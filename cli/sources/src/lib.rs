@@ -23,7 +23,7 @@ mod url;
 pub use cache::{Cache, CleanReport, check_locked};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
-pub use http_registry::{HttpRegistry, OpenOptions};
+pub use http_registry::{HttpRegistry, OpenOptions, Progress};
 pub use mirror::{MirrorReport, mirror};
 pub use registry::{MatchedOn, Owner, Registry, SearchHit, open_registry};
 pub use url::{RegistryKind, RegistryUrl};

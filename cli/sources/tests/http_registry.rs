@@ -12,7 +12,12 @@ use ebpkg_spec::types::Sha256Digest;
 
 fn client(reg: &TestRegistry, token: Option<&str>, cache: Option<&std::path::Path>, offline: bool) -> HttpRegistry {
     let url = RegistryUrl::parse(reg.url()).unwrap();
-    let options = OpenOptions { token: token.map(str::to_owned), cache_dir: cache.map(|p| p.to_owned()), offline };
+    let options = OpenOptions {
+        token: token.map(str::to_owned),
+        cache_dir: cache.map(|p| p.to_owned()),
+        offline,
+        upload_progress: None,
+    };
     HttpRegistry::open(&url, &options).unwrap()
 }
 
@@ -112,4 +117,25 @@ fn yank_owners_search_and_errors() {
     assert!(matches!(e.kind(), ErrorKind::Http { status: 403, .. }), "{e}");
     let reg_url = RegistryUrl::parse(reg.url()).unwrap();
     assert!(open_registry(&reg_url, &OpenOptions::default()).is_ok());
+}
+
+#[test]
+fn a_publish_reports_its_upload_progress() {
+    let reg = TestRegistry::start().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, u64)>::new()));
+    let record = seen.clone();
+    let options = OpenOptions {
+        token: Some(reg.token("alice", &[], &[]).unwrap()),
+        upload_progress: Some(std::sync::Arc::new(move |sent, total| record.lock().unwrap().push((sent, total)))),
+        ..OpenOptions::default()
+    };
+    let http = HttpRegistry::open(&RegistryUrl::parse(reg.url()).unwrap(), &options).unwrap();
+    let packed = pack_with(tmp.path(), "big", "1.0.0", "", &[("data.txt", &"z".repeat(300_000))]);
+    http.publish(&packed.bytes, &packed.manifest).unwrap();
+    let seen = seen.lock().unwrap();
+    let total = seen.last().unwrap().1;
+    assert!(total > packed.bytes.len() as u64, "the whole body: framing and archive");
+    assert_eq!(seen.last().unwrap().0, total, "it ends complete");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "it only grows");
 }

@@ -96,8 +96,16 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
         return Ok(ExitCode::SUCCESS);
     }
-    let registry = regs.open(&regs.default)?;
-    let entry = registry.publish(&packed.bytes, m)?;
+    let entry = match regs.default.kind() {
+        // Over HTTP the upload shows as a bar on a terminal.
+        ebpkg_sources::RegistryKind::Http => {
+            let fetch = RegistryUrl::parse(ctx.config.fetch_url(regs.default.as_str()))?;
+            let mut options = ctx.config.open_options(&fetch, ctx.offline);
+            options.upload_progress = ctx.ui.upload_bar("Uploading");
+            ebpkg_sources::open_registry(&fetch, &options)?.publish(&packed.bytes, m)?
+        }
+        ebpkg_sources::RegistryKind::File => regs.open(&regs.default)?.publish(&packed.bytes, m)?,
+    };
     if ctx.ui.json {
         ctx.ui.json(&entry)?;
     } else {

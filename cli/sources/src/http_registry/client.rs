@@ -47,19 +47,38 @@ pub struct Response {
     pub not_modified: bool,
 }
 
+/// Told `(bytes sent, total)` while an upload runs.
+pub type Progress = std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>;
+
 pub struct Client {
     inner: reqwest::blocking::Client,
+    progress: Option<Progress>,
+}
+
+/// An upload body that reports how much of it was read.
+struct Reporting {
+    bytes: std::io::Cursor<Vec<u8>>,
+    total: u64,
+    progress: Progress,
+}
+
+impl Read for Reporting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.bytes.read(buf)?;
+        (self.progress)(self.bytes.position(), self.total);
+        Ok(n)
+    }
 }
 
 impl Client {
-    pub fn new() -> Result<Client> {
+    pub fn new(progress: Option<Progress>) -> Result<Client> {
         let inner = reqwest::blocking::Client::builder()
             .user_agent(concat!("ebpkg/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
             .build()
             .map_err(|e| ErrorKind::Network { method: "GET", url: String::new(), cause: e.to_string() })?;
-        Ok(Client { inner })
+        Ok(Client { inner, progress })
     }
 
     /// Sends a request, retrying idempotent ones on network errors, 5xx and 429.
@@ -114,7 +133,14 @@ impl Client {
                 reqwest::header::CONTENT_TYPE,
                 if json { "application/json" } else { "application/octet-stream" },
             );
-            request = request.body(body);
+            request = match (&self.progress, method) {
+                (Some(progress), Method::Publish) => {
+                    let total = body.len() as u64;
+                    let reader = Reporting { bytes: std::io::Cursor::new(body), total, progress: progress.clone() };
+                    request.body(reqwest::blocking::Body::sized(reader, total))
+                }
+                _ => request.body(body),
+            };
         }
         let network = |e: reqwest::Error| {
             let error = ErrorKind::Network { method: method.name(), url: url.to_owned(), cause: cause_of(&e) };

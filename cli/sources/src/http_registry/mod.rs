@@ -17,6 +17,7 @@ use ebpkg_spec::registry_api::{
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
+pub use self::client::Progress;
 use self::client::{Client, Method};
 use self::index_cache::IndexCache;
 use crate::error::{ErrorKind, Result};
@@ -33,7 +34,7 @@ const MAX_JSON_BYTES: u64 = 16 * 1024 * 1024;
 const MAX_NAMES: usize = 2000;
 
 /// How to open a registry.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct OpenOptions {
     /// The API token, for writes (and reads when the registry requires it).
     pub token: Option<String>,
@@ -42,6 +43,18 @@ pub struct OpenOptions {
     pub cache_dir: Option<PathBuf>,
     /// Never touch the network: index files come from the cache only.
     pub offline: bool,
+    /// Told `(bytes sent, total)` during a publish's upload (a progress bar).
+    pub upload_progress: Option<Progress>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("cache_dir", &self.cache_dir)
+            .field("offline", &self.offline)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A registry server.
@@ -58,7 +71,7 @@ impl HttpRegistry {
     pub fn open(url: &RegistryUrl, options: &OpenOptions) -> Result<HttpRegistry> {
         Ok(HttpRegistry {
             url: url.clone(),
-            client: Client::new()?,
+            client: Client::new(options.upload_progress.clone())?,
             token: options.token.clone(),
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,
