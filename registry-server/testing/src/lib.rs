@@ -1,8 +1,10 @@
 //! Real servers for tests, never mocks: PostgreSQL clusters (one shared per test
 //! process, or private ones for tests that stop the database) and a database per
-//! test, each cleaned up by a guard, and by the kernel when the test process dies
-//! (the servers get `PR_SET_PDEATHSIG`). Also an S3-compatible server (moto) and
-//! nginx, for the blob store and load-balancer tests and the benchmark.
+//! test; an S3-compatible server (moto) for the blob store; nginx, for the
+//! load-balancer tests and the benchmark. Each is cleaned up
+//! by a guard, and by the kernel when the test process dies (the servers get
+//! `PR_SET_PDEATHSIG`). Synchronous: usable from any test, with or without a
+//! runtime.
 
 mod nginx;
 mod postgres;
@@ -21,8 +23,10 @@ pub enum Error {
     Io { what: String, source: std::io::Error },
     #[error("{what} failed: {output}")]
     Command { what: String, output: String },
-    #[error("PostgreSQL did not start within {secs} s; its log ends with:\n{log}")]
-    NotReady { secs: u64, log: String },
+    #[error("{what} did not get ready within {secs} s; its log ends with:\n{log}")]
+    NotReady { what: String, secs: u64, log: String },
+    #[error("{what} exited while starting ({status}); its log ends with:\n{log}")]
+    Exited { what: String, status: std::process::ExitStatus, log: String },
     #[error("{0}; run ./ci/setup to install it")]
     Missing(String),
 }

@@ -2,34 +2,34 @@
 //! root), listening only on a unix socket in its own directory, so clusters of
 //! parallel test processes never collide on a TCP port.
 
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use rustix::process::Signal;
+
+use crate::spawn::{next, scratch_dir, spawn_guarded, stop_child, wait_ready};
 use crate::{Error, Result, io};
 
 const BIN: &str = "/usr/lib/postgresql/15/bin";
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// Directories of clusters live under here, named `<pid>-<n>`.
-const PARENT: &str = "ebpkg-test-postgres";
 
-/// A PostgreSQL cluster.
+/// A PostgreSQL cluster: a data directory and the unix socket beside it in a
+/// fresh temporary directory.
 pub struct Postgres {
     dir: PathBuf,
     port: u16,
     uid: u32,
     gid: u32,
     postmaster: Mutex<Option<Child>>,
-    /// Private clusters are removed on drop; the shared one when the process ends.
+    /// Private clusters are removed on drop; the shared one dies with the
+    /// process and its directory is swept by a later start.
     private: bool,
 }
 
 static SHARED: OnceLock<std::result::Result<Postgres, String>> = OnceLock::new();
-static NEXT: AtomicU64 = AtomicU64::new(0);
 
 impl Postgres {
     /// The cluster this test process shares, started on first use.
@@ -40,7 +40,7 @@ impl Postgres {
             .map_err(|e| Error::Command { what: "starting the shared PostgreSQL".into(), output: e.clone() })
     }
 
-    /// A cluster of its own, stopped and removed on drop.
+    /// A cluster of its own (for tests that stop it), stopped and removed on drop.
     pub fn start() -> Result<Postgres> {
         Postgres::create(true)
     }
@@ -52,20 +52,13 @@ impl Postgres {
             }
         }
         let (uid, gid) = postgres_ids()?;
-        let parent = std::env::temp_dir().join(PARENT);
-        std::fs::create_dir_all(&parent).map_err(io(format!("creating {}", parent.display())))?;
-        let _ = std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755));
-        sweep_stale(&parent);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        let dir = parent.join(format!("{pid}-{n}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).map_err(io(format!("creating {}", dir.display())))?;
-        rustix::fs::chown(&dir, Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)))
-            .map_err(|e| Error::Io { what: format!("chown {}", dir.display()), source: e.into() })?;
-        // The port only names the socket file; keep it in the user range.
-        let port = 20000 + u16::try_from((pid as u64 * 7 + n) % 40000).unwrap_or(0);
-        let pg = Postgres { dir, port, uid, gid, postmaster: Mutex::new(None), private };
+        let dir = scratch_dir("postgres")?;
+        // The port only names the socket file (`.s.PGSQL.<port>`); no TCP.
+        let port = 20000 + u16::try_from((u64::from(std::process::id()) * 7 + next()) % 40000).unwrap_or(0);
+        // Removed on drop until it is ready, whichever kind it is.
+        let mut pg = Postgres { dir, port, uid, gid, postmaster: Mutex::new(None), private: true };
+        rustix::fs::chown(&pg.dir, Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)))
+            .map_err(|e| Error::Io { what: format!("chown {}", pg.dir.display()), source: e.into() })?;
         let out = pg
             .as_postgres(Command::new(Path::new(BIN).join("initdb")))
             .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C", "-D"])
@@ -73,9 +66,13 @@ impl Postgres {
             .output()
             .map_err(io("running initdb"))?;
         if !out.status.success() {
-            return Err(Error::Command { what: "initdb".into(), output: String::from_utf8_lossy(&out.stderr).into() });
+            return Err(Error::Command {
+                what: "initdb".into(),
+                output: format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+            });
         }
         pg.start_again()?;
+        pg.private = private;
         Ok(pg)
     }
 
@@ -87,11 +84,12 @@ impl Postgres {
         self.dir.join("postgres.log")
     }
 
-    /// The directory holding the unix socket.
+    /// The directory holding the unix socket (libpq's `host`).
     pub fn socket_dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The port naming the socket file (libpq's `port`); nothing listens on TCP.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -101,15 +99,17 @@ impl Postgres {
         command
     }
 
-    /// Starts the postmaster (again, after [`Postgres::stop`]) and waits until it
-    /// accepts connections.
+    /// Starts the postmaster again after [`Postgres::stop`] (same data, same
+    /// socket) and waits until it accepts connections. Does nothing when it runs.
     pub fn start_again(&self) -> Result<()> {
         let mut postmaster = self.postmaster.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if postmaster.is_some() {
-            return Ok(());
+        if let Some(child) = postmaster.as_mut() {
+            match child.try_wait() {
+                Ok(None) => return Ok(()),
+                _ => *postmaster = None,
+            }
         }
         let log = std::fs::File::create(self.log()).map_err(io("creating the PostgreSQL log"))?;
-        let _ = rustix::fs::chown(self.log(), Some(rustix::fs::Uid::from_raw(self.uid)), None);
         let mut command = self.as_postgres(Command::new(Path::new(BIN).join("postgres")));
         command
             .arg("-D")
@@ -122,43 +122,33 @@ impl Postgres {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        *postmaster = Some(crate::spawn::spawn_tied(command)?);
-        drop(postmaster);
-        self.wait_ready()
-    }
-
-    fn wait_ready(&self) -> Result<()> {
-        let start = Instant::now();
-        loop {
-            let ok = Command::new(Path::new(BIN).join("pg_isready"))
+        // SIGQUIT: an immediate shutdown, the postmaster taking its backends along.
+        let child = postmaster.insert(spawn_guarded(command, Signal::QUIT, "postgres")?);
+        let ready = wait_ready("PostgreSQL", child, &self.log(), START_TIMEOUT, || {
+            Command::new(Path::new(BIN).join("pg_isready"))
                 .arg("-h")
                 .arg(&self.dir)
                 .args(["-p", &self.port.to_string(), "-U", "postgres", "-q"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
                 .status()
-                .map_err(io("running pg_isready"))?
-                .success();
-            if ok {
-                return Ok(());
-            }
-            if start.elapsed() > START_TIMEOUT {
-                return Err(Error::NotReady { secs: START_TIMEOUT.as_secs(), log: tail(&self.log()) });
-            }
-            std::thread::sleep(Duration::from_millis(50));
+                .is_ok_and(|s| s.success())
+        });
+        if ready.is_err()
+            && let Some(mut child) = postmaster.take()
+        {
+            stop_child(&mut child, Signal::QUIT, Duration::from_secs(10));
         }
+        ready
     }
 
-    /// Stops the postmaster as an operator's restart does (SIGINT: fast
-    /// shutdown, clients disconnected, committed data kept).
+    /// Stops the postmaster as `pg_ctl stop -m fast` does (SIGINT: clients
+    /// disconnected, committed data kept), and waits until it is gone.
     pub fn stop(&self) -> Result<()> {
         let child = self.postmaster.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(mut child) = child {
-            let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-            if let Some(pid) = pid {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-            }
-            let _ = child.wait();
+            stop_child(&mut child, Signal::INT, Duration::from_secs(30));
         }
-        // Backends exit when they notice the postmaster is gone; wait for the socket to go.
         let socket = self.dir.join(format!(".s.PGSQL.{}", self.port));
         let start = Instant::now();
         while socket.exists() && start.elapsed() < Duration::from_secs(10) {
@@ -167,28 +157,28 @@ impl Postgres {
         Ok(())
     }
 
-    /// A new, empty database, dropped when the guard is.
+    /// A new, empty database with a name unique across processes, dropped
+    /// (`WITH (FORCE)`) with the guard.
     pub fn database(&self) -> Result<Database> {
-        let name = format!("t_{}_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed), nanos());
-        self.psql("postgres", &format!("CREATE DATABASE {name}"))?;
+        let name = format!("t_{}_{}_{}", std::process::id(), next(), nanos());
+        psql(&self.dir, self.port, "postgres", &format!("CREATE DATABASE {name}"))?;
         Ok(Database { name, socket_dir: self.dir.clone(), port: self.port })
-    }
-
-    fn psql(&self, database: &str, sql: &str) -> Result<String> {
-        psql(&self.dir, self.port, database, sql)
     }
 }
 
 impl Drop for Postgres {
     fn drop(&mut self) {
         if self.private {
-            let _ = self.stop();
+            if let Some(mut child) = self.postmaster.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+            {
+                stop_child(&mut child, Signal::QUIT, Duration::from_secs(10));
+            }
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 }
 
-/// A database of a [`Postgres`] cluster.
+/// A database of a [`Postgres`] cluster, dropped with the guard.
 pub struct Database {
     name: String,
     socket_dir: PathBuf,
@@ -200,12 +190,19 @@ impl Database {
         &self.name
     }
 
-    /// A URL sqlx and libpq accept, over the unix socket.
+    /// A URL sqlx (`PgPool::connect`) and libpq accept, over the unix socket:
+    /// `postgres://postgres@localhost/NAME?host=/socket/dir&port=PORT`.
     pub fn url(&self) -> String {
-        format!("postgres://postgres@localhost/{}?host={}&port={}", self.name, self.socket_dir.display(), self.port)
+        format!(
+            "postgres://postgres@localhost/{}?host={}&port={}",
+            self.name,
+            encode(&self.socket_dir.to_string_lossy()),
+            self.port
+        )
     }
 
-    /// Runs SQL with psql; returns its unaligned output.
+    /// Runs SQL with psql (`-XAtq`, stopping at the first error); returns its
+    /// unaligned, tuples-only output.
     pub fn psql(&self, sql: &str) -> Result<String> {
         psql(&self.socket_dir, self.port, &self.name, sql)
     }
@@ -213,8 +210,7 @@ impl Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
-        // The cluster may be stopped (a fault test); then there is nothing to drop
-        // that outlives it.
+        // The cluster may be stopped (a fault test); then nothing outlives it.
         let _ = psql(
             &self.socket_dir,
             self.port,
@@ -229,17 +225,18 @@ fn psql(socket_dir: &Path, port: u16, database: &str, sql: &str) -> Result<Strin
         .arg("-h")
         .arg(socket_dir)
         .args(["-p", &port.to_string(), "-U", "postgres", "-d", database, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .stdin(Stdio::null())
         .output()
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Missing("psql is missing".into())
+                Error::Missing("psql is missing (Debian's postgresql-client)".into())
             } else {
                 Error::Io { what: "running psql".into(), source: e }
             }
         })?;
     if !out.status.success() {
         return Err(Error::Command {
-            what: format!("psql `{sql}`"),
+            what: format!("psql `{sql}` on {database}"),
             output: String::from_utf8_lossy(&out.stderr).into(),
         });
     }
@@ -252,30 +249,22 @@ fn postgres_ids() -> Result<(u32, u32)> {
         .lines()
         .find_map(|l| {
             let f: Vec<&str> = l.split(':').collect();
-            (f.first() == Some(&"postgres") && f.len() > 3).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+            match f.as_slice() {
+                ["postgres", _, uid, gid, ..] => Some((uid.parse().ok()?, gid.parse().ok()?)),
+                _ => None,
+            }
         })
         .ok_or_else(|| Error::Missing("there is no `postgres` user (Debian's postgresql package makes it)".into()))
 }
 
-/// Removes clusters left by test processes that were killed.
-fn sweep_stale(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.split('-').next()).and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        let alive = Path::new(&format!("/proc/{pid}")).exists();
-        if !alive {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(20)..].join("\n")
+/// Percent-encodes what a URL query value cannot hold as is.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn nanos() -> u32 {
