@@ -152,19 +152,55 @@ pub enum ErrorKind {
     )]
     LockDrift { package: PackageName, version: Version, locked: Sha256Digest, index: Sha256Digest, registry: String },
 
-    #[error("{method} {url}: {status}: {detail}. {hint}")]
-    Http { method: &'static str, url: String, status: u16, detail: String, hint: String },
+    #[error(
+        "{what}: {method} {url} answered {}: {detail}{}",
+        crate::http_registry::status_text(*status),
+        hint.as_deref().map(|h| format!(". {h}")).unwrap_or_default()
+    )]
+    Http {
+        /// What was being done: "publishing meter@1.0.0".
+        what: String,
+        method: &'static str,
+        url: String,
+        status: u16,
+        /// The server's own words (its `{"errors":[{"detail"}]}`).
+        detail: String,
+        /// What to do, when the server's words do not already say it.
+        hint: Option<String>,
+        /// How long the server asked to wait (429, 503).
+        retry_after: Option<u64>,
+    },
 
-    #[error("{method} {url}: {cause}. Check the registry URL and the network (proxies come from HTTPS_PROXY/NO_PROXY)")]
-    Network { method: &'static str, url: String, cause: String },
+    #[error(
+        "{what}: {method} {url} failed{}: {cause}. Check the registry URL and the network (proxies come from \
+         HTTPS_PROXY, HTTP_PROXY and NO_PROXY), then try again",
+        if *attempts > 1 { format!(" {attempts} times") } else { String::new() }
+    )]
+    Network { what: String, method: &'static str, url: String, cause: String, attempts: u32 },
+
+    #[error("cannot set up HTTP for {url}: {cause}")]
+    HttpClient { url: String, cause: String },
 
     #[error("{url}: the answer is not what an ebpkg registry sends: {problem}")]
     BadResponse { url: String, problem: String },
 
     #[error(
+        "{url} is not an ebpkg registry server: GET {url}index/config.json answered {}. Check the registry URL \
+         (a server's URL is the part before `index/` and `api/`)",
+        crate::http_registry::status_text(*status)
+    )]
+    NotARegistryServer { url: RegistryUrl, status: u16 },
+
+    #[error(
         "{what} on {url} needs an API token; log in with `ebpkg login --registry {url}` (or set EBPKG_REGISTRY_TOKEN)"
     )]
     NeedsToken { what: &'static str, url: RegistryUrl },
+
+    #[error(
+        "{what} needs the registry server {url}, and offline mode (--offline, --frozen) forbids reaching it; \
+         run without it"
+    )]
+    OfflineRegistry { what: &'static str, url: RegistryUrl },
 
     #[error(
         "the index of `{name}` from {url} is not in the cache, and offline mode forbids fetching it. \

@@ -50,7 +50,7 @@ const INDEX_DIR: &str = "index";
 const LOCK_FILE: &str = ".lock";
 /// Largest index file read. Lines are capped at 1 MiB each, and a package with more
 /// than a few thousand versions is not a package but an accident.
-const MAX_INDEX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_INDEX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Largest config.json read; today's is 20 bytes.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 

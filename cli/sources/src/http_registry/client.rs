@@ -1,21 +1,85 @@
 //! HTTP for the registry client: one connection pool per registry, timeouts,
 //! bounded reads, retries with backoff for what is safe to repeat, and errors
-//! that name the method, URL, status and the server's own words.
+//! that name what was being done, the method, URL, status and the server's own
+//! words, and what to do about it.
 
+use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use ebpkg_spec::registry_api::ApiErrors;
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, ETAG, IF_NONE_MATCH, RETRY_AFTER};
+use reqwest::header::{
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, ETAG, HeaderMap, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
+    RETRY_AFTER,
+};
 
 use crate::error::{ErrorKind, Result};
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A whole request, upload included; a 96 MiB archive at 1 MiB/s fits.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
-const ATTEMPTS: u32 = 3;
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Establishing a connection (TCP and TLS).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Waiting for an answer's headers, and for each read of its body: a server that
+/// says nothing for this long is given up on (and asked again, when that is safe).
+pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// A publish gets [`READ_TIMEOUT`] plus the time its body takes at this rate.
+const MIN_UPLOAD_BYTES_PER_SEC: u64 = 64 * 1024;
+/// Most of an error answer read: the server's `{"errors":…}` are a few hundred bytes.
+const MAX_ERROR_BODY: u64 = 64 * 1024;
+
+/// When to ask again. Only idempotent requests are repeated, after connection
+/// failures, timeouts, 5xx answers and 429s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// The first backoff; it doubles with each attempt.
+    pub base: Duration,
+    /// The longest wait. A server asking (`Retry-After`) for longer is not asked
+    /// again: the error says how long to wait instead.
+    pub max_wait: Duration,
+}
+
+/// The policy of every registry request.
+pub const RETRY: RetryPolicy =
+    RetryPolicy { attempts: 3, base: Duration::from_millis(500), max_wait: Duration::from_secs(10) };
+
+impl RetryPolicy {
+    /// How long to wait after failed attempt `attempt` (1 for the first) before the
+    /// next one; `None`: give up. `retry_after` is what the server asked for;
+    /// `jitter` in `[0, 1)` spreads clients that failed together ("equal jitter":
+    /// between half and all of the exponential backoff).
+    pub fn wait(&self, attempt: u32, retry_after: Option<Duration>, jitter: f64) -> Option<Duration> {
+        if attempt >= self.attempts {
+            return None;
+        }
+        match retry_after {
+            Some(asked) if asked > self.max_wait => None,
+            Some(asked) => Some(asked),
+            None => {
+                let doubled = self.base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+                let full = doubled.min(self.max_wait);
+                Some(full / 2 + (full / 2).mul_f64(jitter.clamp(0.0, 1.0)))
+            }
+        }
+    }
+}
+
+/// A number in `[0, 1)`, different on every call (std's randomly keyed hasher).
+fn jitter() -> f64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// `Retry-After`: delay-seconds, or an HTTP date (a date in the past is "now").
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -28,7 +92,7 @@ pub enum Method {
 }
 
 impl Method {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Method::Get => "GET",
             Method::Put | Method::Publish => "PUT",
@@ -41,18 +105,61 @@ impl Method {
     }
 }
 
+/// What makes a cached copy revalidatable: the answer's `ETag` and `Last-Modified`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Validators {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(default, rename = "last-modified", skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+impl Validators {
+    fn of(headers: &HeaderMap) -> Validators {
+        let text = |name| headers.get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok());
+        Validators { etag: text(ETAG).map(str::to_owned), last_modified: text(LAST_MODIFIED).map(str::to_owned) }
+    }
+}
+
+/// One request.
+pub struct Request<'a> {
+    pub method: Method,
+    pub url: &'a str,
+    /// What it is for, for messages: "reading the index of `meter`".
+    pub what: &'a str,
+    pub body: Option<Vec<u8>>,
+    pub token: Option<&'a str>,
+    /// Ask for the body only if it changed since these (`If-None-Match`,
+    /// `If-Modified-Since`); unchanged is [`Response::not_modified`].
+    pub conditional: Option<&'a Validators>,
+    /// Largest body accepted.
+    pub max: u64,
+}
+
+impl<'a> Request<'a> {
+    pub fn new(method: Method, url: &'a str, what: &'a str, max: u64) -> Request<'a> {
+        Request { method, url, what, body: None, token: None, conditional: None, max }
+    }
+}
+
 pub struct Response {
     pub body: Vec<u8>,
-    pub etag: Option<String>,
+    pub validators: Validators,
+    /// 304: the caller's copy is current (and `body` is empty).
     pub not_modified: bool,
 }
 
 /// Told `(bytes sent, total)` while an upload runs.
 pub type Progress = std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>;
 
+/// One registry's HTTP client: a connection pool (HTTP/2 where the server offers
+/// it), shared by the threads using the registry.
 pub struct Client {
     inner: reqwest::blocking::Client,
+    /// The registry's URL, for the hints (`ebpkg login --registry …`).
+    registry: String,
     progress: Option<Progress>,
+    policy: RetryPolicy,
 }
 
 /// An upload body that reports how much of it was read.
@@ -70,176 +177,231 @@ impl Read for Reporting {
     }
 }
 
+/// A failed attempt: worth repeating (when the request may be repeated), or not.
+enum Failure {
+    Retryable { error: Box<ErrorKind>, retry_after: Option<Duration> },
+    Final(Box<ErrorKind>),
+}
+
 impl Client {
-    pub fn new(progress: Option<Progress>) -> Result<Client> {
+    /// A client for the registry at `registry` (proxies from the environment:
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
+    pub fn new(registry: &str, progress: Option<Progress>) -> Result<Client> {
         let inner = reqwest::blocking::Client::builder()
             .user_agent(concat!("ebpkg/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(READ_TIMEOUT)
             .build()
-            .map_err(|e| ErrorKind::Network { method: "GET", url: String::new(), cause: e.to_string() })?;
-        Ok(Client { inner, progress })
+            .map_err(|e| ErrorKind::HttpClient { url: registry.to_owned(), cause: cause_of(&e) })?;
+        Ok(Client { inner, registry: registry.to_owned(), progress, policy: RETRY })
     }
 
-    /// Sends a request, retrying idempotent ones on network errors, 5xx and 429.
-    pub fn send(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<Vec<u8>>,
-        token: Option<&str>,
-        if_none_match: Option<&str>,
-        max: u64,
-    ) -> Result<Response> {
-        let attempts = if method.idempotent() { ATTEMPTS } else { 1 };
+    /// Sends a request; idempotent ones are repeated per the [`RetryPolicy`].
+    /// Answers other than 2xx and 304 are errors ([`ErrorKind::Http`]).
+    pub fn send(&self, request: &Request<'_>) -> Result<Response> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.once(method, url, body.clone(), token, if_none_match, max) {
+            let failure = match self.once(request) {
                 Ok(response) => return Ok(response),
-                Err(Failure::Retryable { error, wait }) if attempt < attempts => {
-                    let wait = wait.unwrap_or_else(|| backoff(attempt)).min(MAX_BACKOFF);
-                    tracing::info!("{error}; retrying in {} ms", wait.as_millis());
-                    std::thread::sleep(wait);
+                Err(Failure::Final(error)) => return Err((*error).into()),
+                Err(Failure::Retryable { error, retry_after }) => (error, retry_after),
+            };
+            let (error, retry_after) = failure;
+            let wait =
+                if request.method.idempotent() { self.policy.wait(attempt, retry_after, jitter()) } else { None };
+            let Some(wait) = wait else {
+                return Err(match *error {
+                    ErrorKind::Network { what, method, url, cause, .. } => {
+                        ErrorKind::Network { what, method, url, cause, attempts: attempt }
+                    }
+                    other => other,
                 }
-                Err(Failure::Retryable { error, .. } | Failure::Final(error)) => return Err((*error).into()),
-            }
+                .into());
+            };
+            tracing::warn!(
+                "{error}; trying again in {:.1} s (attempt {} of {})",
+                wait.as_secs_f64(),
+                attempt + 1,
+                self.policy.attempts
+            );
+            std::thread::sleep(wait);
         }
     }
 
-    fn once(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<Vec<u8>>,
-        token: Option<&str>,
-        if_none_match: Option<&str>,
-        max: u64,
-    ) -> std::result::Result<Response, Failure> {
-        let mut request = match method {
-            Method::Get => self.inner.get(url),
-            Method::Put | Method::Publish => self.inner.put(url),
-            Method::Delete => self.inner.delete(url),
+    fn once(&self, r: &Request<'_>) -> std::result::Result<Response, Failure> {
+        let mut request = match r.method {
+            Method::Get => self.inner.get(r.url),
+            Method::Put | Method::Publish => self.inner.put(r.url),
+            Method::Delete => self.inner.delete(r.url),
         };
-        if let Some(token) = token {
+        if let Some(token) = r.token {
             request = request.header(AUTHORIZATION, token);
         }
-        if let Some(etag) = if_none_match {
-            request = request.header(IF_NONE_MATCH, etag);
-        }
-        if let Some(body) = body {
-            let json = method != Method::Publish;
-            request = request.header(
-                reqwest::header::CONTENT_TYPE,
-                if json { "application/json" } else { "application/octet-stream" },
-            );
-            request = match (&self.progress, method) {
-                (Some(progress), Method::Publish) => {
-                    let total = body.len() as u64;
-                    let reader = Reporting { bytes: std::io::Cursor::new(body), total, progress: progress.clone() };
-                    request.body(reqwest::blocking::Body::sized(reader, total))
-                }
-                _ => request.body(body),
-            };
-        }
-        let network = |e: reqwest::Error| {
-            let error = ErrorKind::Network { method: method.name(), url: url.to_owned(), cause: cause_of(&e) };
-            if e.is_connect() || e.is_timeout() || e.is_request() {
-                Failure::Retryable { error: Box::new(error), wait: None }
-            } else {
-                Failure::Final(Box::new(error))
+        if let Some(v) = r.conditional {
+            if let Some(etag) = &v.etag {
+                request = request.header(IF_NONE_MATCH, etag);
             }
-        };
-        let response = request.send().map_err(network)?;
-        let status = response.status();
-        if status == StatusCode::NOT_MODIFIED {
-            return Ok(Response { body: Vec::new(), etag: None, not_modified: true });
+            if let Some(date) = &v.last_modified {
+                request = request.header(IF_MODIFIED_SINCE, date);
+            }
         }
-        let etag = response.headers().get(ETAG).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        if let Some(body) = &r.body {
+            let total = body.len() as u64;
+            if r.method == Method::Publish {
+                request = request
+                    .header(CONTENT_TYPE, "application/octet-stream")
+                    .timeout(READ_TIMEOUT + Duration::from_secs(total / MIN_UPLOAD_BYTES_PER_SEC));
+                request = match &self.progress {
+                    Some(progress) => {
+                        let reader =
+                            Reporting { bytes: std::io::Cursor::new(body.clone()), total, progress: progress.clone() };
+                        request.body(reqwest::blocking::Body::sized(reader, total))
+                    }
+                    None => request.body(body.clone()),
+                };
+            } else {
+                request = request.header(CONTENT_TYPE, "application/json").body(body.clone());
+            }
+        }
+        let network = |cause: String| ErrorKind::Network {
+            what: r.what.to_owned(),
+            method: r.method.name(),
+            url: r.url.to_owned(),
+            cause,
+            attempts: 1,
+        };
+        let started = Instant::now();
+        let response = request.send().map_err(|e| {
+            let error = Box::new(network(cause_of(&e)));
+            // Connection refused or reset, DNS, TLS, timeouts: worth asking again.
+            // (A redirect loop or a malformed URL is not.)
+            if e.is_connect() || e.is_timeout() || e.is_request() || e.is_body() {
+                Failure::Retryable { error, retry_after: None }
+            } else {
+                Failure::Final(error)
+            }
+        })?;
+        let status = response.status();
+        tracing::debug!("{} {} → {} in {} ms", r.method.name(), r.url, status.as_u16(), started.elapsed().as_millis());
+        let validators = Validators::of(response.headers());
+        if status == StatusCode::NOT_MODIFIED {
+            return Ok(Response { body: Vec::new(), validators, not_modified: true });
+        }
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let max = if status.is_success() { r.max } else { MAX_ERROR_BODY };
         let announced = response.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         if let Some(len) = announced.filter(|len| status.is_success() && *len > max) {
-            return Err(Failure::Final(Box::new(too_large(url, len, max))));
+            return Err(Failure::Final(Box::new(too_large(r, len, max))));
         }
         let mut body = Vec::new();
         response.take(max + 1).read_to_end(&mut body).map_err(|e| Failure::Retryable {
-            error: Box::new(ErrorKind::Network { method: method.name(), url: url.to_owned(), cause: e.to_string() }),
-            wait: None,
+            error: Box::new(network(format!("the answer broke off: {e}"))),
+            retry_after: None,
         })?;
         if body.len() as u64 > max {
-            return Err(Failure::Final(Box::new(too_large(url, body.len() as u64, max))));
+            if status.is_success() {
+                return Err(Failure::Final(Box::new(too_large(r, body.len() as u64, max))));
+            }
+            body.truncate(max as usize);
         }
         if status.is_success() {
-            return Ok(Response { body, etag, not_modified: false });
+            return Ok(Response { body, validators, not_modified: false });
         }
-        let error = ErrorKind::Http {
-            method: method.name(),
-            url: url.to_owned(),
+        let detail = detail_of(&body, status);
+        let error = Box::new(ErrorKind::Http {
+            what: r.what.to_owned(),
+            method: r.method.name(),
+            url: r.url.to_owned(),
             status: status.as_u16(),
-            detail: detail_of(&body, status),
-            hint: hint_for(status, retry_after),
-        };
+            hint: hint(status, &self.registry, retry_after, &detail),
+            detail,
+            retry_after: retry_after.map(|d| d.as_secs()),
+        });
         let retryable = status == StatusCode::TOO_MANY_REQUESTS
             || (status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED);
-        let error = Box::new(error);
-        Err(if retryable { Failure::Retryable { error, wait: retry_after } } else { Failure::Final(error) })
+        Err(if retryable { Failure::Retryable { error, retry_after } } else { Failure::Final(error) })
     }
 }
 
-enum Failure {
-    Retryable { error: Box<ErrorKind>, wait: Option<Duration> },
-    Final(Box<ErrorKind>),
+fn too_large(r: &Request<'_>, len: u64, max: u64) -> ErrorKind {
+    ErrorKind::BadResponse {
+        url: r.url.to_owned(),
+        problem: format!("{} needs at most {max} bytes, and the answer has {len} or more; nothing was kept", r.what),
+    }
 }
 
-fn too_large(url: &str, len: u64, max: u64) -> ErrorKind {
-    ErrorKind::BadResponse { url: url.to_owned(), problem: format!("{len} bytes or more, over the {max} accepted") }
-}
-
-/// The innermost cause, which says what really failed (connection refused, DNS).
+/// The error and its causes, innermost last, each once (reqwest's own message
+/// is often just "error sending request"; the cause says what failed:
+/// connection refused, DNS, a certificate).
 fn cause_of(e: &reqwest::Error) -> String {
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
+    let mut parts: Vec<String> = Vec::new();
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        let text = text.replace(&format!(" for url ({})", e.url().map_or("", |u| u.as_str())), "");
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = c.source();
     }
-    cause.to_string()
+    parts.join(": ")
 }
 
-/// The server's `{"errors":[{"detail"}]}`, else the start of the body.
+/// The server's `{"errors":[{"detail"}]}`, else the start of the body, else the
+/// status's name.
 fn detail_of(body: &[u8], status: StatusCode) -> String {
     if let Ok(errors) = serde_json::from_slice::<ApiErrors>(body) {
-        return errors.joined();
+        let joined = errors.joined();
+        if !joined.trim().is_empty() {
+            return joined;
+        }
     }
-    let text = String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_owned();
-    if text.is_empty() { status.canonical_reason().unwrap_or("error").to_owned() } else { text }
+    let text: String =
+        String::from_utf8_lossy(&body[..body.len().min(300)]).split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() { status.canonical_reason().unwrap_or("no details").to_owned() } else { text }
 }
 
-fn hint_for(status: StatusCode, retry_after: Option<Duration>) -> String {
-    match status {
-        StatusCode::UNAUTHORIZED => "Log in again with `ebpkg login`".into(),
-        StatusCode::FORBIDDEN => "Ask an owner of the package, or use a token with the needed scope".into(),
-        StatusCode::CONFLICT => "Published versions never change: bump the version in ebpkg.toml".into(),
-        StatusCode::PAYLOAD_TOO_LARGE => "Make the package smaller (see `include`/`exclude` in ebpkg.toml)".into(),
-        StatusCode::TOO_MANY_REQUESTS => match retry_after {
-            Some(wait) => format!("Try again in {} s", wait.as_secs()),
-            None => "Try again later".into(),
+/// What to do about an error answer, unless the server's detail already says it.
+fn hint(status: StatusCode, registry: &str, retry_after: Option<Duration>, detail: &str) -> Option<String> {
+    let said = |words: &[&str]| words.iter().any(|w| detail.contains(w));
+    let hint = match status.as_u16() {
+        401 if !said(&["ebpkg login"]) => {
+            format!("The token is missing, wrong, expired or revoked: log in with `ebpkg login --registry {registry}`")
+        }
+        403 if !said(&["ebpkg owner add", "scope"]) => {
+            "Ask an owner of the package to add you (`ebpkg owner add`), or use a token whose scopes and \
+             packages allow this"
+                .to_owned()
+        }
+        409 if !said(&["bump the version", "another name"]) => {
+            "Published versions never change, yanked ones neither: bump the version in ebpkg.toml".to_owned()
+        }
+        413 => "The registry accepts no package this large: leave out what the package does not need".to_owned(),
+        429 if !said(&["try again in", "retry in"]) => match retry_after {
+            Some(wait) => format!("Wait {} s and try again", wait.as_secs().max(1)),
+            None => "Wait a minute and try again".to_owned(),
         },
-        s if s.is_server_error() => "The registry has a problem; try again later or tell its operator".into(),
-        _ => "Check the command's arguments".into(),
-    }
+        500..=599 => {
+            "The registry server has a problem, not this request: try again later, and tell its operator if it \
+             lasts"
+                .to_owned()
+        }
+        _ => return None,
+    };
+    Some(hint)
 }
 
-/// Exponential backoff with jitter: ~0.25 s, ~0.5 s, ~1 s, …
-fn backoff(attempt: u32) -> Duration {
-    let base = Duration::from_millis(250) * 2u32.saturating_pow(attempt.saturating_sub(1));
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()) % 100);
-    base + Duration::from_millis(jitter)
+/// The reason phrase of a status, for messages: "409 Conflict".
+pub fn status_text(status: u16) -> String {
+    match StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()) {
+        Some(reason) => format!("{status} {reason}"),
+        None => status.to_string(),
+    }
 }
 
 /// Parses a JSON answer.
@@ -251,22 +413,67 @@ pub fn json<T: serde::de::DeserializeOwned>(url: &str, body: &[u8]) -> Result<T>
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
-    fn backoff_grows_and_stays_bounded() {
-        assert!(backoff(1) < Duration::from_millis(400));
-        assert!(backoff(2) >= Duration::from_millis(500));
-        assert!(backoff(3) >= Duration::from_secs(1));
-        assert!(backoff(40) >= MAX_BACKOFF, "callers cap it");
+    fn backoff_doubles_with_jitter_and_stays_bounded() {
+        let p = RETRY;
+        // Equal jitter: between half and all of base·2^(attempt-1).
+        assert_eq!(p.wait(1, None, 0.0), Some(Duration::from_millis(250)));
+        assert_eq!(p.wait(1, None, 0.999_999), Some(Duration::from_millis(500) - Duration::from_nanos(250)));
+        assert_eq!(p.wait(2, None, 0.0), Some(Duration::from_millis(500)));
+        let long = RetryPolicy { attempts: 40, ..p };
+        assert_eq!(long.wait(30, None, 0.5), Some(p.max_wait / 2 + p.max_wait / 4), "capped");
+        assert_eq!(p.wait(3, None, 0.0), None, "three attempts in all");
+        assert_eq!(p.wait(3, Some(Duration::from_secs(1)), 0.0), None);
     }
 
     #[test]
-    fn details_come_from_the_server() {
-        let body = br#"{"errors":[{"detail":"meter@1.0.0 already exists"}]}"#;
-        assert_eq!(detail_of(body, StatusCode::CONFLICT), "meter@1.0.0 already exists");
+    fn retry_after_is_honoured_up_to_the_cap() {
+        let p = RETRY;
+        assert_eq!(p.wait(1, Some(Duration::from_secs(3)), 0.7), Some(Duration::from_secs(3)), "no jitter added");
+        assert_eq!(p.wait(1, Some(Duration::ZERO), 0.7), Some(Duration::ZERO));
+        assert_eq!(p.wait(1, Some(p.max_wait + Duration::from_secs(1)), 0.0), None, "longer: give up, say it");
+    }
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after(" 5 ", now), Some(Duration::from_secs(5)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now), Some(Duration::from_secs(30)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now), Some(Duration::ZERO), "past: now");
+        assert_eq!(parse_retry_after("99999999999999999999999", now), Some(Duration::from_secs(u64::MAX)));
+        for bad in ["", "-1", "1.5", "soon", "Wed, 32 Oct 2015 07:28:30 GMT"] {
+            assert_eq!(parse_retry_after(bad, now), None, "`{bad}`");
+        }
+    }
+
+    #[test]
+    fn jitter_is_in_range_and_varies() {
+        let all: Vec<f64> = (0..64).map(|_| jitter()).collect();
+        assert!(all.iter().all(|j| (0.0..1.0).contains(j)));
+        assert!(all.windows(2).any(|w| w[0] != w[1]));
+    }
+
+    #[test]
+    fn details_come_from_the_server_and_hints_do_not_repeat_them() {
+        let body = br#"{"errors":[{"detail":"meter@1.0.0 already exists; bump the version in ebpkg.toml"}]}"#;
+        let detail = detail_of(body, StatusCode::CONFLICT);
+        assert_eq!(detail, "meter@1.0.0 already exists; bump the version in ebpkg.toml");
+        assert_eq!(hint(StatusCode::CONFLICT, "https://r/", None, &detail), None, "said once");
+        assert!(hint(StatusCode::CONFLICT, "https://r/", None, "Conflict").unwrap().contains("bump the version"));
         assert_eq!(detail_of(b"", StatusCode::BAD_GATEWAY), "Bad Gateway");
-        assert_eq!(detail_of(b"<html>oops</html>", StatusCode::BAD_GATEWAY), "<html>oops</html>");
-        assert!(hint_for(StatusCode::TOO_MANY_REQUESTS, Some(Duration::from_secs(7))).contains("7 s"));
+        assert_eq!(detail_of(b"<html>\n oops\n</html>", StatusCode::BAD_GATEWAY), "<html> oops </html>");
+        assert_eq!(detail_of(br#"{"errors":[]}"#, StatusCode::FORBIDDEN), "{\"errors\":[]}");
+        let login = hint(StatusCode::UNAUTHORIZED, "https://r.example/", None, "no token").unwrap();
+        assert!(login.contains("ebpkg login --registry https://r.example/"), "{login}");
+        assert!(hint(StatusCode::TOO_MANY_REQUESTS, "", Some(Duration::from_secs(7)), "").unwrap().contains("7 s"));
+        assert_eq!(hint(StatusCode::TOO_MANY_REQUESTS, "", Some(Duration::from_secs(7)), "try again in 7 s"), None);
+        assert!(hint(StatusCode::SERVICE_UNAVAILABLE, "", None, "").unwrap().contains("try again later"));
+        assert_eq!(hint(StatusCode::NOT_FOUND, "", None, ""), None);
+        assert_eq!(status_text(409), "409 Conflict");
+        assert_eq!(status_text(599), "599");
     }
 }

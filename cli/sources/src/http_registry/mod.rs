@@ -1,7 +1,8 @@
 //! A registry server over HTTP (`ebpkg-registry`, or anything speaking its
 //! protocol: `ebpkg_spec::registry_api`): the sparse index, cached on disk with
-//! its ETag and revalidated; archives; and the API for publishing, yanking,
-//! owners and search.
+//! its validators and revalidated; archives; and the API for publishing, yanking,
+//! owners and search. README.md ("The HTTP registry") says what is cached,
+//! retried and refused.
 
 mod client;
 mod index_cache;
@@ -11,37 +12,45 @@ use std::sync::OnceLock;
 
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::registry_api::{
-    self, IndexConfig, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata, PublishResponse,
-    SearchResponse,
+    self, IndexConfig, Me, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata, PublishResponse,
+    SearchResponse, VersionInfo,
 };
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
-pub use self::client::Progress;
-use self::client::{Client, Method};
+use self::client::{Client, Method, Request};
+pub use self::client::{Progress, status_text};
 use self::index_cache::IndexCache;
 use crate::error::{ErrorKind, Result};
 use crate::registry::{Registry, SearchHit};
 use crate::url::RegistryUrl;
 
-/// Largest index file accepted, as for file registries.
-const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
-/// Largest archive accepted, as ebpkg-archive unpacks.
-const MAX_ARCHIVE_BYTES: u64 = 96 * 1024 * 1024;
-/// Largest JSON answer accepted (a search page, a package's versions).
-const MAX_JSON_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest index file accepted: as for file registries.
+const MAX_INDEX_BYTES: u64 = crate::file_registry::MAX_INDEX_FILE_BYTES;
+/// Largest JSON answer accepted (a search page, a version's README).
+const MAX_JSON_BYTES: u64 = 8 * 1024 * 1024;
 /// Most names [`Registry::names`] lists (it only feeds "did you mean").
 const MAX_NAMES: usize = 2000;
+/// The server's largest search page.
+const MAX_PER_PAGE: usize = 100;
 
-/// How to open a registry.
+/// Largest archive accepted: what `ebpkg-archive` would unpack.
+fn max_archive_bytes() -> u64 {
+    ebpkg_archive::Limits::default().max_archive_bytes
+}
+
+/// How to open a registry ([`crate::open_registry`]). File registries use none of it.
 #[derive(Clone, Default)]
 pub struct OpenOptions {
-    /// The API token, for writes (and reads when the registry requires it).
+    /// The API token, sent on writes (and on reads when the registry's
+    /// `config.json` says `auth-required`).
     pub token: Option<String>,
-    /// The cache directory (`ebpkg_spec::cache_layout`); HTTP index files are kept
-    /// there. `None`: nothing cached.
+    /// The cache directory (`ebpkg_spec::cache_layout`): HTTP index files are kept
+    /// in its `index/`. `None`: nothing cached, nothing usable offline.
     pub cache_dir: Option<PathBuf>,
-    /// Never touch the network: index files come from the cache only.
+    /// Never touch the network: index files come from the cache only, and what
+    /// needs the server fails with [`ErrorKind::OfflineIndex`] or
+    /// [`ErrorKind::OfflineRegistry`].
     pub offline: bool,
     /// Told `(bytes sent, total)` during a publish's upload (a progress bar).
     pub upload_progress: Option<Progress>,
@@ -57,21 +66,23 @@ impl std::fmt::Debug for OpenOptions {
     }
 }
 
-/// A registry server.
+/// A registry server. One connection pool, shared by the threads using it.
 pub struct HttpRegistry {
     url: RegistryUrl,
     client: Client,
     token: Option<String>,
     cache: Option<IndexCache>,
     offline: bool,
+    /// `index/config.json`, fetched on first need.
     config: OnceLock<IndexConfig>,
 }
 
 impl HttpRegistry {
+    /// A client of the server at `url`. Nothing is sent yet.
     pub fn open(url: &RegistryUrl, options: &OpenOptions) -> Result<HttpRegistry> {
         Ok(HttpRegistry {
             url: url.clone(),
-            client: Client::new(options.upload_progress.clone())?,
+            client: Client::new(url.as_str(), options.upload_progress.clone())?,
             token: options.token.clone(),
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,
@@ -79,8 +90,32 @@ impl HttpRegistry {
         })
     }
 
+    /// Who the token belongs to (`GET api/v1/me`): how `ebpkg login` checks a
+    /// token before saving it.
+    pub fn whoami(&self) -> Result<Me> {
+        let token = self.write_token("checking a token")?;
+        self.api_json(Method::Get, "me", "checking the token", None, Some(token))
+    }
+
+    /// The file a package's index is cached in (whether or not it is there yet);
+    /// `None` without a cache directory.
+    pub fn cached_index_path(&self, name: &PackageName) -> Option<PathBuf> {
+        self.cache.as_ref().map(|c| c.path(name))
+    }
+
+    fn online(&self, what: &'static str) -> Result<()> {
+        if self.offline {
+            return Err(ErrorKind::OfflineRegistry { what, url: self.url.clone() }.into());
+        }
+        Ok(())
+    }
+
     fn endpoint(&self, path: &str) -> String {
         format!("{}{path}", self.url.as_str())
+    }
+
+    fn api(&self, path: &str) -> String {
+        self.endpoint(&format!("{}{path}", registry_api::API_PREFIX))
     }
 
     /// `index/config.json`, fetched once.
@@ -88,152 +123,87 @@ impl HttpRegistry {
         if let Some(config) = self.config.get() {
             return Ok(config);
         }
+        self.online("reading the registry's config.json")?;
         let url = self.endpoint(registry_api::INDEX_CONFIG_PATH);
-        let body = self.client.send(Method::Get, &url, None, self.read_token(), None, MAX_JSON_BYTES)?.body;
+        let what = format!("reading the configuration of the registry {}", self.url);
+        let body = match self.client.send(&Request::new(Method::Get, &url, &what, MAX_JSON_BYTES)) {
+            Ok(response) => response.body,
+            Err(e) => {
+                return Err(match e.kind() {
+                    // Not an ebpkg server at all (or a URL one level off).
+                    ErrorKind::Http { status: status @ (404 | 405 | 410), .. } => {
+                        ErrorKind::NotARegistryServer { url: self.url.clone(), status: *status }.into()
+                    }
+                    _ => e,
+                });
+            }
+        };
         let config: IndexConfig = client::json(&url, &body)?;
         Ok(self.config.get_or_init(|| config))
     }
 
-    /// The token for reads: only when the registry says it needs one.
-    fn read_token(&self) -> Option<&str> {
-        self.config.get().filter(|c| c.auth_required).and(self.token.as_deref())
+    /// The token for reads: only when the registry says it needs one (a token of
+    /// one registry is not shown to another's download host needlessly).
+    fn read_token(&self) -> Result<Option<&str>> {
+        Ok(if self.config()?.auth_required { self.token.as_deref() } else { None })
     }
 
     fn write_token(&self, what: &'static str) -> Result<&str> {
         self.token.as_deref().ok_or_else(|| ErrorKind::NeedsToken { what, url: self.url.clone() }.into())
     }
 
-    fn api(&self, path: &str) -> String {
-        self.endpoint(&format!("{}{path}", registry_api::API_PREFIX))
-    }
-
-    fn ok(&self, method: Method, path: &str, what: &'static str, json: Option<Vec<u8>>) -> Result<OkResponse> {
+    /// An API call answered with JSON.
+    fn api_json<T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        what: &str,
+        body: Option<Vec<u8>>,
+        token: Option<&str>,
+    ) -> Result<T> {
         let url = self.api(path);
-        let token = self.write_token(what)?;
-        let body = self.client.send(method, &url, json, Some(token), None, MAX_JSON_BYTES)?.body;
-        client::json(&url, &body)
+        let mut request = Request::new(method, &url, what, MAX_JSON_BYTES);
+        request.body = body;
+        request.token = token;
+        let response = self.client.send(&request)?;
+        client::json(&url, &response.body)
     }
 
-    fn owners_change(&self, name: &PackageName, users: &[String], method: Method) -> Result<OkResponse> {
-        let request = serde_json::to_vec(&OwnersRequest { users: users.to_vec() }).unwrap_or_default();
-        self.ok(method, &format!("packages/{name}/owners"), "changing owners", Some(request))
-    }
-}
-
-impl Registry for HttpRegistry {
-    fn url(&self) -> &RegistryUrl {
-        &self.url
-    }
-
-    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
-        let path = ebpkg_spec::index_path(name.as_str());
-        let cached = self.cache.as_ref().and_then(|c| c.read(&path));
-        let body = if self.offline {
-            match cached {
-                Some(entry) => entry.body,
-                None => return Err(ErrorKind::OfflineIndex { name: name.clone(), url: self.url.clone() }.into()),
-            }
-        } else {
-            // A read token may be needed: learn it from config.json first.
-            self.config()?;
-            let url = self.endpoint(&format!("{}{path}", registry_api::INDEX_PREFIX));
-            let etag = cached.as_ref().and_then(|c| c.etag.as_deref());
-            match self.client.send(Method::Get, &url, None, self.read_token(), etag, MAX_INDEX_BYTES) {
-                Ok(response) if response.not_modified => match cached {
-                    Some(entry) => {
-                        tracing::debug!(%url, "index not modified (304)");
-                        entry.body
-                    }
-                    None => {
-                        return Err(ErrorKind::BadResponse {
-                            url,
-                            problem: "304 Not Modified without a cached copy".into(),
-                        }
-                        .into());
-                    }
-                },
-                Ok(response) => {
-                    if let Some(cache) = &self.cache {
-                        cache.write(&path, response.etag.as_deref(), &response.body);
-                    }
-                    response.body
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
-                    if let Some(cache) = &self.cache {
-                        cache.remove(&path);
-                    }
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        let parsed = parse_index_file(name.as_str(), &body);
-        for problem in &parsed.problems {
-            tracing::warn!("{}index/{path}: {problem}; that line is skipped", self.url);
-        }
-        Ok(Some(parsed.entries))
+    fn change_owners(&self, name: &PackageName, users: &[String], method: Method, what: &str) -> Result<String> {
+        self.online("changing owners")?;
+        let token = self.write_token("changing owners")?;
+        let request = serde_json::to_vec(&OwnersRequest { users: users.to_vec() }).map_err(|e| {
+            ErrorKind::BadResponse { url: self.url.to_string(), problem: format!("cannot encode the request: {e}") }
+        })?;
+        let path = format!("packages/{name}/owners");
+        let answer: OkResponse = self.api_json(method, &path, what, Some(request), Some(token))?;
+        Ok(answer.msg.unwrap_or_else(|| format!("the owners of `{name}` are changed")))
     }
 
-    fn names(&self) -> Result<Vec<PackageName>> {
-        let mut names = Vec::new();
-        let mut page = 1;
-        while names.len() < MAX_NAMES {
-            let found = self.search_page("", page, 100)?;
-            let done = found.packages.len() < 100;
-            names.extend(found.packages.into_iter().map(|h| h.name));
-            if done {
-                break;
-            }
-            page += 1;
-        }
-        names.sort();
-        Ok(names)
+    fn search_page(&self, query: &str, page: usize, per_page: usize) -> Result<SearchResponse> {
+        let mut url = url::Url::parse(&self.api("packages"))
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
+        url.query_pairs_mut()
+            .append_pair("q", query)
+            .append_pair("page", &page.to_string())
+            .append_pair("per_page", &per_page.to_string());
+        let what = format!("searching for `{query}`");
+        let mut request = Request::new(Method::Get, url.as_str(), &what, MAX_JSON_BYTES);
+        request.token = self.read_token()?;
+        let response = self.client.send(&request)?;
+        client::json(url.as_str(), &response.body)
     }
 
-    fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>> {
-        let url = self.config()?.download_url(&entry.name, &entry.vers, &entry.cksum);
-        Ok(self.client.send(Method::Get, &url, None, self.read_token(), None, MAX_ARCHIVE_BYTES)?.body)
-    }
-
-    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
-        let token = self.write_token("publishing")?;
-        let metadata = PublishMetadata {
-            name: manifest.package.name.clone(),
-            vers: manifest.package.version.clone(),
-            cksum: ebpkg_spec::types::Sha256Digest::of(archive),
-        };
-        let url = self.api("packages/new");
-        let body = registry_api::encode_publish(&metadata, archive);
-        let answer = self.client.send(Method::Publish, &url, Some(body), Some(token), None, MAX_JSON_BYTES)?.body;
-        let published: PublishResponse = client::json(&url, &answer)?;
-        Ok(published.entry)
-    }
-
-    fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
-        if yanked {
-            self.ok(Method::Delete, &format!("packages/{name}/{version}/yank"), "yanking", None)?;
-        } else {
-            self.ok(Method::Put, &format!("packages/{name}/{version}/unyank"), "un-yanking", None)?;
-        }
-        let entries = self.index(name)?.unwrap_or_default();
-        entries.into_iter().find(|e| e.vers == *version).ok_or_else(|| {
-            ErrorKind::BadResponse {
-                url: self.url.to_string(),
-                problem: format!("{name}@{version} is not in the index after changing its yanked flag"),
-            }
-            .into()
-        })
-    }
-
-    fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+    /// Pages of search results until `limit` hits or the last page.
+    fn search_pages(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         let mut hits = Vec::new();
         let mut page = 1;
         while hits.len() < limit {
-            let per_page = (limit - hits.len()).min(100) as u32;
-            let found = self.search_page(query, page, per_page.max(1))?;
-            let done = (found.packages.len() as u32) < per_page;
+            let per_page = (limit - hits.len()).min(MAX_PER_PAGE);
+            let found = self.search_page(query, page, per_page)?;
+            let got = found.packages.len();
             hits.extend(found.packages);
-            if done {
+            if got < per_page || (page * per_page) as u64 >= found.meta.total {
                 break;
             }
             page += 1;
@@ -242,38 +212,154 @@ impl Registry for HttpRegistry {
         Ok(hits)
     }
 
-    fn owners(&self, name: &PackageName) -> Result<Vec<Owner>> {
-        let url = self.api(&format!("packages/{name}/owners"));
-        let body = self.client.send(Method::Get, &url, None, self.token.as_deref(), None, MAX_JSON_BYTES)?.body;
-        Ok(client::json::<OwnersResponse>(&url, &body)?.users)
-    }
-
-    fn add_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
-        Ok(self.owners_change(name, users, Method::Put)?.msg.unwrap_or_default())
-    }
-
-    fn remove_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
-        Ok(self.owners_change(name, users, Method::Delete)?.msg.unwrap_or_default())
+    /// The names of the packages in the cache (offline `names`).
+    fn cached_names(&self) -> Vec<PackageName> {
+        let Some(cache) = &self.cache else { return Vec::new() };
+        let mut names: Vec<PackageName> = cache
+            .bodies()
+            .into_iter()
+            .filter_map(|(path, body)| {
+                let file = path.file_name()?.to_str()?.to_owned();
+                parse_index_file(&file, &body).entries.into_iter().next().map(|e| e.name)
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 }
 
-impl HttpRegistry {
-    fn search_page(&self, query: &str, page: u32, per_page: u32) -> Result<SearchResponse> {
-        let mut url = url::Url::parse(&self.api("packages"))
-            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
-        url.query_pairs_mut()
-            .append_pair("q", query)
-            .append_pair("page", &page.to_string())
-            .append_pair("per_page", &per_page.to_string());
-        let body = self.client.send(Method::Get, url.as_str(), None, self.read_token(), None, MAX_JSON_BYTES)?.body;
-        client::json(url.as_str(), &body)
+impl Registry for HttpRegistry {
+    fn url(&self) -> &RegistryUrl {
+        &self.url
     }
 
-    /// Who the token belongs to (`GET api/v1/me`): how `ebpkg login` checks a token.
-    pub fn whoami(&self) -> Result<registry_api::Me> {
-        let url = self.api("me");
-        let token = self.write_token("checking a token")?;
-        let body = self.client.send(Method::Get, &url, None, Some(token), None, MAX_JSON_BYTES)?.body;
-        client::json(&url, &body)
+    /// One request per name (the server matches names in normalized form),
+    /// revalidating the cached copy: a 304 costs no body.
+    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
+        let cached = self.cache.as_ref().and_then(|c| c.read(name));
+        let index_path = ebpkg_spec::index_path(name.as_str());
+        let url = self.endpoint(&format!("{}{index_path}", registry_api::INDEX_PREFIX));
+        let body = if self.offline {
+            match cached {
+                Some(entry) => entry.body,
+                None => return Err(ErrorKind::OfflineIndex { name: name.clone(), url: self.url.clone() }.into()),
+            }
+        } else {
+            let what = format!("reading the index of `{name}`");
+            let mut request = Request::new(Method::Get, &url, &what, MAX_INDEX_BYTES);
+            request.token = self.read_token()?;
+            request.conditional = cached.as_ref().map(|c| &c.validators);
+            match self.client.send(&request) {
+                Ok(response) if response.not_modified => match cached {
+                    Some(entry) => {
+                        tracing::debug!("{url}: index not modified (304); using the cached copy");
+                        entry.body
+                    }
+                    None => {
+                        let problem = "304 Not Modified to a request that had nothing to compare with".into();
+                        return Err(ErrorKind::BadResponse { url, problem }.into());
+                    }
+                },
+                Ok(response) => {
+                    if let Some(cache) = &self.cache {
+                        cache.write(name, &response.validators, &response.body);
+                    }
+                    response.body
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
+                    if let Some(cache) = &self.cache {
+                        cache.remove(name);
+                    }
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let parsed = parse_index_file(name.as_str(), &body);
+        for problem in &parsed.problems {
+            tracing::warn!(
+                "{url}: {problem}; that line is skipped (the registry {} needs repair; tell its operator)",
+                self.url
+            );
+        }
+        Ok(Some(parsed.entries))
+    }
+
+    /// From the search API (the sparse index has no listing), at most 2000 names;
+    /// offline, the names of the cached index files.
+    fn names(&self) -> Result<Vec<PackageName>> {
+        if self.offline {
+            return Ok(self.cached_names());
+        }
+        let mut names: Vec<PackageName> = self.search_pages("", MAX_NAMES)?.into_iter().map(|h| h.name).collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>> {
+        self.online("downloading a package")?;
+        let url = self.config()?.download_url(&entry.name, &entry.vers, &entry.cksum);
+        let what = format!("downloading {}@{}", entry.name, entry.vers);
+        let mut request = Request::new(Method::Get, &url, &what, max_archive_bytes());
+        request.token = self.read_token()?;
+        Ok(self.client.send(&request)?.body)
+    }
+
+    /// Sent once, never repeated: a publish whose answer was lost may have
+    /// happened, and a second one would be refused as a duplicate.
+    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
+        self.online("publishing")?;
+        let token = self.write_token("publishing")?;
+        let metadata = PublishMetadata {
+            name: manifest.package.name.clone(),
+            vers: manifest.package.version.clone(),
+            cksum: ebpkg_spec::types::Sha256Digest::of(archive),
+        };
+        let what = format!("publishing {}@{}", metadata.name, metadata.vers);
+        let body = registry_api::encode_publish(&metadata, archive);
+        let published: PublishResponse =
+            self.api_json(Method::Publish, "packages/new", &what, Some(body), Some(token))?;
+        Ok(published.entry)
+    }
+
+    fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
+        let verb = if yanked { "yanking" } else { "un-yanking" };
+        self.online(verb)?;
+        let token = self.write_token(verb)?;
+        let what = format!("{verb} {name}@{version}");
+        let _: OkResponse = if yanked {
+            self.api_json(Method::Delete, &format!("packages/{name}/{version}/yank"), &what, None, Some(token))?
+        } else {
+            self.api_json(Method::Put, &format!("packages/{name}/{version}/unyank"), &what, None, Some(token))?
+        };
+        let what = format!("reading {name}@{version}");
+        let token = self.read_token()?;
+        let info: VersionInfo =
+            self.api_json(Method::Get, &format!("packages/{name}/{version}"), &what, None, token)?;
+        Ok(info.entry)
+    }
+
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        self.online("searching")?;
+        self.search_pages(query, limit)
+    }
+
+    fn owners(&self, name: &PackageName) -> Result<Vec<Owner>> {
+        self.online("listing owners")?;
+        let token = self.read_token()?;
+        let what = format!("listing the owners of `{name}`");
+        let answer: OwnersResponse =
+            self.api_json(Method::Get, &format!("packages/{name}/owners"), &what, None, token)?;
+        Ok(answer.users)
+    }
+
+    fn add_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
+        self.change_owners(name, users, Method::Put, &format!("adding {} to the owners of `{name}`", users.join(", ")))
+    }
+
+    fn remove_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
+        let what = format!("removing {} from the owners of `{name}`", users.join(", "));
+        self.change_owners(name, users, Method::Delete, &what)
     }
 }
