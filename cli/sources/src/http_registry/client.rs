@@ -219,12 +219,24 @@ impl Client {
                 }
                 .into());
             };
-            tracing::warn!(
-                "{error}; trying again in {:.1} s (attempt {} of {})",
+            let why = match &*error {
+                ErrorKind::Http { status, detail, .. } => format!("{}: {detail}", status_text(*status)),
+                ErrorKind::Network { cause, .. } => cause.clone(),
+                other => other.to_string(),
+            };
+            let (method, url) = (request.method.name(), request.url);
+            let next = format!(
+                "trying again in {:.1} s (attempt {} of {})",
                 wait.as_secs_f64(),
                 attempt + 1,
                 self.policy.attempts
             );
+            // A wait one notices is said; a short one is logged.
+            if wait >= Duration::from_secs(1) {
+                tracing::warn!("{method} {url}: {why}; {next}");
+            } else {
+                tracing::info!("{method} {url}: {why}; {next}");
+            }
             std::thread::sleep(wait);
         }
     }
@@ -335,21 +347,21 @@ fn too_large(r: &Request<'_>, len: u64, max: u64) -> ErrorKind {
     }
 }
 
-/// The error and its causes, innermost last, each once (reqwest's own message
-/// is often just "error sending request"; the cause says what failed:
-/// connection refused, DNS, a certificate).
+/// What really failed, in a few words: the innermost cause (connection refused,
+/// DNS, a certificate), since reqwest's own message is "error sending request".
 fn cause_of(e: &reqwest::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cause: Option<&dyn std::error::Error> = Some(e);
-    while let Some(c) = cause {
-        let text = c.to_string();
-        let text = text.replace(&format!(" for url ({})", e.url().map_or("", |u| u.as_str())), "");
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cause = c.source();
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
     }
-    parts.join(": ")
+    let innermost = cause.to_string();
+    if e.is_timeout() {
+        format!("no answer in time ({innermost})")
+    } else if e.is_connect() {
+        format!("cannot connect ({innermost})")
+    } else {
+        innermost
+    }
 }
 
 /// The server's `{"errors":[{"detail"}]}`, else the start of the body, else the

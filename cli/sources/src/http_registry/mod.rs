@@ -93,6 +93,7 @@ impl HttpRegistry {
     /// Who the token belongs to (`GET api/v1/me`): how `ebpkg login` checks a
     /// token before saving it.
     pub fn whoami(&self) -> Result<Me> {
+        self.online("checking a token")?;
         let token = self.write_token("checking a token")?;
         self.api_json(Method::Get, "me", "checking the token", None, Some(token))
     }
