@@ -84,8 +84,9 @@ pub struct Config {
     pub registry: String,
     /// Named registries (`--registry NAME` may name one).
     pub registries: BTreeMap<String, NamedRegistry>,
-    /// The default registry's token from the config file (`[registry] token`).
-    token: Option<String>,
+    /// `[registry] token` of the config file, with the registry it is for: the
+    /// file's `[registry] default` (never whatever `--registry` names).
+    token: Option<(String, String)>,
     /// Where `ebpkg login` keeps tokens: `credentials.toml` beside the config file.
     pub credentials_path: PathBuf,
     /// Tokens by canonical registry URL, from the credentials file.
@@ -174,6 +175,13 @@ impl Config {
             let dir = xdg("XDG_DATA_HOME", ".local/share").join("ebpkg/registry");
             format!("file://{}/", dir.display())
         };
+        // The registry `[registry] token` is for: the file's own default.
+        let file_default = cfg
+            .registry
+            .default
+            .clone()
+            .map(|d| cfg.registries.get(&d).map_or(d, |named| named.url.clone()))
+            .unwrap_or_else(default_registry);
         let mut registry =
             over.registry.or_else(|| env("EBPKG_REGISTRY")).or(cfg.registry.default).unwrap_or_else(default_registry);
         // `--registry corp` names a configured registry.
@@ -191,7 +199,7 @@ impl Config {
             file,
             registry,
             registries: cfg.registries,
-            token: cfg.registry.token,
+            token: cfg.registry.token.map(|token| (token, file_default)),
             credentials_path,
             credentials,
             mirrors,
@@ -224,15 +232,43 @@ impl Config {
         self.mirrors.get(registry).or_else(|| self.mirrors.get("*")).map_or(registry, String::as_str)
     }
 
-    /// The token for a registry: `EBPKG_REGISTRY_TOKEN`, else what `ebpkg login`
-    /// stored for it, else the config file's (`[registries.NAME] token`, or
-    /// `[registry] token` for the default registry).
+    /// The token for a registry: `EBPKG_REGISTRY_TOKEN` (for the registry this
+    /// command works with, `--registry`, only: never sent to a registry a
+    /// dependency names), else what `ebpkg login` stored for it, else the config
+    /// file's (`[registries.NAME] token`, or `[registry] token` for the file's
+    /// `[registry] default`).
     pub fn token_for(&self, url: &RegistryUrl) -> Option<String> {
+        self.token_given(url, env("EBPKG_REGISTRY_TOKEN"))
+    }
+
+    /// [`Config::token_for`], with `EBPKG_REGISTRY_TOKEN`'s value given.
+    fn token_given(&self, url: &RegistryUrl, env_token: Option<String>) -> Option<String> {
         let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
-        env("EBPKG_REGISTRY_TOKEN")
+        env_token
+            .filter(|_| same(&self.registry))
             .or_else(|| self.credentials.get(url.as_str()).cloned())
             .or_else(|| self.registries.values().find(|r| same(&r.url)).and_then(|r| r.token.clone()))
-            .or_else(|| self.token.clone().filter(|_| same(&self.registry)))
+            .or_else(|| self.token.as_ref().filter(|(_, for_url)| same(for_url)).map(|(token, _)| token.clone()))
+    }
+
+    /// Where a token for `url` comes from other than the credentials file (for
+    /// `ebpkg logout` to say), if anywhere.
+    pub fn token_elsewhere(&self, url: &RegistryUrl) -> Option<String> {
+        self.token_elsewhere_given(url, env("EBPKG_REGISTRY_TOKEN"))
+    }
+
+    fn token_elsewhere_given(&self, url: &RegistryUrl, env_token: Option<String>) -> Option<String> {
+        let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
+        let file = || self.file.as_ref().map_or_else(|| "the config file".to_owned(), |f| f.display().to_string());
+        if env_token.is_some() && same(&self.registry) {
+            Some("EBPKG_REGISTRY_TOKEN".to_owned())
+        } else if let Some((name, _)) = self.registries.iter().find(|(_, r)| same(&r.url) && r.token.is_some()) {
+            Some(format!("[registries.{name}] token in {}", file()))
+        } else if self.token.as_ref().is_some_and(|(_, for_url)| same(for_url)) {
+            Some(format!("[registry] token in {}", file()))
+        } else {
+            None
+        }
     }
 
     /// How to open the registry at `url`.
@@ -247,5 +283,64 @@ impl Config {
 
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn config(registry: &str, file_token: Option<(&str, &str)>) -> Config {
+        let mut registries = BTreeMap::new();
+        registries
+            .insert("corp".to_owned(), NamedRegistry { url: "https://corp.example".into(), token: Some("c".into()) });
+        let mut credentials = BTreeMap::new();
+        credentials.insert("https://login.example/".to_owned(), "l".to_owned());
+        Config {
+            file: None,
+            registry: registry.into(),
+            registries,
+            token: file_token.map(|(t, u)| (t.to_owned(), u.to_owned())),
+            credentials_path: PathBuf::from("credentials.toml"),
+            credentials,
+            mirrors: BTreeMap::new(),
+            tools: ebpkg_build::ToolchainOptions::default(),
+            jobs: None,
+            cache_dir: PathBuf::new(),
+            state_dir: PathBuf::new(),
+            bpffs_root: PathBuf::new(),
+        }
+    }
+
+    fn url(u: &str) -> RegistryUrl {
+        RegistryUrl::parse(u).unwrap()
+    }
+
+    /// EBPKG_REGISTRY_TOKEN, then `ebpkg login`'s, then the config file's; each
+    /// only for the registry it is for.
+    #[test]
+    fn tokens_go_only_to_their_registry_in_order() {
+        let c = config("https://login.example", Some(("f", "https://file.example/")));
+        let env = || Some("e".to_owned());
+        assert_eq!(c.token_given(&url("https://login.example/"), env()).as_deref(), Some("e"));
+        assert_eq!(c.token_given(&url("https://login.example/"), None).as_deref(), Some("l"));
+        // The environment's token is for the command's registry, not one a
+        // dependency names.
+        assert_eq!(c.token_given(&url("https://corp.example/"), env()).as_deref(), Some("c"));
+        assert_eq!(c.token_given(&url("https://elsewhere.example/"), env()), None);
+        // `[registry] token` is for the file's `[registry] default`, whatever
+        // --registry says.
+        assert_eq!(c.token_given(&url("https://file.example/"), None).as_deref(), Some("f"));
+        let c = config("https://evil.example/", Some(("f", "https://file.example/")));
+        assert_eq!(c.token_given(&url("https://evil.example/"), None), None);
+        let elsewhere = |u: &str, env: Option<String>| c.token_elsewhere_given(&url(u), env);
+        assert_eq!(elsewhere("https://file.example/", None).as_deref(), Some("[registry] token in the config file"));
+        assert_eq!(
+            elsewhere("https://corp.example/", None).as_deref(),
+            Some("[registries.corp] token in the config file")
+        );
+        assert_eq!(elsewhere("https://evil.example/", env()).as_deref(), Some("EBPKG_REGISTRY_TOKEN"));
+        assert_eq!(elsewhere("https://login.example/", env()), None);
     }
 }

@@ -54,7 +54,7 @@ struct Cli {
     /// Machine-readable output (JSON) on stdout.
     #[arg(long, global = true)]
     json: bool,
-    /// Use only what is local: the cache and file:// registries.
+    /// Use only what is local: the cache (archives, registry servers' index files) and file:// registries.
     #[arg(long, global = true)]
     offline: bool,
     /// Fail if ebpkg.lock would have to change.

@@ -62,6 +62,19 @@ impl<'c> Registries<'c> {
         Ok(r)
     }
 
+    /// The registry at `url` itself, for writes (publish, yank) and accounts
+    /// (owners): never its mirror, which only stands in for reads of packages.
+    /// `progress` is told how a publish's upload goes.
+    pub fn open_origin(
+        &self,
+        url: &RegistryUrl,
+        progress: Option<ebpkg_sources::Progress>,
+    ) -> Result<Box<dyn Registry>> {
+        let mut options = self.config.open_options(url, self.offline);
+        options.upload_progress = progress;
+        Ok(open_registry(url, &options)?)
+    }
+
     /// The index entries of `name` in `url`, read once per command.
     pub fn index(&self, url: &RegistryUrl, name: &PackageName) -> Result<Option<Arc<Vec<IndexEntry>>>> {
         let key = (url.to_string(), name.normalized());

@@ -40,6 +40,8 @@ fn session(sb: &Sandbox) -> Vec<String> {
         &["--json", "search", "a"],
         &["yank", "c@1.5.0"],
         &["lock", "--locked"],
+        // The locked version, yanked since, still comes.
+        &["fetch", "--locked"],
         &["update"],
         &["tree"],
         &["yank", "--undo", "c@1.5.0"],
@@ -106,7 +108,15 @@ fn login_logout_and_owners() {
     assert_eq!(bad.code, 6, "{}", bad.stderr);
     assert!(bad.stderr.contains("401") && bad.stderr.contains("not valid"), "{}", bad.stderr);
     assert!(!sb.path("credentials.toml").exists(), "a refused token is not saved");
-    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    let token = server.token("alice", &[], &[]).unwrap();
+    let login = sb.use_server(server.url(), &token).ok();
+    assert!(login.stderr.contains("as `alice`"), "{}", login.stderr);
+    // Saved for the registry's canonical URL, readable by its owner only.
+    let credentials = sb.path("credentials.toml");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&credentials).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let saved: toml::Value = toml::from_str(&std::fs::read_to_string(&credentials).unwrap()).unwrap();
+    assert_eq!(saved["registries"][server.url()]["token"].as_str(), Some(token.as_str()));
     sb.publish_manifest("c", "1.0.0", &[]);
     let dir = sb.dir.path().to_owned();
     assert_eq!(sb.run(&dir, &["owner", "list", "c"]).ok().stdout, "alice\n");
@@ -118,7 +128,9 @@ fn login_logout_and_owners() {
     sb.run(&dir, &["owner", "remove", "c", "bob"]).ok();
 
     let out = sb.run(&dir, &["logout"]).ok();
-    assert!(out.stderr.contains("Logged out"), "{}", out.stderr);
+    assert!(out.stderr.contains("Logged out") && !out.stderr.contains("warning"), "{}", out.stderr);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&credentials).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "rewritten private too");
     let text = std::fs::read_to_string(sb.path("credentials.toml")).unwrap();
     assert!(!text.contains("ebpkg_"), "{text}");
     let refused = sb.run(&dir, &["yank", "c@1.0.0"]).fails(6);
@@ -127,4 +139,116 @@ fn login_logout_and_owners() {
     sb.registry = None;
     let none = sb.run(&dir, &["login", "--token-stdin"]).fails(2);
     assert!(none.stderr.contains("directory registry"), "{}", none.stderr);
+}
+
+/// Publishes a manifest-only package with `args` before `publish`, and `env`.
+fn publish_with(sb: &Sandbox, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = sb.path(&format!("gen/{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), format!("[package]\nname = \"{name}\"\nversion = \"1.0.0\"\n")).unwrap();
+    let args: Vec<&str> = args.iter().copied().chain(["publish", "--no-verify"]).collect();
+    sb.run_with(&dir, &args, env, None)
+}
+
+#[test]
+fn tokens_by_precedence_for_a_named_registry() {
+    let server = TestRegistry::start().unwrap();
+    let [carol, alice, bob] = ["carol", "alice", "bob"].map(|u| server.token(u, &[], &[]).unwrap());
+    let sb = Sandbox::new("rtoken");
+    std::fs::write(
+        sb.path("config.toml"),
+        format!("[registries.corp]\nurl = \"{}\"\ntoken = \"{carol}\"\n", server.url().trim_end_matches('/')),
+    )
+    .unwrap();
+    let dir = sb.dir.path().to_owned();
+    let corp = ["--registry", "corp"];
+    let owners = |pkg: &str| sb.run(&dir, &["--registry", "corp", "owner", "list", pkg]).ok().stdout;
+
+    // The config file's token, for the registry named by --registry.
+    publish_with(&sb, "p1", &corp, &[]).ok();
+    assert_eq!(owners("p1"), "carol\n");
+    // `ebpkg login`'s wins over it.
+    let login = sb.run_with(&dir, &["--registry", "corp", "login", "--token-stdin"], &[], Some(&alice)).ok();
+    assert!(login.stderr.contains("as `alice`"), "{}", login.stderr);
+    publish_with(&sb, "p2", &corp, &[]).ok();
+    assert_eq!(owners("p2"), "alice\n");
+    // EBPKG_REGISTRY_TOKEN wins over both.
+    publish_with(&sb, "p3", &corp, &[("EBPKG_REGISTRY_TOKEN", &bob)]).ok();
+    assert_eq!(owners("p3"), "bob\n");
+    // Logging out leaves the config file's, and says so.
+    let out = sb.run(&dir, &["--registry", "corp", "logout"]).ok();
+    assert!(out.stderr.contains("[registries.corp] token in") && out.stderr.contains("still gives"), "{}", out.stderr);
+    publish_with(&sb, "p4", &corp, &[]).ok();
+    assert_eq!(owners("p4"), "carol\n");
+
+    // Logging in with a config directory that does not exist yet creates it private.
+    let fresh = sb.path("fresh/ebpkg/config.toml");
+    let env = [("EBPKG_CONFIG", fresh.to_str().unwrap())];
+    sb.run_with(&dir, &["--registry", server.url(), "login"], &env, Some(&format!("{alice}\n"))).ok();
+    let mode =
+        |p: &std::path::Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions());
+    assert_eq!(mode(&sb.path("fresh/ebpkg")) & 0o777, 0o700);
+    assert_eq!(mode(&sb.path("fresh/ebpkg/credentials.toml")) & 0o777, 0o600);
+}
+
+#[test]
+fn refusals_over_http_say_what_to_do() {
+    let server = TestRegistry::start().unwrap();
+    let mut sb = Sandbox::new("rerr");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    let first = publish_with(&sb, "c", &[], &[]).ok();
+    assert!(first.stderr.contains("Published c@1.0.0"), "{}", first.stderr);
+    let dir = sb.path("gen/c");
+
+    let again = publish_with(&sb, "c", &[], &[]).fails(6);
+    for part in ["publishing c@1.0.0", "PUT ", "409 Conflict", "bump the version"] {
+        assert!(again.stderr.contains(part), "`{part}` in {}", again.stderr);
+    }
+    assert_eq!(again.stderr.matches("bump the version").count(), 1, "{}", again.stderr);
+
+    // Without a token a publish stops before resolving and verifying anything.
+    let anonymous = [("EBPKG_CONFIG", "/nonexistent/ebpkg/config.toml")];
+    let no_token = sb.run_with(&dir, &["publish", "--no-verify"], &anonymous, None).fails(6);
+    assert!(no_token.stderr.contains("needs an API token"), "{}", no_token.stderr);
+    assert!(!no_token.stderr.contains("Resolving"), "{}", no_token.stderr);
+
+    let bob = server.token("bob", &[], &[]).unwrap();
+    let denied = sb.run_with(&dir, &["yank", "c@1.0.0"], &[("EBPKG_REGISTRY_TOKEN", &bob)], None).fails(6);
+    for part in ["yanking c@1.0.0", "DELETE ", "403 Forbidden", "not an owner", "ebpkg owner add"] {
+        assert!(denied.stderr.contains(part), "`{part}` in {}", denied.stderr);
+    }
+
+    for args in
+        [&["--offline", "search", "c"][..], &["--offline", "yank", "c@1.0.0"], &["--frozen", "owner", "list", "c"]]
+    {
+        let refused = sb.run(&dir, args).fails(6);
+        assert!(refused.stderr.contains("offline mode") && refused.stderr.contains(server.url()), "{}", refused.stderr);
+    }
+    let nested = format!("{}nested/", server.url());
+    let wrong = sb.run(&dir, &["--registry", &nested, "search", "c"]).fails(6);
+    assert!(wrong.stderr.contains("is not an ebpkg registry server"), "{}", wrong.stderr);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let gone = format!("http://127.0.0.1:{port}/");
+    let down = sb.run(&dir, &["--registry", &gone, "info", "c"]).fails(6);
+    assert!(down.stderr.contains("failed 3 times") && down.stderr.contains(&gone), "{}", down.stderr);
+    assert_eq!(down.stderr.matches("error:").count(), 1, "{}", down.stderr);
+}
+
+#[test]
+fn a_mirror_of_a_server_installs_frozen_without_it() {
+    let server = TestRegistry::start().unwrap();
+    let mut sb = Sandbox::new("rmirror");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    sb.publish_manifest("c", "1.4.0", &[]);
+    sb.publish_manifest("a", "1.0.0", &[("c", "^1")]);
+    let app = project(&sb);
+    sb.run(&app, &["lock"]).ok();
+    let mirror = sb.path("mirror");
+    sb.run(&app, &["mirror", mirror.to_str().unwrap()]).ok();
+    drop(server);
+    // A cache of its own: everything comes from the mirror.
+    sb.cache = sb.path("cache-2");
+    let url = format!("file://{}/", mirror.display());
+    let fetched = sb.run_with(&app, &["--frozen", "fetch"], &[("EBPKG_MIRROR", &url)], None).ok();
+    assert!(fetched.stderr.contains("2 package(s)"), "{}", fetched.stderr);
 }

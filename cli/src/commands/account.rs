@@ -1,11 +1,12 @@
 //! Commands about who publishes: `login`, `logout`, `owner`.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use ebpkg_sources::{HttpRegistry, OpenOptions, RegistryKind, RegistryUrl};
+use ebpkg_sources::{ErrorKind, HttpRegistry, OpenOptions, RegistryKind, RegistryUrl};
 
 use crate::Ctx;
 use crate::config::{Credential, read_credentials_file};
@@ -13,7 +14,10 @@ use crate::exit::{Failure, fail};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg login --registry https://ebpkg.corp.example/\n  echo \"$TOKEN\" | ebpkg login --registry corp --token-stdin"
+    after_help = "The token is checked with the registry (GET api/v1/me) before it is saved in credentials.toml, \
+beside the config file (mode 0600), under the registry's URL. Which token is used: EBPKG_REGISTRY_TOKEN (for the \
+--registry of the command only), else credentials.toml, else the config file's `token`.\n\n\
+Examples:\n  ebpkg login --registry https://ebpkg.corp.example/\n  echo \"$TOKEN\" | ebpkg login --registry corp --token-stdin"
 )]
 pub struct LoginArgs {
     /// Read the token from standard input instead of a prompt.
@@ -22,6 +26,7 @@ pub struct LoginArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "Example:\n  ebpkg logout --registry https://ebpkg.corp.example/")]
 pub struct LogoutArgs {}
 
 #[derive(Args)]
@@ -85,8 +90,22 @@ pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
     if token.is_empty() {
         return Err(fail(Failure::Usage, "no token given; create one on the registry (`ebpkg-registry token create`)"));
     }
-    let registry = HttpRegistry::open(&url, &OpenOptions { token: Some(token.clone()), ..OpenOptions::default() })?;
-    let me = registry.whoami()?;
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(fail(Failure::Usage, "the token has spaces or control characters in it; paste the token alone"));
+    }
+    let options = OpenOptions { token: Some(token.clone()), offline: ctx.offline, ..OpenOptions::default() };
+    let registry = HttpRegistry::open(&url, &options)?;
+    // Checked before it is saved, so a mistyped token is said at once.
+    let me = registry.whoami().map_err(|e| match e.kind() {
+        ErrorKind::Http { status: 401, detail, .. } => fail(
+            Failure::Registry,
+            format!(
+                "{url} refused the token (401 Unauthorized: {detail}); nothing was saved. Check that it was \
+                 copied whole and has not expired or been revoked, or create a new one"
+            ),
+        ),
+        _ => e.into(),
+    })?;
     let path = &ctx.config.credentials_path;
     let mut file = read_credentials_file(path)?;
     file.registries.insert(url.to_string(), Credential { token });
@@ -105,13 +124,21 @@ pub fn logout(ctx: &Ctx, _: LogoutArgs) -> Result<ExitCode> {
     } else {
         ctx.ui.status("Logged out", format!("of {url} already: {} holds no token for it", path.display()));
     }
+    if let Some(source) = ctx.config.token_elsewhere(&url) {
+        ctx.ui.warn(format!("{source} still gives a token for {url}; remove it there too to stop using it"));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The file holds secrets: mode 0600 in a 0700 directory, written atomically.
 fn write_credentials(path: &std::path::Path, file: &crate::config::CredentialsFile) -> Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        // Directories created here are private too (an existing one is left as it is).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
     }
     let text = toml::to_string(file).context("writing the credentials")?;
     ebpkg_fs::write_atomic(path, text.as_bytes(), 0o600).with_context(|| format!("writing {}", path.display()))?;
@@ -137,7 +164,7 @@ fn prompt_hidden(prompt: &str) -> Result<String> {
 
 pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
     let regs = ctx.registries()?;
-    let registry = regs.open(&regs.default)?;
+    let registry = regs.open_origin(&regs.default, None)?;
     let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
     match args.command {
         OwnerCommand::List { package } => {

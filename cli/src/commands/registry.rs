@@ -18,7 +18,7 @@ use crate::ops::resolve::{Root, resolve};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg publish --dry-run       pack and verify, publish nothing"
+    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, publish nothing"
 )]
 pub struct PublishArgs {
     /// Pack and verify only.
@@ -83,6 +83,17 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ),
     );
     let regs = ctx.registries()?;
+    // A server refuses a publish without a token: say so before verifying.
+    if !args.dry_run
+        && regs.default.kind() == ebpkg_sources::RegistryKind::Http
+        && ctx.config.token_for(&regs.default).is_none()
+    {
+        return Err(ebpkg_sources::Error::from(ebpkg_sources::ErrorKind::NeedsToken {
+            what: "publishing",
+            url: regs.default.clone(),
+        })
+        .into());
+    }
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
     let lock = resolve(Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
@@ -96,16 +107,9 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
         return Ok(ExitCode::SUCCESS);
     }
-    let entry = match regs.default.kind() {
-        // Over HTTP the upload shows as a bar on a terminal.
-        ebpkg_sources::RegistryKind::Http => {
-            let fetch = RegistryUrl::parse(ctx.config.fetch_url(regs.default.as_str()))?;
-            let mut options = ctx.config.open_options(&fetch, ctx.offline);
-            options.upload_progress = ctx.ui.upload_bar("Uploading");
-            ebpkg_sources::open_registry(&fetch, &options)?.publish(&packed.bytes, m)?
-        }
-        ebpkg_sources::RegistryKind::File => regs.open(&regs.default)?.publish(&packed.bytes, m)?,
-    };
+    // Over HTTP the upload shows as a bar on a terminal.
+    let registry = regs.open_origin(&regs.default, ctx.ui.upload_bar("Uploading"))?;
+    let entry = registry.publish(&packed.bytes, m)?;
     if ctx.ui.json {
         ctx.ui.json(&entry)?;
     } else {
@@ -159,7 +163,7 @@ pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
     let version = semver::Version::parse(version)
         .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
     let regs = ctx.registries()?;
-    let entry = regs.open(&regs.default)?.set_yanked(&name, &version, !args.undo)?;
+    let entry = regs.open_origin(&regs.default, None)?.set_yanked(&name, &version, !args.undo)?;
     if ctx.ui.json {
         ctx.ui.json(&entry)?;
     } else {

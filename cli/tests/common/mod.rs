@@ -185,6 +185,23 @@ impl Sandbox {
         Run::from(self.cmd(cwd, args).output().unwrap())
     }
 
+    /// Runs `ebpkg` with more environment variables and, if given, `stdin` on its
+    /// standard input.
+    pub fn run_with(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Run {
+        let mut cmd = self.cmd(cwd, args);
+        cmd.envs(env.iter().copied())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            std::io::Write::write_all(&mut input, text.as_bytes()).unwrap();
+        }
+        drop(input);
+        Run::from(child.wait_with_output().unwrap())
+    }
+
     /// Publishes a package directory (without the verification build unless asked).
     pub fn publish(&self, dir: &Path) {
         self.run(dir, &["publish", "--no-verify"]).ok();
