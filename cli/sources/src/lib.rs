@@ -1,9 +1,9 @@
 //! Where packages come from: registries, the local download cache, and mirrors.
 //!
 //! - [`Registry`] is what every registry offers (index, download, publish, yank,
-//!   search); [`open_registry`] opens one by [`RegistryUrl`]. [`FileRegistry`], a
-//!   registry in a directory, is the first implementation; the HTTP client comes
-//!   behind the same trait.
+//!   search, owners); [`open_registry`] opens one by [`RegistryUrl`]:
+//!   [`FileRegistry`], a registry in a directory, or [`HttpRegistry`], a client of
+//!   a registry server (index cached and revalidated, retries, offline use).
 //! - [`Cache`] keeps downloaded archives by digest and their unpacked trees, and never
 //!   stores or uses an archive whose digest is not the one the caller trusts.
 //! - [`mirror`] copies exactly a lockfile's packages into a file registry.
