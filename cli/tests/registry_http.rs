@@ -97,6 +97,10 @@ fn index_files_are_revalidated_and_usable_offline() {
     assert_eq!(offline.stdout, first.stdout);
     let missing = sb.run(sb.dir.path(), &["--offline", "info", "d"]).fails(6);
     assert!(missing.stderr.contains("offline mode forbids fetching it"), "{}", missing.stderr);
+    // Cleaning the index files leaves nothing to work offline with.
+    let cleaned = sb.run(sb.dir.path(), &["cache", "clean", "--only", "indexes"]).ok();
+    assert!(cleaned.stderr.contains("Removed 1 file(s)"), "{}", cleaned.stderr);
+    sb.run(sb.dir.path(), &["--offline", "info", "c"]).fails(6);
 }
 
 #[test]
@@ -106,7 +110,11 @@ fn login_logout_and_owners() {
     let mut sb = Sandbox::new("rowner");
     let bad = sb.use_server(server.url(), "ebpkg_wrong");
     assert_eq!(bad.code, 6, "{}", bad.stderr);
-    assert!(bad.stderr.contains("401") && bad.stderr.contains("not valid"), "{}", bad.stderr);
+    for part in ["refused the token", "401", "not valid", "nothing was saved"] {
+        assert!(bad.stderr.contains(part), "`{part}` in {}", bad.stderr);
+    }
+    let spaced = sb.use_server(server.url(), "ebpkg_a b");
+    assert!(spaced.code == 2 && spaced.stderr.contains("spaces"), "{}", spaced.stderr);
     assert!(!sb.path("credentials.toml").exists(), "a refused token is not saved");
     let token = server.token("alice", &[], &[]).unwrap();
     let login = sb.use_server(server.url(), &token).ok();

@@ -16,8 +16,10 @@ pub struct CacheArgs {
 
 #[derive(Subcommand)]
 enum CacheCommand {
-    /// Remove cached archives, unpacked sources and built objects.
-    #[command(after_help = "Examples:\n  ebpkg cache clean\n  ebpkg cache clean --only archives")]
+    /// Remove cached archives, unpacked sources, built objects and registry servers' index files.
+    #[command(
+        after_help = "Examples:\n  ebpkg cache clean\n  ebpkg cache clean --only archives\n  ebpkg cache clean --only indexes"
+    )]
     Clean {
         /// Only this part of the cache.
         #[arg(long, value_enum)]
