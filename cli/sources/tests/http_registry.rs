@@ -8,8 +8,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -355,13 +354,13 @@ fn connection_failures_are_retried_then_reported() {
 }
 
 /// A hostile HTTP/1.1 peer on loopback, for what the real server never sends:
-/// `config.json` as a registry serves it, every other request answered by
-/// `answer`. Counts the other requests.
-fn hostile(answer: fn(&mut TcpStream)) -> (String, Arc<AtomicUsize>) {
+/// `config.json` as a registry serves it (`auth-required` as asked), every other
+/// request answered by `answer`. Keeps the heads of those other requests.
+fn hostile(auth_required: bool, answer: fn(&mut TcpStream)) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
-    let count = Arc::new(AtomicUsize::new(0));
-    let counted = count.clone();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let seen = heads.clone();
     let base = url.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -381,25 +380,46 @@ fn hostile(answer: fn(&mut TcpStream)) -> (String, Arc<AtomicUsize>) {
             }
             let _ = std::io::copy(&mut (&mut reader).take(length as u64), &mut std::io::sink());
             if head.starts_with("GET /index/config.json") {
-                let body = format!("{{\"dl\":\"{base}dl\"}}");
+                let body = format!("{{\"dl\":\"{base}dl\",\"auth-required\":{auth_required}}}");
                 let _ = write!(
                     stream,
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
             } else {
-                counted.fetch_add(1, Ordering::SeqCst);
+                seen.lock().unwrap().push(head);
                 answer(&mut stream);
             }
         }
     });
-    (url, count)
+    (url, heads)
+}
+
+fn not_found(s: &mut TcpStream) {
+    let _ = s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
+#[test]
+fn a_token_goes_with_reads_only_where_the_registry_requires_it() {
+    for required in [false, true] {
+        let (url, heads) = hostile(required, not_found);
+        let http = open(&url, Some("ebpkg_secret"), None, false);
+        assert_eq!(http.index(&name("meter")).unwrap(), None);
+        let _ = http.search("m", 5);
+        let heads = heads.lock().unwrap();
+        assert_eq!(heads.len(), 2, "{heads:?}");
+        for head in heads.iter() {
+            let sent = head.to_ascii_lowercase().contains("authorization: ebpkg_secret");
+            assert_eq!(sent, required, "auth-required {required}: {head}");
+            assert!(head.contains(concat!("ebpkg/", env!("CARGO_PKG_VERSION"))), "the user agent: {head}");
+        }
+    }
 }
 
 #[test]
 fn answers_are_bounded_whatever_the_server_sends() {
     // A length announced beyond the limit: refused before a byte of it is read.
-    let (url, _) = hostile(|s| {
+    let (url, _) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\nConnection: close\r\n\r\n");
     });
     let started = Instant::now();
@@ -409,7 +429,7 @@ fn answers_are_bounded_whatever_the_server_sends() {
     assert!(started.elapsed() < Duration::from_secs(5));
 
     // No length, and no end: the read stops past the limit.
-    let (url, _) = hostile(|s| {
+    let (url, _) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
         let chunk = vec![b'x'; 1 << 20];
         while s.write_all(&chunk).is_ok() {}
@@ -419,7 +439,7 @@ fn answers_are_bounded_whatever_the_server_sends() {
 
     // A 500 with an endless body: the error reads a little of it, and a GET is
     // asked three times in all, a publish once.
-    let (url, count) = hostile(|s| {
+    let (url, heads) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n");
         let chunk = vec![b'y'; 1 << 16];
         while s.write_all(&chunk).is_ok() {}
@@ -427,10 +447,10 @@ fn answers_are_bounded_whatever_the_server_sends() {
     let e = open(&url, None, None, false).index(&name("meter")).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 500, .. }), "{e}");
     assert!(e.to_string().len() < 2000, "the detail is the start of the body: {e}");
-    assert_eq!(count.load(Ordering::SeqCst), 3);
+    assert_eq!(heads.lock().unwrap().len(), 3);
     let tmp = tempfile::tempdir().unwrap();
     let packed = pack(tmp.path(), "meter", "1.0.0");
     let e = open(&url, Some("ebpkg_t"), None, false).publish(&packed.bytes, &packed.manifest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 500, .. }), "{e}");
-    assert_eq!(count.load(Ordering::SeqCst), 4, "a publish is sent once");
+    assert_eq!(heads.lock().unwrap().len(), 4, "a publish is sent once");
 }
