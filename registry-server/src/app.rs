@@ -22,9 +22,11 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::archive_cache::ArchiveCache;
 use crate::config::Config;
 use crate::downloads::DownloadCounter;
 use crate::error::ApiError;
+use crate::index_cache::IndexCache;
 use crate::ratelimit::IpLimiter;
 use crate::routes::{index, ops, owners, packages, publish, tokens};
 use crate::state::AppState;
@@ -122,11 +124,12 @@ async fn limit_by_ip(State(state): State<AppState>, request: Request, next: Next
     let ip = client_ip(peer, forwarded, &state.config.trusted_proxies);
     match state.ip_limiter.check(ip) {
         Ok(()) => next.run(request).await,
-        Err(wait) => ApiError::rate_limited(
-            format!("too many requests from {ip}; slow down and retry in {} s", wait.as_secs().max(1)),
-            wait.as_secs().max(1),
-        )
-        .into_response(),
+        Err(wait) => {
+            // Rounded up: a client that waits what it is told is not refused again.
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            ApiError::rate_limited(format!("too many requests from {ip}; slow down and retry in {secs} s"), secs)
+                .into_response()
+        }
     }
 }
 
@@ -143,6 +146,7 @@ impl Server {
         let blobs = Blobs::open(&config.storage)?;
         crate::metrics::handle();
         let ip_limiter = Arc::new(IpLimiter::new(config.ip_rate_per_minute));
+        let archive_cache = config.archive_cache_mib.saturating_mul(1024 * 1024);
         Ok(Server {
             state: AppState {
                 db,
@@ -150,6 +154,8 @@ impl Server {
                 config: Arc::new(config),
                 ip_limiter,
                 downloads: Arc::new(DownloadCounter::default()),
+                index_cache: Arc::new(IndexCache::default()),
+                archives: Arc::new(ArchiveCache::new(usize::try_from(archive_cache).unwrap_or(usize::MAX))),
             },
         })
     }
@@ -176,9 +182,18 @@ impl Server {
                 }
             }
         });
+        let listening = tokio::spawn(state.index_cache.clone().listen(state.db.clone()));
         let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+        // No Nagle: an archive's body would otherwise wait for the header's ACK
+        // (40 ms of delayed ACK per download).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "TCP_NODELAY not set");
+            }
+        });
         let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         flusher.abort();
+        listening.abort();
         state.downloads.flush(&state.db).await;
         served?;
         Ok(())

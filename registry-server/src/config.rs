@@ -43,6 +43,9 @@ pub struct ConfigArgs {
     /// Seconds a request may take [default: 60].
     #[arg(long, env = "EBPKG_REGISTRY_REQUEST_TIMEOUT", value_name = "SECS", global = true)]
     pub request_timeout: Option<u64>,
+    /// MiB of recently downloaded archives kept in memory (0: none) [default: 256].
+    #[arg(long, env = "EBPKG_REGISTRY_ARCHIVE_CACHE_MIB", value_name = "MIB", global = true)]
+    pub archive_cache_mib: Option<u64>,
     /// Database connections per replica [default: 16].
     #[arg(long, env = "EBPKG_REGISTRY_DB_POOL", value_name = "N", global = true)]
     pub db_pool: Option<u32>,
@@ -88,6 +91,7 @@ struct ConfigFile {
     max_archive_bytes: Option<u64>,
     request_timeout: Option<u64>,
     db_pool: Option<u32>,
+    archive_cache_mib: Option<u64>,
     ip_rate_per_minute: Option<u32>,
     new_package_burst: Option<u32>,
     new_package_interval: Option<u64>,
@@ -117,6 +121,7 @@ pub struct Config {
     pub max_archive_bytes: u64,
     pub request_timeout: Duration,
     pub db_pool: u32,
+    pub archive_cache_mib: u64,
     pub ip_rate_per_minute: u32,
     pub new_package: Bucket,
     pub new_version: Bucket,
@@ -219,6 +224,7 @@ impl Config {
             max_archive_bytes: args.max_archive_bytes.or(file.max_archive_bytes).unwrap_or(32 * 1024 * 1024),
             request_timeout: Duration::from_secs(args.request_timeout.or(file.request_timeout).unwrap_or(60)),
             db_pool: args.db_pool.or(file.db_pool).unwrap_or(16).max(1),
+            archive_cache_mib: args.archive_cache_mib.or(file.archive_cache_mib).unwrap_or(256),
             ip_rate_per_minute: args.ip_rate_per_minute.or(file.ip_rate_per_minute).unwrap_or(600),
             new_package,
             new_version,
@@ -293,6 +299,7 @@ impl fmt::Display for Config {
         writeln!(f, "max-archive-bytes = {}", self.max_archive_bytes)?;
         writeln!(f, "request-timeout = {}s", self.request_timeout.as_secs())?;
         writeln!(f, "db-pool = {}", self.db_pool)?;
+        writeln!(f, "archive-cache-mib = {}", self.archive_cache_mib)?;
         writeln!(f, "ip-rate-per-minute = {}", self.ip_rate_per_minute)?;
         if !self.trusted_proxies.is_empty() {
             let list: Vec<String> = self.trusted_proxies.iter().map(ToString::to_string).collect();

@@ -5,11 +5,13 @@
 //! README.md describes running it; docs/ARCHITECTURE.md where it sits.
 
 pub mod app;
+pub mod archive_cache;
 pub mod auth;
 pub mod config;
 pub mod db;
 pub mod downloads;
 pub mod error;
+pub mod index_cache;
 pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;

@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
+use crate::archive_cache::ArchiveCache;
 use crate::config::Config;
 use crate::downloads::DownloadCounter;
+use crate::index_cache::IndexCache;
 use crate::ratelimit::IpLimiter;
 use crate::storage::Blobs;
 
@@ -16,4 +18,6 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub ip_limiter: Arc<IpLimiter>,
     pub downloads: Arc<DownloadCounter>,
+    pub index_cache: Arc<IndexCache>,
+    pub archives: Arc<ArchiveCache>,
 }

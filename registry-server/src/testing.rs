@@ -60,6 +60,7 @@ impl TestRegistry {
             max_archive_bytes: 32 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
             db_pool: 8,
+            archive_cache_mib: 64,
             ip_rate_per_minute: 0,
             new_package: Bucket { burst: 1000, interval: Duration::from_secs(1) },
             new_version: Bucket { burst: 1000, interval: Duration::from_secs(1) },

@@ -36,6 +36,43 @@ fn two_replicas_behind_nginx_share_everything_and_one_can_stop_mid_traffic() {
     assert_eq!(b.get("index/sh/ar/shared").text().unwrap(), a.get("index/sh/ar/shared").text().unwrap());
     assert_eq!(Sha256Digest::of(&b.get("api/v1/packages/shared/1.0.0/download").bytes().unwrap()), packed.sha256);
 
+    // B caches the index file in memory; a change made through A reaches it by
+    // NOTIFY at A's commit: B never keeps serving the old file.
+    for (i, version) in ["1.0.1", "1.0.2", "1.0.3"].iter().enumerate() {
+        assert_eq!(b.get("index/sh/ar/shared").text().unwrap().lines().count(), i + 1);
+        let next = pack_with(scratch.path(), "shared", version, "", &[]).unwrap();
+        let r = http()
+            .put(format!("{}api/v1/packages/new", a.url))
+            .header("Authorization", &token)
+            .body(publish_body(&next, "shared", version).unwrap())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while b.get("index/sh/ar/shared").text().unwrap().lines().count() != i + 2 {
+            assert!(std::time::Instant::now() < deadline, "replica B still serves the index before {version}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    let metrics = b.get("metrics").text().unwrap();
+    let hits: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("ebpkg_registry_index_cache_total{result=\"hit\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0.0);
+    assert!(hits > 0.0, "replica B answered from its cache: {metrics}");
+    let yank = http()
+        .delete(format!("{}api/v1/packages/shared/1.0.3/yank", a.url))
+        .header("Authorization", &token)
+        .send()
+        .unwrap();
+    assert_eq!(yank.status(), StatusCode::OK);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !b.get("index/sh/ar/shared").text().unwrap().contains("\"yanked\":true") {
+        assert!(std::time::Instant::now() < deadline, "replica B did not see the yank");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
     let port = free_port().unwrap();
     let _nginx = Nginx::start(&format!(
         "upstream registry {{ server 127.0.0.1:{}; server 127.0.0.1:{}; }}\n\
@@ -87,6 +124,7 @@ fn two_replicas_behind_nginx_share_everything_and_one_can_stop_mid_traffic() {
     );
     // And publishing through the balancer still works with one replica.
     let next = pack_with(scratch.path(), "shared", "1.1.0", "", &[]).unwrap();
+    assert_eq!(http().get(format!("{lb}index/sh/ar/shared")).send().unwrap().text().unwrap().lines().count(), 4);
     let r = http()
         .put(format!("{lb}api/v1/packages/new"))
         .header("Authorization", &token)

@@ -183,6 +183,12 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<(), sqlx:
         entries.push(parse_stored_line(line)?);
     }
     let Some(described) = described(&entries) else { return Ok(()) };
+    // Delivered at commit: every replica's index cache drops this package.
+    sqlx::query("SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2")
+        .bind(crate::index_cache::CHANNEL)
+        .bind(package_id)
+        .execute(&mut *tx)
+        .await?;
     let all_yanked = entries.iter().all(|e| e.yanked);
     let programs: Vec<&str> = described.programs.iter().map(|p| p.name.as_str()).collect();
     // The name's words (`ddos-guard` → `ddos guard`) are searchable as words too.

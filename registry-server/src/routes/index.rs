@@ -41,8 +41,21 @@ pub async fn file(State(state): State<AppState>, Path(path): Path<String>, heade
         return Err(ApiError::not_found(format!("`index/{path}` is not the index path of a package")));
     }
     let normalized = ebpkg_spec::names::normalize(name);
-    let Some(file) = db::packages::index_file(&state.db, &normalized).await? else {
-        return Err(ApiError::not_found(format!("no package `{name}` in this registry")));
+    let file = match state.index_cache.get(&normalized) {
+        Some(file) => {
+            metrics::counter!("ebpkg_registry_index_cache_total", "result" => "hit").increment(1);
+            file
+        }
+        None => {
+            metrics::counter!("ebpkg_registry_index_cache_total", "result" => "miss").increment(1);
+            let epoch = state.index_cache.epoch();
+            let Some(file) = db::packages::index_file(&state.db, &normalized).await? else {
+                return Err(ApiError::not_found(format!("no package `{name}` in this registry")));
+            };
+            let file = std::sync::Arc::new(file);
+            state.index_cache.fill(&normalized, file.clone(), epoch);
+            file
+        }
     };
     let etag = format!("\"{}\"", hex::encode(&file.index_sha256));
     let modified = file.index_modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
@@ -58,7 +71,7 @@ pub async fn file(State(state): State<AppState>, Path(path): Path<String>, heade
         return Ok((StatusCode::NOT_MODIFIED, out).into_response());
     }
     out.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    Ok((out, file.index_file).into_response())
+    Ok((out, file.index_file.clone()).into_response())
 }
 
 /// RFC 9110 §13.2.2: If-None-Match decides when present; otherwise

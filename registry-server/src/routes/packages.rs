@@ -97,28 +97,67 @@ pub async fn download(
 ) -> ApiResult<Response> {
     let name = path_name(&name)?;
     let v = path_version(&version)?;
-    let Some((version_id, cksum)) = db::packages::download_target(&state.db, &name.normalized(), &v).await? else {
-        return Err(ApiError::not_found(format!("no {name}@{v} in this registry")));
+    let (normalized, plain) = (name.normalized(), db::packages::without_build(&v));
+    let (version_id, cksum) = match state.archives.target(&normalized, &plain) {
+        Some(target) => target,
+        None => {
+            let Some((id, cksum)) = db::packages::download_target(&state.db, &normalized, &v).await? else {
+                return Err(ApiError::not_found(format!("no {name}@{v} in this registry")));
+            };
+            let cksum = Sha256Digest::from_canonical_hex(&cksum)
+                .ok_or_else(|| ApiError::internal(format!("{name}@{v}: the stored checksum is damaged")))?;
+            state.archives.remember_target(&normalized, &plain, (id, cksum));
+            (id, cksum)
+        }
     };
-    let cksum = Sha256Digest::from_canonical_hex(&cksum)
-        .ok_or_else(|| ApiError::internal(format!("{name}@{v}: the stored checksum is damaged")))?;
-    let Some(archive) = state.blobs.archive(&cksum).await? else {
-        tracing::error!(package = %name, version = %v, %cksum, "a listed version's archive is missing from the blob store");
-        return Err(ApiError::internal(format!(
-            "{name}@{v}: the archive is missing from the registry's blob store; tell the registry's operator"
-        )));
+    let (body, size) = match state.archives.archive(&cksum) {
+        Some(bytes) => {
+            let size = bytes.len() as u64;
+            (Body::from(bytes), size)
+        }
+        None => {
+            let Some(archive) = state.blobs.archive(&cksum).await? else {
+                tracing::error!(package = %name, version = %v, %cksum, "a listed version's archive is missing from the blob store");
+                return Err(ApiError::internal(format!(
+                    "{name}@{v}: the archive is missing from the registry's blob store; tell the registry's operator"
+                )));
+            };
+            if archive.size <= crate::archive_cache::MAX_CACHED_ARCHIVE as u64 {
+                let bytes = collect(archive.stream, archive.size).await?;
+                state.archives.remember_archive(cksum, bytes.clone());
+                (Body::from(bytes), archive.size)
+            } else {
+                (Body::from_stream(archive.stream), archive.size)
+            }
+        }
     };
     state.downloads.count(version_id);
     metrics::counter!("ebpkg_registry_downloads_total").increment(1);
-    let mut response = Body::from_stream(archive.stream).into_response();
+    let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/gzip"));
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{cksum}\"")) {
         headers.insert(header::ETAG, etag);
     }
     Ok(response)
+}
+
+/// Reads a small archive whole, never more than the store said it holds.
+async fn collect(
+    mut stream: futures_util::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+    size: u64,
+) -> ApiResult<bytes::Bytes> {
+    use futures_util::StreamExt;
+    let mut out = bytes::BytesMut::with_capacity(usize::try_from(size).unwrap_or(0));
+    while let Some(chunk) = stream.next().await {
+        out.extend_from_slice(&chunk?);
+        if out.len() as u64 > size {
+            return Err(ApiError::internal("an archive in the blob store grew while it was read"));
+        }
+    }
+    Ok(out.freeze())
 }
 
 /// Yanks a version: new resolutions avoid it, lockfiles naming it keep working.
@@ -172,6 +211,7 @@ async fn set_yanked(
         db::packages::refresh(&mut tx, pkg.id).await?;
     }
     tx.commit().await?;
+    state.index_cache.forget(&name.normalized());
     let verb = if yanked { "yanked" } else { "un-yanked" };
     tracing::info!(package = %pkg.name, version = %v, user = %caller.login, "{verb}");
     let msg = if changed { format!("{}@{v} {verb}", pkg.name) } else { format!("{}@{v} was already {verb}", pkg.name) };

@@ -256,6 +256,8 @@ async fn commit(
     db::packages::refresh(&mut tx, package_id).await?;
     crash_point("before-commit");
     tx.commit().await?;
+    // This replica's own next read sees the change (others drop it on NOTIFY).
+    state.index_cache.forget(&normalized);
     crash_point("committed");
     Ok(())
 }
