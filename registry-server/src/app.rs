@@ -81,6 +81,7 @@ pub fn router(state: AppState) -> Router {
             .unwrap_or(usize::MAX);
     limited
         .merge(unlimited)
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token_for_reads))
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::metrics::track))
         .fallback(|| async { ApiError::not_found("no such route in this registry's API") })
         .layer(CompressionLayer::new().compress_when(compress))
@@ -101,6 +102,24 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
+}
+
+/// For a private registry (`--auth-required`): reads need a valid token too.
+/// Writes authenticate in their handlers; what operators and clients need before
+/// they can have a token (config.json, health, metrics, the API description) stays open.
+async fn require_token_for_reads(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    const OPEN: [&str; 5] = ["/index/config.json", "/healthz", "/readyz", "/metrics", "/api/openapi.json"];
+    let is_read = matches!(*request.method(), axum::http::Method::GET | axum::http::Method::HEAD);
+    if !state.config.auth_required || !is_read || OPEN.contains(&request.uri().path()) {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    match <crate::auth::Caller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state)
+        .await
+    {
+        Ok(_) => next.run(Request::from_parts(parts, body)).await,
+        Err(refused) => refused.into_response(),
+    }
 }
 
 /// The client's address: the peer's, or, when the peer is a trusted proxy, the

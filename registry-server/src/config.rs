@@ -74,6 +74,10 @@ pub struct ConfigArgs {
         global = true
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Reading the index, downloading and searching need a token too (a private
+    /// registry); `index/config.json` says so, as cargo's `auth-required`.
+    #[arg(long, env = "EBPKG_REGISTRY_AUTH_REQUIRED", global = true)]
+    pub auth_required: bool,
     /// Logs as JSON lines.
     #[arg(long, env = "EBPKG_REGISTRY_LOG_JSON", global = true)]
     pub log_json: bool,
@@ -99,6 +103,7 @@ struct ConfigFile {
     new_version_interval: Option<u64>,
     #[serde(default)]
     trusted_proxies: Vec<std::net::IpAddr>,
+    auth_required: Option<bool>,
     log_json: Option<bool>,
 }
 
@@ -126,6 +131,7 @@ pub struct Config {
     pub new_package: Bucket,
     pub new_version: Bucket,
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    pub auth_required: bool,
     pub log_json: bool,
 }
 
@@ -233,6 +239,7 @@ impl Config {
             } else {
                 args.trusted_proxies.clone()
             },
+            auth_required: args.auth_required || file.auth_required.unwrap_or(false),
             log_json: args.log_json || file.log_json.unwrap_or(false),
         })
     }
@@ -301,6 +308,7 @@ impl fmt::Display for Config {
         writeln!(f, "db-pool = {}", self.db_pool)?;
         writeln!(f, "archive-cache-mib = {}", self.archive_cache_mib)?;
         writeln!(f, "ip-rate-per-minute = {}", self.ip_rate_per_minute)?;
+        writeln!(f, "auth-required = {}", self.auth_required)?;
         if !self.trusted_proxies.is_empty() {
             let list: Vec<String> = self.trusted_proxies.iter().map(ToString::to_string).collect();
             writeln!(f, "trusted-proxies = {}", list.join(", "))?;

@@ -65,6 +65,7 @@ impl TestRegistry {
             new_package: Bucket { burst: 1000, interval: Duration::from_secs(1) },
             new_version: Bucket { burst: 1000, interval: Duration::from_secs(1) },
             trusted_proxies: Vec::new(),
+            auth_required: false,
             log_json: false,
         };
         tweak(&mut config);

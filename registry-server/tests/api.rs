@@ -443,3 +443,30 @@ fn operations_endpoints_and_the_openapi_document_match_the_routes() {
     let text = doc.to_string();
     assert!(!text.contains("#/$defs/"), "every reference resolves inside the document");
 }
+
+#[test]
+fn a_private_registry_wants_a_token_for_reads_too() {
+    let reg = TestRegistry::start_with(Box::new(|c| c.auth_required = true)).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[Scope::Yank], &["nothing-*"]).unwrap();
+    let owner = reg.token("owner", &[], &[]).unwrap();
+    let packed = pack_with(scratch.path(), "secret", "1.0.0", "", &[]).unwrap();
+    assert_eq!(publish(&reg, &owner, &publish_body(&packed, "secret", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let config: IndexConfig = get(&reg, "index/config.json").json().unwrap();
+    assert!(config.auth_required);
+    for path in ["healthz", "readyz", "metrics", "api/openapi.json"] {
+        assert_eq!(get(&reg, path).status(), StatusCode::OK, "{path} stays open");
+    }
+    for path in [
+        "index/se/cr/secret",
+        "api/v1/packages/secret/1.0.0/download",
+        "api/v1/packages?q=secret",
+        "api/v1/packages/secret",
+        "api/v1/packages/secret/1.0.0",
+        "api/v1/packages/secret/owners",
+    ] {
+        assert_eq!(get(&reg, path).status(), StatusCode::UNAUTHORIZED, "{path} without a token");
+        let with = http().get(format!("{}{path}", reg.url())).header("Authorization", &token).send().unwrap();
+        assert_eq!(with.status(), StatusCode::OK, "{path} with any valid token, whatever its scopes");
+    }
+}

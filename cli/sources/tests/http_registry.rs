@@ -454,3 +454,19 @@ fn answers_are_bounded_whatever_the_server_sends() {
     assert!(matches!(e.kind(), ErrorKind::Http { status: 500, .. }), "{e}");
     assert_eq!(heads.lock().unwrap().len(), 4, "a publish is sent once");
 }
+
+#[test]
+fn a_private_registry_is_read_with_the_token() {
+    let reg = TestRegistry::start_with(Box::new(|c| c.auth_required = true)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let http = client(&reg, Some(&token), Some(&tmp.path().join("cache")), false);
+    let packed = pack(tmp.path(), "secret", "1.0.0");
+    let entry = http.publish(&packed.bytes, &packed.manifest).unwrap();
+    assert_eq!(http.index(&name("secret")).unwrap().unwrap(), std::slice::from_ref(&entry));
+    assert_eq!(Sha256Digest::of(&http.download(&entry).unwrap()), packed.sha256);
+    assert_eq!(http.search("secret", 5).unwrap().len(), 1);
+    let anonymous = client(&reg, None, None, false);
+    let e = anonymous.index(&name("secret")).unwrap_err();
+    assert!(e.to_string().contains("401"), "{e}");
+}

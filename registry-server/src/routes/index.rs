@@ -20,7 +20,7 @@ pub async fn config(State(state): State<AppState>) -> Response {
     let config = IndexConfig {
         dl: state.config.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
         api: Some(public.to_owned()),
-        auth_required: false,
+        auth_required: state.config.auth_required,
     };
     let mut response = axum::Json(config).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(INDEX_CACHE_CONTROL));
