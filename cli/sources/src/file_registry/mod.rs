@@ -140,7 +140,10 @@ impl FileRegistry {
     /// mistyped path never scatters registry files over someone's home directory.
     fn lock_for_writing(&self) -> Result<WriteLock> {
         // Refuse before creating `.lock` there: no litter in a directory that is not ours.
-        if !self.read_config()? && has_foreign_entries(&self.root)? {
+        // Entries first, config.json second: a writer creating the registry right now
+        // writes config.json before anything else, so entries seen before the config
+        // check are explained by it (the other order refused such a registry).
+        if has_foreign_entries(&self.root)? && !self.read_config()? {
             return Err(ErrorKind::NotARegistry { path: self.root.clone() }.into());
         }
         crate::atomic::create_dirs(&self.root)?;
