@@ -145,6 +145,66 @@ impl JsonSchema for Sha256Digest {
     }
 }
 
+/// A publisher key's identity: the SHA-256 of its SubjectPublicKeyInfo DER,
+/// written as standard padded base64, exactly as cosign writes a bundle's
+/// `publicKey.hint`, so the id an index line, a lockfile and a trust policy name
+/// is the one `cosign` shows for the same key.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyId(pub [u8; 32]);
+
+impl KeyId {
+    /// Parses 44 characters of standard base64 holding 32 bytes.
+    pub fn parse(s: &str) -> Option<KeyId> {
+        use base64::Engine;
+        if s.len() != 44 {
+            return None;
+        }
+        let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+        Some(KeyId(bytes.try_into().ok()?))
+    }
+}
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use base64::Engine;
+        f.write_str(&base64::engine::general_purpose::STANDARD.encode(self.0))
+    }
+}
+
+impl fmt::Debug for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KeyId({self})")
+    }
+}
+
+impl Serialize for KeyId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for KeyId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        KeyId::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("`{s}` is not a key id (base64 of a 32-byte SHA-256, 44 characters)"))
+        })
+    }
+}
+
+impl JsonSchema for KeyId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "KeyId".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A publisher key id: standard base64 of the SHA-256 of the key's SubjectPublicKeyInfo DER (cosign's `publicKey.hint`).",
+            "pattern": "^[A-Za-z0-9+/]{43}=$",
+        })
+    }
+}
+
 /// A path inside a package: relative, `/`-separated, with no `.` or `..`
 /// components, so it can never name a file outside the package directory.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
