@@ -3,6 +3,8 @@
 //! `ci/setup` (pinned) into /opt/ebpkg-ci/cosign/bin; EBPKG_TEST_COSIGN names
 //! another binary. A missing cosign fails the test: it is never skipped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,6 +1,8 @@
 //! Keys and bundles without cosign: what ebpkg writes it reads back, and every
 //! change to an archive, a bundle or a key is refused with the reason.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use ebpkg_signing::{Error, PublicKey, SignedBundle, SigningKey, sign};
 
 const ARCHIVE: &[u8] = b"an archive's bytes";
