@@ -67,7 +67,8 @@ fn malformed_bundles_are_refused_with_the_reason() {
     let key = key();
     let good: serde_json::Value =
         serde_json::from_str(&sign(&key, ARCHIVE).expect("signed").to_json().expect("json")).expect("json");
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    type Change = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Change)> = vec![
         ("media type", Box::new(|v| v["mediaType"] = "text/plain".into())),
         ("SHA2_256", Box::new(|v| v["messageSignature"]["messageDigest"]["algorithm"] = "SHA2_512".into())),
         ("not 32", Box::new(|v| v["messageSignature"]["messageDigest"]["digest"] = "AAAA".into())),
