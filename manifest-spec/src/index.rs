@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::manifest::{Field, KernelReq, Manifest};
 use crate::names::{ItemName, PackageName};
-use crate::types::{EndsPacket, Hook, IntType, Sha256Digest};
+use crate::types::{EndsPacket, Hook, IntType, KeyId, Sha256Digest};
 
 /// The index schema version this crate writes.
 pub const INDEX_SCHEMA_VERSION: u32 = 1;
@@ -40,6 +40,11 @@ pub struct IndexEntry {
     pub cksum: Sha256Digest,
     /// Whether the version is yanked: kept for existing lockfiles, never chosen anew.
     pub yanked: bool,
+    /// The key whose Sigstore bundle signs the archive (served next to it), as
+    /// the registry verified it at publication; absent for an unsigned version.
+    /// Clients check the bundle themselves: this names the key to check it with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<KeyId>,
     /// The HIKe SDK requirement of the package's C code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
@@ -152,6 +157,7 @@ impl IndexEntry {
                 .collect(),
             cksum,
             yanked: false,
+            signed_by: None,
             hike_sdk: manifest.package.hike_sdk.clone(),
             kernel: manifest.package.kernel.clone(),
             programs: manifest

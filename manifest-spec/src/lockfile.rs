@@ -18,7 +18,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::manifest::{ManifestError, read_capped};
 use crate::names::PackageName;
 use crate::toml_input;
-use crate::types::Sha256Digest;
+use crate::types::{KeyId, Sha256Digest};
 
 /// The file name of a lockfile.
 pub const LOCK_FILE: &str = "ebpkg.lock";
@@ -43,8 +43,10 @@ pub struct LockedPackage {
     pub source: String,
     /// SHA-256 of the package archive.
     pub checksum: Sha256Digest,
-    /// Id of the key that signed the archive, once signatures are checked.
-    pub signer: Option<String>,
+    /// The key that signed the archive, as the registry's index line named it
+    /// and its bundle proved when the package was first fetched. A later
+    /// install that finds another key for this version is refused.
+    pub signer: Option<KeyId>,
     /// The packages it depends on, as resolved; sorted.
     pub dependencies: Vec<LockedDependency>,
 }
@@ -92,8 +94,8 @@ pub(crate) struct RawLockedPackage {
     /// SHA-256 of the package archive, 64 lowercase hex digits.
     #[schemars(with = "String")]
     pub checksum: Spanned<String>,
-    /// Id of the key that signed the archive.
-    pub signer: Option<String>,
+    /// Id of the key that signed the archive (base64, as cosign's key hint).
+    pub signer: Option<KeyId>,
     /// Resolved dependencies as "name version", sorted.
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
@@ -133,7 +135,7 @@ impl Lockfile {
             let _ = writeln!(out, "source = {}", quote(&p.source));
             let _ = writeln!(out, "checksum = {}", quote(&p.checksum.to_hex()));
             if let Some(signer) = &p.signer {
-                let _ = writeln!(out, "signer = {}", quote(signer));
+                let _ = writeln!(out, "signer = {}", quote(&signer.to_string()));
             }
             if !p.dependencies.is_empty() {
                 out.push_str("dependencies = [\n");

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::IndexEntry;
 use crate::names::{ItemName, PackageName};
-use crate::types::Sha256Digest;
+use crate::types::{KeyId, Sha256Digest};
 
 /// Where the sparse index's configuration lives, relative to the registry URL.
 pub const INDEX_CONFIG_PATH: &str = "index/config.json";
@@ -69,6 +69,50 @@ pub struct PublishMetadata {
     /// SHA-256 of the archive, as the publisher computed it; the server computes
     /// it again and refuses a mismatch.
     pub cksum: Sha256Digest,
+    /// The Sigstore bundle (v0.3 JSON, as `cosign sign-blob --bundle` writes it)
+    /// signing the archive with a key one of the package's owners registered.
+    /// Refused when absent unless the registry allows unsigned publishes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<serde_json::Value>,
+}
+
+/// The path, under the API prefix, of the Sigstore bundle of a version.
+pub fn bundle_path(name: &PackageName, version: &Version) -> String {
+    format!("packages/{name}/{version}/bundle")
+}
+
+/// The path, under the API prefix, of a publisher key's PEM. The id is written in
+/// hex here: its base64 form holds `/` and `+`.
+pub fn key_path(id: &KeyId) -> String {
+    format!("keys/{}", hex::encode(id.0))
+}
+
+/// `POST /api/v1/me/keys`: a public key to sign the caller's packages with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewPublisherKey {
+    /// The public key, PEM (`cosign.pub`, `ebpkg key export`): ECDSA P-256.
+    pub pem: String,
+}
+
+/// A publisher key as registered: whose it is and whether it still signs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublisherKey {
+    pub id: KeyId,
+    pub pem: String,
+    /// The user who registered it.
+    pub owner: String,
+    pub added_at: String,
+    /// When its owner removed it: publishes signed by it are refused from then on,
+    /// and versions it signed say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+}
+
+/// `GET /api/v1/me/keys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublisherKeyList {
+    pub keys: Vec<PublisherKey>,
 }
 
 /// Why a publish body could not be read.
@@ -382,6 +426,7 @@ mod tests {
             name: PackageName::new("meter").unwrap(),
             vers: Version::new(1, 2, 3),
             cksum: Sha256Digest::of(b"archive"),
+            bundle: None,
         }
     }
 

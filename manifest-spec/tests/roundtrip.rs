@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use ebpkg_spec::index::{ArgSignature, ChainSummary, IndexDependency, LoaderSummary, MapLayout, ProgramSummary};
 use ebpkg_spec::manifest::{Field, KernelReq};
-use ebpkg_spec::types::{EndsPacket, FieldType, Hook, IntType, KernelVersion, Sha256Digest};
+use ebpkg_spec::types::{EndsPacket, FieldType, Hook, IntType, KernelVersion, KeyId, Sha256Digest};
 use ebpkg_spec::{IndexEntry, ItemName, LockedDependency, LockedPackage, Lockfile, PackageName};
 use proptest::prelude::*;
 use semver::{Version, VersionReq};
@@ -61,10 +61,10 @@ fn source() -> impl Strategy<Value = String> {
 fn lockfile_packages() -> impl Strategy<Value = Vec<LockedPackage>> {
     prop::collection::btree_map(
         (package_name(), version()),
-        (source(), digest(), prop::option::of("[a-z0-9]{8}")),
+        (source(), digest(), prop::option::of(any::<[u8; 32]>().prop_map(KeyId))),
         0..12,
     )
-    .prop_flat_map(|pkgs: BTreeMap<(PackageName, Version), (String, Sha256Digest, Option<String>)>| {
+    .prop_flat_map(|pkgs: BTreeMap<(PackageName, Version), (String, Sha256Digest, Option<KeyId>)>| {
         let keys: Vec<(PackageName, Version)> = pkgs.keys().cloned().collect();
         let n = keys.len();
         let deps = prop::collection::vec(prop::collection::vec(0..n.max(1), 0..4), n);
@@ -198,11 +198,15 @@ fn index_entry() -> impl Strategy<Value = IndexEntry> {
         loaders,
         prop::collection::vec(item_name().prop_map(|name| ChainSummary { name }), 0..3),
         prop::collection::btree_map(package_name(), prop::collection::vec(item_name(), 1..3), 0..2),
-        (prop::option::of("[ -~]{1,40}"), prop::collection::vec("[a-z0-9][a-z0-9+_-]{0,19}", 0..5)),
+        (
+            prop::option::of("[ -~]{1,40}"),
+            prop::collection::vec("[a-z0-9][a-z0-9+_-]{0,19}", 0..5),
+            prop::option::of(any::<[u8; 32]>().prop_map(KeyId)),
+        ),
     )
         .prop_map(
             |(name, vers, deps, cksum, yanked, hike_sdk, kernel, programs, loaders, chains, reexports, meta)| {
-                let (description, keywords) = meta;
+                let (description, keywords, signed_by) = meta;
                 IndexEntry {
                     v: 1,
                     name,
@@ -210,6 +214,7 @@ fn index_entry() -> impl Strategy<Value = IndexEntry> {
                     deps,
                     cksum,
                     yanked,
+                    signed_by,
                     hike_sdk,
                     kernel,
                     programs,

@@ -236,6 +236,7 @@ pub fn publish_body(packed: &ebpkg_archive::Packed, name: &str, version: &str) -
         name: ebpkg_spec::PackageName::new(name)?,
         vers: semver::Version::parse(version)?,
         cksum: packed.sha256,
+        bundle: None,
     };
     Ok(ebpkg_spec::registry_api::encode_publish(&metadata, &packed.bytes))
 }

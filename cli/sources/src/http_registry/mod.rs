@@ -316,6 +316,7 @@ impl Registry for HttpRegistry {
             name: manifest.package.name.clone(),
             vers: manifest.package.version.clone(),
             cksum: ebpkg_spec::types::Sha256Digest::of(archive),
+            bundle: None,
         };
         let what = format!("publishing {}@{}", metadata.name, metadata.vers);
         let body = registry_api::encode_publish(&metadata, archive);
