@@ -220,6 +220,57 @@ pub fn normalize(name: &str) -> String {
     name.chars().map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() }).collect()
 }
 
+/// A package name where `*` matches any run of characters (`hike-*`, `*`), as
+/// token scopes and trust policies name sets of packages. Matching compares
+/// normalized forms, so `my_*` covers `my-pkg`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PackageGlob(String);
+
+impl PackageGlob {
+    /// Checks that `glob` is a package name once each `*` stands for a letter.
+    pub fn new(glob: &str) -> Result<PackageGlob, NameError> {
+        if glob != "*" {
+            // `a` is a valid character anywhere, so this checks everything else.
+            PackageName::new(&glob.replace('*', "a"))?;
+        }
+        Ok(PackageGlob(glob.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the glob covers `name`.
+    pub fn matches(&self, name: &str) -> bool {
+        let glob = normalize(&self.0);
+        let name = normalize(name);
+        let parts: Vec<&str> = glob.split('*').collect();
+        let [first, middle @ .., last] = parts.as_slice() else { return glob == name };
+        if parts.len() == 1 {
+            return glob == name;
+        }
+        let Some(mut rest) = name.strip_prefix(first) else { return false };
+        for part in middle {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        rest.len() >= last.len() && rest.ends_with(last)
+    }
+
+    /// Whether the glob names exactly one package (no `*`).
+    pub fn is_exact(&self) -> bool {
+        !self.0.contains('*')
+    }
+}
+
+impl std::fmt::Display for PackageGlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A valid item name: a program, loader, chain, map, argument or field.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ItemName(String);
@@ -367,5 +418,28 @@ mod tests {
         assert!(ItemName::new("ip6-sc").is_err());
         assert!(ItemName::new("while").is_err());
         assert!(ItemName::new("DROP").is_err());
+    }
+}
+
+#[cfg(test)]
+mod glob_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::PackageGlob;
+
+    #[test]
+    fn globs_match_normalized_names() {
+        let g = |s: &str| PackageGlob::new(s).unwrap();
+        assert!(g("*").matches("anything"));
+        assert!(g("hike-*").matches("hike_net"));
+        assert!(!g("hike-*").matches("hik"));
+        assert!(g("*-guard").matches("ddos-guard"));
+        assert!(g("a*b*c").matches("axxbyyc"));
+        assert!(!g("a*b*c").matches("acb"));
+        assert!(g("meter").matches("Meter"));
+        assert!(!g("meter").matches("meters"));
+        assert!(g("ab*ab").matches("abab") && !g("ab*ab").matches("aba"));
+        assert!(PackageGlob::new("../x").is_err());
+        assert!(PackageGlob::new("").is_err());
+        assert!(g("meter").is_exact() && !g("m*").is_exact());
     }
 }

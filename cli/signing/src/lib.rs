@@ -16,10 +16,12 @@
 
 mod bundle;
 mod keys;
+pub mod policy;
 
 pub use bundle::{BUNDLE_MEDIA_TYPE, MAX_BUNDLE_BYTES, SignedBundle, sign};
 pub use ebpkg_spec::types::KeyId;
 pub use keys::{MAX_KEY_FILE_BYTES, PublicKey, SigningKey};
+pub use policy::{Decision, TrustPolicy};
 
 /// Why a key, a bundle or a signature was refused.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,231 @@
+//! Trust policy: which keys may sign which packages, which packages may be
+//! unsigned, and which keys are revoked.
+//!
+//! ```toml
+//! # Keys trusted to sign packages: a package name or glob, and key ids.
+//! [keys]
+//! "hike-*" = ["gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ="]
+//!
+//! # Packages that may be installed without a signature.
+//! [unsigned]
+//! allow = ["local-*"]
+//!
+//! # Keys trusted no more, and why: what they signed is refused.
+//! [revoked]
+//! "gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ=" = "the laptop holding it was stolen"
+//! ```
+//!
+//! A user's policy (`~/.config/ebpkg/trust.toml`) and a project's
+//! (`ebpkg-trust.toml` beside `ebpkg.toml`) are merged: a key trusted by
+//! either is trusted, a key revoked by either is revoked.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use ebpkg_spec::names::PackageGlob;
+use ebpkg_spec::types::KeyId;
+use serde::Deserialize;
+
+/// Largest trust policy read.
+pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
+
+/// A trust policy, as read from one file or merged from several.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustPolicy {
+    keys: BTreeMap<PackageGlob, Vec<KeyId>>,
+    unsigned: Vec<PackageGlob>,
+    revoked: BTreeMap<KeyId, String>,
+}
+
+/// What a policy says about one version of a package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Signed by a key the policy trusts for the package.
+    Trusted { key: KeyId, by: PackageGlob },
+    /// Unsigned, and the policy allows that for the package.
+    UnsignedAllowed { by: PackageGlob },
+    /// Unsigned, and no rule allows it.
+    Unsigned,
+    /// Signed by a revoked key.
+    Revoked { key: KeyId, reason: String },
+    /// Signed by a key the policy does not trust for the package; `trusted`
+    /// lists the keys it does trust for it (empty: none yet, a first use).
+    Untrusted { key: KeyId, trusted: Vec<KeyId> },
+}
+
+/// Why a policy file was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct PolicyError {
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    keys: BTreeMap<String, Vec<KeyId>>,
+    #[serde(default)]
+    unsigned: RawUnsigned,
+    #[serde(default)]
+    revoked: BTreeMap<KeyId, String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawUnsigned {
+    #[serde(default)]
+    allow: Vec<String>,
+}
+
+fn glob(text: &str) -> Result<PackageGlob, PolicyError> {
+    PackageGlob::new(text).map_err(|e| PolicyError {
+        message: format!("`{text}` is not a package name or glob (`*` matches any run of characters): {e}"),
+    })
+}
+
+impl TrustPolicy {
+    /// Reads a policy file's text.
+    pub fn parse(text: &str) -> Result<TrustPolicy, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError { message: e.to_string() })?;
+        let mut policy = TrustPolicy::default();
+        for (pattern, keys) in raw.keys {
+            let slot = policy.keys.entry(glob(&pattern)?).or_default();
+            for key in keys {
+                if !slot.contains(&key) {
+                    slot.push(key);
+                }
+            }
+        }
+        for pattern in raw.unsigned.allow {
+            let pattern = glob(&pattern)?;
+            if !policy.unsigned.contains(&pattern) {
+                policy.unsigned.push(pattern);
+            }
+        }
+        policy.revoked = raw.revoked;
+        Ok(policy)
+    }
+
+    /// The policy as a file, in a canonical form.
+    pub fn to_toml_string(&self) -> String {
+        let quote = |s: &str| toml::Value::String(s.to_owned()).to_string();
+        let mut out = String::from(
+            "# ebpkg trust policy: edit with `ebpkg trust add|remove|revoke|allow-unsigned`.\n\n\
+             # Keys trusted to sign packages: a package name or glob, and key ids.\n[keys]\n",
+        );
+        for (pattern, keys) in &self.keys {
+            let keys: Vec<String> = keys.iter().map(|k| quote(&k.to_string())).collect();
+            let _ = writeln!(out, "{} = [{}]", quote(pattern.as_str()), keys.join(", "));
+        }
+        out.push_str("\n# Packages that may be installed without a signature.\n[unsigned]\n");
+        let allow: Vec<String> = self.unsigned.iter().map(|p| quote(p.as_str())).collect();
+        let _ = writeln!(out, "allow = [{}]", allow.join(", "));
+        out.push_str("\n# Keys trusted no more, and why: what they signed is refused.\n[revoked]\n");
+        for (key, reason) in &self.revoked {
+            let _ = writeln!(out, "{} = {}", quote(&key.to_string()), quote(reason));
+        }
+        out
+    }
+
+    /// Adds what `other` trusts, allows and revokes.
+    pub fn merge(&mut self, other: &TrustPolicy) {
+        for (pattern, keys) in &other.keys {
+            for key in keys {
+                self.trust(pattern.clone(), *key);
+            }
+        }
+        for pattern in &other.unsigned {
+            self.allow_unsigned(pattern.clone());
+        }
+        for (key, reason) in &other.revoked {
+            self.revoked.entry(*key).or_insert_with(|| reason.clone());
+        }
+    }
+
+    /// Trusts `key` for the packages `pattern` covers; false if it already was.
+    pub fn trust(&mut self, pattern: PackageGlob, key: KeyId) -> bool {
+        let keys = self.keys.entry(pattern).or_default();
+        if keys.contains(&key) {
+            return false;
+        }
+        keys.push(key);
+        true
+    }
+
+    /// Stops trusting `key` for `pattern` (every key when `None`); false if
+    /// nothing changed.
+    pub fn untrust(&mut self, pattern: &PackageGlob, key: Option<&KeyId>) -> bool {
+        let Some(keys) = self.keys.get_mut(pattern) else { return false };
+        let before = keys.len();
+        match key {
+            Some(key) => keys.retain(|k| k != key),
+            None => keys.clear(),
+        }
+        let changed = keys.len() != before;
+        if keys.is_empty() {
+            self.keys.remove(pattern);
+        }
+        changed
+    }
+
+    /// Lets the packages `pattern` covers install unsigned; false if they could.
+    pub fn allow_unsigned(&mut self, pattern: PackageGlob) -> bool {
+        if self.unsigned.contains(&pattern) {
+            return false;
+        }
+        self.unsigned.push(pattern);
+        true
+    }
+
+    /// Takes back an [`allow_unsigned`](Self::allow_unsigned); false if absent.
+    pub fn disallow_unsigned(&mut self, pattern: &PackageGlob) -> bool {
+        let before = self.unsigned.len();
+        self.unsigned.retain(|p| p != pattern);
+        before != self.unsigned.len()
+    }
+
+    /// Revokes `key`; false if it already was.
+    pub fn revoke(&mut self, key: KeyId, reason: String) -> bool {
+        self.revoked.insert(key, reason).is_none()
+    }
+
+    pub fn keys(&self) -> &BTreeMap<PackageGlob, Vec<KeyId>> {
+        &self.keys
+    }
+
+    pub fn unsigned(&self) -> &[PackageGlob] {
+        &self.unsigned
+    }
+
+    pub fn revoked(&self) -> &BTreeMap<KeyId, String> {
+        &self.revoked
+    }
+
+    /// The keys trusted for `package`, from every rule that covers it.
+    pub fn trusted_for(&self, package: &str) -> Vec<KeyId> {
+        let mut out: Vec<KeyId> =
+            self.keys.iter().filter(|(p, _)| p.matches(package)).flat_map(|(_, k)| k.iter().copied()).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What the policy says about a version of `package` signed by `signed_by`
+    /// (`None`: unsigned). Revocation wins over trust.
+    pub fn decide(&self, package: &str, signed_by: Option<&KeyId>) -> Decision {
+        let Some(key) = signed_by else {
+            return match self.unsigned.iter().find(|p| p.matches(package)) {
+                Some(by) => Decision::UnsignedAllowed { by: by.clone() },
+                None => Decision::Unsigned,
+            };
+        };
+        if let Some(reason) = self.revoked.get(key) {
+            return Decision::Revoked { key: *key, reason: reason.clone() };
+        }
+        match self.keys.iter().find(|(p, keys)| p.matches(package) && keys.contains(key)) {
+            Some((by, _)) => Decision::Trusted { key: *key, by: by.clone() },
+            None => Decision::Untrusted { key: *key, trusted: self.trusted_for(package) },
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Trust policies: parsing, the canonical file, merging, and every decision.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ebpkg_signing::{Decision, TrustPolicy};
+use ebpkg_spec::names::PackageGlob;
+use ebpkg_spec::types::KeyId;
+
+fn key(n: u8) -> KeyId {
+    KeyId([n; 32])
+}
+
+fn glob(s: &str) -> PackageGlob {
+    PackageGlob::new(s).unwrap()
+}
+
+#[test]
+fn decisions_cover_trust_unsigned_revocation_and_first_use() {
+    let text = format!(
+        "[keys]\n\"hike-*\" = [\"{}\"]\n\"ddos-guard\" = [\"{}\", \"{}\"]\n[unsigned]\nallow = [\"local-*\"]\n[revoked]\n\"{}\" = \"stolen\"\n",
+        key(1),
+        key(2),
+        key(3),
+        key(3)
+    );
+    let policy = TrustPolicy::parse(&text).unwrap();
+    assert_eq!(policy.decide("hike_net", Some(&key(1))), Decision::Trusted { key: key(1), by: glob("hike-*") });
+    assert_eq!(policy.decide("ddos-guard", Some(&key(2))), Decision::Trusted { key: key(2), by: glob("ddos-guard") });
+    assert_eq!(policy.decide("ddos-guard", Some(&key(3))), Decision::Revoked { key: key(3), reason: "stolen".into() });
+    assert_eq!(
+        policy.decide("ddos-guard", Some(&key(1))),
+        Decision::Untrusted { key: key(1), trusted: vec![key(2), key(3)] }
+    );
+    assert_eq!(policy.decide("other", Some(&key(1))), Decision::Untrusted { key: key(1), trusted: vec![] });
+    assert_eq!(policy.decide("local-x", None), Decision::UnsignedAllowed { by: glob("local-*") });
+    assert_eq!(policy.decide("hike-net", None), Decision::Unsigned);
+}
+
+#[test]
+fn the_canonical_file_reads_back_the_same_policy() {
+    let mut policy = TrustPolicy::default();
+    assert!(policy.trust(glob("a-*"), key(1)));
+    assert!(!policy.trust(glob("a-*"), key(1)));
+    assert!(policy.trust(glob("b"), key(2)));
+    assert!(policy.allow_unsigned(glob("dev-*")));
+    assert!(policy.revoke(key(9), "rotated \"out\"".into()));
+    let text = policy.to_toml_string();
+    assert_eq!(TrustPolicy::parse(&text).unwrap(), policy, "{text}");
+
+    assert!(policy.untrust(&glob("a-*"), Some(&key(1))));
+    assert!(!policy.keys().contains_key(&glob("a-*")));
+    assert!(!policy.untrust(&glob("a-*"), None));
+    assert!(policy.disallow_unsigned(&glob("dev-*")));
+    assert_eq!(TrustPolicy::parse("").unwrap(), TrustPolicy::default());
+}
+
+#[test]
+fn merging_unions_trust_and_revocations() {
+    let mut user = TrustPolicy::default();
+    user.trust(glob("*"), key(1));
+    let mut project = TrustPolicy::default();
+    project.trust(glob("p"), key(2));
+    project.revoke(key(1), "compromised".into());
+    project.allow_unsigned(glob("p-dev"));
+    user.merge(&project);
+    assert!(matches!(user.decide("p", Some(&key(1))), Decision::Revoked { .. }));
+    assert!(matches!(user.decide("p", Some(&key(2))), Decision::Trusted { .. }));
+    assert!(matches!(user.decide("p-dev", None), Decision::UnsignedAllowed { .. }));
+}
+
+#[test]
+fn bad_files_are_refused_with_the_reason() {
+    for (text, reason) in [
+        ("[keys]\n\"../x\" = []\n", "not a package name or glob"),
+        ("[keys]\n\"a\" = [\"short\"]\n", "not a key id"),
+        ("[unsigned]\nallow = [\"A B\"]\n", "not a package name or glob"),
+        ("[trusted]\n", "unknown field"),
+        ("[keys\n", "expected"),
+    ] {
+        let err = TrustPolicy::parse(text).unwrap_err();
+        assert!(err.to_string().contains(reason), "{text:?}: {err}");
+    }
+}
