@@ -89,6 +89,10 @@ pub struct Config {
     token: Option<(String, String)>,
     /// Where `ebpkg login` keeps tokens: `credentials.toml` beside the config file.
     pub credentials_path: PathBuf,
+    /// Signing keys (`ebpkg key`): `<config dir>/keys/NAME.key|.pub`.
+    pub keys_dir: PathBuf,
+    /// The user's trust policy: `<config dir>/trust.toml`.
+    pub trust_path: PathBuf,
     /// Tokens by canonical registry URL, from the credentials file.
     credentials: BTreeMap<String, String>,
     /// Original registry URL → URL to fetch from instead.
@@ -200,6 +204,8 @@ impl Config {
             registry,
             registries: cfg.registries,
             token: cfg.registry.token.map(|token| (token, file_default)),
+            keys_dir: path.parent().map_or_else(|| PathBuf::from("keys"), |d| d.join("keys")),
+            trust_path: path.parent().map_or_else(|| PathBuf::from("trust.toml"), |d| d.join("trust.toml")),
             credentials_path,
             credentials,
             mirrors,
@@ -303,6 +309,8 @@ mod tests {
             registries,
             token: file_token.map(|(t, u)| (t.to_owned(), u.to_owned())),
             credentials_path: PathBuf::from("credentials.toml"),
+            keys_dir: PathBuf::from("keys"),
+            trust_path: PathBuf::from("trust.toml"),
             credentials,
             mirrors: BTreeMap::new(),
             tools: ebpkg_build::ToolchainOptions::default(),

@@ -18,6 +18,8 @@ pub struct Ctx {
     pub offline: bool,
     /// ebpkg.lock must not change.
     pub locked: bool,
+    /// Trust on first use: `--trust-new-keys`.
+    pub trust_new_keys: bool,
     /// The network namespace interfaces are in.
     pub netns: Option<String>,
     pub manifest_path: Option<PathBuf>,

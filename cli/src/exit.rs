@@ -12,6 +12,7 @@
 //! | 7 | the environment is missing something: root, bpffs, clang, bpftool, BTF |
 //! | 8 | `ebpkg test` ran and some cases failed |
 //! | 9 | a limit of the HIKe VM on this host was reached: no free program or chain id, chain calls too deep |
+//! | 10 | a signature or the trust policy refused a package: unsigned, untrusted or revoked key, bad signature, signer changed |
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -33,6 +34,7 @@ pub enum Failure {
     Environment = 7,
     TestsFailed = 8,
     Limit = 9,
+    Trust = 10,
 }
 
 /// A failure the CLI itself decides: a usage mistake, a refusal of its own, a
@@ -143,6 +145,11 @@ fn source_failure(e: &ebpkg_sources::Error) -> Failure {
     use ebpkg_sources::ErrorKind;
     match e.kind() {
         ErrorKind::InvalidUrl { .. } | ErrorKind::UnsupportedScheme { .. } => Failure::Input,
+        ErrorKind::SignerDrift { .. }
+        | ErrorKind::BadSignature { .. }
+        | ErrorKind::BundleMissing { .. }
+        | ErrorKind::KeyUnavailable { .. }
+        | ErrorKind::UnsignedRefused { .. } => Failure::Trust,
         _ => Failure::Registry,
     }
 }

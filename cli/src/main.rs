@@ -63,6 +63,10 @@ struct Cli {
     /// --locked and --offline.
     #[arg(long, global = true)]
     frozen: bool,
+    /// Trust the signing key of a package no key is trusted for yet, and record
+    /// it in the user's trust.toml (trust on first use). Never a changed key.
+    #[arg(long, global = true)]
+    trust_new_keys: bool,
     /// The default registry (a URL, a path, or the name of one in the config file).
     #[arg(long, global = true, value_name = "URL")]
     registry: Option<String>,
@@ -125,8 +129,12 @@ enum Command {
     Login(commands::account::LoginArgs),
     /// Forget the saved token of a registry server.
     Logout(commands::account::LogoutArgs),
-    /// List, add or remove the owners of a package on a registry server.
+    /// List, add or remove the owners of a package, or your publisher keys, on a registry server.
     Owner(commands::account::OwnerArgs),
+    /// Create and show signing keys (cosign-compatible).
+    Key(commands::keys::KeyArgs),
+    /// Say whose keys may sign which packages, which may be unsigned, which keys are revoked.
+    Trust(commands::keys::TrustArgs),
     /// Show deployments: packages, program and chain ids, attachments, counters.
     Status(commands::deployments::StatusArgs),
     /// Remove a deployment: attachments, loaders, chains, and programs nothing else uses.
@@ -182,6 +190,7 @@ fn main() -> ExitCode {
             config,
             offline: cli.offline || cli.frozen,
             locked: cli.locked || cli.frozen,
+            trust_new_keys: cli.trust_new_keys,
             netns: cli.netns,
             manifest_path: cli.manifest_path,
         };
@@ -218,6 +227,8 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Login(a) => commands::account::login(ctx, a),
         Command::Logout(a) => commands::account::logout(ctx, a),
         Command::Owner(a) => commands::account::owner(ctx, a),
+        Command::Key(a) => commands::keys::key(ctx, a),
+        Command::Trust(a) => commands::keys::trust(ctx, a),
         Command::Status(a) => commands::deployments::status(ctx, a),
         Command::Uninstall(a) => commands::deployments::uninstall(ctx, a),
         Command::Doctor(a) => commands::doctor::run(ctx, a),

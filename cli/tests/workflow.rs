@@ -285,6 +285,10 @@ fn a_hostile_archive_in_the_registry_writes_nothing_outside_the_cache() {
     )
     .unwrap();
     require_kernel();
+    // Unsigned, it would be refused before being unpacked; the unpacker is what is tested.
+    let refused = sb.run(&app, &["install"]).fails(10);
+    assert!(refused.stderr.contains("evil@1.0.0") && refused.stderr.contains("not signed"), "{}", refused.stderr);
+    sb.run(&app, &["trust", "allow-unsigned", "evil"]).ok();
     let run = sb.run(&app, &["install"]).fails(6);
     assert!(run.stderr.contains(".."), "{}", run.stderr);
     // Each cause is said once, not once per level of the error chain.

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! <root>/archives/<2 hex>/<64 hex>.tar.gz       downloaded archives, by SHA-256
+//! <root>/signatures/<2 hex>/<64 hex>.sigstore.json  their Sigstore bundles, by archive SHA-256
+//! <root>/keys/<64 hex>.pem                       publisher keys, by key id (checked on every use)
 //! <root>/src/<name>-<version>-<16 hex>/          unpacked packages
 //! <root>/objects/<2 hex>/<64 hex>.o              built objects, by cache key
 //! <root>/vmlinux/<btf sha256>/vmlinux.h          headers generated from a kernel's BTF
@@ -15,7 +17,7 @@ use std::path::{Path, PathBuf};
 use semver::Version;
 
 use crate::PackageName;
-use crate::types::Sha256Digest;
+use crate::types::{KeyId, Sha256Digest};
 
 /// The layout of one cache directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +50,7 @@ impl CacheLayout {
     /// The directories that hold `part`.
     pub fn dirs(&self, part: CachePart) -> Vec<PathBuf> {
         match part {
-            CachePart::Archives => vec![self.archives()],
+            CachePart::Archives => vec![self.archives(), self.root.join("signatures"), self.root.join("keys")],
             CachePart::Sources => vec![self.sources()],
             CachePart::Builds => vec![self.objects(), self.root.join("vmlinux"), self.sdk()],
             CachePart::Indexes => vec![self.root.join("index")],
@@ -64,6 +66,16 @@ impl CacheLayout {
 
     pub fn archives(&self) -> PathBuf {
         self.root.join("archives")
+    }
+
+    /// The Sigstore bundle of the archive with this digest.
+    pub fn bundle(&self, digest: &Sha256Digest) -> PathBuf {
+        bundle_file(&self.root, digest)
+    }
+
+    /// The publisher key with this id.
+    pub fn key(&self, id: &KeyId) -> PathBuf {
+        key_file(&self.root, id)
     }
 
     /// The archive with this digest.
@@ -100,6 +112,18 @@ impl CacheLayout {
     pub fn sdk(&self) -> PathBuf {
         self.root.join("sdk")
     }
+}
+
+/// Where a directory registry or a cache keeps the Sigstore bundle of an
+/// archive, by the archive's digest (what the bundle signs).
+pub fn bundle_file(root: &Path, digest: &Sha256Digest) -> PathBuf {
+    let hex = digest.to_hex();
+    root.join("signatures").join(&hex[..2]).join(format!("{hex}.sigstore.json"))
+}
+
+/// Where a directory registry or a cache keeps a publisher key, by its id.
+pub fn key_file(root: &Path, id: &KeyId) -> PathBuf {
+    root.join("keys").join(format!("{}.pem", hex::encode(id.0)))
 }
 
 /// `<root>/archives/<2 hex>/<64 hex>.tar.gz`: how a cache and a file:// registry

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use ebpkg_archive::{Limits, UnpackError};
 use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
+use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, PackageName};
@@ -25,12 +26,24 @@ use crate::atomic::write_atomic;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_registry::describe_versions;
-use crate::registry::Registry;
+use crate::registry::{Registry, SignedVersion};
 
 /// A download cache rooted at a directory.
 #[derive(Debug, Clone)]
 pub struct Cache {
     layout: CacheLayout,
+}
+
+/// A signature [`Cache::fetch_signature`] verified.
+#[derive(Debug, Clone)]
+pub struct VerifiedSignature {
+    pub bundle: SignedBundle,
+    pub key: PublicKey,
+    /// When the key's owner revoked it, as the registry says.
+    pub revoked_at: Option<String>,
+    /// False when offline: the key came from the cache and the registry was
+    /// not asked whether it was revoked since.
+    pub revocation_checked: bool,
 }
 
 /// What [`Cache::clean`] removed.
@@ -122,6 +135,96 @@ impl Cache {
         write_atomic(&path, &bytes)?;
         tracing::debug!(package = %name, %version, registry = %registry.url(), bytes = bytes.len(), "archive downloaded");
         Ok(path)
+    }
+
+    /// The signature of a signed version over `archive` (its bytes, already
+    /// checked against the digest the caller trusts), verified: the bundle and
+    /// the key come from the cache when there, else from `registry` (and are
+    /// cached); the key must hash to the id the index line names, and the bundle
+    /// must sign the archive with it. Online, the key's revocation is asked of the
+    /// registry every time (a cached key says nothing about it).
+    pub fn fetch_signature(
+        &self,
+        registry: &dyn Registry,
+        entry: &SignedVersion,
+        archive: &[u8],
+        offline: bool,
+    ) -> Result<VerifiedSignature> {
+        let id = entry.key;
+        let unavailable = |what: String| -> Error {
+            ErrorKind::KeyUnavailable {
+                package: entry.name.clone(),
+                version: entry.version.clone(),
+                key: id,
+                registry: registry.url().clone(),
+                what,
+            }
+            .into()
+        };
+        let bundle_path = self.layout.bundle(&entry.cksum);
+        let cached_bundle = match ebpkg_fs::read(&bundle_path, ebpkg_signing::MAX_BUNDLE_BYTES as u64) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                tracing::warn!("{e}; fetching the signature again");
+                None
+            }
+        };
+        let (bundle_bytes, from_cache) = match cached_bundle {
+            Some(bytes) => (bytes, true),
+            None if offline && !registry.url().is_local() => {
+                return Err(ErrorKind::Offline {
+                    package: entry.name.clone(),
+                    version: entry.version.clone(),
+                    registry: registry.url().clone(),
+                }
+                .into());
+            }
+            None => (registry.bundle(entry)?, false),
+        };
+        let bad = |cause: ebpkg_signing::Error| -> Error {
+            ErrorKind::BadSignature {
+                package: entry.name.clone(),
+                version: entry.version.clone(),
+                registry: registry.url().clone(),
+                cause,
+            }
+            .into()
+        };
+        let bundle = SignedBundle::parse(&bundle_bytes).map_err(bad)?;
+
+        let key_path = self.layout.key(&id);
+        let cached_key = ebpkg_fs::read_text(&key_path, ebpkg_signing::MAX_KEY_FILE_BYTES)
+            .ok()
+            .and_then(|pem| PublicKey::from_pem(&pem).ok())
+            .filter(|key| *key.id() == id);
+        let (key, revoked_at, revocation_checked) = if offline && !registry.url().is_local() {
+            match cached_key {
+                Some(key) => (key, None, false),
+                None => {
+                    return Err(ErrorKind::Offline {
+                        package: entry.name.clone(),
+                        version: entry.version.clone(),
+                        registry: registry.url().clone(),
+                    }
+                    .into());
+                }
+            }
+        } else {
+            let record = registry.publisher_key(&id).map_err(|e| unavailable(e.to_string()))?;
+            if *record.key.id() != id {
+                return Err(unavailable(format!("a key whose id is {}", record.key.id())));
+            }
+            (record.key, record.revoked_at, true)
+        };
+        bundle.verify_digest(&key, &entry.cksum, archive).map_err(bad)?;
+        if !from_cache {
+            write_atomic(&bundle_path, bundle.json().as_bytes())?;
+        }
+        if !key_path.exists() {
+            write_atomic(&key_path, key.to_pem().as_bytes())?;
+        }
+        Ok(VerifiedSignature { bundle, key, revoked_at, revocation_checked })
     }
 
     /// The package root of `name` `version` unpacked from `archive` (which must hash to
@@ -239,6 +342,18 @@ fn measure(dir: &Path, report: &mut CleanReport) -> Result<()> {
 /// the version was republished or the index was altered, and installing would not give
 /// the locked bytes.
 pub fn check_locked(entry: &IndexEntry, locked: &LockedPackage) -> Result<()> {
+    // A lock written before signatures existed names no signer; one that names a
+    // signer holds the registry to it, absence included.
+    if locked.signer.is_some() && entry.signed_by != locked.signer {
+        return Err(ErrorKind::SignerDrift {
+            package: locked.name.clone(),
+            version: locked.version.clone(),
+            locked: locked.signer,
+            index: entry.signed_by,
+            registry: locked.source.clone(),
+        }
+        .into());
+    }
     if entry.cksum == locked.checksum {
         return Ok(());
     }

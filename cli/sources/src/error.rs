@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use ebpkg_archive::UnpackError;
 use ebpkg_spec::PackageName;
-use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::Version;
 
 use crate::url::RegistryUrl;
@@ -151,6 +151,48 @@ pub enum ErrorKind {
          `ebpkg update {package}` to lock the new archive"
     )]
     LockDrift { package: PackageName, version: Version, locked: Sha256Digest, index: Sha256Digest, registry: String },
+
+    #[error(
+        "ebpkg.lock records {package}@{version} as signed by key {}, but the registry {registry} now says {}. \
+         A locked version never changes signer: someone re-signed it or altered the index, so it is not installed. \
+         If the publisher really re-signed it, check with them, then run `ebpkg update {package}` to lock it anew",
+        locked.map_or("(none: unsigned)".to_owned(), |k| k.to_string()),
+        index.map_or("it is unsigned".to_owned(), |k| format!("key {k} signed it"))
+    )]
+    SignerDrift {
+        package: PackageName,
+        version: Version,
+        locked: Option<KeyId>,
+        index: Option<KeyId>,
+        registry: String,
+    },
+
+    #[error(
+        "the signature of {package}@{version} from {registry} does not hold: {cause}. The archive or its bundle was \
+         changed after publication; nothing from it is installed. Tell the registry's operators"
+    )]
+    BadSignature { package: PackageName, version: Version, registry: RegistryUrl, cause: ebpkg_signing::Error },
+
+    #[error(
+        "{package}@{version} is signed by key {key}, but the registry {registry} serves {what}; the key cannot be \
+         checked, so the package is not installed"
+    )]
+    KeyUnavailable { package: PackageName, version: Version, key: KeyId, registry: RegistryUrl, what: String },
+
+    #[error(
+        "{package}@{version} is signed, but the registry {registry} has no bundle for it: the registry is damaged or \
+         was tampered with, so the package is not installed. Tell the registry's operators"
+    )]
+    BundleMissing { package: PackageName, version: Version, registry: RegistryUrl },
+
+    #[error("the registry {registry} has no publisher key {key}")]
+    NoSuchKey { key: KeyId, registry: RegistryUrl },
+
+    #[error(
+        "{registry} requires signed packages (\"require-signatures\" in its config.json), and {package}@{version} \
+         is not signed. Create a key with `ebpkg key generate` and publish again (ebpkg signs with it)"
+    )]
+    UnsignedRefused { package: PackageName, version: Version, registry: RegistryUrl },
 
     #[error(
         "{what}: {method} {url} answered {}: {detail}{}",

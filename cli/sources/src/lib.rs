@@ -20,10 +20,12 @@ mod mirror;
 mod registry;
 mod url;
 
-pub use cache::{Cache, CleanReport, check_locked};
+pub use cache::{Cache, CleanReport, VerifiedSignature, check_locked};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
 pub use http_registry::{HttpRegistry, OpenOptions, Progress};
 pub use mirror::{MirrorReport, mirror};
-pub use registry::{MatchedOn, Owner, Registry, SearchHit, open_registry};
+pub use registry::{
+    KeyRecord, MatchedOn, Owner, PublishSignature, PublisherKey, Registry, SearchHit, SignedVersion, open_registry,
+};
 pub use url::{RegistryKind, RegistryUrl};

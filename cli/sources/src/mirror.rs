@@ -14,6 +14,7 @@ use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
 use semver::Version;
 
 use crate::cache::{Cache, check_locked};
+use crate::registry::{PublishSignature, SignedVersion};
 use crate::error::{ErrorKind, Result};
 use crate::file_registry::{FileRegistry, Imported};
 use crate::registry::Registry;
@@ -69,7 +70,16 @@ pub fn mirror(
         check_locked(&entry, locked)?;
         let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
         let bytes = content::read_archive(&archive).map_err(|cause| ErrorKind::DamagedCache { cause })?;
-        match target.import(&entry, &bytes, &url)? {
+        let signature = match entry.signed_by {
+            Some(key) => {
+                let signed =
+                    SignedVersion { name: entry.name.clone(), version: entry.vers.clone(), cksum: entry.cksum, key };
+                let verified = cache.fetch_signature(source.as_ref(), &signed, &bytes, false)?;
+                Some(PublishSignature { bundle: verified.bundle, key: verified.key })
+            }
+            None => None,
+        };
+        match target.import(&entry, &bytes, signature.as_ref(), &url)? {
             Imported::Added => report.added.push(id),
             Imported::AlreadyPresent => report.already_present.push(id),
         }

@@ -1,7 +1,9 @@
 //! The interface every kind of registry offers, and the one way to open one by URL.
 
+use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
-pub use ebpkg_spec::registry_api::{MatchedOn, Owner, SearchHit};
+pub use ebpkg_spec::registry_api::{MatchedOn, Owner, PublisherKey, SearchHit};
+use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
@@ -31,10 +33,37 @@ pub trait Registry: Send + Sync {
     /// The archive an entry names, as stored: not yet checked against `entry.cksum`.
     fn download(&self, entry: &IndexEntry) -> Result<Vec<u8>>;
 
-    /// Publishes `archive`, the packed form of `manifest`, and returns its new index
-    /// entry. Refused when the version exists (even yanked) or the name collides with
-    /// a differently spelled package.
-    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry>;
+    /// Publishes `archive`, the packed form of `manifest`, signed by `signature`
+    /// (unsigned when `None`), and returns its new index entry. Refused when the
+    /// version exists (even yanked), the name collides with a differently spelled
+    /// package, or the registry refuses the signature or its absence.
+    fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry>;
+
+    /// The Sigstore bundle of a signed version, as stored (not yet verified; at
+    /// most [`ebpkg_signing::MAX_BUNDLE_BYTES`]).
+    fn bundle(&self, version: &SignedVersion) -> Result<Vec<u8>>;
+
+    /// A publisher key the registry knows, and whether its owner revoked it. The
+    /// caller checks that the key hashes to `id`.
+    fn publisher_key(&self, id: &KeyId) -> Result<KeyRecord>;
+
+    /// The caller's publisher keys. Only registry servers have accounts.
+    fn my_keys(&self) -> Result<Vec<PublisherKey>> {
+        Err(no_accounts(self.url()))
+    }
+
+    /// Registers a public key to sign the caller's packages with.
+    fn add_key(&self, key: &PublicKey) -> Result<PublisherKey> {
+        let _ = key;
+        Err(no_accounts(self.url()))
+    }
+
+    /// Revokes one of the caller's keys: publishes signed by it are refused from
+    /// then on, and installs are told.
+    fn revoke_key(&self, id: &KeyId) -> Result<PublisherKey> {
+        let _ = id;
+        Err(no_accounts(self.url()))
+    }
 
     /// Yanks (`true`) or un-yanks (`false`) a version; returns the updated entry.
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry>;
@@ -71,6 +100,32 @@ fn no_accounts(url: &RegistryUrl) -> crate::Error {
             .into(),
     }
     .into()
+}
+
+/// A publish's signature: the bundle and the key it verifies with (checked by
+/// the publishing side before anything is sent).
+#[derive(Debug, Clone)]
+pub struct PublishSignature {
+    pub bundle: SignedBundle,
+    pub key: PublicKey,
+}
+
+/// A version whose index line (or lockfile entry) names a signing key: what
+/// fetching and checking its signature needs.
+#[derive(Debug, Clone)]
+pub struct SignedVersion {
+    pub name: PackageName,
+    pub version: Version,
+    pub cksum: Sha256Digest,
+    pub key: KeyId,
+}
+
+/// A publisher key as a registry serves it.
+#[derive(Debug, Clone)]
+pub struct KeyRecord {
+    pub key: PublicKey,
+    /// When its owner revoked it, if they did.
+    pub revoked_at: Option<String>,
 }
 
 /// Opens the registry at `url`: a directory (`file://`) or a registry server

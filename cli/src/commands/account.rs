@@ -54,6 +54,19 @@ enum OwnerCommand {
         #[arg(required = true)]
         users: Vec<String>,
     },
+    /// Your publisher keys on the registry: the keys your packages may be signed with.
+    #[command(subcommand)]
+    Key(OwnerKeyCommand),
+}
+
+#[derive(Subcommand)]
+enum OwnerKeyCommand {
+    /// Register a public key (PEM file, e.g. `cosign.pub`, or one of your key names).
+    Add { key: String },
+    /// Revoke a key: publishes signed by it are refused, installs are told.
+    Remove { id: String },
+    /// List your keys, revoked ones included.
+    List,
 }
 
 /// Longest token accepted on standard input.
@@ -146,7 +159,7 @@ fn write_credentials(path: &std::path::Path, file: &crate::config::CredentialsFi
 }
 
 /// Reads a line from the terminal with echo off.
-fn prompt_hidden(prompt: &str) -> Result<String> {
+pub(crate) fn prompt_hidden(prompt: &str) -> Result<String> {
     let stdin = std::io::stdin();
     let saved = rustix::termios::tcgetattr(&stdin).context("reading the terminal's settings")?;
     let mut quiet = saved.clone();
@@ -162,11 +175,51 @@ fn prompt_hidden(prompt: &str) -> Result<String> {
     Ok(line)
 }
 
+fn owner_key(ctx: &Ctx, registry: &dyn ebpkg_sources::Registry, command: OwnerKeyCommand) -> Result<ExitCode> {
+    let show = |k: &ebpkg_sources::PublisherKey| {
+        let state = k.revoked_at.as_ref().map_or_else(|| "active".to_owned(), |at| format!("revoked {at}"));
+        format!("{}\t{}\tadded {}\t{state}", k.id, k.owner, k.added_at)
+    };
+    match command {
+        OwnerKeyCommand::Add { key } => {
+            let key = crate::commands::keys::public_key_arg(ctx, &key)?;
+            let added = registry.add_key(&key)?;
+            if ctx.ui.json {
+                ctx.ui.json(&added)?;
+            } else {
+                ctx.ui.status("Registered", format!("key {} with {}", added.id, registry.url()));
+            }
+        }
+        OwnerKeyCommand::Remove { id } => {
+            let id = ebpkg_spec::types::KeyId::parse(&id)
+                .ok_or_else(|| fail(Failure::Usage, format!("`{id}` is not a key id (44 characters of base64)")))?;
+            let revoked = registry.revoke_key(&id)?;
+            if ctx.ui.json {
+                ctx.ui.json(&revoked)?;
+            } else {
+                ctx.ui.status("Revoked", format!("key {} on {}", revoked.id, registry.url()));
+            }
+        }
+        OwnerKeyCommand::List => {
+            let keys = registry.my_keys()?;
+            if ctx.ui.json {
+                ctx.ui.json(&keys)?;
+            } else {
+                for k in &keys {
+                    ctx.ui.out(show(k));
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
     let regs = ctx.registries()?;
     let registry = regs.open_origin(&regs.default, None)?;
     let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
     match args.command {
+        OwnerCommand::Key(command) => return owner_key(ctx, registry.as_ref(), command),
         OwnerCommand::List { package } => {
             let owners = registry.owners(&name(&package)?)?;
             if ctx.ui.json {

@@ -9,6 +9,7 @@ pub mod docs;
 pub mod doctor;
 pub mod edit;
 pub mod install;
+pub mod keys;
 pub mod lock;
 pub mod new;
 pub mod registry;

@@ -28,6 +28,20 @@ pub struct PublishArgs {
     /// having the kernel load its programs. (Its dependencies are always checked.)
     #[arg(long)]
     no_verify: bool,
+    /// Sign with this key: a key name (`ebpkg key list`) or a private key file
+    /// (ebpkg's or cosign's). Default: the key named `default`, if there is one.
+    #[arg(long, value_name = "NAME|FILE")]
+    key: Option<String>,
+    /// Send this Sigstore bundle (e.g. from `cosign sign-blob --bundle`) instead of
+    /// signing here; --public-key names the key it verifies with.
+    #[arg(long, value_name = "FILE", requires = "public_key")]
+    bundle: Option<PathBuf>,
+    /// The public key (PEM file or key name) that --bundle verifies with.
+    #[arg(long, value_name = "FILE|NAME")]
+    public_key: Option<String>,
+    /// Publish unsigned even when a default key exists.
+    #[arg(long, conflicts_with_all = ["key", "bundle"])]
+    no_sign: bool,
 }
 
 #[derive(Args)]
@@ -107,15 +121,53 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
         return Ok(ExitCode::SUCCESS);
     }
+    let signature = publish_signature(ctx, &args, &id, &packed.bytes)?;
     // Over HTTP the upload shows as a bar on a terminal.
     let registry = regs.open_origin(&regs.default, ctx.ui.upload_bar("Uploading"))?;
-    let entry = registry.publish(&packed.bytes, m)?;
+    let entry = registry.publish(&packed.bytes, m, signature.as_ref())?;
     if ctx.ui.json {
         ctx.ui.json(&entry)?;
     } else {
         ctx.ui.status("Published", format!("{id} to {}", regs.default));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The signature a publish sends: a bundle given with --bundle (checked here
+/// first, so a wrong one is said before the upload), or one made with --key or the
+/// default key; none with --no-sign or when there is no key at all.
+fn publish_signature(
+    ctx: &Ctx,
+    args: &PublishArgs,
+    id: &str,
+    archive: &[u8],
+) -> Result<Option<ebpkg_sources::PublishSignature>> {
+    if args.no_sign {
+        ctx.ui.warn(format!("{id} is published unsigned (--no-sign): installs need a trust policy exception for it"));
+        return Ok(None);
+    }
+    if let (Some(path), Some(public)) = (&args.bundle, &args.public_key) {
+        let key = crate::commands::keys::public_key_arg(ctx, public)?;
+        let bytes = ebpkg_fs::read(path, ebpkg_signing::MAX_BUNDLE_BYTES as u64)?;
+        let bundle = ebpkg_signing::SignedBundle::parse(&bytes)
+            .map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
+        bundle.verify(&key, archive).map_err(|e| {
+            fail(Failure::Trust, format!("{}: {e}; the bundle must sign this archive (sha256 {})", path.display(),
+                ebpkg_spec::types::Sha256Digest::of(archive)))
+        })?;
+        ctx.ui.status("Signed", format!("{id} by key {} (bundle {})", key.id(), path.display()));
+        return Ok(Some(ebpkg_sources::PublishSignature { bundle, key }));
+    }
+    let Some(key) = crate::commands::keys::signing_key(ctx, args.key.as_deref())? else {
+        ctx.ui.warn(format!(
+            "{id} is published unsigned: you have no signing key. Create one with `ebpkg key generate` (and register \
+             it with `ebpkg owner key add` on a registry server); installs need a trust policy exception for unsigned packages"
+        ));
+        return Ok(None);
+    };
+    let bundle = ebpkg_signing::sign(&key, archive)?;
+    ctx.ui.status("Signed", format!("{id} with key {}", key.public().id()));
+    Ok(Some(ebpkg_sources::PublishSignature { bundle, key: key.public().clone() }))
 }
 
 /// Builds the package, compiles its chains against its dependencies, and, when this

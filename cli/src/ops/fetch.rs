@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use ebpkg_sources::RegistryUrl;
+use ebpkg_signing::{Decision, TrustPolicy};
+use ebpkg_sources::{RegistryUrl, SignedVersion};
+use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::manifest::MANIFEST_FILE;
 use ebpkg_spec::{LockedPackage, Lockfile, Manifest};
 
@@ -24,6 +26,7 @@ pub struct Fetched {
 
 pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Vec<Fetched>> {
     let cache = ctx.cache();
+    let mut trust = Trust::load(ctx)?;
     let progress = ctx.ui.progress("Fetching", lock.packages().len() as u64);
     let mut out = Vec::new();
     for p in lock.packages() {
@@ -43,6 +46,8 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
             ebpkg_sources::check_locked(&entry, p)?;
             cache.fetch(registry.as_ref(), &p.name, &p.version, &p.checksum, ctx.offline)?
         };
+        // Checked before the archive is unpacked: nothing of a refused package is used.
+        trust.check(ctx, regs, &url, p, &archive)?;
         let root = cache.unpack(&p.name, &p.version, &p.checksum, &archive)?;
         let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
         progress.inc(id.clone());
@@ -52,4 +57,119 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         out.push(Fetched { locked: p.clone(), root, manifest });
     }
     Ok(out)
+}
+
+/// The trust policy in force for this command, and what it decided.
+struct Trust {
+    policy: TrustPolicy,
+    /// The user's policy file, where --trust-new-keys records first uses.
+    user_path: std::path::PathBuf,
+}
+
+impl Trust {
+    fn load(ctx: &Ctx) -> Result<Trust> {
+        let project = ctx.project().ok();
+        Ok(Trust {
+            policy: crate::commands::keys::effective_policy(ctx, project.as_ref())?,
+            user_path: ctx.config.trust_path.clone(),
+        })
+    }
+
+    /// Refuses `p` unless the policy accepts its signer (or its being unsigned)
+    /// and, when signed, its bundle verifies over the archive at `archive`.
+    fn check(
+        &mut self,
+        ctx: &Ctx,
+        regs: &Registries<'_>,
+        url: &RegistryUrl,
+        p: &LockedPackage,
+        archive: &std::path::Path,
+    ) -> Result<()> {
+        let id = format!("{}@{}", p.name, p.version);
+        let key = match self.policy.decide(p.name.as_str(), p.signer.as_ref()) {
+            Decision::UnsignedAllowed { by } => {
+                tracing::info!("{id} is unsigned; allowed by the trust policy's `{by}`");
+                return Ok(());
+            }
+            Decision::Unsigned => {
+                return Err(fail(
+                    Failure::Trust,
+                    format!(
+                        "{id} from {url} is not signed, and no trust policy allows it unsigned; nothing was installed. \
+                         Ask its publisher to sign it, or allow it: `ebpkg trust allow-unsigned {}` (add --project \
+                         to record it in the project's ebpkg-trust.toml)",
+                        p.name
+                    ),
+                ));
+            }
+            Decision::Revoked { key, reason } => {
+                return Err(fail(
+                    Failure::Trust,
+                    format!(
+                        "{id} is signed only by key {key}, which the trust policy revokes ({reason}); nothing was \
+                         installed. Use a version signed by another key"
+                    ),
+                ));
+            }
+            Decision::Untrusted { key, trusted } if trusted.is_empty() && ctx.trust_new_keys => {
+                let exact = PackageGlob::new(p.name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let mut user = crate::commands::keys::read_policy(&self.user_path)?;
+                user.trust(exact.clone(), key);
+                crate::commands::keys::write_policy(&self.user_path, &user)?;
+                self.policy.trust(exact, key);
+                ctx.ui.warn(format!(
+                    "trusting key {key} for {} from now on (first use, --trust-new-keys; recorded in {})",
+                    p.name,
+                    self.user_path.display()
+                ));
+                key
+            }
+            Decision::Untrusted { key, trusted } if trusted.is_empty() => {
+                return Err(fail(
+                    Failure::Trust,
+                    format!(
+                        "{id} is signed by key {key}, and the trust policy trusts no key for {}; nothing was \
+                         installed. Check with the publisher that the key is theirs, then `ebpkg trust add {} {key}` \
+                         (or install once with --trust-new-keys to trust it on first use)",
+                        p.name, p.name
+                    ),
+                ));
+            }
+            Decision::Untrusted { key, trusted } => {
+                let trusted: Vec<String> = trusted.iter().map(ToString::to_string).collect();
+                return Err(fail(
+                    Failure::Trust,
+                    format!(
+                        "{id} is signed by key {key}, but the trust policy trusts only {} for {}; nothing was \
+                         installed. If the publisher rotated keys, confirm it with them, then `ebpkg trust add {} {key}`",
+                        trusted.join(", "),
+                        p.name,
+                        p.name
+                    ),
+                ));
+            }
+            Decision::Trusted { key, .. } => key,
+        };
+        let bytes = ebpkg_fs::read(archive, ebpkg_archive::Limits::default().max_archive_bytes)?;
+        let registry = regs.open(url)?;
+        let signed = SignedVersion { name: p.name.clone(), version: p.version.clone(), cksum: p.checksum, key };
+        let verified = ctx.cache().fetch_signature(registry.as_ref(), &signed, &bytes, ctx.offline)?;
+        if let Some(at) = verified.revoked_at {
+            return Err(fail(
+                Failure::Trust,
+                format!(
+                    "{id} is signed only by key {key}, which its owner revoked on {at} (the registry {url} says so); \
+                     nothing was installed. Use a version signed by another key"
+                ),
+            ));
+        }
+        if !verified.revocation_checked {
+            ctx.ui.warn(format!(
+                "{id}: signature by key {key} verified from the cache; offline, the registry was not asked whether the \
+                 key was revoked since"
+            ));
+        }
+        tracing::debug!("{id}: signature by key {key} verified");
+        Ok(())
+    }
 }

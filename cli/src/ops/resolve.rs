@@ -133,7 +133,7 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             version: rp.version.clone(),
             source: url.to_string(),
             checksum: entry.cksum,
-            signer: None,
+            signer: entry.signed_by,
             dependencies: rp
                 .deps
                 .iter()

@@ -21,6 +21,30 @@ pub fn fixtures() -> PathBuf {
 
 pub use hike_runtime::testing::require_kernel;
 
+/// The passphrase of the sandboxes' signing key.
+pub const KEY_PASSWORD: &str = "sandbox passphrase";
+
+/// One key per test process (scrypt makes encrypting it take a moment), as its
+/// encrypted PEM and the key.
+fn test_key() -> &'static (String, ebpkg_signing::SigningKey) {
+    static KEY: std::sync::OnceLock<(String, ebpkg_signing::SigningKey)> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let key = ebpkg_signing::SigningKey::generate().unwrap();
+        let pem = key.to_encrypted_pem(KEY_PASSWORD.as_bytes()).unwrap().to_string();
+        (pem, key)
+    })
+}
+
+/// Gives a sandbox what a publisher and an installer have: the signing key as
+/// `ebpkg key generate` writes it, and a trust policy trusting it for everything.
+fn install_signing_key(dir: &Path) {
+    let (pem, key) = test_key();
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    std::fs::write(dir.join("keys/default.key"), pem).unwrap();
+    std::fs::write(dir.join("keys/default.pub"), key.public().to_pem()).unwrap();
+    std::fs::write(dir.join("trust.toml"), format!("[keys]\n\"*\" = [\"{}\"]\n", key.public().id())).unwrap();
+}
+
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
@@ -70,7 +94,14 @@ impl Sandbox {
         let guard = hike_runtime::ScratchPath::at(PathBuf::from(format!("/sys/fs/bpf/ebpkg-cli-{tag}")));
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
+        install_signing_key(dir.path());
         Sandbox { dir, root: guard.path().to_owned(), netns: None, tag, cache, registry: None, _root: guard }
+    }
+
+    /// The id of the sandbox's signing key (`keys/default.key`), which its
+    /// trust.toml trusts for every package.
+    pub fn key_id(&self) -> String {
+        test_key().1.public().id().to_string()
     }
 
     /// Uses a cache shared by the tests of this crate (safe: the cache's writes are
@@ -175,6 +206,7 @@ impl Sandbox {
             .env("EBPKG_STATE_DIR", self.path("state"))
             .env("EBPKG_BPFFS_ROOT", &self.root)
             .env("NO_COLOR", "1")
+            .env("EBPKG_KEY_PASSWORD", KEY_PASSWORD)
             .env_remove("EBPKG_MIRROR")
             .env_remove("EBPKG_REGISTRY_TOKEN")
             .env_remove("EBPKG_CRASH_AT")

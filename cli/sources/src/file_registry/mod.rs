@@ -7,6 +7,8 @@
 //! <root>/config.json                       {"ebpkg-registry":1}: marks the directory as a registry
 //! <root>/index/<index_path(name)>          one JSON line per published version (SPEC.md §6)
 //! <root>/archives/<2 hex>/<64 hex>.tar.gz  archives, named by their SHA-256
+//! <root>/signatures/<2 hex>/<64 hex>.sigstore.json  Sigstore bundles, by the archive's SHA-256
+//! <root>/keys/<64 hex>.pem                 the public keys that signed, by key id
 //! <root>/.lock                             taken (flock) by writers: publish, yank, import
 //! ```
 //!
@@ -29,7 +31,9 @@ use std::path::{Path, PathBuf};
 use ebpkg_archive::Limits;
 use ebpkg_spec::index::{IndexEntry, ParsedIndex, parse_index_file};
 use ebpkg_spec::names::normalize;
-use ebpkg_spec::types::Sha256Digest;
+use ebpkg_signing::PublicKey;
+use ebpkg_spec::cache_layout::{bundle_file, key_file};
+use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;
 use serde::Deserialize;
@@ -39,7 +43,7 @@ pub use publish::Imported;
 use crate::atomic::TEMP_PREFIX;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
-use crate::registry::{Registry, SearchHit};
+use crate::registry::{KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// The file marking a directory as a registry.
@@ -65,6 +69,11 @@ pub struct FileRegistry {
 struct Config {
     #[serde(rename = "ebpkg-registry")]
     format: u32,
+    /// Refuse unsigned publishes. Off unless set: a directory registry is not a
+    /// gatekeeper (whoever can write it can write this file too); what protects
+    /// installs is the installing side's trust policy.
+    #[serde(rename = "require-signatures", default)]
+    require_signatures: bool,
 }
 
 /// An exclusive hold on `<root>/.lock`, released when dropped (the file is closed).
@@ -93,6 +102,11 @@ impl FileRegistry {
         &self.root
     }
 
+    /// Whether unsigned publishes are refused (`"require-signatures": true`).
+    fn requires_signatures(&self) -> Result<bool> {
+        Ok(self.config()?.is_some_and(|c| c.require_signatures))
+    }
+
     /// Where the archive with this digest is stored.
     pub fn archive_path(&self, cksum: &Sha256Digest) -> PathBuf {
         content::archive_path(&self.root, cksum)
@@ -109,10 +123,15 @@ impl FileRegistry {
     /// Checks that the directory is a registry of a format this crate understands.
     /// `Ok(false)`: there is no config.json.
     fn read_config(&self) -> Result<bool> {
+        Ok(self.config()?.is_some())
+    }
+
+    /// The registry's configuration; `None` when there is no config.json.
+    fn config(&self) -> Result<Option<Config>> {
         let path = self.config_path();
         let bytes = match ebpkg_fs::read(&path, MAX_CONFIG_BYTES) {
             Ok(bytes) => bytes,
-            Err(e) if e.is_not_found() => return Ok(false),
+            Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(self.damaged(e)),
         };
         let bad = |problem: String| -> Error { ErrorKind::BadRegistryConfig { path: path.clone(), problem }.into() };
@@ -122,7 +141,7 @@ impl FileRegistry {
             ))
         })?;
         match config.format {
-            REGISTRY_FORMAT => Ok(true),
+            REGISTRY_FORMAT => Ok(Some(config)),
             n if n > REGISTRY_FORMAT => Err(bad(format!(
                 "the registry has format {n}, newer than this ebpkg understands ({REGISTRY_FORMAT}); upgrade ebpkg"
             ))),
@@ -343,8 +362,36 @@ impl Registry for FileRegistry {
         }
     }
 
-    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
-        self.publish_archive(archive, manifest)
+    fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry> {
+        self.publish_archive(archive, manifest, signature)
+    }
+
+    fn bundle(&self, entry: &SignedVersion) -> Result<Vec<u8>> {
+        let path = bundle_file(&self.root, &entry.cksum);
+        match ebpkg_fs::read(&path, ebpkg_signing::MAX_BUNDLE_BYTES as u64) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.is_not_found() => Err(ErrorKind::BundleMissing {
+                package: entry.name.clone(),
+                version: entry.version.clone(),
+                registry: self.url.clone(),
+            }
+            .into()),
+            Err(e) => Err(self.damaged(e)),
+        }
+    }
+
+    fn publisher_key(&self, id: &KeyId) -> Result<KeyRecord> {
+        let path = key_file(&self.root, id);
+        let pem = match ebpkg_fs::read_text(&path, ebpkg_signing::MAX_KEY_FILE_BYTES) {
+            Ok(pem) => pem,
+            Err(e) if e.is_not_found() => {
+                return Err(ErrorKind::NoSuchKey { key: *id, registry: self.url.clone() }.into());
+            }
+            Err(e) => return Err(self.damaged(e)),
+        };
+        let key = PublicKey::from_pem(&pem)
+            .map_err(|e| ErrorKind::CorruptIndex { path: path.clone(), problem: e.to_string() })?;
+        Ok(KeyRecord { key, revoked_at: None })
     }
 
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {

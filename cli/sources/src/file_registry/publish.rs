@@ -9,6 +9,8 @@ use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;
 
 use super::FileRegistry;
+use ebpkg_spec::cache_layout::{bundle_file, key_file};
+use crate::registry::PublishSignature;
 use crate::atomic::write_atomic;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
@@ -24,14 +26,31 @@ pub enum Imported {
 }
 
 impl FileRegistry {
-    pub(super) fn publish_archive(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
+    pub(super) fn publish_archive(
+        &self,
+        archive: &[u8],
+        manifest: &Manifest,
+        signature: Option<&PublishSignature>,
+    ) -> Result<IndexEntry> {
         let name = &manifest.package.name;
         let version = &manifest.package.version;
         check_dependency_registries(manifest)?;
         let cksum = Sha256Digest::of(archive);
-        // The expensive check runs before taking the lock, so other writers do not
-        // wait for it.
+        // The expensive checks run before taking the lock, so other writers do not
+        // wait for them.
         check_archive_holds(archive, &cksum, manifest)?;
+        match signature {
+            Some(s) => self.check_signature(s, name, version, &cksum, archive)?,
+            None if self.requires_signatures()? => {
+                return Err(ErrorKind::UnsignedRefused {
+                    package: name.clone(),
+                    version: version.clone(),
+                    registry: self.url.clone(),
+                }
+                .into());
+            }
+            None => {}
+        }
 
         let _lock = self.lock_for_writing()?;
         let (path, text, entries) = self.index_for_writing(name)?;
@@ -45,8 +64,13 @@ impl FileRegistry {
             }
             .into());
         }
-        let entry = IndexEntry::from_manifest(manifest, cksum);
+        let mut entry = IndexEntry::from_manifest(manifest, cksum);
         write_atomic(&self.archive_path(&cksum), archive)?;
+        if let Some(s) = signature {
+            self.store_signature(s, &cksum)?;
+            entry.signed_by = Some(*s.key.id());
+        }
+        // The index line last: a reader that sees it finds its archive, bundle and key.
         write_atomic(&path, append_line(&text, &entry.to_line()).as_bytes())?;
         tracing::info!(package = %name, %version, %cksum, registry = %self.url, "published");
         Ok(entry)
@@ -58,7 +82,13 @@ impl FileRegistry {
     /// `entry.cksum`. Importing a version already present with the same checksum does
     /// nothing (its archive is restored if it went missing); with another checksum it
     /// is refused.
-    pub fn import(&self, entry: &IndexEntry, archive: &[u8], from: &RegistryUrl) -> Result<Imported> {
+    pub fn import(
+        &self,
+        entry: &IndexEntry,
+        archive: &[u8],
+        signature: Option<&PublishSignature>,
+        from: &RegistryUrl,
+    ) -> Result<Imported> {
         let actual = Sha256Digest::of(archive);
         if actual != entry.cksum {
             return Err(ErrorKind::ChecksumMismatch {
@@ -69,6 +99,24 @@ impl FileRegistry {
                 registry: from.clone(),
             }
             .into());
+        }
+        // A signed entry comes with the signature that proves it, or not at all: a
+        // mirror must give air-gapped installs what the registry gave.
+        match (entry.signed_by, signature) {
+            (None, None) => {}
+            (Some(id), Some(s)) if *s.key.id() == id => {
+                self.check_signature(s, &entry.name, &entry.vers, &entry.cksum, archive)?;
+            }
+            (signed_by, _) => {
+                return Err(ErrorKind::SignerDrift {
+                    package: entry.name.clone(),
+                    version: entry.vers.clone(),
+                    locked: signed_by,
+                    index: signature.map(|s| *s.key.id()),
+                    registry: from.to_string(),
+                }
+                .into());
+            }
         }
         let _lock = self.lock_for_writing()?;
         let (path, text, entries) = self.index_for_writing(&entry.name)?;
@@ -87,12 +135,48 @@ impl FileRegistry {
             if !content::holds(&archive_path, &entry.cksum)? {
                 write_atomic(&archive_path, archive)?;
             }
+            if let Some(s) = signature {
+                self.store_signature(s, &entry.cksum)?;
+            }
             return Ok(Imported::AlreadyPresent);
         }
         write_atomic(&archive_path, archive)?;
+        if let Some(s) = signature {
+            self.store_signature(s, &entry.cksum)?;
+        }
         write_atomic(&path, append_line(&text, &entry.to_line()).as_bytes())?;
         tracing::info!(package = %entry.name, version = %entry.vers, registry = %self.url, %from, "imported");
         Ok(Imported::Added)
+    }
+
+    /// Checks that `signature` signs `archive` (whose digest is `cksum`).
+    fn check_signature(
+        &self,
+        signature: &PublishSignature,
+        name: &PackageName,
+        version: &Version,
+        cksum: &Sha256Digest,
+        archive: &[u8],
+    ) -> Result<()> {
+        signature.bundle.verify_digest(&signature.key, cksum, archive).map_err(|cause| {
+            ErrorKind::BadSignature {
+                package: name.clone(),
+                version: version.clone(),
+                registry: self.url.clone(),
+                cause,
+            }
+            .into()
+        })
+    }
+
+    /// Writes the bundle (by archive digest) and the key (by id). Call under the lock.
+    fn store_signature(&self, signature: &PublishSignature, cksum: &Sha256Digest) -> Result<()> {
+        write_atomic(&bundle_file(self.root(), cksum), signature.bundle.json().as_bytes())?;
+        let key_path = key_file(self.root(), signature.key.id());
+        if !key_path.exists() {
+            write_atomic(&key_path, signature.key.to_pem().as_bytes())?;
+        }
+        Ok(())
     }
 
     pub(super) fn update_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {

@@ -85,6 +85,8 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 pub enum Method {
     Get,
     Put,
+    /// Creates something: not repeated, like a publish.
+    Post,
     Delete,
     /// `PUT api/v1/packages/new`: never repeated, since a publish that reached the
     /// server and then lost its answer would come back as "already exists".
@@ -96,12 +98,13 @@ impl Method {
         match self {
             Method::Get => "GET",
             Method::Put | Method::Publish => "PUT",
+            Method::Post => "POST",
             Method::Delete => "DELETE",
         }
     }
 
     fn idempotent(self) -> bool {
-        self != Method::Publish
+        !matches!(self, Method::Publish | Method::Post)
     }
 }
 
@@ -245,6 +248,7 @@ impl Client {
         let mut request = match r.method {
             Method::Get => self.inner.get(r.url),
             Method::Put | Method::Publish => self.inner.put(r.url),
+            Method::Post => self.inner.post(r.url),
             Method::Delete => self.inner.delete(r.url),
         };
         if let Some(token) = r.token {

@@ -12,9 +12,11 @@ use std::sync::OnceLock;
 
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::registry_api::{
-    self, IndexConfig, Me, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata, PublishResponse,
-    SearchResponse, VersionInfo,
+    self, IndexConfig, Me, NewPublisherKey, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata,
+    PublishResponse, PublisherKey, PublisherKeyList, SearchResponse, VersionInfo,
 };
+use ebpkg_signing::PublicKey;
+use ebpkg_spec::types::KeyId;
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
@@ -22,7 +24,7 @@ use self::client::{Client, Method, Request};
 pub use self::client::{Progress, status_text};
 use self::index_cache::IndexCache;
 use crate::error::{ErrorKind, Result};
-use crate::registry::{Registry, SearchHit};
+use crate::registry::{KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// Largest index file accepted: as for file registries.
@@ -309,20 +311,88 @@ impl Registry for HttpRegistry {
 
     /// Sent once, never repeated: a publish whose answer was lost may have
     /// happened, and a second one would be refused as a duplicate.
-    fn publish(&self, archive: &[u8], manifest: &Manifest) -> Result<IndexEntry> {
+    fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry> {
         self.online("publishing")?;
         let token = self.write_token("publishing")?;
+        let bundle = match signature {
+            Some(s) => Some(serde_json::from_str(s.bundle.json()).map_err(|e| ErrorKind::BadResponse {
+                url: self.url.to_string(),
+                problem: format!("the signature bundle is not JSON: {e}"),
+            })?),
+            None => None,
+        };
         let metadata = PublishMetadata {
             name: manifest.package.name.clone(),
             vers: manifest.package.version.clone(),
             cksum: ebpkg_spec::types::Sha256Digest::of(archive),
-            bundle: None,
+            bundle,
         };
         let what = format!("publishing {}@{}", metadata.name, metadata.vers);
         let body = registry_api::encode_publish(&metadata, archive);
         let published: PublishResponse =
             self.api_json(Method::Publish, "packages/new", &what, Some(body), Some(token))?;
         Ok(published.entry)
+    }
+
+    fn bundle(&self, entry: &SignedVersion) -> Result<Vec<u8>> {
+        self.online("downloading a signature")?;
+        let url = self.api(&registry_api::bundle_path(&entry.name, &entry.version));
+        let what = format!("downloading the signature of {}@{}", entry.name, entry.version);
+        let mut request = Request::new(Method::Get, &url, &what, ebpkg_signing::MAX_BUNDLE_BYTES as u64);
+        request.token = self.read_token()?;
+        match self.client.send(&request) {
+            Ok(response) => Ok(response.body),
+            Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => Err(ErrorKind::BundleMissing {
+                package: entry.name.clone(),
+                version: entry.version.clone(),
+                registry: self.url.clone(),
+            }
+            .into()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn publisher_key(&self, id: &KeyId) -> Result<KeyRecord> {
+        self.online("reading a publisher key")?;
+        let what = format!("reading publisher key {id}");
+        let token = self.read_token()?;
+        let answer: Result<PublisherKey> =
+            self.api_json(Method::Get, &registry_api::key_path(id), &what, None, token);
+        let record = match answer {
+            Ok(record) => record,
+            Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
+                return Err(ErrorKind::NoSuchKey { key: *id, registry: self.url.clone() }.into());
+            }
+            Err(e) => return Err(e),
+        };
+        let key = PublicKey::from_pem(&record.pem).map_err(|e| ErrorKind::BadResponse {
+            url: self.api(&registry_api::key_path(id)),
+            problem: format!("the key is not a public key: {e}"),
+        })?;
+        Ok(KeyRecord { key, revoked_at: record.revoked_at })
+    }
+
+    fn my_keys(&self) -> Result<Vec<PublisherKey>> {
+        self.online("listing publisher keys")?;
+        let token = self.write_token("listing your publisher keys")?;
+        let list: PublisherKeyList = self.api_json(Method::Get, "me/keys", "listing your publisher keys", None, Some(token))?;
+        Ok(list.keys)
+    }
+
+    fn add_key(&self, key: &PublicKey) -> Result<PublisherKey> {
+        self.online("registering a publisher key")?;
+        let what = format!("registering publisher key {}", key.id());
+        let token = self.write_token("registering a publisher key")?;
+        let body = serde_json::to_vec(&NewPublisherKey { pem: key.to_pem() })
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
+        self.api_json(Method::Post, "me/keys", &what, Some(body), Some(token))
+    }
+
+    fn revoke_key(&self, id: &KeyId) -> Result<PublisherKey> {
+        self.online("revoking a publisher key")?;
+        let what = format!("revoking publisher key {id}");
+        let token = self.write_token("revoking a publisher key")?;
+        self.api_json(Method::Delete, &format!("me/{}", registry_api::key_path(id)), &what, None, Some(token))
     }
 
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
