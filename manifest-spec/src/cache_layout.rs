@@ -151,7 +151,9 @@ mod tests {
         assert_eq!(l.vmlinux_dir(&d), Path::new("/c/vmlinux").join(&hex));
         let all: Vec<_> =
             [CachePart::Archives, CachePart::Sources, CachePart::Builds].into_iter().flat_map(|p| l.dirs(p)).collect();
-        assert_eq!(all.len(), 5);
+        assert_eq!(all.len(), 7);
+        assert_eq!(l.bundle(&d), Path::new("/c/signatures/ab").join(format!("{hex}.sigstore.json")));
+        assert_eq!(l.key(&crate::types::KeyId([0xab; 32])), Path::new("/c/keys").join(format!("{hex}.pem")));
         assert!(all.iter().all(|p| p.starts_with("/c")));
     }
 }

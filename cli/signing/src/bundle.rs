@@ -24,6 +24,8 @@ pub const MAX_BUNDLE_BYTES: usize = 64 * 1024;
 /// A bundle holding a message signature over a SHA-256 digest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignedBundle {
+    /// The bundle's JSON: as read, byte for byte, or as [`sign`] wrote it.
+    json: String,
     bundle: Bundle,
     digest: Sha256Digest,
     signature: Vec<u8>,
@@ -36,11 +38,12 @@ impl SignedBundle {
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(Error::BundleTooLarge { len: bytes.len(), max: MAX_BUNDLE_BYTES });
         }
-        let bundle: Bundle = serde_json::from_slice(bytes).map_err(|e| Error::BundleFormat(e.to_string()))?;
-        SignedBundle::from_bundle(bundle)
+        let json = std::str::from_utf8(bytes).map_err(|e| Error::BundleFormat(e.to_string()))?.to_owned();
+        let bundle: Bundle = serde_json::from_str(&json).map_err(|e| Error::BundleFormat(e.to_string()))?;
+        SignedBundle::from_bundle(json, bundle)
     }
 
-    fn from_bundle(bundle: Bundle) -> Result<SignedBundle> {
+    fn from_bundle(json: String, bundle: Bundle) -> Result<SignedBundle> {
         // v0.1 and v0.2 are written `bundle+json;version=0.x`, v0.3 `bundle.v0.3+json`.
         if !bundle.media_type.starts_with("application/vnd.dev.sigstore.bundle") {
             return Err(Error::BundleFormat(format!("media type `{}`", bundle.media_type)));
@@ -83,12 +86,17 @@ impl SignedBundle {
             }
             None => None,
         };
-        Ok(SignedBundle { bundle, digest, signature, hint })
+        Ok(SignedBundle { json, bundle, digest, signature, hint })
     }
 
-    /// The bundle as JSON, as cosign writes it.
+    /// The bundle as JSON (an owned copy of [`json`](Self::json)).
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string(&self.bundle).map_err(|e| Error::BundleFormat(e.to_string()))
+        Ok(self.json.clone())
+    }
+
+    /// The bundle's JSON, exactly as read (or as [`sign`] wrote it).
+    pub fn json(&self) -> &str {
+        &self.json
     }
 
     /// The key the bundle says signed it, if it says.
@@ -140,5 +148,6 @@ pub fn sign(key: &SigningKey, archive: &[u8]) -> Result<SignedBundle> {
             signature,
         })),
     };
-    SignedBundle::from_bundle(bundle)
+    let json = serde_json::to_string(&bundle).map_err(|e| Error::BundleFormat(e.to_string()))?;
+    SignedBundle::from_bundle(json, bundle)
 }

@@ -81,10 +81,8 @@ impl fmt::Debug for PublicKey {
 fn spki_der(pem: &str) -> Result<Vec<u8>> {
     let begin = "-----BEGIN PUBLIC KEY-----";
     let end = "-----END PUBLIC KEY-----";
-    let start = pem
-        .find(begin)
-        .ok_or_else(|| Error::PublicKey("no `-----BEGIN PUBLIC KEY-----` block".into()))?
-        + begin.len();
+    let start =
+        pem.find(begin).ok_or_else(|| Error::PublicKey("no `-----BEGIN PUBLIC KEY-----` block".into()))? + begin.len();
     let stop = pem[start..]
         .find(end)
         .ok_or_else(|| Error::PublicKey("the PUBLIC KEY block has no `-----END PUBLIC KEY-----`".into()))?;
@@ -101,8 +99,7 @@ pub struct SigningKey {
 impl SigningKey {
     /// A new key from the operating system's random numbers.
     pub fn generate() -> Result<SigningKey> {
-        let signer =
-            SigningScheme::ECDSA_P256_SHA256_ASN1.create_signer().map_err(|e| Error::Sign(e.to_string()))?;
+        let signer = SigningScheme::ECDSA_P256_SHA256_ASN1.create_signer().map_err(|e| Error::Sign(e.to_string()))?;
         let pair = signer.to_sigstore_keypair().map_err(|e| Error::Sign(e.to_string()))?;
         SigningKey::from_pair(pair)
     }

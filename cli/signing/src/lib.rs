@@ -42,7 +42,9 @@ pub enum Error {
     OtherArchive { signed: String, actual: String },
     #[error("the bundle names key {named}, not {expected}")]
     OtherKey { named: KeyId, expected: KeyId },
-    #[error("the signature does not verify with key {key}: the archive or the bundle was changed, or another key signed it")]
+    #[error(
+        "the signature does not verify with key {key}: the archive or the bundle was changed, or another key signed it"
+    )]
     BadSignature { key: KeyId },
 }
 

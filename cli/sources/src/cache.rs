@@ -15,8 +15,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use ebpkg_archive::{Limits, UnpackError};
-use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
 use ebpkg_signing::{PublicKey, SignedBundle};
+use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, PackageName};

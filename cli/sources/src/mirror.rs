@@ -14,10 +14,10 @@ use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
 use semver::Version;
 
 use crate::cache::{Cache, check_locked};
-use crate::registry::{PublishSignature, SignedVersion};
 use crate::error::{ErrorKind, Result};
 use crate::file_registry::{FileRegistry, Imported};
 use crate::registry::Registry;
+use crate::registry::{PublishSignature, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// What [`mirror`] did.

@@ -37,8 +37,19 @@ impl Registry for Remote {
     fn download(&self, entry: &IndexEntry) -> ebpkg_sources::Result<Vec<u8>> {
         self.inner.download(entry)
     }
-    fn publish(&self, archive: &[u8], manifest: &Manifest) -> ebpkg_sources::Result<IndexEntry> {
-        self.inner.publish(archive, manifest)
+    fn publish(
+        &self,
+        archive: &[u8],
+        manifest: &Manifest,
+        signature: Option<&ebpkg_sources::PublishSignature>,
+    ) -> ebpkg_sources::Result<IndexEntry> {
+        self.inner.publish(archive, manifest, signature)
+    }
+    fn bundle(&self, version: &ebpkg_sources::SignedVersion) -> ebpkg_sources::Result<Vec<u8>> {
+        self.inner.bundle(version)
+    }
+    fn publisher_key(&self, id: &ebpkg_spec::types::KeyId) -> ebpkg_sources::Result<ebpkg_sources::KeyRecord> {
+        self.inner.publisher_key(id)
     }
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> ebpkg_sources::Result<IndexEntry> {
         self.inner.set_yanked(name, version, yanked)
@@ -60,7 +71,7 @@ fn setup() -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let reg = FileRegistry::at(&tmp.path().join("registry")).unwrap();
     let packed = pack(tmp.path(), "net", "1.0.0");
-    let entry = reg.publish(&packed.bytes, &packed.manifest).unwrap();
+    let entry = reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
     let cache = Cache::new(tmp.path().join("cache"));
     Setup { tmp, reg, cache, entry, bytes: packed.bytes }
 }

@@ -28,7 +28,7 @@ fn locked(entry: &IndexEntry, source: &FileRegistry) -> LockedPackage {
 
 fn publish(reg: &FileRegistry, scratch: &Path, n: &str, v: &str) -> IndexEntry {
     let packed = pack(scratch, n, v);
-    reg.publish(&packed.bytes, &packed.manifest).unwrap()
+    reg.publish(&packed.bytes, &packed.manifest, None).unwrap()
 }
 
 /// Every file under `dir` with its bytes, for comparing directory states.
@@ -182,7 +182,7 @@ fn a_mirror_refuses_other_content_under_a_locked_version() {
     // The destination already has a different net 1.1.0.
     let m = FileRegistry::at(&dest).unwrap();
     let impostor = pack_with(&w.tmp.path().join("scratch3"), "net", "1.1.0", "description = \"other\"\n", &[]);
-    m.publish(&impostor.bytes, &impostor.manifest).unwrap();
+    m.publish(&impostor.bytes, &impostor.manifest, None).unwrap();
     let e = mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::ImportDiffers { .. }), "{e}");
     assert!(e.to_string().contains("Mirror into a new, empty directory"), "{e}");

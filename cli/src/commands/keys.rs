@@ -126,7 +126,9 @@ pub fn key(ctx: &Ctx, args: KeyArgs) -> Result<ExitCode> {
             ebpkg_fs::write_atomic(&public, key.public().to_pem().as_bytes(), 0o644)
                 .with_context(|| format!("writing {}", public.display()))?;
             if ctx.ui.json {
-                ctx.ui.json(&serde_json::json!({"name": name, "id": key.public().id(), "private": private, "public": public}))?;
+                ctx.ui.json(
+                    &serde_json::json!({"name": name, "id": key.public().id(), "private": private, "public": public}),
+                )?;
             } else {
                 ctx.ui.status("Generated", format!("key `{name}`, id {}", key.public().id()));
                 ctx.ui.out(format!("private key: {} (encrypted; keep it secret)", private.display()));
@@ -154,7 +156,9 @@ pub fn key(ctx: &Ctx, args: KeyArgs) -> Result<ExitCode> {
             let public = read_public_key(dir, &name)?;
             let (private, public_path) = key_paths(dir, &name);
             if ctx.ui.json {
-                ctx.ui.json(&serde_json::json!({"name": name, "id": public.id(), "private": private, "public": public_path}))?;
+                ctx.ui.json(
+                    &serde_json::json!({"name": name, "id": public.id(), "private": private, "public": public_path}),
+                )?;
             } else {
                 ctx.ui.out(format!("name:    {name}"));
                 ctx.ui.out(format!("id:      {}", public.id()));
@@ -171,7 +175,10 @@ pub fn key(ctx: &Ctx, args: KeyArgs) -> Result<ExitCode> {
 
 fn check_key_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err(fail(Failure::Usage, format!("`{name}` is not a key name: use 1 to 64 letters, digits, `-`, `_`, `.`")));
+        return Err(fail(
+            Failure::Usage,
+            format!("`{name}` is not a key name: use 1 to 64 letters, digits, `-`, `_`, `.`"),
+        ));
     }
     if name.starts_with('.') {
         return Err(fail(Failure::Usage, format!("`{name}` is not a key name: it may not start with `.`")));
@@ -292,7 +299,10 @@ fn key_id_arg(ctx: &Ctx, arg: &str) -> Result<KeyId> {
         return Ok(id);
     }
     public_key_arg(ctx, arg).map(|k| *k.id()).map_err(|e| {
-        fail(Failure::Usage, format!("`{arg}` is neither a key id (44 characters of base64), a public key file nor a key name: {e:#}"))
+        fail(
+            Failure::Usage,
+            format!("`{arg}` is neither a key id (44 characters of base64), a public key file nor a key name: {e:#}"),
+        )
     })
 }
 
@@ -305,8 +315,7 @@ fn glob_arg(text: &str) -> Result<PackageGlob> {
 /// Reads one policy file; a missing file is an empty policy.
 pub fn read_policy(path: &Path) -> Result<TrustPolicy> {
     match ebpkg_fs::read_text(path, ebpkg_signing::policy::MAX_POLICY_BYTES) {
-        Ok(text) => TrustPolicy::parse(&text)
-            .map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display()))),
+        Ok(text) => TrustPolicy::parse(&text).map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display()))),
         Err(e) if e.is_not_found() => Ok(TrustPolicy::default()),
         Err(e) => Err(e.into()),
     }
@@ -325,7 +334,8 @@ pub fn write_policy(path: &Path, policy: &TrustPolicy) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    ebpkg_fs::write_atomic(path, policy.to_toml_string().as_bytes(), 0o644).with_context(|| format!("writing {}", path.display()))
+    ebpkg_fs::write_atomic(path, policy.to_toml_string().as_bytes(), 0o644)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
@@ -335,11 +345,8 @@ pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
         TrustCommand::List => {
             let policy = if args.project { policy } else { effective_policy(ctx, ctx.project().ok().as_ref())? };
             if ctx.ui.json {
-                let keys: Vec<_> = policy
-                    .keys()
-                    .iter()
-                    .map(|(p, k)| serde_json::json!({"packages": p.as_str(), "keys": k}))
-                    .collect();
+                let keys: Vec<_> =
+                    policy.keys().iter().map(|(p, k)| serde_json::json!({"packages": p.as_str(), "keys": k})).collect();
                 let unsigned: Vec<&str> = policy.unsigned().iter().map(PackageGlob::as_str).collect();
                 ctx.ui.json(&serde_json::json!({"keys": keys, "unsigned": unsigned, "revoked": policy.revoked()}))?;
             } else {

@@ -152,8 +152,14 @@ fn publish_signature(
         let bundle = ebpkg_signing::SignedBundle::parse(&bytes)
             .map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
         bundle.verify(&key, archive).map_err(|e| {
-            fail(Failure::Trust, format!("{}: {e}; the bundle must sign this archive (sha256 {})", path.display(),
-                ebpkg_spec::types::Sha256Digest::of(archive)))
+            fail(
+                Failure::Trust,
+                format!(
+                    "{}: {e}; the bundle must sign this archive (sha256 {})",
+                    path.display(),
+                    ebpkg_spec::types::Sha256Digest::of(archive)
+                ),
+            )
         })?;
         ctx.ui.status("Signed", format!("{id} by key {} (bundle {})", key.id(), path.display()));
         return Ok(Some(ebpkg_sources::PublishSignature { bundle, key }));

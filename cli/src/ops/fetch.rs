@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use ebpkg_signing::{Decision, TrustPolicy};
 use ebpkg_sources::{RegistryUrl, SignedVersion};
-use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::manifest::MANIFEST_FILE;
+use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::{LockedPackage, Lockfile, Manifest};
 
 use crate::Ctx;

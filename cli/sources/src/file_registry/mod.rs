@@ -29,10 +29,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use ebpkg_archive::Limits;
-use ebpkg_spec::index::{IndexEntry, ParsedIndex, parse_index_file};
-use ebpkg_spec::names::normalize;
 use ebpkg_signing::PublicKey;
 use ebpkg_spec::cache_layout::{bundle_file, key_file};
+use ebpkg_spec::index::{IndexEntry, ParsedIndex, parse_index_file};
+use ebpkg_spec::names::normalize;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;

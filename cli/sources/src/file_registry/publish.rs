@@ -9,12 +9,12 @@ use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;
 
 use super::FileRegistry;
-use ebpkg_spec::cache_layout::{bundle_file, key_file};
-use crate::registry::PublishSignature;
 use crate::atomic::write_atomic;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
+use crate::registry::PublishSignature;
 use crate::url::RegistryUrl;
+use ebpkg_spec::cache_layout::{bundle_file, key_file};
 
 /// What [`FileRegistry::import`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

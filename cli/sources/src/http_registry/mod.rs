@@ -10,12 +10,12 @@ mod index_cache;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use ebpkg_signing::PublicKey;
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::registry_api::{
     self, IndexConfig, Me, NewPublisherKey, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata,
     PublishResponse, PublisherKey, PublisherKeyList, SearchResponse, VersionInfo,
 };
-use ebpkg_signing::PublicKey;
 use ebpkg_spec::types::KeyId;
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
@@ -356,8 +356,7 @@ impl Registry for HttpRegistry {
         self.online("reading a publisher key")?;
         let what = format!("reading publisher key {id}");
         let token = self.read_token()?;
-        let answer: Result<PublisherKey> =
-            self.api_json(Method::Get, &registry_api::key_path(id), &what, None, token);
+        let answer: Result<PublisherKey> = self.api_json(Method::Get, &registry_api::key_path(id), &what, None, token);
         let record = match answer {
             Ok(record) => record,
             Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
@@ -375,7 +374,8 @@ impl Registry for HttpRegistry {
     fn my_keys(&self) -> Result<Vec<PublisherKey>> {
         self.online("listing publisher keys")?;
         let token = self.write_token("listing your publisher keys")?;
-        let list: PublisherKeyList = self.api_json(Method::Get, "me/keys", "listing your publisher keys", None, Some(token))?;
+        let list: PublisherKeyList =
+            self.api_json(Method::Get, "me/keys", "listing your publisher keys", None, Some(token))?;
         Ok(list.keys)
     }
 
