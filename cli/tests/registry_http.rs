@@ -154,7 +154,7 @@ fn publish_with(sb: &Sandbox, name: &str, args: &[&str], env: &[(&str, &str)]) -
     let dir = sb.path(&format!("gen/{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("ebpkg.toml"), format!("[package]\nname = \"{name}\"\nversion = \"1.0.0\"\n")).unwrap();
-    let args: Vec<&str> = args.iter().copied().chain(["publish", "--no-verify"]).collect();
+    let args: Vec<&str> = args.iter().copied().chain(["publish", "--no-verify", "--no-sign"]).collect();
     sb.run_with(&dir, &args, env, None)
 }
 

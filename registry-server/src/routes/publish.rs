@@ -62,6 +62,17 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
             .map_err(framing)?;
     let metadata = registry_api::parse_publish_metadata(&body.exact(len).await?).map_err(framing)?;
     let id = format!("{}@{}", metadata.name, metadata.vers);
+    // Until this server verifies signatures against its owners' keys, it says
+    // so rather than drop a bundle and publish the version as if unsigned.
+    if metadata.bundle.is_some() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "{id} comes with a signature, but this registry does not verify or store signatures yet; \
+                 publish it with `ebpkg publish --no-sign` (installs then need a trust policy exception for it)"
+            ),
+        ));
+    }
 
     // Everything that needs no archive, before reading it.
     {
