@@ -144,7 +144,9 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
 fn source_failure(e: &ebpkg_sources::Error) -> Failure {
     use ebpkg_sources::ErrorKind;
     match e.kind() {
-        ErrorKind::InvalidUrl { .. } | ErrorKind::UnsupportedScheme { .. } => Failure::Input,
+        ErrorKind::InvalidUrl { .. } | ErrorKind::UnsupportedScheme { .. } | ErrorKind::Signing { .. } => {
+            Failure::Input
+        }
         ErrorKind::SignerDrift { .. }
         | ErrorKind::BadSignature { .. }
         | ErrorKind::BundleMissing { .. }

@@ -149,7 +149,9 @@ fn login_logout_and_owners() {
     assert!(none.stderr.contains("directory registry"), "{}", none.stderr);
 }
 
-/// Publishes a manifest-only package with `args` before `publish`, and `env`.
+/// Publishes a manifest-only package with `args` before `publish`, and `env`:
+/// unsigned (the test registry allows it), since several users publish from
+/// one sandbox here and a key belongs to one user.
 fn publish_with(sb: &Sandbox, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     let dir = sb.path(&format!("gen/{name}"));
     std::fs::create_dir_all(&dir).unwrap();
@@ -259,4 +261,44 @@ fn a_mirror_of_a_server_installs_frozen_without_it() {
     let url = format!("file://{}/", mirror.display());
     let fetched = sb.run_with(&app, &["--frozen", "fetch"], &[("EBPKG_MIRROR", &url)], None).ok();
     assert!(fetched.stderr.contains("2 package(s)"), "{}", fetched.stderr);
+}
+
+#[test]
+fn publisher_keys_sign_publishes_and_revocation_reaches_installs() {
+    let server = TestRegistry::start_with(Box::new(|c| c.allow_unsigned = false)).unwrap();
+    let mut sb = Sandbox::new("rkeys");
+    // Logs in and runs `ebpkg owner key add default`.
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    let id = sb.key_id();
+    let dir = sb.dir.path().to_owned();
+    let listed = sb.run(&dir, &["owner", "key", "list"]).ok();
+    assert!(listed.stdout.starts_with(&format!("{id}\talice\tadded ")), "{}", listed.stdout);
+    assert!(listed.stdout.trim_end().ends_with("active"), "{}", listed.stdout);
+    let public = sb.path("keys/default.pub");
+    let refused = sb.run(&dir, &["owner", "key", "add", public.to_str().unwrap()]).fails(2);
+    assert!(refused.stderr.contains("needs its private key"), "{}", refused.stderr);
+
+    sb.publish_manifest("c", "1.0.0", &[]);
+    let unsigned = publish_with(&sb, "d", &[], &[]).fails(6);
+    assert!(unsigned.stderr.contains("accepts only signed versions"), "{}", unsigned.stderr);
+    let info = sb.run(&dir, &["info", "c", "--json"]).ok();
+    assert!(info.stdout.contains(&id), "the index line names the key: {}", info.stdout);
+
+    let app = sb.path("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("ebpkg.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\n",
+    )
+    .unwrap();
+    sb.run(&app, &["fetch"]).ok();
+    let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    assert!(lock.contains(&format!("signer = \"{id}\"")), "{lock}");
+
+    // Revoked on the server: the next fetch (cache or not) refuses it.
+    let removed = sb.run(&dir, &["owner", "key", "remove", &id]).ok();
+    assert!(removed.stderr.contains("Revoked"), "{}", removed.stderr);
+    sb.run(&dir, &["cache", "clean"]).ok();
+    let after = sb.run(&app, &["fetch"]).fails(10);
+    assert!(after.stderr.contains("revoked"), "{}", after.stderr);
 }

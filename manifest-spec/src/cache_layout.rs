@@ -69,8 +69,13 @@ impl CacheLayout {
     }
 
     /// The Sigstore bundle of the archive with this digest.
-    pub fn bundle(&self, digest: &Sha256Digest) -> PathBuf {
-        bundle_file(&self.root, digest)
+    ///
+    /// Unlike a registry, a cache is shared by every registry a user reads, and
+    /// two registries may serve one archive signed with different keys: the
+    /// cached bundle is kept by archive digest *and* key.
+    pub fn bundle(&self, digest: &Sha256Digest, key: &KeyId) -> PathBuf {
+        let hex = digest.to_hex();
+        self.root.join("signatures").join(&hex[..2]).join(format!("{hex}.{}.sigstore.json", key.to_hex()))
     }
 
     /// The publisher key with this id.
@@ -123,7 +128,7 @@ pub fn bundle_file(root: &Path, digest: &Sha256Digest) -> PathBuf {
 
 /// Where a directory registry or a cache keeps a publisher key, by its id.
 pub fn key_file(root: &Path, id: &KeyId) -> PathBuf {
-    root.join("keys").join(format!("{}.pem", hex::encode(id.0)))
+    root.join("keys").join(format!("{}.pem", id.to_hex()))
 }
 
 /// `<root>/archives/<2 hex>/<64 hex>.tar.gz`: how a cache and a file:// registry
@@ -152,7 +157,9 @@ mod tests {
         let all: Vec<_> =
             [CachePart::Archives, CachePart::Sources, CachePart::Builds].into_iter().flat_map(|p| l.dirs(p)).collect();
         assert_eq!(all.len(), 7);
-        assert_eq!(l.bundle(&d), Path::new("/c/signatures/ab").join(format!("{hex}.sigstore.json")));
+        let key = crate::types::KeyId([0xcd; 32]);
+        let key_hex = "cd".repeat(32);
+        assert_eq!(l.bundle(&d, &key), Path::new("/c/signatures/ab").join(format!("{hex}.{key_hex}.sigstore.json")));
         assert_eq!(l.key(&crate::types::KeyId([0xab; 32])), Path::new("/c/keys").join(format!("{hex}.pem")));
         assert!(all.iter().all(|p| p.starts_with("/c")));
     }

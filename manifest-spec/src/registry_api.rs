@@ -84,7 +84,7 @@ pub fn bundle_path(name: &PackageName, version: &Version) -> String {
 /// The path, under the API prefix, of a publisher key's PEM. The id is written in
 /// hex here: its base64 form holds `/` and `+`.
 pub fn key_path(id: &KeyId) -> String {
-    format!("keys/{}", hex::encode(id.0))
+    format!("keys/{}", id.to_hex())
 }
 
 /// `POST /api/v1/me/keys`: a public key to sign the caller's packages with.
@@ -93,6 +93,17 @@ pub fn key_path(id: &KeyId) -> String {
 pub struct NewPublisherKey {
     /// The public key, PEM (`cosign.pub`, `ebpkg key export`): ECDSA P-256.
     pub pem: String,
+    /// Proof that the caller holds the private key: a Sigstore bundle signing
+    /// [`key_proof_message`] for the caller's login with it. Without it, anyone
+    /// could register someone else's public key first and so block, or be
+    /// credited with, their signatures.
+    pub proof: serde_json::Value,
+}
+
+/// The bytes a [`NewPublisherKey::proof`] signs: bound to the key and to the
+/// user registering it, so a proof cannot be replayed by another account.
+pub fn key_proof_message(login: &str, id: &KeyId) -> String {
+    format!("ebpkg publisher key {id} registered by user {login}\n")
 }
 
 /// A publisher key as registered: whose it is and whether it still signs.

@@ -162,6 +162,22 @@ impl KeyId {
         let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
         Some(KeyId(bytes.try_into().ok()?))
     }
+
+    /// The id as 64 lowercase hex digits: its form in URL paths and file names,
+    /// where base64's `/` and `+` do not belong.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// Parses [`to_hex`](Self::to_hex)'s form (either case).
+    pub fn from_hex(s: &str) -> Option<KeyId> {
+        if s.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).ok()?;
+        Some(KeyId(out))
+    }
 }
 
 impl fmt::Display for KeyId {

@@ -28,7 +28,7 @@ use crate::downloads::DownloadCounter;
 use crate::error::ApiError;
 use crate::index_cache::IndexCache;
 use crate::ratelimit::IpLimiter;
-use crate::routes::{index, ops, owners, packages, publish, tokens};
+use crate::routes::{index, keys, ops, owners, packages, publish, tokens};
 use crate::state::AppState;
 use crate::storage::Blobs;
 
@@ -56,9 +56,13 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(tokens::me))
         .routes(routes!(tokens::create, tokens::list))
         .routes(routes!(tokens::revoke))
+        .routes(routes!(keys::list, keys::add))
+        .routes(routes!(keys::revoke))
+        .routes(routes!(keys::show))
         .split_for_parts();
     let (unlimited, rest) = OpenApiRouter::new()
         .routes(routes!(packages::download))
+        .routes(routes!(packages::bundle))
         .routes(routes!(index::config))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

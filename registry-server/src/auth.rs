@@ -102,6 +102,19 @@ impl Caller {
         self.scopes.is_empty()
     }
 
+    /// Refuses (403) unless the token is limited by neither scopes nor packages:
+    /// what only such a token may do (manage tokens and publisher keys) would
+    /// otherwise let a leaked narrow token widen itself.
+    pub fn require_unrestricted(&self, what: &str) -> ApiResult<()> {
+        if self.is_unscoped() && self.globs.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::forbidden(format!(
+            "the token `{}` is limited by scopes or packages; {what} needs an unrestricted token",
+            self.token_name
+        )))
+    }
+
     /// Refuses (403) unless the token has `scope` and covers `package`.
     pub fn require(&self, scope: Scope, package: &str) -> ApiResult<()> {
         if !self.is_unscoped() && !self.scopes.contains(&scope) {

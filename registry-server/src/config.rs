@@ -78,6 +78,10 @@ pub struct ConfigArgs {
     /// registry); `index/config.json` says so, as cargo's `auth-required`.
     #[arg(long, env = "EBPKG_REGISTRY_AUTH_REQUIRED", global = true)]
     pub auth_required: bool,
+    /// Accept publishes without a signature (refused by default: every version
+    /// is then signed with a key one of its owners registered).
+    #[arg(long, env = "EBPKG_REGISTRY_ALLOW_UNSIGNED", global = true)]
+    pub allow_unsigned: bool,
     /// Logs as JSON lines.
     #[arg(long, env = "EBPKG_REGISTRY_LOG_JSON", global = true)]
     pub log_json: bool,
@@ -104,6 +108,7 @@ struct ConfigFile {
     #[serde(default)]
     trusted_proxies: Vec<std::net::IpAddr>,
     auth_required: Option<bool>,
+    allow_unsigned: Option<bool>,
     log_json: Option<bool>,
 }
 
@@ -132,6 +137,7 @@ pub struct Config {
     pub new_version: Bucket,
     pub trusted_proxies: Vec<std::net::IpAddr>,
     pub auth_required: bool,
+    pub allow_unsigned: bool,
     pub log_json: bool,
 }
 
@@ -240,6 +246,7 @@ impl Config {
                 args.trusted_proxies.clone()
             },
             auth_required: args.auth_required || file.auth_required.unwrap_or(false),
+            allow_unsigned: args.allow_unsigned || file.allow_unsigned.unwrap_or(false),
             log_json: args.log_json || file.log_json.unwrap_or(false),
         })
     }

@@ -34,7 +34,8 @@ pub struct TestRegistry {
 pub type Tweak = Box<dyn FnOnce(&mut Config) + Send>;
 
 impl TestRegistry {
-    /// A registry with default settings, except limits generous enough for tests.
+    /// A registry with default settings, except limits generous enough for tests
+    /// and unsigned publishes allowed.
     pub fn start() -> anyhow::Result<TestRegistry> {
         TestRegistry::start_with(Box::new(|_| {}))
     }
@@ -66,6 +67,9 @@ impl TestRegistry {
             new_version: Bucket { burst: 1000, interval: Duration::from_secs(1) },
             trusted_proxies: Vec::new(),
             auth_required: false,
+            // Most tests are not about signatures; tests/signatures.rs turns
+            // this back to the production default.
+            allow_unsigned: true,
             log_json: false,
         };
         tweak(&mut config);
@@ -232,11 +236,55 @@ pub fn pack_described(
 
 /// The publish body for a packed archive.
 pub fn publish_body(packed: &ebpkg_archive::Packed, name: &str, version: &str) -> anyhow::Result<Vec<u8>> {
+    publish_body_with(packed, name, version, None)
+}
+
+fn publish_body_with(
+    packed: &ebpkg_archive::Packed,
+    name: &str,
+    version: &str,
+    bundle: Option<serde_json::Value>,
+) -> anyhow::Result<Vec<u8>> {
     let metadata = ebpkg_spec::registry_api::PublishMetadata {
         name: ebpkg_spec::PackageName::new(name)?,
         vers: semver::Version::parse(version)?,
         cksum: packed.sha256,
-        bundle: None,
+        bundle,
     };
     Ok(ebpkg_spec::registry_api::encode_publish(&metadata, &packed.bytes))
+}
+
+/// The publish body for a packed archive, signed with `key`.
+pub fn signed_publish_body(
+    packed: &ebpkg_archive::Packed,
+    name: &str,
+    version: &str,
+    key: &ebpkg_signing::SigningKey,
+) -> anyhow::Result<Vec<u8>> {
+    let bundle = ebpkg_signing::sign(key, &packed.bytes)?;
+    publish_body_with_bundle(packed, name, version, serde_json::from_str(bundle.json())?)
+}
+
+/// The publish body for a packed archive with any bundle JSON (for hostile tests).
+pub fn publish_body_with_bundle(
+    packed: &ebpkg_archive::Packed,
+    name: &str,
+    version: &str,
+    bundle: serde_json::Value,
+) -> anyhow::Result<Vec<u8>> {
+    publish_body_with(packed, name, version, Some(bundle))
+}
+
+/// The `POST /api/v1/me/keys` body registering `key` for `login`, with the
+/// proof of possession `ebpkg owner key add` sends.
+pub fn key_registration(
+    login: &str,
+    key: &ebpkg_signing::SigningKey,
+) -> anyhow::Result<ebpkg_spec::registry_api::NewPublisherKey> {
+    let message = ebpkg_spec::registry_api::key_proof_message(login, key.public().id());
+    let proof = ebpkg_signing::sign(key, message.as_bytes())?;
+    Ok(ebpkg_spec::registry_api::NewPublisherKey {
+        pem: key.public().to_pem(),
+        proof: serde_json::from_str(proof.json())?,
+    })
 }

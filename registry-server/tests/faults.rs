@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ebpkg_registry::testing::{TestRegistry, pack_with, publish_body};
+use ebpkg_registry::testing::{TestRegistry, pack_with, publish_body, signed_publish_body};
 use ebpkg_registry_testing::Postgres;
 use ebpkg_spec::types::Sha256Digest;
 use reqwest::StatusCode;
@@ -18,7 +18,10 @@ fn a_publish_killed_at_any_point_leaves_no_version_or_a_whole_one() {
     let pg = Postgres::shared().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let packed = pack_with(scratch.path(), "crashy", "1.0.0", "", &[]).unwrap();
-    let body = publish_body(&packed, "crashy", "1.0.0").unwrap();
+    // Signed, as the binary's default (unsigned refused) wants: the signature
+    // and its key row are part of what a crash must leave whole or absent.
+    let key = ebpkg_signing::SigningKey::generate().unwrap();
+    let body = signed_publish_body(&packed, "crashy", "1.0.0", &key).unwrap();
     for point in ["unpacked", "archive-stored", "before-commit", "committed"] {
         let db = pg.database().unwrap();
         let blobs = tempfile::tempdir().unwrap();
@@ -27,6 +30,7 @@ fn a_publish_killed_at_any_point_leaves_no_version_or_a_whole_one() {
         let token = admin(&db, &["token", "create", "--user", "alice"]).trim().to_owned();
 
         let mut dying = Binary::serve(&db, blobs.path(), Some(point));
+        register_key_at(&dying.url, &token, "alice", &key);
         let sent = http()
             .put(format!("{}api/v1/packages/new", dying.url))
             .header("Authorization", &token)
@@ -51,6 +55,12 @@ fn a_publish_killed_at_any_point_leaves_no_version_or_a_whole_one() {
             assert_eq!(index.status(), StatusCode::NOT_FOUND, "{point}: nothing partial is listed");
             assert_eq!(again.status(), StatusCode::OK, "{point}: nothing left behind trips the next publish");
         }
+        let bundle = server.get("api/v1/packages/crashy/1.0.0/bundle");
+        assert_eq!(bundle.status(), StatusCode::OK, "{point}");
+        ebpkg_signing::SignedBundle::parse(&bundle.bytes().unwrap())
+            .unwrap()
+            .verify(key.public(), &packed.bytes)
+            .unwrap();
         let archive = server.get("api/v1/packages/crashy/1.0.0/download");
         assert_eq!(archive.status(), StatusCode::OK, "{point}");
         assert_eq!(Sha256Digest::of(&archive.bytes().unwrap()), packed.sha256, "{point}");

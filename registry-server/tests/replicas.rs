@@ -8,7 +8,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::*;
-use ebpkg_registry::testing::{pack_with, publish_body};
+use ebpkg_registry::testing::{pack_with, signed_publish_body};
 use ebpkg_registry_testing::{Nginx, Postgres, free_port};
 use ebpkg_spec::types::Sha256Digest;
 use reqwest::StatusCode;
@@ -23,13 +23,16 @@ fn two_replicas_behind_nginx_share_everything_and_one_can_stop_mid_traffic() {
     let mut a = Binary::serve(&db, blobs.path(), None);
     let b = Binary::serve(&db, blobs.path(), None);
 
+    // A key registered through B signs a publish through A.
+    let key = ebpkg_signing::SigningKey::generate().unwrap();
+    register_key_at(&b.url, &token, "alice", &key);
     // Published through one, visible through the other at once.
     let scratch = tempfile::tempdir().unwrap();
     let packed = pack_with(scratch.path(), "shared", "1.0.0", "", &[("src/data.txt", &"d".repeat(100_000))]).unwrap();
     let r = http()
         .put(format!("{}api/v1/packages/new", a.url))
         .header("Authorization", &token)
-        .body(publish_body(&packed, "shared", "1.0.0").unwrap())
+        .body(signed_publish_body(&packed, "shared", "1.0.0", &key).unwrap())
         .send()
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
@@ -44,7 +47,7 @@ fn two_replicas_behind_nginx_share_everything_and_one_can_stop_mid_traffic() {
         let r = http()
             .put(format!("{}api/v1/packages/new", a.url))
             .header("Authorization", &token)
-            .body(publish_body(&next, "shared", version).unwrap())
+            .body(signed_publish_body(&next, "shared", version, &key).unwrap())
             .send()
             .unwrap();
         assert_eq!(r.status(), StatusCode::OK);
@@ -128,7 +131,7 @@ fn two_replicas_behind_nginx_share_everything_and_one_can_stop_mid_traffic() {
     let r = http()
         .put(format!("{lb}api/v1/packages/new"))
         .header("Authorization", &token)
-        .body(publish_body(&next, "shared", "1.1.0").unwrap())
+        .body(signed_publish_body(&next, "shared", "1.1.0", &key).unwrap())
         .send()
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);

@@ -161,7 +161,7 @@ impl Cache {
             }
             .into()
         };
-        let bundle_path = self.layout.bundle(&entry.cksum);
+        let bundle_path = self.layout.bundle(&entry.cksum, &id);
         let cached_bundle = match ebpkg_fs::read(&bundle_path, ebpkg_signing::MAX_BUNDLE_BYTES as u64) {
             Ok(bytes) => Some(bytes),
             Err(e) if e.is_not_found() => None,
@@ -211,11 +211,28 @@ impl Cache {
                 }
             }
         } else {
-            let record = registry.publisher_key(&id).map_err(|e| unavailable(e.to_string()))?;
-            if *record.key.id() != id {
-                return Err(unavailable(format!("a key whose id is {}", record.key.id())));
+            match registry.publisher_key(&id) {
+                Ok(record) if *record.key.id() != id => {
+                    return Err(unavailable(format!(
+                        "the registry {} serves a key whose id is {} instead",
+                        registry.url(),
+                        record.key.id()
+                    )));
+                }
+                Ok(record) => (record.key, record.revoked_at, true),
+                // A registry that answers that it has no such key is believed.
+                Err(e) if matches!(e.kind(), ErrorKind::NoSuchKey { .. }) => return Err(unavailable(e.to_string())),
+                // One that cannot be reached says nothing about revocation, and the
+                // cached key is still the one the index named: the caller says
+                // what could not be checked.
+                Err(e) => match cached_key {
+                    Some(key) => {
+                        tracing::debug!("{e}; using the cached key");
+                        (key, None, false)
+                    }
+                    None => return Err(unavailable(e.to_string())),
+                },
             }
-            (record.key, record.revoked_at, true)
         };
         bundle.verify_digest(&key, &entry.cksum, archive).map_err(bad)?;
         if !from_cache {

@@ -174,8 +174,7 @@ pub enum ErrorKind {
     BadSignature { package: PackageName, version: Version, registry: RegistryUrl, cause: ebpkg_signing::Error },
 
     #[error(
-        "{package}@{version} is signed by key {key}, but the registry {registry} serves {what}; the key cannot be \
-         checked, so the package is not installed"
+        "{package}@{version} is signed by key {key}, which cannot be checked: {what}; the package is not installed"
     )]
     KeyUnavailable { package: PackageName, version: Version, key: KeyId, registry: RegistryUrl, what: String },
 
@@ -184,6 +183,9 @@ pub enum ErrorKind {
          was tampered with, so the package is not installed. Tell the registry's operators"
     )]
     BundleMissing { package: PackageName, version: Version, registry: RegistryUrl },
+
+    #[error("{what}: {source}")]
+    Signing { what: String, source: ebpkg_signing::Error },
 
     #[error("the registry {registry} has no publisher key {key}")]
     NoSuchKey { key: KeyId, registry: RegistryUrl },

@@ -1,6 +1,6 @@
 //! The interface every kind of registry offers, and the one way to open one by URL.
 
-use ebpkg_signing::{PublicKey, SignedBundle};
+use ebpkg_signing::{PublicKey, SignedBundle, SigningKey};
 use ebpkg_spec::index::IndexEntry;
 pub use ebpkg_spec::registry_api::{MatchedOn, Owner, PublisherKey, SearchHit};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
@@ -52,8 +52,9 @@ pub trait Registry: Send + Sync {
         Err(no_accounts(self.url()))
     }
 
-    /// Registers a public key to sign the caller's packages with.
-    fn add_key(&self, key: &PublicKey) -> Result<PublisherKey> {
+    /// Registers a key's public half to sign the caller's packages with, proving
+    /// possession of the private half by signing the registry's proof message.
+    fn add_key(&self, key: &SigningKey) -> Result<PublisherKey> {
         let _ = key;
         Err(no_accounts(self.url()))
     }

@@ -61,7 +61,9 @@ enum OwnerCommand {
 
 #[derive(Subcommand)]
 enum OwnerKeyCommand {
-    /// Register a public key (PEM file, e.g. `cosign.pub`, or one of your key names).
+    /// Register a key: one of your key names or a private key file (`cosign.key`).
+    /// Its public half is registered; the private half signs a proof that you hold
+    /// it (it never leaves this machine).
     Add { key: String },
     /// Revoke a key: publishes signed by it are refused, installs are told.
     Remove { id: String },
@@ -182,8 +184,18 @@ fn owner_key(ctx: &Ctx, registry: &dyn ebpkg_sources::Registry, command: OwnerKe
     };
     match command {
         OwnerKeyCommand::Add { key } => {
-            let key = crate::commands::keys::public_key_arg(ctx, &key)?;
-            let added = registry.add_key(&key)?;
+            if key.ends_with(".pub") {
+                return Err(fail(
+                    Failure::Usage,
+                    format!(
+                        "`{key}` is a public key; registering one needs its private key, to prove you hold it: \
+                         pass the `.key` file or the key's name (nothing but the public key is sent)"
+                    ),
+                ));
+            }
+            let signing = crate::commands::keys::signing_key(ctx, Some(&key))?
+                .ok_or_else(|| fail(Failure::Usage, format!("no key `{key}`")))?;
+            let added = registry.add_key(&signing)?;
             if ctx.ui.json {
                 ctx.ui.json(&added)?;
             } else {

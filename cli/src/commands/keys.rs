@@ -28,7 +28,7 @@ pub const PROJECT_TRUST_FILE: &str = "ebpkg-trust.toml";
 #[command(after_help = "Keys are cosign-compatible (ECDSA P-256; the private key is cosign's encrypted PEM): \
 `cosign sign-blob --key ~/.config/ebpkg/keys/default.key` works, and so does a key from `cosign generate-key-pair` \
 given to `ebpkg publish --key cosign.key`. The passphrase comes from EBPKG_KEY_PASSWORD, else a prompt.\n\n\
-Examples:\n  ebpkg key generate\n  ebpkg key export > mykey.pub\n  ebpkg owner key add mykey.pub --registry corp")]
+Examples:\n  ebpkg key generate\n  ebpkg key export > mykey.pub\n  ebpkg owner key add default --registry corp")]
 pub struct KeyArgs {
     #[command(subcommand)]
     command: KeyCommand,

@@ -165,8 +165,8 @@ impl Trust {
         }
         if !verified.revocation_checked {
             ctx.ui.warn(format!(
-                "{id}: signature by key {key} verified from the cache; offline, the registry was not asked whether the \
-                 key was revoked since"
+                "{id}: signature by key {key} verified with the cached key; the registry was not asked (offline) or \
+                 could not be reached, so whether the key was revoked since was not checked"
             ));
         }
         tracing::debug!("{id}: signature by key {key} verified");

@@ -236,13 +236,7 @@ impl Sandbox {
 
     /// Publishes a package directory (without the verification build unless asked).
     pub fn publish(&self, dir: &Path) {
-        if self.registry.is_some() {
-            // The registry server does not take signatures yet (the server half of
-            // issue 14): its packages are published, and installed, unsigned.
-            self.run(dir, &["publish", "--no-verify", "--no-sign"]).ok();
-        } else {
-            self.run(dir, &["publish", "--no-verify"]).ok();
-        }
+        self.run(dir, &["publish", "--no-verify"]).ok();
     }
 
     /// Writes a manifest-only package and publishes it.
@@ -257,12 +251,19 @@ impl Sandbox {
         self.publish(&dir);
     }
 
-    /// Uses the registry server at `url`, logged in with `token` (`ebpkg login --token-stdin`).
+    /// Uses the registry server at `url`, logged in with `token` (`ebpkg login
+    /// --token-stdin`); once logged in, registers the sandbox's signing key there
+    /// (`ebpkg owner key add default`), so what it publishes is signed.
     pub fn use_server(&mut self, url: &str, token: &str) -> Run {
         self.registry = Some(url.to_owned());
-        // Packages from the server arrive unsigned (see `publish`): allowed here only.
-        let policy = std::fs::read_to_string(self.path("trust.toml")).unwrap();
-        std::fs::write(self.path("trust.toml"), format!("{policy}[unsigned]\nallow = [\"*\"]\n")).unwrap();
+        let login = self.login(token);
+        if login.code == 0 {
+            self.run(self.dir.path(), &["owner", "key", "add", "default"]).ok();
+        }
+        login
+    }
+
+    fn login(&self, token: &str) -> Run {
         let mut login = self.cmd(self.dir.path(), &["login", "--token-stdin"]);
         login
             .stdin(std::process::Stdio::piped())

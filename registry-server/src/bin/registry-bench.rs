@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use ebpkg_registry::testing::{pack_with, publish_body};
+use ebpkg_registry::testing::{key_registration, pack_with, signed_publish_body};
 use ebpkg_registry_testing::{Nginx, Postgres, free_port, wait_listening};
 
 struct Args {
@@ -149,7 +149,17 @@ fn main() -> Result<()> {
     let served = Served { child, url: format!("http://127.0.0.1:{port}/") };
     wait_listening(port, "ebpkg-registry", Duration::from_secs(30))?;
 
-    // Publishes per second: 8 publishers, 25 new packages each.
+    // Publishes per second: 8 publishers, 25 new packages each, signed (the
+    // server verifies every signature, as in production).
+    let key = ebpkg_signing::SigningKey::generate()?;
+    let registered = reqwest::blocking::Client::new()
+        .post(format!("{}api/v1/me/keys", served.url))
+        .header("Authorization", &token)
+        .json(&key_registration("bench", &key)?)
+        .send()?;
+    if !registered.status().is_success() {
+        bail!("registering the benchmark's key: {}", registered.status());
+    }
     let scratch = tempfile::tempdir()?;
     let mut bodies = Vec::new();
     for p in 0..8 {
@@ -163,7 +173,7 @@ fn main() -> Result<()> {
                 "description = \"a benchmark package\"\n",
                 &[("data.txt", &"x".repeat(20_000))],
             )?;
-            mine.push(publish_body(&packed, &name, "1.0.0")?);
+            mine.push(signed_publish_body(&packed, &name, "1.0.0", &key)?);
         }
         bodies.push(mine);
     }

@@ -69,17 +69,21 @@ pub async fn is_owner(db: impl PgExecutor<'_>, package_id: i64, user_id: i64) ->
 
 pub struct NewVersion<'a> {
     pub package_id: i64,
+    /// Its `signed_by` names the key `bundle` was verified with.
     pub entry: &'a IndexEntry,
     pub size: u64,
     pub license: Option<&'a str>,
     pub readme: Option<&'a str>,
     pub published_by: i64,
+    /// The Sigstore bundle's JSON, as published; `None` for an unsigned version.
+    pub bundle: Option<&'a str>,
 }
 
 pub async fn insert_version(tx: &mut PgConnection, v: &NewVersion<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO versions (package_id, num, num_no_build, cksum, size, index_line, license, readme, published_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO versions (package_id, num, num_no_build, cksum, size, index_line, license, readme, published_by, \
+                               signed_by, bundle) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(v.package_id)
     .bind(v.entry.vers.to_string())
@@ -90,9 +94,36 @@ pub async fn insert_version(tx: &mut PgConnection, v: &NewVersion<'_>) -> Result
     .bind(v.license)
     .bind(v.readme)
     .bind(v.published_by)
+    .bind(v.entry.signed_by.as_ref().map(|k| &k.0[..]))
+    .bind(v.bundle)
     .execute(tx)
     .await?;
     Ok(())
+}
+
+/// The users who own the package.
+pub async fn owner_ids(db: impl PgExecutor<'_>, package_id: i64) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT user_id FROM package_owners WHERE package_id = $1 ORDER BY user_id")
+        .bind(package_id)
+        .fetch_all(db)
+        .await
+}
+
+/// A version's Sigstore bundle: `None` when there is no such version,
+/// `Some(None)` when it was published unsigned.
+pub async fn bundle(
+    db: impl PgExecutor<'_>,
+    normalized: &str,
+    version: &Version,
+) -> Result<Option<Option<String>>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT v.bundle FROM versions v JOIN packages p ON p.id = v.package_id \
+         WHERE p.normalized_name = $1 AND v.num_no_build = $2",
+    )
+    .bind(normalized)
+    .bind(without_build(version))
+    .fetch_optional(db)
+    .await
 }
 
 pub async fn add_owner(tx: &mut PgConnection, package_id: i64, user_id: i64, by: i64) -> Result<bool, sqlx::Error> {

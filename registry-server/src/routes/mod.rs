@@ -2,6 +2,7 @@
 //! description (`utoipa::path`), from which `/api/openapi.json` is generated.
 
 pub mod index;
+pub mod keys;
 pub mod ops;
 pub mod owners;
 pub mod packages;

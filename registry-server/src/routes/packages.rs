@@ -144,6 +144,31 @@ pub async fn download(
     Ok(response)
 }
 
+/// The Sigstore bundle a version was published with, as published. Immutable,
+/// like the archive it signs; clients verify it against the key the index line
+/// names, so serving it needs no trust in this server.
+#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}/bundle", tag = "packages",
+    params(("name" = String, Path), ("version" = String, Path)),
+    responses((status = 200, description = "The bundle (Sigstore v0.3 JSON)", content_type = "application/json"),
+        (status = 404, description = "No such version, or it was published unsigned")))]
+pub async fn bundle(
+    State(state): State<AppState>,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let name = path_name(&name)?;
+    let v = path_version(&version)?;
+    let bundle = match db::packages::bundle(&state.db, &name.normalized(), &v).await? {
+        None => return Err(ApiError::not_found(format!("no {name}@{v} in this registry"))),
+        Some(None) => return Err(ApiError::not_found(format!("{name}@{v} was published unsigned: it has no bundle"))),
+        Some(Some(bundle)) => bundle,
+    };
+    let mut response = bundle.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+    Ok(response)
+}
+
 /// Reads a small archive whole, never more than the store said it holds.
 async fn collect(
     mut stream: futures_util::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,

@@ -12,9 +12,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 use bytes::{Bytes, BytesMut};
+use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{self, PublishMetadata, PublishResponse, Scope};
-use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName};
 use futures_util::StreamExt;
 
@@ -62,26 +63,39 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
             .map_err(framing)?;
     let metadata = registry_api::parse_publish_metadata(&body.exact(len).await?).map_err(framing)?;
     let id = format!("{}@{}", metadata.name, metadata.vers);
-    // Until this server verifies signatures against its owners' keys, it says
-    // so rather than drop a bundle and publish the version as if unsigned.
-    if metadata.bundle.is_some() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "{id} comes with a signature, but this registry does not verify or store signatures yet; \
-                 publish it with `ebpkg publish --no-sign` (installs then need a trust policy exception for it)"
-            ),
-        ));
-    }
+    let bundle = match &metadata.bundle {
+        Some(json) => Some(parse_bundle(json, &metadata, &id)?),
+        None if state.config.allow_unsigned => None,
+        None => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "{id} is not signed, and this registry accepts only signed versions: create a key with \
+                     `ebpkg key generate`, register it with `ebpkg owner key add`, then publish again (ebpkg signs \
+                     with it)"
+                ),
+            ));
+        }
+    };
 
     // Everything that needs no archive, before reading it.
-    {
+    let keys = {
         let mut conn = state.db.acquire().await?;
-        match db::packages::find(&mut *conn, &metadata.name.normalized()).await? {
-            None => caller.require(Scope::PublishNew, metadata.name.as_str())?,
-            Some(pkg) => check_existing(&mut conn, caller, &metadata, &pkg, &id).await?,
+        let signers = match db::packages::find(&mut *conn, &metadata.name.normalized()).await? {
+            None => {
+                caller.require(Scope::PublishNew, metadata.name.as_str())?;
+                vec![caller.user_id]
+            }
+            Some(pkg) => {
+                check_existing(&mut conn, caller, &metadata, &pkg, &id).await?;
+                db::packages::owner_ids(&mut *conn, pkg.id).await?
+            }
+        };
+        match &bundle {
+            Some(bundle) => signing_keys(&mut conn, bundle, &signers, &id).await?,
+            None => Vec::new(),
         }
-    }
+    };
     let len = registry_api::frame_length(body.prefix().await?, "archive", state.config.max_archive_bytes)
         .map_err(|e| ApiError::too_large(format!("{id}: {e}")))?;
     let archive = body.exact(len).await?;
@@ -97,15 +111,24 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
         )));
     }
     let checked = check_archive(state, archive.clone(), &metadata).await?;
-    let entry = IndexEntry::from_manifest(&checked.manifest, cksum);
+    let mut entry = IndexEntry::from_manifest(&checked.manifest, cksum);
     check_dependency_registries(&entry, &id)?;
+    // The keys were chosen before the archive was read; `commit` checks again,
+    // under the package's lock, that the one that verified is still allowed.
+    let signature = match &bundle {
+        Some(bundle) => {
+            let key = verify_signature(bundle, &keys, &cksum, &archive, &id)?;
+            entry.signed_by = Some(key);
+            Some(Signature { key, bundle })
+        }
+        None => None,
+    };
     crash_point("unpacked");
 
     state.blobs.put_archive(&cksum, archive.clone()).await?;
     crash_point("archive-stored");
-    let size = archive.len() as u64;
-    commit(state, caller, &metadata, &entry, &checked, size, &id).await?;
-    tracing::info!(package = %id, user = %caller.login, cksum = %cksum, size, "published");
+    commit(state, caller, &metadata, &entry, &checked, signature.as_ref(), &id).await?;
+    tracing::info!(package = %id, user = %caller.login, cksum = %cksum, size = checked.size, "published");
     Ok(PublishResponse { entry })
 }
 
@@ -147,10 +170,112 @@ async fn check_existing(
     caller.require(Scope::PublishUpdate, metadata.name.as_str())
 }
 
+/// A verified signature: the key it verified with and the bundle as published.
+struct Signature<'a> {
+    key: KeyId,
+    bundle: &'a SignedBundle,
+}
+
+/// The bundle from the publish metadata, checked to sign the archive the
+/// metadata describes (before a byte of the archive is read).
+fn parse_bundle(json: &serde_json::Value, metadata: &PublishMetadata, id: &str) -> ApiResult<SignedBundle> {
+    let bytes = serde_json::to_vec(json).map_err(|e| ApiError::bad_request(format!("{id}: the bundle: {e}")))?;
+    let bundle = SignedBundle::parse(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("{id}: the signature bundle was refused: {e}")))?;
+    if bundle.signed_digest() != &metadata.cksum {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "{id}: the bundle signs SHA-256 {}, but the archive's is {}: it was made for another archive; \
+                 sign this one",
+                bundle.signed_digest(),
+                metadata.cksum
+            ),
+        ));
+    }
+    Ok(bundle)
+}
+
+/// The keys `bundle` may be signed with: the live key of one of `signers` (the
+/// package's owners; for a new package, the publisher) that its hint names, or,
+/// without a hint, every live key of theirs.
+async fn signing_keys(
+    conn: &mut sqlx::PgConnection,
+    bundle: &SignedBundle,
+    signers: &[i64],
+    id: &str,
+) -> ApiResult<Vec<PublicKey>> {
+    let Some(hint) = bundle.key_hint() else {
+        let rows = db::keys::live_of_users(&mut *conn, signers).await?;
+        if rows.is_empty() {
+            return Err(ApiError::forbidden(format!(
+                "{id} is signed, but no owner of it has a registered publisher key to check the signature with; \
+                 register yours with `ebpkg owner key add`"
+            )));
+        }
+        return Ok(rows.iter().map(db::keys::KeyRow::public_key).collect::<Result<_, _>>()?);
+    };
+    let Some(row) = db::keys::by_id(&mut *conn, hint).await? else {
+        return Err(ApiError::forbidden(format!(
+            "{id} is signed with key {hint}, which is not registered with this registry; its holder registers it \
+             with `ebpkg owner key add`"
+        )));
+    };
+    if let Some(at) = row.revoked_at {
+        return Err(ApiError::forbidden(format!(
+            "{id} is signed with key {hint}, which `{}` revoked at {}; sign with a live key (`ebpkg owner key list`)",
+            row.login,
+            at.to_rfc3339()
+        )));
+    }
+    if !signers.contains(&row.user_id) {
+        return Err(ApiError::forbidden(format!(
+            "{id} is signed with key {hint}, which belongs to `{}`, who is not an owner of the package; sign with \
+             an owner's key, or have an owner run `ebpkg owner add`",
+            row.login
+        )));
+    }
+    Ok(vec![row.public_key()?])
+}
+
+/// The key among `keys` the bundle's signature over `archive` verifies with.
+fn verify_signature(
+    bundle: &SignedBundle,
+    keys: &[PublicKey],
+    cksum: &Sha256Digest,
+    archive: &[u8],
+    id: &str,
+) -> ApiResult<KeyId> {
+    let mut why = Vec::new();
+    for key in keys {
+        match bundle.verify_digest(key, cksum, archive) {
+            Ok(()) => return Ok(*key.id()),
+            Err(e) => why.push(e.to_string()),
+        }
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!("{id}: the signature does not hold: {}; nothing was published", why.join("; ")),
+    ))
+}
+
+/// Under the package's lock: the key is still live and still an owner's, so a
+/// revocation or an owner removal that committed during the publish wins.
+async fn recheck_signer(tx: &mut sqlx::PgConnection, key: &KeyId, signers: &[i64], id: &str) -> ApiResult<()> {
+    match db::keys::by_id_for_share(tx, key).await? {
+        Some(row) if row.revoked_at.is_none() && signers.contains(&row.user_id) => Ok(()),
+        _ => Err(ApiError::conflict(format!(
+            "{id}: key {key} was revoked, or its holder stopped being an owner, while the version was being \
+             published; nothing was published"
+        ))),
+    }
+}
+
 /// What the archive held, once checked.
 struct CheckedArchive {
     manifest: Manifest,
     readme: Option<String>,
+    size: u64,
 }
 
 /// Unpacks the archive exactly as an installer would (ebpkg-archive's checks,
@@ -171,7 +296,7 @@ async fn check_archive(state: &AppState, archive: Bytes, metadata: &PublishMetad
             .readme
             .as_ref()
             .and_then(|rel| ebpkg_fs::read_text(&unpacked.root.join(rel.as_str()), MAX_README_BYTES).ok());
-        Ok(CheckedArchive { manifest: unpacked.manifest, readme })
+        Ok(CheckedArchive { manifest: unpacked.manifest, readme, size: archive.len() as u64 })
     })
     .await
     .map_err(|e| ApiError::internal(format!("{e}")))?
@@ -207,7 +332,7 @@ async fn commit(
     metadata: &PublishMetadata,
     entry: &IndexEntry,
     checked: &CheckedArchive,
-    size: u64,
+    signature: Option<&Signature<'_>>,
     id: &str,
 ) -> ApiResult<()> {
     let name: &PackageName = &metadata.name;
@@ -234,6 +359,11 @@ async fn commit(
         check_existing(&mut tx, caller, metadata, &pkg, id).await?;
     }
     let package_id = pkg.id;
+    if let Some(signature) = signature {
+        let signers =
+            if new_package { vec![caller.user_id] } else { db::packages::owner_ids(&mut *tx, package_id).await? };
+        recheck_signer(&mut tx, &signature.key, &signers, id).await?;
+    }
     let (action, bucket) = if new_package {
         (Action::NewPackage, state.config.new_package)
     } else {
@@ -249,10 +379,11 @@ async fn commit(
     let new = db::packages::NewVersion {
         package_id,
         entry,
-        size,
+        size: checked.size,
         license: checked.manifest.package.license.as_deref(),
         readme: checked.readme.as_deref(),
         published_by: caller.user_id,
+        bundle: signature.map(|s| s.bundle.json()),
     };
     match db::packages::insert_version(&mut tx, &new).await {
         Ok(()) => {}

@@ -9,16 +9,6 @@ use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-fn require_unscoped(caller: &Caller) -> ApiResult<()> {
-    if caller.is_unscoped() && caller.globs.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::forbidden(format!(
-        "the token `{}` is limited by scopes or packages; managing tokens needs an unrestricted token",
-        caller.token_name
-    )))
-}
-
 /// Who the token belongs to, and what it may do.
 #[utoipa::path(get, path = "/api/v1/me", tag = "tokens",
     responses((status = 200, description = "The token's user", content_type = "application/json"), (status = 401)),
@@ -37,7 +27,7 @@ pub async fn create(
     caller: Caller,
     axum::Json(request): axum::Json<NewToken>,
 ) -> ApiResult<axum::Json<TokenCreated>> {
-    require_unscoped(&caller)?;
+    caller.require_unrestricted("managing tokens")?;
     let created = issue_token(&state.db, caller.user_id, &request).await?;
     tracing::info!(user = %caller.login, token = %created.token.name, "token created");
     Ok(axum::Json(created))
@@ -48,7 +38,7 @@ pub async fn create(
     responses((status = 200, description = "The tokens", content_type = "application/json"), (status = 401), (status = 403)),
     security(("token" = [])))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<axum::Json<TokenList>> {
-    require_unscoped(&caller)?;
+    caller.require_unrestricted("managing tokens")?;
     let tokens = db::tokens::live_of_user(&state.db, caller.user_id).await?;
     Ok(axum::Json(TokenList { tokens: tokens.iter().map(db::tokens::TokenRow::info).collect() }))
 }
@@ -62,7 +52,7 @@ pub async fn revoke(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> ApiResult<axum::Json<OkResponse>> {
-    require_unscoped(&caller)?;
+    caller.require_unrestricted("managing tokens")?;
     if !db::tokens::revoke(&state.db, caller.user_id, id).await? {
         return Err(ApiError::not_found(format!("you have no live token with id {id}")));
     }

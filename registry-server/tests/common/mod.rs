@@ -91,6 +91,14 @@ pub fn hostile_archives() -> Vec<(Vec<u8>, &'static str)> {
 }
 
 /// The real binary, serving a database and a blob directory.
+/// Registers `key` for `login` (whose token this is) with the server at `url`.
+pub fn register_key_at(url: &str, token: &str, login: &str, key: &ebpkg_signing::SigningKey) {
+    let registration = ebpkg_registry::testing::key_registration(login, key).unwrap();
+    let r =
+        http().post(format!("{url}api/v1/me/keys")).header("Authorization", token).json(&registration).send().unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "registering a key: {}", r.text().unwrap_or_default());
+}
+
 pub struct Binary {
     pub child: Child,
     pub url: String,

@@ -381,6 +381,8 @@ impl Registry for FileRegistry {
     }
 
     fn publisher_key(&self, id: &KeyId) -> Result<KeyRecord> {
+        // A registry that is not there has no say about any key.
+        self.require_registry()?;
         let path = key_file(&self.root, id);
         let pem = match ebpkg_fs::read_text(&path, ebpkg_signing::MAX_KEY_FILE_BYTES) {
             Ok(pem) => pem,

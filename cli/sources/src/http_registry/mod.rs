@@ -10,7 +10,7 @@ mod index_cache;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use ebpkg_signing::PublicKey;
+use ebpkg_signing::{PublicKey, SigningKey};
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::registry_api::{
     self, IndexConfig, Me, NewPublisherKey, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata,
@@ -379,11 +379,20 @@ impl Registry for HttpRegistry {
         Ok(list.keys)
     }
 
-    fn add_key(&self, key: &PublicKey) -> Result<PublisherKey> {
+    fn add_key(&self, key: &SigningKey) -> Result<PublisherKey> {
         self.online("registering a publisher key")?;
-        let what = format!("registering publisher key {}", key.id());
+        let public = key.public();
+        let what = format!("registering publisher key {}", public.id());
+        let me = self.whoami()?;
+        let message = registry_api::key_proof_message(&me.login, public.id());
+        let proof = ebpkg_signing::sign(key, message.as_bytes()).map_err(|e| ErrorKind::Signing {
+            what: format!("proving possession of key {}", public.id()),
+            source: e,
+        })?;
+        let proof: serde_json::Value = serde_json::from_str(proof.json())
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
         let token = self.write_token("registering a publisher key")?;
-        let body = serde_json::to_vec(&NewPublisherKey { pem: key.to_pem() })
+        let body = serde_json::to_vec(&NewPublisherKey { pem: public.to_pem(), proof })
             .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
         self.api_json(Method::Post, "me/keys", &what, Some(body), Some(token))
     }
