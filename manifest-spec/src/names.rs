@@ -437,6 +437,10 @@ mod glob_tests {
         assert!(!g("a*b*c").matches("acb"));
         assert!(g("meter").matches("Meter"));
         assert!(!g("meter").matches("meters"));
+        assert!(!g("net-*").matches("net"));
+        assert!(!g("ab*ba").matches("aba"), "the prefix and suffix may not overlap");
+        assert!(g("a*b*c").matches("abc"));
+        assert!(!g("meter").matches("meters"));
         assert!(g("ab*ab").matches("abab") && !g("ab*ab").matches("aba"));
         assert!(PackageGlob::new("../x").is_err());
         assert!(PackageGlob::new("").is_err());
