@@ -82,14 +82,27 @@ enum TrustCommand {
         key: String,
     },
     /// Stop trusting a key (or every key) for a name or glob.
-    Remove { packages: String, key: Option<String> },
+    Remove {
+        /// The name or glob, as written when it was added.
+        packages: String,
+        /// A key id, a public key file or a key name; without it, every key for `packages`.
+        key: Option<String>,
+    },
     /// Let the packages a name or glob covers install unsigned.
-    AllowUnsigned { packages: String },
+    AllowUnsigned {
+        /// A package name, or a glob where `*` matches any run of characters.
+        packages: String,
+    },
     /// Take back an allow-unsigned.
-    DisallowUnsigned { packages: String },
+    DisallowUnsigned {
+        /// The name or glob, as written when it was allowed.
+        packages: String,
+    },
     /// Revoke a key: everything it signed is refused.
     Revoke {
+        /// A key id, a public key file or a key name.
         key: String,
+        /// Why, shown when an install is refused.
         #[arg(long, default_value = "revoked")]
         reason: String,
     },

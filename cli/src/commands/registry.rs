@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_sources::RegistryUrl;
@@ -18,7 +18,7 @@ use crate::ops::resolve::{Root, resolve};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, publish nothing"
+    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, publish nothing\n  ebpkg publish --dry-run --out pkg.tar.gz     the archive, to sign elsewhere (cosign sign-blob)\n  ebpkg publish --bundle b.json --public-key cosign.pub"
 )]
 pub struct PublishArgs {
     /// Pack and verify only.
@@ -42,6 +42,12 @@ pub struct PublishArgs {
     /// Publish unsigned even when a default key exists.
     #[arg(long, conflicts_with_all = ["key", "bundle"])]
     no_sign: bool,
+    /// Also write the archive to FILE. Packing is reproducible, so with --dry-run
+    /// this is the exact archive a later publish sends: a pipeline can sign it
+    /// with its own tools (`cosign sign-blob --bundle B FILE`) and publish with
+    /// `--bundle B --public-key P`.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -96,6 +102,11 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
             packed.sha256
         ),
     );
+    if let Some(out) = &args.out {
+        ebpkg_fs::write_atomic(out, &packed.bytes, 0o644)
+            .with_context(|| format!("writing the archive to {}", out.display()))?;
+        ctx.ui.status("Wrote", format!("{id}'s archive to {}", out.display()));
+    }
     let regs = ctx.registries()?;
     // A server refuses a publish without a token: say so before verifying.
     if !args.dry_run

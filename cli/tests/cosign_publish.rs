@@ -1,0 +1,106 @@
+//! A CI pipeline that signs with cosign, not ebpkg: `ebpkg publish --dry-run
+//! --out` writes the exact archive, `cosign sign-blob` signs it with a key
+//! cosign generated, `ebpkg owner key add cosign.key` registers that key with a
+//! registry server, `ebpkg publish --bundle` sends cosign's bundle, and an
+//! install that trusts the cosign key verifies it. cosign is built by
+//! `ci/setup` (pinned) into /opt/ebpkg-ci/cosign/bin; EBPKG_TEST_COSIGN names
+//! another binary. A missing cosign fails the test: it is never skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{KEY_PASSWORD, Sandbox};
+use ebpkg_registry::testing::TestRegistry;
+
+fn cosign(dir: &Path, args: &[&str]) {
+    let path = std::env::var_os("EBPKG_TEST_COSIGN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/ebpkg-ci/cosign/bin/cosign"));
+    assert!(path.is_file(), "cosign is not at {} (run ./ci/setup, or set EBPKG_TEST_COSIGN)", path.display());
+    let out = Command::new(path)
+        .args(args)
+        .current_dir(dir)
+        // The sandbox's passphrase, so that ebpkg can read cosign's key too.
+        .env("COSIGN_PASSWORD", KEY_PASSWORD)
+        // Never reach for the public Sigstore instance or a TUF mirror.
+        .env("TUF_ROOT", dir.join("tuf"))
+        .env("SIGSTORE_NO_CACHE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cosign {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
+    let server = TestRegistry::start_with(Box::new(|c| c.allow_unsigned = false)).unwrap();
+    let mut sb = Sandbox::new("cosignci");
+    sb.use_server(server.url(), &server.token("ci", &[], &[]).unwrap()).ok();
+    let ci = sb.path("ci");
+    std::fs::create_dir_all(&ci).unwrap();
+    cosign(&ci, &["generate-key-pair"]);
+    cosign(&ci, &["signing-config", "create", "--out", "sc.json"]);
+    let ci_key = ci.join("cosign.key");
+    sb.run(&ci, &["owner", "key", "add", ci_key.to_str().unwrap()]).ok();
+
+    let pkg = sb.path("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("ebpkg.toml"), "[package]\nname = \"cpkg\"\nversion = \"1.0.0\"\n").unwrap();
+    let archive = ci.join("cpkg.tar.gz");
+    let packed = sb.run(&pkg, &["publish", "--dry-run", "--no-verify", "--out", archive.to_str().unwrap()]).ok();
+    assert!(packed.stderr.contains("Wrote"), "{}", packed.stderr);
+    cosign(
+        &ci,
+        &[
+            "sign-blob",
+            "--key",
+            "cosign.key",
+            "--bundle",
+            "b.json",
+            "--signing-config",
+            "sc.json",
+            "--yes",
+            "cpkg.tar.gz",
+        ],
+    );
+    let bundle = ci.join("b.json");
+    let public = ci.join("cosign.pub");
+    let with_bundle = |dir: &Path| {
+        sb.run(
+            dir,
+            &["publish", "--no-verify", "--bundle", bundle.to_str().unwrap(), "--public-key", public.to_str().unwrap()],
+        )
+    };
+
+    // The package changed after it was signed: refused here, nothing sent.
+    std::fs::write(pkg.join("README.md"), "changed after signing\n").unwrap();
+    let stale = with_bundle(&pkg).fails(10);
+    assert!(stale.stderr.contains("the bundle must sign this archive"), "{}", stale.stderr);
+    std::fs::remove_file(pkg.join("README.md")).unwrap();
+
+    // Packing is reproducible: the archive cosign signed is the one published.
+    let published = with_bundle(&pkg).ok();
+    assert!(published.stderr.contains("Published"), "{}", published.stderr);
+
+    // An install trusting the cosign key (and only it) for cpkg accepts it.
+    let app = sb.path("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("ebpkg.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\ncpkg = \"1\"\n",
+    )
+    .unwrap();
+    // The sandbox trusts only its own key, for every package.
+    let refused = sb.run(&app, &["fetch"]).fails(10);
+    assert!(refused.stderr.contains("cpkg@1.0.0"), "{}", refused.stderr);
+    sb.run(&app, &["trust", "add", "cpkg", public.to_str().unwrap()]).ok();
+    sb.run(&app, &["fetch"]).ok();
+}
