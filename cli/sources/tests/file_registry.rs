@@ -407,3 +407,39 @@ fn a_missing_archive_is_reported_as_damage() {
     assert!(matches!(e.kind(), ErrorKind::ArchiveMissing { .. }), "{e}");
     assert!(e.to_string().contains("lists net@1.0.0, but its archive"), "{e}");
 }
+
+#[test]
+fn a_registry_that_requires_signatures_refuses_unsigned_and_badly_signed_publishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = registry(&tmp);
+    let first = pack(tmp.path(), "net", "1.0.0");
+    reg.publish(&first.bytes, &first.manifest, None).unwrap();
+    let config = reg.root().join("config.json");
+    fs::write(&config, "{\"ebpkg-registry\":1,\"require-signatures\":true}\n").unwrap();
+    let index_file = reg.root().join("index").join(index_path("net"));
+    let before = fs::read(&index_file).unwrap();
+
+    let next = pack(tmp.path(), "net", "1.1.0");
+    let err = reg.publish(&next.bytes, &next.manifest, None).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::UnsignedRefused { .. }), "{err}");
+    assert!(err.to_string().contains("require-signatures"), "{err}");
+
+    // Signed, but the bundle signs other bytes.
+    let key = ebpkg_signing::SigningKey::generate().unwrap();
+    let wrong = ebpkg_sources::PublishSignature {
+        bundle: ebpkg_signing::sign(&key, &first.bytes).unwrap(),
+        key: key.public().clone(),
+    };
+    assert!(reg.publish(&next.bytes, &next.manifest, Some(&wrong)).is_err());
+    assert_eq!(fs::read(&index_file).unwrap(), before, "nothing was published");
+    assert!(!reg.archive_path(&next.sha256).exists());
+
+    let signed = ebpkg_sources::PublishSignature {
+        bundle: ebpkg_signing::sign(&key, &next.bytes).unwrap(),
+        key: key.public().clone(),
+    };
+    let entry = reg.publish(&next.bytes, &next.manifest, Some(&signed)).unwrap();
+    assert_eq!(entry.signed_by.as_ref(), Some(key.public().id()));
+    let record = reg.publisher_key(key.public().id()).unwrap();
+    assert_eq!(record.key.id(), key.public().id());
+}
