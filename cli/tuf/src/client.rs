@@ -1,0 +1,124 @@
+//! Loading a registry's TUF metadata as a client: from the newest root this
+//! machine trusts, through `tough`'s update workflow (root rotation, timestamp,
+//! snapshot, targets, bins; rollback, freeze and size checks), into the signed
+//! hashes of every target, against which fetched index files are checked.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use tough::{ExpirationEnforcement, FilesystemTransport, Limits, RepositoryLoader};
+use url::Url;
+
+use crate::{Error, Result, block_on};
+
+/// Longest trusted root read.
+const MAX_ROOT_BYTES: u64 = 512 * 1024;
+
+/// Limits on what the registry may send: metadata of a registry of a hundred
+/// thousand packages fits well inside them.
+pub fn limits() -> Limits {
+    Limits {
+        max_root_size: MAX_ROOT_BYTES,
+        max_targets_size: 8 * 1024 * 1024,
+        max_timestamp_size: 16 * 1024,
+        max_snapshot_size: 256 * 1024,
+        max_root_updates: 64,
+    }
+}
+
+/// What signed metadata says each target is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Listed {
+    sha256: Vec<u8>,
+    length: u64,
+}
+
+/// The verified view of a registry's metadata.
+#[derive(Debug, Clone)]
+pub struct TrustedIndex {
+    targets: HashMap<String, Listed>,
+    /// The root now trusted (after any rotation), to persist for the next load.
+    pub root_json: Vec<u8>,
+    pub root_version: u64,
+    pub snapshot_version: u64,
+    pub timestamp_version: u64,
+    /// When the timestamp expires: until then, the registry cannot freeze this
+    /// view without being noticed.
+    pub expires: String,
+}
+
+impl TrustedIndex {
+    /// Whether signed metadata lists `target`.
+    pub fn lists(&self, target: &str) -> bool {
+        self.targets.contains_key(target)
+    }
+
+    /// Checks fetched bytes against the signed hash and length of `target`.
+    pub fn check(&self, target: &str, bytes: &[u8]) -> Result<()> {
+        use sha2::Digest;
+        let Some(listed) = self.targets.get(target) else {
+            return Err(Error::NotListed { target: target.to_owned() });
+        };
+        let actual = sha2::Sha256::digest(bytes);
+        if listed.length != bytes.len() as u64 || listed.sha256.as_slice() != actual.as_slice() {
+            return Err(Error::Mismatch {
+                target: target.to_owned(),
+                expected: hex::encode(&listed.sha256),
+                expected_len: listed.length,
+                actual: hex::encode(actual),
+                actual_len: bytes.len() as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// How many targets signed metadata lists.
+    pub fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+}
+
+/// Loads the metadata at `metadata_url` (a `file://` directory) starting from
+/// the root in `trusted_root`, keeping what it trusts in `datastore` (the
+/// previous timestamp and snapshot, against rollback). The caller persists
+/// [`TrustedIndex::root_json`] as its new trusted root.
+pub fn load(trusted_root: &Path, metadata_url: &Url, datastore: &Path) -> Result<TrustedIndex> {
+    let root = ebpkg_fs::read(trusted_root, MAX_ROOT_BYTES)
+        .map_err(|e| Error::BadFile { path: trusted_root.to_owned(), problem: e.to_string() })?;
+    std::fs::create_dir_all(datastore)
+        .map_err(|e| Error::Io { what: format!("creating {}", datastore.display()), source: e })?;
+    let base = if metadata_url.path().ends_with('/') {
+        metadata_url.clone()
+    } else {
+        let mut u = metadata_url.clone();
+        u.set_path(&format!("{}/", u.path()));
+        u
+    };
+    let repo = block_on(async {
+        RepositoryLoader::new(&root, base.clone(), base.clone())
+            .transport(FilesystemTransport)
+            .limits(limits())
+            .datastore(datastore)
+            .expiration_enforcement(ExpirationEnforcement::Safe)
+            .load()
+            .await
+    })?
+    .map_err(Error::from_tough)?;
+    let targets = repo
+        .all_targets()
+        .map(|(name, t)| (name.raw().to_owned(), Listed { sha256: t.hashes.sha256.to_vec(), length: t.length }))
+        .collect();
+    let root_json = serde_json::to_vec_pretty(repo.root()).map_err(|e| Error::Metadata { detail: e.to_string() })?;
+    Ok(TrustedIndex {
+        targets,
+        root_json,
+        root_version: repo.root().signed.version.get(),
+        snapshot_version: repo.snapshot().signed.version.get(),
+        timestamp_version: repo.timestamp().signed.version.get(),
+        expires: repo.timestamp().signed.expires.to_string(),
+    })
+}
