@@ -468,5 +468,9 @@ fn a_private_registry_wants_a_token_for_reads_too() {
         assert_eq!(get(&reg, path).status(), StatusCode::UNAUTHORIZED, "{path} without a token");
         let with = http().get(format!("{}{path}", reg.url())).header("Authorization", &token).send().unwrap();
         assert_eq!(with.status(), StatusCode::OK, "{path} with any valid token, whatever its scopes");
+        // What one token holder reads, a shared cache in front must not hand to others.
+        if let Some(cache) = with.headers().get(CACHE_CONTROL) {
+            assert!(cache.to_str().unwrap().starts_with("private"), "{path}: {cache:?}");
+        }
     }
 }

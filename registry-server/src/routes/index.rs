@@ -10,7 +10,21 @@ use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-const INDEX_CACHE_CONTROL: &str = "public, max-age=600";
+/// How long clients and caches may keep an index file without revalidating.
+/// A private registry's responses are for the token holder only: a shared
+/// cache in front must not keep them.
+pub fn index_cache_control(config: &crate::config::Config) -> HeaderValue {
+    HeaderValue::from_static(if config.auth_required { "private, max-age=600" } else { "public, max-age=600" })
+}
+
+/// For what never changes once published (archives, bundles).
+pub fn immutable_cache_control(config: &crate::config::Config) -> HeaderValue {
+    HeaderValue::from_static(if config.auth_required {
+        "private, max-age=31536000, immutable"
+    } else {
+        "public, max-age=31536000, immutable"
+    })
+}
 
 /// The sparse index configuration.
 #[utoipa::path(get, path = "/index/config.json", tag = "index",
@@ -23,7 +37,7 @@ pub async fn config(State(state): State<AppState>) -> Response {
         auth_required: state.config.auth_required,
     };
     let mut response = axum::Json(config).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(INDEX_CACHE_CONTROL));
+    response.headers_mut().insert(header::CACHE_CONTROL, index_cache_control(&state.config));
     response
 }
 
@@ -60,7 +74,7 @@ pub async fn file(State(state): State<AppState>, Path(path): Path<String>, heade
     let etag = format!("\"{}\"", hex::encode(&file.index_sha256));
     let modified = file.index_modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
     let mut out = HeaderMap::new();
-    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(INDEX_CACHE_CONTROL));
+    out.insert(header::CACHE_CONTROL, index_cache_control(&state.config));
     if let Ok(v) = HeaderValue::from_str(&etag) {
         out.insert(header::ETAG, v);
     }

@@ -137,7 +137,7 @@ pub async fn download(
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/gzip"));
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+    headers.insert(header::CACHE_CONTROL, crate::routes::index::immutable_cache_control(&state.config));
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{cksum}\"")) {
         headers.insert(header::ETAG, etag);
     }
@@ -165,7 +165,7 @@ pub async fn bundle(
     let mut response = bundle.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+    headers.insert(header::CACHE_CONTROL, crate::routes::index::immutable_cache_control(&state.config));
     Ok(response)
 }
 
