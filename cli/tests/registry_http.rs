@@ -279,8 +279,10 @@ fn publisher_keys_sign_publishes_and_revocation_reaches_installs() {
     assert!(refused.stderr.contains("needs its private key"), "{}", refused.stderr);
 
     sb.publish_manifest("c", "1.0.0", &[]);
-    let unsigned = publish_with(&sb, "d", &[], &[]).fails(6);
-    assert!(unsigned.stderr.contains("accepts only signed versions"), "{}", unsigned.stderr);
+    // config.json says so: refused before anything is uploaded.
+    let unsigned = publish_with(&sb, "d", &[], &[]).fails(10);
+    assert!(unsigned.stderr.contains("requires signed packages"), "{}", unsigned.stderr);
+    assert!(!unsigned.stderr.contains("Uploading"), "{}", unsigned.stderr);
     let info = sb.run(&dir, &["info", "c", "--json"]).ok();
     assert!(info.stdout.contains(&id), "the index line names the key: {}", info.stdout);
 

@@ -38,6 +38,10 @@ pub struct IndexConfig {
     /// Whether reading the index and downloading need a token.
     #[serde(rename = "auth-required", default)]
     pub auth_required: bool,
+    /// Whether the registry refuses unsigned publishes, so that a client can say
+    /// so before uploading.
+    #[serde(rename = "require-signatures", default)]
+    pub require_signatures: bool,
 }
 
 impl IndexConfig {
@@ -468,7 +472,12 @@ mod tests {
     fn download_urls_follow_the_template() {
         let name = PackageName::new("meter").unwrap();
         let cksum = Sha256Digest::of(b"x");
-        let plain = IndexConfig { dl: "https://r.example/api/v1/packages".into(), api: None, auth_required: false };
+        let plain = IndexConfig {
+            dl: "https://r.example/api/v1/packages".into(),
+            api: None,
+            auth_required: false,
+            require_signatures: false,
+        };
         assert_eq!(
             plain.download_url(&name, &Version::new(1, 0, 0), &cksum),
             "https://r.example/api/v1/packages/meter/1.0.0/download"
@@ -477,6 +486,7 @@ mod tests {
             dl: "https://cdn.example/{prefix}/{name}-{version}-{cksum}".into(),
             api: None,
             auth_required: false,
+            require_signatures: false,
         };
         assert_eq!(
             blob.download_url(&name, &Version::new(1, 0, 0), &cksum),

@@ -98,10 +98,14 @@ fn unsigned_publishes_are_refused_by_default_and_accepted_where_allowed() {
         "accepts only signed versions",
     );
     assert!(index_lines(&reg, "index/me/te/meter").is_empty(), "nothing was published");
+    let config: ebpkg_spec::registry_api::IndexConfig = get(&reg, "index/config.json").json().unwrap();
+    assert!(config.require_signatures, "config.json tells clients before they upload");
     drop(reg);
 
     let open = TestRegistry::start().unwrap();
     assert!(open.config().allow_unsigned);
+    let config: ebpkg_spec::registry_api::IndexConfig = get(&open, "index/config.json").json().unwrap();
+    assert!(!config.require_signatures);
     let token = open.token("alice", &[], &[]).unwrap();
     let r = publish(&open, &token, &publish_body(&packed, "meter", "1.0.0").unwrap());
     assert_eq!(r.status(), StatusCode::OK);

@@ -35,6 +35,7 @@ pub async fn config(State(state): State<AppState>) -> Response {
         dl: state.config.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
         api: Some(public.to_owned()),
         auth_required: state.config.auth_required,
+        require_signatures: !state.config.allow_unsigned,
     };
     let mut response = axum::Json(config).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, index_cache_control(&state.config));

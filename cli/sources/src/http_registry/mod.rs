@@ -314,6 +314,14 @@ impl Registry for HttpRegistry {
     fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry> {
         self.online("publishing")?;
         let token = self.write_token("publishing")?;
+        if signature.is_none() && self.config()?.require_signatures {
+            return Err(ErrorKind::UnsignedRefused {
+                package: manifest.package.name.clone(),
+                version: manifest.package.version.clone(),
+                registry: self.url.clone(),
+            }
+            .into());
+        }
         let bundle = match signature {
             Some(s) => Some(serde_json::from_str(s.bundle.json()).map_err(|e| ErrorKind::BadResponse {
                 url: self.url.to_string(),
