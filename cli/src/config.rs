@@ -93,6 +93,10 @@ pub struct Config {
     pub keys_dir: PathBuf,
     /// The user's trust policy: `<config dir>/trust.toml`.
     pub trust_path: PathBuf,
+    /// Trusted TUF roots, one directory per registry: `<config dir>/tuf/`.
+    pub tuf_dir: PathBuf,
+    /// A writer's online TUF key (`EBPKG_TUF_ONLINE_KEY`).
+    pub tuf_online_key: Option<PathBuf>,
     /// Tokens by canonical registry URL, from the credentials file.
     credentials: BTreeMap<String, String>,
     /// Original registry URL → URL to fetch from instead.
@@ -206,6 +210,8 @@ impl Config {
             token: cfg.registry.token.map(|token| (token, file_default)),
             keys_dir: path.parent().map_or_else(|| PathBuf::from("keys"), |d| d.join("keys")),
             trust_path: path.parent().map_or_else(|| PathBuf::from("trust.toml"), |d| d.join("trust.toml")),
+            tuf_dir: path.parent().map_or_else(|| PathBuf::from("tuf"), |d| d.join("tuf")),
+            tuf_online_key: env("EBPKG_TUF_ONLINE_KEY").map(PathBuf::from),
             credentials_path,
             credentials,
             mirrors,
@@ -284,12 +290,33 @@ impl Config {
             cache_dir: Some(self.cache_dir.clone()),
             offline,
             upload_progress: None,
+            tuf: self.tuf_trust(url),
+            tuf_online_key: self.tuf_online_key.clone(),
         }
+    }
+
+    /// Where the trusted TUF root of the registry at `url` is kept (whether or
+    /// not there is one): `<config dir>/tuf/<16 hex digits of the URL's SHA-256>/root.json`.
+    pub fn tuf_root_path(&self, url: &RegistryUrl) -> PathBuf {
+        self.tuf_dir.join(registry_id(url)).join("root.json")
+    }
+
+    /// The TUF trust configured for `url` (`ebpkg registry add … --root`), if any.
+    pub fn tuf_trust(&self, url: &RegistryUrl) -> Option<ebpkg_sources::TufTrust> {
+        let root = self.tuf_root_path(url);
+        root.is_file()
+            .then(|| ebpkg_sources::TufTrust { root, datastore: self.cache_dir.join("tuf").join(registry_id(url)) })
     }
 
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
     }
+}
+
+/// A short, file-name-safe name for a registry URL.
+fn registry_id(url: &RegistryUrl) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(url.as_str().as_bytes())[..8])
 }
 
 #[cfg(test)]
@@ -311,6 +338,8 @@ mod tests {
             credentials_path: PathBuf::from("credentials.toml"),
             keys_dir: PathBuf::from("keys"),
             trust_path: PathBuf::from("trust.toml"),
+            tuf_dir: PathBuf::from("tuf"),
+            tuf_online_key: None,
             credentials,
             mirrors: BTreeMap::new(),
             tools: ebpkg_build::ToolchainOptions::default(),

@@ -108,7 +108,18 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
     }
     if let Some(e) = e.downcast_ref::<ResolveError>() {
         return Some(match e {
-            ResolveError::Source { .. } => Failure::Registry,
+            // Why the source failed decides: a registry refused for trust
+            // reasons (TUF, signatures) is a trust failure, not an outage.
+            ResolveError::Source { cause, .. } => {
+                let mut next: Option<&(dyn StdError + 'static)> = Some(cause.as_ref());
+                while let Some(c) = next {
+                    if let Some(s) = c.downcast_ref::<ebpkg_sources::Error>() {
+                        return Some(source_failure(s));
+                    }
+                    next = c.source();
+                }
+                Failure::Registry
+            }
             _ => Failure::Resolution,
         });
     }
@@ -151,7 +162,9 @@ fn source_failure(e: &ebpkg_sources::Error) -> Failure {
         | ErrorKind::BadSignature { .. }
         | ErrorKind::BundleMissing { .. }
         | ErrorKind::KeyUnavailable { .. }
-        | ErrorKind::UnsignedRefused { .. } => Failure::Trust,
+        | ErrorKind::UnsignedRefused { .. }
+        | ErrorKind::Tuf { .. } => Failure::Trust,
+        ErrorKind::TufKeyNeeded { .. } => Failure::Usage,
         _ => Failure::Registry,
     }
 }

@@ -143,6 +143,8 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Write a file:// registry holding exactly the packages of ebpkg.lock (for air-gapped sites).
     Mirror(commands::registry::MirrorArgs),
+    /// Name registries, trust a registry's TUF root, write TUF metadata for a directory registry.
+    Registry(commands::tuf::RegistryArgs),
     /// Manage the download and build cache.
     Cache(commands::cache::CacheArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -229,6 +231,7 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Owner(a) => commands::account::owner(ctx, a),
         Command::Key(a) => commands::keys::key(ctx, a),
         Command::Trust(a) => commands::keys::trust(ctx, a),
+        Command::Registry(a) => commands::tuf::registry(ctx, a),
         Command::Status(a) => commands::deployments::status(ctx, a),
         Command::Uninstall(a) => commands::deployments::uninstall(ctx, a),
         Command::Doctor(a) => commands::doctor::run(ctx, a),

@@ -56,7 +56,9 @@ impl<'c> Registries<'c> {
         let fetch = self.config.fetch_url(url.as_str());
         let fetch_url = RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))?;
         // Offline, an HTTP registry answers from its cached index files only.
-        let options = self.config.open_options(&fetch_url, self.offline);
+        let mut options = self.config.open_options(&fetch_url, self.offline);
+        // A mirror stands in for its origin: the origin's TUF root checks it.
+        options.tuf = self.config.tuf_trust(url);
         let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url, &options)?);
         self.opened.borrow_mut().insert(url.to_string(), r.clone());
         Ok(r)
@@ -122,8 +124,8 @@ impl<'c> Registries<'c> {
 
 impl VersionSource for Registries<'_> {
     fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Arc<[Candidate]>, SourceError> {
-        let url = self.url(pkg.registry.as_deref()).map_err(|e| format!("{e:#}"))?;
-        let Some(entries) = self.index(&url, &pkg.name).map_err(|e| format!("{e:#}"))? else {
+        let url = self.url(pkg.registry.as_deref()).map_err(SourceFailure::boxed)?;
+        let Some(entries) = self.index(&url, &pkg.name).map_err(SourceFailure::boxed)? else {
             return Ok(Arc::from([]));
         };
         entries
@@ -135,5 +137,29 @@ impl VersionSource for Registries<'_> {
     fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
         let Ok(url) = self.url(registry) else { return Vec::new() };
         self.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default()
+    }
+}
+
+/// A registry failure handed to the resolver: shown with its whole chain, and
+/// kept as an error (not a string) so that the exit code can still tell a trust
+/// refusal from an outage.
+#[derive(Debug)]
+struct SourceFailure(anyhow::Error);
+
+impl SourceFailure {
+    fn boxed(e: anyhow::Error) -> SourceError {
+        Box::new(SourceFailure(e))
+    }
+}
+
+impl std::fmt::Display for SourceFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for SourceFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.0.as_ref())
     }
 }

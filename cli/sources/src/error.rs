@@ -187,6 +187,16 @@ pub enum ErrorKind {
     #[error("{what}: {source}")]
     Signing { what: String, source: ebpkg_signing::Error },
 
+    #[error("{registry}: {cause}; nothing from it was used")]
+    Tuf { registry: RegistryUrl, cause: ebpkg_tuf::Error },
+
+    #[error(
+        "the registry {registry} has TUF metadata ({}), which every change must re-sign: set EBPKG_TUF_ONLINE_KEY to \
+         the registry's online key; nothing was written",
+        dir.display()
+    )]
+    TufKeyNeeded { registry: RegistryUrl, dir: PathBuf },
+
     #[error("the registry {registry} has no publisher key {key}")]
     NoSuchKey { key: KeyId, registry: RegistryUrl },
 

@@ -22,7 +22,7 @@ mod url;
 
 pub use cache::{Cache, CleanReport, VerifiedSignature, check_locked};
 pub use error::{Error, ErrorKind, Result};
-pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
+pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT, TufTrust};
 pub use http_registry::{HttpRegistry, OpenOptions, Progress};
 pub use mirror::{MirrorReport, mirror};
 pub use registry::{

@@ -133,7 +133,9 @@ pub struct KeyRecord {
 /// (`http(s)://`).
 pub fn open_registry(url: &RegistryUrl, options: &OpenOptions) -> Result<Box<dyn Registry>> {
     match url.kind() {
-        RegistryKind::File => Ok(Box::new(FileRegistry::open(url)?)),
+        RegistryKind::File => {
+            Ok(Box::new(FileRegistry::open(url)?.with_tuf(options.tuf.clone(), options.tuf_online_key.clone())))
+        }
         RegistryKind::Http => Ok(Box::new(HttpRegistry::open(url, options)?)),
     }
 }

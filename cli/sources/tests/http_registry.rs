@@ -24,7 +24,7 @@ fn open(url: &str, token: Option<&str>, cache: Option<&std::path::Path>, offline
         token: token.map(str::to_owned),
         cache_dir: cache.map(|p| p.to_owned()),
         offline,
-        upload_progress: None,
+        ..OpenOptions::default()
     };
     HttpRegistry::open(&RegistryUrl::parse(url).unwrap(), &options).unwrap()
 }

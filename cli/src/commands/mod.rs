@@ -14,3 +14,4 @@ pub mod lock;
 pub mod new;
 pub mod registry;
 pub mod test;
+pub mod tuf;

@@ -18,10 +18,10 @@ pub enum Error {
     Rollback { role: String, trusted: u64, offered: u64 },
 
     #[error(
-        "freeze: the registry's {role} metadata expired at {expired}; someone may be withholding updates, or the \
-         registry's operator has not re-signed it"
+        "freeze: the registry's {role} metadata has expired ({detail}); someone may be withholding updates, or the \
+         registry's operator has not re-signed it (`ebpkg registry tuf-refresh`)"
     )]
-    Expired { role: String, expired: String },
+    Expired { role: String, detail: String },
 
     #[error("the registry's {role} metadata is not signed by the keys this machine trusts for it: {detail}")]
     BadSignature { role: String, detail: String },
@@ -84,7 +84,7 @@ impl Error {
             T::SnapshotRoleRollback { .. } | T::OlderSnapshotInTimestamp { .. } => {
                 Error::Rollback { role: "snapshot".into(), trusted: 0, offered: 0 }.with_detail(detail)
             }
-            T::ExpiredMetadata { role, .. } => Error::Expired { role: role.to_string(), expired: detail },
+            T::ExpiredMetadata { role, .. } => Error::Expired { role: role.to_string(), detail },
             T::VerifyMetadata { role, .. } => Error::BadSignature { role: role.to_string(), detail },
             T::VerifyRoleMetadata { role, .. } => Error::BadSignature { role, detail },
             T::VerifyTrustedMetadata { .. } => Error::BadSignature { role: "root".into(), detail },

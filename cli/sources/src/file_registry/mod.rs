@@ -23,6 +23,9 @@
 
 mod publish;
 mod search;
+mod tuf;
+
+pub use tuf::TufTrust;
 
 use std::fs::{self, File};
 use std::io;
@@ -63,6 +66,10 @@ const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 pub struct FileRegistry {
     root: PathBuf,
     url: RegistryUrl,
+    /// A reader's trusted TUF root, when the user configured one.
+    tuf: Option<std::sync::Arc<tuf::TufReader>>,
+    /// A writer's online TUF key.
+    tuf_online_key: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -89,7 +96,15 @@ impl FileRegistry {
             url: url.clone(),
             what: "not a file:// URL, so not a directory registry".into(),
         })?;
-        Ok(FileRegistry { root, url: url.clone() })
+        Ok(FileRegistry { root, url: url.clone(), tuf: None, tuf_online_key: None })
+    }
+
+    /// The same registry, its index files checked against TUF metadata from the
+    /// root `trust` names, and its changes signed with `online_key`.
+    pub fn with_tuf(mut self, trust: Option<TufTrust>, online_key: Option<PathBuf>) -> FileRegistry {
+        self.tuf = trust.map(tuf::TufReader::new);
+        self.tuf_online_key = online_key;
+        self
     }
 
     /// The registry in directory `root` (absolute or relative to the current directory).
@@ -134,6 +149,8 @@ impl FileRegistry {
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(self.damaged(e)),
         };
+        // It says whether signatures are required: signed metadata covers it too.
+        self.check_tuf(&path, &bytes)?;
         let bad = |problem: String| -> Error { ErrorKind::BadRegistryConfig { path: path.clone(), problem }.into() };
         let config: Config = serde_json::from_slice(&bytes).map_err(|e| {
             bad(format!(
@@ -248,8 +265,12 @@ impl FileRegistry {
     /// only itself (and a warning naming it), so the package's other versions, the
     /// locked one among them, stay installable.
     fn read_entries(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
-        let Some((path, published)) = self.find_index_file(name)? else { return Ok(None) };
-        let (_, parsed) = self.read_index_file(&path, &published)?;
+        let Some((path, published)) = self.find_index_file(name)? else {
+            self.check_tuf_absent(&self.index_dir().join(index_path(name.as_str())))?;
+            return Ok(None);
+        };
+        let (bytes, parsed) = self.read_index_file(&path, &published)?;
+        self.check_tuf(&path, &bytes)?;
         for problem in &parsed.problems {
             tracing::warn!(
                 "{}: {problem}; that line is skipped (the registry {} needs repair: restore the file from a backup)",
@@ -286,7 +307,9 @@ impl FileRegistry {
                     continue;
                 }
                 let Some(name) = entry.file_name().to_str().and_then(|n| PackageName::new(n).ok()) else { continue };
-                if entry.path().strip_prefix(&index).is_ok_and(|rel| rel == Path::new(&index_path(name.as_str()))) {
+                if entry.path().strip_prefix(&index).is_ok_and(|rel| rel == Path::new(&index_path(name.as_str())))
+                    && self.tuf_lists(&entry.path())?
+                {
                     names.push(name);
                 }
             }

@@ -52,6 +52,7 @@ impl FileRegistry {
             None => {}
         }
 
+        let tuf_key = self.tuf_signer()?;
         let _lock = self.lock_for_writing()?;
         let (path, text, entries) = self.index_for_writing(name)?;
         if let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(version).is_eq()) {
@@ -71,7 +72,9 @@ impl FileRegistry {
             entry.signed_by = Some(*s.key.id());
         }
         // The index line last: a reader that sees it finds its archive, bundle and key.
-        write_atomic(&path, append_line(&text, &entry.to_line()).as_bytes())?;
+        let new_text = append_line(&text, &entry.to_line());
+        write_atomic(&path, new_text.as_bytes())?;
+        self.sign_tuf(tuf_key, &[(&path, new_text.as_bytes())])?;
         tracing::info!(package = %name, %version, %cksum, registry = %self.url, "published");
         Ok(entry)
     }
@@ -118,6 +121,7 @@ impl FileRegistry {
                 .into());
             }
         }
+        let tuf_key = self.tuf_signer()?;
         let _lock = self.lock_for_writing()?;
         let (path, text, entries) = self.index_for_writing(&entry.name)?;
         let archive_path = self.archive_path(&entry.cksum);
@@ -144,7 +148,9 @@ impl FileRegistry {
         if let Some(s) = signature {
             self.store_signature(s, &entry.cksum)?;
         }
-        write_atomic(&path, append_line(&text, &entry.to_line()).as_bytes())?;
+        let new_text = append_line(&text, &entry.to_line());
+        write_atomic(&path, new_text.as_bytes())?;
+        self.sign_tuf(tuf_key, &[(&path, new_text.as_bytes())])?;
         tracing::info!(package = %entry.name, version = %entry.vers, registry = %self.url, %from, "imported");
         Ok(Imported::Added)
     }
@@ -181,6 +187,7 @@ impl FileRegistry {
 
     pub(super) fn update_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
         self.require_registry()?;
+        let tuf_key = self.tuf_signer()?;
         let _lock = self.lock_for_writing()?;
         let Some((path, published)) = self.find_index_file(name)? else {
             return Err(ErrorKind::NoSuchPackage { name: name.clone(), url: self.url.clone() }.into());
@@ -203,6 +210,7 @@ impl FileRegistry {
             out.push('\n');
         }
         write_atomic(&path, out.as_bytes())?;
+        self.sign_tuf(tuf_key, &[(&path, out.as_bytes())])?;
         tracing::info!(package = %name, %version, yanked, registry = %self.url, "yank flag changed");
         Ok(new)
     }

@@ -56,6 +56,12 @@ pub struct OpenOptions {
     pub offline: bool,
     /// Told `(bytes sent, total)` during a publish's upload (a progress bar).
     pub upload_progress: Option<Progress>,
+    /// The TUF root this machine trusts for the registry: when set, every index
+    /// file read is checked against the registry's signed metadata.
+    pub tuf: Option<crate::TufTrust>,
+    /// The registry's online TUF key, for writers: a publish to a registry with
+    /// TUF metadata re-signs it (`EBPKG_TUF_ONLINE_KEY`).
+    pub tuf_online_key: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for OpenOptions {

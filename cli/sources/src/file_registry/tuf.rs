@@ -1,0 +1,129 @@
+//! TUF over a directory registry: its metadata lives in `<root>/tuf/`
+//! (`ebpkg-tuf`'s layout). Readers that were given a trusted root check every
+//! index file they read against it; writers re-sign the changed file's bin, the
+//! snapshot and the timestamp after every change, with the online key.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use ebpkg_tuf::TrustedIndex;
+
+use super::FileRegistry;
+use crate::error::{ErrorKind, Result};
+
+/// What a machine trusts about one registry's TUF metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TufTrust {
+    /// The newest root this machine trusts (rewritten when the registry rotates it).
+    pub root: PathBuf,
+    /// Where the last trusted timestamp and snapshot are kept, against rollback.
+    pub datastore: PathBuf,
+}
+
+/// A reader's TUF state: the metadata, loaded once per process.
+#[derive(Debug)]
+pub(super) struct TufReader {
+    trust: TufTrust,
+    loaded: OnceLock<TrustedIndex>,
+}
+
+impl TufReader {
+    pub(super) fn new(trust: TufTrust) -> Arc<TufReader> {
+        Arc::new(TufReader { trust, loaded: OnceLock::new() })
+    }
+}
+
+/// The TUF target name of a file of the registry.
+pub(super) fn target_of(root: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(root).ok()?;
+    let parts: Vec<&str> = rel.components().filter_map(|c| c.as_os_str().to_str()).collect();
+    Some(parts.join("/"))
+}
+
+impl FileRegistry {
+    pub(super) fn tuf_dir(&self) -> PathBuf {
+        self.root.join("tuf")
+    }
+
+    /// Whether the registry carries TUF metadata (then every change re-signs it).
+    pub(super) fn has_tuf(&self) -> bool {
+        self.tuf_dir().join("root.json").is_file()
+    }
+
+    fn tuf_error(&self, cause: ebpkg_tuf::Error) -> crate::Error {
+        ErrorKind::Tuf { registry: self.url.clone(), cause }.into()
+    }
+
+    /// The verified metadata, loaded on first use; `None` without a trusted root.
+    fn trusted(&self) -> Result<Option<&TrustedIndex>> {
+        let Some(reader) = &self.tuf else { return Ok(None) };
+        if let Some(index) = reader.loaded.get() {
+            return Ok(Some(index));
+        }
+        let url = url::Url::from_directory_path(self.tuf_dir()).map_err(|()| {
+            self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("{} is not a path", self.tuf_dir().display()) })
+        })?;
+        let index =
+            ebpkg_tuf::load(&reader.trust.root, &url, &reader.trust.datastore).map_err(|e| self.tuf_error(e))?;
+        if ebpkg_fs::read(&reader.trust.root, 1 << 20).ok().as_deref() != Some(&index.root_json[..]) {
+            crate::atomic::write_atomic(&reader.trust.root, &index.root_json)?;
+        }
+        tracing::debug!(
+            registry = %self.url,
+            root = index.root_version,
+            snapshot = index.snapshot_version,
+            expires = %index.expires,
+            "TUF metadata verified"
+        );
+        Ok(Some(reader.loaded.get_or_init(|| index)))
+    }
+
+    /// Checks an index file (or `config.json`) read from `path` against the
+    /// signed metadata, when there is a trusted root.
+    pub(super) fn check_tuf(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let Some(index) = self.trusted()? else { return Ok(()) };
+        let target = target_of(&self.root, path).unwrap_or_default();
+        index.check(&target, bytes).map_err(|e| self.tuf_error(e))
+    }
+
+    /// A file that is not there but that signed metadata lists was withheld.
+    pub(super) fn check_tuf_absent(&self, path: &Path) -> Result<()> {
+        let Some(index) = self.trusted()? else { return Ok(()) };
+        let target = target_of(&self.root, path).unwrap_or_default();
+        if index.lists(&target) {
+            return Err(self.tuf_error(ebpkg_tuf::Error::Metadata {
+                detail: format!("{target} is in the signed metadata but the registry does not serve it (withheld)"),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Whether signed metadata lists the file (always true without a trusted root).
+    pub(super) fn tuf_lists(&self, path: &Path) -> Result<bool> {
+        let Some(index) = self.trusted()? else { return Ok(true) };
+        Ok(index.lists(&target_of(&self.root, path).unwrap_or_default()))
+    }
+
+    /// For writers, before anything is written: the online key a change must be
+    /// signed with, when the registry has TUF metadata.
+    pub(super) fn tuf_signer(&self) -> Result<Option<&Path>> {
+        if !self.has_tuf() {
+            return Ok(None);
+        }
+        match &self.tuf_online_key {
+            Some(key) => Ok(Some(key)),
+            None => Err(ErrorKind::TufKeyNeeded { registry: self.url.clone(), dir: self.tuf_dir() }.into()),
+        }
+    }
+
+    /// Re-signs the metadata after `files` (index files, `config.json`) changed.
+    pub(super) fn sign_tuf(&self, key: Option<&Path>, files: &[(&Path, &[u8])]) -> Result<()> {
+        let Some(key) = key else { return Ok(()) };
+        let changes: Vec<ebpkg_tuf::repo::Change> = files
+            .iter()
+            .filter_map(|(path, bytes)| target_of(&self.root, path).map(|t| (t, Some(bytes.to_vec()))))
+            .collect();
+        ebpkg_tuf::repo::update(&self.tuf_dir(), key, &changes, jiff::Timestamp::now(), &ebpkg_tuf::Expiry::default())
+            .map_err(|e| self.tuf_error(e))
+    }
+}

@@ -1,0 +1,205 @@
+//! TUF over a directory registry, through the real CLI: `ebpkg registry
+//! tuf-init` signs it, `ebpkg registry add --root` trusts it, publishes re-sign
+//! it, and every way of serving stale or foreign index files is refused with
+//! exit code 10 and ebpkg.lock left as it was.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Run, Sandbox};
+
+struct Tuf {
+    sb: Sandbox,
+    app: PathBuf,
+    online_key: PathBuf,
+    root_key: PathBuf,
+}
+
+impl Tuf {
+    /// A registry with `c@1.0.0`, signed with TUF and trusted; a project `app`
+    /// depending on `c ^1`, locked.
+    fn new(tag: &str) -> Tuf {
+        let sb = Sandbox::new(tag);
+        sb.publish_manifest("c", "1.0.0", &[]);
+        let (root_key, online_key) = (sb.path("tuf-root.key"), sb.path("tuf-online.key"));
+        let dir = sb.dir.path().to_owned();
+        let registry = sb.path("registry");
+        let init = sb
+            .run(
+                &dir,
+                &[
+                    "registry",
+                    "tuf-init",
+                    registry.to_str().unwrap(),
+                    "--root-key",
+                    root_key.to_str().unwrap(),
+                    "--online-key",
+                    online_key.to_str().unwrap(),
+                ],
+            )
+            .ok();
+        assert!(init.stderr.contains("Signed 2 file(s)"), "{}", init.stderr);
+        let root = registry.join("tuf/root.json");
+        let added =
+            sb.run(&dir, &["registry", "add", "origin", &sb.registry_url(), "--root", root.to_str().unwrap()]).ok();
+        assert!(added.stderr.contains("Trusted the TUF root (v1)"), "{}", added.stderr);
+        let app = sb.path("app");
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::write(
+            app.join("ebpkg.toml"),
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\n",
+        )
+        .unwrap();
+        sb.run(&app, &["lock"]).ok();
+        Tuf { sb, app, online_key, root_key }
+    }
+
+    fn registry(&self, rel: &str) -> PathBuf {
+        self.sb.path("registry").join(rel)
+    }
+
+    fn publish_signed(&self, version: &str) {
+        let dir = self.sb.path(&format!("gen/c-{version}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ebpkg.toml"), format!("[package]\nname = \"c\"\nversion = \"{version}\"\n")).unwrap();
+        let key = self.online_key.to_str().unwrap();
+        self.sb.run_with(&dir, &["publish", "--no-verify"], &[("EBPKG_TUF_ONLINE_KEY", key)], None).ok();
+    }
+
+    fn lock(&self) -> String {
+        std::fs::read_to_string(self.app.join("ebpkg.lock")).unwrap()
+    }
+
+    /// `ebpkg update` refused with exit 10 and a message holding `needle`, the
+    /// lockfile untouched.
+    fn refused(&self, needle: &str) -> Run {
+        let before = self.lock();
+        let run = self.sb.run(&self.app, &["update"]).fails(10);
+        assert!(run.stderr.contains(needle), "`{needle}` not in: {}", run.stderr);
+        assert_eq!(self.lock(), before, "ebpkg.lock unchanged");
+        run
+    }
+}
+
+/// The files of the registry's `tuf/` directory and `c`'s index file.
+fn snapshot_files(t: &Tuf) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(t.registry("tuf")).unwrap().map(|e| e.unwrap().path()).collect::<Vec<_>>();
+    files.push(t.registry("index/1/c"));
+    files.into_iter().map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect()
+}
+
+fn restore(files: &[(PathBuf, Vec<u8>)]) {
+    for (path, bytes) in files {
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+#[test]
+fn publishes_re_sign_and_installs_check_every_index_file() {
+    let t = Tuf::new("tufpub");
+    assert!(t.lock().contains("name = \"c\"\nversion = \"1.0.0\""), "{}", t.lock());
+    // Without the online key a publish would leave the metadata stale: refused first.
+    let dir = t.sb.path("gen/c-1.0.1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), "[package]\nname = \"c\"\nversion = \"1.0.1\"\n").unwrap();
+    let before = std::fs::read(t.registry("index/1/c")).unwrap();
+    let refused = t.sb.run(&dir, &["publish", "--no-verify"]).fails(2);
+    assert!(refused.stderr.contains("EBPKG_TUF_ONLINE_KEY"), "{}", refused.stderr);
+    assert_eq!(std::fs::read(t.registry("index/1/c")).unwrap(), before, "nothing was written");
+
+    t.publish_signed("1.1.0");
+    t.sb.run(&t.app, &["update"]).ok();
+    assert!(t.lock().contains("version = \"1.1.0\""), "{}", t.lock());
+
+    // A yank re-signs too.
+    let key = t.online_key.to_str().unwrap();
+    t.sb.run_with(&t.app, &["yank", "c@1.0.0"], &[("EBPKG_TUF_ONLINE_KEY", key)], None).ok();
+    let info = t.sb.run(&t.app, &["info", "c"]).ok();
+    assert!(info.stdout.contains("1.0.0 (yanked)") || info.stdout.contains("yanked"), "{}", info.stdout);
+}
+
+#[test]
+fn rollback_mix_and_match_and_unlisted_packages_are_refused() {
+    let t = Tuf::new("tufhostile");
+    let old = snapshot_files(&t);
+    t.publish_signed("1.1.0");
+    t.sb.run(&t.app, &["update"]).ok();
+    let new = snapshot_files(&t);
+
+    // The whole older, validly signed state: a rollback.
+    restore(&old);
+    t.refused("rollback");
+    restore(&new);
+    t.sb.run(&t.app, &["update"]).ok();
+
+    // Only the older index file, under current metadata: mix-and-match.
+    std::fs::write(t.registry("index/1/c"), &old.iter().find(|(p, _)| p.ends_with("index/1/c")).unwrap().1).unwrap();
+    t.refused("mix-and-match");
+    restore(&new);
+
+    // A line added by whoever can write the directory, not by a publish.
+    let mut text = std::fs::read_to_string(t.registry("index/1/c")).unwrap();
+    text.push_str(&text.lines().last().unwrap().replace("1.1.0", "1.9.0"));
+    text.push('\n');
+    std::fs::write(t.registry("index/1/c"), text).unwrap();
+    t.refused("does not match the registry's signed metadata");
+    restore(&new);
+
+    // A package no publish ever signed.
+    std::fs::create_dir_all(t.registry("index/1")).unwrap();
+    std::fs::write(
+        t.registry("index/1/d"),
+        std::fs::read_to_string(t.registry("index/1/c")).unwrap().replace("\"c\"", "\"d\""),
+    )
+    .unwrap();
+    std::fs::write(
+        t.app.join("ebpkg.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\nd = \"1\"\n",
+    )
+    .unwrap();
+    t.refused("not in the registry's signed metadata");
+}
+
+#[test]
+fn frozen_or_endless_metadata_is_refused_and_the_root_can_rotate() {
+    let t = Tuf::new("tufroot");
+    let tuf = t.registry("tuf");
+    let expiry = ebpkg_tuf::Expiry::default();
+
+    // A timestamp signed three days ago: expired, as if the registry were frozen.
+    let three_days_ago = jiff::Timestamp::now().checked_sub(jiff::SignedDuration::from_hours(72)).unwrap();
+    ebpkg_tuf::repo::refresh(&tuf, &t.online_key, three_days_ago, &expiry).unwrap();
+    t.refused("freeze");
+    ebpkg_tuf::repo::refresh(&tuf, &t.online_key, jiff::Timestamp::now(), &expiry).unwrap();
+    t.sb.run(&t.app, &["update"]).ok();
+
+    // Endless data.
+    let timestamp = std::fs::read(tuf.join("timestamp.json")).unwrap();
+    let mut huge = timestamp.clone();
+    huge.extend(std::iter::repeat_n(b' ', 64 * 1024));
+    std::fs::write(tuf.join("timestamp.json"), huge).unwrap();
+    t.refused("larger than allowed");
+    std::fs::write(tuf.join("timestamp.json"), timestamp).unwrap();
+
+    // The operator rotates the offline key: clients follow from the root they trust.
+    let new_root = t.sb.path("tuf-root2.key");
+    ebpkg_tuf::keys::generate(&new_root).unwrap();
+    ebpkg_tuf::repo::rotate_root(&tuf, &t.root_key, &new_root, &t.online_key, jiff::Timestamp::now(), &expiry).unwrap();
+    t.sb.run(&t.app, &["update"]).ok();
+    let trusted = trusted_root(&t.sb);
+    let text = std::fs::read_to_string(&trusted).unwrap();
+    assert!(text.contains("\"version\": 2"), "the client now trusts root v2: {text}");
+}
+
+/// The one trusted root under the sandbox's config directory.
+fn trusted_root(sb: &Sandbox) -> PathBuf {
+    let dir = sb.path("tuf");
+    let entry = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap();
+    let root = entry.path().join("root.json");
+    assert!(Path::new(&root).is_file(), "{}", root.display());
+    root
+}
