@@ -203,3 +203,36 @@ fn trusted_root(sb: &Sandbox) -> PathBuf {
     assert!(Path::new(&root).is_file(), "{}", root.display());
     root
 }
+
+#[test]
+fn a_mirror_carries_the_metadata_and_is_checked_against_the_origin_root() {
+    let t = Tuf::new("tufmirror");
+    t.publish_signed("1.1.0");
+    t.sb.run(&t.app, &["update"]).ok();
+    let mirror = t.sb.path("mirror");
+    t.sb.run(&t.app, &["mirror", mirror.to_str().unwrap()]).ok();
+    assert!(mirror.join("tuf/timestamp.json").is_file(), "the origin's metadata travels with the mirror");
+    assert_eq!(
+        std::fs::read(mirror.join("index/1/c")).unwrap(),
+        std::fs::read(t.registry("index/1/c")).unwrap(),
+        "index files are the origin's, byte for byte"
+    );
+    let url = format!("file://{}/", mirror.display());
+    let env = [("EBPKG_MIRROR", url.as_str())];
+    // The origin is gone: the mirror alone serves, checked against the origin's root.
+    std::fs::rename(t.sb.path("registry"), t.sb.path("registry-away")).unwrap();
+    let ok = t.sb.run_with(&t.app, &["-v", "update"], &env, None).ok();
+    assert!(!ok.stderr.contains("error"), "{}", ok.stderr);
+
+    let mut text = std::fs::read_to_string(mirror.join("index/1/c")).unwrap();
+    text.push_str(&text.lines().last().unwrap().replace("1.1.0", "1.9.0"));
+    text.push('\n');
+    std::fs::write(mirror.join("index/1/c"), text).unwrap();
+    let tampered = t.sb.run_with(&t.app, &["update"], &env, None).fails(10);
+    assert!(tampered.stderr.contains("does not match the registry's signed metadata"), "{}", tampered.stderr);
+
+    // A mirror without the metadata is not trusted either.
+    std::fs::remove_dir_all(mirror.join("tuf")).unwrap();
+    let bare = t.sb.run_with(&t.app, &["update"], &env, None).fails(10);
+    assert!(bare.stderr.contains("TUF") || bare.stderr.contains("metadata"), "{}", bare.stderr);
+}

@@ -284,6 +284,12 @@ pub enum ErrorKind {
     MirrorConflict { name: PackageName, first: RegistryUrl, second: RegistryUrl },
 
     #[error(
+        "the lockfile takes packages from {first} and {second}, which both have TUF metadata; a mirror carries one \
+         registry's metadata, so make one mirror per registry"
+    )]
+    MirrorTufConflict { first: RegistryUrl, second: RegistryUrl },
+
+    #[error(
         "the registry {url} already holds {name}@{version} with sha256 {existing}, not {incoming}; \
          it was filled from other content. Mirror into a new, empty directory"
     )]

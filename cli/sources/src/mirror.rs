@@ -46,11 +46,11 @@ pub fn mirror(
     dest: &Path,
 ) -> Result<MirrorReport> {
     let plan = plan(lock)?;
-    let target = FileRegistry::at(dest)?;
+    let target = FileRegistry::at(dest)?.into_mirror();
     target.create_if_missing()?;
     let mut report = MirrorReport { url: target.url().clone(), added: Vec::new(), already_present: Vec::new() };
     let mut sources: BTreeMap<RegistryUrl, Box<dyn Registry>> = BTreeMap::new();
-    for (locked, url) in plan {
+    for (locked, url) in plan.iter().cloned() {
         let id = (locked.name.clone(), locked.version.clone());
         if target.holds_exactly(&locked.name, &locked.version, &locked.checksum)? {
             report.already_present.push(id);
@@ -84,7 +84,53 @@ pub fn mirror(
             Imported::AlreadyPresent => report.already_present.push(id),
         }
     }
+    carry_tuf(&plan, &open, &mut sources, &target)?;
     Ok(report)
+}
+
+/// When a source registry has TUF metadata, the mirror serves that metadata and
+/// the source's index files byte for byte, so that readers check the mirror
+/// against the origin's root exactly as they would check the origin. One
+/// mirror carries one registry's metadata.
+fn carry_tuf(
+    plan: &[(&LockedPackage, RegistryUrl)],
+    open: &impl Fn(&RegistryUrl) -> Result<Box<dyn Registry>>,
+    sources: &mut BTreeMap<RegistryUrl, Box<dyn Registry>>,
+    target: &FileRegistry,
+) -> Result<()> {
+    let mut carried: Option<(RegistryUrl, crate::registry::TufFiles)> = None;
+    for (locked, url) in plan {
+        let source = match sources.entry(url.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(open(url)?),
+        };
+        let Some(files) = source.tuf_files()? else { continue };
+        match &carried {
+            Some((first, _)) if first != url => {
+                return Err(ErrorKind::MirrorTufConflict { first: first.clone(), second: url.clone() }.into());
+            }
+            Some(_) => {}
+            None => carried = Some((url.clone(), files)),
+        }
+        let not_listed = || ErrorKind::LockedNotInRegistry {
+            package: locked.name.clone(),
+            version: locked.version.clone(),
+            registry: url.clone(),
+        };
+        let bytes = source.index_file(&locked.name)?.ok_or_else(not_listed)?;
+        let holds = ebpkg_spec::index::parse_index_file(locked.name.as_str(), &bytes)
+            .entries
+            .iter()
+            .any(|e| e.vers == locked.version && e.cksum == locked.checksum);
+        if !holds {
+            return Err(not_listed().into());
+        }
+        target.write_index_verbatim(&locked.name, &bytes)?;
+    }
+    if let Some((_, files)) = carried {
+        target.write_tuf_files(&files)?;
+    }
+    Ok(())
 }
 
 /// The lockfile's packages with their parsed sources, each distinct package once.

@@ -66,6 +66,19 @@ pub trait Registry: Send + Sync {
         Err(no_accounts(self.url()))
     }
 
+    /// The registry's TUF metadata files (name, bytes), when it has any: what a
+    /// mirror copies so that its readers check it against the origin's root.
+    fn tuf_files(&self) -> Result<Option<crate::registry::TufFiles>> {
+        Ok(None)
+    }
+
+    /// The index file of `name` exactly as served (checked against TUF metadata
+    /// when there is a trusted root); `None` when there is none.
+    fn index_file(&self, name: &PackageName) -> Result<Option<Vec<u8>>> {
+        let _ = name;
+        Ok(None)
+    }
+
     /// Yanks (`true`) or un-yanks (`false`) a version; returns the updated entry.
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry>;
 
@@ -110,6 +123,9 @@ pub struct PublishSignature {
     pub bundle: SignedBundle,
     pub key: PublicKey,
 }
+
+/// A registry's TUF metadata files: name (in `tuf/`) and bytes.
+pub type TufFiles = Vec<(String, Vec<u8>)>;
 
 /// A version whose index line (or lockfile entry) names a signing key: what
 /// fetching and checking its signature needs.

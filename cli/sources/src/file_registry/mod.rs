@@ -70,6 +70,8 @@ pub struct FileRegistry {
     tuf: Option<std::sync::Arc<tuf::TufReader>>,
     /// A writer's online TUF key.
     tuf_online_key: Option<PathBuf>,
+    /// A mirror: its TUF metadata is the origin's, copied, never signed here.
+    tuf_copied: bool,
 }
 
 #[derive(Deserialize)]
@@ -96,7 +98,7 @@ impl FileRegistry {
             url: url.clone(),
             what: "not a file:// URL, so not a directory registry".into(),
         })?;
-        Ok(FileRegistry { root, url: url.clone(), tuf: None, tuf_online_key: None })
+        Ok(FileRegistry { root, url: url.clone(), tuf: None, tuf_online_key: None, tuf_copied: false })
     }
 
     /// The same registry, its index files checked against TUF metadata from the
@@ -110,6 +112,21 @@ impl FileRegistry {
     /// The registry in directory `root` (absolute or relative to the current directory).
     pub fn at(root: &Path) -> Result<FileRegistry> {
         FileRegistry::open(&RegistryUrl::from_path(root)?)
+    }
+
+    /// The same registry as a mirror: its TUF metadata (if any) is copied from
+    /// the origin with its index files, so changes here do not re-sign it.
+    pub(crate) fn into_mirror(mut self) -> FileRegistry {
+        self.tuf_copied = true;
+        self
+    }
+
+    /// Writes the index file of `name` exactly as its origin serves it: a mirror
+    /// of a registry with TUF metadata must serve the signed bytes.
+    pub(crate) fn write_index_verbatim(&self, name: &PackageName, bytes: &[u8]) -> Result<()> {
+        let _lock = self.lock_for_writing()?;
+        let path = self.index_dir().join(index_path(name.as_str()));
+        crate::atomic::write_atomic(&path, bytes)
     }
 
     /// The registry's directory.
@@ -360,6 +377,18 @@ impl Registry for FileRegistry {
     fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
         self.require_registry()?;
         self.read_entries(name)
+    }
+
+    fn tuf_files(&self) -> Result<Option<crate::registry::TufFiles>> {
+        self.read_tuf_files()
+    }
+
+    fn index_file(&self, name: &PackageName) -> Result<Option<Vec<u8>>> {
+        self.require_registry()?;
+        let Some((path, published)) = self.find_index_file(name)? else { return Ok(None) };
+        let (bytes, _) = self.read_index_file(&path, &published)?;
+        self.check_tuf(&path, &bytes)?;
+        Ok(Some(bytes))
     }
 
     fn names(&self) -> Result<Vec<PackageName>> {

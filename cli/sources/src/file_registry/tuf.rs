@@ -107,7 +107,7 @@ impl FileRegistry {
     /// For writers, before anything is written: the online key a change must be
     /// signed with, when the registry has TUF metadata.
     pub(super) fn tuf_signer(&self) -> Result<Option<&Path>> {
-        if !self.has_tuf() {
+        if !self.has_tuf() || self.tuf_copied {
             return Ok(None);
         }
         match &self.tuf_online_key {
@@ -125,5 +125,53 @@ impl FileRegistry {
             .collect();
         ebpkg_tuf::repo::update(&self.tuf_dir(), key, &changes, jiff::Timestamp::now(), &ebpkg_tuf::Expiry::default())
             .map_err(|e| self.tuf_error(e))
+    }
+}
+
+/// Most files a TUF directory may hold (root versions, 16 bins, the rest).
+const MAX_TUF_FILES: usize = 1024;
+/// Largest TUF metadata file copied.
+const MAX_TUF_FILE_BYTES: u64 = 16 << 20;
+
+impl FileRegistry {
+    /// Every file of `tuf/`, for a mirror to copy.
+    pub(super) fn read_tuf_files(&self) -> Result<Option<crate::registry::TufFiles>> {
+        if !self.has_tuf() {
+            return Ok(None);
+        }
+        let dir = self.tuf_dir();
+        let mut out = Vec::new();
+        let entries = std::fs::read_dir(&dir).map_err(crate::Error::io("list", &dir))?;
+        for entry in entries {
+            let entry = entry.map_err(crate::Error::io("list", &dir))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+            if !name.ends_with(".json") || !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            if out.len() == MAX_TUF_FILES {
+                return Err(self.tuf_error(ebpkg_tuf::Error::TooLarge {
+                    detail: format!("{} holds more than {MAX_TUF_FILES} files", dir.display()),
+                }));
+            }
+            let bytes = ebpkg_fs::read(&entry.path(), MAX_TUF_FILE_BYTES).map_err(|e| self.damaged(e))?;
+            out.push((name, bytes));
+        }
+        out.sort();
+        Ok(Some(out))
+    }
+
+    /// Replaces this (mirror) registry's `tuf/` with `files`, the timestamp last:
+    /// until then readers see the previous, consistent set.
+    pub(crate) fn write_tuf_files(&self, files: &[(String, Vec<u8>)]) -> Result<()> {
+        let dir = self.tuf_dir();
+        std::fs::create_dir_all(&dir).map_err(crate::Error::io("create", &dir))?;
+        let (last, rest): (Vec<_>, Vec<_>) = files.iter().partition(|(name, _)| name == "timestamp.json");
+        for (name, bytes) in rest.into_iter().chain(last) {
+            if name.contains('/') || name.starts_with('.') {
+                continue;
+            }
+            crate::atomic::write_atomic(&dir.join(name), bytes)?;
+        }
+        Ok(())
     }
 }
