@@ -236,3 +236,62 @@ fn a_mirror_carries_the_metadata_and_is_checked_against_the_origin_root() {
     let bare = t.sb.run_with(&t.app, &["update"], &env, None).fails(10);
     assert!(bare.stderr.contains("TUF") || bare.stderr.contains("metadata"), "{}", bare.stderr);
 }
+
+/// A real install from a TUF-signed registry; then the registry is rolled back
+/// and a change to the project needs a new resolution: the install is refused
+/// before anything is fetched, built or loaded, and the deployment keeps running.
+#[test]
+fn a_rolled_back_registry_refuses_the_install_and_the_deployment_keeps_running() {
+    common::require_kernel();
+    let sb = Sandbox::with_netns("tufkern");
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    let (root_key, online_key) = (sb.path("tuf-root.key"), sb.path("tuf-online.key"));
+    let registry = sb.path("registry");
+    let dir = sb.dir.path().to_owned();
+    sb.run(
+        &dir,
+        &[
+            "registry",
+            "tuf-init",
+            registry.to_str().unwrap(),
+            "--root-key",
+            root_key.to_str().unwrap(),
+            "--online-key",
+            online_key.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let root = registry.join("tuf/root.json");
+    sb.run(&dir, &["registry", "add", "origin", &sb.registry_url(), "--root", root.to_str().unwrap()]).ok();
+    let app = sb.package("app");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let pins = sb.pins();
+
+    // flow 1.1.0 is published (and re-signed); the registry is then rolled back.
+    let old: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(registry.join("tuf"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .chain([registry.join("index/fl/ow/flow")])
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect();
+    let flow = sb.package("flow");
+    let toml = std::fs::read_to_string(flow.join("ebpkg.toml")).unwrap().replace("1.0.0", "1.1.0");
+    std::fs::write(flow.join("ebpkg.toml"), toml).unwrap();
+    let key = online_key.to_str().unwrap();
+    sb.run_with(&flow, &["publish", "--no-verify"], &[("EBPKG_TUF_ONLINE_KEY", key)], None).ok();
+    // This machine sees the new metadata (and remembers its versions).
+    let info = sb.run(&app, &["info", "flow"]).ok();
+    assert!(info.stdout.contains("1.1.0"), "{}", info.stdout);
+    restore(&old);
+    // The project now wants flow 1.1: a new resolution, against rolled-back metadata.
+    let manifest =
+        std::fs::read_to_string(app.join("ebpkg.toml")).unwrap().replace("flow = \"^1.0\"", "flow = \"^1.1\"");
+    std::fs::write(app.join("ebpkg.toml"), manifest).unwrap();
+    let run = sb.run(&app, &["install"]).fails(10);
+    assert!(run.stderr.contains("rollback"), "{}", run.stderr);
+    assert_eq!(sb.pins(), pins, "a refused install changed the pins");
+    assert_eq!(sb.status()[0]["generation"], 1, "a refused install made a new generation");
+}
