@@ -172,9 +172,10 @@ fn frozen_or_endless_metadata_is_refused_and_the_root_can_rotate() {
 
     // A timestamp signed three days ago: expired, as if the registry were frozen.
     let three_days_ago = jiff::Timestamp::now().checked_sub(jiff::SignedDuration::from_hours(72)).unwrap();
-    ebpkg_tuf::repo::refresh(&tuf, &t.online_key, three_days_ago, &expiry).unwrap();
+    ebpkg_tuf::repo::refresh(&mut ebpkg_tuf::DirStore::new(&tuf), &t.online_key, three_days_ago, &expiry).unwrap();
     t.refused("freeze");
-    ebpkg_tuf::repo::refresh(&tuf, &t.online_key, jiff::Timestamp::now(), &expiry).unwrap();
+    ebpkg_tuf::repo::refresh(&mut ebpkg_tuf::DirStore::new(&tuf), &t.online_key, jiff::Timestamp::now(), &expiry)
+        .unwrap();
     t.sb.run(&t.app, &["update"]).ok();
 
     // Endless data.
@@ -188,7 +189,15 @@ fn frozen_or_endless_metadata_is_refused_and_the_root_can_rotate() {
     // The operator rotates the offline key: clients follow from the root they trust.
     let new_root = t.sb.path("tuf-root2.key");
     ebpkg_tuf::keys::generate(&new_root).unwrap();
-    ebpkg_tuf::repo::rotate_root(&tuf, &t.root_key, &new_root, &t.online_key, jiff::Timestamp::now(), &expiry).unwrap();
+    ebpkg_tuf::repo::rotate_root(
+        &mut ebpkg_tuf::DirStore::new(&tuf),
+        &t.root_key,
+        &new_root,
+        &t.online_key,
+        jiff::Timestamp::now(),
+        &expiry,
+    )
+    .unwrap();
     t.sb.run(&t.app, &["update"]).ok();
     let trusted = trusted_root(&t.sb);
     let text = std::fs::read_to_string(&trusted).unwrap();

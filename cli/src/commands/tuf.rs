@@ -76,7 +76,7 @@ pub fn registry(ctx: &Ctx, args: RegistryArgs) -> Result<ExitCode> {
         RegistryCommand::TufInit { dir, root_key, online_key } => tuf_init(ctx, &dir, &root_key, &online_key),
         RegistryCommand::TufRefresh { dir, online_key } => {
             ebpkg_tuf::repo::refresh(
-                &dir.join("tuf"),
+                &mut ebpkg_tuf::DirStore::new(dir.join("tuf")),
                 &online_key,
                 jiff::Timestamp::now(),
                 &ebpkg_tuf::Expiry::default(),
@@ -187,8 +187,15 @@ fn tuf_init(ctx: &Ctx, dir: &Path, root_key: &Path, online_key: &Path) -> Result
     }
     let targets = registry_files(dir)?;
     let tuf = dir.join("tuf");
-    ebpkg_tuf::repo::init(&tuf, root_key, online_key, &targets, jiff::Timestamp::now(), &ebpkg_tuf::Expiry::default())
-        .with_context(|| format!("creating the TUF metadata of {}", dir.display()))?;
+    ebpkg_tuf::repo::init(
+        &mut ebpkg_tuf::DirStore::new(&tuf),
+        root_key,
+        online_key,
+        &targets,
+        jiff::Timestamp::now(),
+        &ebpkg_tuf::Expiry::default(),
+    )
+    .with_context(|| format!("creating the TUF metadata of {}", dir.display()))?;
     ctx.ui.status(
         "Signed",
         format!("{} file(s) of {} in TUF metadata ({})", targets.len(), dir.display(), tuf.display()),

@@ -87,6 +87,17 @@ impl TrustedIndex {
 /// previous timestamp and snapshot, against rollback). The caller persists
 /// [`TrustedIndex::root_json`] as its new trusted root.
 pub fn load(trusted_root: &Path, metadata_url: &Url, datastore: &Path) -> Result<TrustedIndex> {
+    load_with(trusted_root, metadata_url, datastore, FilesystemTransport)
+}
+
+/// [`load`] over another transport (a registry server's, with its bounds and
+/// token).
+pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
+    trusted_root: &Path,
+    metadata_url: &Url,
+    datastore: &Path,
+    transport: T,
+) -> Result<TrustedIndex> {
     let root = ebpkg_fs::read(trusted_root, MAX_ROOT_BYTES)
         .map_err(|e| Error::BadFile { path: trusted_root.to_owned(), problem: e.to_string() })?;
     std::fs::create_dir_all(datastore)
@@ -100,7 +111,7 @@ pub fn load(trusted_root: &Path, metadata_url: &Url, datastore: &Path) -> Result
     };
     let repo = block_on(async {
         RepositoryLoader::new(&root, base.clone(), base.clone())
-            .transport(FilesystemTransport)
+            .transport(transport)
             .limits(limits())
             .datastore(datastore)
             .expiration_enforcement(ExpirationEnforcement::Safe)

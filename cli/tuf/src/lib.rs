@@ -20,10 +20,12 @@ pub mod client;
 mod error;
 pub mod keys;
 pub mod repo;
+pub mod store;
 
-pub use client::{TrustedIndex, load};
+pub use client::{TrustedIndex, load, load_with};
 pub use error::{Error, Result};
 pub use repo::Expiry;
+pub use store::{DirStore, MemStore, Store};
 
 /// The number of hashed bins.
 pub const BINS: usize = 16;
@@ -34,7 +36,7 @@ const SPEC_VERSION: &str = "1.0.0";
 /// Runs an async `tough` call from synchronous code.
 fn block_on<F: std::future::Future>(f: F) -> Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| Error::Io { what: "starting a runtime for TUF".into(), source: e })?;
     Ok(runtime.block_on(f))

@@ -23,6 +23,7 @@ use tough::schema::{
     RoleType, Root, Signed, Snapshot, Target, Targets, Timestamp,
 };
 
+use crate::store::Store;
 use crate::{Error, Result, SPEC_VERSION, bins, block_on, keys};
 
 /// A changed target: its name and its new bytes, or `None` when it is removed.
@@ -47,9 +48,6 @@ impl Default for Expiry {
     }
 }
 
-/// Longest metadata file this writer reads back.
-const MAX_METADATA_BYTES: u64 = 16 * 1024 * 1024;
-
 fn one() -> NonZeroU64 {
     NonZeroU64::MIN
 }
@@ -66,17 +64,13 @@ fn metadata_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Metadata { detail: format!("{what}: {e}") }
 }
 
-fn read<T: serde::de::DeserializeOwned>(dir: &Path, file: &str) -> Result<Signed<T>> {
-    let path = dir.join(file);
-    let bytes = ebpkg_fs::read(&path, MAX_METADATA_BYTES)
-        .map_err(|e| Error::BadFile { path: path.clone(), problem: e.to_string() })?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::BadFile { path, problem: e.to_string() })
+fn read<T: serde::de::DeserializeOwned>(store: &dyn Store, file: &str) -> Result<Signed<T>> {
+    let bytes = store.read(file)?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::BadFile { path: file.into(), problem: e.to_string() })
 }
 
-fn write<T: Role + serde::Serialize>(dir: &Path, file: &str, role: &SignedRole<T>) -> Result<()> {
-    let path = dir.join(file);
-    ebpkg_fs::write_atomic(&path, role.buffer(), 0o644)
-        .map_err(|e| Error::Io { what: format!("writing {}", path.display()), source: e })
+fn write<T: Role + serde::Serialize>(store: &mut dyn Store, file: &str, role: &SignedRole<T>) -> Result<()> {
+    store.write(file, role.buffer())
 }
 
 fn metafile<T: Role + serde::Serialize>(role: &SignedRole<T>, version: NonZeroU64) -> Metafile {
@@ -115,10 +109,8 @@ fn expires(now: Time, after: SignedDuration) -> Result<Time> {
     now.checked_add(after).map_err(|e| metadata_error("an expiry", e))
 }
 
-/// The bins, snapshot and timestamp after a change: signs and writes them,
-/// timestamp last.
+/// The online key's signing of bins, snapshot and timestamp.
 struct Online<'a> {
-    dir: &'a Path,
     key: &'a Path,
     now: Time,
     expiry: &'a Expiry,
@@ -139,9 +131,11 @@ impl Online<'_> {
         .await
     }
 
-    /// Signs a snapshot listing `meta` and the timestamp over it, and writes both.
+    /// Signs a snapshot listing `meta` and the timestamp over it, and writes both
+    /// (the timestamp last: it is what makes the change visible).
     async fn commit(
         &self,
+        store: &mut dyn Store,
         root: &Root,
         version: NonZeroU64,
         meta: HashMap<String, Metafile>,
@@ -154,8 +148,8 @@ impl Online<'_> {
         let mut timestamp = Timestamp::new(SPEC_VERSION.into(), ts, expires(self.now, self.expiry.timestamp)?);
         timestamp.meta.insert("snapshot.json".into(), metafile(&snapshot, version));
         let timestamp = sign(timestamp, &holder, self.key).await?;
-        write(self.dir, "snapshot.json", &snapshot)?;
-        write(self.dir, "timestamp.json", &timestamp)
+        write(store, "snapshot.json", &snapshot)?;
+        write(store, "timestamp.json", &timestamp)
     }
 }
 
@@ -163,20 +157,19 @@ impl Online<'_> {
 /// root and targets signed with `root_key`, bins, snapshot and timestamp with
 /// `online_key`. Refuses a directory that already has a root.
 pub fn init(
-    dir: &Path,
+    store: &mut dyn Store,
     root_key: &Path,
     online_key: &Path,
     targets: &[(String, Vec<u8>)],
     now: Time,
     expiry: &Expiry,
 ) -> Result<()> {
-    if dir.join("root.json").exists() {
+    if store.exists("root.json") {
         return Err(Error::BadFile {
-            path: dir.join("root.json"),
+            path: "root.json".into(),
             problem: "exists: the registry has TUF metadata".into(),
         });
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::Io { what: format!("creating {}", dir.display()), source: e })?;
     block_on(async {
         let (root_id, root_pub) = keys::public(root_key)?;
         let (online_id, online_pub) = keys::public(online_key)?;
@@ -215,7 +208,7 @@ pub fn init(
         top.delegations = Some(delegations.clone());
         let signed_top = sign(top, &holder, root_key).await?;
 
-        let online = Online { dir, key: online_key, now, expiry };
+        let online = Online { key: online_key, now, expiry };
         let mut by_bin: BTreeMap<String, HashMap<TargetName, Target>> =
             bins::all().map(|(n, _)| (n, HashMap::new())).collect();
         for (name, bytes) in targets {
@@ -226,34 +219,34 @@ pub fn init(
             let mut role = Targets::new(SPEC_VERSION.into(), one(), expires(now, expiry.bins)?);
             role.targets = listed;
             let signed = online.bin(&delegations, &name, role).await?;
-            write(dir, &format!("{name}.json"), &signed)?;
+            write(store, &format!("{name}.json"), &signed)?;
             meta.insert(format!("{name}.json"), metafile(&signed, one()));
         }
-        write(dir, "1.root.json", &signed_root)?;
-        write(dir, "root.json", &signed_root)?;
-        write(dir, "targets.json", &signed_top)?;
-        online.commit(&root, one(), meta, one()).await
+        write(store, "1.root.json", &signed_root)?;
+        write(store, "root.json", &signed_root)?;
+        write(store, "targets.json", &signed_top)?;
+        online.commit(store, &root, one(), meta, one()).await
     })?
 }
 
 /// Records changed targets — `Some(bytes)` added or replaced, `None` removed —
 /// re-signing only their bins, then the snapshot and the timestamp.
-pub fn update(dir: &Path, online_key: &Path, changes: &[Change], now: Time, expiry: &Expiry) -> Result<()> {
-    let root: Signed<Root> = read(dir, "root.json")?;
-    let top: Signed<Targets> = read(dir, "targets.json")?;
-    let snapshot: Signed<Snapshot> = read(dir, "snapshot.json")?;
-    let timestamp: Signed<Timestamp> = read(dir, "timestamp.json")?;
+pub fn update(store: &mut dyn Store, online_key: &Path, changes: &[Change], now: Time, expiry: &Expiry) -> Result<()> {
+    let root: Signed<Root> = read(&*store, "root.json")?;
+    let top: Signed<Targets> = read(&*store, "targets.json")?;
+    let snapshot: Signed<Snapshot> = read(&*store, "snapshot.json")?;
+    let timestamp: Signed<Timestamp> = read(&*store, "timestamp.json")?;
     let delegations = top.signed.delegations.clone().ok_or_else(|| metadata_error("targets.json", "no delegations"))?;
     let mut by_bin: BTreeMap<String, Vec<&Change>> = BTreeMap::new();
     for change in changes {
         by_bin.entry(bins::bin_of(&change.0)).or_default().push(change);
     }
     block_on(async {
-        let online = Online { dir, key: online_key, now, expiry };
+        let online = Online { key: online_key, now, expiry };
         let mut meta = snapshot.signed.meta.clone();
         for (name, changes) in by_bin {
             let file = format!("{name}.json");
-            let mut role: Signed<Targets> = read(dir, &file)?;
+            let mut role: Signed<Targets> = read(&*store, &file)?;
             for (target_path, bytes) in changes {
                 let key = target_name(target_path)?;
                 match bytes {
@@ -265,63 +258,62 @@ pub fn update(dir: &Path, online_key: &Path, changes: &[Change], now: Time, expi
             role.signed.expires = expires(now, expiry.bins)?;
             let version = role.signed.version;
             let signed = online.bin(&delegations, &name, role.signed).await?;
-            write(dir, &file, &signed)?;
+            write(store, &file, &signed)?;
             meta.insert(file, metafile(&signed, version));
         }
-        online.commit(&root.signed, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
+        online.commit(store, &root.signed, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
     })?
 }
 
 /// A new timestamp (and a new snapshot and bins when they would expire within
 /// a day): what keeps a registry that did not change from looking frozen.
-pub fn refresh(dir: &Path, online_key: &Path, now: Time, expiry: &Expiry) -> Result<()> {
+pub fn refresh(store: &mut dyn Store, online_key: &Path, now: Time, expiry: &Expiry) -> Result<()> {
     let soon = expires(now, SignedDuration::from_hours(24))?;
-    let snapshot: Signed<Snapshot> = read(dir, "snapshot.json")?;
+    let snapshot: Signed<Snapshot> = read(&*store, "snapshot.json")?;
     let mut bins_due = false;
     for (name, _) in bins::all() {
-        let role: Signed<Targets> = read(dir, &format!("{name}.json"))?;
+        let role: Signed<Targets> = read(&*store, &format!("{name}.json"))?;
         bins_due |= role.signed.expires <= soon;
     }
     if bins_due || snapshot.signed.expires <= soon {
-        return resign_bins(dir, online_key, now, expiry, bins_due);
+        return resign_bins(store, online_key, now, expiry, bins_due);
     }
-    let root: Signed<Root> = read(dir, "root.json")?;
-    let timestamp: Signed<Timestamp> = read(dir, "timestamp.json")?;
+    let root: Signed<Root> = read(&*store, "root.json")?;
+    let timestamp: Signed<Timestamp> = read(&*store, "timestamp.json")?;
     block_on(async {
-        let online = Online { dir, key: online_key, now, expiry };
         let holder = KeyHolder::Root(root.signed.clone());
         let mut fresh =
             Timestamp::new(SPEC_VERSION.into(), next(timestamp.signed.version), expires(now, expiry.timestamp)?);
         fresh.meta = timestamp.signed.meta.clone();
-        let fresh = sign(fresh, &holder, online.key).await?;
-        write(dir, "timestamp.json", &fresh)
+        let fresh = sign(fresh, &holder, online_key).await?;
+        write(store, "timestamp.json", &fresh)
     })?
 }
 
 /// Re-signs every bin (when `all_bins`) with a later expiry, then the snapshot
 /// and the timestamp.
-fn resign_bins(dir: &Path, online_key: &Path, now: Time, expiry: &Expiry, all_bins: bool) -> Result<()> {
-    let root: Signed<Root> = read(dir, "root.json")?;
-    let top: Signed<Targets> = read(dir, "targets.json")?;
-    let snapshot: Signed<Snapshot> = read(dir, "snapshot.json")?;
-    let timestamp: Signed<Timestamp> = read(dir, "timestamp.json")?;
+fn resign_bins(store: &mut dyn Store, online_key: &Path, now: Time, expiry: &Expiry, all_bins: bool) -> Result<()> {
+    let root: Signed<Root> = read(&*store, "root.json")?;
+    let top: Signed<Targets> = read(&*store, "targets.json")?;
+    let snapshot: Signed<Snapshot> = read(&*store, "snapshot.json")?;
+    let timestamp: Signed<Timestamp> = read(&*store, "timestamp.json")?;
     let delegations = top.signed.delegations.clone().ok_or_else(|| metadata_error("targets.json", "no delegations"))?;
     block_on(async {
-        let online = Online { dir, key: online_key, now, expiry };
+        let online = Online { key: online_key, now, expiry };
         let mut meta = snapshot.signed.meta.clone();
         if all_bins {
             for (name, _) in bins::all() {
                 let file = format!("{name}.json");
-                let mut role: Signed<Targets> = read(dir, &file)?;
+                let mut role: Signed<Targets> = read(&*store, &file)?;
                 role.signed.version = next(role.signed.version);
                 role.signed.expires = expires(now, expiry.bins)?;
                 let version = role.signed.version;
                 let signed = online.bin(&delegations, &name, role.signed).await?;
-                write(dir, &file, &signed)?;
+                write(store, &file, &signed)?;
                 meta.insert(file, metafile(&signed, version));
             }
         }
-        online.commit(&root.signed, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
+        online.commit(store, &root.signed, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
     })?
 }
 
@@ -329,17 +321,17 @@ fn resign_bins(dir: &Path, online_key: &Path, now: Time, expiry: &Expiry, all_bi
 /// root and targets roles, signed by both the old and the new key (so clients
 /// that trust the old root accept it), then targets re-signed with the new key.
 pub fn rotate_root(
-    dir: &Path,
+    store: &mut dyn Store,
     old_root_key: &Path,
     new_root_key: &Path,
     online_key: &Path,
     now: Time,
     expiry: &Expiry,
 ) -> Result<()> {
-    let old: Signed<Root> = read(dir, "root.json")?;
-    let top: Signed<Targets> = read(dir, "targets.json")?;
-    let snapshot: Signed<Snapshot> = read(dir, "snapshot.json")?;
-    let timestamp: Signed<Timestamp> = read(dir, "timestamp.json")?;
+    let old: Signed<Root> = read(&*store, "root.json")?;
+    let top: Signed<Targets> = read(&*store, "targets.json")?;
+    let snapshot: Signed<Snapshot> = read(&*store, "snapshot.json")?;
+    let timestamp: Signed<Timestamp> = read(&*store, "timestamp.json")?;
     block_on(async {
         let (old_id, _) = keys::public(old_root_key)?;
         let (new_id, new_pub) = keys::public(new_root_key)?;
@@ -366,12 +358,12 @@ pub fn rotate_root(
         let targets_version = targets.version;
         let signed_top = sign(targets, &KeyHolder::Root(root.clone()), new_root_key).await?;
 
-        write(dir, &format!("{}.root.json", root.version), &signed_root)?;
-        write(dir, "root.json", &signed_root)?;
-        write(dir, "targets.json", &signed_top)?;
+        write(store, &format!("{}.root.json", root.version), &signed_root)?;
+        write(store, "root.json", &signed_root)?;
+        write(store, "targets.json", &signed_top)?;
         let mut meta = snapshot.signed.meta.clone();
         meta.insert("targets.json".into(), metafile(&signed_top, targets_version));
-        let online = Online { dir, key: online_key, now, expiry };
-        online.commit(&root, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
+        let online = Online { key: online_key, now, expiry };
+        online.commit(store, &root, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
     })?
 }

@@ -34,7 +34,8 @@ impl Registry {
         let online_key = tmp.path().join("online.key");
         keys::generate(&root_key).unwrap();
         keys::generate(&online_key).unwrap();
-        repo::init(&meta, &root_key, &online_key, &targets(), now, &Expiry::default()).unwrap();
+        repo::init(&mut ebpkg_tuf::DirStore::new(&meta), &root_key, &online_key, &targets(), now, &Expiry::default())
+            .unwrap();
         let client = tmp.path().join("client");
         std::fs::create_dir_all(&client).unwrap();
         let client_root = client.join("root.json");
@@ -51,7 +52,7 @@ impl Registry {
 
     fn update(&self, target: &str, bytes: &[u8]) {
         repo::update(
-            &self.meta,
+            &mut ebpkg_tuf::DirStore::new(&self.meta),
             &self.online_key,
             &[(target.into(), Some(bytes.to_vec()))],
             Timestamp::now(),
@@ -153,7 +154,8 @@ fn expired_metadata_is_a_freeze_and_a_refresh_thaws_it() {
     let err = reg.load().unwrap_err();
     assert!(matches!(err, Error::Expired { .. }), "{err}");
     assert!(err.to_string().contains("freeze"), "{err}");
-    repo::refresh(&reg.meta, &reg.online_key, Timestamp::now(), &Expiry::default()).unwrap();
+    repo::refresh(&mut ebpkg_tuf::DirStore::new(&reg.meta), &reg.online_key, Timestamp::now(), &Expiry::default())
+        .unwrap();
     let index = reg.load().unwrap();
     index.check("index/3/n/net", &targets()[1].1).unwrap();
 }
@@ -196,8 +198,15 @@ fn the_root_rotates_and_the_old_key_signs_nothing_after() {
     reg.load().unwrap();
     let new_root = reg._tmp.path().join("root2.key");
     keys::generate(&new_root).unwrap();
-    repo::rotate_root(&reg.meta, &reg.root_key, &new_root, &reg.online_key, Timestamp::now(), &Expiry::default())
-        .unwrap();
+    repo::rotate_root(
+        &mut ebpkg_tuf::DirStore::new(&reg.meta),
+        &reg.root_key,
+        &new_root,
+        &reg.online_key,
+        Timestamp::now(),
+        &Expiry::default(),
+    )
+    .unwrap();
     let index = reg.load().unwrap();
     assert_eq!(index.root_version, 2, "the client followed the rotation from the root it trusted");
     index.check("config.json", &targets()[0].1).unwrap();

@@ -123,8 +123,14 @@ impl FileRegistry {
             .iter()
             .filter_map(|(path, bytes)| target_of(&self.root, path).map(|t| (t, Some(bytes.to_vec()))))
             .collect();
-        ebpkg_tuf::repo::update(&self.tuf_dir(), key, &changes, jiff::Timestamp::now(), &ebpkg_tuf::Expiry::default())
-            .map_err(|e| self.tuf_error(e))
+        ebpkg_tuf::repo::update(
+            &mut ebpkg_tuf::DirStore::new(self.tuf_dir()),
+            key,
+            &changes,
+            jiff::Timestamp::now(),
+            &ebpkg_tuf::Expiry::default(),
+        )
+        .map_err(|e| self.tuf_error(e))
     }
 }
 
