@@ -64,6 +64,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(packages::download))
         .routes(routes!(packages::bundle))
         .routes(routes!(index::config))
+        .routes(routes!(index::tuf_file))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

@@ -82,6 +82,10 @@ pub struct ConfigArgs {
     /// is then signed with a key one of its owners registered).
     #[arg(long, env = "EBPKG_REGISTRY_ALLOW_UNSIGNED", global = true)]
     pub allow_unsigned: bool,
+    /// The online TUF key (`ebpkg-registry tuf init` made it): every publish and
+    /// yank re-signs the metadata with it.
+    #[arg(long, env = "EBPKG_REGISTRY_TUF_ONLINE_KEY", value_name = "FILE", global = true)]
+    pub tuf_online_key: Option<PathBuf>,
     /// Logs as JSON lines.
     #[arg(long, env = "EBPKG_REGISTRY_LOG_JSON", global = true)]
     pub log_json: bool,
@@ -109,6 +113,7 @@ struct ConfigFile {
     trusted_proxies: Vec<std::net::IpAddr>,
     auth_required: Option<bool>,
     allow_unsigned: Option<bool>,
+    tuf_online_key: Option<PathBuf>,
     log_json: Option<bool>,
 }
 
@@ -138,6 +143,7 @@ pub struct Config {
     pub trusted_proxies: Vec<std::net::IpAddr>,
     pub auth_required: bool,
     pub allow_unsigned: bool,
+    pub tuf_online_key: Option<PathBuf>,
     pub log_json: bool,
 }
 
@@ -247,6 +253,7 @@ impl Config {
             },
             auth_required: args.auth_required || file.auth_required.unwrap_or(false),
             allow_unsigned: args.allow_unsigned || file.allow_unsigned.unwrap_or(false),
+            tuf_online_key: args.tuf_online_key.clone().or(file.tuf_online_key),
             log_json: args.log_json || file.log_json.unwrap_or(false),
         })
     }
@@ -316,6 +323,10 @@ impl fmt::Display for Config {
         writeln!(f, "archive-cache-mib = {}", self.archive_cache_mib)?;
         writeln!(f, "ip-rate-per-minute = {}", self.ip_rate_per_minute)?;
         writeln!(f, "auth-required = {}", self.auth_required)?;
+        writeln!(f, "allow-unsigned = {}", self.allow_unsigned)?;
+        if let Some(key) = &self.tuf_online_key {
+            writeln!(f, "tuf-online-key = {}", key.display())?;
+        }
         if !self.trusted_proxies.is_empty() {
             let list: Vec<String> = self.trusted_proxies.iter().map(ToString::to_string).collect();
             writeln!(f, "trusted-proxies = {}", list.join(", "))?;

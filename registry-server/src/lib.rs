@@ -20,6 +20,7 @@ pub mod state;
 pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tuf;
 
 pub use app::{Server, router};
 pub use config::{Config, ConfigArgs, StorageUrl};

@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand};
 use ebpkg_registry::{Config, ConfigArgs, Server, db};
 use ebpkg_spec::registry_api::{NewToken, Scope};
@@ -43,6 +45,24 @@ enum Command {
     /// API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// TUF metadata over the index.
+    #[command(subcommand)]
+    Tuf(TufCommand),
+}
+
+#[derive(Subcommand)]
+enum TufCommand {
+    /// Create the metadata over every index file: root and targets signed with the
+    /// offline root key, bins, snapshot and timestamp with the online key (keys
+    /// that do not exist are generated). Then serve with --tuf-online-key.
+    Init {
+        #[arg(long, value_name = "FILE")]
+        root_key: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        online_key: PathBuf,
+    },
+    /// Re-sign the timestamp now (`serve` does it every hour) with --tuf-online-key.
+    Refresh,
 }
 
 #[derive(Subcommand)]
@@ -115,6 +135,24 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{applied} migration(s) applied; the schema is current");
         }
         Command::Serve { migrate } => serve(config, migrate).await?,
+        Command::Tuf(TufCommand::Init { root_key, online_key }) => {
+            let pool = db::pool(&config.database_url, 1)?;
+            let count = ebpkg_registry::tuf::init(&pool, &root_key, &online_key).await?;
+            println!(
+                "signed {count} index file(s); serve with --tuf-online-key {}; users trust /tuf/root.json \
+                 (`ebpkg registry add NAME URL --root root.json`); keep {} offline",
+                online_key.display(),
+                root_key.display()
+            );
+        }
+        Command::Tuf(TufCommand::Refresh) => {
+            let Some(key) = &config.tuf_online_key else { bail!("--tuf-online-key is needed to re-sign") };
+            let pool = db::pool(&config.database_url, 1)?;
+            if !ebpkg_registry::tuf::refresh(&pool, key).await? {
+                bail!("this registry has no TUF metadata; create it with `ebpkg-registry tuf init`");
+            }
+            println!("timestamp re-signed");
+        }
         Command::User(UserCommand::Create { login }) => {
             if !db::users::valid_login(&login) {
                 bail!(
@@ -167,6 +205,20 @@ async fn serve(config: Config, migrate: bool) -> Result<()> {
         Ok(true) => {}
         Ok(false) => bail!("the database schema is not current; run `ebpkg-registry migrate` (or `serve --migrate`)"),
         Err(e) => tracing::warn!(error = %e, "the database is not reachable yet; serving 503s until it is"),
+    }
+    if let Some(key) = server.state().config.tuf_online_key.clone() {
+        // The timestamp lives a day: re-signed every hour, a registry that does
+        // not change does not look frozen.
+        let pool = server.state().db.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+            loop {
+                tick.tick().await;
+                if let Err(e) = ebpkg_registry::tuf::refresh(&pool, &key).await {
+                    tracing::warn!(error = %e, "re-signing the TUF timestamp failed; will retry");
+                }
+            }
+        });
     }
     tracing::info!(address = %listener.local_addr()?, "serving");
     server.run(listener, shutdown_signal()).await?;

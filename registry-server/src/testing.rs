@@ -70,6 +70,7 @@ impl TestRegistry {
             // Most tests are not about signatures; tests/signatures.rs turns
             // this back to the production default.
             allow_unsigned: true,
+            tuf_online_key: None,
             log_json: false,
         };
         tweak(&mut config);

@@ -5,6 +5,7 @@ pub mod keys;
 pub mod limits;
 pub mod packages;
 pub mod tokens;
+pub mod tuf;
 pub mod users;
 
 use std::time::Duration;

@@ -200,8 +200,9 @@ fn parse_stored_line(line: &str) -> Result<IndexEntry, sqlx::Error> {
 
 /// Rebuilds the package's index file and search fields from its versions. Called
 /// in every transaction that changes a version, so the served index is always
-/// exactly the versions table.
-pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<(), sqlx::Error> {
+/// exactly the versions table. Returns the index file as a TUF target (its path
+/// under the registry, `index/…`, and its bytes), for the metadata to follow.
+pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(String, Vec<u8>)>, sqlx::Error> {
     let lines: Vec<String> = sqlx::query_scalar("SELECT index_line FROM versions WHERE package_id = $1 ORDER BY id")
         .bind(package_id)
         .fetch_all(&mut *tx)
@@ -213,7 +214,7 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<(), sqlx:
         file.push('\n');
         entries.push(parse_stored_line(line)?);
     }
-    let Some(described) = described(&entries) else { return Ok(()) };
+    let Some(described) = described(&entries) else { return Ok(None) };
     // Delivered at commit: every replica's index cache drops this package.
     sqlx::query("SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2")
         .bind(crate::index_cache::CHANNEL)
@@ -242,9 +243,12 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<(), sqlx:
     .bind(&described.keywords)
     .bind(&programs)
     .bind(format!("{} {name_words}", described.name))
-    .execute(tx)
+    .execute(&mut *tx)
     .await?;
-    Ok(())
+    // The file is served at the published name's path (names are one per package).
+    let published: String =
+        sqlx::query_scalar("SELECT name FROM packages WHERE id = $1").bind(package_id).fetch_one(&mut *tx).await?;
+    Ok(Some((format!("index/{}", ebpkg_spec::index_path(&published)), file.into_bytes())))
 }
 
 /// The version a package is described by: the newest non-yanked stable one, else

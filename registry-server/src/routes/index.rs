@@ -101,3 +101,25 @@ fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chro
         .and_then(|v| chrono::DateTime::parse_from_rfc2822(v).ok())
         .is_some_and(|since| modified.timestamp() <= since.timestamp())
 }
+
+/// A TUF metadata file (`timestamp.json`, `snapshot.json`, `root.json`,
+/// `N.root.json`, `targets.json`, `bins-X.json`). Never cached without
+/// revalidation: the timestamp is what tells clients that nothing is withheld.
+#[utoipa::path(get, path = "/tuf/{file}", tag = "index", params(("file" = String, Path)),
+    responses((status = 200, description = "The metadata file", content_type = "application/json"),
+        (status = 404, description = "No such file, or no TUF metadata")))]
+pub async fn tuf_file(State(state): State<AppState>, Path(file): Path<String>) -> ApiResult<Response> {
+    let plausible = file.len() <= 64
+        && file.ends_with(".json")
+        && file.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
+    let bytes = if plausible { db::tuf::file(&state.db, &file).await? } else { None };
+    let Some(bytes) = bytes else {
+        return Err(ApiError::not_found(format!("this registry has no TUF metadata file `{file}`")));
+    };
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let cache = if state.config.auth_required { "private, no-cache" } else { "no-cache" };
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    Ok(response)
+}

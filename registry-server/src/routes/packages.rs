@@ -232,8 +232,8 @@ async fn set_yanked(
         None => return Err(ApiError::not_found(format!("no version {v} of `{}`", pkg.name))),
         Some(changed) => changed,
     };
-    if changed {
-        db::packages::refresh(&mut tx, pkg.id).await?;
+    if changed && let Some(file) = db::packages::refresh(&mut tx, pkg.id).await? {
+        crate::tuf::follow(&mut tx, &state.config, vec![file]).await?;
     }
     tx.commit().await?;
     state.index_cache.forget(&name.normalized());

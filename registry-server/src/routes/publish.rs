@@ -395,7 +395,9 @@ async fn commit(
     if new_package {
         db::packages::add_owner(&mut tx, package_id, caller.user_id, caller.user_id).await?;
     }
-    db::packages::refresh(&mut tx, package_id).await?;
+    if let Some(changed) = db::packages::refresh(&mut tx, package_id).await? {
+        crate::tuf::follow(&mut tx, &state.config, vec![changed]).await?;
+    }
     crash_point("before-commit");
     tx.commit().await?;
     // This replica's own next read sees the change (others drop it on NOTIFY).

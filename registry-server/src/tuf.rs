@@ -1,0 +1,94 @@
+//! TUF metadata over the index files this server serves (`ebpkg-tuf`). The
+//! metadata lives in `tuf_files`; a publish or yank re-signs the changed file's
+//! bin, the snapshot and the timestamp in the transaction that changes the
+//! index file, under a lock on every metadata row, so the metadata served always
+//! signs exactly the index files served. The signing runs off the async threads.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ebpkg_tuf::{Expiry, MemStore};
+
+use crate::config::Config;
+use crate::db;
+use crate::error::{ApiError, ApiResult};
+
+/// Re-signs the metadata for changed index files (`index/…`, bytes), in `tx`.
+/// Nothing to do when the registry has no TUF metadata.
+pub async fn follow(tx: &mut sqlx::PgConnection, config: &Config, changes: Vec<(String, Vec<u8>)>) -> ApiResult<()> {
+    let Some(files) = db::tuf::lock_all(tx).await? else { return Ok(()) };
+    let Some(key) = config.tuf_online_key.clone() else {
+        return Err(ApiError::internal(
+            "this registry has TUF metadata but no online key to re-sign it (--tuf-online-key); nothing was changed; \
+             tell the registry's operator",
+        ));
+    };
+    let changes: Vec<ebpkg_tuf::repo::Change> = changes.into_iter().map(|(t, b)| (t, Some(b))).collect();
+    let store = resign(files, move |store| {
+        ebpkg_tuf::repo::update(store, &key, &changes, jiff::Timestamp::now(), &Expiry::default())
+    })
+    .await?;
+    for (name, bytes) in store.written() {
+        db::tuf::write(tx, name, bytes).await?;
+    }
+    Ok(())
+}
+
+async fn resign(
+    files: BTreeMap<String, Vec<u8>>,
+    change: impl FnOnce(&mut MemStore) -> ebpkg_tuf::Result<()> + Send + 'static,
+) -> ApiResult<MemStore> {
+    tokio::task::spawn_blocking(move || {
+        let mut store = MemStore::new(files);
+        change(&mut store).map(|()| store)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("signing TUF metadata: {e}")))?
+    .map_err(|e| ApiError::internal(format!("signing TUF metadata: {e}")))
+}
+
+/// `ebpkg-registry tuf init`: creates the metadata over every index file, with
+/// the offline root key (for root and targets) and the online key. Keys that do
+/// not exist are generated (mode 0600). Returns the number of files signed.
+pub async fn init(pool: &sqlx::PgPool, root_key: &Path, online_key: &Path) -> anyhow::Result<usize> {
+    for key in [root_key, online_key] {
+        if !key.exists() {
+            ebpkg_tuf::keys::generate(key)?;
+            eprintln!("generated TUF key {} (mode 0600)", key.display());
+        }
+    }
+    let mut tx = pool.begin().await?;
+    if db::tuf::lock_all(&mut tx).await?.is_some() {
+        anyhow::bail!("this registry has TUF metadata already; rotate its root instead of starting over");
+    }
+    let targets = db::tuf::index_targets(&mut *tx).await?;
+    let count = targets.len();
+    let (root_key, online_key) = (PathBuf::from(root_key), PathBuf::from(online_key));
+    let store = resign(BTreeMap::new(), move |store| {
+        ebpkg_tuf::repo::init(store, &root_key, &online_key, &targets, jiff::Timestamp::now(), &Expiry::default())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+    for (name, bytes) in store.written() {
+        db::tuf::write(&mut tx, name, bytes).await?;
+    }
+    tx.commit().await?;
+    Ok(count)
+}
+
+/// Re-signs the timestamp (and what would expire within a day). Run by `serve`
+/// every hour and by `ebpkg-registry tuf refresh`.
+pub async fn refresh(pool: &sqlx::PgPool, online_key: &Path) -> anyhow::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let Some(files) = db::tuf::lock_all(&mut tx).await? else { return Ok(false) };
+    let key = PathBuf::from(online_key);
+    let store =
+        resign(files, move |store| ebpkg_tuf::repo::refresh(store, &key, jiff::Timestamp::now(), &Expiry::default()))
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+    for (name, bytes) in store.written() {
+        db::tuf::write(&mut tx, name, bytes).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
