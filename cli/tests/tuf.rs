@@ -304,3 +304,61 @@ fn a_rolled_back_registry_refuses_the_install_and_the_deployment_keeps_running()
     assert_eq!(sb.pins(), pins, "a refused install changed the pins");
     assert_eq!(sb.status()[0]["generation"], 1, "a refused install made a new generation");
 }
+
+/// All of a registry server's TUF rows.
+fn tuf_rows(server: &ebpkg_registry::testing::TestRegistry) -> Vec<(String, Vec<u8>)> {
+    server.block_on(ebpkg_registry::db::tuf::all(server.pool())).unwrap()
+}
+
+#[test]
+fn a_registry_server_with_tuf_is_checked_like_a_directory() {
+    let keys = tempfile::tempdir().unwrap();
+    let (root_key, online_key) = (keys.path().join("root.key"), keys.path().join("online.key"));
+    let online = online_key.clone();
+    let server =
+        ebpkg_registry::testing::TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
+    let mut sb = Sandbox::new("tufhttp");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    sb.publish_manifest("c", "1.0.0", &[]);
+    server.block_on(ebpkg_registry::tuf::init(server.pool(), &root_key, &online_key)).unwrap();
+    // The root, obtained out of band.
+    let root = tuf_rows(&server).into_iter().find(|(n, _)| n == "root.json").unwrap().1;
+    std::fs::write(sb.path("root.json"), root).unwrap();
+    let dir = sb.dir.path().to_owned();
+    let added =
+        sb.run(&dir, &["registry", "add", "corp", server.url(), "--root", sb.path("root.json").to_str().unwrap()]).ok();
+    assert!(added.stderr.contains("Trusted the TUF root (v1)"), "{}", added.stderr);
+
+    let app = sb.path("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("ebpkg.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\n",
+    )
+    .unwrap();
+    sb.run(&app, &["lock"]).ok();
+    let old = tuf_rows(&server);
+    sb.publish_manifest("c", "1.1.0", &[]);
+    sb.run(&app, &["update"]).ok();
+    assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
+
+    // The server's database is restored from an old backup of its metadata.
+    let pool = server.pool().clone();
+    server
+        .block_on(async move {
+            let mut tx = pool.begin().await?;
+            for (name, bytes) in &old {
+                ebpkg_registry::db::tuf::write(&mut tx, name, bytes).await?;
+            }
+            tx.commit().await
+        })
+        .unwrap();
+    let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    let refused = sb.run(&app, &["update"]).fails(10);
+    assert!(refused.stderr.contains("rollback"), "{}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap(), lock);
+
+    // Offline, nothing can be checked: cached index files are used, and it says so.
+    let offline = sb.run(&app, &["--offline", "update"]).ok();
+    assert!(offline.stderr.contains("not checked"), "{}", offline.stderr);
+}

@@ -18,14 +18,16 @@ mod file_registry;
 mod http_registry;
 mod mirror;
 mod registry;
+mod tuf;
 mod url;
 
 pub use cache::{Cache, CleanReport, VerifiedSignature, check_locked};
 pub use error::{Error, ErrorKind, Result};
-pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT, TufTrust};
+pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
 pub use http_registry::{HttpRegistry, OpenOptions, Progress};
 pub use mirror::{MirrorReport, mirror};
 pub use registry::{
     KeyRecord, MatchedOn, Owner, PublishSignature, PublisherKey, Registry, SearchHit, SignedVersion, open_registry,
 };
+pub use tuf::{TufTrust, check_root as check_tuf_root};
 pub use url::{RegistryKind, RegistryUrl};

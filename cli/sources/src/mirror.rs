@@ -84,26 +84,24 @@ pub fn mirror(
             Imported::AlreadyPresent => report.already_present.push(id),
         }
     }
-    carry_tuf(&plan, &open, &mut sources, &target)?;
+    carry_tuf(&plan, &sources, &target)?;
     Ok(report)
 }
 
 /// When a source registry has TUF metadata, the mirror serves that metadata and
 /// the source's index files byte for byte, so that readers check the mirror
 /// against the origin's root exactly as they would check the origin. One
-/// mirror carries one registry's metadata.
+/// mirror carries one registry's metadata. Only the sources this run had to
+/// open are asked (a re-run that finds nothing missing needs no source); their
+/// packages already in the mirror get the index files matching the new metadata.
 fn carry_tuf(
     plan: &[(&LockedPackage, RegistryUrl)],
-    open: &impl Fn(&RegistryUrl) -> Result<Box<dyn Registry>>,
-    sources: &mut BTreeMap<RegistryUrl, Box<dyn Registry>>,
+    sources: &BTreeMap<RegistryUrl, Box<dyn Registry>>,
     target: &FileRegistry,
 ) -> Result<()> {
     let mut carried: Option<(RegistryUrl, crate::registry::TufFiles)> = None;
     for (locked, url) in plan {
-        let source = match sources.entry(url.clone()) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(open(url)?),
-        };
+        let Some(source) = sources.get(url) else { continue };
         let Some(files) = source.tuf_files()? else { continue };
         match &carried {
             Some((first, _)) if first != url => {

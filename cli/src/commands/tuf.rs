@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use ebpkg_sources::{RegistryKind, RegistryUrl};
+use ebpkg_sources::RegistryUrl;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -94,15 +94,6 @@ fn add(ctx: &Ctx, name: &str, url: &str, root: Option<&Path>) -> Result<ExitCode
     }
     let parsed = RegistryUrl::parse(url).with_context(|| format!("registry `{url}`"))?;
     if let Some(root) = root {
-        if parsed.kind() != RegistryKind::File {
-            return Err(fail(
-                Failure::Usage,
-                format!(
-                    "{parsed} is a registry server; ebpkg checks TUF metadata of directory (file://) registries only so \
-                     far, so trusting a root for it would protect nothing. Add it without --root"
-                ),
-            ));
-        }
         trust_root(ctx, &parsed, root)?;
     }
     write_registry_entry(ctx, name, parsed.as_str())?;
@@ -122,11 +113,9 @@ fn trust_root(ctx: &Ctx, url: &RegistryUrl, root: &Path) -> Result<()> {
     let scratch = tempfile::tempdir_in(&dir).context("a scratch directory for the check")?;
     let candidate = scratch.path().join("root.json");
     std::fs::write(&candidate, &bytes).with_context(|| candidate.display().to_string())?;
-    let registry_dir = url.file_path().unwrap_or_default();
-    let metadata = url::Url::from_directory_path(registry_dir.join("tuf"))
-        .map_err(|()| anyhow::anyhow!("{} is not a directory path", registry_dir.display()))?;
-    let index = ebpkg_tuf::load(&candidate, &metadata, &scratch.path().join("datastore"))
-        .map_err(|e| fail(Failure::Trust, format!("{url}: {e}; the root was not trusted")))?;
+    let trust = ebpkg_sources::TufTrust { root: candidate, datastore: scratch.path().join("datastore") };
+    let index =
+        ebpkg_sources::check_tuf_root(url, &trust, ctx.config.token_for(url)).context("the root was not trusted")?;
     ebpkg_fs::write_atomic(&target, &index.root_json, 0o644).with_context(|| target.display().to_string())?;
     ctx.ui.status(
         "Trusted",

@@ -26,6 +26,9 @@ pub use client::{TrustedIndex, load, load_with};
 pub use error::{Error, Result};
 pub use repo::Expiry;
 pub use store::{DirStore, MemStore, Store};
+pub use tough::{
+    Bytes, FilesystemTransport, Transport, TransportError, TransportErrorKind, TransportStream, async_trait,
+};
 
 /// The number of hashed bins.
 pub const BINS: usize = 16;

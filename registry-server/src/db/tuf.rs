@@ -43,3 +43,8 @@ pub async fn index_targets(db: impl PgExecutor<'_>) -> Result<Vec<(String, Vec<u
         .map(|(name, file)| (format!("index/{}", ebpkg_spec::index_path(&name)), file.into_bytes()))
         .collect())
 }
+
+/// Every file (for backups, and tests that replay old metadata).
+pub async fn all(db: impl PgExecutor<'_>) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
+    sqlx::query_as("SELECT name, bytes FROM tuf_files ORDER BY name").fetch_all(db).await
+}

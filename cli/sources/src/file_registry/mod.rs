@@ -25,7 +25,7 @@ mod publish;
 mod search;
 mod tuf;
 
-pub use tuf::TufTrust;
+use crate::tuf::TufTrust;
 
 use std::fs::{self, File};
 use std::io;

@@ -10,15 +10,7 @@ use ebpkg_tuf::TrustedIndex;
 
 use super::FileRegistry;
 use crate::error::{ErrorKind, Result};
-
-/// What a machine trusts about one registry's TUF metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TufTrust {
-    /// The newest root this machine trusts (rewritten when the registry rotates it).
-    pub root: PathBuf,
-    /// Where the last trusted timestamp and snapshot are kept, against rollback.
-    pub datastore: PathBuf,
-}
+use crate::tuf::TufTrust;
 
 /// A reader's TUF state: the metadata, loaded once per process.
 #[derive(Debug)]
@@ -63,18 +55,8 @@ impl FileRegistry {
         let url = url::Url::from_directory_path(self.tuf_dir()).map_err(|()| {
             self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("{} is not a path", self.tuf_dir().display()) })
         })?;
-        let index =
-            ebpkg_tuf::load(&reader.trust.root, &url, &reader.trust.datastore).map_err(|e| self.tuf_error(e))?;
-        if ebpkg_fs::read(&reader.trust.root, 1 << 20).ok().as_deref() != Some(&index.root_json[..]) {
-            crate::atomic::write_atomic(&reader.trust.root, &index.root_json)?;
-        }
-        tracing::debug!(
-            registry = %self.url,
-            root = index.root_version,
-            snapshot = index.snapshot_version,
-            expires = %index.expires,
-            "TUF metadata verified"
-        );
+        let index = crate::tuf::load_trusted(&reader.trust, &url, ebpkg_tuf::FilesystemTransport)
+            .map_err(|e| self.tuf_error(e))?;
         Ok(Some(reader.loaded.get_or_init(|| index)))
     }
 

@@ -6,6 +6,9 @@
 
 mod client;
 mod index_cache;
+mod tuf;
+
+pub(crate) use self::tuf::ClientTransport;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -83,6 +86,8 @@ pub struct HttpRegistry {
     offline: bool,
     /// `index/config.json`, fetched on first need.
     config: OnceLock<IndexConfig>,
+    /// A trusted TUF root, when the user configured one.
+    tuf: Option<tuf::TufReader>,
 }
 
 impl HttpRegistry {
@@ -95,6 +100,7 @@ impl HttpRegistry {
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,
             config: OnceLock::new(),
+            tuf: options.tuf.clone().map(|trust| tuf::TufReader { trust, loaded: OnceLock::new() }),
         })
     }
 
@@ -280,11 +286,13 @@ impl Registry for HttpRegistry {
                     if let Some(cache) = &self.cache {
                         cache.remove(name);
                     }
+                    self.check_tuf_absent(&format!("index/{index_path}"))?;
                     return Ok(None);
                 }
                 Err(e) => return Err(e),
             }
         };
+        self.check_tuf(&format!("index/{index_path}"), &body)?;
         let parsed = parse_index_file(name.as_str(), &body);
         for problem in &parsed.problems {
             tracing::warn!(

@@ -1,0 +1,115 @@
+//! TUF over a registry server: its metadata is served under `tuf/`, fetched
+//! through the registry's own bounded client (with the token when the registry
+//! wants one for reads), and index files are checked against it.
+
+use std::sync::{Arc, OnceLock};
+
+use ebpkg_tuf::{TransportError, TransportErrorKind, TransportStream, TrustedIndex};
+
+use super::HttpRegistry;
+use super::client::{Client, Method, Request};
+use crate::error::{ErrorKind, Result};
+use crate::tuf::TufTrust;
+
+/// Largest metadata file fetched (the limits `ebpkg-tuf` applies are smaller for
+/// most roles).
+const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A reader's TUF state: the metadata, loaded once per process.
+#[derive(Debug)]
+pub(super) struct TufReader {
+    pub(super) trust: TufTrust,
+    pub(super) loaded: OnceLock<TrustedIndex>,
+}
+
+/// `tough`'s transport over the registry's client.
+#[derive(Clone)]
+pub(crate) struct ClientTransport {
+    client: Arc<Client>,
+    token: Option<String>,
+}
+
+impl ClientTransport {
+    pub(crate) fn new(registry: &str, token: Option<String>) -> Result<ClientTransport> {
+        Ok(ClientTransport { client: Arc::new(Client::new(registry, None)?), token })
+    }
+}
+
+impl std::fmt::Debug for ClientTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTransport").field("token", &self.token.as_ref().map(|_| "***")).finish_non_exhaustive()
+    }
+}
+
+#[ebpkg_tuf::async_trait]
+impl ebpkg_tuf::Transport for ClientTransport {
+    async fn fetch(&self, url: url::Url) -> std::result::Result<TransportStream, TransportError> {
+        let this = self.clone();
+        let target = url.to_string();
+        let fetched = tokio::task::spawn_blocking(move || {
+            let mut request = Request::new(Method::Get, &target, "reading TUF metadata", MAX_METADATA_BYTES);
+            request.token = this.token.as_deref();
+            this.client.send(&request)
+        })
+        .await;
+        match fetched {
+            Ok(Ok(response)) => {
+                let chunks = vec![Ok(ebpkg_tuf::Bytes::from(response.body))];
+                Ok(Box::pin(futures_util::stream::iter(chunks)))
+            }
+            Ok(Err(e)) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
+                Err(TransportError::new(TransportErrorKind::FileNotFound, url))
+            }
+            Ok(Err(e)) => Err(TransportError::new_with_cause(TransportErrorKind::Other, url, e)),
+            Err(e) => Err(TransportError::new_with_cause(TransportErrorKind::Other, url, e)),
+        }
+    }
+}
+
+impl HttpRegistry {
+    fn tuf_error(&self, cause: ebpkg_tuf::Error) -> crate::Error {
+        ErrorKind::Tuf { registry: self.url.clone(), cause }.into()
+    }
+
+    /// The verified metadata, loaded on first use; `None` without a trusted root,
+    /// and offline (nothing can be fetched: said once, then the cached index
+    /// files are used as they are).
+    fn trusted(&self) -> Result<Option<&TrustedIndex>> {
+        let Some(reader) = &self.tuf else { return Ok(None) };
+        if let Some(index) = reader.loaded.get() {
+            return Ok(Some(index));
+        }
+        if self.offline {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::warn!(
+                    "{}: offline, so its TUF metadata was not checked: cached index files are used as they are",
+                    self.url
+                );
+            });
+            return Ok(None);
+        }
+        let url = url::Url::parse(&self.endpoint("tuf/"))
+            .map_err(|e| self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("the metadata URL: {e}") }))?;
+        let transport = ClientTransport::new(self.url.as_str(), self.read_token()?.map(str::to_owned))?;
+        let index = crate::tuf::load_trusted(&reader.trust, &url, transport).map_err(|e| self.tuf_error(e))?;
+        Ok(Some(reader.loaded.get_or_init(|| index)))
+    }
+
+    /// Checks an index file (`index/…`) against the signed metadata.
+    pub(super) fn check_tuf(&self, target: &str, bytes: &[u8]) -> Result<()> {
+        let Some(index) = self.trusted()? else { return Ok(()) };
+        index.check(target, bytes).map_err(|e| self.tuf_error(e))
+    }
+
+    /// An index file the server says does not exist, but signed metadata lists.
+    pub(super) fn check_tuf_absent(&self, target: &str) -> Result<()> {
+        let Some(index) = self.trusted()? else { return Ok(()) };
+        if index.lists(target) {
+            return Err(self.tuf_error(ebpkg_tuf::Error::Metadata {
+                detail: format!("{target} is in the signed metadata but the registry does not serve it (withheld)"),
+            }));
+        }
+        Ok(())
+    }
+}

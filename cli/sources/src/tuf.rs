@@ -1,0 +1,66 @@
+//! What a machine trusts about a registry's TUF metadata, and loading it so
+//! that the trusted root follows the registry's rotations. Both kinds of
+//! registry check their index files against the result.
+
+use std::path::PathBuf;
+
+use ebpkg_tuf::TrustedIndex;
+
+/// What a machine trusts about one registry's TUF metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TufTrust {
+    /// The newest root this machine trusts (rewritten when the registry rotates it).
+    pub root: PathBuf,
+    /// Where the last trusted timestamp and snapshot are kept, against rollback.
+    pub datastore: PathBuf,
+}
+
+/// Loads the metadata at `url` from the trusted root and persists the root it
+/// ends up trusting (after any rotation).
+pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + 'static>(
+    trust: &TufTrust,
+    url: &url::Url,
+    transport: T,
+) -> Result<TrustedIndex, ebpkg_tuf::Error> {
+    let index = ebpkg_tuf::load_with(&trust.root, url, &trust.datastore, transport)?;
+    if ebpkg_fs::read(&trust.root, 1 << 20).ok().as_deref() != Some(&index.root_json[..]) {
+        ebpkg_fs::write_atomic(&trust.root, &index.root_json, 0o644).map_err(|e| ebpkg_tuf::Error::Io {
+            what: format!("writing the trusted root {}", trust.root.display()),
+            source: e,
+        })?;
+    }
+    tracing::debug!(
+        root = index.root_version,
+        snapshot = index.snapshot_version,
+        expires = %index.expires,
+        "TUF metadata verified"
+    );
+    Ok(index)
+}
+
+/// Loads the metadata the registry at `registry` serves from the root in
+/// `trust` (a candidate, for `ebpkg registry add --root`): a root that does not
+/// verify the registry is not worth trusting.
+pub fn check_root(
+    registry: &crate::RegistryUrl,
+    trust: &TufTrust,
+    token: Option<String>,
+) -> crate::Result<TrustedIndex> {
+    let refused = |cause: ebpkg_tuf::Error| -> crate::Error {
+        crate::ErrorKind::Tuf { registry: registry.clone(), cause }.into()
+    };
+    let not_a_url = |what: String| refused(ebpkg_tuf::Error::Metadata { detail: what });
+    match registry.kind() {
+        crate::RegistryKind::File => {
+            let dir = registry.file_path().unwrap_or_default().join("tuf");
+            let url = url::Url::from_directory_path(&dir).map_err(|()| not_a_url(format!("{}", dir.display())))?;
+            load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport).map_err(refused)
+        }
+        crate::RegistryKind::Http => {
+            let base = registry.as_str().trim_end_matches('/');
+            let url = url::Url::parse(&format!("{base}/tuf/")).map_err(|e| not_a_url(e.to_string()))?;
+            let transport = crate::http_registry::ClientTransport::new(registry.as_str(), token)?;
+            load_trusted(trust, &url, transport).map_err(refused)
+        }
+    }
+}
