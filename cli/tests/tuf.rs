@@ -191,8 +191,9 @@ fn frozen_or_endless_metadata_is_refused_and_the_root_can_rotate() {
     ebpkg_tuf::keys::generate(&new_root).unwrap();
     ebpkg_tuf::repo::rotate_root(
         &mut ebpkg_tuf::DirStore::new(&tuf),
-        &t.root_key,
-        &new_root,
+        std::slice::from_ref(&t.root_key),
+        std::slice::from_ref(&new_root),
+        1,
         &t.online_key,
         jiff::Timestamp::now(),
         &expiry,
@@ -320,7 +321,7 @@ fn a_registry_server_with_tuf_is_checked_like_a_directory() {
     let mut sb = Sandbox::new("tufhttp");
     sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
     sb.publish_manifest("c", "1.0.0", &[]);
-    server.block_on(ebpkg_registry::tuf::init(server.pool(), &root_key, &online_key)).unwrap();
+    server.block_on(ebpkg_registry::tuf::init(server.pool(), std::slice::from_ref(&root_key), 1, &online_key)).unwrap();
     // The root, obtained out of band.
     let root = tuf_rows(&server).into_iter().find(|(n, _)| n == "root.json").unwrap().1;
     std::fs::write(sb.path("root.json"), root).unwrap();

@@ -56,8 +56,12 @@ enum TufCommand {
     /// offline root key, bins, snapshot and timestamp with the online key (keys
     /// that do not exist are generated). Then serve with --tuf-online-key.
     Init {
-        #[arg(long, value_name = "FILE")]
-        root_key: PathBuf,
+        /// An offline key (repeatable: root and targets then need `--threshold` of them).
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// How many of the root keys must sign the root and targets roles.
+        #[arg(long, default_value_t = 1)]
+        threshold: u64,
         #[arg(long, value_name = "FILE")]
         online_key: PathBuf,
     },
@@ -135,14 +139,14 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{applied} migration(s) applied; the schema is current");
         }
         Command::Serve { migrate } => serve(config, migrate).await?,
-        Command::Tuf(TufCommand::Init { root_key, online_key }) => {
+        Command::Tuf(TufCommand::Init { root_keys, threshold, online_key }) => {
             let pool = db::pool(&config.database_url, 1)?;
-            let count = ebpkg_registry::tuf::init(&pool, &root_key, &online_key).await?;
+            let count = ebpkg_registry::tuf::init(&pool, &root_keys, threshold, &online_key).await?;
             println!(
                 "signed {count} index file(s); serve with --tuf-online-key {}; users trust /tuf/root.json \
                  (`ebpkg registry add NAME URL --root root.json`); keep {} offline",
                 online_key.display(),
-                root_key.display()
+                root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
             );
         }
         Command::Tuf(TufCommand::Refresh) => {

@@ -48,10 +48,16 @@ async fn resign(
 }
 
 /// `ebpkg-registry tuf init`: creates the metadata over every index file, with
-/// the offline root key (for root and targets) and the online key. Keys that do
-/// not exist are generated (mode 0600). Returns the number of files signed.
-pub async fn init(pool: &sqlx::PgPool, root_key: &Path, online_key: &Path) -> anyhow::Result<usize> {
-    for key in [root_key, online_key] {
+/// the offline root keys (for root and targets, `threshold` of them needed) and
+/// the online key. Keys that do not exist are generated (mode 0600). Returns the
+/// number of files signed.
+pub async fn init(
+    pool: &sqlx::PgPool,
+    root_keys: &[PathBuf],
+    threshold: u64,
+    online_key: &Path,
+) -> anyhow::Result<usize> {
+    for key in root_keys.iter().map(PathBuf::as_path).chain([online_key]) {
         if !key.exists() {
             ebpkg_tuf::keys::generate(key)?;
             eprintln!("generated TUF key {} (mode 0600)", key.display());
@@ -63,9 +69,10 @@ pub async fn init(pool: &sqlx::PgPool, root_key: &Path, online_key: &Path) -> an
     }
     let targets = db::tuf::index_targets(&mut *tx).await?;
     let count = targets.len();
-    let (root_key, online_key) = (PathBuf::from(root_key), PathBuf::from(online_key));
+    let (root_keys, online_key) = (root_keys.to_vec(), PathBuf::from(online_key));
     let store = resign(BTreeMap::new(), move |store| {
-        ebpkg_tuf::repo::init(store, &root_key, &online_key, &targets, jiff::Timestamp::now(), &Expiry::default())
+        let now = jiff::Timestamp::now();
+        ebpkg_tuf::repo::init(store, &root_keys, threshold, &online_key, &targets, now, &Expiry::default())
     })
     .await
     .map_err(|e| anyhow::anyhow!("{}", e.detail))?;

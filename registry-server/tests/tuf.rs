@@ -52,9 +52,13 @@ fn publishes_and_yanks_re_sign_the_metadata_in_their_transaction() {
     // Before `tuf init` there is none, and publishes do not need a key.
     assert_eq!(get(&reg, "tuf/timestamp.json").status(), StatusCode::NOT_FOUND);
 
-    let signed = reg.block_on(ebpkg_registry::tuf::init(reg.pool(), &k.root, &k.online)).unwrap();
+    let signed =
+        reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).unwrap();
     assert_eq!(signed, 1);
-    assert!(reg.block_on(ebpkg_registry::tuf::init(reg.pool(), &k.root, &k.online)).is_err(), "only once");
+    assert!(
+        reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).is_err(),
+        "only once"
+    );
     let client = tempfile::tempdir().unwrap();
     let trusted = client.path().join("root.json");
     std::fs::write(&trusted, get(&reg, "tuf/root.json").bytes().unwrap()).unwrap();
@@ -103,7 +107,7 @@ fn without_the_online_key_a_tuf_registry_refuses_changes_and_changes_nothing() {
     let reg = TestRegistry::start().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let token = reg.token("alice", &[], &[]).unwrap();
-    reg.block_on(ebpkg_registry::tuf::init(reg.pool(), &k.root, &k.online)).unwrap();
+    reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).unwrap();
     let timestamp = get(&reg, "tuf/timestamp.json").bytes().unwrap();
     let v1 = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
     let r = publish(&reg, &token, &publish_body(&v1, "meter", "1.0.0").unwrap());

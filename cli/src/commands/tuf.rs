@@ -43,9 +43,13 @@ enum RegistryCommand {
     TufInit {
         /// The registry's directory.
         dir: PathBuf,
-        /// The offline key (keep it off the machine that publishes).
-        #[arg(long, value_name = "FILE")]
-        root_key: PathBuf,
+        /// An offline key (keep it off the machine that publishes). Repeatable:
+        /// root and targets then need `--threshold` of them.
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// How many of the root keys must sign the root and targets roles.
+        #[arg(long, default_value_t = 1)]
+        threshold: u64,
         /// The online key (publishes sign with it: `EBPKG_TUF_ONLINE_KEY`).
         #[arg(long, value_name = "FILE")]
         online_key: PathBuf,
@@ -73,7 +77,9 @@ pub fn registry(ctx: &Ctx, args: RegistryArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        RegistryCommand::TufInit { dir, root_key, online_key } => tuf_init(ctx, &dir, &root_key, &online_key),
+        RegistryCommand::TufInit { dir, root_keys, threshold, online_key } => {
+            tuf_init(ctx, &dir, &root_keys, threshold, &online_key)
+        }
         RegistryCommand::TufRefresh { dir, online_key } => {
             ebpkg_tuf::repo::refresh(
                 &mut ebpkg_tuf::DirStore::new(dir.join("tuf")),
@@ -161,8 +167,8 @@ fn write_registry_entry(ctx: &Ctx, name: &str, url: &str) -> Result<()> {
     Ok(())
 }
 
-fn tuf_init(ctx: &Ctx, dir: &Path, root_key: &Path, online_key: &Path) -> Result<ExitCode> {
-    for key in [root_key, online_key] {
+fn tuf_init(ctx: &Ctx, dir: &Path, root_keys: &[PathBuf], threshold: u64, online_key: &Path) -> Result<ExitCode> {
+    for key in root_keys.iter().map(PathBuf::as_path).chain([online_key]) {
         if !key.exists() {
             ebpkg_tuf::keys::generate(key).with_context(|| key.display().to_string())?;
             ctx.ui.status("Generated", format!("TUF key {} (mode 0600)", key.display()));
@@ -178,7 +184,8 @@ fn tuf_init(ctx: &Ctx, dir: &Path, root_key: &Path, online_key: &Path) -> Result
     let tuf = dir.join("tuf");
     ebpkg_tuf::repo::init(
         &mut ebpkg_tuf::DirStore::new(&tuf),
-        root_key,
+        root_keys,
+        threshold,
         online_key,
         &targets,
         jiff::Timestamp::now(),
@@ -194,7 +201,7 @@ fn tuf_init(ctx: &Ctx, dir: &Path, root_key: &Path, online_key: &Path) -> Result
          EBPKG_TUF_ONLINE_KEY={}; run `ebpkg registry tuf-refresh` daily; keep {} offline",
         tuf.join("root.json").display(),
         online_key.display(),
-        root_key.display()
+        root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
     ));
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroU64;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp as Time};
 use tough::TargetName;
@@ -97,12 +97,32 @@ fn target_name(name: &str) -> Result<TargetName> {
 }
 
 fn role_keys(ids: &[&Decoded<Hex>]) -> RoleKeys {
-    RoleKeys { keyids: ids.iter().map(|id| (*id).clone()).collect(), threshold: one(), _extra: HashMap::new() }
+    role_keys_threshold(ids, one())
+}
+
+fn role_keys_threshold(ids: &[&Decoded<Hex>], threshold: NonZeroU64) -> RoleKeys {
+    RoleKeys { keyids: ids.iter().map(|id| (*id).clone()).collect(), threshold, _extra: HashMap::new() }
 }
 
 async fn sign<T: Role + serde::Serialize>(role: T, holder: &KeyHolder, key: &Path) -> Result<SignedRole<T>> {
-    let keys: Vec<Box<dyn KeySource>> = vec![keys::source(key)];
-    SignedRole::new(role, holder, &keys, &rng()).await.map_err(|e| metadata_error("signing", e))
+    sign_with(role, holder, &[key.to_path_buf()]).await
+}
+
+/// A key's TUF id and public half.
+type PublicKey = (Decoded<Hex>, tough::schema::key::Key);
+
+/// Signs with every key in `keys` the holder lists for the role.
+async fn sign_with<T: Role + serde::Serialize>(role: T, holder: &KeyHolder, keys: &[PathBuf]) -> Result<SignedRole<T>> {
+    let sources: Vec<Box<dyn KeySource>> = keys.iter().map(|k| keys::source(k)).collect();
+    SignedRole::new(role, holder, &sources, &rng()).await.map_err(|e| metadata_error("signing", e))
+}
+
+/// The public halves of the offline keys, checked against the threshold.
+fn offline_keys(keys: &[PathBuf], threshold: u64) -> Result<(Vec<PublicKey>, NonZeroU64)> {
+    let threshold = NonZeroU64::new(threshold)
+        .filter(|t| t.get() <= keys.len() as u64)
+        .ok_or_else(|| metadata_error("the root threshold", format!("{threshold} of {} key(s)", keys.len())))?;
+    Ok((keys.iter().map(|k| keys::public(k)).collect::<Result<_>>()?, threshold))
 }
 
 fn expires(now: Time, after: SignedDuration) -> Result<Time> {
@@ -158,7 +178,8 @@ impl Online<'_> {
 /// `online_key`. Refuses a directory that already has a root.
 pub fn init(
     store: &mut dyn Store,
-    root_key: &Path,
+    root_keys: &[PathBuf],
+    threshold: u64,
     online_key: &Path,
     targets: &[(String, Vec<u8>)],
     now: Time,
@@ -171,24 +192,27 @@ pub fn init(
         });
     }
     block_on(async {
-        let (root_id, root_pub) = keys::public(root_key)?;
+        let (offline, threshold) = offline_keys(root_keys, threshold)?;
         let (online_id, online_pub) = keys::public(online_key)?;
+        let offline_ids: Vec<&Decoded<Hex>> = offline.iter().map(|(id, _)| id).collect();
+        let mut all_keys: HashMap<_, _> = offline.iter().cloned().collect();
+        all_keys.insert(online_id.clone(), online_pub.clone());
         let root = Root {
             spec_version: SPEC_VERSION.into(),
             consistent_snapshot: false,
             version: one(),
             expires: expires(now, expiry.root)?,
-            keys: HashMap::from([(root_id.clone(), root_pub), (online_id.clone(), online_pub.clone())]),
+            keys: all_keys,
             roles: HashMap::from([
-                (RoleType::Root, role_keys(&[&root_id])),
-                (RoleType::Targets, role_keys(&[&root_id])),
+                (RoleType::Root, role_keys_threshold(&offline_ids, threshold)),
+                (RoleType::Targets, role_keys_threshold(&offline_ids, threshold)),
                 (RoleType::Snapshot, role_keys(&[&online_id])),
                 (RoleType::Timestamp, role_keys(&[&online_id])),
             ]),
             _extra: HashMap::new(),
         };
         let holder = KeyHolder::Root(root.clone());
-        let signed_root = sign(root.clone(), &holder, root_key).await?;
+        let signed_root = sign_with(root.clone(), &holder, root_keys).await?;
 
         let mut delegations = Delegations::new();
         delegations.keys.insert(online_id.clone(), online_pub);
@@ -206,7 +230,7 @@ pub fn init(
         }
         let mut top = Targets::new(SPEC_VERSION.into(), one(), expires(now, expiry.targets)?);
         top.delegations = Some(delegations.clone());
-        let signed_top = sign(top, &holder, root_key).await?;
+        let signed_top = sign_with(top, &holder, root_keys).await?;
 
         let online = Online { key: online_key, now, expiry };
         let mut by_bin: BTreeMap<String, HashMap<TargetName, Target>> =
@@ -317,13 +341,15 @@ fn resign_bins(store: &mut dyn Store, online_key: &Path, now: Time, expiry: &Exp
     })?
 }
 
-/// Replaces the offline key: a new root version listing `new_root_key` for the
-/// root and targets roles, signed by both the old and the new key (so clients
-/// that trust the old root accept it), then targets re-signed with the new key.
+/// Replaces the offline keys: a new root version listing `new_keys` (with
+/// `threshold`) for the root and targets roles, signed by both the old and the
+/// new keys (so clients that trust the old root accept it), then targets
+/// re-signed with the new keys.
 pub fn rotate_root(
     store: &mut dyn Store,
-    old_root_key: &Path,
-    new_root_key: &Path,
+    old_keys: &[PathBuf],
+    new_keys: &[PathBuf],
+    threshold: u64,
     online_key: &Path,
     now: Time,
     expiry: &Expiry,
@@ -333,21 +359,18 @@ pub fn rotate_root(
     let snapshot: Signed<Snapshot> = read(&*store, "snapshot.json")?;
     let timestamp: Signed<Timestamp> = read(&*store, "timestamp.json")?;
     block_on(async {
-        let (old_id, _) = keys::public(old_root_key)?;
-        let (new_id, new_pub) = keys::public(new_root_key)?;
+        let (fresh, threshold) = offline_keys(new_keys, threshold)?;
         let mut root = old.signed.clone();
         root.version = next(root.version);
         root.expires = expires(now, expiry.root)?;
-        root.keys.insert(new_id.clone(), new_pub);
+        let fresh_ids: Vec<&Decoded<Hex>> = fresh.iter().map(|(id, _)| id).collect();
         for role in [RoleType::Root, RoleType::Targets] {
-            root.roles.insert(role, role_keys(&[&new_id]));
+            root.roles.insert(role, role_keys_threshold(&fresh_ids, threshold));
         }
-        let still_used = root.roles.values().any(|r| r.keyids.contains(&old_id));
-        if !still_used {
-            root.keys.remove(&old_id);
-        }
-        let by_new = sign(root.clone(), &KeyHolder::Root(root.clone()), new_root_key).await?;
-        let by_old = sign(root.clone(), &KeyHolder::Root(old.signed.clone()), old_root_key).await?;
+        root.keys.extend(fresh.iter().cloned());
+        drop_unused_keys(&mut root);
+        let by_new = sign_with(root.clone(), &KeyHolder::Root(root.clone()), new_keys).await?;
+        let by_old = sign_with(root.clone(), &KeyHolder::Root(old.signed.clone()), old_keys).await?;
         let signed_root = by_new
             .add_old_signatures(by_old.signed().signatures.clone())
             .map_err(|e| metadata_error("cross-signing the new root", e))?;
@@ -356,7 +379,7 @@ pub fn rotate_root(
         targets.version = next(targets.version);
         targets.expires = expires(now, expiry.targets)?;
         let targets_version = targets.version;
-        let signed_top = sign(targets, &KeyHolder::Root(root.clone()), new_root_key).await?;
+        let signed_top = sign_with(targets, &KeyHolder::Root(root.clone()), new_keys).await?;
 
         write(store, &format!("{}.root.json", root.version), &signed_root)?;
         write(store, "root.json", &signed_root)?;
@@ -366,4 +389,74 @@ pub fn rotate_root(
         let online = Online { key: online_key, now, expiry };
         online.commit(store, &root, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
     })?
+}
+
+/// Replaces the online key (after it leaked, or after someone used it to sign
+/// absurdly high versions: a fast-forward attack). A new root version, signed
+/// with the offline `root_keys`, names `new_online` for snapshot and timestamp;
+/// targets delegates the bins to it; every bin is re-signed with it, and the
+/// snapshot and timestamp start again at version 1 — clients drop what they
+/// trusted of those two roles when their keys change, so the high versions are
+/// forgotten.
+pub fn rotate_online(
+    store: &mut dyn Store,
+    root_keys: &[PathBuf],
+    new_online: &Path,
+    now: Time,
+    expiry: &Expiry,
+) -> Result<()> {
+    let old: Signed<Root> = read(&*store, "root.json")?;
+    let top: Signed<Targets> = read(&*store, "targets.json")?;
+    block_on(async {
+        let (online_id, online_pub) = keys::public(new_online)?;
+        let mut root = old.signed.clone();
+        root.version = next(root.version);
+        root.expires = expires(now, expiry.root)?;
+        root.keys.insert(online_id.clone(), online_pub.clone());
+        for role in [RoleType::Snapshot, RoleType::Timestamp] {
+            root.roles.insert(role, role_keys(&[&online_id]));
+        }
+        drop_unused_keys(&mut root);
+        let signed_root = sign_with(root.clone(), &KeyHolder::Root(root.clone()), root_keys).await?;
+
+        let mut targets = top.signed.clone();
+        let mut delegations =
+            targets.delegations.clone().ok_or_else(|| metadata_error("targets.json", "no delegations"))?;
+        delegations.keys = HashMap::from([(online_id.clone(), online_pub)]);
+        for role in &mut delegations.roles {
+            role.keyids = vec![online_id.clone()];
+        }
+        targets.delegations = Some(delegations.clone());
+        targets.version = next(targets.version);
+        targets.expires = expires(now, expiry.targets)?;
+        let targets_version = targets.version;
+        let signed_top = sign_with(targets, &KeyHolder::Root(root.clone()), root_keys).await?;
+
+        let online = Online { key: new_online, now, expiry };
+        let mut meta = HashMap::from([("targets.json".to_owned(), metafile(&signed_top, targets_version))]);
+        let mut bins = Vec::new();
+        for (name, _) in bins::all() {
+            let file = format!("{name}.json");
+            let mut role: Signed<Targets> = read(&*store, &file)?;
+            role.signed.version = next(role.signed.version);
+            role.signed.expires = expires(now, expiry.bins)?;
+            let version = role.signed.version;
+            let signed = online.bin(&delegations, &name, role.signed).await?;
+            meta.insert(file.clone(), metafile(&signed, version));
+            bins.push((file, signed));
+        }
+        write(store, &format!("{}.root.json", root.version), &signed_root)?;
+        write(store, "root.json", &signed_root)?;
+        write(store, "targets.json", &signed_top)?;
+        for (file, signed) in &bins {
+            write(store, file, signed)?;
+        }
+        online.commit(store, &root, one(), meta, one()).await
+    })?
+}
+
+/// Removes keys no role lists any more.
+fn drop_unused_keys(root: &mut Root) {
+    let used: Vec<Decoded<Hex>> = root.roles.values().flat_map(|r| r.keyids.iter().cloned()).collect();
+    root.keys.retain(|id, _| used.contains(id));
 }

@@ -34,8 +34,16 @@ impl Registry {
         let online_key = tmp.path().join("online.key");
         keys::generate(&root_key).unwrap();
         keys::generate(&online_key).unwrap();
-        repo::init(&mut ebpkg_tuf::DirStore::new(&meta), &root_key, &online_key, &targets(), now, &Expiry::default())
-            .unwrap();
+        repo::init(
+            &mut ebpkg_tuf::DirStore::new(&meta),
+            std::slice::from_ref(&root_key),
+            1,
+            &online_key,
+            &targets(),
+            now,
+            &Expiry::default(),
+        )
+        .unwrap();
         let client = tmp.path().join("client");
         std::fs::create_dir_all(&client).unwrap();
         let client_root = client.join("root.json");
@@ -200,8 +208,9 @@ fn the_root_rotates_and_the_old_key_signs_nothing_after() {
     keys::generate(&new_root).unwrap();
     repo::rotate_root(
         &mut ebpkg_tuf::DirStore::new(&reg.meta),
-        &reg.root_key,
-        &new_root,
+        std::slice::from_ref(&reg.root_key),
+        std::slice::from_ref(&new_root),
+        1,
         &reg.online_key,
         Timestamp::now(),
         &Expiry::default(),
@@ -246,4 +255,100 @@ fn forge_root_v3(meta: &Path, old_key: &Path) {
         .block_on(SignedRole::new(v3, &KeyHolder::Root(v1.signed), &keys, &aws_lc_rs::rand::SystemRandom::new()))
         .unwrap();
     std::fs::write(meta.join("3.root.json"), signed.buffer()).unwrap();
+}
+
+#[test]
+fn a_root_threshold_needs_that_many_offline_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let meta = tmp.path().join("tuf");
+    let k: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("root{i}.key"))).collect();
+    for key in &k {
+        keys::generate(key).unwrap();
+    }
+    let online = tmp.path().join("online.key");
+    keys::generate(&online).unwrap();
+    let now = Timestamp::now();
+    let two_of_two = [k[0].clone(), k[1].clone()];
+    assert!(
+        repo::init(&mut ebpkg_tuf::DirStore::new(&meta), &two_of_two, 3, &online, &targets(), now, &Expiry::default())
+            .is_err(),
+        "a threshold above the number of keys"
+    );
+    repo::init(&mut ebpkg_tuf::DirStore::new(&meta), &two_of_two, 2, &online, &targets(), now, &Expiry::default())
+        .unwrap();
+    let client_root = tmp.path().join("trusted.json");
+    std::fs::copy(meta.join("root.json"), &client_root).unwrap();
+    let url = url::Url::from_directory_path(&meta).unwrap();
+    let datastore = tmp.path().join("datastore");
+    ebpkg_tuf::load(&client_root, &url, &datastore).unwrap();
+
+    // Whoever holds one of the two keys alone cannot hand the root to a key of theirs.
+    repo::rotate_root(
+        &mut ebpkg_tuf::DirStore::new(&meta),
+        &k[..1],
+        &k[2..],
+        1,
+        &online,
+        Timestamp::now(),
+        &Expiry::default(),
+    )
+    .unwrap();
+    let err = ebpkg_tuf::load(&client_root, &url, &datastore).unwrap_err();
+    assert!(matches!(err, Error::BadSignature { .. }), "{err}");
+}
+
+#[test]
+fn a_fast_forwarded_timestamp_is_undone_by_rotating_the_online_key() {
+    let reg = Registry::new(Timestamp::now());
+    reg.load().unwrap();
+    let own = reg.file("timestamp.json");
+    // Someone with the online key signs a timestamp a million versions ahead,
+    // and a client trusts it.
+    forge_timestamp(&reg.meta, &reg.online_key, 1_000_000);
+    assert_eq!(reg.load().unwrap().timestamp_version, 1_000_000);
+    // The operator's own timestamp is now a "rollback" for that client.
+    reg.put("timestamp.json", &own);
+    assert!(matches!(reg.load().unwrap_err(), Error::Rollback { .. }));
+    // Rotating the online key restarts snapshot and timestamp at version 1, and
+    // the client, seeing their keys change, forgets the forged versions.
+    let fresh = reg._tmp.path().join("online2.key");
+    keys::generate(&fresh).unwrap();
+    repo::rotate_online(
+        &mut ebpkg_tuf::DirStore::new(&reg.meta),
+        std::slice::from_ref(&reg.root_key),
+        &fresh,
+        Timestamp::now(),
+        &Expiry::default(),
+    )
+    .unwrap();
+    let index = reg.load().unwrap();
+    assert_eq!(index.timestamp_version, 1);
+    index.check("index/3/n/net", &targets()[1].1).unwrap();
+    // And the old online key signs nothing any more.
+    forge_timestamp(&reg.meta, &reg.online_key, 2);
+    assert!(reg.load().is_err());
+}
+
+/// Overwrites `timestamp.json` with the same content at `version`, signed with
+/// `key` as the current root's timestamp key would sign.
+fn forge_timestamp(meta: &Path, key: &Path, version: u64) {
+    use tough::editor::signed::SignedRole;
+    use tough::key_source::{KeySource, LocalKeySource};
+    use tough::schema::{KeyHolder, Root, Signed, Timestamp as Ts};
+    let root: Signed<Root> = serde_json::from_slice(&std::fs::read(meta.join("root.json")).unwrap()).unwrap();
+    let mut ts: Signed<Ts> = serde_json::from_slice(&std::fs::read(meta.join("timestamp.json")).unwrap()).unwrap();
+    ts.signed.version = std::num::NonZeroU64::new(version).unwrap();
+    // A root that lists `key` for the timestamp, only to sign with it.
+    let mut holder = root.signed.clone();
+    let pair = tough::sign::parse_keypair(&std::fs::read(key).unwrap()).unwrap();
+    let tuf_key = tough::sign::Sign::tuf_key(&pair);
+    let id = tuf_key.key_id().unwrap();
+    holder.keys.insert(id.clone(), tuf_key);
+    holder.roles.get_mut(&tough::schema::RoleType::Timestamp).unwrap().keyids = vec![id];
+    let keys: Vec<Box<dyn KeySource>> = vec![Box::new(LocalKeySource { path: key.to_owned() })];
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let signed = runtime
+        .block_on(SignedRole::new(ts.signed, &KeyHolder::Root(holder), &keys, &aws_lc_rs::rand::SystemRandom::new()))
+        .unwrap();
+    std::fs::write(meta.join("timestamp.json"), signed.buffer()).unwrap();
 }
