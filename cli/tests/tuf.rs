@@ -186,23 +186,46 @@ fn frozen_or_endless_metadata_is_refused_and_the_root_can_rotate() {
     t.refused("larger than allowed");
     std::fs::write(tuf.join("timestamp.json"), timestamp).unwrap();
 
-    // The operator rotates the offline key: clients follow from the root they trust.
-    let new_root = t.sb.path("tuf-root2.key");
-    ebpkg_tuf::keys::generate(&new_root).unwrap();
-    ebpkg_tuf::repo::rotate_root(
-        &mut ebpkg_tuf::DirStore::new(&tuf),
-        std::slice::from_ref(&t.root_key),
-        std::slice::from_ref(&new_root),
-        1,
-        &t.online_key,
-        jiff::Timestamp::now(),
-        &expiry,
+    // The operator rotates both keys: clients follow from the root they trust.
+    let (new_root, new_online) = (t.sb.path("tuf-root2.key"), t.sb.path("tuf-online2.key"));
+    let dir = t.sb.dir.path().to_owned();
+    t.sb.run(
+        &dir,
+        &[
+            "registry",
+            "tuf-rotate",
+            t.sb.path("registry").to_str().unwrap(),
+            "--root-key",
+            t.root_key.to_str().unwrap(),
+            "--online-key",
+            t.online_key.to_str().unwrap(),
+            "--new-root-key",
+            new_root.to_str().unwrap(),
+            "--new-online-key",
+            new_online.to_str().unwrap(),
+        ],
     )
-    .unwrap();
+    .ok();
     t.sb.run(&t.app, &["update"]).ok();
     let trusted = trusted_root(&t.sb);
     let text = std::fs::read_to_string(&trusted).unwrap();
-    assert!(text.contains("\"version\": 2"), "the client now trusts root v2: {text}");
+    assert!(text.contains("\"version\": 3"), "the client now trusts root v3 (two rotations): {text}");
+    // Publishing now signs with the new online key; metadata signed with the old
+    // one is refused by clients.
+    let old_online = t.online_key.clone();
+    let rotated = Tuf { online_key: new_online, ..t };
+    rotated.publish_signed("1.2.0");
+    rotated.sb.run(&rotated.app, &["update"]).ok();
+    assert!(rotated.lock().contains("version = \"1.2.0\""), "{}", rotated.lock());
+    // The retired online key cannot sign a change: refused before anything is written.
+    let dir = rotated.sb.path("gen/c-1.3.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), "[package]\nname = \"c\"\nversion = \"1.3.0\"\n").unwrap();
+    let before = std::fs::read(rotated.registry("index/1/c")).unwrap();
+    let env = [("EBPKG_TUF_ONLINE_KEY", old_online.to_str().unwrap())];
+    let refused = rotated.sb.run_with(&dir, &["publish", "--no-verify"], &env, None).fails(10);
+    assert!(refused.stderr.contains("is not the registry's online key"), "{}", refused.stderr);
+    assert_eq!(std::fs::read(rotated.registry("index/1/c")).unwrap(), before);
 }
 
 /// The one trusted root under the sandbox's config directory.

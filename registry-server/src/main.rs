@@ -67,6 +67,21 @@ enum TufCommand {
     },
     /// Re-sign the timestamp now (`serve` does it every hour) with --tuf-online-key.
     Refresh,
+    /// Replace the offline keys (`--new-root-key`) and/or the online key
+    /// (`--new-online-key`; then serve with it). New keys are generated when missing.
+    Rotate {
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// The current online key.
+        #[arg(long, value_name = "FILE")]
+        online_key: PathBuf,
+        #[arg(long = "new-root-key", value_name = "FILE")]
+        new_root_keys: Vec<PathBuf>,
+        #[arg(long, default_value_t = 1)]
+        threshold: u64,
+        #[arg(long, value_name = "FILE")]
+        new_online_key: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -148,6 +163,16 @@ async fn run(cli: Cli) -> Result<()> {
                 online_key.display(),
                 root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
             );
+        }
+        Command::Tuf(TufCommand::Rotate { root_keys, online_key, new_root_keys, threshold, new_online_key }) => {
+            if new_root_keys.is_empty() && new_online_key.is_none() {
+                bail!("nothing to rotate: give --new-root-key and/or --new-online-key");
+            }
+            let pool = db::pool(&config.database_url, 1)?;
+            let rotation =
+                ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
+            ebpkg_registry::tuf::rotate(&pool, rotation).await?;
+            println!("TUF keys rotated; clients follow on their next read (serve with the new online key, if any)");
         }
         Command::Tuf(TufCommand::Refresh) => {
             let Some(key) = &config.tuf_online_key else { bail!("--tuf-online-key is needed to re-sign") };

@@ -99,3 +99,23 @@ pub async fn refresh(pool: &sqlx::PgPool, online_key: &Path) -> anyhow::Result<b
     tx.commit().await?;
     Ok(true)
 }
+
+/// `ebpkg-registry tuf rotate`: replaces offline and/or online keys (see
+/// `ebpkg_tuf::repo::rotate`) in one transaction. Serve with the new online key
+/// afterwards.
+pub async fn rotate(pool: &sqlx::PgPool, rotation: ebpkg_tuf::repo::Rotation) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    let Some(files) = db::tuf::lock_all(&mut tx).await? else {
+        anyhow::bail!("this registry has no TUF metadata; create it with `ebpkg-registry tuf init`");
+    };
+    let store = resign(files, move |store| {
+        ebpkg_tuf::repo::rotate(store, &rotation, jiff::Timestamp::now(), &Expiry::default())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+    for (name, bytes) in store.written() {
+        db::tuf::write(&mut tx, name, bytes).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

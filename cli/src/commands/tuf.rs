@@ -54,6 +54,28 @@ enum RegistryCommand {
         #[arg(long, value_name = "FILE")]
         online_key: PathBuf,
     },
+    /// Replace TUF keys: the offline keys (`--new-root-key`, cross-signed by the old
+    /// ones so clients follow) and/or the online key (`--new-online-key`, which also
+    /// undoes a fast-forward: snapshot and timestamp start again at version 1).
+    TufRotate {
+        /// The registry's directory.
+        dir: PathBuf,
+        /// The current offline keys (repeatable).
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// The current online key.
+        #[arg(long, value_name = "FILE")]
+        online_key: PathBuf,
+        /// New offline keys (repeatable; generated when missing).
+        #[arg(long = "new-root-key", value_name = "FILE")]
+        new_root_keys: Vec<PathBuf>,
+        /// How many of the new offline keys must sign.
+        #[arg(long, default_value_t = 1)]
+        threshold: u64,
+        /// A new online key (generated when missing); publish with it from then on.
+        #[arg(long, value_name = "FILE")]
+        new_online_key: Option<PathBuf>,
+    },
     /// Re-sign the timestamp (and whatever would expire within a day) so that an
     /// unchanged registry does not look frozen. Run it daily.
     TufRefresh {
@@ -79,6 +101,22 @@ pub fn registry(ctx: &Ctx, args: RegistryArgs) -> Result<ExitCode> {
         }
         RegistryCommand::TufInit { dir, root_keys, threshold, online_key } => {
             tuf_init(ctx, &dir, &root_keys, threshold, &online_key)
+        }
+        RegistryCommand::TufRotate { dir, root_keys, online_key, new_root_keys, threshold, new_online_key } => {
+            if new_root_keys.is_empty() && new_online_key.is_none() {
+                return Err(fail(Failure::Usage, "nothing to rotate: give --new-root-key and/or --new-online-key"));
+            }
+            let rotation =
+                ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
+            ebpkg_tuf::repo::rotate(
+                &mut ebpkg_tuf::DirStore::new(dir.join("tuf")),
+                &rotation,
+                jiff::Timestamp::now(),
+                &ebpkg_tuf::Expiry::default(),
+            )
+            .with_context(|| format!("rotating the TUF keys of {}", dir.display()))?;
+            ctx.ui.status("Rotated", format!("the TUF keys of {}; clients follow on their next read", dir.display()));
+            Ok(ExitCode::SUCCESS)
         }
         RegistryCommand::TufRefresh { dir, online_key } => {
             ebpkg_tuf::repo::refresh(

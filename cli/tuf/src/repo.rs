@@ -460,3 +460,52 @@ fn drop_unused_keys(root: &mut Root) {
     let used: Vec<Decoded<Hex>> = root.roles.values().flat_map(|r| r.keyids.iter().cloned()).collect();
     root.keys.retain(|id, _| used.contains(id));
 }
+
+/// A key rotation an operator asks for: new offline keys (with their
+/// threshold), a new online key, or both (offline first).
+#[derive(Debug, Clone)]
+pub struct Rotation {
+    pub root_keys: Vec<PathBuf>,
+    pub online_key: PathBuf,
+    pub new_root_keys: Vec<PathBuf>,
+    pub threshold: u64,
+    pub new_online_key: Option<PathBuf>,
+}
+
+/// Applies `rotation`, generating the new keys that do not exist yet.
+pub fn rotate(store: &mut dyn Store, rotation: &Rotation, now: Time, expiry: &Expiry) -> Result<()> {
+    for key in rotation.new_root_keys.iter().chain(&rotation.new_online_key) {
+        if !key.exists() {
+            keys::generate(key)?;
+        }
+    }
+    let mut offline = rotation.root_keys.clone();
+    if !rotation.new_root_keys.is_empty() {
+        let (new, threshold) = (&rotation.new_root_keys, rotation.threshold);
+        rotate_root(store, &rotation.root_keys, new, threshold, &rotation.online_key, now, expiry)?;
+        offline.clone_from(&rotation.new_root_keys);
+    }
+    if let Some(online) = &rotation.new_online_key {
+        rotate_online(store, &offline, online, now, expiry)?;
+    }
+    Ok(())
+}
+
+/// Refuses a key that is not the online key the current root names: a writer
+/// checks it before changing anything, so a stale key never leaves an index file
+/// the metadata does not sign.
+pub fn check_online_key(store: &dyn Store, key: &Path) -> Result<()> {
+    let root: Signed<Root> = read(store, "root.json")?;
+    let (id, _) = keys::public(key)?;
+    if root.signed.roles.get(&RoleType::Timestamp).is_some_and(|r| r.keyids.contains(&id)) {
+        return Ok(());
+    }
+    Err(Error::BadSignature {
+        role: "timestamp".into(),
+        detail: format!(
+            "{} is not the registry's online key (root version {} names another); use the current one",
+            key.display(),
+            root.signed.version
+        ),
+    })
+}

@@ -93,7 +93,11 @@ impl FileRegistry {
             return Ok(None);
         }
         match &self.tuf_online_key {
-            Some(key) => Ok(Some(key)),
+            Some(key) => {
+                ebpkg_tuf::repo::check_online_key(&ebpkg_tuf::DirStore::new(self.tuf_dir()), key)
+                    .map_err(|e| self.tuf_error(e))?;
+                Ok(Some(key))
+            }
             None => Err(ErrorKind::TufKeyNeeded { registry: self.url.clone(), dir: self.tuf_dir() }.into()),
         }
     }
