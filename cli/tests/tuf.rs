@@ -270,11 +270,13 @@ fn a_mirror_carries_the_metadata_and_is_checked_against_the_origin_root() {
     assert!(bare.stderr.contains("TUF") || bare.stderr.contains("metadata"), "{}", bare.stderr);
 }
 
-/// A real install from a TUF-signed registry; then the registry is rolled back
-/// and a change to the project needs a new resolution: the install is refused
-/// before anything is fetched, built or loaded, and the deployment keeps running.
+/// A real install from a TUF-signed registry; then the project needs a new
+/// resolution while the registry serves rolled-back, mixed, forged, endless or
+/// expired metadata: each install is refused before anything is fetched, built
+/// or loaded, and the deployment keeps running; once the registry is whole again
+/// the install goes through.
 #[test]
-fn a_rolled_back_registry_refuses_the_install_and_the_deployment_keeps_running() {
+fn stale_or_foreign_metadata_refuses_the_install_and_the_deployment_keeps_running() {
     common::require_kernel();
     let sb = Sandbox::with_netns("tufkern");
     for p in ["flow", "verdict", "classify"] {
@@ -318,15 +320,54 @@ fn a_rolled_back_registry_refuses_the_install_and_the_deployment_keeps_running()
     // This machine sees the new metadata (and remembers its versions).
     let info = sb.run(&app, &["info", "flow"]).ok();
     assert!(info.stdout.contains("1.1.0"), "{}", info.stdout);
+    let new_state: Vec<(PathBuf, Vec<u8>)> = old.iter().map(|(p, _)| (p.clone(), std::fs::read(p).unwrap())).collect();
     restore(&old);
     // The project now wants flow 1.1: a new resolution, against rolled-back metadata.
     let manifest =
         std::fs::read_to_string(app.join("ebpkg.toml")).unwrap().replace("flow = \"^1.0\"", "flow = \"^1.1\"");
     std::fs::write(app.join("ebpkg.toml"), manifest).unwrap();
-    let run = sb.run(&app, &["install"]).fails(10);
-    assert!(run.stderr.contains("rollback"), "{}", run.stderr);
-    assert_eq!(sb.pins(), pins, "a refused install changed the pins");
-    assert_eq!(sb.status()[0]["generation"], 1, "a refused install made a new generation");
+    let refused = |says: &str| {
+        let run = sb.run(&app, &["install"]).fails(10);
+        assert!(run.stderr.contains(says), "`{says}` not in: {}", run.stderr);
+        assert_eq!(sb.pins(), pins, "a refused install changed the pins");
+        assert_eq!(sb.status()[0]["generation"], 1, "a refused install made a new generation");
+    };
+    refused("rollback");
+
+    // The same install against each other way of serving stale or foreign metadata.
+    restore(&new_state);
+    let index = registry.join("index/fl/ow/flow");
+    let current = std::fs::read(&index).unwrap();
+    std::fs::write(&index, &old.iter().find(|(p, _)| *p == index).unwrap().1).unwrap();
+    refused("mix-and-match");
+    let forged = String::from_utf8(current.clone()).unwrap();
+    let extra = forged.lines().last().unwrap().replace("1.1.0", "1.9.0");
+    std::fs::write(&index, format!("{forged}{extra}\n")).unwrap();
+    refused("does not match the registry's signed metadata");
+    std::fs::write(&index, &current).unwrap();
+    let timestamp = registry.join("tuf/timestamp.json");
+    let good = std::fs::read(&timestamp).unwrap();
+    let mut huge = good.clone();
+    huge.extend(std::iter::repeat_n(b' ', 64 * 1024));
+    std::fs::write(&timestamp, huge).unwrap();
+    refused("larger than allowed");
+    std::fs::write(&timestamp, &good).unwrap();
+    let three_days_ago = jiff::Timestamp::now().checked_sub(jiff::SignedDuration::from_hours(72)).unwrap();
+    let expiry = ebpkg_tuf::Expiry::default();
+    ebpkg_tuf::repo::refresh(&mut ebpkg_tuf::DirStore::new(registry.join("tuf")), &online_key, three_days_ago, &expiry)
+        .unwrap();
+    refused("freeze");
+
+    // Once the registry is whole again, the same install goes through.
+    ebpkg_tuf::repo::refresh(
+        &mut ebpkg_tuf::DirStore::new(registry.join("tuf")),
+        &online_key,
+        jiff::Timestamp::now(),
+        &expiry,
+    )
+    .unwrap();
+    sb.run(&app, &["install"]).ok();
+    assert_eq!(sb.status()[0]["generation"], 2);
 }
 
 /// All of a registry server's TUF rows.
