@@ -48,6 +48,11 @@ pub struct PublishArgs {
     /// `--bundle B --public-key P`.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Succeed without publishing when the registry has this version with the
+    /// same checksum already (and fail, saying so, when its checksum differs):
+    /// what makes a pipeline's publish step safe to run again.
+    #[arg(long)]
+    skip_existing: bool,
 }
 
 #[derive(Args)]
@@ -119,6 +124,9 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         })
         .into());
     }
+    if args.skip_existing && already_published(ctx, &regs, m, &packed.sha256)? {
+        return Ok(ExitCode::SUCCESS);
+    }
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
     let lock = resolve(Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
@@ -142,6 +150,39 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Published", format!("{id} to {}", regs.default));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the registry has this version already with the same checksum (then
+/// there is nothing to do); an error when it has it with another checksum.
+fn already_published(
+    ctx: &Ctx,
+    regs: &crate::registries::Registries<'_>,
+    m: &ebpkg_spec::Manifest,
+    sha256: &ebpkg_spec::types::Sha256Digest,
+) -> Result<bool> {
+    let id = format!("{}@{}", m.package.name, m.package.version);
+    let registry = regs.open_origin(&regs.default, None)?;
+    let entries = match registry.index(&m.package.name) {
+        Ok(entries) => entries.unwrap_or_default(),
+        // A directory registry that does not exist yet has nothing; publishing creates it.
+        Err(e) if matches!(e.kind(), ebpkg_sources::ErrorKind::NoRegistry { .. }) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(&m.package.version).is_eq()) else {
+        return Ok(false);
+    };
+    if existing.cksum == *sha256 {
+        ctx.ui.status("Skipped", format!("{id}: {} has it already, with the same checksum", regs.default));
+        return Ok(true);
+    }
+    Err(fail(
+        Failure::Input,
+        format!(
+            "{id} is already in {} with checksum {}, but this package packs to {sha256}: its files changed without a \
+             version bump. Bump `version` in ebpkg.toml (published versions never change)",
+            regs.default, existing.cksum
+        ),
+    ))
 }
 
 /// The signature a publish sends: a bundle given with --bundle (checked here

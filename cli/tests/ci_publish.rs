@@ -1,0 +1,96 @@
+//! `ci/publish`, the pipeline's publish step, against a file registry: it
+//! orders packages by their dependencies, publishes what the registry lacks,
+//! skips what it has with the same checksum, changes nothing in a dry run, and
+//! stops with exit 1 on a version whose files changed without a bump.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Run, Sandbox, copy_dir, first_party};
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ci/publish")
+}
+
+fn index_files(registry: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![registry.join("index")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
+    let sb = Sandbox::new("cipub");
+    let pkgs = sb.path("packages");
+    let mut dirs = Vec::new();
+    // Given dependents first: the script finds the order itself.
+    for p in first_party().iter().rev() {
+        let dest = pkgs.join(p.file_name().unwrap());
+        copy_dir(p, &dest);
+        dirs.push(dest.display().to_string());
+    }
+    let run = |args: &str| -> Run {
+        sb.shell(
+            sb.dir.path(),
+            &format!("EBPKG=\"$(command -v ebpkg)\" {} {args} {}", script().display(), dirs.join(" ")),
+        )
+    };
+    let registry = sb.path("registry");
+
+    let first = run("--no-verify");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    // Each after its dependencies: meter, sets and sampler before net; net and basic before ddos.
+    let at = |name: &str| {
+        first.stderr.find(&format!("Published {name}@1.0.0")).unwrap_or_else(|| panic!("{name}: {}", first.stderr))
+    };
+    for (dep, dependent) in [("meter", "net"), ("sets", "net"), ("sampler", "net"), ("net", "ddos"), ("basic", "ddos")]
+    {
+        assert!(at(dep) < at(dependent), "{dep} before {dependent}");
+    }
+    assert!(first.stderr.contains("8 package(s) published or already there"), "{}", first.stderr);
+    let published = index_files(&registry);
+    assert_eq!(published.len(), 8);
+
+    // Again: everything is there with the same checksum.
+    let again = run("--no-verify");
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stderr.matches("has it already").count(), 8, "{}", again.stderr);
+    assert_eq!(index_files(&registry), published, "nothing changed");
+
+    // A bump, in a dry run: checked, not published.
+    let meter = pkgs.join("meter/ebpkg.toml");
+    let text = std::fs::read_to_string(&meter).unwrap().replacen("version = \"1.0.0\"", "version = \"1.0.1\"", 1);
+    std::fs::write(&meter, text).unwrap();
+    let dry = run("--dry-run --no-verify");
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(dry.stderr.contains("publishing meter@1.0.1 (--dry-run)"), "{}", dry.stderr);
+    assert_eq!(index_files(&registry), published, "a dry run publishes nothing");
+    let real = run("--no-verify");
+    assert_eq!(real.code, 0, "{}", real.stderr);
+    assert!(real.stderr.contains("Published meter@1.0.1"), "{}", real.stderr);
+    assert_eq!(real.stderr.matches("has it already").count(), 7, "{}", real.stderr);
+
+    // Files changed without a bump: the run stops, exit 1, saying why.
+    std::fs::write(pkgs.join("sets/NOTES.md"), "changed after publishing\n").unwrap();
+    let changed = run("--no-verify");
+    assert_eq!(changed.code, 1, "{}", changed.stderr);
+    assert!(changed.stderr.contains("changed without a version bump"), "{}", changed.stderr);
+    assert!(changed.stderr.contains("stopped at"), "{}", changed.stderr);
+
+    let usage = sb.shell(sb.dir.path(), &format!("{} --bogus", script().display()));
+    assert_eq!(usage.code, 2, "{}", usage.stderr);
+}
