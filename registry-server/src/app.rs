@@ -80,15 +80,18 @@ pub fn router(state: AppState) -> Router {
         }),
     );
     let limited = limited.route_layer(middleware::from_fn_with_state(state.clone(), limit_by_ip));
+    let catalog =
+        crate::catalog::router(|pages| pages.route_layer(middleware::from_fn_with_state(state.clone(), limit_by_ip)));
     let compress = DefaultPredicate::new().and(NotForContentType::const_new("application/gzip"));
     let body_limit =
         usize::try_from(config.max_archive_bytes + u64::from(ebpkg_spec::registry_api::MAX_PUBLISH_METADATA) + 8)
             .unwrap_or(usize::MAX);
     limited
         .merge(unlimited)
+        .merge(catalog)
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token_for_reads))
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::metrics::track))
-        .fallback(|| async { ApiError::not_found("no such route in this registry's API") })
+        .fallback(|headers: axum::http::HeaderMap| async move { crate::catalog::fallback(&headers) })
         .layer(CompressionLayer::new().compress_when(compress))
         .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
@@ -180,6 +183,7 @@ impl Server {
                 downloads: Arc::new(DownloadCounter::default()),
                 index_cache: Arc::new(IndexCache::default()),
                 archives: Arc::new(ArchiveCache::new(usize::try_from(archive_cache).unwrap_or(usize::MAX))),
+                readmes: Arc::default(),
             },
         })
     }

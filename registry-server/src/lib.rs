@@ -1,12 +1,13 @@
 //! `ebpkg-registry`: the ebpkg registry server. A sparse index and a JSON API over
 //! PostgreSQL (packages, versions, owners, tokens) and a blob store (archives).
-//! Stateless: any number of replicas may share one database and one blob store.
+//! A web catalog of server-rendered pages for people. Stateless: any number of replicas may share one database and one blob store.
 //!
 //! README.md describes running it; docs/ARCHITECTURE.md where it sits.
 
 pub mod app;
 pub mod archive_cache;
 pub mod auth;
+pub mod catalog;
 pub mod config;
 pub mod db;
 pub mod downloads;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use crate::archive_cache::ArchiveCache;
+use crate::catalog::markdown::ReadmeCache;
 use crate::config::Config;
 use crate::downloads::DownloadCounter;
 use crate::index_cache::IndexCache;
@@ -20,4 +21,6 @@ pub struct AppState {
     pub downloads: Arc<DownloadCounter>,
     pub index_cache: Arc<IndexCache>,
     pub archives: Arc<ArchiveCache>,
+    /// READMEs rendered for the catalog's pages.
+    pub readmes: Arc<ReadmeCache>,
 }

@@ -1,6 +1,7 @@
 //! Everything the server keeps in PostgreSQL, one module per table family. The
 //! queries are plain `sqlx::query` calls (no compile-time database needed to build).
 
+pub mod catalog;
 pub mod keys;
 pub mod limits;
 pub mod packages;

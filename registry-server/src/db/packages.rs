@@ -77,13 +77,17 @@ pub struct NewVersion<'a> {
     pub published_by: i64,
     /// The Sigstore bundle's JSON, as published; `None` for an unsigned version.
     pub bundle: Option<&'a str>,
+    /// `ebpkg.toml` as published, for the catalog's documentation pages.
+    pub manifest: &'a str,
+    /// Each chain's source, by chain name.
+    pub chain_sources: &'a std::collections::BTreeMap<String, String>,
 }
 
 pub async fn insert_version(tx: &mut PgConnection, v: &NewVersion<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO versions (package_id, num, num_no_build, cksum, size, index_line, license, readme, published_by, \
-                               signed_by, bundle) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                               signed_by, bundle, manifest, chain_sources) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(v.package_id)
     .bind(v.entry.vers.to_string())
@@ -96,6 +100,8 @@ pub async fn insert_version(tx: &mut PgConnection, v: &NewVersion<'_>) -> Result
     .bind(v.published_by)
     .bind(v.entry.signed_by.as_ref().map(|k| &k.0[..]))
     .bind(v.bundle)
+    .bind(v.manifest)
+    .bind(sqlx::types::Json(v.chain_sources))
     .execute(tx)
     .await?;
     Ok(())
@@ -223,6 +229,8 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(S
         .await?;
     let all_yanked = entries.iter().all(|e| e.yanked);
     let programs: Vec<&str> = described.programs.iter().map(|p| p.name.as_str()).collect();
+    let depends_on: Vec<String> =
+        described.deps.iter().filter(|d| d.registry.is_none()).map(|d| d.name.normalized()).collect();
     // The name's words (`ddos-guard` → `ddos guard`) are searchable as words too.
     let name_words = described.name.as_str().replace(['-', '_'], " ");
     sqlx::query(
@@ -231,7 +239,8 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(S
              search = setweight(to_tsvector('simple', $9), 'A') \
                    || setweight(to_tsvector('simple', array_to_string($7, ' ')), 'B') \
                    || setweight(to_tsvector('simple', array_to_string($8, ' ')), 'B') \
-                   || setweight(to_tsvector('english', coalesce($6, '')), 'C') \
+                   || setweight(to_tsvector('english', coalesce($6, '')), 'C'), \
+             depends_on = $10 \
          WHERE id = $1",
     )
     .bind(package_id)
@@ -243,6 +252,7 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(S
     .bind(&described.keywords)
     .bind(&programs)
     .bind(format!("{} {name_words}", described.name))
+    .bind(&depends_on)
     .execute(&mut *tx)
     .await?;
     // The file is served at the published name's path (names are one per package).

@@ -26,6 +26,9 @@ use crate::state::AppState;
 
 /// Largest README kept for the package page.
 const MAX_README_BYTES: u64 = 512 * 1024;
+/// Largest chain source kept for the documentation page (the compiler's own
+/// limit is far below this).
+const MAX_CHAIN_SOURCE_BYTES: u64 = 256 * 1024;
 
 /// Publishes a new version.
 #[utoipa::path(put, path = "/api/v1/packages/new", tag = "packages",
@@ -274,7 +277,11 @@ async fn recheck_signer(tx: &mut sqlx::PgConnection, key: &KeyId, signers: &[i64
 /// What the archive held, once checked.
 struct CheckedArchive {
     manifest: Manifest,
+    /// `ebpkg.toml` as published.
+    manifest_text: String,
     readme: Option<String>,
+    /// Each chain's source, by chain name.
+    chain_sources: std::collections::BTreeMap<String, String>,
     size: u64,
 }
 
@@ -296,7 +303,25 @@ async fn check_archive(state: &AppState, archive: Bytes, metadata: &PublishMetad
             .readme
             .as_ref()
             .and_then(|rel| ebpkg_fs::read_text(&unpacked.root.join(rel.as_str()), MAX_README_BYTES).ok());
-        Ok(CheckedArchive { manifest: unpacked.manifest, readme, size: archive.len() as u64 })
+        // Unpacking parsed this file, under the archive's limits.
+        let manifest_text =
+            ebpkg_fs::read_text(&unpacked.root.join("ebpkg.toml"), ebpkg_spec::MAX_TOML_BYTES as u64)
+                .map_err(|e| ApiError::internal(format!("{id}: the unpacked manifest could not be read again: {e}")))?;
+        let mut chain_sources = std::collections::BTreeMap::new();
+        for chain in &unpacked.manifest.chains {
+            let path = unpacked.root.join(chain.source.as_str());
+            let text = ebpkg_fs::read_text(&path, MAX_CHAIN_SOURCE_BYTES).map_err(|e| {
+                ApiError::bad_request(format!("{id}: chain `{}`: its source {}: {e}", chain.name, chain.source))
+            })?;
+            chain_sources.insert(chain.name.to_string(), text);
+        }
+        Ok(CheckedArchive {
+            manifest: unpacked.manifest,
+            manifest_text,
+            readme,
+            chain_sources,
+            size: archive.len() as u64,
+        })
     })
     .await
     .map_err(|e| ApiError::internal(format!("{e}")))?
@@ -384,6 +409,8 @@ async fn commit(
         readme: checked.readme.as_deref(),
         published_by: caller.user_id,
         bundle: signature.map(|s| s.bundle.json()),
+        manifest: &checked.manifest_text,
+        chain_sources: &checked.chain_sources,
     };
     match db::packages::insert_version(&mut tx, &new).await {
         Ok(()) => {}

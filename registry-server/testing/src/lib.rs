@@ -4,13 +4,15 @@
 //! load-balancer tests and the benchmark. Each is cleaned up
 //! by a guard, and by the kernel when the test process dies (the servers get
 //! `PR_SET_PDEATHSIG`). Synchronous: usable from any test, with or without a
-//! runtime.
+//! runtime. Headless Chromium, for what the catalog's pages show in a browser.
 
+mod browser;
 mod nginx;
 mod postgres;
 mod s3;
 mod spawn;
 
+pub use browser::{Browser, Visit};
 pub use nginx::Nginx;
 pub use postgres::{Database, Postgres};
 pub use s3::S3Server;

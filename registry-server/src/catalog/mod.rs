@@ -1,0 +1,109 @@
+//! The web catalog: server-rendered pages for people choosing packages (home,
+//! search, package, per-item documentation, owners), a sitemap, and 404 pages
+//! that suggest close names. Templates are compiled (maud: escaping by
+//! default); the only script is a progressive "Copy" button.
+
+mod assets;
+mod docs;
+mod home;
+mod layout;
+pub mod markdown;
+mod owner;
+mod package;
+mod respond;
+mod search;
+mod sitemap;
+
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use maud::{Markup, html};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The pages (rate-limited by `limit`, like the API) and their static files.
+pub fn router(limit: impl Fn(Router<AppState>) -> Router<AppState>) -> Router<AppState> {
+    let pages = Router::new()
+        .route("/", get(home::home))
+        .route("/search", get(search::search))
+        .route("/packages/{name}", get(package::latest))
+        .route("/packages/{name}/docs", get(docs::latest))
+        .route("/packages/{name}/{version}", get(package::at_version))
+        .route("/packages/{name}/{version}/docs", get(docs::at_version))
+        .route("/users/{login}", get(owner::owner))
+        .route("/sitemap.xml", get(sitemap::sitemap))
+        .route("/robots.txt", get(sitemap::robots));
+    limit(pages).route("/static/{file}", get(assets::serve)).route("/favicon.ico", get(assets::favicon))
+}
+
+type PageResult = Result<Response, PageError>;
+
+/// A page that could not be shown, rendered as a page (a person reads it).
+pub struct PageError {
+    status: StatusCode,
+    title: String,
+    content: Markup,
+}
+
+impl PageError {
+    pub fn new(status: StatusCode, message: &str) -> PageError {
+        PageError {
+            status,
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            content: html! { p { (message) } },
+        }
+    }
+
+    pub fn not_found(title: String, content: Markup) -> PageError {
+        PageError { status: StatusCode::NOT_FOUND, title, content }
+    }
+}
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> PageError {
+        PageError::new(e.status, &e.detail)
+    }
+}
+
+impl From<sqlx::Error> for PageError {
+    fn from(e: sqlx::Error) -> PageError {
+        ApiError::from(e).into()
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let content = html! {
+            h1 { (self.title) }
+            (self.content)
+            (layout::search_form("q-error", ""))
+            p { a href="/" { "Home" } }
+        };
+        let frame = layout::Frame { title: &self.title, description: None, query: "", own_search: false };
+        respond::error_page(self.status, layout::page(&frame, content).into_string())
+    }
+}
+
+fn html_page(state: &AppState, headers: &HeaderMap, markup: Markup) -> Response {
+    respond::page(&state.config, headers, "text/html; charset=utf-8", markup.into_string())
+}
+
+/// What an unknown path answers: a page for a browser, the API's JSON error
+/// for everything else.
+pub fn fallback(headers: &HeaderMap) -> Response {
+    let wants_html =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|accept| accept.contains("text/html"));
+    if wants_html {
+        PageError::not_found(
+            "Page not found".to_owned(),
+            html! {
+                p { "Nothing is here. Search for a package instead:" }
+            },
+        )
+        .into_response()
+    } else {
+        ApiError::not_found("no such route in this registry's API").into_response()
+    }
+}

@@ -1,0 +1,346 @@
+//! `/packages/{name}[/{version}]`: what a person needs to choose a package and
+//! add it: description, install line, items, trust (signature, licence,
+//! kernel), versions, dependencies and dependents, and the README.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Redirect};
+use ebpkg_spec::Manifest;
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::registry_api::{Owner, VersionInfo, VersionSummary};
+use maud::{Markup, PreEscaped, html};
+
+use super::docs::{self, item_anchor};
+use super::layout::{self, Frame};
+use super::search::url_escape;
+use super::{PageError, PageResult, html_page};
+use crate::db;
+use crate::state::AppState;
+
+/// A version of a package, with everything its pages show.
+pub struct Loaded {
+    pub package_id: i64,
+    pub name: String,
+    pub info: VersionInfo,
+    /// This is the version the package is described by (its newest).
+    pub described: bool,
+    /// The manifest as published, when the registry kept it.
+    pub manifest: Option<Manifest>,
+    pub chain_sources: BTreeMap<String, String>,
+}
+
+pub enum Lookup {
+    Found(Box<Loaded>),
+    /// The name was spelled differently from the package's (case, `-`/`_`).
+    Elsewhere(String),
+}
+
+/// The package `name` at `version` (default: its described version).
+pub async fn load(state: &AppState, name: &str, version: Option<&str>, suffix: &str) -> Result<Lookup, PageError> {
+    let normalized = ebpkg_spec::names::normalize(name);
+    // Not only valid names: `Meter` or `hike-net` for `hike_net` find the
+    // package and redirect to its spelling.
+    let plausible = name.len() <= ebpkg_spec::names::MAX_NAME_LEN
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let pkg = if plausible { db::packages::package(&state.db, &normalized).await? } else { None };
+    let Some(pkg) = pkg else {
+        let close = db::catalog::close_names(&state.db, &normalized, 5).await?;
+        return Err(not_found(name, &close));
+    };
+    let described = db::catalog::described_version(&state.db, pkg.id).await?;
+    let wanted = version.unwrap_or(&described);
+    if pkg.name != name {
+        let at = version.map(|v| format!("/{v}")).unwrap_or_default();
+        return Ok(Lookup::Elsewhere(format!("{}{at}{suffix}", layout::package_url(&pkg.name))));
+    }
+    let parsed = semver::Version::parse(wanted).map_err(|_| {
+        PageError::not_found(format!("No version `{wanted}` of {name}"), html! {
+            p { "`" (wanted) "` is not a version. " a href=(layout::package_url(name)) { "See " (name) "'s versions." } }
+        })
+    })?;
+    let Some(info) = db::packages::version(&state.db, pkg.id, &parsed).await? else {
+        return Err(PageError::not_found(
+            format!("No version {parsed} of {name}"),
+            html! {
+                p { (name) " has no version " (parsed) ". " a href=(layout::package_url(name)) { "See its versions." } }
+            },
+        ));
+    };
+    let sources = db::catalog::doc_sources(&state.db, pkg.id, &db::packages::without_build(&parsed)).await?;
+    // Stored at publish after the same parse; a failure here means a newer
+    // server's manifest, and the pages fall back to the index line.
+    let manifest = sources.manifest.as_deref().and_then(|text| Manifest::parse(text, "ebpkg.toml").ok());
+    Ok(Lookup::Found(Box::new(Loaded {
+        package_id: pkg.id,
+        name: pkg.name,
+        described: info.entry.vers.to_string() == described,
+        info,
+        manifest,
+        chain_sources: sources.chain_sources,
+    })))
+}
+
+fn not_found(name: &str, close: &[String]) -> PageError {
+    PageError::not_found(
+        format!("No package {name}"),
+        html! {
+            p { "This registry has no package named " code { (name) } "." }
+            @if !close.is_empty() {
+                p { "Did you mean:" }
+                ul.packages { @for c in close { li { a.name href=(layout::package_url(c)) { (c) } } } }
+            }
+            p { a href=(format!("/search?q={}", url_escape(name))) { "Search for “" (name) "”" } }
+        },
+    )
+}
+
+pub async fn latest(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> PageResult {
+    show(&state, &name, None, &headers).await
+}
+
+pub async fn at_version(
+    State(state): State<AppState>,
+    Path((name, version)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> PageResult {
+    show(&state, &name, Some(&version), &headers).await
+}
+
+async fn show(state: &AppState, name: &str, version: Option<&str>, headers: &HeaderMap) -> PageResult {
+    let loaded = match load(state, name, version, "").await? {
+        Lookup::Found(loaded) => loaded,
+        Lookup::Elsewhere(url) => return Ok(Redirect::permanent(&url).into_response()),
+    };
+    let owners = db::packages::owners(&state.db, loaded.package_id).await?;
+    let versions = db::packages::versions(&state.db, loaded.package_id).await?;
+    let dependents = db::catalog::dependents(&state.db, &ebpkg_spec::names::normalize(&loaded.name), 50).await?;
+    let signer = match &loaded.info.entry.signed_by {
+        Some(key) => db::keys::by_id(&state.db, key).await?,
+        None => None,
+    };
+    let readme = loaded
+        .info
+        .readme
+        .as_deref()
+        .map(|md| state.readmes.get_or_render(loaded.package_id, &loaded.info.entry.vers.to_string(), md));
+    let entry = &loaded.info.entry;
+    let title = format!("{} {}", loaded.name, entry.vers);
+    let content = html! {
+        article {
+            header {
+                h1 { (loaded.name) " " span.version { (entry.vers) } }
+                @if let Some(d) = &entry.description { p.lead { (layout::prose(d)) } }
+                @if entry.yanked {
+                    p.notice role="note" { "This version is yanked: existing lockfiles still install it, new \
+                        resolutions skip it." }
+                }
+                @if !loaded.described {
+                    p.notice role="note" { "This is not the newest version. "
+                        a href=(layout::package_url(&loaded.name)) { "See the newest." } }
+                }
+            }
+            div.pkg-layout {
+                div {
+                    section aria-labelledby="install" {
+                        h2 #install { "Install" }
+                        (install_line(&loaded))
+                        p.muted { "Then " code { "ebpkg install" } " builds it against your kernel and loads it." }
+                    }
+                    (items_summary(&loaded))
+                    section aria-labelledby="readme" {
+                        h2 #readme { "README" }
+                        @match &readme {
+                            Some(html) => div.readme { (PreEscaped(&**html)) },
+                            None => p.muted { "This version has no README." },
+                        }
+                    }
+                }
+                aside aria-label="Package details" {
+                    (details(&loaded, &owners, signer.as_ref()))
+                    (dependencies(entry))
+                    section aria-labelledby="dependents" {
+                        h2 #dependents { "Dependents" }
+                        @if dependents.is_empty() { p.muted { "No package here depends on it yet." } }
+                        ul { @for d in &dependents { li { a href=(layout::package_url(&d.name)) { (d.name) } } } }
+                    }
+                    (versions_table(&loaded.name, &versions, &entry.vers))
+                }
+            }
+        }
+    };
+    let frame = Frame { title: &title, description: entry.description.as_deref(), query: "", own_search: false };
+    Ok(html_page(state, headers, layout::page(&frame, content)))
+}
+
+fn install_line(loaded: &Loaded) -> Markup {
+    let line = if loaded.described {
+        format!("ebpkg add {}", loaded.name)
+    } else {
+        format!("ebpkg add {}@={}", loaded.name, loaded.info.entry.vers)
+    };
+    html! {
+        div.copy-line {
+            code #add-line { (line) }
+            button type="button" data-copy=(line) aria-controls="add-line" hidden { "Copy" }
+        }
+    }
+}
+
+fn items_summary(loaded: &Loaded) -> Markup {
+    let entry = &loaded.info.entry;
+    let docs_url = docs::url(&loaded.name, &entry.vers);
+    let describe =
+        |kind: &str, name: &str| layout::prose(&docs::item_description(loaded.manifest.as_ref(), kind, name));
+    html! {
+        section aria-labelledby="items" {
+            h2 #items { "Programs, loaders and chains" }
+            @if entry.programs.is_empty() && entry.loaders.is_empty() && entry.chains.is_empty()
+                && entry.reexports.is_empty() {
+                p.muted { "This package re-exports or depends on others; it defines no items itself." }
+            } @else {
+                div.table-wrap { table {
+                    thead { tr { th scope="col" { "Item" } th scope="col" { "Kind" } th scope="col" { "Hook" }
+                                 th scope="col" { "What it does" } } }
+                    tbody {
+                        @for p in &entry.programs {
+                            tr { td { a href=(format!("{docs_url}#{}", item_anchor("program", p.name.as_str()))) {
+                                    code { (p.name) } } }
+                                 td { "program" } td { (p.hook) } td { (describe("program", p.name.as_str())) } }
+                        }
+                        @for l in &entry.loaders {
+                            tr { td { a href=(format!("{docs_url}#{}", item_anchor("loader", l.name.as_str()))) {
+                                    code { (l.name) } } }
+                                 td { "loader" } td { (l.hook) } td { (describe("loader", l.name.as_str())) } }
+                        }
+                        @for c in &entry.chains {
+                            tr { td { a href=(format!("{docs_url}#{}", item_anchor("chain", c.name.as_str()))) {
+                                    code { (c.name) } } }
+                                 td { "chain" } td { "—" } td { (describe("chain", c.name.as_str())) } }
+                        }
+                        @for (from, items) in &entry.reexports {
+                            @for item in items {
+                                tr { td { code { (item) } } td { "re-export" } td { "—" }
+                                     td { "from " a href=(layout::package_url(from.as_str())) { (from) } } }
+                            }
+                        }
+                    }
+                } }
+                p { a href=(docs_url) { "Full documentation: arguments, return values, maps and chain sources" } }
+            }
+        }
+    }
+}
+
+fn details(loaded: &Loaded, owners: &[Owner], signer: Option<&db::keys::KeyRow>) -> Markup {
+    let entry = &loaded.info.entry;
+    let package = loaded.manifest.as_ref().map(|m| &m.package);
+    let summary = &loaded.info.summary;
+    html! {
+        h2.visually-hidden { "Details" }
+        dl {
+            dt { "Licence" } dd { (loaded.info.license.as_deref().unwrap_or("not stated")) }
+            dt { "Kernel" } dd { (kernel(entry)) }
+            dt { "Signature" } dd { (signature(entry, owners, signer)) }
+            dt { "Owners" } dd {
+                @for (i, o) in owners.iter().enumerate() {
+                    @if i > 0 { ", " } a href=(format!("/users/{}", o.login)) { (o.login) }
+                }
+            }
+            dt { "Published" } dd { (summary.published_at.get(..10).unwrap_or(&summary.published_at))
+                                     " by " a href=(format!("/users/{}", summary.published_by)) { (summary.published_by) } }
+            dt { "Downloads" } dd { (summary.downloads) }
+            dt { "Size" } dd { (kib(summary.size)) }
+            @if let Some(url) = package.and_then(|p| p.repository.as_deref()).filter(|u| is_web_url(u)) {
+                dt { "Repository" } dd { a href=(url) rel="nofollow noopener" { (url) } }
+            }
+            @if let Some(url) = package.and_then(|p| p.homepage.as_deref()).filter(|u| is_web_url(u)) {
+                dt { "Homepage" } dd { a href=(url) rel="nofollow noopener" { (url) } }
+            }
+            @if !entry.keywords.is_empty() {
+                dt { "Keywords" } dd { @for k in &entry.keywords {
+                    a.tag href=(format!("/search?q={}", url_escape(k))) { (k) } } }
+            }
+            dt { "SHA-256" } dd { code { (entry.cksum) } }
+        }
+    }
+}
+
+fn kernel(entry: &IndexEntry) -> Markup {
+    let k = &entry.kernel;
+    html! {
+        @match &k.min { Some(min) => { "Linux ≥ " (min) }, None => { "any with BTF (CO-RE)" } }
+        @if !k.program_types.is_empty() { br; "program types: " (k.program_types.join(", ")) }
+        @if !k.helpers.is_empty() { br; "helpers: " (k.helpers.join(", ")) }
+    }
+}
+
+fn signature(entry: &IndexEntry, owners: &[Owner], signer: Option<&db::keys::KeyRow>) -> Markup {
+    let Some(key) = &entry.signed_by else {
+        return html! { "unsigned" };
+    };
+    let short = key.to_string();
+    let short = short.get(..16).unwrap_or(&short);
+    html! {
+        "signed with key " code title=(key) { (short) "…" }
+        @if let Some(row) = signer {
+            " of " a href=(format!("/users/{}", row.login)) { (row.login) }
+            @if !owners.iter().any(|o| o.login == row.login) { " (no longer an owner)" }
+            @if let Some(at) = row.revoked_at { " — key revoked " (layout::date(&at)) }
+        }
+    }
+}
+
+fn dependencies(entry: &IndexEntry) -> Markup {
+    html! {
+        section aria-labelledby="deps" {
+            h2 #deps { "Dependencies" }
+            @if entry.deps.is_empty() { p.muted { "None." } }
+            ul {
+                @for d in &entry.deps {
+                    li {
+                        @match &d.registry {
+                            None => a href=(layout::package_url(d.name.as_str())) { (d.name) },
+                            Some(registry) => span title=(registry) { (d.name) " (from " (registry) ")" },
+                        }
+                        " " code { (d.req) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn versions_table(name: &str, versions: &[VersionSummary], shown: &semver::Version) -> Markup {
+    html! {
+        section aria-labelledby="versions" {
+            h2 #versions { "Versions" }
+            div.table-wrap { table {
+                thead { tr { th scope="col" { "Version" } th scope="col" { "Published" } th scope="col" { "Downloads" } } }
+                tbody {
+                    @for v in versions.iter().rev() {
+                        tr {
+                            td {
+                                @if &v.vers == shown { strong aria-current="page" { (v.vers) } }
+                                @else { a href=(format!("{}/{}", layout::package_url(name), v.vers)) { (v.vers) } }
+                                @if v.yanked { " " span.tag.yanked { "yanked" } }
+                            }
+                            td { (v.published_at.get(..10).unwrap_or(&v.published_at)) }
+                            td { (v.downloads) }
+                        }
+                    }
+                }
+            } }
+        }
+    }
+}
+
+fn kib(bytes: u64) -> String {
+    if bytes < 1024 { format!("{bytes} B") } else { format!("{:.1} KiB", bytes as f64 / 1024.0) }
+}
+
+/// Only http(s) URLs become links (a manifest could say `javascript:`).
+fn is_web_url(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+}
