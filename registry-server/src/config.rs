@@ -203,17 +203,46 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Bounded like every file ebpkg reads.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
+/// What the administration commands (migrate, user, token, tuf) need: the
+/// database and, to re-sign, the online key; not a blob store or an address.
+pub struct AdminConfig {
+    pub database_url: String,
+    pub tuf_online_key: Option<PathBuf>,
+}
+
+impl AdminConfig {
+    pub fn load(args: &ConfigArgs) -> Result<AdminConfig, ConfigError> {
+        let file = config_file(args)?;
+        Ok(AdminConfig {
+            database_url: database_url(args, &file)?,
+            tuf_online_key: args.tuf_online_key.clone().or(file.tuf_online_key),
+        })
+    }
+
+    pub fn masked_database_url(&self) -> String {
+        mask_password(&self.database_url)
+    }
+}
+
+fn config_file(args: &ConfigArgs) -> Result<ConfigFile, ConfigError> {
+    match &args.config {
+        Some(path) => read_file(path),
+        None => Ok(ConfigFile::default()),
+    }
+}
+
+fn database_url(args: &ConfigArgs, file: &ConfigFile) -> Result<String, ConfigError> {
+    args.database_url.clone().or(file.database_url.clone()).ok_or(ConfigError::Missing {
+        setting: "database-url",
+        how: "--database-url, EBPKG_REGISTRY_DATABASE_URL or `database-url` in --config",
+    })
+}
+
 impl Config {
     /// Merges flags and environment (`args`) over the file they name over defaults.
     pub fn load(args: &ConfigArgs) -> Result<Config, ConfigError> {
-        let file = match &args.config {
-            Some(path) => read_file(path)?,
-            None => ConfigFile::default(),
-        };
-        let database_url = args.database_url.clone().or(file.database_url).ok_or(ConfigError::Missing {
-            setting: "database-url",
-            how: "--database-url, EBPKG_REGISTRY_DATABASE_URL or `database-url` in --config",
-        })?;
+        let file = config_file(args)?;
+        let database_url = database_url(args, &file)?;
         let listen = match args.listen.or(file.listen) {
             Some(a) => a,
             None => DEFAULT_LISTEN.parse().map_err(|_| ConfigError::Missing { setting: "listen", how: "--listen" })?,

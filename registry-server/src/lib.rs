@@ -24,4 +24,4 @@ pub mod testing;
 pub mod tuf;
 
 pub use app::{Server, router};
-pub use config::{Config, ConfigArgs, StorageUrl};
+pub use config::{AdminConfig, Config, ConfigArgs, StorageUrl};

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use ebpkg_registry::{Config, ConfigArgs, Server, db};
+use ebpkg_registry::{AdminConfig, Config, ConfigArgs, Server, db};
 use ebpkg_spec::registry_api::{NewToken, Scope};
 
 #[derive(Parser)]
@@ -140,22 +140,26 @@ fn main() -> ExitCode {
 fn init_logs(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("EBPKG_REGISTRY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only for a person at a terminal: a log file or collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     if json { builder.json().init() } else { builder.init() }
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let config = Config::load(&cli.config)?;
+    // Serving needs every setting; administration only the database (and a key).
+    let admin = || AdminConfig::load(&cli.config);
     match cli.command {
         Command::Migrate => {
+            let config = admin()?;
             let pool = db::pool(&config.database_url, 1)?;
             let applied =
                 db::migrate(&pool).await.with_context(|| format!("migrating {}", config.masked_database_url()))?;
             println!("{applied} migration(s) applied; the schema is current");
         }
-        Command::Serve { migrate } => serve(config, migrate).await?,
+        Command::Serve { migrate } => serve(Config::load(&cli.config)?, migrate).await?,
         Command::Tuf(TufCommand::Init { root_keys, threshold, online_key }) => {
-            let pool = db::pool(&config.database_url, 1)?;
+            let pool = db::pool(&admin()?.database_url, 1)?;
             let count = ebpkg_registry::tuf::init(&pool, &root_keys, threshold, &online_key).await?;
             println!(
                 "signed {count} index file(s); serve with --tuf-online-key {}; users trust /tuf/root.json \
@@ -168,16 +172,16 @@ async fn run(cli: Cli) -> Result<()> {
             if new_root_keys.is_empty() && new_online_key.is_none() {
                 bail!("nothing to rotate: give --new-root-key and/or --new-online-key");
             }
-            let pool = db::pool(&config.database_url, 1)?;
+            let pool = db::pool(&admin()?.database_url, 1)?;
             let rotation =
                 ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
             ebpkg_registry::tuf::rotate(&pool, rotation).await?;
             println!("TUF keys rotated; clients follow on their next read (serve with the new online key, if any)");
         }
         Command::Tuf(TufCommand::Refresh) => {
-            let Some(key) = &config.tuf_online_key else { bail!("--tuf-online-key is needed to re-sign") };
-            let pool = db::pool(&config.database_url, 1)?;
-            if !ebpkg_registry::tuf::refresh(&pool, key).await? {
+            let Some(key) = admin()?.tuf_online_key else { bail!("--tuf-online-key is needed to re-sign") };
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            if !ebpkg_registry::tuf::refresh(&pool, &key).await? {
                 bail!("this registry has no TUF metadata; create it with `ebpkg-registry tuf init`");
             }
             println!("timestamp re-signed");
@@ -188,14 +192,14 @@ async fn run(cli: Cli) -> Result<()> {
                     "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
                 );
             }
-            let pool = db::pool(&config.database_url, 1)?;
+            let pool = db::pool(&admin()?.database_url, 1)?;
             match db::users::create(&pool, &login).await.context("creating the user")? {
                 Some(user) => println!("created user `{}` (id {})", user.login, user.id),
                 None => bail!("a user `{login}` exists already"),
             }
         }
         Command::Token(TokenCommand::Create { user, name, scopes, packages, expires }) => {
-            let pool = db::pool(&config.database_url, 1)?;
+            let pool = db::pool(&admin()?.database_url, 1)?;
             let Some(user) = db::users::by_login(&pool, &user).await.context("looking the user up")? else {
                 bail!("no user `{user}`; create it with `ebpkg-registry user create {user}`");
             };

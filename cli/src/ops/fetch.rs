@@ -169,7 +169,7 @@ impl Trust {
                  could not be reached, so whether the key was revoked since was not checked"
             ));
         }
-        tracing::debug!("{id}: signature by key {key} verified");
+        tracing::info!("{id}: signature by key {key} verified over the archive; the key is trusted and not revoked");
         Ok(())
     }
 }
