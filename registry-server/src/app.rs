@@ -80,8 +80,9 @@ pub fn router(state: AppState) -> Router {
         }),
     );
     let limited = limited.route_layer(middleware::from_fn_with_state(state.clone(), limit_by_ip));
-    let catalog =
-        crate::catalog::router(|pages| pages.route_layer(middleware::from_fn_with_state(state.clone(), limit_by_ip)));
+    let catalog = crate::catalog::router(&state, |pages| {
+        pages.route_layer(middleware::from_fn_with_state(state.clone(), limit_by_ip))
+    });
     let compress = DefaultPredicate::new().and(NotForContentType::const_new("application/gzip"));
     let body_limit =
         usize::try_from(config.max_archive_bytes + u64::from(ebpkg_spec::registry_api::MAX_PUBLISH_METADATA) + 8)
@@ -184,6 +185,7 @@ impl Server {
                 index_cache: Arc::new(IndexCache::default()),
                 archives: Arc::new(ArchiveCache::new(usize::try_from(archive_cache).unwrap_or(usize::MAX))),
                 readmes: Arc::default(),
+                pages: Arc::default(),
             },
         })
     }

@@ -48,6 +48,13 @@ impl IndexCache {
         self.epoch.load(Ordering::Acquire)
     }
 
+    /// The epoch, when the cache is trusted (the listener is connected): what
+    /// other caches of things derived from packages (the catalog's pages) key
+    /// their entries on, to drop them at any change.
+    pub fn trusted_epoch(&self) -> Option<u64> {
+        self.live.load(Ordering::Acquire).then(|| self.epoch())
+    }
+
     /// Keeps a file read from the database, unless something changed since `epoch`.
     pub fn fill(&self, normalized: &str, file: Arc<IndexFile>, epoch: u64) {
         if !self.live.load(Ordering::Acquire) {

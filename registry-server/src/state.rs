@@ -5,6 +5,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use crate::archive_cache::ArchiveCache;
+use crate::catalog::PageCache;
 use crate::catalog::markdown::ReadmeCache;
 use crate::config::Config;
 use crate::downloads::DownloadCounter;
@@ -23,4 +24,6 @@ pub struct AppState {
     pub archives: Arc<ArchiveCache>,
     /// READMEs rendered for the catalog's pages.
     pub readmes: Arc<ReadmeCache>,
+    /// The catalog's rendered pages, for seconds.
+    pub pages: Arc<PageCache>,
 }

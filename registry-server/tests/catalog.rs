@@ -236,3 +236,35 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
     let text = browser.eval("document.body.innerText").unwrap();
     assert!(text.as_str().unwrap().contains("meter"), "{text}");
 }
+
+/// Pages are kept for seconds, and dropped at any change a notification
+/// announces: a change written behind the server's back (no NOTIFY) is not seen
+/// until one arrives.
+#[test]
+fn rendered_pages_are_cached_until_a_change_is_announced() {
+    let reg = TestRegistry::start().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    publish_first_party(&reg, &token, &["meter"]);
+    let downloads =
+        |page: &str| page.split("<dt>Downloads</dt><dd>").nth(1).and_then(|r| r.split('<').next()).map(str::to_owned);
+    let (_, _, first) = html(&reg, "/packages/meter");
+    assert_eq!(downloads(&first).as_deref(), Some("0"), "{first}");
+    reg.block_on(sqlx::query("UPDATE versions SET downloads = 4242").execute(reg.pool())).unwrap();
+    let (_, _, cached) = html(&reg, "/packages/meter");
+    assert_eq!(downloads(&cached).as_deref(), Some("0"), "served from the cache");
+    reg.block_on(sqlx::query("SELECT pg_notify('ebpkg_index', 'meter')").execute(reg.pool())).unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let (_, _, page) = html(&reg, "/packages/meter");
+        if downloads(&page).as_deref() == Some("4242") {
+            break;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "the notification did not drop the page");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Revalidation is answered for cached pages too.
+    let r = http().get(format!("{}packages/meter", reg.url())).send().unwrap();
+    let etag = r.headers()[ETAG].clone();
+    let again = http().get(format!("{}packages/meter", reg.url())).header(IF_NONE_MATCH, etag).send().unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+}

@@ -210,7 +210,10 @@ fn main() -> Result<()> {
     let www = tempfile::tempdir()?;
     let index_path = ebpkg_spec::index_path("pkg-3-7");
     let archive_path = "api/v1/packages/pkg-3-7/1.0.0/download";
-    for path in [format!("index/{index_path}"), archive_path.to_owned()] {
+    // The catalog's page of the package (rendered from the database per request)
+    // against the same HTML as a static file.
+    let page_path = "packages/pkg-3-7";
+    for path in [format!("index/{index_path}"), archive_path.to_owned(), page_path.to_owned()] {
         let bytes = client.get(format!("{}{path}", served.url)).send()?.error_for_status()?.bytes()?;
         let file = www.path().join(&path);
         std::fs::create_dir_all(file.parent().context("a parent")?)?;
@@ -223,7 +226,11 @@ fn main() -> Result<()> {
     ))?;
     let nginx_url = format!("http://127.0.0.1:{nginx_port}/");
 
-    let kinds = [("index file", format!("index/{index_path}")), ("archive", archive_path.to_owned())];
+    let kinds = [
+        ("index file", format!("index/{index_path}")),
+        ("archive", archive_path.to_owned()),
+        ("package page", page_path.to_owned()),
+    ];
     let mut rows = Vec::new();
     for (kind, path) in &kinds {
         for connections in [1u32, 16, 64] {
@@ -257,15 +264,17 @@ fn main() -> Result<()> {
          | | measured | target | |\n|---|---:|---:|---|\n",
     );
     let mut missed = Vec::new();
-    for kind in ["index file", "archive"] {
+    for kind in ["index file", "archive", "package page"] {
         if let Some((ours, theirs)) = at64(kind) {
             let ratio = ours[0] / theirs[0];
-            let ok = ratio >= 0.5;
+            // A page is rendered from several queries; a file is sent from the page cache.
+            let floor = if kind == "package page" { 0.25 } else { 0.5 };
+            let ok = ratio >= floor;
             if !ok {
                 missed.push(format!("{kind} throughput {ratio:.2}× nginx"));
             }
             report.push_str(&format!(
-                "| {kind} requests/s at 64 connections: registry / nginx | {ratio:.2}× | ≥ 0.50× | {} |\n",
+                "| {kind} requests/s at 64 connections: registry / nginx | {ratio:.2}× | ≥ {floor:.2}× | {} |\n",
                 if ok { "met" } else { "**missed**" }
             ));
             let ok = ours[2] <= 10.0;

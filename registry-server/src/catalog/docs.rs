@@ -7,7 +7,6 @@
 //! only).
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect};
 use ebpkg_spec::Manifest;
 use ebpkg_spec::index::{ArgSignature, IndexEntry};
@@ -39,19 +38,15 @@ pub fn item_description(manifest: Option<&Manifest>, kind: &str, name: &str) -> 
     found.unwrap_or_default()
 }
 
-pub async fn latest(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> PageResult {
-    show(&state, &name, None, &headers).await
+pub async fn latest(State(state): State<AppState>, Path(name): Path<String>) -> PageResult {
+    show(&state, &name, None).await
 }
 
-pub async fn at_version(
-    State(state): State<AppState>,
-    Path((name, version)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> PageResult {
-    show(&state, &name, Some(&version), &headers).await
+pub async fn at_version(State(state): State<AppState>, Path((name, version)): Path<(String, String)>) -> PageResult {
+    show(&state, &name, Some(&version)).await
 }
 
-async fn show(state: &AppState, name: &str, version: Option<&str>, headers: &HeaderMap) -> PageResult {
+async fn show(state: &AppState, name: &str, version: Option<&str>) -> PageResult {
     let loaded = match load(state, name, version, "/docs").await? {
         Lookup::Found(loaded) => loaded,
         Lookup::Elsewhere(url) => return Ok(Redirect::permanent(&url).into_response()),
@@ -77,7 +72,7 @@ async fn show(state: &AppState, name: &str, version: Option<&str>, headers: &Hea
         }
     };
     let frame = Frame { title: &title, description: entry.description.as_deref(), query: "", own_search: false };
-    Ok(html_page(state, headers, layout::page(&frame, content)))
+    Ok(html_page(state, layout::page(&frame, content)))
 }
 
 fn toc(entry: &IndexEntry) -> Markup {

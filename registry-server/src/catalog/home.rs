@@ -1,7 +1,6 @@
 //! `/`: search first, then what is new.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use maud::html;
 
 use super::layout::{self, Frame};
@@ -11,7 +10,7 @@ use crate::state::AppState;
 
 const LISTED: i64 = 10;
 
-pub async fn home(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+pub async fn home(State(state): State<AppState>) -> PageResult {
     let total = catalog::count(&state.db).await?;
     let created = catalog::recent(&state.db, Recent::Created, LISTED).await?;
     let updated = catalog::recent(&state.db, Recent::Updated, LISTED).await?;
@@ -43,5 +42,5 @@ pub async fn home(State(state): State<AppState>, headers: HeaderMap) -> PageResu
         query: "",
         own_search: true,
     };
-    Ok(html_page(&state, &headers, layout::page(&frame, content)))
+    Ok(html_page(&state, layout::page(&frame, content)))
 }

@@ -18,12 +18,58 @@ pub fn render(markdown: &str) -> String {
         | Options::ENABLE_HEADING_ATTRIBUTES;
     let mut html = String::with_capacity(markdown.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, Parser::new_ext(markdown, options));
-    ammonia::Builder::default()
+    let clean = ammonia::Builder::default()
         .url_schemes(["http", "https", "mailto"].into())
         .url_relative(UrlRelative::Deny)
         .link_rel(Some("noopener noreferrer nofollow ugc"))
         .clean(&html)
-        .to_string()
+        .to_string();
+    debug_assert_eq!(active_content(&clean), None, "the sanitizer let active content through");
+    clean
+}
+
+/// The first thing in `html` that could run code or pull the reader elsewhere
+/// unasked (a script-capable element, an event handler, a `javascript:`-like
+/// URL), if any: the property the sanitizer must guarantee, checked by the
+/// tests and the fuzz target on its output.
+pub fn active_content(html: &str) -> Option<String> {
+    const ELEMENTS: [&str; 12] =
+        ["script", "style", "iframe", "frame", "object", "embed", "form", "input", "base", "meta", "link", "svg"];
+    let lower = html.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    let mut i = 0;
+    while let Some(start) = lower[i..].find('<').map(|at| i + at) {
+        // Serialized HTML escapes `<` in text, so this opens a tag; it ends at the
+        // first `>` outside a quoted attribute value.
+        let (mut end, mut quote) = (start + 1, None);
+        while end < bytes.len() {
+            match (bytes[end], quote) {
+                (b'"' | b'\'', None) => quote = Some(bytes[end]),
+                (q, Some(open)) if q == open => quote = None,
+                (b'>', None) => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        let tag = &lower[start + 1..end.min(lower.len())];
+        let name: String = tag.trim_start_matches('/').chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        if ELEMENTS.contains(&name.as_str()) {
+            return Some(format!("a <{name}> element"));
+        }
+        for (attr, value) in attributes(&tag[name.len() + usize::from(tag.starts_with('/'))..]) {
+            let value = value.trim();
+            if attr.starts_with("on") {
+                return Some(format!("an event handler `{attr}`"));
+            }
+            if matches!(attr, "href" | "src" | "action" | "formaction" | "xlink:href")
+                && ["javascript:", "vbscript:", "data:"].iter().any(|s| value.starts_with(s))
+            {
+                return Some(format!("a `{value}` URL"));
+            }
+        }
+        i = end.max(start + 1);
+    }
+    None
 }
 
 /// Rendered READMEs by (package id, version): a README is immutable once
@@ -57,9 +103,90 @@ impl ReadmeCache {
     }
 }
 
+/// `name=value` pairs of a tag's attribute text (`a="b c" d=e f`), values
+/// unquoted.
+fn attributes(mut text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    loop {
+        text = text.trim_start_matches(|c: char| c.is_whitespace() || c == '/');
+        if text.is_empty() {
+            return out;
+        }
+        let name_end = text.find(|c: char| c.is_whitespace() || c == '=').unwrap_or(text.len());
+        let name = &text[..name_end];
+        text = text[name_end..].trim_start();
+        let Some(rest) = text.strip_prefix('=') else {
+            out.push((name, ""));
+            continue;
+        };
+        let rest = rest.trim_start();
+        let (value, after) = match rest.chars().next() {
+            Some(q @ ('"' | '\'')) => {
+                let body = &rest[1..];
+                let close = body.find(q).unwrap_or(body.len());
+                (&body[..close], body.get(close + 1..).unwrap_or(""))
+            }
+            _ => {
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                (&rest[..end], &rest[end..])
+            }
+        };
+        out.push((name, value));
+        text = after;
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::render;
+    use proptest::prelude::*;
+
+    use super::{active_content, render};
+
+    /// Fragments attackers put in READMEs, to be combined at random.
+    const HOSTILE: [&str; 16] = [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "[a](javascript:alert(1))",
+        "[a](JaVaScRiPt:alert(1))",
+        "<a href=\"vbscript:x\">v</a>",
+        "<svg onload=alert(1)>",
+        "<iframe src=//evil>",
+        "<style>*{}</style>",
+        "<form action=//evil><input name=p></form>",
+        "![i](data:text/html;base64,PHNjcmlwdD4=)",
+        "<a href='x' onclick='y'>z</a>",
+        "<scr<script>ipt>",
+        "`<script>`",
+        "<details open ontoggle=alert(1)>",
+        "<base href=//evil>",
+        "<math><mi xlink:href=\"javascript:1\">",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn no_readme_renders_active_content(
+            parts in proptest::collection::vec(
+                prop_oneof![proptest::sample::select(HOSTILE.to_vec()).prop_map(String::from), ".{0,40}"], 0..12),
+        ) {
+            let html = render(&parts.join("\n"));
+            prop_assert_eq!(active_content(&html), None, "{}", html);
+        }
+    }
+
+    #[test]
+    fn the_checker_finds_what_it_is_for() {
+        // Markdown rendering alone keeps each of these active: the sanitizer is what removes them.
+        for hostile in &HOSTILE[..11] {
+            let mut raw = String::new();
+            pulldown_cmark::html::push_html(&mut raw, pulldown_cmark::Parser::new(hostile));
+            assert!(active_content(&raw).is_some(), "{hostile} → {raw}");
+        }
+        assert!(active_content("<p>x</p><script>1</script>").is_some());
+        assert!(active_content("<a href=\" javascript:x\">a</a>").is_some());
+        assert!(active_content("<img src=\"a>b\" onerror=x>").is_some());
+        assert!(active_content("<p title=\"a > b\">javascript: in text is text</p>").is_none());
+    }
 
     #[test]
     fn scripts_handlers_and_dangerous_urls_are_removed() {

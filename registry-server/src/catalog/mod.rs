@@ -10,6 +10,8 @@ mod layout;
 pub mod markdown;
 mod owner;
 mod package;
+mod page_cache;
+pub use page_cache::PageCache;
 mod respond;
 mod search;
 mod sitemap;
@@ -23,8 +25,9 @@ use maud::{Markup, html};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The pages (rate-limited by `limit`, like the API) and their static files.
-pub fn router(limit: impl Fn(Router<AppState>) -> Router<AppState>) -> Router<AppState> {
+/// The pages (cached briefly, rate-limited by `limit` like the API) and their
+/// static files.
+pub fn router(state: &AppState, limit: impl Fn(Router<AppState>) -> Router<AppState>) -> Router<AppState> {
     let pages = Router::new()
         .route("/", get(home::home))
         .route("/search", get(search::search))
@@ -35,6 +38,7 @@ pub fn router(limit: impl Fn(Router<AppState>) -> Router<AppState>) -> Router<Ap
         .route("/users/{login}", get(owner::owner))
         .route("/sitemap.xml", get(sitemap::sitemap))
         .route("/robots.txt", get(sitemap::robots));
+    let pages = pages.route_layer(axum::middleware::from_fn_with_state(state.clone(), page_cache::cached));
     limit(pages).route("/static/{file}", get(assets::serve)).route("/favicon.ico", get(assets::favicon))
 }
 
@@ -86,8 +90,8 @@ impl IntoResponse for PageError {
     }
 }
 
-fn html_page(state: &AppState, headers: &HeaderMap, markup: Markup) -> Response {
-    respond::page(&state.config, headers, "text/html; charset=utf-8", markup.into_string())
+fn html_page(state: &AppState, markup: Markup) -> Response {
+    respond::page(&state.config, "text/html; charset=utf-8", markup.into_string())
 }
 
 /// What an unknown path answers: a page for a browser, the API's JSON error

@@ -1,7 +1,6 @@
 //! `/users/{login}`: who a publisher is here, and what they own.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use maud::html;
 
 use super::layout::{self, Frame};
@@ -9,7 +8,7 @@ use super::{PageError, PageResult, html_page};
 use crate::db;
 use crate::state::AppState;
 
-pub async fn owner(State(state): State<AppState>, Path(login): Path<String>, headers: HeaderMap) -> PageResult {
+pub async fn owner(State(state): State<AppState>, Path(login): Path<String>) -> PageResult {
     let found = if db::users::valid_login(&login) { db::catalog::owner(&state.db, &login).await? } else { None };
     let Some(owner) = found else {
         return Err(PageError::not_found(
@@ -27,5 +26,5 @@ pub async fn owner(State(state): State<AppState>, Path(login): Path<String>, hea
         (layout::package_list(&owner.packages, "updated"))
     };
     let frame = Frame { title: &title, description: None, query: "", own_search: false };
-    Ok(html_page(&state, &headers, layout::page(&frame, content)))
+    Ok(html_page(&state, layout::page(&frame, content)))
 }

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect};
 use ebpkg_spec::Manifest;
 use ebpkg_spec::index::IndexEntry;
@@ -96,19 +95,15 @@ fn not_found(name: &str, close: &[String]) -> PageError {
     )
 }
 
-pub async fn latest(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> PageResult {
-    show(&state, &name, None, &headers).await
+pub async fn latest(State(state): State<AppState>, Path(name): Path<String>) -> PageResult {
+    show(&state, &name, None).await
 }
 
-pub async fn at_version(
-    State(state): State<AppState>,
-    Path((name, version)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> PageResult {
-    show(&state, &name, Some(&version), &headers).await
+pub async fn at_version(State(state): State<AppState>, Path((name, version)): Path<(String, String)>) -> PageResult {
+    show(&state, &name, Some(&version)).await
 }
 
-async fn show(state: &AppState, name: &str, version: Option<&str>, headers: &HeaderMap) -> PageResult {
+async fn show(state: &AppState, name: &str, version: Option<&str>) -> PageResult {
     let loaded = match load(state, name, version, "").await? {
         Lookup::Found(loaded) => loaded,
         Lookup::Elsewhere(url) => return Ok(Redirect::permanent(&url).into_response()),
@@ -171,7 +166,7 @@ async fn show(state: &AppState, name: &str, version: Option<&str>, headers: &Hea
         }
     };
     let frame = Frame { title: &title, description: entry.description.as_deref(), query: "", own_search: false };
-    Ok(html_page(state, headers, layout::page(&frame, content)))
+    Ok(html_page(state, layout::page(&frame, content)))
 }
 
 fn install_line(loaded: &Loaded) -> Markup {

@@ -1,6 +1,6 @@
-//! Turning a rendered page into a response: validators (a weak ETag over the
-//! body, so a revalidation costs a render but no transfer), caching and the
-//! security headers every page carries.
+//! Turning a rendered page into a response: its validator (a weak ETag over
+//! the body; `page_cache` answers `If-None-Match`), caching and the security
+//! headers every page carries.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,8 +19,8 @@ fn page_cache_control(config: &Config) -> HeaderValue {
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; \
                    form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-/// A `200` page, or `304` when the client's copy is current.
-pub fn page(config: &Config, request: &HeaderMap, content_type: &'static str, body: String) -> Response {
+/// A `200` page with its ETag.
+pub fn page(config: &Config, content_type: &'static str, body: String) -> Response {
     // Weak: the compression layer may change the bytes, not the meaning.
     let etag = format!("W/\"{}\"", hex::encode(&Sha256::digest(body.as_bytes())[..16]));
     let mut headers = HeaderMap::new();
@@ -30,9 +30,6 @@ pub fn page(config: &Config, request: &HeaderMap, content_type: &'static str, bo
     }
     // Pages differ by token for a private registry; compression by encoding.
     headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding, Authorization"));
-    if matches_etag(request, &etag) {
-        return (StatusCode::NOT_MODIFIED, headers).into_response();
-    }
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     security_headers(&mut headers);
     (StatusCode::OK, headers, body).into_response()
@@ -62,35 +59,31 @@ fn security_headers(headers: &mut HeaderMap) {
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
 }
 
-/// `If-None-Match` (weak comparison, as RFC 9110 wants for GET): any listed tag,
-/// with or without `W/`, or `*`.
-fn matches_etag(request: &HeaderMap, etag: &str) -> bool {
+/// Whether an `If-None-Match` value names `etag` (weak comparison, as RFC 9110
+/// wants for GET): any listed tag, with or without `W/`, or `*`.
+pub fn matches_etag(if_none_match: &HeaderValue, etag: &str) -> bool {
     let ours = etag.trim_start_matches("W/");
-    request.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
-        |tag| {
-            let tag = tag.trim();
-            tag == "*" || tag.trim_start_matches("W/") == ours
-        },
-    )
+    if_none_match.to_str().ok().into_iter().flat_map(|v| v.split(',')).any(|tag| {
+        let tag = tag.trim();
+        tag == "*" || tag.trim_start_matches("W/") == ours
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn request(inm: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(header::IF_NONE_MATCH, HeaderValue::from_str(inm).unwrap_or(HeaderValue::from_static("")));
-        h
+    fn value(inm: &'static str) -> HeaderValue {
+        HeaderValue::from_static(inm)
     }
 
     #[test]
     fn if_none_match_compares_weakly_and_accepts_lists() {
-        assert!(matches_etag(&request("W/\"abc\""), "W/\"abc\""));
-        assert!(matches_etag(&request("\"abc\""), "W/\"abc\""));
-        assert!(matches_etag(&request("\"x\", W/\"abc\""), "W/\"abc\""));
-        assert!(matches_etag(&request("*"), "W/\"abc\""));
-        assert!(!matches_etag(&request("W/\"abd\""), "W/\"abc\""));
-        assert!(!matches_etag(&HeaderMap::new(), "W/\"abc\""));
+        assert!(matches_etag(&value("W/\"abc\""), "W/\"abc\""));
+        assert!(matches_etag(&value("\"abc\""), "W/\"abc\""));
+        assert!(matches_etag(&value("\"x\", W/\"abc\""), "W/\"abc\""));
+        assert!(matches_etag(&value("*"), "W/\"abc\""));
+        assert!(!matches_etag(&value("W/\"abd\""), "W/\"abc\""));
+        assert!(!matches_etag(&value(""), "W/\"abc\""));
     }
 }

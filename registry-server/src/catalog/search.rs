@@ -1,7 +1,7 @@
 //! `/search?q=&page=`: the API's search (same query, same ranking), as a page.
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use ebpkg_spec::registry_api::MatchedOn;
 use maud::html;
 
@@ -13,11 +13,7 @@ use crate::state::AppState;
 
 const PER_PAGE: u32 = 20;
 
-pub async fn search(
-    State(state): State<AppState>,
-    Query(params): Query<SearchParams>,
-    headers: HeaderMap,
-) -> PageResult {
+pub async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> PageResult {
     if params.q.len() > 256 {
         return Err(PageError::new(StatusCode::BAD_REQUEST, "The search is longer than 256 bytes; shorten it."));
     }
@@ -68,7 +64,7 @@ pub async fn search(
         }
     };
     let frame = Frame { title: &title, description: None, query, own_search: false };
-    Ok(html_page(&state, &headers, layout::page(&frame, content)))
+    Ok(html_page(&state, layout::page(&frame, content)))
 }
 
 fn matched(on: MatchedOn) -> &'static str {

@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 
 use super::PageResult;
 use crate::db;
@@ -12,7 +11,7 @@ use crate::state::AppState;
 /// The sitemap protocol's limit for one file.
 const MAX_URLS: i64 = 50_000;
 
-pub async fn sitemap(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+pub async fn sitemap(State(state): State<AppState>) -> PageResult {
     let base = base_url(&state);
     let packages = db::catalog::sitemap(&state.db, MAX_URLS - 1).await?;
     let mut xml = String::from(
@@ -25,13 +24,13 @@ pub async fn sitemap(State(state): State<AppState>, headers: HeaderMap) -> PageR
             writeln!(xml, "<url><loc>{base}/packages/{name}</loc><lastmod>{}</lastmod></url>", at.format("%Y-%m-%d"));
     }
     xml.push_str("</urlset>\n");
-    Ok(super::respond::page(&state.config, &headers, "application/xml; charset=utf-8", xml))
+    Ok(super::respond::page(&state.config, "application/xml; charset=utf-8", xml))
 }
 
-pub async fn robots(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+pub async fn robots(State(state): State<AppState>) -> PageResult {
     let text =
         format!("User-agent: *\nDisallow: /api/\nDisallow: /index/\nSitemap: {}/sitemap.xml\n", base_url(&state));
-    Ok(super::respond::page(&state.config, &headers, "text/plain; charset=utf-8", text))
+    Ok(super::respond::page(&state.config, "text/plain; charset=utf-8", text))
 }
 
 fn base_url(state: &AppState) -> String {
