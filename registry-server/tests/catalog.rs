@@ -185,8 +185,9 @@ fn a_private_registry_keeps_its_pages_private() {
 }
 
 /// What a person sees, in a real browser: the key content of home, a search, a
-/// package page and its documentation; no console errors or failed loads; a
-/// phone-width layout without sideways scrolling. Screenshots are kept under
+/// package page and its documentation; no console errors or failed loads; no
+/// WCAG 2 AA violation axe-core can find (contrast, labels, landmarks, names);
+/// a phone-width layout without sideways scrolling. Screenshots are kept under
 /// the test's output directory for people to look at.
 #[test]
 fn a_browser_shows_home_search_package_and_docs_without_errors() {
@@ -215,6 +216,8 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
             for text in expected {
                 assert!(visit.text.contains(text), "{path} does not show `{text}`:\n{}", visit.text);
             }
+            let violations = browser.accessibility_violations().unwrap();
+            assert!(violations.is_empty(), "{path} at {label} width, WCAG 2 AA (axe-core): {violations:#?}");
             // Nothing wider than the screen: a phone scrolls down, not sideways.
             let overflow = browser.eval("document.documentElement.scrollWidth - window.innerWidth").unwrap();
             assert!(overflow.as_i64().unwrap_or(i64::MAX) <= 0, "{path} scrolls sideways by {overflow} px at {label}");

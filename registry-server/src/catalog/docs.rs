@@ -142,7 +142,7 @@ fn programs(loaded: &Loaded) -> Markup {
                     }
                     h4 { "Arguments" }
                     @if p.args.is_empty() { p.muted { "Takes no arguments." } } @else {
-                        div.table-wrap { table {
+                        div.table-wrap tabindex="0" { table {
                             thead { tr { th scope="col" { "Argument" } th scope="col" { "Type" } th scope="col" { "Meaning" } } }
                             tbody { @for (i, a) in p.args.iter().enumerate() {
                                 tr { td { code { (a.name) } } td { code { (a.ty) } }
@@ -186,7 +186,7 @@ fn program_maps(doc: Option<&Program>) -> Markup {
 
 fn fields(caption: &str, fields: &[Field]) -> Markup {
     html! {
-        div.table-wrap { table {
+        div.table-wrap tabindex="0" { table {
             caption.visually-hidden { (caption) }
             thead { tr { th scope="col" { (caption) " field" } th scope="col" { "Type" } th scope="col" { "Meaning" } } }
             tbody { @for f in fields {
@@ -239,7 +239,7 @@ fn chains(loaded: &Loaded) -> Markup {
                     @let d = item_description(loaded.manifest.as_ref(), "chain", c.name.as_str());
                     @if !d.is_empty() { p { (layout::prose(&d)) } }
                     @match loaded.chain_sources.get(c.name.as_str()) {
-                        Some(source) => pre aria-label=(format!("Source of chain {}", c.name)) { code { (source) } },
+                        Some(source) => pre tabindex="0" aria-label=(format!("Source of chain {}", c.name)) { code { (source) } },
                         None => p.muted { "The source was not kept for this version." },
                     }
                 }

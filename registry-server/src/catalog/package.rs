@@ -195,7 +195,7 @@ fn items_summary(loaded: &Loaded) -> Markup {
                 && entry.reexports.is_empty() {
                 p.muted { "This package re-exports or depends on others; it defines no items itself." }
             } @else {
-                div.table-wrap { table {
+                div.table-wrap tabindex="0" { table {
                     thead { tr { th scope="col" { "Item" } th scope="col" { "Kind" } th scope="col" { "Hook" }
                                  th scope="col" { "What it does" } } }
                     tbody {
@@ -311,7 +311,7 @@ fn versions_table(name: &str, versions: &[VersionSummary], shown: &semver::Versi
     html! {
         section aria-labelledby="versions" {
             h2 #versions { "Versions" }
-            div.table-wrap { table {
+            div.table-wrap tabindex="0" { table {
                 thead { tr { th scope="col" { "Version" } th scope="col" { "Published" } th scope="col" { "Downloads" } } }
                 tbody {
                     @for v in versions.iter().rev() {

@@ -182,6 +182,40 @@ impl Browser {
         Ok(result["result"]["value"].clone())
     }
 
+    /// Evaluates an expression whose value is a promise; what it resolves to.
+    pub fn eval_await(&mut self, expression: &str) -> Result<Value> {
+        let result = self.page_call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        )?;
+        if let Some(exception) = result.get("exceptionDetails") {
+            return Err(browser_error(format!("`{expression}` threw: {exception}")));
+        }
+        Ok(result["result"]["value"].clone())
+    }
+
+    /// WCAG 2 A and AA violations on the current page, by axe-core (the file
+    /// `ci/setup` installs; `EBPKG_TEST_AXE` names another): one line each, with
+    /// the elements concerned.
+    pub fn accessibility_violations(&mut self) -> Result<Vec<String>> {
+        let path =
+            std::env::var_os("EBPKG_TEST_AXE").map_or_else(|| "/opt/ebpkg-ci/axe/axe.min.js".into(), PathBuf::from);
+        let axe = std::fs::read_to_string(&path)
+            .map_err(|e| Error::Missing(format!("axe-core at {} ({e})", path.display())))?;
+        // Loaded into the page's world like a console snippet (the page's CSP
+        // governs the page's own scripts, not the debugger's).
+        self.eval(&format!("{axe}\n;true"))?;
+        let found = self.eval_await(
+            "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})\
+             .then(r => r.violations.map(v => v.id + ' (' + v.impact + '): ' + v.help + ' — ' + \
+             v.nodes.map(n => n.target.join(' ')).join(', ')))",
+        )?;
+        Ok(found
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect())
+            .unwrap_or_default())
+    }
+
     /// A PNG of the whole page (up to 10,000 CSS pixels tall) at the current width.
     pub fn screenshot(&mut self, path: &Path) -> Result<()> {
         let metrics = self.page_call("Page.getLayoutMetrics", json!({}))?;
