@@ -3,6 +3,7 @@
 //! registry check their index files against the result.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use ebpkg_tuf::TrustedIndex;
 
@@ -13,6 +14,43 @@ pub struct TufTrust {
     pub root: PathBuf,
     /// Where the last trusted timestamp and snapshot are kept, against rollback.
     pub datastore: PathBuf,
+}
+
+/// A registry reader's TUF state: what it trusts, and the metadata, loaded and
+/// verified once per process (both kinds of registry hold one).
+#[derive(Debug)]
+pub(crate) struct TufReader {
+    trust: TufTrust,
+    loaded: OnceLock<TrustedIndex>,
+}
+
+impl TufReader {
+    pub(crate) fn new(trust: TufTrust) -> TufReader {
+        TufReader { trust, loaded: OnceLock::new() }
+    }
+
+    /// The verified metadata; `load` fetches and verifies it the first time.
+    pub(crate) fn index(
+        &self,
+        load: impl FnOnce(&TufTrust) -> crate::Result<TrustedIndex>,
+    ) -> crate::Result<&TrustedIndex> {
+        if let Some(index) = self.loaded.get() {
+            return Ok(index);
+        }
+        let index = load(&self.trust)?;
+        Ok(self.loaded.get_or_init(|| index))
+    }
+}
+
+/// A file the registry does not serve (`target`) must not be one the signed
+/// metadata lists: that would be a file withheld from this reader.
+pub(crate) fn check_absent(index: &TrustedIndex, target: &str) -> Result<(), ebpkg_tuf::Error> {
+    if index.lists(target) {
+        return Err(ebpkg_tuf::Error::Metadata {
+            detail: format!("{target} is in the signed metadata but the registry does not serve it (withheld)"),
+        });
+    }
+    Ok(())
 }
 
 /// Loads the metadata at `url` from the trusted root and persists the root it

@@ -151,6 +151,24 @@ impl Online<'_> {
         .await
     }
 
+    /// The bin `name`'s next version of `role` (a later expiry), signed and
+    /// recorded in `meta` for the snapshot; the caller writes it.
+    async fn next_bin(
+        &self,
+        delegations: &Delegations,
+        name: &str,
+        mut role: Targets,
+        meta: &mut HashMap<String, Metafile>,
+    ) -> Result<(String, SignedRole<DelegatedTargets>)> {
+        role.version = next(role.version);
+        role.expires = expires(self.now, self.expiry.bins)?;
+        let version = role.version;
+        let signed = self.bin(delegations, name, role).await?;
+        let file = format!("{name}.json");
+        meta.insert(file.clone(), metafile(&signed, version));
+        Ok((file, signed))
+    }
+
     /// Signs a snapshot listing `meta` and the timestamp over it, and writes both
     /// (the timestamp last: it is what makes the change visible).
     async fn commit(
@@ -278,12 +296,8 @@ pub fn update(store: &mut dyn Store, online_key: &Path, changes: &[Change], now:
                     None => role.signed.targets.remove(&key),
                 };
             }
-            role.signed.version = next(role.signed.version);
-            role.signed.expires = expires(now, expiry.bins)?;
-            let version = role.signed.version;
-            let signed = online.bin(&delegations, &name, role.signed).await?;
+            let (file, signed) = online.next_bin(&delegations, &name, role.signed, &mut meta).await?;
             write(store, &file, &signed)?;
-            meta.insert(file, metafile(&signed, version));
         }
         online.commit(store, &root.signed, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
     })?
@@ -327,14 +341,9 @@ fn resign_bins(store: &mut dyn Store, online_key: &Path, now: Time, expiry: &Exp
         let mut meta = snapshot.signed.meta.clone();
         if all_bins {
             for (name, _) in bins::all() {
-                let file = format!("{name}.json");
-                let mut role: Signed<Targets> = read(&*store, &file)?;
-                role.signed.version = next(role.signed.version);
-                role.signed.expires = expires(now, expiry.bins)?;
-                let version = role.signed.version;
-                let signed = online.bin(&delegations, &name, role.signed).await?;
+                let role: Signed<Targets> = read(&*store, &format!("{name}.json"))?;
+                let (file, signed) = online.next_bin(&delegations, &name, role.signed, &mut meta).await?;
                 write(store, &file, &signed)?;
-                meta.insert(file, metafile(&signed, version));
             }
         }
         online.commit(store, &root.signed, next(snapshot.signed.version), meta, next(timestamp.signed.version)).await
@@ -436,14 +445,8 @@ pub fn rotate_online(
         let mut meta = HashMap::from([("targets.json".to_owned(), metafile(&signed_top, targets_version))]);
         let mut bins = Vec::new();
         for (name, _) in bins::all() {
-            let file = format!("{name}.json");
-            let mut role: Signed<Targets> = read(&*store, &file)?;
-            role.signed.version = next(role.signed.version);
-            role.signed.expires = expires(now, expiry.bins)?;
-            let version = role.signed.version;
-            let signed = online.bin(&delegations, &name, role.signed).await?;
-            meta.insert(file.clone(), metafile(&signed, version));
-            bins.push((file, signed));
+            let role: Signed<Targets> = read(&*store, &format!("{name}.json"))?;
+            bins.push(online.next_bin(&delegations, &name, role.signed, &mut meta).await?);
         }
         write(store, &format!("{}.root.json", root.version), &signed_root)?;
         write(store, "root.json", &signed_root)?;

@@ -67,7 +67,7 @@ pub struct FileRegistry {
     root: PathBuf,
     url: RegistryUrl,
     /// A reader's trusted TUF root, when the user configured one.
-    tuf: Option<std::sync::Arc<tuf::TufReader>>,
+    tuf: Option<std::sync::Arc<crate::tuf::TufReader>>,
     /// A writer's online TUF key.
     tuf_online_key: Option<PathBuf>,
     /// A mirror: its TUF metadata is the origin's, copied, never signed here.
@@ -104,7 +104,7 @@ impl FileRegistry {
     /// The same registry, its index files checked against TUF metadata from the
     /// root `trust` names, and its changes signed with `online_key`.
     pub fn with_tuf(mut self, trust: Option<TufTrust>, online_key: Option<PathBuf>) -> FileRegistry {
-        self.tuf = trust.map(tuf::TufReader::new);
+        self.tuf = trust.map(|t| std::sync::Arc::new(crate::tuf::TufReader::new(t)));
         self.tuf_online_key = online_key;
         self
     }

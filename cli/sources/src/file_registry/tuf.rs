@@ -4,26 +4,11 @@
 //! snapshot and the timestamp after every change, with the online key.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
 
 use ebpkg_tuf::TrustedIndex;
 
 use super::FileRegistry;
 use crate::error::{ErrorKind, Result};
-use crate::tuf::TufTrust;
-
-/// A reader's TUF state: the metadata, loaded once per process.
-#[derive(Debug)]
-pub(super) struct TufReader {
-    trust: TufTrust,
-    loaded: OnceLock<TrustedIndex>,
-}
-
-impl TufReader {
-    pub(super) fn new(trust: TufTrust) -> Arc<TufReader> {
-        Arc::new(TufReader { trust, loaded: OnceLock::new() })
-    }
-}
 
 /// The TUF target name of a file of the registry.
 pub(super) fn target_of(root: &Path, file: &Path) -> Option<String> {
@@ -49,15 +34,15 @@ impl FileRegistry {
     /// The verified metadata, loaded on first use; `None` without a trusted root.
     fn trusted(&self) -> Result<Option<&TrustedIndex>> {
         let Some(reader) = &self.tuf else { return Ok(None) };
-        if let Some(index) = reader.loaded.get() {
-            return Ok(Some(index));
-        }
-        let url = url::Url::from_directory_path(self.tuf_dir()).map_err(|()| {
-            self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("{} is not a path", self.tuf_dir().display()) })
+        let index = reader.index(|trust| {
+            let url = url::Url::from_directory_path(self.tuf_dir()).map_err(|()| {
+                self.tuf_error(ebpkg_tuf::Error::Metadata {
+                    detail: format!("{} is not a path", self.tuf_dir().display()),
+                })
+            })?;
+            crate::tuf::load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport).map_err(|e| self.tuf_error(e))
         })?;
-        let index = crate::tuf::load_trusted(&reader.trust, &url, ebpkg_tuf::FilesystemTransport)
-            .map_err(|e| self.tuf_error(e))?;
-        Ok(Some(reader.loaded.get_or_init(|| index)))
+        Ok(Some(index))
     }
 
     /// Checks an index file (or `config.json`) read from `path` against the
@@ -72,12 +57,7 @@ impl FileRegistry {
     pub(super) fn check_tuf_absent(&self, path: &Path) -> Result<()> {
         let Some(index) = self.trusted()? else { return Ok(()) };
         let target = target_of(&self.root, path).unwrap_or_default();
-        if index.lists(&target) {
-            return Err(self.tuf_error(ebpkg_tuf::Error::Metadata {
-                detail: format!("{target} is in the signed metadata but the registry does not serve it (withheld)"),
-            }));
-        }
-        Ok(())
+        crate::tuf::check_absent(index, &target).map_err(|e| self.tuf_error(e))
     }
 
     /// Whether signed metadata lists the file (always true without a trusted root).

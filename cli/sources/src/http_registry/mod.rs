@@ -87,7 +87,7 @@ pub struct HttpRegistry {
     /// `index/config.json`, fetched on first need.
     config: OnceLock<IndexConfig>,
     /// A trusted TUF root, when the user configured one.
-    tuf: Option<tuf::TufReader>,
+    tuf: Option<crate::tuf::TufReader>,
 }
 
 impl HttpRegistry {
@@ -100,7 +100,7 @@ impl HttpRegistry {
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,
             config: OnceLock::new(),
-            tuf: options.tuf.clone().map(|trust| tuf::TufReader { trust, loaded: OnceLock::new() }),
+            tuf: options.tuf.clone().map(crate::tuf::TufReader::new),
         })
     }
 

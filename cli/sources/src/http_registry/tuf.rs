@@ -2,25 +2,17 @@
 //! through the registry's own bounded client (with the token when the registry
 //! wants one for reads), and index files are checked against it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use ebpkg_tuf::{TransportError, TransportErrorKind, TransportStream, TrustedIndex};
 
 use super::HttpRegistry;
 use super::client::{Client, Method, Request};
 use crate::error::{ErrorKind, Result};
-use crate::tuf::TufTrust;
 
 /// Largest metadata file fetched (the limits `ebpkg-tuf` applies are smaller for
 /// most roles).
 const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
-
-/// A reader's TUF state: the metadata, loaded once per process.
-#[derive(Debug)]
-pub(super) struct TufReader {
-    pub(super) trust: TufTrust,
-    pub(super) loaded: OnceLock<TrustedIndex>,
-}
 
 /// `tough`'s transport over the registry's client.
 #[derive(Clone)]
@@ -76,9 +68,6 @@ impl HttpRegistry {
     /// files are used as they are).
     fn trusted(&self) -> Result<Option<&TrustedIndex>> {
         let Some(reader) = &self.tuf else { return Ok(None) };
-        if let Some(index) = reader.loaded.get() {
-            return Ok(Some(index));
-        }
         if self.offline {
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| {
@@ -89,11 +78,13 @@ impl HttpRegistry {
             });
             return Ok(None);
         }
-        let url = url::Url::parse(&self.endpoint("tuf/"))
-            .map_err(|e| self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("the metadata URL: {e}") }))?;
-        let transport = ClientTransport::new(self.url.as_str(), self.read_token()?.map(str::to_owned))?;
-        let index = crate::tuf::load_trusted(&reader.trust, &url, transport).map_err(|e| self.tuf_error(e))?;
-        Ok(Some(reader.loaded.get_or_init(|| index)))
+        let index = reader.index(|trust| {
+            let url = url::Url::parse(&self.endpoint("tuf/"))
+                .map_err(|e| self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("the metadata URL: {e}") }))?;
+            let transport = ClientTransport::new(self.url.as_str(), self.read_token()?.map(str::to_owned))?;
+            crate::tuf::load_trusted(trust, &url, transport).map_err(|e| self.tuf_error(e))
+        })?;
+        Ok(Some(index))
     }
 
     /// Checks an index file (`index/…`) against the signed metadata.
@@ -105,11 +96,6 @@ impl HttpRegistry {
     /// An index file the server says does not exist, but signed metadata lists.
     pub(super) fn check_tuf_absent(&self, target: &str) -> Result<()> {
         let Some(index) = self.trusted()? else { return Ok(()) };
-        if index.lists(target) {
-            return Err(self.tuf_error(ebpkg_tuf::Error::Metadata {
-                detail: format!("{target} is in the signed metadata but the registry does not serve it (withheld)"),
-            }));
-        }
-        Ok(())
+        crate::tuf::check_absent(index, target).map_err(|e| self.tuf_error(e))
     }
 }
