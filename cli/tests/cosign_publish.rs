@@ -10,34 +10,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use common::{KEY_PASSWORD, Sandbox};
 use ebpkg_registry::testing::TestRegistry;
-
-fn cosign(dir: &Path, args: &[&str]) {
-    let path = std::env::var_os("EBPKG_TEST_COSIGN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/ebpkg-ci/cosign/bin/cosign"));
-    assert!(path.is_file(), "cosign is not at {} (run ./ci/setup, or set EBPKG_TEST_COSIGN)", path.display());
-    let out = Command::new(path)
-        .args(args)
-        .current_dir(dir)
-        // The sandbox's passphrase, so that ebpkg can read cosign's key too.
-        .env("COSIGN_PASSWORD", KEY_PASSWORD)
-        // Never reach for the public Sigstore instance or a TUF mirror.
-        .env("TUF_ROOT", dir.join("tuf"))
-        .env("SIGSTORE_NO_CACHE", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cosign {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use ebpkg_signing::testing::Cosign;
 
 #[test]
 fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
@@ -46,8 +23,9 @@ fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
     sb.use_server(server.url(), &server.token("ci", &[], &[]).unwrap()).ok();
     let ci = sb.path("ci");
     std::fs::create_dir_all(&ci).unwrap();
-    cosign(&ci, &["generate-key-pair"]);
-    cosign(&ci, &["signing-config", "create", "--out", "sc.json"]);
+    // The sandbox's passphrase, so that ebpkg can read cosign's key too.
+    let cosign = Cosign::locate(KEY_PASSWORD).unwrap();
+    cosign.run(&ci, &["generate-key-pair"]).unwrap();
     let ci_key = ci.join("cosign.key");
     sb.run(&ci, &["owner", "key", "add", ci_key.to_str().unwrap()]).ok();
 
@@ -57,20 +35,7 @@ fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
     let archive = ci.join("cpkg.tar.gz");
     let packed = sb.run(&pkg, &["publish", "--dry-run", "--no-verify", "--out", archive.to_str().unwrap()]).ok();
     assert!(packed.stderr.contains("Wrote"), "{}", packed.stderr);
-    cosign(
-        &ci,
-        &[
-            "sign-blob",
-            "--key",
-            "cosign.key",
-            "--bundle",
-            "b.json",
-            "--signing-config",
-            "sc.json",
-            "--yes",
-            "cpkg.tar.gz",
-        ],
-    );
+    cosign.sign_blob(&ci, "cosign.key", "b.json", "cpkg.tar.gz").unwrap();
     let bundle = ci.join("b.json");
     let public = ci.join("cosign.pub");
     let with_bundle = |dir: &Path| {

@@ -17,6 +17,8 @@
 mod bundle;
 mod keys;
 pub mod policy;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use bundle::{BUNDLE_MEDIA_TYPE, MAX_BUNDLE_BYTES, SignedBundle, sign};
 pub use ebpkg_spec::types::KeyId;

@@ -5,38 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
+use ebpkg_signing::testing::Cosign;
 use ebpkg_signing::{PublicKey, SignedBundle, SigningKey, sign};
 
 const PASSWORD: &str = "interop passphrase";
 
-fn cosign() -> PathBuf {
-    let path = std::env::var_os("EBPKG_TEST_COSIGN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/ebpkg-ci/cosign/bin/cosign"));
-    assert!(path.is_file(), "cosign is not at {} (run ./ci/setup, or set EBPKG_TEST_COSIGN)", path.display());
-    path
-}
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(cosign())
-        .args(args)
-        .current_dir(dir)
-        .env("COSIGN_PASSWORD", PASSWORD)
-        // Never reach for the public Sigstore instance or a TUF mirror.
-        .env("TUF_ROOT", dir.join("tuf"))
-        .env("SIGSTORE_NO_CACHE", "1")
-        .output()
-        .expect("cosign runs");
-    assert!(
-        out.status.success(),
-        "cosign {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+fn cosign() -> Cosign {
+    Cosign::locate(PASSWORD).unwrap()
 }
 
 /// An archive-shaped blob: what a bundle signs is bytes, whatever they hold.
@@ -54,19 +31,15 @@ fn cosign_verifies_a_bundle_ebpkg_wrote_with_an_ebpkg_key() {
     std::fs::write(dir.path().join("pub.pem"), key.public().to_pem()).expect("write");
     let bundle = sign(&key, &bytes).expect("signed");
     std::fs::write(dir.path().join("b.json"), bundle.to_json().expect("json")).expect("write");
-    run(
-        dir.path(),
-        &["verify-blob", "--key", "pub.pem", "--bundle", "b.json", "--insecure-ignore-tlog", "pkg-1.0.0.tar.gz"],
-    );
+    let verify = |blob: &str| {
+        cosign()
+            .run(dir.path(), &["verify-blob", "--key", "pub.pem", "--bundle", "b.json", "--insecure-ignore-tlog", blob])
+    };
+    verify("pkg-1.0.0.tar.gz").unwrap();
 
     // And cosign refuses it for other bytes, so the check above means something.
     std::fs::write(dir.path().join("other.tar.gz"), b"other").expect("write");
-    let out = Command::new(cosign())
-        .args(["verify-blob", "--key", "pub.pem", "--bundle", "b.json", "--insecure-ignore-tlog", "other.tar.gz"])
-        .current_dir(dir.path())
-        .output()
-        .expect("cosign runs");
-    assert!(!out.status.success(), "cosign accepted a bundle for other bytes");
+    assert!(verify("other.tar.gz").is_err(), "cosign accepted a bundle for other bytes");
 }
 
 #[test]
@@ -76,21 +49,7 @@ fn cosign_signs_with_an_ebpkg_key_file() {
     let key = SigningKey::generate().expect("key");
     let pem = key.to_encrypted_pem(PASSWORD.as_bytes()).expect("pem");
     std::fs::write(dir.path().join("ebpkg.key"), pem.as_bytes()).expect("write");
-    run(dir.path(), &["signing-config", "create", "--out", "sc.json"]);
-    run(
-        dir.path(),
-        &[
-            "sign-blob",
-            "--key",
-            "ebpkg.key",
-            "--bundle",
-            "b.json",
-            "--signing-config",
-            "sc.json",
-            "--yes",
-            "pkg-1.0.0.tar.gz",
-        ],
-    );
+    cosign().sign_blob(dir.path(), "ebpkg.key", "b.json", "pkg-1.0.0.tar.gz").unwrap();
     let bundle = SignedBundle::parse(&std::fs::read(dir.path().join("b.json")).expect("read")).expect("parsed");
     assert_eq!(bundle.key_hint(), Some(key.public().id()));
     bundle.verify(key.public(), &bytes).expect("verifies");
@@ -100,22 +59,8 @@ fn cosign_signs_with_an_ebpkg_key_file() {
 fn ebpkg_reads_cosign_keys_and_verifies_cosign_bundles() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = archive(dir.path());
-    run(dir.path(), &["generate-key-pair"]);
-    run(dir.path(), &["signing-config", "create", "--out", "sc.json"]);
-    run(
-        dir.path(),
-        &[
-            "sign-blob",
-            "--key",
-            "cosign.key",
-            "--bundle",
-            "b.json",
-            "--signing-config",
-            "sc.json",
-            "--yes",
-            "pkg-1.0.0.tar.gz",
-        ],
-    );
+    cosign().run(dir.path(), &["generate-key-pair"]).unwrap();
+    cosign().sign_blob(dir.path(), "cosign.key", "b.json", "pkg-1.0.0.tar.gz").unwrap();
     let public =
         PublicKey::from_pem(&std::fs::read_to_string(dir.path().join("cosign.pub")).expect("read")).expect("pub");
     let private = SigningKey::from_encrypted_pem(
