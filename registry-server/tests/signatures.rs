@@ -7,6 +7,8 @@
 
 mod common;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
 use common::*;
 use ebpkg_registry::testing::{
     TestRegistry, key_registration, pack_with, publish_body, publish_body_with_bundle, signed_publish_body,
@@ -24,6 +26,11 @@ fn signed_registry() -> TestRegistry {
 fn register(reg: &TestRegistry, token: &str, login: &str, key: &SigningKey) -> reqwest::blocking::Response {
     let body = serde_json::to_value(key_registration(login, key).unwrap()).unwrap();
     send(reg, Method::POST, "api/v1/me/keys", token, Some(body))
+}
+
+/// A bundle signing `bytes` with `key`, as JSON to tamper with.
+fn bundle_json(key: &SigningKey, bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_str(ebpkg_signing::sign(key, bytes).unwrap().json()).unwrap()
 }
 
 fn detail(r: reqwest::blocking::Response) -> String {
@@ -211,37 +218,28 @@ fn publishes_signed_by_the_wrong_key_or_for_other_bytes_are_refused() {
         "who is not an owner",
     );
     // A bundle made for another archive (v1's bundle replayed with v2).
-    let v1_bundle: serde_json::Value =
-        serde_json::from_str(ebpkg_signing::sign(&alices, &v1.bytes).unwrap().json()).unwrap();
+    let v1_bundle = bundle_json(&alices, &v1.bytes);
     refused(
         publish(&reg, &alice, &publish_body_with_bundle(&v2, "meter", "1.1.0", v1_bundle).unwrap()),
         StatusCode::UNPROCESSABLE_ENTITY,
         "made for another archive",
     );
     // A bundle that claims v2's digest with a signature over other bytes.
-    let mut lying: serde_json::Value =
-        serde_json::from_str(ebpkg_signing::sign(&alices, &v1.bytes).unwrap().json()).unwrap();
-    let v2_digest = {
-        use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(v2.sha256.0)
-    };
-    lying["messageSignature"]["messageDigest"]["digest"] = v2_digest.into();
+    let mut lying = bundle_json(&alices, &v1.bytes);
+    lying["messageSignature"]["messageDigest"]["digest"] = B64.encode(v2.sha256.0).into();
     refused(
         publish(&reg, &alice, &publish_body_with_bundle(&v2, "meter", "1.1.0", lying).unwrap()),
         StatusCode::UNPROCESSABLE_ENTITY,
         "does not verify with key",
     );
     // A tampered signature.
-    let mut tampered: serde_json::Value =
-        serde_json::from_str(ebpkg_signing::sign(&alices, &v2.bytes).unwrap().json()).unwrap();
+    let mut tampered = bundle_json(&alices, &v2.bytes);
     let flipped = {
-        use base64::Engine;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let mut raw = b64.decode(tampered["messageSignature"]["signature"].as_str().unwrap()).unwrap();
+        let mut raw = B64.decode(tampered["messageSignature"]["signature"].as_str().unwrap()).unwrap();
         // The last byte of the DER signature is inside `s`: still a well-formed
         // signature, just not the right one.
         *raw.last_mut().unwrap() ^= 0x01;
-        b64.encode(raw)
+        B64.encode(raw)
     };
     tampered["messageSignature"]["signature"] = flipped.into();
     refused(
@@ -300,8 +298,7 @@ fn any_owners_key_signs_and_revocation_or_removal_ends_it() {
 
     // A bundle without a key hint is checked against every owner's live key.
     let v3 = pack("1.2.0");
-    let mut unhinted: serde_json::Value =
-        serde_json::from_str(ebpkg_signing::sign(&bobs, &v3.bytes).unwrap().json()).unwrap();
+    let mut unhinted = bundle_json(&bobs, &v3.bytes);
     unhinted["verificationMaterial"]["publicKey"]["hint"] = "".into();
     let r = publish(&reg, &bob, &publish_body_with_bundle(&v3, "meter", "1.2.0", unhinted).unwrap());
     assert_eq!(r.status(), StatusCode::OK);
