@@ -56,13 +56,7 @@ fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
     assert!(published.stderr.contains("Published"), "{}", published.stderr);
 
     // An install trusting the cosign key (and only it) for cpkg accepts it.
-    let app = sb.path("app");
-    std::fs::create_dir_all(&app).unwrap();
-    std::fs::write(
-        app.join("ebpkg.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\ncpkg = \"1\"\n",
-    )
-    .unwrap();
+    let app = sb.app(&[("cpkg", "1")]);
     // The sandbox trusts only its own key, for every package.
     let refused = sb.run(&app, &["fetch"]).fails(10);
     assert!(refused.stderr.contains("cpkg@1.0.0"), "{}", refused.stderr);

@@ -63,13 +63,7 @@ fn a_reader_that_goes_away_is_not_a_crash() {
     let sb = Sandbox::new("pipe");
     sb.publish_manifest("sets", "1.0.0", &[]);
     sb.publish_manifest("basic", "1.0.0", &[("sets", "^1")]);
-    let dir = sb.path("app");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("ebpkg.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nbasic = \"1\"\n",
-    )
-    .unwrap();
+    let dir = sb.app(&[("basic", "1")]);
     for (args, code) in [(&["tree"][..], 0), (&["search", ""], 0), (&["info", "nosuchpkg"], 6), (&["lock"], 0)] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);

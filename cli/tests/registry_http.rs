@@ -12,14 +12,7 @@ use common::*;
 use ebpkg_registry::testing::TestRegistry;
 
 fn project(sb: &Sandbox) -> std::path::PathBuf {
-    let dir = sb.path("app");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("ebpkg.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\na = \"^1\"\n",
-    )
-    .unwrap();
-    dir
+    sb.app(&[("a", "^1")])
 }
 
 /// A session of commands, each one's exit code, stdout and stderr, with the
@@ -286,13 +279,7 @@ fn publisher_keys_sign_publishes_and_revocation_reaches_installs() {
     let info = sb.run(&dir, &["info", "c", "--json"]).ok();
     assert!(info.stdout.contains(&id), "the index line names the key: {}", info.stdout);
 
-    let app = sb.path("app");
-    std::fs::create_dir_all(&app).unwrap();
-    std::fs::write(
-        app.join("ebpkg.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\n",
-    )
-    .unwrap();
+    let app = sb.app(&[("c", "1")]);
     sb.run(&app, &["fetch"]).ok();
     let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
     assert!(lock.contains(&format!("signer = \"{id}\"")), "{lock}");

@@ -24,35 +24,9 @@ impl Tuf {
     fn new(tag: &str) -> Tuf {
         let sb = Sandbox::new(tag);
         sb.publish_manifest("c", "1.0.0", &[]);
-        let (root_key, online_key) = (sb.path("tuf-root.key"), sb.path("tuf-online.key"));
-        let dir = sb.dir.path().to_owned();
-        let registry = sb.path("registry");
-        let init = sb
-            .run(
-                &dir,
-                &[
-                    "registry",
-                    "tuf-init",
-                    registry.to_str().unwrap(),
-                    "--root-key",
-                    root_key.to_str().unwrap(),
-                    "--online-key",
-                    online_key.to_str().unwrap(),
-                ],
-            )
-            .ok();
+        let (init, root_key, online_key) = sb.tuf_init();
         assert!(init.stderr.contains("Signed 2 file(s)"), "{}", init.stderr);
-        let root = registry.join("tuf/root.json");
-        let added =
-            sb.run(&dir, &["registry", "add", "origin", &sb.registry_url(), "--root", root.to_str().unwrap()]).ok();
-        assert!(added.stderr.contains("Trusted the TUF root (v1)"), "{}", added.stderr);
-        let app = sb.path("app");
-        std::fs::create_dir_all(&app).unwrap();
-        std::fs::write(
-            app.join("ebpkg.toml"),
-            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\n",
-        )
-        .unwrap();
+        let app = sb.app(&[("c", "1")]);
         sb.run(&app, &["lock"]).ok();
         Tuf { sb, app, online_key, root_key }
     }
@@ -283,24 +257,8 @@ fn stale_or_foreign_metadata_refuses_the_install_and_the_deployment_keeps_runnin
         let dir = sb.package(p);
         sb.publish(&dir);
     }
-    let (root_key, online_key) = (sb.path("tuf-root.key"), sb.path("tuf-online.key"));
+    let (_, _, online_key) = sb.tuf_init();
     let registry = sb.path("registry");
-    let dir = sb.dir.path().to_owned();
-    sb.run(
-        &dir,
-        &[
-            "registry",
-            "tuf-init",
-            registry.to_str().unwrap(),
-            "--root-key",
-            root_key.to_str().unwrap(),
-            "--online-key",
-            online_key.to_str().unwrap(),
-        ],
-    )
-    .ok();
-    let root = registry.join("tuf/root.json");
-    sb.run(&dir, &["registry", "add", "origin", &sb.registry_url(), "--root", root.to_str().unwrap()]).ok();
     let app = sb.package("app");
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     let pins = sb.pins();
@@ -394,13 +352,7 @@ fn a_registry_server_with_tuf_is_checked_like_a_directory() {
         sb.run(&dir, &["registry", "add", "corp", server.url(), "--root", sb.path("root.json").to_str().unwrap()]).ok();
     assert!(added.stderr.contains("Trusted the TUF root (v1)"), "{}", added.stderr);
 
-    let app = sb.path("app");
-    std::fs::create_dir_all(&app).unwrap();
-    std::fs::write(
-        app.join("ebpkg.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nc = \"1\"\n",
-    )
-    .unwrap();
+    let app = sb.app(&[("c", "1")]);
     sb.run(&app, &["lock"]).ok();
     let old = tuf_rows(&server);
     sb.publish_manifest("c", "1.1.0", &[]);

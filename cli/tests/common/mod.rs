@@ -240,6 +240,36 @@ impl Sandbox {
     }
 
     /// Writes a manifest-only package and publishes it.
+    /// A project `app` (in `<sandbox>/app`) depending on `deps`: `(name, requirement)`.
+    pub fn app(&self, deps: &[(&str, &str)]) -> PathBuf {
+        let dir = self.path("app");
+        std::fs::create_dir_all(&dir).unwrap();
+        let deps: String = deps.iter().map(|(n, r)| format!("{n} = \"{r}\"\n")).collect();
+        std::fs::write(
+            dir.join("ebpkg.toml"),
+            format!("[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\n{deps}"),
+        )
+        .unwrap();
+        dir
+    }
+
+    /// `ebpkg registry tuf-init` over the sandbox's registry with a root and an
+    /// online key (`tuf-root.key`, `tuf-online.key` in the sandbox), then
+    /// `ebpkg registry add origin … --root`: the registry is signed and trusted.
+    /// Returns tuf-init's run and the two key paths.
+    pub fn tuf_init(&self) -> (Run, PathBuf, PathBuf) {
+        let (root_key, online_key) = (self.path("tuf-root.key"), self.path("tuf-online.key"));
+        let dir = self.dir.path().to_owned();
+        let registry = self.path("registry");
+        let args = ["registry", "tuf-init", registry.to_str().unwrap(), "--root-key", root_key.to_str().unwrap()];
+        let init = self.run(&dir, &[&args[..], &["--online-key", online_key.to_str().unwrap()]].concat()).ok();
+        let root = registry.join("tuf/root.json");
+        let added =
+            self.run(&dir, &["registry", "add", "origin", &self.registry_url(), "--root", root.to_str().unwrap()]).ok();
+        assert!(added.stderr.contains("Trusted the TUF root (v1)"), "{}", added.stderr);
+        (init, root_key, online_key)
+    }
+
     pub fn publish_manifest(&self, name: &str, version: &str, deps: &[(&str, &str)]) {
         let dir = self.path(&format!("gen/{name}-{version}"));
         std::fs::create_dir_all(&dir).unwrap();
