@@ -7,14 +7,13 @@
 //! only).
 
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Redirect};
 use ebpkg_spec::Manifest;
 use ebpkg_spec::index::{ArgSignature, IndexEntry};
 use ebpkg_spec::manifest::{ConfigMap, Field, Loader, MapDoc, Program};
 use maud::{Markup, html};
 
 use super::layout::{self, Frame};
-use super::package::{Loaded, Lookup, load};
+use super::package::{Loaded, PackagePath, load};
 use super::{PageResult, html_page};
 use crate::state::AppState;
 
@@ -38,19 +37,9 @@ pub fn item_description(manifest: Option<&Manifest>, kind: &str, name: &str) -> 
     found.unwrap_or_default()
 }
 
-pub async fn latest(State(state): State<AppState>, Path(name): Path<String>) -> PageResult {
-    show(&state, &name, None).await
-}
-
-pub async fn at_version(State(state): State<AppState>, Path((name, version)): Path<(String, String)>) -> PageResult {
-    show(&state, &name, Some(&version)).await
-}
-
-async fn show(state: &AppState, name: &str, version: Option<&str>) -> PageResult {
-    let loaded = match load(state, name, version, "/docs").await? {
-        Lookup::Found(loaded) => loaded,
-        Lookup::Elsewhere(url) => return Ok(Redirect::permanent(&url).into_response()),
-    };
+pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) -> PageResult {
+    let state = &state;
+    let loaded = load(state, &path, "/docs").await?;
     let entry = &loaded.info.entry;
     let title = format!("{} {} documentation", loaded.name, entry.vers);
     let content = html! {

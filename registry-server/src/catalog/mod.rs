@@ -31,10 +31,10 @@ pub fn router(state: &AppState, limit: impl Fn(Router<AppState>) -> Router<AppSt
     let pages = Router::new()
         .route("/", get(home::home))
         .route("/search", get(search::search))
-        .route("/packages/{name}", get(package::latest))
-        .route("/packages/{name}/docs", get(docs::latest))
-        .route("/packages/{name}/{version}", get(package::at_version))
-        .route("/packages/{name}/{version}/docs", get(docs::at_version))
+        .route("/packages/{name}", get(package::page))
+        .route("/packages/{name}/docs", get(docs::page))
+        .route("/packages/{name}/{version}", get(package::page))
+        .route("/packages/{name}/{version}/docs", get(docs::page))
         .route("/users/{login}", get(owner::owner))
         .route("/sitemap.xml", get(sitemap::sitemap))
         .route("/robots.txt", get(sitemap::robots));
@@ -44,16 +44,16 @@ pub fn router(state: &AppState, limit: impl Fn(Router<AppState>) -> Router<AppSt
 
 type PageResult = Result<Response, PageError>;
 
-/// A page that could not be shown, rendered as a page (a person reads it).
-pub struct PageError {
-    status: StatusCode,
-    title: String,
-    content: Markup,
+/// A page that is not shown: one saying why (a person reads it), or a
+/// permanent redirect to where the page is.
+pub enum PageError {
+    Page { status: StatusCode, title: String, content: Markup },
+    Moved(String),
 }
 
 impl PageError {
     pub fn new(status: StatusCode, message: &str) -> PageError {
-        PageError {
+        PageError::Page {
             status,
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             content: html! { p { (message) } },
@@ -61,7 +61,7 @@ impl PageError {
     }
 
     pub fn not_found(title: String, content: Markup) -> PageError {
-        PageError { status: StatusCode::NOT_FOUND, title, content }
+        PageError::Page { status: StatusCode::NOT_FOUND, title, content }
     }
 }
 
@@ -79,14 +79,18 @@ impl From<sqlx::Error> for PageError {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
+        let (status, title, content) = match self {
+            PageError::Page { status, title, content } => (status, title, content),
+            PageError::Moved(url) => return axum::response::Redirect::permanent(&url).into_response(),
+        };
         let content = html! {
-            h1 { (self.title) }
-            (self.content)
+            h1 { (title) }
+            (content)
             (layout::search_form("q-error", ""))
             p { a href="/" { "Home" } }
         };
-        let frame = layout::Frame { title: &self.title, description: None, query: "", own_search: false };
-        respond::error_page(self.status, layout::page(&frame, content).into_string())
+        let frame = layout::Frame { title: &title, description: None, query: "", own_search: false };
+        respond::error_page(status, layout::page(&frame, content).into_string())
     }
 }
 

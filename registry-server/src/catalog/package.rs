@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Redirect};
 use ebpkg_spec::Manifest;
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{Owner, VersionInfo, VersionSummary};
@@ -30,14 +29,19 @@ pub struct Loaded {
     pub chain_sources: BTreeMap<String, String>,
 }
 
-pub enum Lookup {
-    Found(Box<Loaded>),
-    /// The name was spelled differently from the package's (case, `-`/`_`).
-    Elsewhere(String),
+/// A package page's path: `/packages/{name}[/{version}]`.
+#[derive(serde::Deserialize)]
+pub struct PackagePath {
+    name: String,
+    #[serde(default)]
+    version: Option<String>,
 }
 
-/// The package `name` at `version` (default: its described version).
-pub async fn load(state: &AppState, name: &str, version: Option<&str>, suffix: &str) -> Result<Lookup, PageError> {
+/// The package at the path's version (default: its described version); a name
+/// spelled differently from the package's (case, `-`/`_`) is a redirect to
+/// the same page (`suffix`) under the package's own.
+pub async fn load(state: &AppState, path: &PackagePath, suffix: &str) -> Result<Box<Loaded>, PageError> {
+    let (name, version) = (path.name.as_str(), path.version.as_deref());
     let normalized = ebpkg_spec::names::normalize(name);
     // Not only valid names: `Meter` or `hike-net` for `hike_net` find the
     // package and redirect to its spelling.
@@ -52,7 +56,7 @@ pub async fn load(state: &AppState, name: &str, version: Option<&str>, suffix: &
     let wanted = version.unwrap_or(&described);
     if pkg.name != name {
         let at = version.map(|v| format!("/{v}")).unwrap_or_default();
-        return Ok(Lookup::Elsewhere(format!("{}{at}{suffix}", layout::package_url(&pkg.name))));
+        return Err(PageError::Moved(format!("{}{at}{suffix}", layout::package_url(&pkg.name))));
     }
     let parsed = semver::Version::parse(wanted).map_err(|_| {
         PageError::not_found(format!("No version `{wanted}` of {name}"), html! {
@@ -71,14 +75,14 @@ pub async fn load(state: &AppState, name: &str, version: Option<&str>, suffix: &
     // Stored at publish after the same parse; a failure here means a newer
     // server's manifest, and the pages fall back to the index line.
     let manifest = sources.manifest.as_deref().and_then(|text| Manifest::parse(text, "ebpkg.toml").ok());
-    Ok(Lookup::Found(Box::new(Loaded {
+    Ok(Box::new(Loaded {
         package_id: pkg.id,
         name: pkg.name,
         described: info.entry.vers.to_string() == described,
         info,
         manifest,
         chain_sources: sources.chain_sources,
-    })))
+    }))
 }
 
 fn not_found(name: &str, close: &[String]) -> PageError {
@@ -95,19 +99,9 @@ fn not_found(name: &str, close: &[String]) -> PageError {
     )
 }
 
-pub async fn latest(State(state): State<AppState>, Path(name): Path<String>) -> PageResult {
-    show(&state, &name, None).await
-}
-
-pub async fn at_version(State(state): State<AppState>, Path((name, version)): Path<(String, String)>) -> PageResult {
-    show(&state, &name, Some(&version)).await
-}
-
-async fn show(state: &AppState, name: &str, version: Option<&str>) -> PageResult {
-    let loaded = match load(state, name, version, "").await? {
-        Lookup::Found(loaded) => loaded,
-        Lookup::Elsewhere(url) => return Ok(Redirect::permanent(&url).into_response()),
-    };
+pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) -> PageResult {
+    let state = &state;
+    let loaded = load(state, &path, "").await?;
     let owners = db::packages::owners(&state.db, loaded.package_id).await?;
     let versions = db::packages::versions(&state.db, loaded.package_id).await?;
     let dependents = db::catalog::dependents(&state.db, &ebpkg_spec::names::normalize(&loaded.name), 50).await?;
