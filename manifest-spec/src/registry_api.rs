@@ -42,6 +42,10 @@ pub struct IndexConfig {
     /// so before uploading.
     #[serde(rename = "require-signatures", default)]
     pub require_signatures: bool,
+    /// The audience an OIDC token must name to be exchanged for a publish token
+    /// (trusted publishing); absent when the registry trusts no issuer.
+    #[serde(rename = "trusted-publishing-audience", default, skip_serializing_if = "Option::is_none")]
+    pub trusted_publishing_audience: Option<String>,
 }
 
 impl IndexConfig {
@@ -423,6 +427,58 @@ pub struct TokenList {
     pub tokens: Vec<TokenInfo>,
 }
 
+/// A CI identity allowed to publish a package through trusted publishing
+/// (`POST /api/v1/packages/{name}/trusted_publishers`): tokens from `issuer`
+/// whose `repository` claim is this repository and whose workflow
+/// (`job_workflow_ref`, as GitHub Actions sets it) is this file of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTrustedPublisher {
+    pub issuer: String,
+    /// `owner/repo`.
+    pub repository: String,
+    /// The workflow's file name under `.github/workflows/`: `publish.yml`.
+    pub workflow: String,
+    /// When set, the token's `environment` claim must be this.
+    #[serde(default)]
+    pub environment: Option<String>,
+}
+
+/// A configured trusted publisher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TrustedPublisher {
+    pub id: i64,
+    #[serde(flatten)]
+    pub identity: NewTrustedPublisher,
+    /// The owner who configured it; publishes through it are attributed to them.
+    pub added_by: String,
+    pub added_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TrustedPublisherList {
+    pub publishers: Vec<TrustedPublisher>,
+}
+
+/// `POST /api/v1/trusted_publishing/tokens`: an OIDC token (a JWT) from a
+/// trusted issuer, to exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedPublishingExchange {
+    pub jwt: String,
+}
+
+/// A short-lived publish token for the packages the OIDC identity may publish.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TrustedPublishingToken {
+    pub token: String,
+    /// RFC 3339.
+    pub expires_at: String,
+    pub packages: Vec<PackageName>,
+    /// The owner whose configuration matched: publishes are attributed to them.
+    pub acting_as: String,
+}
+
 /// `GET /api/v1/me`: whose token this is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Me {
@@ -477,6 +533,7 @@ mod tests {
             api: None,
             auth_required: false,
             require_signatures: false,
+            trusted_publishing_audience: None,
         };
         assert_eq!(
             plain.download_url(&name, &Version::new(1, 0, 0), &cksum),
@@ -487,6 +544,7 @@ mod tests {
             api: None,
             auth_required: false,
             require_signatures: false,
+            trusted_publishing_audience: None,
         };
         assert_eq!(
             blob.download_url(&name, &Version::new(1, 0, 0), &cksum),

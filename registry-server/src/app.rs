@@ -28,7 +28,7 @@ use crate::downloads::DownloadCounter;
 use crate::error::ApiError;
 use crate::index_cache::IndexCache;
 use crate::ratelimit::IpLimiter;
-use crate::routes::{index, keys, ops, owners, packages, publish, tokens};
+use crate::routes::{index, keys, ops, owners, packages, publish, tokens, trusted_publishing};
 use crate::state::AppState;
 use crate::storage::Blobs;
 
@@ -59,6 +59,9 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(keys::list, keys::add))
         .routes(routes!(keys::revoke))
         .routes(routes!(keys::show))
+        .routes(routes!(trusted_publishing::list, trusted_publishing::add))
+        .routes(routes!(trusted_publishing::remove))
+        .routes(routes!(trusted_publishing::exchange))
         .split_for_parts();
     let (unlimited, rest) = OpenApiRouter::new()
         .routes(routes!(packages::download))
@@ -186,6 +189,7 @@ impl Server {
                 archives: Arc::new(ArchiveCache::new(usize::try_from(archive_cache).unwrap_or(usize::MAX))),
                 readmes: Arc::default(),
                 pages: Arc::default(),
+                jwks: Arc::default(),
             },
         })
     }

@@ -89,6 +89,21 @@ pub struct ConfigArgs {
     /// Logs as JSON lines.
     #[arg(long, env = "EBPKG_REGISTRY_LOG_JSON", global = true)]
     pub log_json: bool,
+    /// An OIDC issuer whose tokens pipelines may exchange for short-lived publish
+    /// tokens (trusted publishing; repeatable), e.g.
+    /// https://token.actions.githubusercontent.com. https only (http for loopback).
+    #[arg(
+        long = "trusted-issuer",
+        env = "EBPKG_REGISTRY_TRUSTED_ISSUERS",
+        value_delimiter = ',',
+        value_name = "URL",
+        global = true
+    )]
+    pub trusted_issuers: Vec<String>,
+    /// The audience those tokens must be for [default: the public URL, without
+    /// its trailing `/`].
+    #[arg(long, env = "EBPKG_REGISTRY_TRUSTED_AUDIENCE", value_name = "AUD", global = true)]
+    pub trusted_audience: Option<String>,
 }
 
 /// The file's form of the same settings.
@@ -115,6 +130,9 @@ struct ConfigFile {
     allow_unsigned: Option<bool>,
     tuf_online_key: Option<PathBuf>,
     log_json: Option<bool>,
+    #[serde(default)]
+    trusted_issuers: Vec<String>,
+    trusted_audience: Option<String>,
 }
 
 /// A token bucket: `burst` at once, then one per `interval`.
@@ -145,6 +163,10 @@ pub struct Config {
     pub allow_unsigned: bool,
     pub tuf_online_key: Option<PathBuf>,
     pub log_json: bool,
+    /// Trusted publishing: the OIDC issuers trusted, and the audience their
+    /// tokens must name.
+    pub trusted_issuers: Vec<String>,
+    pub trusted_audience: String,
 }
 
 /// Where archives are kept.
@@ -266,7 +288,6 @@ impl Config {
             database_url,
             listen,
             storage,
-            public_url,
             dl_template: args.dl_template.clone().or(file.dl_template),
             max_archive_bytes: args.max_archive_bytes.or(file.max_archive_bytes).unwrap_or(32 * 1024 * 1024),
             request_timeout: Duration::from_secs(args.request_timeout.or(file.request_timeout).unwrap_or(60)),
@@ -284,6 +305,20 @@ impl Config {
             allow_unsigned: args.allow_unsigned || file.allow_unsigned.unwrap_or(false),
             tuf_online_key: args.tuf_online_key.clone().or(file.tuf_online_key),
             log_json: args.log_json || file.log_json.unwrap_or(false),
+            trusted_issuers: if args.trusted_issuers.is_empty() {
+                &file.trusted_issuers
+            } else {
+                &args.trusted_issuers
+            }
+            .iter()
+            .map(|i| parse_issuer(i))
+            .collect::<Result<_, _>>()?,
+            trusted_audience: args
+                .trusted_audience
+                .clone()
+                .or(file.trusted_audience)
+                .unwrap_or_else(|| public_url.as_str().trim_end_matches('/').to_owned()),
+            public_url,
         })
     }
 
@@ -298,6 +333,27 @@ fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
         .map_err(|e| ConfigError::File { path: path.to_owned(), why: e.to_string() })?;
     toml::from_str(&text)
         .map_err(|e| ConfigError::File { path: path.to_owned(), why: e.to_string().trim_end().to_owned() })
+}
+
+/// An OIDC issuer: https (tokens and keys must not be readable or forgeable on
+/// the way), or http on a loopback address (a test's own issuer). Kept exactly
+/// as written: it is compared with the tokens' `iss` byte for byte.
+fn parse_issuer(text: &str) -> Result<String, ConfigError> {
+    let bad = |why: &str| ConfigError::Invalid { setting: "trusted-issuer", value: text.into(), why: why.into() };
+    let url = Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    if !(url.scheme() == "https" || (url.scheme() == "http" && loopback)) {
+        return Err(bad("an issuer must be https:// (http:// only on a loopback address)"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(bad("an issuer URL has no credentials, query or fragment"));
+    }
+    Ok(text.to_owned())
 }
 
 fn parse_public_url(text: &str) -> Result<Url, ConfigError> {
@@ -384,6 +440,20 @@ mod tests {
             "postgres://u@db/x?password=***&sslmode=require"
         );
         assert_eq!(mask_password("postgres:///x?host=/run/pg"), "postgres:///x?host=%2Frun%2Fpg");
+    }
+
+    #[test]
+    fn issuers_are_https_or_loopback_http_and_kept_as_written() {
+        assert_eq!(
+            parse_issuer("https://token.actions.githubusercontent.com").ok().as_deref(),
+            Some("https://token.actions.githubusercontent.com")
+        );
+        assert!(parse_issuer("http://127.0.0.1:8123").is_ok());
+        assert!(parse_issuer("http://[::1]:8123").is_ok());
+        assert!(parse_issuer("http://localhost:8123").is_ok());
+        for bad in ["http://issuer.example", "ftp://x", "https://u:p@x", "https://x/?q=1", "not a url"] {
+            assert!(parse_issuer(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod state;
 pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod trusted_publishing;
 pub mod tuf;
 
 pub use app::{Server, router};

@@ -26,4 +26,6 @@ pub struct AppState {
     pub readmes: Arc<ReadmeCache>,
     /// The catalog's rendered pages, for seconds.
     pub pages: Arc<PageCache>,
+    /// Trusted publishing: the OIDC issuers' keys.
+    pub jwks: Arc<crate::trusted_publishing::JwksCache>,
 }

@@ -72,6 +72,8 @@ impl TestRegistry {
             allow_unsigned: true,
             tuf_online_key: None,
             log_json: false,
+            trusted_issuers: Vec::new(),
+            trusted_audience: format!("http://{addr}"),
         };
         tweak(&mut config);
         let server = {

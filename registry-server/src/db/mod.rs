@@ -6,6 +6,7 @@ pub mod keys;
 pub mod limits;
 pub mod packages;
 pub mod tokens;
+pub mod trusted_publishers;
 pub mod tuf;
 pub mod users;
 

@@ -36,6 +36,8 @@ pub async fn config(State(state): State<AppState>) -> Response {
         api: Some(public.to_owned()),
         auth_required: state.config.auth_required,
         require_signatures: !state.config.allow_unsigned,
+        trusted_publishing_audience: (!state.config.trusted_issuers.is_empty())
+            .then(|| state.config.trusted_audience.clone()),
     };
     let mut response = axum::Json(config).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, index_cache_control(&state.config));

@@ -8,6 +8,7 @@ pub mod owners;
 pub mod packages;
 pub mod publish;
 pub mod tokens;
+pub mod trusted_publishing;
 
 use ebpkg_spec::PackageName;
 use semver::Version;
