@@ -24,10 +24,11 @@ mod url;
 pub use cache::{Cache, CleanReport, VerifiedSignature, check_locked};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
-pub use http_registry::{HttpRegistry, OpenOptions, Progress};
+pub use http_registry::{HttpRegistry, OpenOptions, Progress, github_actions_oidc_token};
 pub use mirror::{MirrorReport, mirror};
 pub use registry::{
-    KeyRecord, MatchedOn, Owner, PublishSignature, PublisherKey, Registry, SearchHit, SignedVersion, open_registry,
+    KeyRecord, MatchedOn, NewTrustedPublisher, Owner, PublishSignature, PublisherKey, Registry, SearchHit,
+    SignedVersion, TrustedPublisher, open_registry,
 };
 pub use tuf::{TufTrust, check_root as check_tuf_root};
 pub use url::{RegistryKind, RegistryUrl};

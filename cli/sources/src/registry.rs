@@ -2,7 +2,7 @@
 
 use ebpkg_signing::{PublicKey, SignedBundle, SigningKey};
 use ebpkg_spec::index::IndexEntry;
-pub use ebpkg_spec::registry_api::{MatchedOn, Owner, PublisherKey, SearchHit};
+pub use ebpkg_spec::registry_api::{MatchedOn, NewTrustedPublisher, Owner, PublisherKey, SearchHit, TrustedPublisher};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
@@ -102,6 +102,24 @@ pub trait Registry: Send + Sync {
     /// Removes owners; returns the registry's message.
     fn remove_owners(&self, name: &PackageName, users: &[String]) -> Result<String> {
         let _ = (name, users);
+        Err(no_accounts(self.url()))
+    }
+
+    /// The CI identities that may publish the package through trusted publishing.
+    fn trusted_publishers(&self, name: &PackageName) -> Result<Vec<TrustedPublisher>> {
+        let _ = name;
+        Err(no_accounts(self.url()))
+    }
+
+    /// Lets a CI identity publish the package; returns the package's list.
+    fn add_trusted_publisher(&self, name: &PackageName, new: &NewTrustedPublisher) -> Result<Vec<TrustedPublisher>> {
+        let _ = (name, new);
+        Err(no_accounts(self.url()))
+    }
+
+    /// Stops one from publishing; returns the registry's message.
+    fn remove_trusted_publisher(&self, name: &PackageName, id: i64) -> Result<String> {
+        let _ = (name, id);
         Err(no_accounts(self.url()))
     }
 }

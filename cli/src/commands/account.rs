@@ -17,12 +17,23 @@ use crate::exit::{Failure, fail};
     after_help = "The token is checked with the registry (GET api/v1/me) before it is saved in credentials.toml, \
 beside the config file (mode 0600), under the registry's URL. Which token is used: EBPKG_REGISTRY_TOKEN (for the \
 --registry of the command only), else credentials.toml, else the config file's `token`.\n\n\
-Examples:\n  ebpkg login --registry https://ebpkg.corp.example/\n  echo \"$TOKEN\" | ebpkg login --registry corp --token-stdin"
+With --trusted-publishing (in CI), no token is given: the pipeline's OIDC token (--oidc-token-file, else \
+EBPKG_OIDC_TOKEN, else GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN with the audience the registry's \
+config.json names) is exchanged for a 30-minute token that can publish the packages whose owners trust this \
+repository's workflow (`ebpkg owner trusted-publisher add`), and that token is saved.\n\n\
+Examples:\n  ebpkg login --registry https://ebpkg.corp.example/\n  echo \"$TOKEN\" | ebpkg login --registry corp --token-stdin\n  \
+ebpkg login --registry https://ebpkg.corp.example/ --trusted-publishing   # in a GitHub Actions job"
 )]
 pub struct LoginArgs {
     /// Read the token from standard input instead of a prompt.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "trusted_publishing")]
     token_stdin: bool,
+    /// Exchange this CI job's OIDC token for a short-lived publish token.
+    #[arg(long)]
+    trusted_publishing: bool,
+    /// The OIDC token, from this file (with --trusted-publishing).
+    #[arg(long, value_name = "FILE", requires = "trusted_publishing")]
+    oidc_token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -31,7 +42,8 @@ pub struct LogoutArgs {}
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg owner list meter\n  ebpkg owner add meter bob carol\n  ebpkg owner remove meter bob"
+    after_help = "Examples:\n  ebpkg owner list meter\n  ebpkg owner add meter bob carol\n  ebpkg owner remove meter bob\n  \
+ebpkg owner trusted-publisher add meter --repository acme/meter --workflow publish.yml"
 )]
 pub struct OwnerArgs {
     #[command(subcommand)]
@@ -57,6 +69,35 @@ enum OwnerCommand {
     /// Your publisher keys on the registry: the keys your packages may be signed with.
     #[command(subcommand)]
     Key(OwnerKeyCommand),
+    /// The CI pipelines that may publish a package with their OIDC identity
+    /// (trusted publishing), without a stored token.
+    #[command(subcommand)]
+    TrustedPublisher(TrustedPublisherCommand),
+}
+
+#[derive(Subcommand)]
+enum TrustedPublisherCommand {
+    /// Let a repository's workflow publish the package: `ebpkg owner trusted-publisher add net
+    /// --repository acme/net --workflow publish.yml`.
+    Add {
+        package: String,
+        /// The repository, `owner/repo`.
+        #[arg(long)]
+        repository: String,
+        /// The workflow's file name in .github/workflows/.
+        #[arg(long)]
+        workflow: String,
+        /// Only jobs in this deployment environment.
+        #[arg(long)]
+        environment: Option<String>,
+        /// The OIDC issuer.
+        #[arg(long, default_value = "https://token.actions.githubusercontent.com")]
+        issuer: String,
+    },
+    /// The package's trusted publishers.
+    List { package: String },
+    /// Stop one from publishing (its id from `list`).
+    Remove { package: String, id: i64 },
 }
 
 #[derive(Subcommand)]
@@ -90,6 +131,9 @@ fn http_registry(ctx: &Ctx, verb: &str) -> Result<RegistryUrl> {
 
 pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
     let url = http_registry(ctx, "log in to")?;
+    if args.trusted_publishing {
+        return login_trusted(ctx, &url, args.oidc_token_file.as_deref());
+    }
     let token = if args.token_stdin || !std::io::stdin().is_terminal() {
         let mut line = String::new();
         std::io::stdin()
@@ -121,11 +165,68 @@ pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
         ),
         _ => e.into(),
     })?;
+    save_token(ctx, &url, token)?;
+    ctx.ui.status(
+        "Logged in",
+        format!("to {url} as `{}`; token saved in {}", me.login, ctx.config.credentials_path.display()),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn save_token(ctx: &Ctx, url: &RegistryUrl, token: String) -> Result<()> {
     let path = &ctx.config.credentials_path;
     let mut file = read_credentials_file(path)?;
     file.registries.insert(url.to_string(), Credential { token });
-    write_credentials(path, &file)?;
-    ctx.ui.status("Logged in", format!("to {url} as `{}`; token saved in {}", me.login, path.display()));
+    write_credentials(path, &file)
+}
+
+/// Longest OIDC token read from a file or the environment.
+const MAX_OIDC_TOKEN_BYTES: u64 = 16 * 1024;
+
+/// `login --trusted-publishing`: the job's OIDC token exchanged for a publish token.
+fn login_trusted(ctx: &Ctx, url: &RegistryUrl, file: Option<&std::path::Path>) -> Result<ExitCode> {
+    let options = OpenOptions { offline: ctx.offline, ..OpenOptions::default() };
+    let registry = HttpRegistry::open(url, &options)?;
+    let Some(audience) = registry.trusted_publishing_audience()? else {
+        return Err(fail(
+            Failure::Usage,
+            format!("{url} does not do trusted publishing (its config.json names no audience); log in with a token"),
+        ));
+    };
+    let jwt = match (file, std::env::var("EBPKG_OIDC_TOKEN").ok()) {
+        (Some(path), _) => ebpkg_fs::read_text(path, MAX_OIDC_TOKEN_BYTES)
+            .with_context(|| format!("reading the OIDC token from {}", path.display()))?,
+        (None, Some(token)) => token,
+        (None, None) => {
+            let (Ok(request_url), Ok(request_token)) =
+                (std::env::var("ACTIONS_ID_TOKEN_REQUEST_URL"), std::env::var("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
+            else {
+                return Err(fail(
+                    Failure::Usage,
+                    "no OIDC token: give --oidc-token-file or EBPKG_OIDC_TOKEN, or run in a GitHub Actions job with \
+                     `permissions: id-token: write`",
+                ));
+            };
+            ebpkg_sources::github_actions_oidc_token(&request_url, &request_token, &audience)?
+        }
+    };
+    let minted = registry.exchange_oidc_token(jwt.trim()).map_err(|e| match e.kind() {
+        ErrorKind::Http { status: 401 | 403, detail, .. } => {
+            fail(Failure::Trust, format!("{url} refused the OIDC token: {detail}; nothing was saved"))
+        }
+        _ => e.into(),
+    })?;
+    save_token(ctx, url, minted.token)?;
+    let packages: Vec<&str> = minted.packages.iter().map(|p| p.as_str()).collect();
+    ctx.ui.status(
+        "Logged in",
+        format!(
+            "to {url} by trusted publishing, acting as `{}`, until {}: may publish {}",
+            minted.acting_as,
+            minted.expires_at,
+            packages.join(", ")
+        ),
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -226,12 +327,56 @@ fn owner_key(ctx: &Ctx, registry: &dyn ebpkg_sources::Registry, command: OwnerKe
     Ok(ExitCode::SUCCESS)
 }
 
+fn trusted_publisher(
+    ctx: &Ctx,
+    registry: &dyn ebpkg_sources::Registry,
+    command: TrustedPublisherCommand,
+) -> Result<ExitCode> {
+    let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
+    let show = |t: &ebpkg_sources::TrustedPublisher| {
+        let env = t.identity.environment.as_deref().map(|e| format!(" environment {e}")).unwrap_or_default();
+        format!(
+            "{:>4}  {} workflow {}{env} from {} (added by {})",
+            t.id, t.identity.repository, t.identity.workflow, t.identity.issuer, t.added_by
+        )
+    };
+    let list = match command {
+        TrustedPublisherCommand::Add { package, repository, workflow, environment, issuer } => {
+            let new = ebpkg_sources::NewTrustedPublisher { issuer, repository, workflow, environment };
+            let list = registry.add_trusted_publisher(&name(&package)?, &new)?;
+            ctx.ui.status(
+                "Trusted",
+                format!(
+                    "{} ({}) may publish {package} from CI: `ebpkg login --trusted-publishing`",
+                    new.repository, new.workflow
+                ),
+            );
+            list
+        }
+        TrustedPublisherCommand::List { package } => registry.trusted_publishers(&name(&package)?)?,
+        TrustedPublisherCommand::Remove { package, id } => {
+            let msg = registry.remove_trusted_publisher(&name(&package)?, id)?;
+            ctx.ui.status("Removed", msg);
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    if ctx.ui.json {
+        ctx.ui.json(&list)?;
+    } else {
+        for t in &list {
+            ctx.ui.out(show(t));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
     let regs = ctx.registries()?;
     let registry = regs.open_origin(&regs.default, None)?;
     let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
     match args.command {
         OwnerCommand::Key(command) => return owner_key(ctx, registry.as_ref(), command),
+        OwnerCommand::TrustedPublisher(command) => return trusted_publisher(ctx, registry.as_ref(), command),
         OwnerCommand::List { package } => {
             let owners = registry.owners(&name(&package)?)?;
             if ctx.ui.json {

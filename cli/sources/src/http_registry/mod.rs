@@ -6,6 +6,7 @@
 
 mod client;
 mod index_cache;
+mod oidc;
 mod tuf;
 
 pub(crate) use self::tuf::ClientTransport;
@@ -16,8 +17,9 @@ use std::sync::OnceLock;
 use ebpkg_signing::{PublicKey, SigningKey};
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::registry_api::{
-    self, IndexConfig, Me, NewPublisherKey, OkResponse, Owner, OwnersRequest, OwnersResponse, PublishMetadata,
-    PublishResponse, PublisherKey, PublisherKeyList, SearchResponse, VersionInfo,
+    self, IndexConfig, Me, NewPublisherKey, NewTrustedPublisher, OkResponse, Owner, OwnersRequest, OwnersResponse,
+    PublishMetadata, PublishResponse, PublisherKey, PublisherKeyList, SearchResponse, TrustedPublisher,
+    TrustedPublisherList, TrustedPublishingExchange, TrustedPublishingToken, VersionInfo,
 };
 use ebpkg_spec::types::KeyId;
 use ebpkg_spec::{Manifest, PackageName};
@@ -26,6 +28,7 @@ use semver::Version;
 use self::client::{Client, Method, Request};
 pub use self::client::{Progress, status_text};
 use self::index_cache::IndexCache;
+pub use self::oidc::github_actions_oidc_token;
 use crate::error::{ErrorKind, Result};
 use crate::registry::{KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
@@ -102,6 +105,21 @@ impl HttpRegistry {
             config: OnceLock::new(),
             tuf: options.tuf.clone().map(crate::tuf::TufReader::new),
         })
+    }
+
+    /// The audience the registry wants OIDC tokens for (trusted publishing), if
+    /// it trusts any issuer.
+    pub fn trusted_publishing_audience(&self) -> Result<Option<String>> {
+        Ok(self.config()?.trusted_publishing_audience.clone())
+    }
+
+    /// Exchanges a CI pipeline's OIDC token for a short-lived publish token
+    /// (`POST api/v1/trusted_publishing/tokens`).
+    pub fn exchange_oidc_token(&self, jwt: &str) -> Result<TrustedPublishingToken> {
+        self.online("exchanging an OIDC token")?;
+        let body = serde_json::to_vec(&TrustedPublishingExchange { jwt: jwt.to_owned() })
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
+        self.api_json(Method::Post, "trusted_publishing/tokens", "exchanging the OIDC token", Some(body), None)
     }
 
     /// Who the token belongs to (`GET api/v1/me`): how `ebpkg login` checks a
@@ -417,6 +435,40 @@ impl Registry for HttpRegistry {
         let body = serde_json::to_vec(&NewPublisherKey { pem: public.to_pem(), proof })
             .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
         self.api_json(Method::Post, "me/keys", &what, Some(body), Some(token))
+    }
+
+    fn trusted_publishers(&self, name: &PackageName) -> Result<Vec<TrustedPublisher>> {
+        self.online("listing trusted publishers")?;
+        let token = self.write_token("listing trusted publishers")?;
+        let path = format!("packages/{name}/trusted_publishers");
+        let list: TrustedPublisherList = self.api_json(
+            Method::Get,
+            &path,
+            &format!("listing the trusted publishers of `{name}`"),
+            None,
+            Some(token),
+        )?;
+        Ok(list.publishers)
+    }
+
+    fn add_trusted_publisher(&self, name: &PackageName, new: &NewTrustedPublisher) -> Result<Vec<TrustedPublisher>> {
+        self.online("adding a trusted publisher")?;
+        let token = self.write_token("adding a trusted publisher")?;
+        let body = serde_json::to_vec(new)
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
+        let path = format!("packages/{name}/trusted_publishers");
+        let what = format!("trusting {} ({}) to publish `{name}`", new.repository, new.workflow);
+        let list: TrustedPublisherList = self.api_json(Method::Post, &path, &what, Some(body), Some(token))?;
+        Ok(list.publishers)
+    }
+
+    fn remove_trusted_publisher(&self, name: &PackageName, id: i64) -> Result<String> {
+        self.online("removing a trusted publisher")?;
+        let token = self.write_token("removing a trusted publisher")?;
+        let path = format!("packages/{name}/trusted_publishers/{id}");
+        let what = format!("removing trusted publisher {id} of `{name}`");
+        let answer: OkResponse = self.api_json(Method::Delete, &path, &what, None, Some(token))?;
+        Ok(answer.msg.unwrap_or_else(|| format!("trusted publisher {id} of `{name}` removed")))
     }
 
     fn revoke_key(&self, id: &KeyId) -> Result<PublisherKey> {
