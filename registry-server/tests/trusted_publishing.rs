@@ -12,139 +12,14 @@
 
 mod common;
 
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
 use base64::Engine as _;
 use common::*;
+use ebpkg_registry::testing::oidc::{AUDIENCE, Issuer, Key};
 use ebpkg_registry::testing::{TestRegistry, pack_with, publish_body};
 use ebpkg_spec::registry_api::{ApiErrors, TrustedPublisherList, TrustedPublishingToken};
-use jsonwebtoken::jwk::{Jwk, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-
-const AUDIENCE: &str = "ebpkg-test";
-
-/// A signing key the test's issuer holds (or an attacker holds, for the forgeries).
-struct Key {
-    kid: String,
-    alg: Algorithm,
-    encoding: EncodingKey,
-    jwk: Jwk,
-}
-
-fn openssl(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("openssl").args(args).output().expect("openssl (Debian's)");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
-}
-
-/// A fresh private key from `openssl genpkey`, converted by `openssl convert…`
-/// to the DER form jsonwebtoken reads.
-fn openssl_key(generate: &[&str], convert: &[&str]) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let pem = dir.path().join("key.pem");
-    openssl(&[generate, &["-out", pem.to_str().unwrap()]].concat());
-    openssl(&[convert, &["-in", pem.to_str().unwrap(), "-outform", "DER"]].concat())
-}
-
-impl Key {
-    fn ec(kid: &str) -> Key {
-        // PKCS#8 (genpkey's DER would be SEC1).
-        let der = openssl_key(
-            &["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
-            &["pkcs8", "-topk8", "-nocrypt"],
-        );
-        Key::new(kid, Algorithm::ES256, EncodingKey::from_ec_der(&der))
-    }
-
-    fn rsa(kid: &str) -> Key {
-        // PKCS#1, as jsonwebtoken wants RSA keys.
-        let der = openssl_key(
-            &["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
-            &["rsa", "-traditional"],
-        );
-        Key::new(kid, Algorithm::RS256, EncodingKey::from_rsa_der(&der))
-    }
-
-    fn new(kid: &str, alg: Algorithm, encoding: EncodingKey) -> Key {
-        let mut jwk = Jwk::from_encoding_key(&encoding, alg).unwrap();
-        jwk.common.key_id = Some(kid.to_owned());
-        jwk.common.key_algorithm =
-            Some(if alg == Algorithm::ES256 { KeyAlgorithm::ES256 } else { KeyAlgorithm::RS256 });
-        Key { kid: kid.to_owned(), alg, encoding, jwk }
-    }
-
-    fn sign(&self, claims: &Value) -> String {
-        let mut header = Header::new(self.alg);
-        header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
-    }
-}
-
-/// The test's OIDC issuer: discovery and JWKS over HTTP on loopback.
-struct Issuer {
-    url: String,
-    keys: Arc<Mutex<Vec<Jwk>>>,
-    jwks_fetches: Arc<AtomicUsize>,
-    _runtime: tokio::runtime::Runtime,
-}
-
-impl Issuer {
-    fn start() -> Issuer {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-        let keys: Arc<Mutex<Vec<Jwk>>> = Arc::default();
-        let jwks_fetches: Arc<AtomicUsize> = Arc::default();
-        let discovery = json!({"issuer": url, "jwks_uri": format!("{url}/jwks")});
-        let app = axum::Router::new()
-            .route(
-                "/.well-known/openid-configuration",
-                axum::routing::get(move || async move { axum::Json(discovery) }),
-            )
-            .route(
-                "/jwks",
-                axum::routing::get({
-                    let (keys, fetches) = (keys.clone(), jwks_fetches.clone());
-                    move || async move {
-                        fetches.fetch_add(1, Ordering::SeqCst);
-                        axum::Json(JwkSet { keys: keys.lock().unwrap().clone() })
-                    }
-                }),
-            );
-        runtime.spawn(async move { axum::serve(listener, app).await });
-        Issuer { url, keys, jwks_fetches, _runtime: runtime }
-    }
-
-    fn publish_key(&self, key: &Key) {
-        self.keys.lock().unwrap().push(key.jwk.clone());
-    }
-
-    fn fetches(&self) -> usize {
-        self.jwks_fetches.load(Ordering::SeqCst)
-    }
-
-    /// The claims GitHub Actions puts in a token for `acme/meter`'s publish workflow.
-    fn claims(&self) -> Value {
-        let now = jsonwebtoken::get_current_timestamp() as i64;
-        json!({
-            "iss": self.url, "aud": AUDIENCE, "iat": now, "nbf": now, "exp": now + 300,
-            "jti": format!("jti-{}", rand_suffix()),
-            "sub": "repo:acme/meter:ref:refs/tags/v1.1.0",
-            "repository": "acme/meter",
-            "job_workflow_ref": "acme/meter/.github/workflows/publish.yml@refs/tags/v1.1.0",
-            "environment": "release",
-        })
-    }
-}
-
-fn rand_suffix() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
-}
 
 fn exchange(reg: &TestRegistry, jwt: &str) -> reqwest::blocking::Response {
     http().post(format!("{}api/v1/trusted_publishing/tokens", reg.url())).json(&json!({"jwt": jwt})).send().unwrap()

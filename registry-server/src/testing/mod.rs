@@ -5,6 +5,8 @@
 //! Test code is synchronous: the server runs on a runtime this guard owns, and
 //! the admin helpers block on it.
 
+pub mod oidc;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
