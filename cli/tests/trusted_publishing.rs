@@ -10,20 +10,11 @@
 mod common;
 
 use common::Sandbox;
-use ebpkg_registry::testing::TestRegistry;
-use ebpkg_registry::testing::oidc::{ACTIONS_REQUEST_TOKEN, AUDIENCE, Issuer, Key};
+use ebpkg_registry::testing::oidc::{ACTIONS_REQUEST_TOKEN, trusting_registry};
 
 #[test]
 fn a_ci_job_logs_in_with_its_oidc_identity_and_publishes() {
-    let issuer = Issuer::start();
-    let key = Key::ec("k1");
-    issuer.publish_key(&key);
-    let issuer_url = issuer.url.clone();
-    let server = TestRegistry::start_with(Box::new(move |c| {
-        c.trusted_issuers = vec![issuer_url];
-        c.trusted_audience = AUDIENCE.into();
-    }))
-    .unwrap();
+    let (issuer, key, server) = trusting_registry();
     let mut sb = Sandbox::new("tpub");
     sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
     sb.publish_manifest("c", "1.0.0", &[]);

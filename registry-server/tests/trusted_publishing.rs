@@ -14,7 +14,7 @@ mod common;
 
 use base64::Engine as _;
 use common::*;
-use ebpkg_registry::testing::oidc::{AUDIENCE, Issuer, Key};
+use ebpkg_registry::testing::oidc::{AUDIENCE, Key, trusting_registry};
 use ebpkg_registry::testing::{TestRegistry, pack_with, publish_body};
 use ebpkg_spec::registry_api::{ApiErrors, TrustedPublisherList, TrustedPublishingToken};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -38,15 +38,7 @@ fn b64(bytes: &[u8]) -> String {
 
 #[test]
 fn a_pipeline_exchanges_its_oidc_token_for_a_scoped_short_lived_publish_token() {
-    let issuer = Issuer::start();
-    let key = Key::ec("k1");
-    issuer.publish_key(&key);
-    let issuer_url = issuer.url.clone();
-    let reg = TestRegistry::start_with(Box::new(move |c| {
-        c.trusted_issuers = vec![issuer_url];
-        c.trusted_audience = AUDIENCE.into();
-    }))
-    .unwrap();
+    let (issuer, key, reg) = trusting_registry();
     let alice = reg.token("alice", &[], &[]).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     for name in ["meter", "other"] {
@@ -309,15 +301,7 @@ fn a_pipeline_exchanges_its_oidc_token_for_a_scoped_short_lived_publish_token() 
 
 #[test]
 fn an_owner_who_leaves_takes_their_trusted_publishers_along() {
-    let issuer = Issuer::start();
-    let key = Key::ec("k1");
-    issuer.publish_key(&key);
-    let issuer_url = issuer.url.clone();
-    let reg = TestRegistry::start_with(Box::new(move |c| {
-        c.trusted_issuers = vec![issuer_url];
-        c.trusted_audience = AUDIENCE.into();
-    }))
-    .unwrap();
+    let (issuer, key, reg) = trusting_registry();
     let alice = reg.token("alice", &[], &[]).unwrap();
     reg.token("bob", &[], &[]).unwrap();
     let scratch = tempfile::tempdir().unwrap();

@@ -174,3 +174,18 @@ fn rand_suffix() -> String {
 
 /// The audience the tests' registries want.
 pub const AUDIENCE: &str = "ebpkg-test";
+
+/// A registry that trusts a fresh issuer (for [`AUDIENCE`]), and the issuer's
+/// one published key, `k1`.
+pub fn trusting_registry() -> (Issuer, Key, super::TestRegistry) {
+    let issuer = Issuer::start();
+    let key = Key::ec("k1");
+    issuer.publish_key(&key);
+    let url = issuer.url.clone();
+    let registry = super::TestRegistry::start_with(Box::new(move |c| {
+        c.trusted_issuers = vec![url];
+        c.trusted_audience = AUDIENCE.into();
+    }))
+    .unwrap();
+    (issuer, key, registry)
+}
