@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The baseline the VM's per-call cost is measured against: the same null programs
- * chained with plain tail calls, no VM. Two forms:
+ * The baseline the VM's per-call cost is measured against: null programs chained
+ * with plain tail calls, no VM, in the same two shapes as the VM's chains:
+ *  - raw_self: one program tail-calling itself through the constant slot 1 (the
+ *    shape of a chain calling one program N times);
+ *  - raw_k<N>: hop N tail-calls the constant slot N+1 (N distinct programs); the
+ *    JIT turns constant keys into patched direct jumps;
  *  - raw_dyn: every hop tail-calls slot `next` read from a per-CPU counter, the way
- *    a runtime-configured pipeline must (an indirect jump: a retpoline here);
- *  - raw_k<N>: hop N tail-calls the constant slot N+1, which the JIT turns into a
- *    direct jump (the fastest a tail call can be, but fixed at compile time).
- * Each stops after `hops` hops (raw_cfg) and returns XDP_PASS.
+ *    a runtime-configured pipeline must (an indirect jump).
+ * Each stops after `hops` hops and returns XDP_PASS; with hops = 0 the entry
+ * returns at once (the floor: a test run of a program that does nothing per hop).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -41,6 +44,8 @@ int raw_entry(struct xdp_md *ctx)
 
 	if (!s)
 		return XDP_ABORTED;
+	if (hops == 0)
+		return XDP_PASS;
 	s->left = hops;
 	s->next = 1;
 	bpf_tail_call(ctx, &raw_progs, s->next);
@@ -62,6 +67,20 @@ int raw_dyn(struct xdp_md *ctx)
 	return XDP_ABORTED;
 }
 
+SEC("xdp")
+int raw_self(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero);
+
+	if (!s)
+		return XDP_ABORTED;
+	if (--s->left == 0)
+		return XDP_PASS;
+	bpf_tail_call(ctx, &raw_progs, 1);
+	return XDP_ABORTED;
+}
+
 #define RAW_K(n)                                                     \
 	SEC("xdp") int raw_k##n(struct xdp_md *ctx)                  \
 	{                                                            \
@@ -76,5 +95,7 @@ int raw_dyn(struct xdp_md *ctx)
 	}
 RAW_K(1) RAW_K(2) RAW_K(3) RAW_K(4) RAW_K(5) RAW_K(6) RAW_K(7) RAW_K(8)
 RAW_K(9) RAW_K(10) RAW_K(11) RAW_K(12) RAW_K(13) RAW_K(14) RAW_K(15) RAW_K(16)
+RAW_K(17) RAW_K(18) RAW_K(19) RAW_K(20) RAW_K(21) RAW_K(22) RAW_K(23) RAW_K(24)
+RAW_K(25) RAW_K(26) RAW_K(27) RAW_K(28) RAW_K(29) RAW_K(30)
 
 char LICENSE[] SEC("license") = "GPL";

@@ -55,12 +55,13 @@ impl Drop for Setup {
     }
 }
 
-fn ebpkg(path: &Path, env: &[(String, String)], cwd: &Path, args: &[&str]) -> Result<()> {
+/// Runs ebpkg; its standard output.
+fn ebpkg(path: &Path, env: &[(String, String)], cwd: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new(path).current_dir(cwd).args(args).envs(env.iter().cloned()).output()?;
     if !out.status.success() {
         bail!("ebpkg {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 const LISTED: u16 = 0xa;
@@ -109,10 +110,18 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
         ("EBPKG_STATE_DIR", dir.path().join("state").display().to_string()),
         ("EBPKG_BPFFS_ROOT", root.display().to_string()),
         ("EBPKG_CONFIG", dir.path().join("config.toml").display().to_string()),
+        ("EBPKG_KEY_PASSWORD", "benchmark".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    // Installs refuse what no trusted key signed: a key of the benchmark's own,
+    // trusted for its packages, as a publisher and a user would set it up.
+    ebpkg(ebpkg_bin, &env, dir.path(), &["-q", "key", "generate"])?;
+    let key: serde_json::Value =
+        serde_json::from_str(&ebpkg(ebpkg_bin, &env, dir.path(), &["--json", "key", "show"])?)?;
+    let id = key["id"].as_str().context("`ebpkg key show --json` gave no id")?;
+    ebpkg(ebpkg_bin, &env, dir.path(), &["-q", "trust", "add", "*", id])?;
     for p in ["meter", "sets", "sampler", "net", "basic", "mmlf"] {
         ebpkg(ebpkg_bin, &env, &crate::packages_dir().join(p), &["-q", "publish", "--no-verify"])?;
     }

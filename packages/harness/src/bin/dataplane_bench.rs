@@ -18,10 +18,11 @@ struct Args {
     /// Where results.md, results.json and the plots go.
     #[arg(long, default_value = "bench")]
     out: PathBuf,
-    /// Interleaved rounds per measurement.
+    /// Interleaved rounds per measurement (at least 15 outside --quick).
     #[arg(long, default_value_t = 15)]
     rounds: usize,
-    /// A short run (3 rounds, fewer repetitions), to see that everything works.
+    /// A short run (3 rounds, fewer repetitions), to see that everything works:
+    /// figures, no verdicts.
     #[arg(long)]
     quick: bool,
     /// Exit with 1 when a target is missed.
@@ -83,14 +84,15 @@ fn mmlf_inputs(args: &Args) -> Result<(PathBuf, PathBuf)> {
 
 fn run(args: &Args) -> Result<bool> {
     let (rounds, repeat_calls, repeat_mmlf, live) =
-        if args.quick { (3, 20_000, 100, 4_000) } else { (args.rounds, 200_000, 200, mmlf::MAX_LIVE_FRAMES) };
+        if args.quick { (3, 20_000, 100, 4_000) } else { (args.rounds.max(15), 1_000_000, 200, mmlf::MAX_LIVE_FRAMES) };
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     eprintln!("the cost of a program call ({rounds} rounds)…");
     let calls = calls::run(&args.bpffs, rounds, repeat_calls)?;
     eprintln!("MMLF ({rounds} rounds)…");
     let (ebpkg, cache) = mmlf_inputs(args)?;
     let mmlf = mmlf::run(&ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
-    let verdicts = report::verdicts(&calls, &mmlf);
+    // A quick run has too few samples for its verdicts to mean anything.
+    let verdicts = if args.quick { Vec::new() } else { report::verdicts(&calls, &mmlf) };
     let md = report::markdown(&machine(), &calls, &mmlf, &verdicts);
     std::fs::write(args.out.join("results.md"), &md)?;
     let json = serde_json::json!({ "machine": machine(), "calls": calls, "mmlf": mmlf, "targets": verdicts });
