@@ -86,6 +86,8 @@ fn run(args: &Args) -> Result<bool> {
     let (rounds, repeat_calls, repeat_mmlf, live) =
         if args.quick { (3, 20_000, 100, 4_000) } else { (args.rounds.max(15), 1_000_000, 200, mmlf::MAX_LIVE_FRAMES) };
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
+    // Described before the calls benchmark pins this thread to one CPU.
+    let machine = machine();
     eprintln!("the cost of a program call ({rounds} rounds)…");
     let calls = calls::run(&args.bpffs, rounds, repeat_calls)?;
     eprintln!("MMLF ({rounds} rounds)…");
@@ -93,9 +95,9 @@ fn run(args: &Args) -> Result<bool> {
     let mmlf = mmlf::run(&ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
     // A quick run has too few samples for its verdicts to mean anything.
     let verdicts = if args.quick { Vec::new() } else { report::verdicts(&calls, &mmlf) };
-    let md = report::markdown(&machine(), &calls, &mmlf, &verdicts);
+    let md = report::markdown(&machine, &calls, &mmlf, &verdicts);
     std::fs::write(args.out.join("results.md"), &md)?;
-    let json = serde_json::json!({ "machine": machine(), "calls": calls, "mmlf": mmlf, "targets": verdicts });
+    let json = serde_json::json!({ "machine": machine, "calls": calls, "mmlf": mmlf, "targets": verdicts });
     std::fs::write(args.out.join("results.json"), serde_json::to_string_pretty(&json)? + "\n")?;
     report::load_font()?;
     report::plot_calls(&args.out.join("calls.png"), &calls)?;
