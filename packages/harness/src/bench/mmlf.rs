@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use hike_runtime::{Runtime, ScratchPath, TestRunOptions};
 use serde::Serialize;
 
-use super::stats::Summary;
+use super::stats::{Estimate, Summary, ratio_of_medians};
 use crate::bpf::{self, Loaded};
 use crate::netns::{Netns, veth};
 use crate::packets;
@@ -33,7 +33,20 @@ pub struct MmlfResult {
     pub pps: Vec<Vec<Summary>>,
     pub repeat: u32,
     pub live_frames: u32,
+    /// `[kind]`: time per packet, HIKe chain / monolithic, with its 95%
+    /// bootstrap interval: BPF_PROG_TEST_RUN, and live frames.
+    pub ratio_ns: Vec<Estimate>,
+    pub ratio_live: Vec<Estimate>,
+    /// Rounds kept (more than asked when the live ratio's interval was still
+    /// wider than the target's margin).
+    pub rounds: usize,
 }
+
+/// The live ratio's interval must be narrower than this (the 1.10× target's
+/// margin over 1.0) before the benchmark stops adding rounds…
+pub const MAX_INTERVAL: f64 = 0.10;
+/// …or it has run this many times the rounds asked.
+pub const MAX_ROUND_FACTOR: usize = 3;
 
 /// What the benchmark set up, torn down on drop.
 struct Setup {
@@ -234,6 +247,11 @@ pub fn spin(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, variant: usize, kind: 
     })?
 }
 
+/// ns per packet from packets per second.
+fn time_of(rates: &[f64]) -> Vec<f64> {
+    rates.iter().map(|r| 1e9 / r).collect()
+}
+
 /// `live`: frames per live run (at most MAX_LIVE_FRAMES).
 pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: u32, live: u32) -> Result<MmlfResult> {
     let live = live.min(MAX_LIVE_FRAMES);
@@ -258,7 +276,16 @@ pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: 
         // The hop limit falls by one per repetition of a forwarded packet: runs
         // of `repeat` (< 255) keep it forwarding; 25 of them make one sample.
         let calls = 25;
-        for round in 0..=rounds {
+        let mut round = 0;
+        loop {
+            let kept = ns[0][0].len();
+            if kept >= rounds {
+                // Enough when the matching live ratio is known to within the target's margin.
+                let r = ratio_of_medians(&time_of(&pps[0][0]), &time_of(&pps[0][1]));
+                if r.high - r.low < MAX_INTERVAL || kept >= rounds * MAX_ROUND_FACTOR {
+                    break;
+                }
+            }
             for (k, p) in frames.iter().enumerate() {
                 for i in 0..VARIANTS.len() {
                     let v = (round + i) % VARIANTS.len();
@@ -295,11 +322,15 @@ pub fn run(ebpkg_bin: &Path, bpffs: &Path, cache: &Path, rounds: usize, repeat: 
                     }
                 }
             }
+            round += 1;
         }
         Ok((ns, pps))
     })??;
+    let ratio_ns = (0..KINDS.len()).map(|k| ratio_of_medians(&ns[k][0], &ns[k][1])).collect();
+    let ratio_live = (0..KINDS.len()).map(|k| ratio_of_medians(&time_of(&pps[k][0]), &time_of(&pps[k][1]))).collect();
+    let rounds = ns[0][0].len();
     let sum = |v: Samples| -> Vec<Vec<Summary>> {
         v.into_iter().map(|k| k.iter().map(|s| Summary::of(s)).collect()).collect()
     };
-    Ok(MmlfResult { ns: sum(ns), pps: sum(pps), repeat, live_frames: live })
+    Ok(MmlfResult { ns: sum(ns), pps: sum(pps), repeat, live_frames: live, ratio_ns, ratio_live, rounds })
 }

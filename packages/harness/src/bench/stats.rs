@@ -162,6 +162,20 @@ pub fn ratio_estimate(a: &Rounds<'_>, b: &Rounds<'_>) -> Estimate {
     interval(a.slope() / b.slope(), draws)
 }
 
+/// median(a) / median(b) for samples taken in the same rounds (`a[r]` and `b[r]`
+/// in round r), with its bootstrap interval (rounds resampled, pairs kept).
+pub fn ratio_of_medians(a: &[f64], b: &[f64]) -> Estimate {
+    let n = a.len().min(b.len());
+    let mut rng = Rng(0xB0B);
+    let draws = (0..RESAMPLES)
+        .map(|_| {
+            let pick: Vec<usize> = (0..n).map(|_| rng.below(n)).collect();
+            median(pick.iter().map(|&i| a[i]).collect()) / median(pick.iter().map(|&i| b[i]).collect())
+        })
+        .collect();
+    interval(median(a[..n].to_vec()) / median(b[..n].to_vec()), draws)
+}
+
 /// Why a linear fit of `series` should not be believed, if it should not: a
 /// median more than 10% of the largest size's median away from the line.
 pub fn not_linear(name: &str, series: &Rounds<'_>) -> Option<String> {
@@ -242,6 +256,15 @@ mod tests {
         let double = noisy(&xs, 6.0, 15, 0.5);
         let r = ratio_estimate(&Rounds { xs: &xs, rounds: &double }, &Rounds { xs: &xs, rounds: &narrow });
         assert!(r.low <= 2.0 && 2.0 <= r.high && r.high - r.low < 0.1, "{r:?}");
+    }
+
+    #[test]
+    fn a_ratio_of_medians_has_an_interval_around_it() {
+        let a: Vec<f64> = (0..30).map(|i| 110.0 + f64::from(i % 7)).collect();
+        let b: Vec<f64> = (0..30).map(|i| 100.0 + f64::from(i % 5)).collect();
+        let r = ratio_of_medians(&a, &b);
+        assert!(r.low <= r.value && r.value <= r.high && r.high - r.low < 0.1, "{r:?}");
+        assert!((r.value - 113.0 / 102.0).abs() < 1e-9, "{r:?}");
     }
 
     #[test]
