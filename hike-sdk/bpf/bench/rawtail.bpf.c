@@ -52,37 +52,10 @@ int raw_entry(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-SEC("xdp")
-int raw_dyn(struct xdp_md *ctx)
-{
-	__u32 zero = 0;
-	struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero);
-
-	if (!s)
-		return XDP_ABORTED;
-	if (--s->left == 0)
-		return XDP_PASS;
-	s->next++;
-	bpf_tail_call(ctx, &raw_progs, s->next);
-	return XDP_ABORTED;
-}
-
-SEC("xdp")
-int raw_self(struct xdp_md *ctx)
-{
-	__u32 zero = 0;
-	struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero);
-
-	if (!s)
-		return XDP_ABORTED;
-	if (--s->left == 0)
-		return XDP_PASS;
-	bpf_tail_call(ctx, &raw_progs, 1);
-	return XDP_ABORTED;
-}
-
-#define RAW_K(n)                                                     \
-	SEC("xdp") int raw_k##n(struct xdp_md *ctx)                  \
+/* A hop: counts down, then tail-calls slot `slot`: a constant (a direct jump once
+ * JITed) or, for raw_dyn, the next slot read from the per-CPU state. */
+#define RAW_HOP(name, slot)                                          \
+	SEC("xdp") int name(struct xdp_md *ctx)                      \
 	{                                                            \
 		__u32 zero = 0;                                      \
 		struct raw_state *s = bpf_map_lookup_elem(&raw_st, &zero); \
@@ -90,9 +63,12 @@ int raw_self(struct xdp_md *ctx)
 			return XDP_ABORTED;                          \
 		if (--s->left == 0)                                  \
 			return XDP_PASS;                             \
-		bpf_tail_call(ctx, &raw_progs, n + 1);               \
+		bpf_tail_call(ctx, &raw_progs, slot);                \
 		return XDP_ABORTED;                                  \
 	}
+RAW_HOP(raw_self, 1)
+RAW_HOP(raw_dyn, ++s->next)
+#define RAW_K(n) RAW_HOP(raw_k##n, n + 1)
 RAW_K(1) RAW_K(2) RAW_K(3) RAW_K(4) RAW_K(5) RAW_K(6) RAW_K(7) RAW_K(8)
 RAW_K(9) RAW_K(10) RAW_K(11) RAW_K(12) RAW_K(13) RAW_K(14) RAW_K(15) RAW_K(16)
 RAW_K(17) RAW_K(18) RAW_K(19) RAW_K(20) RAW_K(21) RAW_K(22) RAW_K(23) RAW_K(24)
