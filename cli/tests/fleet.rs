@@ -43,8 +43,11 @@ fn the_node_entrypoint_installs_frozen_stays_and_uninstalls_on_sigterm() {
     let fetched = sb.shell(sb.dir.path(), &format!("{env}; {node} fetch")).ok();
     assert!(fetched.stderr.contains("fetching what ebpkg.lock pins"), "{}", fetched.stderr);
 
-    // The registry is gone: `run` must need nothing but the cache.
+    // The registry is gone: a restarted node's `fetch` falls back to the cache
+    // (exit 6 only), and `run` needs nothing but the cache.
     std::fs::rename(sb.path("registry"), sb.path("registry.away")).unwrap();
+    let refetched = sb.shell(sb.dir.path(), &format!("{env}; {node} fetch")).ok();
+    assert!(refetched.stderr.contains("using the cache"), "{}", refetched.stderr);
     let script = format!(
         r#"{env}
         {node} ready && {{ echo "ready before anything was installed"; exit 1; }}
