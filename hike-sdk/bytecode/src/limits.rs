@@ -31,6 +31,6 @@ pub const DEFAULT_BUDGET: u32 = 2048;
 /// Arguments a call passes (r1..r4).
 pub const MAX_CALL_ARGS: u8 = 4;
 /// The ABI version of the pinned maps.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// `HIKE` in little-endian, the first word of the configuration map.
 pub const MAGIC: u32 = 0x454b_4948;

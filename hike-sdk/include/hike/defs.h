@@ -9,7 +9,7 @@
 #define HIKE_DEFS_H
 
 /* Layout version of the pinned maps. A root created with another value is refused. */
-#define HIKE_ABI_VERSION 1
+#define HIKE_ABI_VERSION 2
 #define HIKE_MAGIC 0x454b4948 /* "HIKE" */
 
 /* ---- limits --------------------------------------------------------------- */

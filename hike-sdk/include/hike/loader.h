@@ -32,6 +32,16 @@
 #include <hike/vm.h>
 #include <hike/packet.h>
 
+/* Chain ids to the native programs of chains (docs/NATIVE.md), per hook like the
+ * program arrays. Only loaders start chains, so only they declare it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, HIKE_MAX_CHAINS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} HIKE_NATIVE_CHAINS SEC(".maps");
+
 /* IPv6 extension headers walked to find the transport header. */
 #define HIKE_MAX_EXT_HDRS 8
 #define HIKE_MAX_VLANS 2
@@ -183,6 +193,9 @@ __hike_inline int hike_chain_start(HIKE_CTX *ctx, struct hike_state *st, __u32 c
 	for (int i = HIKE_PKT_INFO_SIZE / 8; i < HIKE_SCRATCH_SIZE / 8; i++)
 		((__u64 *)st->scratch)[i] = 0;
 	st->chain_runs[chain_id & (HIKE_MAX_CHAINS - 1)]++;
+	/* A chain compiled to a native program (docs/NATIVE.md) runs as that program;
+	 * with the slot empty the tail call falls through and the VM interprets it. */
+	bpf_tail_call(ctx, &HIKE_NATIVE_CHAINS, chain_id);
 	return hike_vm_run(ctx, st);
 }
 

@@ -13,12 +13,14 @@
 #ifdef HIKE_HOOK_TC
 #define HIKE_CTX struct __sk_buff
 #define HIKE_PROGS hike_progs_tc
+#define HIKE_NATIVE_CHAINS hike_native_tc
 #define HIKE_SEC "tc"
 #define HIKE_VERDICT_PASS 0  /* TC_ACT_OK */
 #define HIKE_VERDICT_ABORT 2 /* TC_ACT_SHOT */
 #else
 #define HIKE_CTX struct xdp_md
 #define HIKE_PROGS hike_progs_xdp
+#define HIKE_NATIVE_CHAINS hike_native_xdp
 #define HIKE_SEC "xdp"
 #define HIKE_VERDICT_PASS XDP_PASS
 #define HIKE_VERDICT_ABORT XDP_ABORTED

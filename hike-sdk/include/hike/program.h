@@ -66,6 +66,26 @@
 #define hike_result(value) \
 	(__hike_st->regs[0] = (__u64)(__typeof__(*__hike_rt))(value), HIKE_CONTINUE)
 
+#ifdef HIKE_NATIVE_BUILD
+/* Native chains (docs/NATIVE.md, built with -DHIKE_NATIVE_BUILD): the body is also a function with one signature
+ * for every program, `__hike_native_<name>(ctx, st, args)`, which a native chain
+ * links with and inlines. The arguments are truncated to their declared types
+ * exactly as the VM's wrapper does; no section program is emitted. */
+#include <hike/native.h>
+#define __HIKE_NATIVE_PASS(i, a) , (__HIKE_TYPE(a))__hike_args->r[i - 1]
+#define HIKE_PROGRAM_RET(ret_type, name, ...)                                                             \
+	static __always_inline int __hike_body_##name(HIKE_CTX *ctx __attribute__((unused)),            \
+		struct hike_state *__hike_st __attribute__((unused)),                                      \
+		ret_type *__hike_rt __attribute__((unused)) __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__));     \
+	__attribute__((always_inline)) int __hike_native_##name(HIKE_CTX *ctx, struct hike_state *__hike_st, \
+		const struct hike_native_args *__hike_args)                                               \
+	{                                                                                                 \
+		return __hike_body_##name(ctx, __hike_st, 0 __HIKE_EACH(__HIKE_NATIVE_PASS, ##__VA_ARGS__)); \
+	}                                                                                                 \
+	static __always_inline int __hike_body_##name(HIKE_CTX *ctx __attribute__((unused)),            \
+		struct hike_state *__hike_st __attribute__((unused)),                                      \
+		ret_type *__hike_rt __attribute__((unused)) __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__))
+#else
 #define HIKE_PROGRAM_RET(ret_type, name, ...)                                                             \
 	static __always_inline int __hike_body_##name(HIKE_CTX *ctx __attribute__((unused)),            \
 		struct hike_state *__hike_st __attribute__((unused)),                                      \
@@ -87,6 +107,7 @@
 	static __always_inline int __hike_body_##name(HIKE_CTX *ctx __attribute__((unused)),            \
 		struct hike_state *__hike_st __attribute__((unused)),                                      \
 		ret_type *__hike_rt __attribute__((unused)) __HIKE_EACH(__HIKE_PARAM, ##__VA_ARGS__))
+#endif
 
 #define HIKE_PROGRAM(name, ...) HIKE_PROGRAM_RET(__u64, name, ##__VA_ARGS__)
 

@@ -5,11 +5,12 @@
 use std::path::Path;
 
 /// The headers, as `(name under hike/, contents)`, sorted by name.
-pub const HEADERS: [(&str, &str); 8] = [
+pub const HEADERS: [(&str, &str); 9] = [
     ("common.h", include_str!("../hike/common.h")),
     ("defs.h", include_str!("../hike/defs.h")),
     ("loader.h", include_str!("../hike/loader.h")),
     ("maps.h", include_str!("../hike/maps.h")),
+    ("native.h", include_str!("../hike/native.h")),
     ("packet.h", include_str!("../hike/packet.h")),
     ("program.h", include_str!("../hike/program.h")),
     ("time.h", include_str!("../hike/time.h")),

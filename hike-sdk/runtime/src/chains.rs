@@ -132,6 +132,14 @@ impl Runtime {
                 users: users.join(", "),
             });
         }
+        // Its native program first (the slot is cleared, not waited for: the wait
+        // below covers both).
+        for hook in [Hook::Xdp, Hook::Tc] {
+            if self.native_program(hook, id)?.is_some() {
+                self.maps.native(hook).delete(&key(id)).kernel(|| format!("clear native slot {id}"))?;
+            }
+        }
+        crate::crashpoint::hit("chain-native-cleared");
         // Packets that entered before the last reference went away may still be
         // inside; the bytecode must outlive them.
         sys::wait_for_readers().io("cannot wait for running packets", self.root())?;

@@ -22,10 +22,22 @@ pub(crate) struct LoadRequest<'a> {
     pub elf: &'a [u8],
     /// The instance's `vm/` directory: maps declared with `LIBBPF_PIN_BY_NAME`.
     pub vm_dir: &'a Path,
-    /// Where to pin each other map (by its name); `None` leaves it unpinned.
-    pub map_pin: &'a dyn Fn(&str) -> Option<PathBuf>,
+    /// Where the maps that are not the VM's come from.
+    pub maps: Maps<'a>,
     /// Programs to load; the others of the object are skipped.
     pub programs: &'a [String],
+}
+
+/// Where an object's maps come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Maps<'a> {
+    /// Maps declared with `LIBBPF_PIN_BY_NAME` are the VM's; each other map is
+    /// created and pinned where this says (`None`: unpinned).
+    Pin(&'a dyn Fn(&str) -> Option<PathBuf>),
+    /// Every map is an existing pin, found by name (native chains): none is
+    /// created, and an object with mutable globals (`.data`, `.bss`), whose
+    /// state would not be shared with anything, is refused.
+    Existing(&'a dyn Fn(&str) -> Option<PathBuf>),
 }
 
 /// Routes libbpf's messages to `tracing` instead of stderr (once per process).
@@ -108,11 +120,35 @@ fn open_and_load_with(
 
     for mut map in open.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
-        if name.starts_with("hike_") || is_internal_map(&name) {
-            continue;
-        }
-        if let Some(path) = (req.map_pin)(&name) {
-            map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?;
+        match req.maps {
+            Maps::Pin(pin) => {
+                if name.starts_with("hike_") || is_internal_map(&name) {
+                    continue;
+                }
+                if let Some(path) = pin(&name) {
+                    map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?;
+                }
+            }
+            Maps::Existing(find) => {
+                if is_internal_map(&name) {
+                    if name.starts_with(".rodata") || name == ".kconfig" {
+                        continue;
+                    }
+                    return Err(RuntimeError::BadObject {
+                        name: req.object_name.to_owned(),
+                        reason: format!(
+                            "it keeps state in global variables ({name}), which the programs' own objects do not share"
+                        ),
+                    });
+                }
+                // libbpf reuses a pinned map at the pin path (checking that it is
+                // compatible) and would create one where none exists: check first.
+                let path = find(&name).filter(|p| p.exists()).ok_or_else(|| RuntimeError::BadObject {
+                    name: req.object_name.to_owned(),
+                    reason: format!("its map `{name}` is not one the instance has"),
+                })?;
+                map.set_pin_path(&path).kernel(|| format!("reuse map {name} at {}", path.display()))?;
+            }
         }
     }
     let mut found = Vec::new();
@@ -173,12 +209,13 @@ fn explain(req: &LoadRequest<'_>) -> Option<VerifierFailure> {
 }
 
 fn pin_paths(req: &LoadRequest<'_>) -> Result<Vec<PathBuf>> {
+    let Maps::Pin(pin) = req.maps else { return Ok(Vec::new()) };
     let open = ObjectBuilder::default().open_memory(req.elf).kernel(|| format!("open {}", req.object_name))?;
     Ok(open
         .maps()
         .map(|m| m.name().to_string_lossy().into_owned())
         .filter(|n| !n.starts_with("hike_") && !is_internal_map(n))
-        .filter_map(|n| (req.map_pin)(&n))
+        .filter_map(|n| pin(&n))
         .collect())
 }
 

@@ -189,7 +189,7 @@ impl Runtime {
                 object_name: &format!("{}@{} ({})", l.package, l.version, l.object_name),
                 elf: l.elf,
                 vm_dir: &vm_dir,
-                map_pin: &|name| Some(maps_dir.join(name)),
+                maps: load::Maps::Pin(&|name| Some(maps_dir.join(name))),
                 programs: &[l.program.to_owned()],
             })?;
             crate::crashpoint::hit("loader-loaded");

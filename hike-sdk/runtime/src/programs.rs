@@ -104,7 +104,7 @@ impl Runtime {
             object_name: &format!("{}@{} ({})", obj.package, obj.version, obj.object_name),
             elf: obj.elf,
             vm_dir: &vm_dir,
-            map_pin: &|name| Some(maps_dir.join(name)),
+            maps: load::Maps::Pin(&|name| Some(maps_dir.join(name))),
             programs: &to_load,
         })
         .inspect_err(undo_dir)?;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::error::{IoContext, Result};
+use crate::error::{IoContext, KernelContext, Result};
 use crate::meta::{ChainMeta, ProgMeta, RecordState};
 use crate::runtime::{Runtime, key, remove_tree};
 
@@ -55,6 +55,21 @@ impl Runtime {
                     self.set_prog_meta(id, &ProgMeta::free())?;
                 }
                 _ => {}
+            }
+        }
+        // A native program outlives its chain only if removing the chain died
+        // between the two; the id may be given to another chain next.
+        let ready: Vec<u32> =
+            self.chain_records()?.into_iter().filter(|(_, m)| m.state == RecordState::Ready).map(|(id, _)| id).collect();
+        for id in 1..hike_bytecode::limits::MAX_CHAINS {
+            if ready.contains(&id) {
+                continue;
+            }
+            for hook in [hike_bytecode::Hook::Xdp, hike_bytecode::Hook::Tc] {
+                if self.native_program(hook, id)?.is_some() {
+                    tracing::warn!(id, "removing the native program of a chain that is gone");
+                    self.maps.native(hook).delete(&key(id)).kernel(|| format!("clear native slot {id}"))?;
+                }
             }
         }
         Ok(())

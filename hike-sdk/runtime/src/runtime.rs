@@ -37,6 +37,8 @@ impl Default for InitOptions {
 pub(crate) struct VmMaps {
     pub progs_xdp: MapHandle,
     pub progs_tc: MapHandle,
+    pub native_xdp: MapHandle,
+    pub native_tc: MapHandle,
     pub chains: MapHandle,
     pub state: MapHandle,
     pub config: MapHandle,
@@ -50,6 +52,14 @@ impl VmMaps {
         match hook {
             Hook::Xdp => &self.progs_xdp,
             Hook::Tc => &self.progs_tc,
+        }
+    }
+
+    /// The hook's native chain slots (docs/NATIVE.md).
+    pub fn native(&self, hook: Hook) -> &MapHandle {
+        match hook {
+            Hook::Xdp => &self.native_xdp,
+            Hook::Tc => &self.native_tc,
         }
     }
 }
@@ -152,6 +162,8 @@ impl Runtime {
             maps: VmMaps {
                 progs_xdp: pinned("hike_progs_xdp")?,
                 progs_tc: pinned("hike_progs_tc")?,
+                native_xdp: pinned("hike_native_xdp")?,
+                native_tc: pinned("hike_native_tc")?,
                 chains: pinned("hike_chains")?,
                 state: pinned("hike_state")?,
                 config,
@@ -321,7 +333,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
                 object_name: &format!("{program}_{hook}"),
                 elf: object,
                 vm_dir: &vm,
-                map_pin: &|_| None,
+                maps: load::Maps::Pin(&|_| None),
                 programs: &[program.to_owned()],
             })?;
             let mut prog = obj.progs_mut().find(|p| p.name() == program).ok_or_else(|| RuntimeError::BadObject {

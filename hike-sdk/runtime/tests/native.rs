@@ -1,0 +1,218 @@
+//! Native chains against the VM: random valid chains (the differential tests'
+//! generator) run interpreted and then native on several packets must give the
+//! same verdict, registers, packet, scratch and counters; a packet with too
+//! little budget falls back to the VM; removing the chain removes its native
+//! program.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use common::random::*;
+use common::*;
+use hike_bytecode::{AbortReason, AluOp, Hook, Insn, build};
+use hike_native::{ChainUnit, LinkInput, Tools};
+use hike_runtime::{ChainId, ChainSpec, Counters, InitOptions, NativeModule, NativeObject, RegisteredProgram, Runtime};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+/// Builds native programs of chains over the test programs (bpf/test/vmtest.bpf.c).
+struct Native {
+    tools: Tools,
+    args: Vec<OsString>,
+    module: String,
+    symbols: BTreeMap<u32, String>,
+    work: PathBuf,
+}
+
+fn bpf_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("bpf")
+}
+
+impl Native {
+    fn new(progs: &[RegisteredProgram], hook: Hook) -> Native {
+        let tools = Tools::detect(Path::new("clang")).expect("clang with llvm-link and opt of its version");
+        let mut args: Vec<OsString> = hike_sdk_headers::CFLAGS.iter().map(OsString::from).collect();
+        args.push("-D__TARGET_ARCH_x86".into());
+        if hook == Hook::Tc {
+            args.push("-DHIKE_HOOK_TC".into());
+        }
+        for dir in [hike_sdk_headers::include_dir().to_owned(), bpf_dir().join("uapi"), "/usr/include/x86_64-linux-gnu".into()]
+        {
+            args.push("-I".into());
+            args.push(dir.into());
+        }
+        let work = tempdir("native");
+        let ir = hike_native::compile_module(&tools, &args, &bpf_dir(), "test/vmtest.bpf.c", &work.join("vmtest.ll"))
+            .unwrap();
+        let module = hike_native::prefix_module(&ir, 1);
+        let symbols = progs.iter().map(|p| (p.id.0, hike_native::program_symbol(1, &p.name))).collect();
+        Native { tools, args, module, symbols, work }
+    }
+
+    /// Compiles chain `id` (with `chains`) and puts it in its slot.
+    fn install(&self, rt: &Runtime, hook: Hook, id: ChainId, chains: &BTreeMap<u32, Vec<Insn>>) -> Result<(), String> {
+        let unit = ChainUnit { hook, chain: id.0, chains, programs: &self.symbols, license: "GPL" };
+        let generated = hike_native::generate(&unit).map_err(|e| e.to_string())?;
+        let dir = self.work.join(format!("chain{}", id.0));
+        std::fs::create_dir_all(&dir).unwrap();
+        let elf = hike_native::link(
+            &self.tools,
+            &LinkInput {
+                chain_source: &generated.source,
+                entry: &generated.entry,
+                modules: std::slice::from_ref(&self.module),
+                args: &self.args,
+                workdir: &dir,
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", generated.source))?;
+        let modules = [NativeModule { package: "hike-test".into(), version: "0.0.0".into() }];
+        rt.install_native(&NativeObject { chain: id, entry: &generated.entry, elf: &elf, modules: &modules })
+            .map_err(|e| format!("{e}\n{}", generated.source))?;
+        Ok(())
+    }
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.work);
+    }
+}
+
+fn packets() -> Vec<Vec<u8>> {
+    let v6 = ipv6_udp_packet();
+    let mut v4 = vec![0u8; 60];
+    v4[12] = 0x08;
+    v4[14] = 0x45;
+    v4[23] = 17;
+    let short = v6[..20].to_vec();
+    vec![v6, v4, short]
+}
+
+/// What a run changed in the counters.
+fn delta(before: &Counters, after: &Counters) -> (Vec<(usize, u64)>, Vec<(usize, u64)>, Vec<u64>) {
+    let diff = |a: &[u64], b: &[u64]| -> Vec<(usize, u64)> {
+        b.iter().zip(a).enumerate().filter(|(_, (b, a))| b != a).map(|(i, (b, a))| (i, b - a)).collect()
+    };
+    let aborts = after.aborts.iter().zip(&before.aborts).map(|(a, b)| a - b).collect();
+    (diff(&before.prog_calls, &after.prog_calls), diff(&before.chain_runs, &after.chain_runs), aborts)
+}
+
+#[test]
+fn native_chains_agree_with_the_vm() {
+    let t = TestRoot::with("native", InitOptions { budget: 4096 });
+    let progs = t.register_vmtest(Hook::Xdp);
+    let native = Native::new(&progs, Hook::Xdp);
+    let helper_insns =
+        vec![build::mov_reg(0, 1), build::alu_imm(AluOp::Mul, 0, 3), build::alu_reg(AluOp::Add, 0, 6), build::exit()];
+    let helper = t
+        .rt
+        .install_chain(&ChainSpec { name: "helper", owner: "native", hook: Hook::Xdp, insns: &helper_insns, nargs: 1 })
+        .unwrap();
+    let packets = packets();
+    let mut runner = TestRunner::new(Config { cases: 48, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&prop::collection::vec(item(), 1..40), |items| {
+            let insns = lower(&items, &progs, helper.0);
+            let chain = t
+                .rt
+                .install_chain(&ChainSpec { name: "random", owner: "native", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+                .map_err(|e| TestCaseError::fail(format!("generated chain was refused: {e}")))?;
+            let listing = hike_bytecode::asm::disassemble(&insns)
+                .into_iter()
+                .map(|(i, t)| format!("{i:3}: {t}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let run_all = || {
+                packets
+                    .iter()
+                    .map(|p| {
+                        let before = t.rt.counters().unwrap();
+                        let run = t.rt.test_run_chain(Hook::Xdp, chain, p, 0).unwrap();
+                        let after = t.rt.counters().unwrap();
+                        let native = pc_after(&t.rt, run.cpu) == 0;
+                        (native, (run.verdict, run.regs[..10].to_vec(), run.packet, run.scratch, delta(&before, &after)))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let interpreted = run_all();
+            let chains: BTreeMap<u32, Vec<Insn>> =
+                [(chain.0, insns.clone()), (helper.0, helper_insns.clone())].into_iter().collect();
+            native.install(&t.rt, Hook::Xdp, chain, &chains).map_err(|e| TestCaseError::fail(format!("{e}\n{listing}")))?;
+            prop_assert!(t.rt.native_of(chain).unwrap().is_some());
+            let compiled = run_all();
+            t.rt.remove_chain(chain).unwrap();
+            for (i, ((vm_ran_native, vm), (native_ran, nat))) in interpreted.iter().zip(&compiled).enumerate() {
+                prop_assert!(!vm_ran_native && *native_ran, "packet {}: the wrong tier ran", i);
+                prop_assert_eq!(vm, nat, "packet {}\n{}", i, listing);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn too_little_budget_falls_back_to_the_vm_and_removal_clears_the_slot() {
+    // 16 instructions of budget; the chain needs 21 on its only path.
+    let t = TestRoot::with("native-budget", InitOptions { budget: 16 });
+    let progs = t.register_vmtest(Hook::Xdp);
+    let native = Native::new(&progs, Hook::Xdp);
+    let mut insns = vec![build::mov_imm(1, 5), build::call_prog(id_of(&progs, "test_args1"), 1)];
+    insns.extend((0..18).map(|_| build::alu_imm(AluOp::Add, 0, 1)));
+    insns.push(build::exit());
+    let chain = t
+        .rt
+        .install_chain(&ChainSpec { name: "long", owner: "native", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+        .unwrap();
+    let chains: BTreeMap<u32, Vec<Insn>> = [(chain.0, insns.clone())].into_iter().collect();
+    let packet = ipv6_udp_packet();
+    let vm = t.rt.test_run_chain(Hook::Xdp, chain, &packet, 0).unwrap();
+    native.install(&t.rt, Hook::Xdp, chain, &chains).unwrap();
+    assert!(t.rt.native_of(chain).unwrap().is_some(), "a native program in the slot");
+    let before = t.rt.counters().unwrap();
+    let nat = t.rt.test_run_chain(Hook::Xdp, chain, &packet, 0).unwrap();
+    let after = t.rt.counters().unwrap();
+    assert_ne!(pc_after(&t.rt, nat.cpu), 0, "the VM ran the packet with too little budget");
+    assert_eq!((nat.verdict, &nat.regs[..10]), (vm.verdict, &vm.regs[..10]));
+    assert_eq!(after.aborted(AbortReason::Budget) - before.aborted(AbortReason::Budget), 1, "aborted for its budget");
+
+    // With the budget it needs, the native program runs it to the end.
+    t.rt.set_budget(4096).unwrap();
+    let full = t.rt.test_run_chain(Hook::Xdp, chain, &packet, 0).unwrap();
+    assert_eq!((full.verdict, full.regs[0]), (2, 6 + 18));
+    assert_eq!(pc_after(&t.rt, full.cpu), 0, "the native program ran it");
+    t.rt.remove_chain(chain).unwrap();
+    let again = t
+        .rt
+        .install_chain(&ChainSpec { name: "next", owner: "native", hook: Hook::Xdp, insns: &[build::exit()], nargs: 0 })
+        .unwrap();
+    assert_eq!(again, chain, "the id is reused");
+    assert_eq!(t.rt.native_of(again).unwrap(), None, "and its slot is empty");
+}
+
+/// The VM's pc after a run on `cpu`: the VM moves it with every instruction
+/// (so it is at least 1 after any interpreted run), a native program never
+/// touches it (the loader sets it to 0). How a test knows which one ran.
+fn pc_after(rt: &Runtime, cpu: usize) -> u32 {
+    let states = rt.raw_states().unwrap();
+    hike_runtime::abi::u32_at(&states[cpu], hike_runtime::abi::state::PC)
+}
+
+#[test]
+fn loops_stay_interpreted() {
+    let chains: BTreeMap<u32, Vec<Insn>> = [(
+        1u32,
+        vec![build::mov_imm(1, 3), build::alu_imm(AluOp::Sub, 1, 1), build::jmp_imm(hike_bytecode::Cond::Ne, 1, 0, -2), build::exit()],
+    )]
+    .into_iter()
+    .collect();
+    let programs = BTreeMap::new();
+    let err = hike_native::generate(&ChainUnit { hook: Hook::Xdp, chain: 1, chains: &chains, programs: &programs, license: "GPL" })
+        .unwrap_err();
+    assert!(err.to_string().contains("loops"), "{err}");
+}
