@@ -44,7 +44,17 @@ fn a_flood_is_blacklisted_and_sampled_while_other_traffic_passes() {
     require_kernel();
     let sb = Sandbox::new("ddos").shared_cache();
     sb.publish_first_party();
-    flood_is_blacklisted(sb);
+    flood_is_blacklisted(sb, "auto");
+}
+
+/// The same counts with the chain interpreted by the VM (the native tier must
+/// not change what a chain does).
+#[test]
+fn the_interpreted_chain_counts_the_same() {
+    require_kernel();
+    let sb = Sandbox::new("ddosi").shared_cache();
+    sb.publish_first_party();
+    flood_is_blacklisted(sb, "interpreted");
 }
 
 /// The same, with every package published to a registry server over HTTP by
@@ -61,10 +71,10 @@ fn the_ddos_chain_installs_from_a_registry_server() {
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&credentials).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600, "the token file is private");
     sb.publish_first_party();
-    flood_is_blacklisted(sb);
+    flood_is_blacklisted(sb, "auto");
 }
 
-fn flood_is_blacklisted(mut sb: Sandbox) {
+fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
     let pid = sb.tag.clone();
     let src = Netns::new(&format!("dds{pid}"), false).unwrap();
     let dut = Netns::new(&format!("ddd{pid}"), false).unwrap();
@@ -76,8 +86,11 @@ fn flood_is_blacklisted(mut sb: Sandbox) {
     sb.netns = Some(dut.name.clone());
     let empty = sb.path("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let run = sb.run(&empty, &["install", "ddos@^1", "--set", "DEVNAME=in0"]).ok();
+    let run = sb.run(&empty, &["install", "ddos@^1", "--set", "DEVNAME=in0", "--chain-mode", chain_mode]).ok();
     assert!(run.stderr.contains("Attached in0 to ddos-1-basic-ip6_sc"), "{}", run.stderr);
+    let tier =
+        if chain_mode == "interpreted" { "Interpreted chain ddos_tb_2_lev" } else { "Native chain ddos_tb_2_lev" };
+    assert!(run.stderr.contains(tier), "{}", run.stderr);
     // Token buckets and the blacklist's expiry run on a frozen clock: the counts
     // below do not depend on how fast this machine sends.
     Runtime::open(&sb.root).unwrap().set_clock(Clock::Frozen(1_000_000_000_000)).unwrap();

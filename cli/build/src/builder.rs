@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ebpkg_spec::types::{RelPath, Sha256Digest};
+use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
 
 use crate::btf::Btf;
 use crate::cache::{self, object_path, warnings_path};
@@ -127,6 +127,21 @@ impl Builder {
     /// (paths as `<root>`, `<sdk>`, `<vmlinux>`), before `-c <source> -o <object>`.
     pub fn flags(&self, unit: &BuildUnit) -> Vec<String> {
         compile::key_flags(&compile::args(&self.toolchain.arch, unit.hook, &self.extra_cflags))
+    }
+
+    /// The compiler arguments for sources of `hook` under `root` with real paths
+    /// (the SDK headers and `vmlinux.h` put in the cache first): what native
+    /// chains compile package sources with, beside their own flags.
+    pub fn resolved_args(&self, hook: Hook, root: &Path) -> Result<Vec<std::ffi::OsString>, BuildError> {
+        let sdk_include = sdk::install(&self.cache_dir).map_err(|cause| BuildError::Cache {
+            path: ebpkg_spec::cache_layout::CacheLayout::new(&self.cache_dir).sdk(),
+            cause,
+        })?;
+        let vmlinux = self.btf.vmlinux_h(&self.cache_dir, &self.toolchain.bpftool)?;
+        Ok(compile::resolve(
+            &compile::args(&self.toolchain.arch, hook, &self.extra_cflags),
+            &Dirs { root, sdk: &sdk_include, vmlinux: &vmlinux.dir },
+        ))
     }
 
     /// The cache key of compiling `source` for `unit`.

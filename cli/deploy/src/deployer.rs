@@ -17,6 +17,8 @@ pub struct Deployer {
     pub(crate) root: PathBuf,
     /// The network namespace given for this run; `None` keeps a deployment's own.
     pub(crate) netns: Option<String>,
+    /// Compiles chains to native programs; without one every chain is interpreted.
+    pub(crate) native: Option<std::sync::Arc<dyn crate::native::NativeCompiler>>,
 }
 
 /// Something a deployment operation did, for progress output.
@@ -71,6 +73,12 @@ pub enum Event {
     Removed {
         what: String,
     },
+    /// A chain a loader starts now runs natively, or stays interpreted (and why).
+    Tiered {
+        chain: String,
+        id: hike_runtime::ChainId,
+        tier: crate::native::Tier,
+    },
 }
 
 /// What the points of `EBPKG_CRASH_AT` a deployment adds are called, in the
@@ -84,6 +92,7 @@ pub const CRASH_POINTS: &[&str] = &[
     "loaders",
     "switching",
     "switched",
+    "native",
     "committed",
     "cleaned",
     "uninstalling",
@@ -99,7 +108,14 @@ impl Deployer {
     /// network namespace interfaces are looked up in (`None`: a deployment keeps
     /// the one it was installed in; a new one uses this process's).
     pub fn new(state_dir: &Path, bpffs_root: &Path, netns: Option<String>) -> Result<Deployer> {
-        Ok(Deployer { store: Store::open(state_dir)?, root: bpffs_root.to_owned(), netns })
+        Ok(Deployer { store: Store::open(state_dir)?, root: bpffs_root.to_owned(), netns, native: None })
+    }
+
+    /// Compiles the chains loaders start to native programs with `compiler`
+    /// when a plan's chain mode asks for it.
+    pub fn with_native_compiler(mut self, compiler: std::sync::Arc<dyn crate::native::NativeCompiler>) -> Deployer {
+        self.native = Some(compiler);
+        self
     }
 
     pub fn store(&self) -> &Store {

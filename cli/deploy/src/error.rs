@@ -40,6 +40,10 @@ pub enum DeployError {
     Runtime { what: String, cause: RuntimeError },
     #[error("{0}")]
     Verifier(Box<VerifierError>),
+    #[error(
+        "chain `{chain}` cannot run natively, and --chain-mode native asks for it: {reason}\n(the install was undone; `--chain-mode auto` runs such chains interpreted)"
+    )]
+    Native { chain: String, reason: String },
     #[error("chain script {script}: {cause}")]
     Link { script: String, cause: hike_chainc::link::LinkError },
     #[error(

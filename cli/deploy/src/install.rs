@@ -15,6 +15,7 @@ use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObje
 use crate::deployer::{Attached, Deployer, Event, crash_point};
 use crate::error::{DeployError, Result, VerifierError};
 use crate::journal::{Journal, Step};
+use crate::native::{self, ChainMode, NativeRequest, Tier};
 use crate::plan::{DeployPlan, PlannedObject, PlannedPackage};
 use crate::record::{
     DeploymentRecord, FORMAT, RecordedAttachment, RecordedChain, RecordedLoader, RecordedPackage, RecordedProgram,
@@ -191,6 +192,7 @@ impl Deployer {
 
         let owner = journal.chain_owner();
         let mut chains = Vec::new();
+        let mut linked: BTreeMap<u32, Vec<hike_bytecode::Insn>> = BTreeMap::new();
         let mut script_ids = Vec::new();
         for script in &plan.scripts {
             let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
@@ -208,11 +210,13 @@ impl Deployer {
                     .install_chain(&spec)
                     .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
                 sids.chains.insert(c.name.clone(), id.0);
+                linked.insert(id.0, insns.clone());
                 chains.push(RecordedChain {
                     script: script.file.clone(),
                     name: c.name.clone(),
                     id,
                     hook: script.artifact.hook,
+                    tier: None,
                 });
                 on(&Event::ChainInstalled { script: script.file.clone(), chain: c.name.clone(), id });
             }
@@ -326,6 +330,9 @@ impl Deployer {
             }
         }
 
+        self.tier_up_chains(rt, plan, &programs, &linked, &mut chains, on)?;
+        crash_point("native");
+
         let mut packages: Vec<RecordedPackage> = plan
             .packages
             .iter()
@@ -355,6 +362,57 @@ impl Deployer {
             loaders,
             params: plan.params.clone(),
         })
+    }
+
+    /// Moves each chain a loader starts to its native tier as the plan's chain
+    /// mode says, recording the tier of each.
+    fn tier_up_chains(
+        &self,
+        rt: &Runtime,
+        plan: &DeployPlan,
+        programs: &[RecordedProgram],
+        linked: &BTreeMap<u32, Vec<hike_bytecode::Insn>>,
+        chains: &mut [RecordedChain],
+        on: &dyn Fn(&Event),
+    ) -> Result<()> {
+        let started: BTreeSet<(&str, &str)> = plan
+            .scripts
+            .iter()
+            .flat_map(|s| {
+                s.artifact.loader_configs.iter().flat_map(move |c| {
+                    c.entries.iter().flat_map(|e| &e.value).filter_map(move |v| match v {
+                        hike_chainc::artifact::FieldValue::Chain(name) => Some((s.file.as_str(), name.as_str())),
+                        _ => None,
+                    })
+                })
+            })
+            .collect();
+        let mut refs: BTreeMap<u32, (&PlannedPackage, &str)> = BTreeMap::new();
+        for p in programs {
+            if let Some(pkg) = plan.packages.iter().find(|k| k.name() == p.package && k.version() == p.version) {
+                refs.insert(p.id.0, (pkg, p.name.as_str()));
+            }
+        }
+        for c in chains.iter_mut().filter(|c| started.contains(&(c.script.as_str(), c.name.as_str()))) {
+            let tier = match (plan.chain_mode, &self.native) {
+                (ChainMode::Interpreted, _) => Tier::Interpreted { reason: None },
+                (_, None) => Tier::Interpreted { reason: Some("no native compiler was given".into()) },
+                (mode, Some(compiler)) => {
+                    let request =
+                        NativeRequest { hook: c.hook, chain: c.id, name: &c.name, chains: linked, programs: &refs };
+                    match native::tier_up(rt, compiler.as_ref(), &request) {
+                        Ok(tier) => tier,
+                        Err(reason) if mode == ChainMode::Native => {
+                            return Err(DeployError::Native { chain: c.name.clone(), reason });
+                        }
+                        Err(reason) => Tier::Interpreted { reason: Some(reason) },
+                    }
+                }
+            };
+            on(&Event::Tiered { chain: c.name.clone(), id: c.id, tier: tier.clone() });
+            c.tier = Some(tier);
+        }
+        Ok(())
     }
 
     /// Registers every HIKe program of a package (programs already registered for

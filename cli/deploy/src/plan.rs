@@ -30,6 +30,8 @@ pub struct DeployPlan {
     pub params: BTreeMap<String, String>,
     /// Deploy even when the current deployment has the same inputs.
     pub force: bool,
+    /// How chains run (`--chain-mode`).
+    pub chain_mode: crate::native::ChainMode,
 }
 
 /// One package, with its built objects.
@@ -93,14 +95,22 @@ impl DeployPlan {
             packages: Vec<(&'a str, String, &'a str, String)>,
             scripts: Vec<(&'a str, &'a str)>,
             params: &'a BTreeMap<String, String>,
+            chain_mode: crate::native::ChainMode,
         }
         let mut packages: Vec<_> =
             self.packages.iter().map(|p| (p.name(), p.version(), p.source.as_str(), p.checksum.to_hex())).collect();
         packages.sort();
         let mut scripts: Vec<_> = self.scripts.iter().map(|s| (s.file.as_str(), s.source.as_str())).collect();
         scripts.sort();
-        let inputs =
-            Inputs { format: 1, root: bpffs_root, project: &self.project, packages, scripts, params: &self.params };
+        let inputs = Inputs {
+            format: 1,
+            root: bpffs_root,
+            project: &self.project,
+            packages,
+            scripts,
+            params: &self.params,
+            chain_mode: self.chain_mode,
+        };
         let bytes = serde_json::to_vec(&inputs).unwrap_or_default();
         ebpkg_spec::types::Sha256Digest::of(&bytes).to_hex()
     }

@@ -79,6 +79,10 @@ pub struct RecordedChain {
     pub name: String,
     pub id: hike_runtime::ChainId,
     pub hook: Hook,
+    /// How it runs, for chains a loader starts (`None`: called by chains only,
+    /// or recorded before tiers existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<crate::native::Tier>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

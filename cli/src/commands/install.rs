@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use ebpkg_deploy::InstallOutcome;
+use ebpkg_deploy::{ChainMode, InstallOutcome};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -37,6 +37,21 @@ pub struct InstallArgs {
     /// Build against this BTF file instead of the running kernel's.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
+    /// How chains run: `auto` compiles each chain a loader starts to one native
+    /// program with the programs it calls (keeping the VM for chains the kernel
+    /// refuses, with the reason in `ebpkg status`); `native` fails the install
+    /// instead; `interpreted` keeps the VM.
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_chain_mode)]
+    chain_mode: ChainMode,
+}
+
+fn parse_chain_mode(s: &str) -> std::result::Result<ChainMode, String> {
+    match s {
+        "auto" => Ok(ChainMode::Auto),
+        "native" => Ok(ChainMode::Native),
+        "interpreted" => Ok(ChainMode::Interpreted),
+        other => Err(format!("`{other}`: use auto, native or interpreted")),
+    }
 }
 
 /// `NAME=VALUE` pairs.
@@ -77,6 +92,7 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
         force: args.force,
         deployment: args.name,
         build: BuildOptions { btf: args.btf },
+        chain_mode: args.chain_mode,
     };
     let outcome = install(ctx, target, opts)?;
     if ctx.ui.json {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use ebpkg_deploy::{Attached, DeployPlan, Event, InstallOutcome, PlannedPackage};
+use ebpkg_deploy::{Attached, ChainMode, DeployPlan, Event, InstallOutcome, PlannedPackage, Tier};
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_spec::Manifest;
 
@@ -29,6 +29,8 @@ pub struct InstallOptions {
     pub force: bool,
     pub deployment: Option<String>,
     pub build: BuildOptions,
+    /// How chains run (`--chain-mode`).
+    pub chain_mode: ChainMode,
 }
 
 /// What a deployment event says, as a status line.
@@ -49,6 +51,16 @@ pub fn describe(e: &Event) -> (&'static str, String) {
             (verb, format!("{interface} to {instance}"))
         }
         Event::Removed { what } => ("Removed", what.clone()),
+        Event::Tiered { chain, id, tier } => match tier {
+            Tier::Native { bpf_id, insns, verified_insns, build_ms, load_ms, .. } => (
+                "Native",
+                format!(
+                    "chain {chain} ({id}) runs as program {bpf_id}: {insns} instructions, built in {build_ms} ms,                      verified ({verified_insns} instructions processed) and swapped in {load_ms} ms"
+                ),
+            ),
+            Tier::Interpreted { reason: None } => ("Interpreted", format!("chain {chain} ({id}), as asked")),
+            Tier::Interpreted { reason: Some(r) } => ("Interpreted", format!("chain {chain} ({id}): {r}")),
+        },
         Event::Kept { what } => ("Keeping", what.clone()),
         Event::RecoveryFailed { deployment, error } => (
             "Warning",
@@ -68,7 +80,15 @@ pub fn print_event(ctx: &Ctx, e: &Event) {
 
 pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<InstallOutcome> {
     crate::ops::require_privileges("install")?;
-    let deployer = ctx.deployer()?;
+    let mut deployer = ctx.deployer()?;
+    if opts.chain_mode != ChainMode::Interpreted {
+        let compiler: std::sync::Arc<dyn ebpkg_deploy::NativeCompiler> =
+            match crate::ops::native::ClangCompiler::new(ctx, &opts.build) {
+                Ok(c) => std::sync::Arc::new(c),
+                Err(e) => std::sync::Arc::new(crate::ops::native::Unavailable(format!("{e:#}"))),
+            };
+        deployer = deployer.with_native_compiler(compiler);
+    }
     deployer.recover(&|e| print_event(ctx, e))?;
     let regs = ctx.registries()?;
 
@@ -155,8 +175,16 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         Target::Project(_) => Some(std::fs::canonicalize(&chain_root).unwrap_or_else(|_| chain_root.clone())),
         Target::Package { .. } => None,
     };
-    let plan =
-        DeployPlan { deployment, project_dir, project: chain_pkg.id(), packages, scripts, params, force: opts.force };
+    let plan = DeployPlan {
+        deployment,
+        project_dir,
+        project: chain_pkg.id(),
+        packages,
+        scripts,
+        params,
+        force: opts.force,
+        chain_mode: opts.chain_mode,
+    };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
     let outcome = deployer.install(&plan, &|e| print_event(ctx, e))?;
     if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {

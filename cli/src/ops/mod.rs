@@ -4,6 +4,7 @@ pub mod build;
 pub mod chains;
 pub mod fetch;
 pub mod install;
+pub mod native;
 pub mod resolve;
 pub mod test;
 

@@ -33,8 +33,7 @@ pub(crate) fn decode_chain(chain: u32, insns: &[Insn]) -> Result<Vec<(usize, Op)
     let mut out = Vec::new();
     let mut pc = 0;
     while pc < insns.len() {
-        let op = decode(insns, pc)
-            .map_err(|e| NativeError::BadCode { chain, pc, reason: e.to_string() })?;
+        let op = decode(insns, pc).map_err(|e| NativeError::BadCode { chain, pc, reason: e.to_string() })?;
         if let Op::Jump { off, .. } = op
             && off < 0
         {

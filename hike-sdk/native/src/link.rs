@@ -69,7 +69,9 @@ impl Tools {
                 tool: versioned.clone(),
                 cause: std::io::Error::new(
                     std::io::ErrorKind::NotFound,
-                    format!("no {versioned} (or {tool} of LLVM {major}) on PATH; install the `llvm` package matching clang {major}"),
+                    format!(
+                        "no {versioned} (or {tool} of LLVM {major}) on PATH; install the `llvm` package matching clang {major}"
+                    ),
                 ),
             })
         };
@@ -138,7 +140,10 @@ pub fn prefix_module(ir: &str, module: usize) -> String {
     }
     out.push_str(rest);
     for name in &defined {
-        out = out.replace(&format!("DIGlobalVariable(name: \"{name}\","), &format!("DIGlobalVariable(name: \"{prefix}{name}\","));
+        out = out.replace(
+            &format!("DIGlobalVariable(name: \"{name}\","),
+            &format!("DIGlobalVariable(name: \"{prefix}{name}\","),
+        );
     }
     out
 }
@@ -222,7 +227,8 @@ pub fn link(tools: &Tools, input: &LinkInput<'_>) -> Result<Vec<u8>> {
         "the chain's modules",
     )?;
     let linked = dir.join("linked.ll");
-    let text = std::fs::read_to_string(&linked).map_err(|cause| NativeError::Io { action: "read", path: linked, cause })?;
+    let text =
+        std::fs::read_to_string(&linked).map_err(|cause| NativeError::Io { action: "read", path: linked, cause })?;
     let mut public = vec![input.entry.to_owned()];
     public.extend(kept_globals(&text));
     run_tool(
@@ -247,15 +253,17 @@ pub fn link(tools: &Tools, input: &LinkInput<'_>) -> Result<Vec<u8>> {
 }
 
 fn run_tool(cmd: &mut Command, tool: &str, what: &str) -> Result<Output> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|cause| NativeError::Spawn { tool: tool.to_owned(), cause })?;
+    let out = cmd.stdin(Stdio::null()).output().map_err(|cause| NativeError::Spawn { tool: tool.to_owned(), cause })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         // The first errors say what is wrong; thousands of lines do not help.
         let stderr: String = stderr.lines().take(40).collect::<Vec<_>>().join("\n");
-        return Err(NativeError::Tool { tool: tool.to_owned(), status: out.status.to_string(), what: what.to_owned(), stderr });
+        return Err(NativeError::Tool {
+            tool: tool.to_owned(),
+            status: out.status.to_string(),
+            what: what.to_owned(),
+            stderr,
+        });
     }
     Ok(out)
 }

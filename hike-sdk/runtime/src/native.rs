@@ -123,7 +123,8 @@ impl Runtime {
 
     /// The kernel id of the native program in chain `id`'s slot of `hook`.
     pub(crate) fn native_program(&self, hook: Hook, chain: u32) -> Result<Option<u32>> {
-        let v = self.maps.native(hook).lookup(&key(chain), MapFlags::ANY).kernel(|| format!("read native slot {chain}"))?;
+        let v =
+            self.maps.native(hook).lookup(&key(chain), MapFlags::ANY).kernel(|| format!("read native slot {chain}"))?;
         Ok(v.filter(|v| v.len() >= 4).map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]])))
     }
 

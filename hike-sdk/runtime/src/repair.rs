@@ -59,8 +59,12 @@ impl Runtime {
         }
         // A native program outlives its chain only if removing the chain died
         // between the two; the id may be given to another chain next.
-        let ready: Vec<u32> =
-            self.chain_records()?.into_iter().filter(|(_, m)| m.state == RecordState::Ready).map(|(id, _)| id).collect();
+        let ready: Vec<u32> = self
+            .chain_records()?
+            .into_iter()
+            .filter(|(_, m)| m.state == RecordState::Ready)
+            .map(|(id, _)| id)
+            .collect();
         for id in 1..hike_bytecode::limits::MAX_CHAINS {
             if ready.contains(&id) {
                 continue;

@@ -61,8 +61,13 @@ impl Runtime {
     pub fn verify_object(&self, object_name: &str, elf: &[u8], programs: &[String]) -> Result<Vec<VerifierStats>> {
         let vm_dir = self.layout.vm_dir();
         let no_pins = |_: &str| -> Option<PathBuf> { None };
-        let (obj, logs) =
-            load::load_with_stats(&LoadRequest { object_name, elf, vm_dir: &vm_dir, maps: load::Maps::Pin(&no_pins), programs })?;
+        let (obj, logs) = load::load_with_stats(&LoadRequest {
+            object_name,
+            elf,
+            vm_dir: &vm_dir,
+            maps: load::Maps::Pin(&no_pins),
+            programs,
+        })?;
         let mut out = Vec::new();
         for (name, log) in logs {
             let insns = obj.progs().find(|p| p.name() == name.as_str()).map_or(0, |p| p.insn_cnt() as u32);

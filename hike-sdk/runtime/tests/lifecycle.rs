@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::*;
+use hike_bytecode::limits::ABI_VERSION;
 use hike_bytecode::{Hook, asm::assemble};
 use hike_runtime::{
     AttachMode, ChainId, ChainSpec, InitOptions, MapEntry, ProgId, ProgramObject, Runtime, RuntimeError, objects,
@@ -52,11 +53,11 @@ fn init_is_idempotent_and_refuses_another_abi() {
     v[4..8].copy_from_slice(&99u32.to_le_bytes());
     config.update(&0u32.to_le_bytes(), &v, MapFlags::ANY).unwrap();
     let err = Runtime::open(&t.path).err().unwrap();
-    assert!(matches!(err, RuntimeError::IncompatibleRoot { found: 99, expected: 1, .. }), "{err}");
-    assert!(err.to_string().contains("ABI version 99, but this runtime uses version 1"), "{err}");
+    assert!(matches!(err, RuntimeError::IncompatibleRoot { found: 99, expected: ABI_VERSION, .. }), "{err}");
+    assert!(err.to_string().contains(&format!("ABI version 99, but this runtime uses version {ABI_VERSION}")), "{err}");
     let err = Runtime::init(&t.path, InitOptions::default()).err().unwrap();
     assert!(matches!(err, RuntimeError::IncompatibleRoot { .. }));
-    v[4..8].copy_from_slice(&1u32.to_le_bytes());
+    v[4..8].copy_from_slice(&ABI_VERSION.to_le_bytes());
     config.update(&0u32.to_le_bytes(), &v, MapFlags::ANY).unwrap();
 }
 

@@ -41,7 +41,8 @@ impl Native {
         if hook == Hook::Tc {
             args.push("-DHIKE_HOOK_TC".into());
         }
-        for dir in [hike_sdk_headers::include_dir().to_owned(), bpf_dir().join("uapi"), "/usr/include/x86_64-linux-gnu".into()]
+        for dir in
+            [hike_sdk_headers::include_dir().to_owned(), bpf_dir().join("uapi"), "/usr/include/x86_64-linux-gnu".into()]
         {
             args.push("-I".into());
             args.push(dir.into());
@@ -136,14 +137,19 @@ fn native_chains_agree_with_the_vm() {
                         let run = t.rt.test_run_chain(Hook::Xdp, chain, p, 0).unwrap();
                         let after = t.rt.counters().unwrap();
                         let native = pc_after(&t.rt, run.cpu) == 0;
-                        (native, (run.verdict, run.regs[..10].to_vec(), run.packet, run.scratch, delta(&before, &after)))
+                        (
+                            native,
+                            (run.verdict, run.regs[..10].to_vec(), run.packet, run.scratch, delta(&before, &after)),
+                        )
                     })
                     .collect::<Vec<_>>()
             };
             let interpreted = run_all();
             let chains: BTreeMap<u32, Vec<Insn>> =
                 [(chain.0, insns.clone()), (helper.0, helper_insns.clone())].into_iter().collect();
-            native.install(&t.rt, Hook::Xdp, chain, &chains).map_err(|e| TestCaseError::fail(format!("{e}\n{listing}")))?;
+            native
+                .install(&t.rt, Hook::Xdp, chain, &chains)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{listing}")))?;
             prop_assert!(t.rt.native_of(chain).unwrap().is_some());
             let compiled = run_all();
             t.rt.remove_chain(chain).unwrap();
@@ -165,10 +171,9 @@ fn too_little_budget_falls_back_to_the_vm_and_removal_clears_the_slot() {
     let mut insns = vec![build::mov_imm(1, 5), build::call_prog(id_of(&progs, "test_args1"), 1)];
     insns.extend((0..18).map(|_| build::alu_imm(AluOp::Add, 0, 1)));
     insns.push(build::exit());
-    let chain = t
-        .rt
-        .install_chain(&ChainSpec { name: "long", owner: "native", hook: Hook::Xdp, insns: &insns, nargs: 0 })
-        .unwrap();
+    let chain =
+        t.rt.install_chain(&ChainSpec { name: "long", owner: "native", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap();
     let chains: BTreeMap<u32, Vec<Insn>> = [(chain.0, insns.clone())].into_iter().collect();
     let packet = ipv6_udp_packet();
     let vm = t.rt.test_run_chain(Hook::Xdp, chain, &packet, 0).unwrap();
@@ -207,12 +212,23 @@ fn pc_after(rt: &Runtime, cpu: usize) -> u32 {
 fn loops_stay_interpreted() {
     let chains: BTreeMap<u32, Vec<Insn>> = [(
         1u32,
-        vec![build::mov_imm(1, 3), build::alu_imm(AluOp::Sub, 1, 1), build::jmp_imm(hike_bytecode::Cond::Ne, 1, 0, -2), build::exit()],
+        vec![
+            build::mov_imm(1, 3),
+            build::alu_imm(AluOp::Sub, 1, 1),
+            build::jmp_imm(hike_bytecode::Cond::Ne, 1, 0, -2),
+            build::exit(),
+        ],
     )]
     .into_iter()
     .collect();
     let programs = BTreeMap::new();
-    let err = hike_native::generate(&ChainUnit { hook: Hook::Xdp, chain: 1, chains: &chains, programs: &programs, license: "GPL" })
-        .unwrap_err();
+    let err = hike_native::generate(&ChainUnit {
+        hook: Hook::Xdp,
+        chain: 1,
+        chains: &chains,
+        programs: &programs,
+        license: "GPL",
+    })
+    .unwrap_err();
     assert!(err.to_string().contains("loops"), "{err}");
 }

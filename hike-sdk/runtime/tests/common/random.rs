@@ -209,4 +209,3 @@ pub fn verdict_of(ending: Ending) -> u32 {
         Ending::Aborted(_) => 0,
     }
 }
-
