@@ -126,6 +126,19 @@ pub(crate) fn problems(rt: &Runtime, record: &DeploymentRecord) -> Vec<String> {
     for c in &record.chains {
         if !status.chains.iter().any(|s| s.id == c.id && s.owner == owner) {
             out.push(format!("chain {} (id {}) is not installed", c.name, c.id));
+        } else if let Some(crate::native::Tier::Native { bpf_id, .. }) = &c.tier {
+            let found = rt.native_of(c.id).ok().flatten();
+            if found != Some(*bpf_id) {
+                out.push(format!(
+                    "chain {} (id {}) should run as native program {bpf_id}, but {}; `ebpkg install --force` compiles it again",
+                    c.name,
+                    c.id,
+                    match found {
+                        None => "its slot is empty (it is interpreted)".to_owned(),
+                        Some(other) => format!("its slot holds program {other}"),
+                    }
+                ));
+            }
         }
     }
     for l in &record.loaders {

@@ -99,7 +99,15 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
             ));
         }
         for (c, (_, runs)) in r.chains.iter().zip(&d.chain_runs) {
-            ctx.ui.out(format!("  chain     {:>4}  {} ({}), {runs} run(s)", c.id, c.name, c.script));
+            let tier = match &c.tier {
+                None => String::new(),
+                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, .. }) => format!(
+                    ", native (program {bpf_id}, {insns} instructions, {verified_insns} verified)"
+                ),
+                Some(ebpkg_deploy::Tier::Interpreted { reason: None }) => ", interpreted".to_owned(),
+                Some(ebpkg_deploy::Tier::Interpreted { reason: Some(r) }) => format!(", interpreted: {r}"),
+            };
+            ctx.ui.out(format!("  chain     {:>4}  {} ({}), {runs} run(s){tier}", c.id, c.name, c.script));
         }
         for l in &r.loaders {
             let att: Vec<String> = l.attachments.iter().map(|a| format!("{} ({})", a.interface, a.mode)).collect();

@@ -151,6 +151,11 @@ impl Runtime {
         self.set_chain_meta(id, &ChainMeta::free())
     }
 
+    /// The bytecode of installed chain `id` and the arguments it takes.
+    pub fn chain_insns(&self, id: ChainId) -> Result<Option<(Vec<Insn>, u8)>> {
+        self.chain_code(id.0)
+    }
+
     /// The id of an installed chain with this name and owner.
     pub fn find_chain(&self, name: &str, owner: &str) -> Result<Option<ChainId>> {
         Ok(self

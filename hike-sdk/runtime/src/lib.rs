@@ -21,6 +21,8 @@ mod load;
 mod loaders;
 pub mod meta;
 mod native;
+#[cfg(feature = "test-objects")]
+pub mod native_testing;
 pub mod objects;
 mod owner;
 mod package_maps;

@@ -9,80 +9,21 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 
 use common::random::*;
 use common::*;
 use hike_bytecode::{AbortReason, AluOp, Hook, Insn, build};
-use hike_native::{ChainUnit, LinkInput, Tools};
-use hike_runtime::{ChainId, ChainSpec, Counters, InitOptions, NativeModule, NativeObject, RegisteredProgram, Runtime};
+use hike_native::ChainUnit;
+use hike_runtime::native_testing::TestNative;
+use hike_runtime::{ChainSpec, Counters, InitOptions, RegisteredProgram, Runtime};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
-/// Builds native programs of chains over the test programs (bpf/test/vmtest.bpf.c).
-struct Native {
-    tools: Tools,
-    args: Vec<OsString>,
-    module: String,
-    symbols: BTreeMap<u32, String>,
-    work: PathBuf,
-}
-
-fn bpf_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("bpf")
-}
-
-impl Native {
-    fn new(progs: &[RegisteredProgram], hook: Hook) -> Native {
-        let tools = Tools::detect(Path::new("clang")).expect("clang with llvm-link and opt of its version");
-        let mut args: Vec<OsString> = hike_sdk_headers::CFLAGS.iter().map(OsString::from).collect();
-        args.push("-D__TARGET_ARCH_x86".into());
-        if hook == Hook::Tc {
-            args.push("-DHIKE_HOOK_TC".into());
-        }
-        for dir in
-            [hike_sdk_headers::include_dir().to_owned(), bpf_dir().join("uapi"), "/usr/include/x86_64-linux-gnu".into()]
-        {
-            args.push("-I".into());
-            args.push(dir.into());
-        }
-        let work = tempdir("native");
-        let ir = hike_native::compile_module(&tools, &args, &bpf_dir(), "test/vmtest.bpf.c", &work.join("vmtest.ll"))
-            .unwrap();
-        let module = hike_native::prefix_module(&ir, 1);
-        let symbols = progs.iter().map(|p| (p.id.0, hike_native::program_symbol(1, &p.name))).collect();
-        Native { tools, args, module, symbols, work }
-    }
-
-    /// Compiles chain `id` (with `chains`) and puts it in its slot.
-    fn install(&self, rt: &Runtime, hook: Hook, id: ChainId, chains: &BTreeMap<u32, Vec<Insn>>) -> Result<(), String> {
-        let unit = ChainUnit { hook, chain: id.0, chains, programs: &self.symbols, license: "GPL" };
-        let generated = hike_native::generate(&unit).map_err(|e| e.to_string())?;
-        let dir = self.work.join(format!("chain{}", id.0));
-        std::fs::create_dir_all(&dir).unwrap();
-        let elf = hike_native::link(
-            &self.tools,
-            &LinkInput {
-                chain_source: &generated.source,
-                entry: &generated.entry,
-                modules: std::slice::from_ref(&self.module),
-                args: &self.args,
-                workdir: &dir,
-            },
-        )
-        .map_err(|e| format!("{e}\n{}", generated.source))?;
-        let modules = [NativeModule { package: "hike-test".into(), version: "0.0.0".into() }];
-        rt.install_native(&NativeObject { chain: id, entry: &generated.entry, elf: &elf, modules: &modules })
-            .map_err(|e| format!("{e}\n{}", generated.source))?;
-        Ok(())
-    }
-}
-
-impl Drop for Native {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.work);
-    }
+/// The test programs' module and each program's (module, name).
+fn native_for(progs: &[RegisteredProgram]) -> (TestNative, BTreeMap<u32, (usize, String)>) {
+    let mut native = TestNative::new(Hook::Xdp).expect("clang with llvm-link and opt of its version");
+    let m = native.add_module("test/vmtest.bpf.c", "hike-test", "0.0.0").unwrap();
+    (native, progs.iter().map(|p| (p.id.0, (m, p.name.clone()))).collect())
 }
 
 fn packets() -> Vec<Vec<u8>> {
@@ -108,7 +49,7 @@ fn delta(before: &Counters, after: &Counters) -> (Vec<(usize, u64)>, Vec<(usize,
 fn native_chains_agree_with_the_vm() {
     let t = TestRoot::with("native", InitOptions { budget: 4096 });
     let progs = t.register_vmtest(Hook::Xdp);
-    let native = Native::new(&progs, Hook::Xdp);
+    let (native, symbols) = native_for(&progs);
     let helper_insns =
         vec![build::mov_reg(0, 1), build::alu_imm(AluOp::Mul, 0, 3), build::alu_reg(AluOp::Add, 0, 6), build::exit()];
     let helper = t
@@ -148,7 +89,7 @@ fn native_chains_agree_with_the_vm() {
             let chains: BTreeMap<u32, Vec<Insn>> =
                 [(chain.0, insns.clone()), (helper.0, helper_insns.clone())].into_iter().collect();
             native
-                .install(&t.rt, Hook::Xdp, chain, &chains)
+                .install(&t.rt, chain, &chains, &symbols)
                 .map_err(|e| TestCaseError::fail(format!("{e}\n{listing}")))?;
             prop_assert!(t.rt.native_of(chain).unwrap().is_some());
             let compiled = run_all();
@@ -167,7 +108,7 @@ fn too_little_budget_falls_back_to_the_vm_and_removal_clears_the_slot() {
     // 16 instructions of budget; the chain needs 21 on its only path.
     let t = TestRoot::with("native-budget", InitOptions { budget: 16 });
     let progs = t.register_vmtest(Hook::Xdp);
-    let native = Native::new(&progs, Hook::Xdp);
+    let (native, symbols) = native_for(&progs);
     let mut insns = vec![build::mov_imm(1, 5), build::call_prog(id_of(&progs, "test_args1"), 1)];
     insns.extend((0..18).map(|_| build::alu_imm(AluOp::Add, 0, 1)));
     insns.push(build::exit());
@@ -177,7 +118,7 @@ fn too_little_budget_falls_back_to_the_vm_and_removal_clears_the_slot() {
     let chains: BTreeMap<u32, Vec<Insn>> = [(chain.0, insns.clone())].into_iter().collect();
     let packet = ipv6_udp_packet();
     let vm = t.rt.test_run_chain(Hook::Xdp, chain, &packet, 0).unwrap();
-    native.install(&t.rt, Hook::Xdp, chain, &chains).unwrap();
+    native.install(&t.rt, chain, &chains, &symbols).unwrap();
     assert!(t.rt.native_of(chain).unwrap().is_some(), "a native program in the slot");
     let before = t.rt.counters().unwrap();
     let nat = t.rt.test_run_chain(Hook::Xdp, chain, &packet, 0).unwrap();

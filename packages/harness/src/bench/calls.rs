@@ -11,11 +11,13 @@
 //! itself, so comparing the VM's one-program chain with the raw side's distinct
 //! programs (as this benchmark once did) flattered the VM about fourfold.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use hike_bytecode::{Hook, Insn, build};
+use hike_runtime::native_testing::TestNative;
 use hike_runtime::{ChainId, ChainSpec, InitOptions, ProgramObject, ScratchPath, ScratchRoot, objects};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder};
 use serde::Serialize;
@@ -39,13 +41,17 @@ pub struct Series {
     pub per_call: Estimate,
 }
 
-/// The VM and raw tail calls in one shape.
+/// The VM, the native tier and raw tail calls in one shape.
 #[derive(Debug, Clone, Serialize)]
 pub struct Shape {
     pub vm: Series,
     pub raw: Series,
     /// VM / raw, marginal cost per call.
     pub ratio: Estimate,
+    /// The same chains compiled natively (hike-native: bodies inlined).
+    pub native: Series,
+    /// Native / raw, marginal cost per call.
+    pub native_ratio: Estimate,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,6 +170,24 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
         same.push(install("same", (0..n).map(|_| build::call_prog(nops[0].0, 0)).collect())?);
         distinct.push(install("distinct", (0..n as usize).map(|i| build::call_prog(nops[i].0, 0)).collect())?);
     }
+    // The same chains again, under ids of their own, compiled natively: one
+    // module per registration, as ebpkg compiles one per package source.
+    let mut native = TestNative::new(Hook::Xdp).map_err(|e| anyhow!("native chains: {e}"))?;
+    let mut programs = BTreeMap::new();
+    for (i, id) in nops.iter().enumerate() {
+        let m = native.add_module("test/mini.bpf.c", &format!("bench{i}"), "0.0.0").map_err(|e| anyhow!(e))?;
+        programs.insert(id.0, (m, "test_nop".to_owned()));
+    }
+    let mut natives = [Vec::new(), Vec::new()];
+    for (shape, chains) in [&same, &distinct].into_iter().enumerate() {
+        for &vm_chain in chains {
+            let (insns, _) = rt.chain_insns(vm_chain)?.context("a benchmark chain vanished")?;
+            let id = install(if shape == 0 { "same-native" } else { "distinct-native" }, insns[..insns.len() - 1].to_vec())?;
+            let code: BTreeMap<u32, Vec<Insn>> = [(id.0, insns)].into_iter().collect();
+            native.install(&rt, id, &code, &programs).map_err(|e| anyhow!("native chain: {e}"))?;
+            natives[shape].push(id);
+        }
+    }
     let mut movs = Vec::new();
     for &n in &INSNS {
         movs.push(install("movs", (0..n).map(|i| build::mov_imm(1 + (i % 5) as u8, i as i32)).collect())?);
@@ -186,24 +210,28 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
         Ok(rt.test_run_chain(Hook::Xdp, chain, &pkt, repeat)?.duration.as_nanos() as f64)
     };
 
-    // samples[variant][round][size]: variants VM same, raw self, VM distinct, raw constant, raw dynamic.
-    let mut samples = vec![Vec::new(); 5];
+    // samples[variant][round][size]: variants VM same, raw self, VM distinct, raw constant, raw dynamic,
+    // native same, native distinct.
+    const VARIANTS: usize = 7;
+    let mut samples = vec![Vec::new(); VARIANTS];
     let (mut floors, mut empties, mut movs_ns) = (Vec::new(), Vec::new(), vec![Vec::new(); INSNS.len()]);
     let steal_before = steal_jiffies();
     for round in 0..=rounds {
         // Round 0 warms caches and JITed code up and is not kept.
         let keep = round > 0;
-        let mut row = vec![vec![0.0; SIZES.len()]; 5];
+        let mut row = vec![vec![0.0; SIZES.len()]; VARIANTS];
         for i in 0..SIZES.len() {
             // Rotate the order so that no variant always runs first.
-            for k in 0..5 {
-                let which = (round + i + k) % 5;
+            for k in 0..VARIANTS {
+                let which = (round + i + k) % VARIANTS;
                 row[which][i] = match which {
                     0 => vm_ns(same[i])?,
                     1 => raw_ns(raws[i][0].1)?,
                     2 => vm_ns(distinct[i])?,
                     3 => raw_ns(raws[i][1].1)?,
-                    _ => raw_ns(raws[i][2].1)?,
+                    4 => raw_ns(raws[i][2].1)?,
+                    5 => vm_ns(natives[0][i])?,
+                    _ => vm_ns(natives[1][i])?,
                 };
             }
         }
@@ -231,6 +259,8 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
         "VM, distinct programs",
         "raw, distinct, constant keys",
         "raw, distinct, dynamic keys",
+        "native, one program",
+        "native, distinct programs",
     ];
     let series: Vec<Rounds<'_>> = samples.iter().map(|s| Rounds { xs: &xs, rounds: s }).collect();
     let mut warnings = Vec::new();
@@ -254,11 +284,15 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
             vm: summarize(&series[0]),
             raw: summarize(&series[1]),
             ratio: ratio_estimate(&series[0], &series[1]),
+            native: summarize(&series[5]),
+            native_ratio: ratio_estimate(&series[5], &series[1]),
         },
         distinct: Shape {
             vm: summarize(&series[2]),
             raw: summarize(&series[3]),
             ratio: ratio_estimate(&series[2], &series[3]),
+            native: summarize(&series[6]),
+            native_ratio: ratio_estimate(&series[6], &series[3]),
         },
         raw_dyn: summarize(&series[4]),
         ratio_dyn: ratio_estimate(&series[2], &series[4]),

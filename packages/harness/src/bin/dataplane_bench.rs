@@ -28,7 +28,7 @@ struct Args {
     /// Exit with 1 when a target is missed.
     #[arg(long)]
     check: bool,
-    /// Instead of the benchmark: run one MMLF variant (0 HIKe chain, 1 monolithic,
+    /// Instead of the benchmark: run one MMLF variant (0 HIKe chain native, 1 monolithic,
     /// 2 tail calls) with live frames for --seconds, under a profiler, e.g.
     /// `perf record -e cpu-clock -a -g -- dataplane-bench --ebpkg E --spin 0`.
     #[arg(long)]
@@ -108,7 +108,7 @@ fn run(args: &Args) -> Result<bool> {
 
 fn spin(args: &Args, variant: usize) -> Result<bool> {
     if variant >= mmlf::VARIANTS.len() || args.kind >= mmlf::KINDS.len() {
-        anyhow::bail!("--spin takes 0, 1 or 2 and --kind 0 or 1");
+        anyhow::bail!("--spin takes 0, 1, 2 or 3 and --kind 0 or 1");
     }
     let (ebpkg, cache) = mmlf_inputs(args)?;
     let ns = mmlf::spin(&ebpkg, &args.bpffs, &cache, variant, args.kind, args.seconds)?;
