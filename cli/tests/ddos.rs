@@ -91,6 +91,10 @@ fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
     let tier =
         if chain_mode == "interpreted" { "Interpreted chain ddos_tb_2_lev" } else { "Native chain ddos_tb_2_lev" };
     assert!(run.stderr.contains(tier), "{}", run.stderr);
+    // How long the tier-up took, in the test's log.
+    if let Some(line) = run.stderr.lines().find(|l| l.contains(tier)) {
+        eprintln!("{}", line.trim());
+    }
     // Token buckets and the blacklist's expiry run on a frozen clock: the counts
     // below do not depend on how fast this machine sends.
     Runtime::open(&sb.root).unwrap().set_clock(Clock::Frozen(1_000_000_000_000)).unwrap();

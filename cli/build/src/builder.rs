@@ -144,6 +144,30 @@ impl Builder {
         ))
     }
 
+    /// The cache key of compiling `source` of the package with `package_digest`
+    /// for `hook` with `extra` arguments after the usual ones (native chains'
+    /// modules: the same source built another way is another entry).
+    pub fn cache_key_with(
+        &self,
+        package_digest: Sha256Digest,
+        source: &str,
+        hook: Hook,
+        extra: &[&str],
+    ) -> Sha256Digest {
+        let mut flags = compile::key_flags(&compile::args(&self.toolchain.arch, hook, &self.extra_cflags));
+        flags.extend(extra.iter().map(|f| (*f).to_owned()));
+        cache_key(&CacheKeyInput {
+            package_digest,
+            source,
+            hook,
+            clang: &self.toolchain.clang,
+            clang_version: &self.toolchain.clang_version,
+            flags: &flags,
+            sdk_digest: sdk::digest(),
+            btf_digest: self.btf.digest(),
+        })
+    }
+
     /// The cache key of compiling `source` for `unit`.
     pub fn cache_key(&self, unit: &BuildUnit, source: &RelPath) -> Sha256Digest {
         let flags = self.flags(unit);

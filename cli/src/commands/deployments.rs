@@ -101,9 +101,9 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         for (c, (_, runs)) in r.chains.iter().zip(&d.chain_runs) {
             let tier = match &c.tier {
                 None => String::new(),
-                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, .. }) => format!(
-                    ", native (program {bpf_id}, {insns} instructions, {verified_insns} verified)"
-                ),
+                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, .. }) => {
+                    format!(", native (program {bpf_id}, {insns} instructions, {verified_insns} verified)")
+                }
                 Some(ebpkg_deploy::Tier::Interpreted { reason: None }) => ", interpreted".to_owned(),
                 Some(ebpkg_deploy::Tier::Interpreted { reason: Some(r) }) => format!(", interpreted: {r}"),
             };

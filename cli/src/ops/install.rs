@@ -55,7 +55,8 @@ pub fn describe(e: &Event) -> (&'static str, String) {
             Tier::Native { bpf_id, insns, verified_insns, build_ms, load_ms, .. } => (
                 "Native",
                 format!(
-                    "chain {chain} ({id}) runs as program {bpf_id}: {insns} instructions, built in {build_ms} ms,                      verified ({verified_insns} instructions processed) and swapped in {load_ms} ms"
+                    "chain {chain} ({id}) runs as program {bpf_id} ({insns} instructions): built in {build_ms} ms; loaded, \
+                     verified ({verified_insns} instructions processed) and swapped in within {load_ms} ms"
                 ),
             ),
             Tier::Interpreted { reason: None } => ("Interpreted", format!("chain {chain} ({id}), as asked")),

@@ -103,6 +103,43 @@ fn called_programs(top: u32, chains: &BTreeMap<u32, Vec<Insn>>) -> BTreeSet<u32>
     out
 }
 
+/// Largest module IR read back from the cache.
+const MAX_MODULE_BYTES: u64 = 256 << 20;
+
+impl ClangCompiler {
+    /// The IR of one package source in the SDK's native mode, from the build
+    /// cache or compiled into it.
+    fn module(
+        &self,
+        hook: hike_bytecode::Hook,
+        pkg: &PlannedPackage,
+        source: &str,
+        n: usize,
+        work: &std::path::Path,
+    ) -> std::result::Result<String, String> {
+        let key = self.builder.cache_key_with(pkg.checksum, source, hook, &hike_native::MODULE_FLAGS);
+        let cached = ebpkg_build::object_path(self.builder.cache_dir(), &key).with_extension("ll");
+        if let Ok(bytes) = ebpkg_fs::read(&cached, MAX_MODULE_BYTES)
+            && let Ok(text) = String::from_utf8(bytes)
+        {
+            return Ok(text);
+        }
+        let root = pkg.root.canonicalize().map_err(|e| format!("{}: {e}", pkg.root.display()))?;
+        let args = self.builder.resolved_args(hook, &root).map_err(|e| e.to_string())?;
+        let out = work.join(format!("src{n}.ll"));
+        let ir = hike_native::compile_module(&self.tools, &args, &root, source, &out)
+            .map_err(|e| format!("{source} of {}: {e}", pkg.id))?;
+        if let Some(dir) = cached.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        // A cache that cannot be written only costs the next install a compile.
+        if let Err(e) = ebpkg_fs::write_atomic(&cached, ir.as_bytes(), 0o644) {
+            tracing::debug!(path = %cached.display(), "not cached: {e}");
+        }
+        Ok(ir)
+    }
+}
+
 impl NativeCompiler for ClangCompiler {
     fn compile(&self, req: &NativeRequest<'_>) -> std::result::Result<NativeBuild, String> {
         let started = Instant::now();
@@ -112,8 +149,6 @@ impl NativeCompiler for ClangCompiler {
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
         // One module per package source, numbered from 1 in order of first use.
         let mut modules: Vec<(&PlannedPackage, String)> = Vec::new();
-        let mut irs = Vec::new();
-        let mut licenses = Vec::new();
         let mut symbols = BTreeMap::new();
         for id in called_programs(req.chain.0, req.chains) {
             let (pkg, program) =
@@ -131,20 +166,25 @@ impl NativeCompiler for ClangCompiler {
             let index = match modules.iter().position(|(p, s)| p.id == pkg.id && *s == source) {
                 Some(i) => i + 1,
                 None => {
-                    let n = modules.len() + 1;
-                    let root = pkg.root.canonicalize().map_err(|e| format!("{}: {e}", pkg.root.display()))?;
-                    let args = self.builder.resolved_args(req.hook, &root).map_err(|e| e.to_string())?;
-                    let out = work.path().join(format!("src{n}.ll"));
-                    let ir = hike_native::compile_module(&self.tools, &args, &root, &source, &out)
-                        .map_err(|e| format!("{source} of {}: {e}", pkg.id))?;
-                    licenses.extend(module_license(&ir));
-                    irs.push(hike_native::prefix_module(&ir, n));
                     modules.push((pkg, source));
-                    n
+                    modules.len()
                 }
             };
             symbols.insert(id, hike_native::program_symbol(index, program));
         }
+        // The modules compile in parallel, each at most once per cache key.
+        let dir = work.path();
+        let irs: Vec<std::result::Result<String, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = modules
+                .iter()
+                .enumerate()
+                .map(|(i, (pkg, source))| scope.spawn(move || self.module(req.hook, pkg, source, i + 1, dir)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a module compile panicked".into()))).collect()
+        });
+        let irs: Vec<String> = irs.into_iter().collect::<std::result::Result<_, _>>()?;
+        let licenses: Vec<String> = irs.iter().filter_map(|ir| module_license(ir)).collect();
+        let irs: Vec<String> = irs.iter().enumerate().map(|(i, ir)| hike_native::prefix_module(ir, i + 1)).collect();
         let license = combined_license(&licenses)?;
         let unit =
             ChainUnit { hook: req.hook, chain: req.chain.0, chains: req.chains, programs: &symbols, license: &license };

@@ -58,8 +58,14 @@ impl TestNative {
     /// `package@version`; returns its module number.
     pub fn add_module(&mut self, source: &str, package: &str, version: &str) -> Result<usize, String> {
         let n = self.modules.len() + 1;
-        let ir = hike_native::compile_module(&self.tools, &self.args, &bpf_dir(), source, &self.work.join(format!("m{n}.ll")))
-            .map_err(|e| e.to_string())?;
+        let ir = hike_native::compile_module(
+            &self.tools,
+            &self.args,
+            &bpf_dir(),
+            source,
+            &self.work.join(format!("m{n}.ll")),
+        )
+        .map_err(|e| e.to_string())?;
         self.modules.push(hike_native::prefix_module(&ir, n));
         self.packages.push(NativeModule { package: package.to_owned(), version: version.to_owned() });
         Ok(n)

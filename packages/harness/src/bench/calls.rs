@@ -182,7 +182,8 @@ pub fn run(bpffs: &Path, rounds: usize, repeat: u32) -> Result<CallsResult> {
     for (shape, chains) in [&same, &distinct].into_iter().enumerate() {
         for &vm_chain in chains {
             let (insns, _) = rt.chain_insns(vm_chain)?.context("a benchmark chain vanished")?;
-            let id = install(if shape == 0 { "same-native" } else { "distinct-native" }, insns[..insns.len() - 1].to_vec())?;
+            let id =
+                install(if shape == 0 { "same-native" } else { "distinct-native" }, insns[..insns.len() - 1].to_vec())?;
             let code: BTreeMap<u32, Vec<Insn>> = [(id.0, insns)].into_iter().collect();
             native.install(&rt, id, &code, &programs).map_err(|e| anyhow!("native chain: {e}"))?;
             natives[shape].push(id);

@@ -202,7 +202,9 @@ impl Setup {
             .map(|c| c.id)
             .context("the mmlf chain is not installed")?;
         if rt.native_of(chain)?.is_none() {
-            bail!("`ebpkg install` left the mmlf chain interpreted (see `ebpkg status`): the benchmark compares both tiers");
+            bail!(
+                "`ebpkg install` left the mmlf chain interpreted (see `ebpkg status`): the benchmark compares both tiers"
+            );
         }
         Ok(Targets {
             in0: self.dut.ifindex("in0")?,
