@@ -53,7 +53,7 @@ pub fn worst(top: u32, chains: &Chains) -> Result<Worst> {
     expand(top, chains, &mut decoded, 0, &mut expanded, top)?;
     let mut memo = HashMap::new();
     let mut frames = Vec::new();
-    let (steps, calls) = walk(&decoded, &mut memo, &mut frames, top, 0, 0, top)?;
+    let (steps, calls) = walk(&decoded, &mut memo, &mut frames, top, 0, 0)?;
     if calls > MAX_TAIL_CALLS {
         return Err(NativeError::CallLimit { chain: top, calls, limit: MAX_TAIL_CALLS });
     }
@@ -74,9 +74,8 @@ fn expand(
     if *expanded > MAX_EXPANDED_INSNS {
         return Err(NativeError::TooLarge { chain: top, limit: MAX_EXPANDED_INSNS });
     }
-    if !decoded.contains_key(&chain) {
-        let ops = decode_chain(chain, insns)?;
-        decoded.insert(chain, ops.into_iter().collect());
+    if let std::collections::hash_map::Entry::Vacant(e) = decoded.entry(chain) {
+        e.insert(decode_chain(chain, insns)?.into_iter().collect());
     }
     let callees: Vec<u32> = decoded[&chain]
         .values()
@@ -105,7 +104,6 @@ fn walk(
     chain: u32,
     pc: usize,
     run: u32,
-    top: u32,
 ) -> Result<(u32, u32)> {
     let key = (frames.clone(), chain, pc, run);
     if let Some(v) = memo.get(&key) {
@@ -121,29 +119,29 @@ fn walk(
     let (mut calls, run) = if run == RESUME_STEPS { (1, 1) } else { (0, run + 1) };
     let after = match op {
         Op::Alu { .. } | Op::Neg { .. } | Op::End { .. } | Op::Load { .. } | Op::Store { .. } | Op::LdImm64 { .. } => {
-            walk(decoded, memo, frames, chain, pc + op.width(), run, top)?
+            walk(decoded, memo, frames, chain, pc + op.width(), run)?
         }
         Op::Jump { cond, off, .. } => {
             let target = (pc as i64 + 1 + i64::from(off)) as usize;
-            let taken = walk(decoded, memo, frames, chain, target, run, top)?;
+            let taken = walk(decoded, memo, frames, chain, target, run)?;
             if cond == Cond::Always {
                 taken
             } else {
-                let fall = walk(decoded, memo, frames, chain, pc + 1, run, top)?;
+                let fall = walk(decoded, memo, frames, chain, pc + 1, run)?;
                 (taken.0.max(fall.0), taken.1.max(fall.1))
             }
         }
         Op::CallProg { .. } => {
             calls += 1;
             // The program may end the packet; the worst case is that it returns.
-            walk(decoded, memo, frames, chain, pc + 1, 0, top)?
+            walk(decoded, memo, frames, chain, pc + 1, 0)?
         }
         Op::CallChain { id, .. } => {
             if frames.len() + 1 >= MAX_DEPTH {
                 (0, 0)
             } else {
                 frames.push((chain, pc + 1));
-                let r = walk(decoded, memo, frames, id, 0, run, top);
+                let r = walk(decoded, memo, frames, id, 0, run);
                 frames.pop();
                 r?
             }
@@ -151,7 +149,7 @@ fn walk(
         Op::Exit => match frames.pop() {
             None => (0, 0),
             Some((caller, ret)) => {
-                let r = walk(decoded, memo, frames, caller, ret, run, top);
+                let r = walk(decoded, memo, frames, caller, ret, run);
                 frames.push((caller, ret));
                 r?
             }

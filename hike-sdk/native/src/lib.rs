@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod codegen;
 pub mod error;
 pub mod link;
+pub mod testing;
 
 pub use analysis::{MAX_EXPANDED_INSNS, Worst, worst};
 pub use codegen::{ChainUnit, Generated, entry_name, generate};

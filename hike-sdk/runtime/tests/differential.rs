@@ -4,16 +4,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/random.rs"]
+mod random;
 
 use std::collections::HashMap;
 
-use common::random::*;
 use common::*;
 use hike_bytecode::interp::{self, Memory};
 use hike_bytecode::{AluOp, Hook, build};
 use hike_runtime::{ChainSpec, InitOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use random::*;
 
 #[test]
 fn kernel_vm_and_reference_interpreter_agree() {

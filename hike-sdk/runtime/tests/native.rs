@@ -7,10 +7,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/random.rs"]
+mod random;
 
 use std::collections::BTreeMap;
 
-use common::random::*;
 use common::*;
 use hike_bytecode::{AbortReason, AluOp, Hook, Insn, build};
 use hike_native::ChainUnit;
@@ -18,6 +19,7 @@ use hike_runtime::native_testing::TestNative;
 use hike_runtime::{ChainSpec, Counters, InitOptions, RegisteredProgram, Runtime};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use random::*;
 
 /// The test programs' module and each program's (module, name).
 fn native_for(progs: &[RegisteredProgram]) -> (TestNative, BTreeMap<u32, (usize, String)>) {
@@ -36,8 +38,11 @@ fn packets() -> Vec<Vec<u8>> {
     vec![v6, v4, short]
 }
 
-/// What a run changed in the counters.
-fn delta(before: &Counters, after: &Counters) -> (Vec<(usize, u64)>, Vec<(usize, u64)>, Vec<u64>) {
+/// What a run changed in the counters: (id, increase) of program calls and of
+/// chain runs, and the increase of each abort reason.
+type Delta = (Vec<(usize, u64)>, Vec<(usize, u64)>, Vec<u64>);
+
+fn delta(before: &Counters, after: &Counters) -> Delta {
     let diff = |a: &[u64], b: &[u64]| -> Vec<(usize, u64)> {
         b.iter().zip(a).enumerate().filter(|(_, (b, a))| b != a).map(|(i, (b, a))| (i, b - a)).collect()
     };

@@ -4,8 +4,6 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-pub mod random;
-
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,6 +1,7 @@
 //! Random valid chains over the test programs (bpf/test/vmtest.bpf.c), and what
 //! those programs do, for the reference interpreter: the differential tests'
-//! generator.
+//! generator. Included by the tests that use it (`#[path]`), not by `common`,
+//! which other crates' tests include too.
 
 #![allow(dead_code)]
 
@@ -12,7 +13,7 @@ use hike_bytecode::{AluOp, Bank, Cond, Insn, Size, build};
 use hike_runtime::RegisteredProgram;
 use proptest::prelude::*;
 
-use super::{id_of, ipv6_udp_packet};
+use crate::common::{id_of, ipv6_udp_packet};
 
 /// The semantics of bpf/test/vmtest.bpf.c, for the interpreter.
 pub struct VmTestPrograms {
