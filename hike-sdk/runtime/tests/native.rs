@@ -178,3 +178,54 @@ fn loops_stay_interpreted() {
     .unwrap_err();
     assert!(err.to_string().contains("loops"), "{err}");
 }
+
+#[test]
+fn tiering_up_and_down_under_traffic_drops_no_packet() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let t = Arc::new(TestRoot::new("native-live"));
+    let progs = t.register_vmtest(Hook::Xdp);
+    let (native, symbols) = native_for(&progs);
+    let verdict = id_of(&progs, "test_verdict");
+    t.load_test_loader("live", Hook::Xdp);
+    // Chains told apart by their verdicts (DROP, TX), each also native.
+    let body = |v: i32| vec![build::mov_imm(1, v), build::mov_imm(6, 7), build::call_prog(verdict, 1), build::exit()];
+    fn spec(insns: &[Insn]) -> ChainSpec<'_> {
+        ChainSpec { name: "c", owner: "native", hook: Hook::Xdp, insns, nargs: 0 }
+    }
+    let first = body(1);
+    let mut current = t.rt.install_chain(&spec(&first)).unwrap();
+    t.point_test_loader("live", current);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let traffic = {
+        let (t, stop) = (Arc::clone(&t), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut seen = BTreeMap::new();
+            while !stop.load(Ordering::Relaxed) {
+                let v = t.rt.test_run_loader("live", &ipv6_udp_packet(), 50).unwrap().verdict;
+                *seen.entry(v).or_insert(0u64) += 1;
+            }
+            seen
+        })
+    };
+    for i in 0..12 {
+        // Up: the chain's native program into its slot; down again; then a new
+        // chain (the other verdict) in the loader's entry, which goes native too.
+        let insns = t.rt.chain_insns(current).unwrap().unwrap().0;
+        let chains: BTreeMap<u32, Vec<Insn>> = [(current.0, insns)].into_iter().collect();
+        native.install(&t.rt, current, &chains, &symbols).unwrap();
+        if i % 3 == 0 {
+            t.rt.remove_native(current).unwrap();
+        }
+        let next = body(if i % 2 == 0 { 3 } else { 1 });
+        current = t.rt.replace_chain(current, &spec(&next)).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let seen = traffic.join().unwrap();
+    assert!(seen.keys().all(|v| *v == 1 || *v == 3), "only the chains' verdicts: {seen:?}");
+    assert!(seen.values().sum::<u64>() > 0, "{seen:?}");
+    let counters = t.rt.counters().unwrap();
+    assert!(counters.aborts.iter().all(|n| *n == 0), "no packet aborted: {:?}", counters.aborts);
+}
