@@ -42,6 +42,37 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } HIKE_NATIVE_CHAINS SEC(".maps");
 
+/* Chain ids 1 .. HIKE_DIRECT_CHAINS - 1 reach their native program with a
+ * constant-key tail call (a direct jump the JIT patches when the slot changes),
+ * the others with an indirect one, as programs are dispatched (vm.h). An empty
+ * slot makes either fall through. */
+#ifndef HIKE_DIRECT_CHAINS
+#define HIKE_DIRECT_CHAINS 32
+#endif
+#if HIKE_DIRECT_CHAINS < 1 || HIKE_DIRECT_CHAINS > 32
+#error "HIKE_DIRECT_CHAINS must be between 1 (no direct dispatch) and 32 (ids 1..31)"
+#endif
+#define __HIKE_NATIVE_TAIL(n) __HIKE_TAIL_IN(HIKE_NATIVE_CHAINS, HIKE_DIRECT_CHAINS, n)
+
+__hike_inline void hike_dispatch_native(HIKE_CTX *ctx, __u32 id)
+{
+#if HIKE_DIRECT_CHAINS > 1
+	switch (id) {
+	__HIKE_NATIVE_TAIL(1) __HIKE_NATIVE_TAIL(2) __HIKE_NATIVE_TAIL(3) __HIKE_NATIVE_TAIL(4)
+	__HIKE_NATIVE_TAIL(5) __HIKE_NATIVE_TAIL(6) __HIKE_NATIVE_TAIL(7) __HIKE_NATIVE_TAIL(8)
+	__HIKE_NATIVE_TAIL(9) __HIKE_NATIVE_TAIL(10) __HIKE_NATIVE_TAIL(11) __HIKE_NATIVE_TAIL(12)
+	__HIKE_NATIVE_TAIL(13) __HIKE_NATIVE_TAIL(14) __HIKE_NATIVE_TAIL(15) __HIKE_NATIVE_TAIL(16)
+	__HIKE_NATIVE_TAIL(17) __HIKE_NATIVE_TAIL(18) __HIKE_NATIVE_TAIL(19) __HIKE_NATIVE_TAIL(20)
+	__HIKE_NATIVE_TAIL(21) __HIKE_NATIVE_TAIL(22) __HIKE_NATIVE_TAIL(23) __HIKE_NATIVE_TAIL(24)
+	__HIKE_NATIVE_TAIL(25) __HIKE_NATIVE_TAIL(26) __HIKE_NATIVE_TAIL(27) __HIKE_NATIVE_TAIL(28)
+	__HIKE_NATIVE_TAIL(29) __HIKE_NATIVE_TAIL(30) __HIKE_NATIVE_TAIL(31)
+	default:
+		break;
+	}
+#endif
+	bpf_tail_call(ctx, &HIKE_NATIVE_CHAINS, id);
+}
+
 /* IPv6 extension headers walked to find the transport header. */
 #define HIKE_MAX_EXT_HDRS 8
 #define HIKE_MAX_VLANS 2
@@ -195,7 +226,7 @@ __hike_inline int hike_chain_start(HIKE_CTX *ctx, struct hike_state *st, __u32 c
 	st->chain_runs[chain_id & (HIKE_MAX_CHAINS - 1)]++;
 	/* A chain compiled to a native program (docs/NATIVE.md) runs as that program;
 	 * with the slot empty the tail call falls through and the VM interprets it. */
-	bpf_tail_call(ctx, &HIKE_NATIVE_CHAINS, chain_id);
+	hike_dispatch_native(ctx, chain_id);
 	return hike_vm_run(ctx, st);
 }
 

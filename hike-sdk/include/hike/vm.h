@@ -63,19 +63,20 @@ __hike_inline void *hike_pkt_end(HIKE_CTX *ctx)
  * plain bpf_tail_call()). The verifier then sees a constant key at each site and
  * the JIT emits a direct jump, patched when the slot changes, instead of an
  * indirect jump through a retpoline. */
-#define __HIKE_TAIL(n)                                                                 \
+#define __HIKE_TAIL_IN(map, limit, n)                                                  \
 	case n:                                                                        \
-		if ((n) < HIKE_DIRECT_PROGS) {                                         \
+		if ((n) < (limit)) {                                                   \
 			asm volatile("r1 = %[c]\n\t"                                    \
 				     "r2 = %[m] ll\n\t"                                 \
 				     "r3 = %[k]\n\t"                                    \
 				     "call 12"                                          \
 				     :                                                  \
-				     : [c] "r"(ctx), [m] "i"(&HIKE_PROGS), [k] "i"(n)    \
+				     : [c] "r"(ctx), [m] "i"(&(map)), [k] "i"(n)         \
 				     : "r0", "r1", "r2", "r3", "r4", "r5", "memory");   \
 			return;                                                        \
 		}                                                                      \
 		break;
+#define __HIKE_TAIL(n) __HIKE_TAIL_IN(HIKE_PROGS, HIKE_DIRECT_PROGS, n)
 
 /* Program ids 1 .. HIKE_DIRECT_PROGS - 1 get a direct jump; others an indirect one. */
 __hike_inline void hike_dispatch(HIKE_CTX *ctx, __u32 id)

@@ -229,3 +229,23 @@ fn tiering_up_and_down_under_traffic_drops_no_packet() {
     let counters = t.rt.counters().unwrap();
     assert!(counters.aborts.iter().all(|n| *n == 0), "no packet aborted: {:?}", counters.aborts);
 }
+
+#[test]
+fn chains_past_the_direct_ids_are_dispatched_indirectly() {
+    let t = TestRoot::new("native-ids");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let (native, symbols) = native_for(&progs);
+    let insns = vec![build::mov_imm(1, 41), build::call_prog(id_of(&progs, "test_args1"), 1), build::exit()];
+    let spec = ChainSpec { name: "c", owner: "native", hook: Hook::Xdp, insns: &insns, nargs: 0 };
+    // Ids 1..=31 get constant-key tail calls from the loader; 32 and up an indirect one.
+    let ids: Vec<_> = (0..33).map(|_| t.rt.install_chain(&spec).unwrap()).collect();
+    let packet = ipv6_udp_packet();
+    for id in [ids[0], ids[30], ids[31], ids[32]] {
+        let chains: BTreeMap<u32, Vec<Insn>> = [(id.0, insns.clone())].into_iter().collect();
+        native.install(&t.rt, id, &chains, &symbols).unwrap();
+        let run = t.rt.test_run_chain(Hook::Xdp, id, &packet, 0).unwrap();
+        assert_eq!((run.verdict, run.regs[0]), (2, 42), "chain {id}");
+        assert_eq!(pc_after(&t.rt, run.cpu), 0, "chain {id} ran natively");
+    }
+    assert!(ids[32].0 >= 32);
+}

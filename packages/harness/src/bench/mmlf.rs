@@ -73,8 +73,40 @@ impl Drop for Setup {
     }
 }
 
+/// An ebpkg environment of its own in `dir` (a file:// registry, state, config),
+/// building in `cache` and deploying to `root`, with a signing key trusted for
+/// every package (installs refuse what no trusted key signed, as a publisher and
+/// a user would set it up), and `packages` (first-party directories) published.
+pub(crate) fn publish_env(
+    ebpkg_bin: &Path,
+    dir: &Path,
+    cache: &Path,
+    root: &Path,
+    packages: &[&str],
+) -> Result<Vec<(String, String)>> {
+    let env: Vec<(String, String)> = [
+        ("EBPKG_REGISTRY", format!("file://{}/registry", dir.display())),
+        ("EBPKG_CACHE_DIR", cache.display().to_string()),
+        ("EBPKG_STATE_DIR", dir.join("state").display().to_string()),
+        ("EBPKG_BPFFS_ROOT", root.display().to_string()),
+        ("EBPKG_CONFIG", dir.join("config.toml").display().to_string()),
+        ("EBPKG_KEY_PASSWORD", "benchmark".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    ebpkg(ebpkg_bin, &env, dir, &["-q", "key", "generate"])?;
+    let key: serde_json::Value = serde_json::from_str(&ebpkg(ebpkg_bin, &env, dir, &["--json", "key", "show"])?)?;
+    let id = key["id"].as_str().context("`ebpkg key show --json` gave no id")?;
+    ebpkg(ebpkg_bin, &env, dir, &["-q", "trust", "add", "*", id])?;
+    for p in packages {
+        ebpkg(ebpkg_bin, &env, &crate::packages_dir().join(p), &["-q", "publish", "--no-verify"])?;
+    }
+    Ok(env)
+}
+
 /// Runs ebpkg; its standard output.
-fn ebpkg(path: &Path, env: &[(String, String)], cwd: &Path, args: &[&str]) -> Result<String> {
+pub(crate) fn ebpkg(path: &Path, env: &[(String, String)], cwd: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new(path).current_dir(cwd).args(args).envs(env.iter().cloned()).output()?;
     if !out.status.success() {
         bail!("ebpkg {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
@@ -122,27 +154,7 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
     let dir = tempfile::tempdir()?;
     let guard = ScratchPath::unique(bpffs, "ebpkg-bench-mmlf");
     let root = guard.path().to_owned();
-    let env: Vec<(String, String)> = [
-        ("EBPKG_REGISTRY", format!("file://{}/registry", dir.path().display())),
-        ("EBPKG_CACHE_DIR", cache.display().to_string()),
-        ("EBPKG_STATE_DIR", dir.path().join("state").display().to_string()),
-        ("EBPKG_BPFFS_ROOT", root.display().to_string()),
-        ("EBPKG_CONFIG", dir.path().join("config.toml").display().to_string()),
-        ("EBPKG_KEY_PASSWORD", "benchmark".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    // Installs refuse what no trusted key signed: a key of the benchmark's own,
-    // trusted for its packages, as a publisher and a user would set it up.
-    ebpkg(ebpkg_bin, &env, dir.path(), &["-q", "key", "generate"])?;
-    let key: serde_json::Value =
-        serde_json::from_str(&ebpkg(ebpkg_bin, &env, dir.path(), &["--json", "key", "show"])?)?;
-    let id = key["id"].as_str().context("`ebpkg key show --json` gave no id")?;
-    ebpkg(ebpkg_bin, &env, dir.path(), &["-q", "trust", "add", "*", id])?;
-    for p in ["meter", "sets", "sampler", "net", "basic", "mmlf"] {
-        ebpkg(ebpkg_bin, &env, &crate::packages_dir().join(p), &["-q", "publish", "--no-verify"])?;
-    }
+    let env = publish_env(ebpkg_bin, dir.path(), cache, &root, &["meter", "sets", "sampler", "net", "basic", "mmlf"])?;
     ebpkg(ebpkg_bin, &env, dir.path(), &["-q", "--netns", &dut.name, "install", "mmlf@^1", "--set", "DEVNAME=in0"])?;
     let src = Ipv6Addr::new(0x2001, 0xdb8, 0x50, 0, 0, 0, 0, LISTED).octets();
     Runtime::open(&root)?.package_map("mmlf", "1.0.0", "mmlf_src6")?.write(&src, &[1])?;
@@ -198,12 +210,12 @@ impl Setup {
             .status()?
             .chains
             .iter()
-            .find(|c| c.name == "mmlf")
+            .find(|c| c.name == "mmlf6")
             .map(|c| c.id)
-            .context("the mmlf chain is not installed")?;
+            .context("the mmlf6 chain (IPv6 packets) is not installed")?;
         if rt.native_of(chain)?.is_none() {
             bail!(
-                "`ebpkg install` left the mmlf chain interpreted (see `ebpkg status`): the benchmark compares both tiers"
+                "`ebpkg install` left the mmlf6 chain interpreted (see `ebpkg status`): the benchmark compares both tiers"
             );
         }
         Ok(Targets {
@@ -228,7 +240,7 @@ struct Runner {
 impl Runner {
     fn open(t: Targets) -> Result<Runner> {
         let rt = Runtime::open(&t.root)?;
-        let id = rt.native_of(hike_runtime::ChainId(t.chain))?.context("the mmlf chain has no native program")?;
+        let id = rt.native_of(hike_runtime::ChainId(t.chain))?.context("the mmlf6 chain has no native program")?;
         // SAFETY: a plain syscall wrapper; the descriptor it returns is ours.
         let fd = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_fd_by_id(id) };
         if fd < 0 {

@@ -1,7 +1,9 @@
-//! The data-plane benchmark behind `./ci/bench`: MMLF three ways and the cost of a
-//! program call, measured side by side, interleaved, reported as ratios.
+//! The data-plane benchmark behind `./ci/bench`: MMLF four ways, the cost of a
+//! program call, measured side by side, interleaved, reported as ratios; and the
+//! time a chain takes to go native.
 
 pub mod calls;
 pub mod mmlf;
 pub mod report;
 pub mod stats;
+pub mod tierup;

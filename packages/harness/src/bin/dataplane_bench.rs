@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use ebpkg_packages_harness::bench::{calls, mmlf, report};
+use ebpkg_packages_harness::bench::{calls, mmlf, report, tierup};
 
 #[derive(Parser)]
 #[command(about = "The data-plane benchmark: MMLF three ways, and the cost of a program call")]
@@ -93,11 +93,14 @@ fn run(args: &Args) -> Result<bool> {
     eprintln!("MMLF ({rounds} rounds)…");
     let (ebpkg, cache) = mmlf_inputs(args)?;
     let mmlf = mmlf::run(&ebpkg, &args.bpffs, &cache, rounds, repeat_mmlf, live)?;
+    eprintln!("time to native ({} rounds)…", rounds.min(5));
+    let tierup = tierup::run(&ebpkg, &args.bpffs, rounds.min(5))?;
     // A quick run has too few samples for its verdicts to mean anything.
     let verdicts = if args.quick { Vec::new() } else { report::verdicts(&calls, &mmlf) };
-    let md = report::markdown(&machine, &calls, &mmlf, &verdicts);
+    let md = report::markdown(&machine, &calls, &mmlf, &tierup, &verdicts);
     std::fs::write(args.out.join("results.md"), &md)?;
-    let json = serde_json::json!({ "machine": machine, "calls": calls, "mmlf": mmlf, "targets": verdicts });
+    let json =
+        serde_json::json!({ "machine": machine, "calls": calls, "mmlf": mmlf, "tierup": tierup, "targets": verdicts });
     std::fs::write(args.out.join("results.json"), serde_json::to_string_pretty(&json)? + "\n")?;
     report::load_font()?;
     report::plot_calls(&args.out.join("calls.png"), &calls)?;
