@@ -203,8 +203,10 @@ __hike_inline struct hike_pkt_info *hike_parse(HIKE_CTX *ctx, struct hike_state 
 	return info;
 }
 
-/* Starts `chain_id` for this packet: fresh registers, frame and scratch, the
- * configured budget. Returns the verdict when the chain ends without a tail call. */
+/* Starts `chain_id` for this packet: fresh scratch, the configured budget, the
+ * run counted; then its native program if it has one (docs/NATIVE.md), which
+ * sets up only what it uses, or the VM with fresh registers and frame. Returns
+ * the verdict when the chain ends without a tail call. */
 __hike_inline int hike_chain_start(HIKE_CTX *ctx, struct hike_state *st, __u32 chain_id)
 {
 	struct hike_config *cfg;
@@ -212,21 +214,17 @@ __hike_inline int hike_chain_start(HIKE_CTX *ctx, struct hike_state *st, __u32 c
 
 	cfg = bpf_map_lookup_elem(&hike_config, &zero);
 	st->budget = cfg ? cfg->budget : HIKE_DEFAULT_BUDGET;
-	__builtin_memset(st->regs, 0, HIKE_REG_FP * sizeof(__u64));
-	st->regs[HIKE_REG_FP] = HIKE_FRAME_SIZE;
 	st->pc = 0;
 	st->chain = chain_id;
 	st->depth = 0;
 	st->calls = 0;
-	__builtin_memset(st->stack, 0, HIKE_FRAME_SIZE);
 	/* In 8-byte stores: through a byte pointer clang writes byte by byte. */
 #pragma unroll
 	for (int i = HIKE_PKT_INFO_SIZE / 8; i < HIKE_SCRATCH_SIZE / 8; i++)
 		((__u64 *)st->scratch)[i] = 0;
 	st->chain_runs[chain_id & (HIKE_MAX_CHAINS - 1)]++;
-	/* A chain compiled to a native program (docs/NATIVE.md) runs as that program;
-	 * with the slot empty the tail call falls through and the VM interprets it. */
 	hike_dispatch_native(ctx, chain_id);
+	hike_vm_reset(st);
 	return hike_vm_run(ctx, st);
 }
 

@@ -25,11 +25,13 @@ __hike_inline void *hike_native_stack(struct hike_state *st, __u32 base, __u64 a
 }
 
 /* The chain needs more budget than this packet has: the VM interprets it from
- * the start (the loader set the state up) and aborts it where the budget ends.
+ * the start (the loader set pc, chain and budget; the VM's registers and frame
+ * are reset here) and aborts it where the budget ends.
  * Two tail calls are spent on the way: the loader's into the native program and
  * this one, so the VM counts them and still stops at the kernel's limit. */
 __hike_inline int hike_native_fallback(HIKE_CTX *ctx, struct hike_state *st)
 {
+	hike_vm_reset(st);
 	st->calls = 2;
 	bpf_tail_call(ctx, &HIKE_PROGS, 0);
 	return hike_abort(st, HIKE_ABORT_NO_PROG);

@@ -158,6 +158,15 @@ __hike_inline struct hike_chain *hike_chain_get(__u32 id)
 	return c;
 }
 
+/* The registers and first stack frame a chain starts with in the VM: all zero
+ * but r10, the frame pointer. */
+__hike_inline void hike_vm_reset(struct hike_state *st)
+{
+	__builtin_memset(st->regs, 0, HIKE_REG_FP * sizeof(__u64));
+	st->regs[HIKE_REG_FP] = HIKE_FRAME_SIZE;
+	__builtin_memset(st->stack, 0, HIKE_FRAME_SIZE);
+}
+
 #define __HIKE_REG(r) st->regs[(r) & (HIKE_NREGS - 1)]
 
 /* Interprets the current chain from st->pc until it calls a program (a tail call

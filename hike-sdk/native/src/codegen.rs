@@ -92,6 +92,11 @@ pub fn generate(unit: &ChainUnit<'_>) -> Result<Generated> {
          \tif (st->budget < {steps})\n\t\treturn hike_native_fallback(ctx, st);\n",
         steps = worst.steps
     );
+    // The loader leaves the stack frame to the tier that runs the chain: the VM
+    // clears it, and so does a native chain that uses it (its reads see zeros).
+    if uses_stack(unit.chains.get(&unit.chain).map(Vec::as_slice).unwrap_or_default()) {
+        out.push_str("\t__builtin_memset(st->stack, 0, HIKE_FRAME_SIZE);\n");
+    }
     out.push_str(&g.body);
     out.push_str(
         "out:\n\
@@ -101,6 +106,13 @@ pub fn generate(unit: &ChainUnit<'_>) -> Result<Generated> {
     );
     let _ = write!(out, "\nchar LICENSE[] SEC(\"license\") = \"{license}\";\n");
     Ok(Generated { source: out, entry, worst })
+}
+
+/// Whether a chain loads from or stores to its stack frame.
+fn uses_stack(insns: &[hike_bytecode::Insn]) -> bool {
+    analysis::decode_chain(0, insns).is_ok_and(|ops| {
+        ops.iter().any(|(_, op)| matches!(op, Op::Load { bank: Bank::Stack, .. } | Op::Store { bank: Bank::Stack, .. }))
+    })
 }
 
 fn is_c_identifier(s: &str) -> bool {
