@@ -1,7 +1,9 @@
 //! `ebpkg test`: a package's tests (`tests/*.test.toml`) run in the kernel. The
 //! package's programs are built and registered in a HIKe root of the run's own;
 //! each case calls one program from a one-call chain with BPF_PROG_TEST_RUN and
-//! checks the verdict, the result, the packet and map contents.
+//! checks the verdict, the result, the packet and map contents — once with the
+//! chain interpreted by the VM, and once with it compiled natively with the
+//! program's body (hike-sdk/docs/NATIVE.md), so both tiers pass the same tests.
 //!
 //! ```toml
 //! [[case]]
@@ -197,6 +199,25 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
         }
     }
 
+    // The native tier: the same cases with each chain compiled with the body of
+    // the program it calls. Without the tools, say so and test the VM alone.
+    let native = match crate::ops::native::ClangCompiler::new(ctx, &BuildOptions::default()) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            ctx.ui.warn(format!("the native tier is not tested: {e:#}"));
+            None
+        }
+    };
+    let planned = ebpkg_deploy::PlannedPackage {
+        id: m.id(),
+        source: format!("path+file://{}", project.dir.display()),
+        checksum: project.digest()?,
+        root: project.dir.clone(),
+        manifest: m.clone(),
+        objects: objects.clone(),
+    };
+    let mut not_native = std::collections::BTreeSet::new();
+
     let mut report = Report::default();
     for (rel, parsed) in suites {
         for case in parsed.cases {
@@ -206,8 +227,23 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
                 continue;
             }
             rt.clear_package_maps(&package, &version)?;
-            let problems =
-                run_case(rt, project, &package, &version, &ids, &case).unwrap_or_else(|e| vec![format!("{e:#}")]);
+            let mut problems =
+                run_case(rt, project, &package, &version, &ids, &case, None).unwrap_or_else(|e| vec![format!("{e:#}")]);
+            if let Some(compiler) = &native
+                && !not_native.contains(&case.program)
+            {
+                rt.clear_package_maps(&package, &version)?;
+                match run_case(rt, project, &package, &version, &ids, &case, Some((compiler, &planned))) {
+                    Ok(found) => problems.extend(found.into_iter().map(|p| format!("native tier: {p}"))),
+                    Err(e) => match e.downcast_ref::<NotNative>() {
+                        Some(NotNative(reason)) => {
+                            ctx.ui.warn(format!("{id} {}: not tested natively: {reason}", case.program));
+                            not_native.insert(case.program.clone());
+                        }
+                        None => problems.push(format!("native tier: {e:#}")),
+                    },
+                }
+            }
             if problems.is_empty() {
                 ctx.ui.status("Passed", &full);
                 report.passed.push(full);
@@ -353,6 +389,15 @@ fn runs<'a>(project: &Project, case: &'a Case) -> Result<Vec<Run<'a>>> {
     Ok(out)
 }
 
+/// Why a case's chain has no native program (the program cannot be inlined):
+/// a warning, not a failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NotNative(String);
+
+/// How a case's chains run: interpreted (`None`), or compiled natively.
+type NativeTier<'a> = Option<(&'a crate::ops::native::ClangCompiler, &'a ebpkg_deploy::PlannedPackage)>;
+
 /// Runs one case (every run of it); returns what did not match, each prefixed
 /// with the run it comes from when there are several.
 fn run_case(
@@ -362,6 +407,7 @@ fn run_case(
     version: &str,
     ids: &std::collections::BTreeMap<String, (hike_runtime::ProgId, Hook)>,
     case: &Case,
+    native: NativeTier<'_>,
 ) -> Result<Vec<String>> {
     let (id, hook) = *ids.get(&case.program).ok_or_else(|| {
         anyhow::anyhow!(
@@ -374,7 +420,7 @@ fn run_case(
     let several = runs.len() > 1;
     let mut problems = Vec::new();
     for (i, run) in runs.iter().enumerate() {
-        let found = run_once(rt, package, version, id, hook, run)?;
+        let found = run_once(rt, package, version, (id, &case.program), hook, run, native)?;
         problems.extend(found.into_iter().map(|p| if several { format!("run {}: {p}", i + 1) } else { p }));
     }
     Ok(problems)
@@ -386,9 +432,10 @@ fn run_once(
     rt: &Runtime,
     package: &str,
     version: &str,
-    id: hike_runtime::ProgId,
+    (id, program): (hike_runtime::ProgId, &str),
     hook: Hook,
     run: &Run<'_>,
+    native: NativeTier<'_>,
 ) -> Result<Vec<String>> {
     if run.args.len() > 4 {
         anyhow::bail!("a program takes at most 4 arguments, not {}", run.args.len());
@@ -402,6 +449,20 @@ fn run_once(
     let chain =
         rt.install_chain(&ChainSpec { name: "ebpkg_test", owner: "ebpkg test", hook, insns: &insns, nargs: 0 })?;
     let result = (|| -> Result<Vec<String>> {
+        if let Some((compiler, planned)) = native {
+            let chains = [(chain.0, insns.clone())].into_iter().collect();
+            let programs = [(id.0, (planned, program))].into_iter().collect();
+            let request =
+                ebpkg_deploy::NativeRequest { hook, chain, name: "ebpkg_test", chains: &chains, programs: &programs };
+            let build = ebpkg_deploy::NativeCompiler::compile(compiler, &request).map_err(NotNative)?;
+            rt.install_native(&hike_runtime::NativeObject {
+                chain,
+                entry: &build.entry,
+                elf: &build.elf,
+                modules: &build.modules,
+            })
+            .map_err(|e| NotNative(e.to_string()))?;
+        }
         rt.set_clock(Clock::Frozen(run.time_ns))?;
         for s in run.setup {
             let map = rt.package_map(package, version, &s.map)?;

@@ -374,7 +374,7 @@ pub fn plot_mmlf(path: &Path, mmlf: &MmlfResult) -> Result<()> {
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(3)
+        .x_labels(11)
         .x_label_formatter(&|x| match x.round() as i64 {
             2 => KINDS[0].to_owned(),
             7 => KINDS[1].to_owned(),
