@@ -40,7 +40,10 @@ const HELP: &str = "Test files are tests/*.test.toml in the package:
   result = 7
 
 Every case starts with empty maps. Per-CPU maps are written on every CPU and read
-on the CPU the run used.
+on the CPU the run used. Every case runs twice: with the chain interpreted by the
+VM, and compiled natively with the program's body (what `ebpkg install` does);
+a difference fails as `native tier: ...`, a program that cannot be inlined (no C
+source, global variables) is a warning.
 
 Examples:
   sudo ebpkg test

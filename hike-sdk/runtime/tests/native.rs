@@ -249,3 +249,34 @@ fn chains_past_the_direct_ids_are_dispatched_indirectly() {
     }
     assert!(ids[32].0 >= 32);
 }
+
+#[test]
+fn tc_chains_go_native_too() {
+    let t = TestRoot::new("native-tc");
+    let progs = t.register_vmtest(Hook::Tc);
+    let mut native = TestNative::new(Hook::Tc).expect("clang with llvm-link and opt of its version");
+    let m = native.add_module("test/vmtest.bpf.c", "hike-test", "0.0.0").unwrap();
+    let symbols: BTreeMap<u32, (usize, String)> = progs.iter().map(|p| (p.id.0, (m, p.name.clone()))).collect();
+    // r0 = 6 * 7, stored into the packet's first byte, then verdict 2 (TC_ACT_SHOT).
+    let insns = vec![
+        build::mov_imm(1, 6),
+        build::mov_imm(2, 7),
+        build::call_prog(id_of(&progs, "test_args2"), 2),
+        build::mov_imm(9, 0),
+        build::store(hike_bytecode::Size::B, hike_bytecode::Bank::Packet, 9, 0, 0),
+        build::mov_imm(1, 2),
+        build::call_prog(id_of(&progs, "test_verdict"), 1),
+        build::exit(),
+    ];
+    let chain =
+        t.rt.install_chain(&ChainSpec { name: "tc", owner: "native", hook: Hook::Tc, insns: &insns, nargs: 0 })
+            .unwrap();
+    let packet = ipv6_udp_packet();
+    let vm = t.rt.test_run_chain(Hook::Tc, chain, &packet, 0).unwrap();
+    let chains: BTreeMap<u32, Vec<Insn>> = [(chain.0, insns.clone())].into_iter().collect();
+    native.install(&t.rt, chain, &chains, &symbols).unwrap();
+    let nat = t.rt.test_run_chain(Hook::Tc, chain, &packet, 0).unwrap();
+    assert_eq!(pc_after(&t.rt, nat.cpu), 0, "the native program ran it");
+    assert_eq!((nat.verdict, nat.packet[0], nat.regs[0]), (2, 42, 42));
+    assert_eq!((vm.verdict, &vm.packet, &vm.regs[..10]), (nat.verdict, &nat.packet, &nat.regs[..10]));
+}
