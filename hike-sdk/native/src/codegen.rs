@@ -1,7 +1,10 @@
-//! A chain as C: one function whose control flow is the chain's, with the VM's
-//! registers as local variables, every program call a call of the program's
-//! native body (inlined by the compiler) and every chain call the callee's code
-//! inlined in place, so the VM's frames become static. What a chain can observe
+//! A chain as C: one function whose control flow is the chain's unfolded
+//! (`analysis`): a label per state, the VM's registers as local variables, every
+//! program call a call of the program's native body (inlined by the compiler)
+//! and every chain call the callee's code inlined in place, so the VM's frames
+//! become static. Compact chains get a state per instruction and call stack;
+//! exact ones (loops, paths to the call limit) a state per VM state, with the
+//! call-limit aborts where the VM has them. What a chain can observe
 //! is kept: results and verdicts, argument truncation (the bodies do it), the
 //! memory banks with the VM's bounds checks, the per-depth stack frames, the
 //! registers saved across chain calls, the per-program and per-chain counters,
@@ -10,13 +13,13 @@
 //! The generated text holds only numbers and identifiers made here or checked
 //! to be C identifiers, so nothing in a chain or a name can change its meaning.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write;
 
-use hike_bytecode::limits::{FRAME_SIZE, MAX_DEPTH};
+use hike_bytecode::limits::FRAME_SIZE;
 use hike_bytecode::{AluOp, Bank, Cond, Endian, Hook, Op, Operand};
 
-use crate::analysis::{self, Chains, Worst};
+use crate::analysis::{self, Chains, Next, State, Unfolded, Worst};
 use crate::error::{NativeError, Result};
 
 /// What to generate.
@@ -49,14 +52,22 @@ pub fn entry_name(id: u32) -> String {
 
 /// Generates the C source of `unit`'s chain.
 pub fn generate(unit: &ChainUnit<'_>) -> Result<Generated> {
-    let worst = analysis::worst(unit.chain, unit.chains)?;
+    let unfolded = analysis::unfold(unit.chain, unit.chains)?;
+    let worst = unfolded.worst;
     for sym in unit.programs.values() {
         if !is_c_identifier(sym) {
             return Err(NativeError::BadName(sym.clone()));
         }
     }
-    let mut g = Gen { unit, body: String::new(), saves: Vec::new(), sites: 0 };
-    g.chain(unit.chain, "t", 0, None)?;
+    let mut g = Gen {
+        unit,
+        unfolded: &unfolded,
+        body: String::new(),
+        labels: HashMap::new(),
+        todo: VecDeque::new(),
+        depths: BTreeSet::new(),
+    };
+    g.emit_all()?;
     let entry = entry_name(unit.chain);
     let mut out = String::new();
     let hook_define = if unit.hook == Hook::Tc { "#define HIKE_HOOK_TC\n" } else { "" };
@@ -80,8 +91,8 @@ pub fn generate(unit: &ChainUnit<'_>) -> Result<Generated> {
          \t__u64 r0 = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0, r5 = 0, r6 = 0, r7 = 0, r8 = 0, r9 = 0;\n\
          \tint rc = HIKE_VERDICT_PASS;\n"
     );
-    for (site, _) in &g.saves {
-        let _ = writeln!(out, "\t__u64 {site}[9];");
+    for depth in &g.depths {
+        let _ = writeln!(out, "\t__u64 saved{depth}[9];");
     }
     let _ = write!(
         out,
@@ -123,10 +134,13 @@ fn is_c_identifier(s: &str) -> bool {
 
 struct Gen<'a, 'b> {
     unit: &'b ChainUnit<'a>,
+    unfolded: &'b Unfolded,
     body: String,
-    /// Save areas of chain call sites (caller's r1..r9), declared at the top.
-    saves: Vec<(String, ())>,
-    sites: usize,
+    /// Label number of each state emitted or queued.
+    labels: HashMap<State, usize>,
+    todo: VecDeque<State>,
+    /// Call depths whose callers' registers are saved (`savedN`: the caller at depth N).
+    depths: BTreeSet<usize>,
 }
 
 fn reg(r: u8) -> String {
@@ -146,22 +160,43 @@ fn operand(s: Operand) -> String {
 }
 
 impl Gen<'_, '_> {
-    /// Emits chain `id` at call depth `depth` under the label prefix `site`;
-    /// `ret` is where its `exit` goes (None: the packet's chain ends).
-    fn chain(&mut self, id: u32, site: &str, depth: usize, ret: Option<&str>) -> Result<()> {
-        let insns = self.unit.chains.get(&id).ok_or(NativeError::MissingChain { chain: id })?;
-        let ops = analysis::decode_chain(id, insns)?;
-        for (pc, op) in ops {
-            let _ = writeln!(self.body, "{site}_{pc}: __attribute__((unused));");
-            self.op(id, site, depth, ret, pc, op)?;
+    /// The label of a state's code, queueing it the first time.
+    fn label(&mut self, s: State) -> String {
+        let key = self.unfolded.key(&s);
+        let n = self.labels.len();
+        let n = *self.labels.entry(key).or_insert_with(|| {
+            self.todo.push_back(s);
+            n
+        });
+        format!("s{n}")
+    }
+
+    fn emit_all(&mut self) -> Result<()> {
+        let start = analysis::entry(self.unit.chain);
+        let first = self.label(start);
+        let _ = writeln!(self.body, "\tgoto {first};");
+        while let Some(s) = self.todo.pop_front() {
+            let here = self.label(s.clone());
+            let _ = writeln!(self.body, "{here}:");
+            let next = match self.unfolded.unfolding.next(&s)? {
+                Next::LimitBefore => {
+                    let _ = writeln!(self.body, "\trc = hike_abort(st, HIKE_ABORT_CALL_LIMIT);\n\tgoto out;");
+                    continue;
+                }
+                Next::Then(next) => next,
+            };
+            let op = self.unfolded.unfolding.op(&s)?;
+            self.op(&s, op, next)?;
         }
-        // Validation ends every chain with exit or a jump; falling off the end is
-        // the VM's bad-pc.
-        let _ = writeln!(self.body, "\trc = hike_abort(st, HIKE_ABORT_BAD_PC);\n\tgoto out;");
         Ok(())
     }
 
-    fn op(&mut self, chain: u32, site: &str, depth: usize, ret: Option<&str>, pc: usize, op: Op) -> Result<()> {
+    /// Emits the instruction at `at`, which leads to `next` (analysis order: a
+    /// jump's target first, then its fall-through).
+    fn op(&mut self, at: &State, op: Op, next: Vec<State>) -> Result<()> {
+        let depth = at.frames.len();
+        let labels: Vec<String> = next.into_iter().map(|n| self.label(n)).collect();
+        let then = labels.first().cloned();
         let b = &mut self.body;
         match op {
             Op::Alu { op, dst, src } => {
@@ -222,8 +257,7 @@ impl Gen<'_, '_> {
                     t = size.c_type()
                 );
             }
-            Op::Jump { cond, dst, src, off } => {
-                let target = format!("{site}_{}", (pc as i64 + 1 + i64::from(off)));
+            Op::Jump { cond, dst, src, .. } => {
                 let d = reg(dst);
                 let s = operand(src);
                 let test = match cond {
@@ -240,13 +274,19 @@ impl Gen<'_, '_> {
                     Cond::SLt => Some(format!("(__s64){d} < (__s64){s}")),
                     Cond::SLe => Some(format!("(__s64){d} <= (__s64){s}")),
                 };
-                let _ = match test {
-                    None => writeln!(b, "\tgoto {target};"),
-                    Some(t) => writeln!(b, "\tif ({t})\n\t\tgoto {target};"),
-                };
+                if let Some(t) = test {
+                    let _ = writeln!(b, "\tif ({t})\n\t\tgoto {};", labels[0]);
+                    let _ = writeln!(b, "\tgoto {};", labels[1]);
+                    return Ok(());
+                }
             }
             Op::CallProg { id, .. } => {
-                let sym = self.unit.programs.get(&id).ok_or(NativeError::MissingProgram { chain, id })?;
+                let Some(then) = &then else {
+                    // The VM's tail-call limit, reached at this call.
+                    let _ = writeln!(b, "\trc = hike_abort(st, HIKE_ABORT_CALL_LIMIT);\n\tgoto out;");
+                    return Ok(());
+                };
+                let sym = self.unit.programs.get(&id).ok_or(NativeError::MissingProgram { chain: at.chain, id })?;
                 // The body reads its arguments, and writes its result to the state's r0
                 // (a body that continues without a result leaves r0 as it was).
                 let _ = writeln!(
@@ -254,45 +294,50 @@ impl Gen<'_, '_> {
                     "\t{{\n\t\tstruct hike_native_args a = {{{{ r1, r2, r3, r4 }}}};\n\
                      \t\tst->regs[0] = r0;\n\t\tst->prog_calls[{slot}]++;\n\
                      \t\trc = {sym}(ctx, st, &a);\n\t\tif (rc != HIKE_CONTINUE)\n\t\t\tgoto out;\n\
-                     \t\tr0 = st->regs[0];\n\t}}",
+                     \t\tr0 = st->regs[0];\n\t}}\n\tgoto {then};",
                     slot = id & (hike_bytecode::limits::MAX_PROGS - 1)
                 );
+                return Ok(());
             }
             Op::CallChain { id, .. } => {
-                if depth + 1 >= MAX_DEPTH {
+                let Some(then) = &then else {
                     let _ = writeln!(b, "\trc = hike_abort(st, HIKE_ABORT_DEPTH);\n\tgoto out;");
                     return Ok(());
-                }
-                self.sites += 1;
-                let callee_site = format!("{site}_c{}", self.sites);
-                let save = format!("{callee_site}_saved");
-                let back = format!("{callee_site}_ret");
-                let callee_depth = depth + 1;
+                };
+                // One frame per depth is live at a time (no recursion), so the
+                // caller's registers go to the save area of its depth.
                 let _ = writeln!(
                     b,
-                    "\t{save}[0] = r1; {save}[1] = r2; {save}[2] = r3; {save}[3] = r4; {save}[4] = r5;\n\
-                     \t{save}[5] = r6; {save}[6] = r7; {save}[7] = r8; {save}[8] = r9;\n\
+                    "\tsaved{depth}[0] = r1; saved{depth}[1] = r2; saved{depth}[2] = r3; saved{depth}[3] = r4;\n\
+                     \tsaved{depth}[4] = r5; saved{depth}[5] = r6; saved{depth}[6] = r7; saved{depth}[7] = r8;\n\
+                     \tsaved{depth}[8] = r9;\n\
                      \tr6 = 0; r7 = 0; r8 = 0; r9 = 0;\n\
                      \t__builtin_memset(&st->stack[{frame}], 0, HIKE_FRAME_SIZE);\n\
-                     \tst->chain_runs[{slot}]++;",
-                    frame = callee_depth as u64 * FRAME_SIZE,
+                     \tst->chain_runs[{slot}]++;\n\tgoto {then};",
+                    frame = (depth as u64 + 1) * FRAME_SIZE,
                     slot = id & (hike_bytecode::limits::MAX_CHAINS - 1)
                 );
-                self.saves.push((save.clone(), ()));
-                self.chain(id, &callee_site, callee_depth, Some(&back))?;
-                let _ = writeln!(
-                    self.body,
-                    "{back}:\n\
-                     \tr1 = {save}[0]; r2 = {save}[1]; r3 = {save}[2]; r4 = {save}[3]; r5 = {save}[4];\n\
-                     \tr6 = {save}[5]; r7 = {save}[6]; r8 = {save}[7]; r9 = {save}[8];"
-                );
+                self.depths.insert(depth);
+                return Ok(());
             }
             Op::Exit => {
-                let _ = match ret {
-                    Some(label) => writeln!(b, "\tgoto {label};"),
+                let _ = match &then {
                     None => writeln!(b, "\trc = HIKE_VERDICT_PASS;\n\tgoto out;"),
+                    Some(label) => {
+                        let d = depth - 1;
+                        writeln!(
+                            b,
+                            "\tr1 = saved{d}[0]; r2 = saved{d}[1]; r3 = saved{d}[2]; r4 = saved{d}[3]; r5 = saved{d}[4];\n\
+                             \tr6 = saved{d}[5]; r7 = saved{d}[6]; r8 = saved{d}[7]; r9 = saved{d}[8];\n\tgoto {label};"
+                        )
+                    }
                 };
+                return Ok(());
             }
+        }
+        // Straight-line instructions (and unconditional jumps) go on to their one successor.
+        if let Some(label) = then {
+            let _ = writeln!(self.body, "\tgoto {label};");
         }
         Ok(())
     }

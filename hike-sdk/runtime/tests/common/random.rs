@@ -71,6 +71,8 @@ pub enum Item {
     Jump(Cond, u8, Result<u8, i32>, usize),
     Call(usize, [u64; 4]),
     CallChain(u64),
+    /// A countdown loop in r8: `n` iterations (long ones reach the call limit).
+    Loop(i32),
 }
 
 fn reg() -> impl Strategy<Value = u8> {
@@ -99,6 +101,7 @@ pub fn item() -> impl Strategy<Value = Item> {
         2 => (prop::sample::select(Cond::ALL.to_vec()), reg(), operand(), 1usize..4).prop_map(|(c, d, s, n)| Item::Jump(c, d, s, n)),
         2 => (0usize..9, any::<[u64; 4]>()).prop_map(|(p, a)| Item::Call(p, a)),
         1 => any::<u64>().prop_map(Item::CallChain),
+        1 => prop_oneof![1i32..20, 300i32..700].prop_map(Item::Loop),
     ]
 }
 
@@ -182,6 +185,11 @@ pub fn lower(items: &[Item], progs: &[RegisteredProgram], helper_chain: u32) -> 
             Item::CallChain(a) => {
                 b.extend(build::ld_imm64(1, a));
                 b.push(build::call_chain(helper_chain, 1));
+            }
+            Item::Loop(n) => {
+                b.push(build::mov_imm(8, n));
+                b.push(build::alu_imm(AluOp::Sub, 8, 1));
+                b.push(build::jmp_imm(Cond::Ne, 8, 0, -2));
             }
         }
         blocks.push(b);
