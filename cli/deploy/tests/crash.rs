@@ -33,12 +33,14 @@ fn none(_: &Event) {}
 fn child() {
     let Ok(what) = std::env::var("EBPKG_TEST_CHILD") else { return };
     let var = |n: &str| std::env::var(n).unwrap();
+    // Chains go native inside the transaction, so its tier-up steps are killed too.
     let d = Deployer::new(
         Path::new(&var("EBPKG_TEST_STATE")),
         Path::new(&var("EBPKG_TEST_ROOT")),
         Some(var("EBPKG_TEST_NETNS")),
     )
-    .unwrap();
+    .unwrap()
+    .with_native_compiler(std::sync::Arc::new(MiniCompiler));
     match what.as_str() {
         "uninstall" => {
             d.uninstall("app", &none).unwrap();
@@ -136,11 +138,15 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
     other
         .install(&plan_in(files.path(), "other", "0.9.0", &attached_script(XDP_DROP), &[("DEVNAME", "vc")]), &none)
         .unwrap();
-    let shared = Deployer::new(state.path(), &shared_root, ns.clone()).unwrap();
+    let shared = Deployer::new(state.path(), &shared_root, ns.clone())
+        .unwrap()
+        .with_native_compiler(std::sync::Arc::new(MiniCompiler));
     shared
         .install(&plan_in(files.path(), "shared", "1.0.0", &attached_script(XDP_DROP), &[("DEVNAME", "vx")]), &none)
         .unwrap();
-    let fresh = Deployer::new(state.path(), &fresh_root, ns.clone()).unwrap();
+    let fresh = Deployer::new(state.path(), &fresh_root, ns.clone())
+        .unwrap()
+        .with_native_compiler(std::sync::Arc::new(MiniCompiler));
     let bystanders_forward = |when: &str| {
         assert_eq!(verdict_in(&other_root, "other-1-tl-test_loader"), XDP_DROP, "{when}: the other root's deployment");
         assert_eq!(
@@ -197,6 +203,9 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
         let (killed, points) = run_child(&child, None, &log);
         assert!(!killed);
         assert!(points.len() >= 5, "{scenario:?}: the crash points are reached: {points:?}");
+        if !matches!(scenario, Scenario::Uninstall) {
+            assert!(points.iter().any(|p| p == "native-installed"), "{scenario:?}: the chain went native: {points:?}");
+        }
         let want_pins = pins_under(root);
         let want_shape = kernel::shape(root);
         names.extend(want_shape.keys().cloned());

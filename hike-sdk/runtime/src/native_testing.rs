@@ -83,14 +83,18 @@ impl TestNative {
         hike_native::generate(&unit).map_err(|e| e.to_string())
     }
 
-    /// Compiles chain `chain` and puts it in its slot.
-    pub fn install(
+    /// The package version of each module, module 1 first.
+    pub fn modules(&self) -> &[NativeModule] {
+        &self.packages
+    }
+
+    /// Compiles chain `chain`: the object and what generating it found.
+    pub fn build(
         &self,
-        rt: &Runtime,
         chain: ChainId,
         chains: &BTreeMap<u32, Vec<Insn>>,
         programs: &BTreeMap<u32, (usize, String)>,
-    ) -> Result<NativeInstalled, String> {
+    ) -> Result<(Vec<u8>, Generated), String> {
         let generated = self.generate(chain, chains, programs)?;
         let dir = self.work.join(format!("chain{}", chain.0));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -105,6 +109,18 @@ impl TestNative {
             },
         )
         .map_err(|e| format!("{e}\n{}", generated.source))?;
+        Ok((elf, generated))
+    }
+
+    /// Compiles chain `chain` and puts it in its slot.
+    pub fn install(
+        &self,
+        rt: &Runtime,
+        chain: ChainId,
+        chains: &BTreeMap<u32, Vec<Insn>>,
+        programs: &BTreeMap<u32, (usize, String)>,
+    ) -> Result<NativeInstalled, String> {
+        let (elf, generated) = self.build(chain, chains, programs)?;
         rt.install_native(&NativeObject { chain, entry: &generated.entry, elf: &elf, modules: &self.packages })
             .map_err(|e| format!("{e}\n{}", generated.source))
     }

@@ -261,3 +261,37 @@ pub fn verdict_of(env: &Env, instance: &str) -> u32 {
     let rt = Runtime::open(&env.root).unwrap();
     rt.test_run_loader(instance, &packet(), 0).unwrap().verdict
 }
+
+/// Compiles chains natively over the test programs (`test/mini.bpf.c`, one
+/// module per package version), as the CLI's compiler does over package sources.
+#[derive(Debug)]
+pub struct MiniCompiler;
+
+impl ebpkg_deploy::NativeCompiler for MiniCompiler {
+    fn compile(&self, req: &ebpkg_deploy::NativeRequest<'_>) -> Result<ebpkg_deploy::NativeBuild, String> {
+        let started = std::time::Instant::now();
+        let mut native = hike_runtime::native_testing::TestNative::new(req.hook)?;
+        let mut modules: Vec<(String, String, usize)> = Vec::new();
+        let mut programs = BTreeMap::new();
+        for (id, (pkg, name)) in req.programs {
+            let (p, v) = (pkg.name().to_owned(), pkg.version());
+            let m = match modules.iter().find(|(mp, mv, _)| *mp == p && *mv == v) {
+                Some((_, _, m)) => *m,
+                None => {
+                    let m = native.add_module("test/mini.bpf.c", &p, &v)?;
+                    modules.push((p, v, m));
+                    m
+                }
+            };
+            programs.insert(*id, (m, (*name).to_owned()));
+        }
+        let (elf, generated) = native.build(req.chain, req.chains, &programs)?;
+        Ok(ebpkg_deploy::NativeBuild {
+            elf,
+            entry: generated.entry,
+            modules: native.modules().to_vec(),
+            worst_steps: generated.worst.steps,
+            build_time: started.elapsed(),
+        })
+    }
+}
