@@ -87,11 +87,20 @@ fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
     publish_flow_1_1(&sb);
     let up = sb.run(&app, &["update"]).ok();
     assert!(up.stderr.contains("Locking flow 1.1.0"), "{}", up.stderr);
-    let run = sb.run(&app, &["install"]).ok();
+    let run = sb.run(&app, &["install", "--timings"]).ok();
     assert!(run.stderr.contains("Switched va to app-2-classify-l3_classifier"), "{}", run.stderr);
+    // Each phase, in order, and the total.
+    let phases: Vec<&str> =
+        run.stdout.lines().filter_map(|l| l.trim_start().rsplit_once("  ")).map(|(p, _)| p.trim()).collect();
+    let want = ["resolve", "fetch", "build", "compile chains", "verify+register", "link+install chains"];
+    assert_eq!(&phases[..want.len()], want, "{}", run.stdout);
+    for p in ["attach", "native", "commit", "total"] {
+        assert!(phases.contains(&p), "{p}: {}", run.stdout);
+    }
     assert!(run.stderr.contains("Reusing verdict@1.0.0 hike_drop"), "{}", run.stderr);
     let st = sb.status();
     assert_eq!(st[0]["generation"], 2);
+    assert_eq!(st[0]["chains"][0]["tier"]["tier"], "native", "{st}");
     assert_eq!(st[0]["running"], true, "{st}");
     // 1.1.0 matches the source port 1234.
     let mut by_sport = udp4(53);

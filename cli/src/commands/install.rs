@@ -43,6 +43,10 @@ pub struct InstallArgs {
     /// instead; `interpreted` keeps the VM.
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_chain_mode)]
     chain_mode: ChainMode,
+    /// Print how long each phase took (resolve, fetch, build, verify+register, chains, loaders, attach, native,
+    /// commit); `--json` always includes them.
+    #[arg(long)]
+    timings: bool,
 }
 
 fn parse_chain_mode(s: &str) -> std::result::Result<ChainMode, String> {
@@ -94,14 +98,20 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
         build: BuildOptions { btf: args.btf },
         chain_mode: args.chain_mode,
     };
-    let outcome = install(ctx, target, opts)?;
+    let (outcome, timings) = install(ctx, target, opts)?;
     if ctx.ui.json {
         let (state, record) = match &outcome {
             InstallOutcome::Installed { record, .. } => ("installed", record),
             InstallOutcome::UpToDate(record) => ("up-to-date", record),
         };
-        ctx.ui.json(&serde_json::json!({ "result": state, "deployment": record }))?;
+        ctx.ui.json(&serde_json::json!({ "result": state, "deployment": record, "timings": timings }))?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.timings {
+        for (phase, ms) in &timings.phases {
+            ctx.ui.out(format!("{phase:>24}  {ms:>9.1} ms"));
+        }
+        ctx.ui.out(format!("{:>24}  {:>9.1} ms", "total", timings.total_ms));
     }
     match outcome {
         InstallOutcome::UpToDate(r) => {

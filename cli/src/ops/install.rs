@@ -79,7 +79,61 @@ pub fn print_event(ctx: &Ctx, e: &Event) {
     ctx.ui.status(verb, msg);
 }
 
-pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<InstallOutcome> {
+/// How long each phase of an install took, in order (`ebpkg install --timings`,
+/// and `timings` in its `--json`). The deployment's phases are told apart by the
+/// events it reports: each lasts until its last event.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Timings {
+    /// `(phase, milliseconds)`.
+    pub phases: Vec<(&'static str, f64)>,
+    pub total_ms: f64,
+}
+
+/// Marks phase boundaries as an install goes.
+struct Clock {
+    start: std::time::Instant,
+    last: std::time::Instant,
+    phases: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        let now = std::time::Instant::now();
+        Clock { start: now, last: now, phases: Vec::new() }
+    }
+
+    /// Ends phase `name` now.
+    fn lap(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.phases.push((name, (now - self.last).as_secs_f64() * 1e3));
+        self.last = now;
+    }
+
+    fn finish(self) -> Timings {
+        Timings { phases: self.phases, total_ms: self.start.elapsed().as_secs_f64() * 1e3 }
+    }
+}
+
+/// The deployment's phase an event ends (the phase lasts until its last event).
+fn phase_of(e: &Event) -> Option<&'static str> {
+    match e {
+        Event::Recovered { .. } | Event::RecoveryFailed { .. } | Event::Kept { .. } => None,
+        Event::Registered { .. } => Some("verify+register"),
+        Event::ChainInstalled { .. } => Some("link+install chains"),
+        Event::LoaderLoaded { .. } => Some("load+configure loaders"),
+        Event::Attached { .. } => Some("attach"),
+        Event::Tiered { .. } => Some("native"),
+        Event::Removed { .. } => Some("commit+clean up"),
+    }
+}
+
+pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<(InstallOutcome, Timings)> {
+    let mut clock = Clock::new();
+    let outcome = install_timed(ctx, target, opts, &mut clock)?;
+    Ok((outcome, clock.finish()))
+}
+
+fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Clock) -> Result<InstallOutcome> {
     crate::ops::require_privileges("install")?;
     let mut deployer = ctx.deployer()?;
     if opts.chain_mode != ChainMode::Interpreted {
@@ -115,7 +169,9 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
             resolve(Root::of_package(name.clone(), req.clone())?, None, UpdatePolicy::Nothing, &regs)?
         }
     };
+    clock.lap("resolve");
     let fetched = fetch_all(ctx, &regs, &lock)?;
+    clock.lap("fetch");
 
     // The package whose chains are deployed, and the project's digest when it is
     // the project (a registry package is built as fetched).
@@ -139,10 +195,12 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         inputs.push(BuildInput { root: &chain_root, digest, manifest: &chain_pkg });
     }
     let mut objects = build_packages(ctx, &inputs, &opts.build)?;
+    clock.lap("build");
     let project_objects = objects.split_off(fetched.len()).pop().unwrap_or_default();
 
     let resolved: Vec<&Manifest> = fetched.iter().map(|f| &f.manifest).collect();
     let scripts = compile_chains(ctx, &chain_pkg, &chain_root, &resolved)?;
+    clock.lap("compile chains");
 
     let mut packages: Vec<PlannedPackage> = fetched
         .iter()
@@ -187,7 +245,24 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
         chain_mode: opts.chain_mode,
     };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
-    let outcome = deployer.install(&plan, &|e| print_event(ctx, e))?;
+    // Each deployment phase ends with its last event; a phase without events is
+    // folded into the next.
+    let marks: std::cell::RefCell<Vec<(&'static str, std::time::Instant)>> = Default::default();
+    let outcome = deployer.install(&plan, &|e| {
+        if let Some(phase) = phase_of(e) {
+            let mut m = marks.borrow_mut();
+            match m.last_mut() {
+                Some((p, at)) if *p == phase => *at = std::time::Instant::now(),
+                _ => m.push((phase, std::time::Instant::now())),
+            }
+        }
+        print_event(ctx, e)
+    })?;
+    for (phase, at) in marks.into_inner() {
+        clock.phases.push((phase, (at - clock.last).as_secs_f64() * 1e3));
+        clock.last = at;
+    }
+    clock.lap("commit");
     if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {
         resolved.save(ctx, p)?;
     }
