@@ -249,3 +249,40 @@ fn frozen_installs_need_an_up_to_date_lock() {
     assert_ne!(std::fs::read(app.join("ebpkg.lock")).unwrap(), lock);
     sb.run(&app, &["uninstall"]).ok();
 }
+
+#[test]
+fn a_chain_that_cannot_go_native_runs_interpreted_and_native_mode_refuses_it() {
+    let sb = Sandbox::with_netns("natv");
+    for p in ["flow", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    // hike_pass keeps a count in a global variable (.bss): a native program
+    // would have its own copy, so the chain cannot be compiled natively.
+    let dir = sb.package("verdict");
+    let src = std::fs::read_to_string(dir.join("src/verdict.bpf.c"))
+        .unwrap()
+        .replace("HIKE_PROGRAM(hike_pass)\n{\n", "__u64 passed;\n\nHIKE_PROGRAM(hike_pass)\n{\n\tpassed++;\n");
+    std::fs::write(dir.join("src/verdict.bpf.c"), src).unwrap();
+    sb.publish(&dir);
+    let app = sb.package("app");
+
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va", "--chain-mode", "native"]).fails(7);
+    assert!(
+        run.stderr.contains("chain `guard` cannot run natively, and --chain-mode native asks for it"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("global variables (.bss)"), "{}", run.stderr);
+    assert!(!sb.root.exists() || sb.status() == serde_json::json!([]), "the install was undone");
+
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("Interpreted chain guard"), "{}", run.stderr);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS, "the interpreted chain runs");
+    let st = sb.status();
+    assert_eq!(st[0]["chains"][0]["tier"]["tier"], "interpreted", "{st}");
+    assert!(st[0]["chains"][0]["tier"]["reason"].as_str().unwrap().contains(".bss"), "{st}");
+    let text = sb.run(sb.dir.path(), &["status"]).ok();
+    assert!(text.stdout.contains("guard (chains/guard.eclat), 1 run(s), interpreted: "), "{}", text.stdout);
+    sb.run(&app, &["uninstall"]).ok();
+}

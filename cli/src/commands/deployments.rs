@@ -105,7 +105,12 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
                     format!(", native (program {bpf_id}, {insns} instructions, {verified_insns} verified)")
                 }
                 Some(ebpkg_deploy::Tier::Interpreted { reason: None }) => ", interpreted".to_owned(),
-                Some(ebpkg_deploy::Tier::Interpreted { reason: Some(r) }) => format!(", interpreted: {r}"),
+                // The first line says why; a compiler's full output is in --json.
+                Some(ebpkg_deploy::Tier::Interpreted { reason: Some(r) }) => {
+                    let first = r.lines().next().unwrap_or_default();
+                    let more = if r.lines().nth(1).is_some() { " (more with --json)" } else { "" };
+                    format!(", interpreted: {first}{more}")
+                }
             };
             ctx.ui.out(format!("  chain     {:>4}  {} ({}), {runs} run(s){tier}", c.id, c.name, c.script));
         }

@@ -134,10 +134,13 @@ fn open_and_load_with(
                     if name.starts_with(".rodata") || name == ".kconfig" {
                         continue;
                     }
+                    // libbpf names it after the object (`native_c.bss`): the section is what says something.
+                    let section = name.rfind('.').map_or(name.as_str(), |i| &name[i..]);
                     return Err(RuntimeError::BadObject {
                         name: req.object_name.to_owned(),
                         reason: format!(
-                            "it keeps state in global variables ({name}), which the programs' own objects do not share"
+                            "a program it calls keeps state in global variables ({section}), which its registered \
+                             object would not share with it; keep such state in a map"
                         ),
                     });
                 }
