@@ -108,7 +108,30 @@ pub fn compile_module(tools: &Tools, args: &[OsString], dir: &Path, source: &str
     let mut cmd = Command::new(&tools.clang);
     cmd.args(args).args(MODULE_FLAGS).arg("-c").arg(source).arg("-o").arg(out).current_dir(dir).env("PWD", dir);
     run_tool(&mut cmd, "clang", source)?;
-    std::fs::read_to_string(out).map_err(|cause| NativeError::Io { action: "read", path: out.to_owned(), cause })
+    read_text(out)
+}
+
+/// Largest intermediate file read back (IR text, the object): a package's
+/// sources decide their size, so reads are bounded like every other read.
+pub const MAX_INTERMEDIATE_BYTES: u64 = 256 << 20;
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let io = |cause| NativeError::Io { action: "read", path: path.to_owned(), cause };
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    if len > MAX_INTERMEDIATE_BYTES {
+        return Err(io(std::io::Error::other(format!(
+            "{len} bytes, more than the {MAX_INTERMEDIATE_BYTES} a native chain's intermediate file may have"
+        ))));
+    }
+    std::fs::read(path).map_err(io)
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    String::from_utf8(read_bytes(path)?).map_err(|_| NativeError::Io {
+        action: "read",
+        path: path.to_owned(),
+        cause: std::io::Error::other("not UTF-8"),
+    })
 }
 
 /// Prefixes every external symbol module `module` defines, in its IR text and
@@ -226,9 +249,7 @@ pub fn link(tools: &Tools, input: &LinkInput<'_>) -> Result<Vec<u8>> {
         "llvm-link",
         "the chain's modules",
     )?;
-    let linked = dir.join("linked.ll");
-    let text =
-        std::fs::read_to_string(&linked).map_err(|cause| NativeError::Io { action: "read", path: linked, cause })?;
+    let text = read_text(&dir.join("linked.ll"))?;
     let mut public = vec![input.entry.to_owned()];
     public.extend(kept_globals(&text));
     run_tool(
@@ -248,8 +269,7 @@ pub fn link(tools: &Tools, input: &LinkInput<'_>) -> Result<Vec<u8>> {
         "clang",
         "the linked chain",
     )?;
-    let obj = dir.join("native.o");
-    std::fs::read(&obj).map_err(|cause| NativeError::Io { action: "read", path: obj, cause })
+    read_bytes(&dir.join("native.o"))
 }
 
 fn run_tool(cmd: &mut Command, tool: &str, what: &str) -> Result<Output> {
