@@ -5,5 +5,6 @@
 pub mod calls;
 pub mod mmlf;
 pub mod report;
+pub mod resolve;
 pub mod stats;
 pub mod tierup;

@@ -1,0 +1,239 @@
+//! How long `ebpkg lock` takes to resolve a project against a large registry:
+//! synthetic file:// registries of 1,000 and 10,000 packages × 20 versions
+//! (dependency fan-out of 0–5 mostly nearby packages, two majors, a pre-release
+//! and some yanked versions per package), a project depending on the newest 100
+//! packages, and the same project with a deep conflict to explain. Each time is
+//! set against reading the same index files (the floor: the resolution cannot
+//! be faster than its input), measured in the same run.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use super::stats::Summary;
+
+/// Versions per package.
+pub const VERSIONS: usize = 20;
+/// Packages the project depends on directly (the newest ones).
+pub const ROOTS: usize = 100;
+
+/// A fixed-seed generator, so every run resolves the same registry.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn name(i: usize) -> String {
+    format!("p{i:05}")
+}
+
+/// The versions of every package: 1.0.0–1.9.0, 2.0.0–2.8.0 and 3.0.0-rc.1.
+fn version(k: usize) -> String {
+    match k {
+        0..=9 => format!("1.{k}.0"),
+        10..=18 => format!("2.{}.0", k - 10),
+        _ => "3.0.0-rc.1".to_owned(),
+    }
+}
+
+fn index_path(root: &Path, name: &str) -> PathBuf {
+    root.join("index").join(ebpkg_spec::index_path(name))
+}
+
+/// Writes a registry of `n` packages (and the conflict's chain) under `root`.
+pub fn generate(root: &Path, n: usize) -> Result<()> {
+    std::fs::create_dir_all(root)?;
+    std::fs::write(root.join("config.json"), "{\"ebpkg-registry\":1}\n")?;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ n as u64);
+    let cksum = "0".repeat(64);
+    let write = |name: &str, lines: &str| -> Result<()> {
+        let path = index_path(root, name);
+        std::fs::create_dir_all(path.parent().context("index path")?)?;
+        std::fs::write(&path, lines)?;
+        Ok(())
+    };
+    for i in 0..n {
+        // Dependencies: up to 5 lower-numbered packages, most of them nearby.
+        let fan = if i == 0 { 0 } else { rng.below(6) as usize };
+        let mut deps: Vec<usize> = (0..fan)
+            .map(|_| {
+                if rng.below(4) == 0 {
+                    rng.below(i as u64) as usize
+                } else {
+                    i - 1 - rng.below(i.min(50) as u64) as usize
+                }
+            })
+            .collect();
+        // p00001 needs p00000 (at its own major): the conflict below goes through it.
+        if i == 1 {
+            deps.push(0);
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        let mut lines = String::new();
+        for k in 0..VERSIONS {
+            let vers = version(k);
+            let major = if k < 10 { 1 } else { 2 };
+            // A few yanked versions, never the newest of a major nor p00000's (the conflict's).
+            let yanked = i != 0 && k != 9 && k != 18 && rng.below(20) == 0;
+            let deps_json: Vec<String> = deps
+                .iter()
+                .map(|&d| format!("{{\"name\":\"{}\",\"req\":\"^{major}\",\"registry\":null}}", name(d)))
+                .collect();
+            let _ = writeln!(
+                lines,
+                "{{\"v\":1,\"name\":\"{}\",\"vers\":\"{vers}\",\"deps\":[{}],\"cksum\":\"{cksum}\",\"yanked\":{yanked}}}",
+                name(i),
+                deps_json.join(",")
+            );
+        }
+        write(&name(i), &lines)?;
+    }
+    // The conflict: deep1 → deep2 → … → deep5, which wants p00000 at 1.x, while the
+    // project's other dependencies want 2.x.
+    for d in 1..=5 {
+        let dep = if d < 5 { format!("deep{}", d + 1) } else { name(0) };
+        let req = if d < 5 { "^1" } else { "=1.0.0" };
+        write(
+            &format!("deep{d}"),
+            &format!(
+                "{{\"v\":1,\"name\":\"deep{d}\",\"vers\":\"1.0.0\",\"deps\":[{{\"name\":\"{dep}\",\"req\":\"{req}\",\"registry\":null}}],\"cksum\":\"{cksum}\",\"yanked\":false}}\n"
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A project depending on the newest `ROOTS` packages (at 2.x), and with
+/// `conflict`, on `p00001` and `deep1` too.
+fn project(dir: &Path, n: usize, conflict: bool) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut toml = String::from("[package]\nname = \"resolve-bench\"\nversion = \"0.1.0\"\n\n[dependencies]\n");
+    for i in n.saturating_sub(ROOTS)..n {
+        let _ = writeln!(toml, "{} = \"^2\"", name(i));
+    }
+    if conflict {
+        // p00001 ^2 needs p00000 ^2; deep1's chain needs p00000 =1.0.0.
+        let _ = writeln!(toml, "{} = \"^2\"\ndeep1 = \"^1\"", name(1));
+    }
+    std::fs::write(dir.join("ebpkg.toml"), toml)?;
+    Ok(())
+}
+
+/// One registry size's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeResult {
+    pub packages: usize,
+    pub index_bytes: u64,
+    /// Reading every index file (ms): the floor.
+    pub read_ms: Summary,
+    /// `ebpkg lock` from scratch (ms), and against the floor.
+    pub lock_ms: Summary,
+    pub lock_ratio: f64,
+    /// `ebpkg lock` failing on the conflict, explanation printed (ms).
+    pub conflict_ms: Summary,
+    pub conflict_ratio: f64,
+    /// Packages in the lock.
+    pub locked: usize,
+    /// What `ebpkg lock` said of the conflict.
+    pub explanation: String,
+}
+
+fn read_all(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                todo.push(e.path());
+            } else {
+                total += std::fs::read(e.path())?.len() as u64;
+            }
+        }
+    }
+    Ok(total)
+}
+
+fn lock(ebpkg: &Path, env: &[(String, String)], dir: &Path) -> Result<(f64, bool, String)> {
+    let _ = std::fs::remove_file(dir.join("ebpkg.lock"));
+    let started = Instant::now();
+    let out = Command::new(ebpkg).current_dir(dir).args(["-q", "lock"]).envs(env.iter().cloned()).output()?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok((ms, out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned()))
+}
+
+pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResult>> {
+    let mut out = Vec::new();
+    for &n in sizes {
+        let dir = tempfile::tempdir()?;
+        let registry = dir.path().join("registry");
+        generate(&registry, n)?;
+        let env: Vec<(String, String)> = [
+            ("EBPKG_REGISTRY", format!("file://{}", registry.display())),
+            ("EBPKG_CACHE_DIR", dir.path().join("cache").display().to_string()),
+            ("EBPKG_STATE_DIR", dir.path().join("state").display().to_string()),
+            ("EBPKG_CONFIG", dir.path().join("config.toml").display().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let ok = dir.path().join("ok");
+        let clash = dir.path().join("clash");
+        project(&ok, n, false)?;
+        project(&clash, n, true)?;
+        let (mut read, mut locks, mut conflicts) = (Vec::new(), Vec::new(), Vec::new());
+        let mut index_bytes = 0;
+        let mut explanation = String::new();
+        // Round 0 warms the page cache and is not kept; the variants alternate.
+        for round in 0..=rounds {
+            let started = Instant::now();
+            index_bytes = read_all(&registry.join("index"))?;
+            let r = started.elapsed().as_secs_f64() * 1e3;
+            let (l, ok_lock, err) = lock(ebpkg, &env, &ok)?;
+            if !ok_lock {
+                bail!("ebpkg lock failed on the {n}-package registry: {err}");
+            }
+            let (c, ok_clash, why) = lock(ebpkg, &env, &clash)?;
+            if ok_clash || !why.contains("deep5") {
+                bail!("the {n}-package conflict was not explained (it should name deep5): {why}");
+            }
+            explanation = why;
+            if round > 0 {
+                read.push(r);
+                locks.push(l);
+                conflicts.push(c);
+            }
+        }
+        let lockfile = std::fs::read_to_string(ok.join("ebpkg.lock"))?;
+        let locked = lockfile.matches("[[package]]").count();
+        let (read_ms, lock_ms, conflict_ms) = (Summary::of(&read), Summary::of(&locks), Summary::of(&conflicts));
+        out.push(SizeResult {
+            packages: n,
+            index_bytes,
+            lock_ratio: lock_ms.median / read_ms.median,
+            conflict_ratio: conflict_ms.median / read_ms.median,
+            read_ms,
+            lock_ms,
+            conflict_ms,
+            locked,
+            explanation,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,103 @@
+//! `resolve-bench`: how long `ebpkg lock` takes against synthetic registries of
+//! 1,000 and 10,000 packages, against reading the same index files; writes
+//! `resolve.md` and `resolve.json` (see `./ci/bench`). A benchmark, not a test:
+//! missing the target fails only with `--check`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use ebpkg_packages_harness::bench::resolve::{self, ROOTS, VERSIONS};
+
+/// The resolution target (issue 17): a fresh resolution of the 10,000-package
+/// registry, warm, within this many milliseconds.
+const TARGET_MS: f64 = 50.0;
+
+#[derive(Parser)]
+#[command(about = "Resolution time of `ebpkg lock` against large synthetic registries")]
+struct Args {
+    /// The ebpkg binary.
+    #[arg(long)]
+    ebpkg: PathBuf,
+    /// Where resolve.md and resolve.json go.
+    #[arg(long, default_value = "bench")]
+    out: PathBuf,
+    /// Rounds per measurement (after a warm-up round).
+    #[arg(long, default_value_t = 9)]
+    rounds: usize,
+    /// A short run: 3 rounds, figures only.
+    #[arg(long)]
+    quick: bool,
+    /// Exit with 1 when the target is missed.
+    #[arg(long)]
+    check: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(met) if met || !args.check => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("resolve-bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<bool> {
+    let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    let rounds = if args.quick { 3 } else { args.rounds.max(5) };
+    std::fs::create_dir_all(&args.out)?;
+    let results = resolve::run(&ebpkg, &[1_000, 10_000], rounds)?;
+    let big = results.iter().find(|r| r.packages == 10_000).context("no 10,000-package result")?;
+    let met = big.lock_ms.median <= TARGET_MS;
+    let mut s = String::from("# Resolution benchmark\n\n");
+    let _ = writeln!(
+        s,
+        "Written by `./ci/bench` (`resolve-bench`). `ebpkg lock` (release build, a process per run, the page cache \
+         warm) resolving a project against a synthetic file:// registry: {VERSIONS} versions per package (1.0–1.9, \
+         2.0–2.8, a 3.0 pre-release; about one in twenty yanked), each version depending on 0–5 lower-numbered \
+         packages (mostly nearby) at its own major; the project depends on the newest {ROOTS} packages. The \
+         conflict: the same project also depending on `p00001` (which needs `p00000` 2.x) and `deep1`, whose chain \
+         `deep1 → … → deep5` wants `p00000 =1.0.0`, so `ebpkg lock` fails and explains it. The floor: reading every index file \
+         of the registry in one process, measured in the same rounds. Median (min–max) of {rounds} rounds after a \
+         warm-up.\n"
+    );
+    if !args.quick {
+        let _ = writeln!(
+            s,
+            "## Target\n\n| | measured | target | |\n|---|---:|---:|---|\n| fresh resolution, 10,000 packages, warm | \
+             {:.1} ms | ≤ {TARGET_MS:.0} ms | {} |\n",
+            big.lock_ms.median,
+            if met { "met" } else { "**missed**" }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "| packages | index | locked | read the index (floor) | `ebpkg lock` | × floor | conflict explained | × floor |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in &results {
+        let _ = writeln!(
+            s,
+            "| {} | {:.1} MB | {} | {} ms | {} ms | {:.2} | {} ms | {:.2} |",
+            r.packages,
+            r.index_bytes as f64 / 1e6,
+            r.locked,
+            r.read_ms.show(1),
+            r.lock_ms.show(1),
+            r.lock_ratio,
+            r.conflict_ms.show(1),
+            r.conflict_ratio
+        );
+    }
+    let _ =
+        writeln!(s, "\nWhat `ebpkg lock` says of the conflict (10,000 packages):\n\n```text\n{}```", big.explanation);
+    std::fs::write(args.out.join("resolve.md"), &s)?;
+    std::fs::write(args.out.join("resolve.json"), serde_json::to_string_pretty(&results)? + "\n")?;
+    print!("{s}");
+    Ok(met)
+}
