@@ -121,7 +121,7 @@ pub fn generate(root: &Path, n: usize) -> Result<()> {
 
 /// A project depending on the newest `ROOTS` packages (at 2.x), and with
 /// `conflict`, on `p00001` and `deep1` too.
-fn project(dir: &Path, n: usize, conflict: bool) -> Result<()> {
+pub fn project(dir: &Path, n: usize, conflict: bool) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut toml = String::from("[package]\nname = \"resolve-bench\"\nversion = \"0.1.0\"\n\n[dependencies]\n");
     for i in n.saturating_sub(ROOTS)..n {

@@ -33,6 +33,11 @@ struct Args {
     /// Exit with 1 when the target is missed.
     #[arg(long)]
     check: bool,
+    /// Instead of the benchmark: write the registry of this many packages into
+    /// --out/registry and a project depending on it into --out/project, for a
+    /// profiler (`perf record -g -- ebpkg lock` in the project).
+    #[arg(long, value_name = "PACKAGES")]
+    generate: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -48,6 +53,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<bool> {
+    if let Some(n) = args.generate {
+        resolve::generate(&args.out.join("registry"), n)?;
+        resolve::project(&args.out.join("project"), n, false)?;
+        println!("EBPKG_REGISTRY=file://{}", std::fs::canonicalize(args.out.join("registry"))?.display());
+        return Ok(true);
+    }
     let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
     let rounds = if args.quick { 3 } else { args.rounds.max(5) };
     std::fs::create_dir_all(&args.out)?;
