@@ -65,7 +65,7 @@ impl Runtime {
         }
         let vm_dir = self.layout.vm_dir();
         let find = |name: &str| -> Option<PathBuf> {
-            let (module, map) = match hike_native_map_origin(name) {
+            let (module, map) = match hike_native::map_origin(name) {
                 Some((module, map)) => (module, map),
                 None => (0, name),
             };
@@ -136,12 +136,4 @@ impl Runtime {
         }
         self.native_program(meta.hook, id.0)
     }
-}
-
-/// `hike_native::map_origin`, which this crate does not depend on: module `i`'s
-/// maps are named `__hike_m<i>_<name>`.
-fn hike_native_map_origin(name: &str) -> Option<(usize, &str)> {
-    let rest = name.strip_prefix("__hike_m")?;
-    let (digits, tail) = rest.split_once('_')?;
-    Some((digits.parse().ok()?, tail))
 }

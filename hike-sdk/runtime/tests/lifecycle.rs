@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::*;
 use hike_bytecode::limits::ABI_VERSION;
@@ -238,18 +237,7 @@ fn replacing_a_chain_under_traffic_drops_no_packet() {
     let mut current = chain(&t, &body(1));
     t.point_test_loader("live", current);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let traffic = {
-        let (t, stop) = (Arc::clone(&t), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            let mut seen = BTreeMap::new();
-            while !stop.load(Ordering::Relaxed) {
-                let v = t.rt.test_run_loader("live", &ipv6_udp_packet(), 50).unwrap().verdict;
-                *seen.entry(v).or_insert(0u64) += 1;
-            }
-            seen
-        })
-    };
+    let traffic = Traffic::start(&t, "live");
     for i in 0..20 {
         let insns = assemble(&body(if i % 2 == 0 { 3 } else { 1 })).unwrap();
         current =
@@ -259,8 +247,7 @@ fn replacing_a_chain_under_traffic_drops_no_packet() {
             )
             .unwrap();
     }
-    stop.store(true, Ordering::Relaxed);
-    let seen = traffic.join().unwrap();
+    let seen = traffic.stop();
     assert!(seen.keys().all(|v| *v == 1 || *v == 3), "only the two chains' verdicts: {seen:?}");
     assert!(seen.len() == 2 || seen.values().sum::<u64>() > 0, "{seen:?}");
     let counters = t.rt.counters().unwrap();

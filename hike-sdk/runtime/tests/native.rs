@@ -199,7 +199,6 @@ fn loops_run_natively_and_stop_where_the_vm_does() {
 #[test]
 fn tiering_up_and_down_under_traffic_drops_no_packet() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
 
     let t = Arc::new(TestRoot::new("native-live"));
     let progs = t.register_vmtest(Hook::Xdp);
@@ -215,18 +214,7 @@ fn tiering_up_and_down_under_traffic_drops_no_packet() {
     let mut current = t.rt.install_chain(&spec(&first)).unwrap();
     t.point_test_loader("live", current);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let traffic = {
-        let (t, stop) = (Arc::clone(&t), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            let mut seen = BTreeMap::new();
-            while !stop.load(Ordering::Relaxed) {
-                let v = t.rt.test_run_loader("live", &ipv6_udp_packet(), 50).unwrap().verdict;
-                *seen.entry(v).or_insert(0u64) += 1;
-            }
-            seen
-        })
-    };
+    let traffic = Traffic::start(&t, "live");
     for i in 0..12 {
         // Up: the chain's native program into its slot; down again; then a new
         // chain (the other verdict) in the loader's entry, which goes native too.
@@ -239,8 +227,7 @@ fn tiering_up_and_down_under_traffic_drops_no_packet() {
         let next = body(if i % 2 == 0 { 3 } else { 1 });
         current = t.rt.replace_chain(current, &spec(&next)).unwrap();
     }
-    stop.store(true, Ordering::Relaxed);
-    let seen = traffic.join().unwrap();
+    let seen = traffic.stop();
     assert!(seen.keys().all(|v| *v == 1 || *v == 3), "only the chains' verdicts: {seen:?}");
     assert!(seen.values().sum::<u64>() > 0, "{seen:?}");
     let counters = t.rt.counters().unwrap();

@@ -135,3 +135,32 @@ pub fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Packets run through loader `instance` on a thread of their own until
+/// [`Traffic::stop`], counting the verdicts seen.
+pub struct Traffic {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<std::collections::BTreeMap<u32, u64>>,
+}
+
+impl Traffic {
+    pub fn start(t: &std::sync::Arc<TestRoot>, instance: &str) -> Traffic {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (t, flag, instance) = (std::sync::Arc::clone(t), std::sync::Arc::clone(&stop), instance.to_owned());
+        let thread = std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeMap::new();
+            while !flag.load(Ordering::Relaxed) {
+                let v = t.rt.test_run_loader(&instance, &ipv6_udp_packet(), 50).unwrap().verdict;
+                *seen.entry(v).or_insert(0u64) += 1;
+            }
+            seen
+        });
+        Traffic { stop, thread }
+    }
+
+    /// Stops the packets; the number of each verdict seen.
+    pub fn stop(self) -> std::collections::BTreeMap<u32, u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
