@@ -96,6 +96,31 @@ fn yanked_versions_stay_locked_but_are_not_chosen_again() {
     assert_eq!(locked_versions(&app), ["c 1.5.0"]);
 }
 
+/// Resolution reads only part of each index line; a chosen version whose line is
+/// damaged elsewhere (its checksum here) is left out as if skipped from the start.
+#[test]
+fn a_chosen_version_whose_line_is_damaged_is_left_out_and_resolved_again() {
+    let sb = Sandbox::new("damaged-line");
+    sb.publish_manifest("c", "1.4.0", &[]);
+    sb.publish_manifest("c", "1.5.0", &[]);
+    sb.publish_manifest("b", "1.0.0", &[("c", "^1")]);
+    let index = sb.path("registry").join("index").join(ebpkg_spec::index_path("c"));
+    let text = std::fs::read_to_string(&index).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines[1].find("\"cksum\":\"").unwrap() + 9;
+    lines[1].replace_range(at..at + 2, "ZZ");
+    std::fs::write(&index, lines.join("\n") + "\n").unwrap();
+    let app = project(&sb, &[("b", "^1")]);
+    let run = sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["b 1.0.0", "c 1.4.0"]);
+    assert!(run.stderr.contains("c@1.5.0 cannot be used: line 2: not an index entry"), "{}", run.stderr);
+    assert!(run.stderr.contains("resolving again without it"), "{}", run.stderr);
+    // With only the damaged version acceptable, the conflict says why there is none.
+    let app = project(&sb, &[("c", "=1.5.0")]);
+    let run = sb.run(&app, &["lock"]).fails(3);
+    assert!(run.stderr.contains("c@1.5.0 cannot be used"), "{}", run.stderr);
+}
+
 #[test]
 fn locked_fails_on_drift_and_the_lock_is_written_only_when_it_changes() {
     let sb = Sandbox::new("drift");

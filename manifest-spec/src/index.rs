@@ -200,9 +200,7 @@ impl IndexEntry {
 
     /// Parses one line. Lines of a newer schema give `Ok(None)`: skip them.
     pub fn parse_line(line: &str) -> Result<Option<IndexEntry>, String> {
-        if line.len() > MAX_INDEX_LINE {
-            return Err(format!("line is longer than {MAX_INDEX_LINE} bytes"));
-        }
+        check_shape(line)?;
         #[derive(Deserialize)]
         struct Schema {
             v: u32,
@@ -215,6 +213,17 @@ impl IndexEntry {
             return Err("schema version `v` must be at least 1".into());
         }
         serde_json::from_str(line).map(Some).map_err(|e| format!("not an index entry: {e}"))
+    }
+
+    /// Parses line `line_no` of an index file whose version resolution chose
+    /// ([`parse_versions`] read only part of it), every field checked.
+    pub fn parse_chosen(line: &str, line_no: usize, vers: &Version) -> Result<IndexEntry, IndexError> {
+        let invalid = |message| IndexError::Invalid { line: line_no, message };
+        let entry = IndexEntry::parse_line(line).map_err(invalid)?.ok_or_else(|| invalid("a newer schema".into()))?;
+        if entry.vers != *vers {
+            return Err(invalid(format!("read as version {vers} at first, but as {} in full", entry.vers)));
+        }
+        Ok(entry)
     }
 
     /// Checks that `new` may replace `self` in the index: same everything except
@@ -273,6 +282,122 @@ impl ParsedIndex {
 /// readers can warn and the other versions stay usable.
 pub fn parse_index_file(name: &str, text: &[u8]) -> ParsedIndex {
     let mut out = ParsedIndex::default();
+    let entries = walk_lines(name, text, &mut out.problems, |line| {
+        let entry = IndexEntry::parse_line(line)?;
+        Ok(entry.map(|e| (e.name.to_string(), e.vers.clone(), e)))
+    });
+    out.entries = entries.into_iter().map(|(_, e)| e).collect();
+    out
+}
+
+/// What resolution reads of one index line: its version, whether it is yanked,
+/// and its dependencies as written; the rest of the line (checksum, programs, …)
+/// is read only for the versions chosen ([`VersionLine::entry`]), so resolving
+/// against a large registry does not build every field of every version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionLine<'a> {
+    pub vers: Version,
+    pub yanked: bool,
+    /// The `deps` array as written: equal text means equal dependencies, so a
+    /// reader can share one parsed list between versions.
+    pub deps_text: &'a str,
+    /// The whole line.
+    pub line: &'a str,
+    /// Its line number (from 1), for messages.
+    pub line_no: usize,
+}
+
+impl VersionLine<'_> {
+    /// The dependencies, parsed and checked.
+    pub fn deps(&self) -> Result<Vec<IndexDependency>, IndexError> {
+        serde_json::from_str(self.deps_text).map_err(|e| IndexError::Invalid {
+            line: self.line_no,
+            message: format!("not an index entry: `deps`: {e}"),
+        })
+    }
+}
+
+/// Parses the index file of package `name` for resolution: the [`VersionLine`] of
+/// every usable line, with the same rules as [`parse_index_file`] (bad, foreign and
+/// duplicated lines left out and reported) except that only `v`, `name`, `vers`,
+/// `yanked` and the JSON syntax of the rest are checked here.
+pub fn parse_versions<'a>(name: &str, text: &'a [u8], problems: &mut Vec<IndexError>) -> Vec<VersionLine<'a>> {
+    use serde_json::value::RawValue;
+    // Every field raw first: a line of a newer schema is skipped whatever its other
+    // fields look like, as `IndexEntry::parse_line` does.
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        v: u32,
+        #[serde(borrow)]
+        name: Option<&'a RawValue>,
+        #[serde(borrow)]
+        vers: Option<&'a RawValue>,
+        #[serde(borrow)]
+        deps: Option<&'a RawValue>,
+        #[serde(borrow)]
+        yanked: Option<&'a RawValue>,
+    }
+    fn field<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, name: &str) -> Result<T, String> {
+        let raw = raw.ok_or_else(|| format!("not an index entry: missing field `{name}`"))?;
+        serde_json::from_str(raw.get()).map_err(|e| format!("not an index entry: `{name}`: {e}"))
+    }
+    walk_lines(name, text, problems, |line| {
+        check_shape(line)?;
+        let head: Head<'_> = match serde_json::from_str(line) {
+            Ok(head) => head,
+            // Whatever shape a newer schema takes, its `v` says so (as `parse_line` reads it).
+            Err(e) => {
+                return match IndexEntry::parse_line(line) {
+                    Ok(None) => Ok(None),
+                    _ => Err(format!("not an index entry: {e}")),
+                };
+            }
+        };
+        if head.v > INDEX_SCHEMA_VERSION {
+            return Ok(None);
+        }
+        if head.v == 0 {
+            return Err("schema version `v` must be at least 1".into());
+        }
+        let name: std::borrow::Cow<'_, str> = field(head.name, "name")?;
+        let vers: std::borrow::Cow<'_, str> = field(head.vers, "vers")?;
+        let vers = Version::parse(&vers).map_err(|e| format!("not an index entry: `vers`: {e}"))?;
+        let yanked: bool = field(head.yanked, "yanked")?;
+        let deps = head.deps.ok_or_else(|| "not an index entry: missing field `deps`".to_owned())?;
+        let parsed = VersionLine { vers: vers.clone(), yanked, deps_text: deps.get(), line, line_no: 0 };
+        Ok(Some((name.into_owned(), vers, parsed)))
+    })
+    .into_iter()
+    .map(|(line_no, mut v)| {
+        v.line_no = line_no;
+        v
+    })
+    .collect()
+}
+
+/// What every reading of a line checks first: its length, and that it is an object
+/// (as lines are written; serde would also take a struct as an array, by position).
+fn check_shape(line: &str) -> Result<(), String> {
+    if line.len() > MAX_INDEX_LINE {
+        return Err(format!("line is longer than {MAX_INDEX_LINE} bytes"));
+    }
+    if !line.trim_start().starts_with('{') {
+        return Err("not an index entry: a line is a JSON object".into());
+    }
+    Ok(())
+}
+
+/// The lines of an index file, each given to `parse` (which returns the line's
+/// package name, version and parsed form, or `None` for a newer schema), with the
+/// rules every reader shares: UTF-8, blank lines ignored, lines about another
+/// package and versions listed twice left out. Returns `(line number, parsed)`.
+fn walk_lines<'a, T>(
+    name: &str,
+    text: &'a [u8],
+    problems: &mut Vec<IndexError>,
+    mut parse: impl FnMut(&'a str) -> Result<Option<(String, Version, T)>, String>,
+) -> Vec<(usize, T)> {
+    let mut out: Vec<(usize, Version, T)> = Vec::new();
     let mut duplicated: Vec<Version> = Vec::new();
     let wanted = crate::names::normalize(name);
     let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
@@ -286,42 +411,34 @@ pub fn parse_index_file(name: &str, text: &[u8]) -> ParsedIndex {
             Ok(line) => line,
             Err(e) => {
                 let message = format!("not UTF-8 text (byte {} of the line)", e.valid_up_to() + 1);
-                out.problems.push(IndexError::Invalid { line: line_no, message });
+                problems.push(IndexError::Invalid { line: line_no, message });
                 continue;
             }
         };
         if line.trim().is_empty() {
             continue;
         }
-        let entry = match IndexEntry::parse_line(line) {
-            Ok(Some(entry)) => entry,
+        let (found, vers, parsed) = match parse(line) {
+            Ok(Some(parsed)) => parsed,
             Ok(None) => continue,
             Err(message) => {
-                out.problems.push(IndexError::Invalid { line: line_no, message });
+                problems.push(IndexError::Invalid { line: line_no, message });
                 continue;
             }
         };
-        if crate::names::normalize(entry.name.as_str()) != wanted {
-            out.problems.push(IndexError::WrongPackage {
-                line: line_no,
-                expected: name.to_owned(),
-                found: entry.name.to_string(),
-            });
+        if crate::names::normalize(&found) != wanted {
+            problems.push(IndexError::WrongPackage { line: line_no, expected: name.to_owned(), found });
             continue;
         }
-        if out.entries.iter().any(|e| e.vers == entry.vers) || duplicated.contains(&entry.vers) {
-            out.problems.push(IndexError::DuplicateVersion {
-                line: line_no,
-                name: name.to_owned(),
-                version: entry.vers.clone(),
-            });
-            out.entries.retain(|e| e.vers != entry.vers);
-            duplicated.push(entry.vers);
+        if out.iter().any(|(_, v, _)| *v == vers) || duplicated.contains(&vers) {
+            problems.push(IndexError::DuplicateVersion { line: line_no, name: name.to_owned(), version: vers.clone() });
+            out.retain(|(_, v, _)| *v != vers);
+            duplicated.push(vers);
             continue;
         }
-        out.entries.push(entry);
+        out.push((line_no, vers, parsed));
     }
-    out
+    out.into_iter().map(|(line_no, _, parsed)| (line_no, parsed)).collect()
 }
 
 /// The path of a package's index file inside the index, as cargo's sparse index
@@ -430,5 +547,36 @@ mod tests {
         let clean = parse_index_file("net", [line("1.0.0", 1), line("2.0.0", 2)].join("\n").as_bytes());
         assert!(clean.problems.is_empty());
         assert_eq!(clean.strict().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn resolution_reads_part_of_each_line_with_the_same_rules() {
+        let bad_cksum = line("1.1.0", 2).replace(&"02".repeat(32), "zz");
+        let text = [
+            line("1.0.0", 1),
+            bad_cksum.clone(),
+            r#"{"v":2,"name":{"new":"shape"},"deps":7}"#.to_owned(),
+            "not json".to_owned(),
+            line("1.2.0", 3).replace("\"net\"", "\"other\""),
+            line("1.3.0", 4),
+            line("1.3.0", 5),
+            String::new(),
+        ]
+        .join("\n");
+        let full = parse_index_file("net", text.as_bytes());
+        let mut problems = Vec::new();
+        let light = parse_versions("net", text.as_bytes(), &mut problems);
+        // The newer schema is skipped silently by both; the rest left out by both.
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert_eq!(full.problems.len(), 4, "{:?}", full.problems);
+        assert_eq!(light.iter().map(|l| l.vers.to_string()).collect::<Vec<_>>(), ["1.0.0", "1.1.0"]);
+        assert_eq!(versions(&full), ["1.0.0"]);
+        // The line whose checksum is damaged fails once chosen, naming its line.
+        let e = IndexEntry::parse_chosen(light[1].line, light[1].line_no, &light[1].vers).unwrap_err();
+        assert!(e.to_string().starts_with("line 2: not an index entry"), "{e}");
+        let chosen = IndexEntry::parse_chosen(light[0].line, light[0].line_no, &light[0].vers).unwrap();
+        assert_eq!(chosen, full.entries[0]);
+        assert_eq!(light[0].deps().unwrap(), chosen.deps);
+        assert!(IndexEntry::parse_chosen(light[0].line, 1, &Version::new(9, 0, 0)).is_err());
     }
 }

@@ -97,11 +97,11 @@ fn generate(n: usize) -> (Synthetic, ResolveRequest, usize) {
         }
         // A few yanked releases and pre-releases of a next major.
         if rng.below(50) == 0 {
-            candidates.push(Candidate { version: Version::new(majors, minors, 0), yanked: true, deps: Vec::new() });
+            candidates.push(Candidate { version: Version::new(majors, minors, 0), yanked: true, deps: Arc::from([]) });
         }
         if rng.below(20) == 0 {
             let version = Version::parse(&format!("{}.0.0-beta.1", majors + 1)).unwrap_or_else(|e| panic!("{e}"));
-            candidates.push(Candidate { version, yanked: false, deps: Vec::new() });
+            candidates.push(Candidate { version, yanked: false, deps: Arc::from([]) });
         }
         packages.insert(id(i), Arc::from(candidates));
     }

@@ -201,7 +201,8 @@ impl<'a> Catalog<'a> {
             locked_extra,
             unlocked,
         };
-        let root = Candidate { version: request.root_version.clone(), yanked: false, deps: request.deps.clone() };
+        let root =
+            Candidate { version: request.root_version.clone(), yanked: false, deps: request.deps.clone().into() };
         cat.entries.push(Entry {
             loaded: true,
             candidates: Arc::from(vec![root]),

@@ -136,8 +136,9 @@ pub struct Candidate {
     pub version: Version,
     /// Yanked versions are never chosen by a new resolution, only kept when locked.
     pub yanked: bool,
-    /// What this version depends on.
-    pub deps: Vec<Requirement>,
+    /// What this version depends on; shared, since versions of a package often
+    /// depend on exactly the same (a source gives them one list).
+    pub deps: Arc<[Requirement]>,
 }
 
 /// The error a [`VersionSource`] reports; the resolver passes it on in [`crate::ResolveError::Source`].

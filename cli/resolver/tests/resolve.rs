@@ -293,7 +293,8 @@ impl VersionSource for Failing {
         if pkg.name.as_str() == "broken" {
             return Err("index file is not valid JSON".into());
         }
-        Ok(vec![Candidate { version: v("1.0.0"), yanked: false, deps: vec![common::req("broken", "^1")] }].into())
+        Ok(vec![Candidate { version: v("1.0.0"), yanked: false, deps: vec![common::req("broken", "^1")].into() }]
+            .into())
     }
 }
 

@@ -115,7 +115,7 @@ fn carry_tuf(
             version: locked.version.clone(),
             registry: url.clone(),
         };
-        let bytes = source.index_file(&locked.name)?.ok_or_else(not_listed)?;
+        let bytes = source.index_text(&locked.name)?.ok_or_else(not_listed)?.bytes;
         let holds = ebpkg_spec::index::parse_index_file(locked.name.as_str(), &bytes)
             .entries
             .iter()

@@ -22,10 +22,22 @@ pub trait Registry: Send + Sync {
     /// The registry's canonical URL, as lockfiles record it.
     fn url(&self) -> &RegistryUrl;
 
+    /// The index file of a package exactly as served, checked against TUF
+    /// metadata when there is a trusted root (and its absence too). The name is
+    /// matched in normalized form (`my_pkg` finds `my-pkg`). `None`: no such package.
+    fn index_text(&self, name: &PackageName) -> Result<Option<IndexText>>;
+
     /// Every published version of a package, in publication order, yanked ones
-    /// included. The name is matched in normalized form (`my_pkg` finds `my-pkg`);
-    /// the entries carry the name as published. `None`: no such package.
-    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>>;
+    /// included; the entries carry the name as published. A damaged line costs
+    /// only itself, with a warning. `None`: no such package.
+    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
+        let Some(text) = self.index_text(name)? else { return Ok(None) };
+        let parsed = ebpkg_spec::index::parse_index_file(name.as_str(), &text.bytes);
+        for problem in &parsed.problems {
+            warn_skipped_line(self.url(), &text.origin, problem);
+        }
+        Ok(Some(parsed.entries))
+    }
 
     /// The names of all packages, as published, sorted.
     fn names(&self) -> Result<Vec<PackageName>>;
@@ -72,13 +84,6 @@ pub trait Registry: Send + Sync {
         Ok(None)
     }
 
-    /// The index file of `name` exactly as served (checked against TUF metadata
-    /// when there is a trusted root); `None` when there is none.
-    fn index_file(&self, name: &PackageName) -> Result<Option<Vec<u8>>> {
-        let _ = name;
-        Ok(None)
-    }
-
     /// Yanks (`true`) or un-yanks (`false`) a version; returns the updated entry.
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry>;
 
@@ -122,6 +127,23 @@ pub trait Registry: Send + Sync {
         let _ = (name, id);
         Err(no_accounts(self.url()))
     }
+}
+
+/// An index file as a registry serves it.
+#[derive(Debug, Clone)]
+pub struct IndexText {
+    pub bytes: Vec<u8>,
+    /// Where it was read from (a path or a URL), for messages about its lines.
+    pub origin: String,
+}
+
+/// Says that a line of an index file is left out, and what to do about it.
+pub fn warn_skipped_line(url: &RegistryUrl, origin: &str, problem: &ebpkg_spec::index::IndexError) {
+    let repair = match url.kind() {
+        RegistryKind::File => "needs repair: restore the file from a backup",
+        RegistryKind::Http => "needs repair; tell its operator",
+    };
+    tracing::warn!("{origin}: {problem}; that line is skipped (the registry {url} {repair})");
 }
 
 fn no_accounts(url: &RegistryUrl) -> crate::Error {

@@ -28,8 +28,8 @@ impl Registry for Remote {
     fn url(&self) -> &RegistryUrl {
         &self.url
     }
-    fn index(&self, name: &PackageName) -> ebpkg_sources::Result<Option<Vec<IndexEntry>>> {
-        self.inner.index(name)
+    fn index_text(&self, name: &PackageName) -> ebpkg_sources::Result<Option<ebpkg_sources::IndexText>> {
+        self.inner.index_text(name)
     }
     fn names(&self) -> ebpkg_sources::Result<Vec<PackageName>> {
         self.inner.names()

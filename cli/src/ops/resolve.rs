@@ -10,7 +10,7 @@ use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageNam
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::project::{LockState, Project};
-use crate::registries::Registries;
+use crate::registries::{DamagedLine, Registries};
 
 /// What resolving produced.
 pub struct Locked {
@@ -123,11 +123,32 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
         locked.push((QualifiedName::in_registry(p.name.clone(), regs.id_registry(&url)), p.version.clone()));
     }
     let request = ResolveRequest { root: root.name, root_version: root.version, deps: root.deps, locked, update };
-    let resolution = ebpkg_resolver::resolve(&request, regs)?;
+    // Resolution reads only part of each index line; a chosen version whose line is
+    // damaged elsewhere is left out and the dependencies resolved again, as if the
+    // line had been skipped from the start. Each round leaves out at least one more.
+    let (resolution, entries) = loop {
+        let resolution = ebpkg_resolver::resolve(&request, regs)?;
+        let mut entries = Vec::with_capacity(resolution.packages.len());
+        let mut damaged = false;
+        for (id, rp) in &resolution.packages {
+            let url = regs.url(id.registry.as_deref())?;
+            match regs.entry(&url, &id.name, &rp.version) {
+                Ok(entry) => entries.push((url, entry)),
+                Err(e) => match e.downcast_ref::<DamagedLine>() {
+                    Some(line) => {
+                        regs.reject(line);
+                        damaged = true;
+                    }
+                    None => return Err(e),
+                },
+            }
+        }
+        if !damaged {
+            break (resolution, entries);
+        }
+    };
     let mut packages = Vec::new();
-    for (id, rp) in &resolution.packages {
-        let url = regs.url(id.registry.as_deref())?;
-        let entry = regs.entry(&url, &id.name, &rp.version)?;
+    for ((_, rp), (url, entry)) in resolution.packages.iter().zip(entries) {
         let lp = LockedPackage {
             name: entry.name.clone(),
             version: rp.version.clone(),

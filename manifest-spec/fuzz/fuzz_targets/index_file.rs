@@ -1,9 +1,12 @@
 //! Any bytes given as a package's index file give usable entries and problems,
 //! never a panic: the entries are all about that package, no version twice, and a
-//! writer's strict reading succeeds exactly when nothing was skipped.
+//! writer's strict reading succeeds exactly when nothing was skipped. Resolution's
+//! partial reading agrees: a version it keeps either fails in full when chosen or
+//! is exactly an entry of the full reading, and a file the full reading takes
+//! whole, it takes whole too.
 #![no_main]
 
-use ebpkg_spec::index::parse_index_file;
+use ebpkg_spec::index::{IndexEntry, parse_index_file, parse_versions};
 use ebpkg_spec::names::normalize;
 use libfuzzer_sys::fuzz_target;
 
@@ -15,6 +18,21 @@ fuzz_target!(|data: &[u8]| {
     let n = versions.len();
     versions.dedup();
     assert_eq!(versions.len(), n, "a version listed twice was kept");
+
+    let mut problems = Vec::new();
+    let light = parse_versions("net-tools", data, &mut problems);
+    for l in &light {
+        if let Ok(entry) = IndexEntry::parse_chosen(l.line, l.line_no, &l.vers) {
+            assert!(parsed.entries.contains(&entry), "{} read in part but not in full", l.vers);
+            assert_eq!(entry.yanked, l.yanked);
+            assert_eq!(l.deps().ok(), Some(entry.deps));
+        }
+    }
+    if parsed.problems.is_empty() {
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(light.len(), parsed.entries.len());
+    }
+
     let clean = parsed.problems.is_empty();
     assert_eq!(parsed.strict().is_ok(), clean);
 });

@@ -56,7 +56,7 @@ impl Registry {
     }
 
     fn publish(&mut self, pkg: &str, version: &str, deps: &[(&str, &str)], yanked: bool) -> &mut Self {
-        let deps = deps.iter().map(|(p, r)| req(p, r)).collect();
+        let deps = deps.iter().map(|(p, r)| req(p, r)).collect::<Vec<_>>().into();
         self.packages.entry(id(pkg)).or_default().push(Candidate { version: v(version), yanked, deps });
         self
     }

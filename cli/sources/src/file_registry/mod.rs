@@ -46,7 +46,7 @@ pub use publish::Imported;
 use crate::atomic::TEMP_PREFIX;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
-use crate::registry::{KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
+use crate::registry::{IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// The file marking a directory as a registry.
@@ -72,6 +72,8 @@ pub struct FileRegistry {
     tuf_online_key: Option<PathBuf>,
     /// A mirror: its TUF metadata is the origin's, copied, never signed here.
     tuf_copied: bool,
+    /// Set once config.json was read and checked.
+    seen_config: std::sync::OnceLock<()>,
 }
 
 #[derive(Deserialize)]
@@ -98,7 +100,14 @@ impl FileRegistry {
             url: url.clone(),
             what: "not a file:// URL, so not a directory registry".into(),
         })?;
-        Ok(FileRegistry { root, url: url.clone(), tuf: None, tuf_online_key: None, tuf_copied: false })
+        Ok(FileRegistry {
+            root,
+            url: url.clone(),
+            tuf: None,
+            tuf_online_key: None,
+            tuf_copied: false,
+            seen_config: Default::default(),
+        })
     }
 
     /// The same registry, its index files checked against TUF metadata from the
@@ -186,6 +195,16 @@ impl FileRegistry {
     /// For readers: the directory must be a registry.
     fn require_registry(&self) -> Result<()> {
         if self.read_config()? { Ok(()) } else { Err(ErrorKind::NoRegistry { path: self.root.clone() }.into()) }
+    }
+
+    /// [`Self::require_registry`] for index reads, which a resolution makes by the
+    /// thousand: config.json is read and checked by the first only.
+    fn require_registry_once(&self) -> Result<()> {
+        if self.seen_config.get().is_none() {
+            self.require_registry()?;
+            let _ = self.seen_config.set(());
+        }
+        Ok(())
     }
 
     /// Takes the writers' lock, creating the registry first when its directory is
@@ -278,26 +297,6 @@ impl FileRegistry {
         Ok((text, entries))
     }
 
-    /// For readers: the usable entries of a package's index file. A bad line costs
-    /// only itself (and a warning naming it), so the package's other versions, the
-    /// locked one among them, stay installable.
-    fn read_entries(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
-        let Some((path, published)) = self.find_index_file(name)? else {
-            self.check_tuf_absent(&self.index_dir().join(index_path(name.as_str())))?;
-            return Ok(None);
-        };
-        let (bytes, parsed) = self.read_index_file(&path, &published)?;
-        self.check_tuf(&path, &bytes)?;
-        for problem in &parsed.problems {
-            tracing::warn!(
-                "{}: {problem}; that line is skipped (the registry {} needs repair: restore the file from a backup)",
-                path.display(),
-                self.url
-            );
-        }
-        Ok(Some(parsed.entries))
-    }
-
     /// A file of the registry that cannot be read as what it should be.
     pub(super) fn damaged(&self, source: ebpkg_fs::ReadError) -> Error {
         ErrorKind::DamagedRegistry { url: self.url.clone(), cause: source }.into()
@@ -348,7 +347,7 @@ impl FileRegistry {
         if !self.read_config()? {
             return Ok(false);
         }
-        let entries = self.read_entries(name)?.unwrap_or_default();
+        let entries = self.index(name)?.unwrap_or_default();
         let listed = entries.iter().any(|e| e.vers == *version && e.cksum == *cksum);
         Ok(listed && content::holds(&self.archive_path(cksum), cksum)?)
     }
@@ -374,21 +373,29 @@ impl Registry for FileRegistry {
         &self.url
     }
 
-    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
-        self.require_registry()?;
-        self.read_entries(name)
-    }
-
     fn tuf_files(&self) -> Result<Option<crate::registry::TufFiles>> {
         self.read_tuf_files()
     }
 
-    fn index_file(&self, name: &PackageName) -> Result<Option<Vec<u8>>> {
-        self.require_registry()?;
-        let Some((path, published)) = self.find_index_file(name)? else { return Ok(None) };
-        let (bytes, _) = self.read_index_file(&path, &published)?;
+    fn index_text(&self, name: &PackageName) -> Result<Option<IndexText>> {
+        self.require_registry_once()?;
+        // The name as spelled is where the file nearly always is: read it at once
+        // (a resolution reads thousands), and look for other spellings only if not.
+        let exact = self.index_dir().join(index_path(name.as_str()));
+        let (path, bytes) = match ebpkg_fs::read(&exact, MAX_INDEX_FILE_BYTES) {
+            Ok(bytes) => (exact, bytes),
+            Err(e) if e.is_not_found() || matches!(e, ebpkg_fs::ReadError::NotRegular { .. }) => {
+                let Some((path, _)) = self.find_index_file(name)? else {
+                    self.check_tuf_absent(&exact)?;
+                    return Ok(None);
+                };
+                let bytes = ebpkg_fs::read(&path, MAX_INDEX_FILE_BYTES).map_err(|source| self.damaged(source))?;
+                (path, bytes)
+            }
+            Err(e) => return Err(self.damaged(e)),
+        };
         self.check_tuf(&path, &bytes)?;
-        Ok(Some(bytes))
+        Ok(Some(IndexText { bytes, origin: path.display().to_string() }))
     }
 
     fn names(&self) -> Result<Vec<PackageName>> {

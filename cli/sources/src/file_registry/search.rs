@@ -6,7 +6,7 @@ use ebpkg_spec::names::normalize;
 
 use super::FileRegistry;
 use crate::error::Result;
-use crate::registry::{MatchedOn, SearchHit};
+use crate::registry::{MatchedOn, Registry, SearchHit};
 
 impl FileRegistry {
     pub(super) fn search_index(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
@@ -15,7 +15,7 @@ impl FileRegistry {
         for name in self.list_names()? {
             // One damaged index file should not hide every other package from search;
             // installing from it still fails loudly.
-            let entries = match self.read_entries(&name) {
+            let entries = match self.index(&name) {
                 Ok(Some(entries)) => entries,
                 Ok(None) => continue,
                 Err(e) => {

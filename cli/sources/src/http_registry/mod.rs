@@ -30,7 +30,7 @@ pub use self::client::{Progress, status_text};
 use self::index_cache::IndexCache;
 pub use self::oidc::github_actions_oidc_token;
 use crate::error::{ErrorKind, Result};
-use crate::registry::{KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
+use crate::registry::{IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// Largest index file accepted: as for file registries.
@@ -269,7 +269,7 @@ impl Registry for HttpRegistry {
 
     /// One request per name (the server matches names in normalized form),
     /// revalidating the cached copy: a 304 costs no body.
-    fn index(&self, name: &PackageName) -> Result<Option<Vec<IndexEntry>>> {
+    fn index_text(&self, name: &PackageName) -> Result<Option<IndexText>> {
         let cached = self.cache.as_ref().and_then(|c| c.read(name));
         let index_path = ebpkg_spec::index_path(name.as_str());
         let url = self.endpoint(&format!("{}{index_path}", registry_api::INDEX_PREFIX));
@@ -311,14 +311,7 @@ impl Registry for HttpRegistry {
             }
         };
         self.check_tuf(&format!("index/{index_path}"), &body)?;
-        let parsed = parse_index_file(name.as_str(), &body);
-        for problem in &parsed.problems {
-            tracing::warn!(
-                "{url}: {problem}; that line is skipped (the registry {} needs repair; tell its operator)",
-                self.url
-            );
-        }
-        Ok(Some(parsed.entries))
+        Ok(Some(IndexText { bytes: body, origin: url }))
     }
 
     /// From the search API (the sparse index has no listing), at most 2000 names;

@@ -1,14 +1,17 @@
 //! The registries one command talks to: the default one and any a dependency
 //! names, opened once each (through a mirror when one is configured), with each
-//! package's index read once. Also the resolver's source of versions.
+//! package's index read once. Also the resolver's source of versions, read ahead
+//! of it by [`loader`].
+
+mod loader;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use ebpkg_resolver::{Candidate, QualifiedName, Requirement, SourceError, VersionSource};
-use ebpkg_sources::{Registry, RegistryUrl, open_registry};
+use ebpkg_resolver::{Candidate, QualifiedName, SourceError, VersionSource};
+use ebpkg_sources::{Registry, RegistryUrl, open_registry, warn_skipped_line};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::IndexEntry;
 
@@ -25,13 +28,43 @@ pub struct Registries<'c> {
     pub default: RegistryUrl,
     opened: RefCell<HashMap<String, Arc<dyn Registry>>>,
     indexes: RefCell<HashMap<(String, String), Option<Index>>>,
+    /// What resolutions read (see [`loader`]).
+    loader: loader::Loader,
+    /// Packages whose skipped lines were warned about.
+    warned: RefCell<HashSet<(String, String)>>,
+    /// Versions a resolution chose whose lines turned out damaged: not offered again.
+    rejected: RefCell<HashSet<(String, String, semver::Version)>>,
+}
+
+/// A version whose index line is damaged beyond what resolution reads of it (its
+/// checksum, say): it cannot be locked or fetched.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{name}@{version} cannot be used: {problem} ({origin}); the registry {url} needs repair (restore the file, or tell \
+     its operator)"
+)]
+pub struct DamagedLine {
+    pub url: RegistryUrl,
+    pub name: PackageName,
+    pub version: semver::Version,
+    pub origin: String,
+    pub problem: ebpkg_spec::index::IndexError,
 }
 
 impl<'c> Registries<'c> {
     pub fn new(config: &'c Config, offline: bool) -> Result<Registries<'c>> {
         let default = RegistryUrl::parse(&config.registry)
             .with_context(|| format!("the default registry `{}`", config.registry))?;
-        Ok(Registries { config, offline, default, opened: RefCell::default(), indexes: RefCell::default() })
+        Ok(Registries {
+            config,
+            offline,
+            loader: loader::Loader::new(default.clone()),
+            default,
+            opened: RefCell::default(),
+            indexes: RefCell::default(),
+            warned: RefCell::default(),
+            rejected: RefCell::default(),
+        })
     }
 
     /// The canonical URL of a registry named in a manifest or index (`None`: the
@@ -88,8 +121,17 @@ impl<'c> Registries<'c> {
         Ok(entries)
     }
 
-    /// The entry of `name@version` in `url`.
+    /// The entry of `name@version` in `url`. A version a resolution read whose
+    /// line is damaged beyond what resolution reads fails with [`DamagedLine`].
     pub fn entry(&self, url: &RegistryUrl, name: &PackageName, version: &semver::Version) -> Result<IndexEntry> {
+        if let Some(index) = self.loader.loaded(url, name)
+            && let Some(entry) = index.entry(version)
+        {
+            return entry.map_err(|problem| {
+                let origin = index.origin().to_owned();
+                DamagedLine { url: url.clone(), name: name.clone(), version: version.clone(), origin, problem }.into()
+            });
+        }
         let entries = self.index(url, name)?.ok_or_else(|| {
             crate::exit::fail(Failure::Registry, format!("package `{name}` is not in registry {url}"))
         })?;
@@ -100,38 +142,36 @@ impl<'c> Registries<'c> {
             .ok_or_else(|| crate::exit::fail(Failure::Registry, format!("{name}@{version} is not in registry {url}")))
     }
 
-    /// Requirements of an index entry from registry `from`, as the resolver takes them.
-    fn requirements(
-        &self,
-        from: &RegistryUrl,
-        entry: &IndexEntry,
-    ) -> std::result::Result<Vec<Requirement>, SourceError> {
-        entry
-            .deps
-            .iter()
-            .map(|d| {
-                // A dependency without a registry is in the same registry as its dependent.
-                let url = match &d.registry {
-                    None => from.clone(),
-                    Some(u) => RegistryUrl::parse(u)?,
-                };
-                let pkg = QualifiedName::in_registry(d.name.clone(), self.id_registry(&url));
-                Ok(Requirement { pkg, req: d.req.clone(), req_text: d.req.to_string() })
-            })
-            .collect()
+    /// Leaves a version whose line is damaged out of later resolutions, with a warning.
+    pub fn reject(&self, damaged: &DamagedLine) {
+        tracing::warn!("{damaged}; resolving again without it");
+        let key = (damaged.url.to_string(), damaged.name.normalized(), damaged.version.clone());
+        self.rejected.borrow_mut().insert(key);
     }
 }
 
 impl VersionSource for Registries<'_> {
     fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Arc<[Candidate]>, SourceError> {
         let url = self.url(pkg.registry.as_deref()).map_err(SourceFailure::boxed)?;
-        let Some(entries) = self.index(&url, &pkg.name).map_err(SourceFailure::boxed)? else {
+        let registry = self.open(&url).map_err(SourceFailure::boxed)?;
+        let Some(index) = self.loader.get(&registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
             return Ok(Arc::from([]));
         };
-        entries
-            .iter()
-            .map(|e| Ok(Candidate { version: e.vers.clone(), yanked: e.yanked, deps: self.requirements(&url, e)? }))
-            .collect()
+        let key = (url.to_string(), pkg.name.normalized());
+        if !index.problems.is_empty() && self.warned.borrow_mut().insert(key.clone()) {
+            for problem in &index.problems {
+                warn_skipped_line(&url, index.origin(), problem);
+            }
+        }
+        let rejected = self.rejected.borrow();
+        if rejected.iter().any(|(u, n, _)| (u, n) == (&key.0, &key.1)) {
+            let kept = index
+                .candidates
+                .iter()
+                .filter(|c| !rejected.contains(&(key.0.clone(), key.1.clone(), c.version.clone())));
+            return Ok(kept.cloned().collect());
+        }
+        Ok(Arc::clone(&index.candidates))
     }
 
     fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {

@@ -1,0 +1,340 @@
+//! Reading a registry's index for a resolution, ahead of the resolver.
+//!
+//! The resolver asks for one package at a time and cannot go on until it has its
+//! versions; reading and parsing thousands of index files one after another is most
+//! of a large resolution. So each package read is followed by its likely
+//! dependencies — those of its newest usable version, which a fresh resolution
+//! picks first — read by worker threads while the resolver works: by the time it
+//! asks, the index is usually there. A guess that turns out wrong only costs a
+//! read. What the resolver asks for that is not loaded yet is read on its own
+//! thread at once (never queued behind guesses), and a read that failed in a
+//! worker is done again there, so the error it reports is its own.
+//!
+//! Only the lines' versions, yanked flags and dependencies are parsed here
+//! ([`ebpkg_spec::index::parse_versions`]); the rest of a line is read when its
+//! version is chosen ([`LoadedIndex::entry`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use anyhow::Result;
+use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
+use ebpkg_sources::{IndexText, Registry, RegistryKind, RegistryUrl};
+use ebpkg_spec::PackageName;
+use ebpkg_spec::index::{IndexEntry, IndexError, parse_versions};
+use semver::Version;
+
+/// A package's index as a resolution reads it.
+pub struct LoadedIndex {
+    text: IndexText,
+    /// The usable lines, in file order.
+    lines: Vec<Line>,
+    /// The resolver's view of those lines, in the same order.
+    pub candidates: Arc<[Candidate]>,
+    /// Lines left out, to warn about when the resolver uses this package.
+    pub problems: Vec<IndexError>,
+}
+
+struct Line {
+    bytes: Range<usize>,
+    line_no: usize,
+}
+
+impl LoadedIndex {
+    /// Where the file was read from, for messages.
+    pub fn origin(&self) -> &str {
+        &self.text.origin
+    }
+
+    /// The whole entry of `version`, every field checked. `None`: no usable line
+    /// has that version; `Some(Err)`: its line is damaged beyond what resolution read.
+    pub fn entry(&self, version: &Version) -> Option<Result<IndexEntry, IndexError>> {
+        let k = self.candidates.iter().position(|c| c.version == *version)?;
+        let line = &self.lines[k];
+        let text = std::str::from_utf8(&self.text.bytes[line.bytes.clone()])
+            .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });
+        Some(text.and_then(|text| IndexEntry::parse_chosen(text, line.line_no, version)))
+    }
+}
+
+/// Reads `name`'s index file from `registry` (at `url`) and parses what resolution
+/// needs. `default` is the command's default registry, which requirements name as
+/// `None`.
+pub fn load(
+    registry: &dyn Registry,
+    url: &RegistryUrl,
+    default: &RegistryUrl,
+    name: &PackageName,
+) -> Result<Option<LoadedIndex>> {
+    let Some(text) = registry.index_text(name)? else { return Ok(None) };
+    let mut problems = Vec::new();
+    let parsed = parse_versions(name.as_str(), &text.bytes, &mut problems);
+    let base = text.bytes.as_ptr() as usize;
+    let mut lines = Vec::with_capacity(parsed.len());
+    let mut candidates = Vec::with_capacity(parsed.len());
+    // Versions of a package mostly depend on the same things: one list per text.
+    let mut shared: HashMap<&str, Arc<[Requirement]>> = HashMap::new();
+    for line in parsed {
+        let deps = match shared.get(line.deps_text) {
+            Some(deps) => Arc::clone(deps),
+            None => match requirements(&line, url, default) {
+                Ok(deps) => {
+                    shared.insert(line.deps_text, Arc::clone(&deps));
+                    deps
+                }
+                Err(problem) => {
+                    problems.push(problem);
+                    continue;
+                }
+            },
+        };
+        let start = line.line.as_ptr() as usize - base;
+        lines.push(Line { bytes: start..start + line.line.len(), line_no: line.line_no });
+        candidates.push(Candidate { version: line.vers, yanked: line.yanked, deps });
+    }
+    drop(shared);
+    Ok(Some(LoadedIndex { text, lines, candidates: candidates.into(), problems }))
+}
+
+/// The requirements of a line from registry `from`, as the resolver takes them.
+fn requirements(
+    line: &ebpkg_spec::index::VersionLine<'_>,
+    from: &RegistryUrl,
+    default: &RegistryUrl,
+) -> Result<Arc<[Requirement]>, IndexError> {
+    let invalid = |message: String| IndexError::Invalid { line: line.line_no, message };
+    line.deps()?
+        .into_iter()
+        .map(|d| {
+            // A dependency without a registry is in the same registry as its dependent.
+            let url = match &d.registry {
+                None => from.clone(),
+                Some(u) => RegistryUrl::parse(u).map_err(|e| invalid(format!("dependency `{}`: {e}", d.name)))?,
+            };
+            let registry = (url != *default).then(|| url.to_string());
+            let req_text = d.req.to_string();
+            Ok(Requirement { pkg: QualifiedName::in_registry(d.name, registry), req: d.req, req_text })
+        })
+        .collect()
+}
+
+/// Where one package's index stands.
+enum State {
+    /// Waiting for a worker.
+    Queued,
+    /// Being read (by a worker or by the resolver's thread).
+    Loading,
+    Loaded(Option<Arc<LoadedIndex>>),
+    /// A worker's read failed: read again by whoever needs it.
+    Failed,
+}
+
+struct Slot {
+    state: Mutex<State>,
+    done: Condvar,
+}
+
+type Key = (String, String);
+
+struct Job {
+    key: Key,
+    registry: Arc<dyn Registry>,
+    url: RegistryUrl,
+    name: PackageName,
+    slot: Arc<Slot>,
+}
+
+struct Shared {
+    default: RegistryUrl,
+    slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    queue: Mutex<VecDeque<Job>>,
+    work: Condvar,
+    stop: AtomicBool,
+}
+
+/// Index reads for one command, shared with the worker threads reading ahead.
+pub struct Loader {
+    shared: Arc<Shared>,
+    workers: Mutex<usize>,
+}
+
+/// Worker threads for a registry of each kind: directories are read as fast as
+/// the CPUs parse; servers are waited on, so more requests are kept in flight.
+fn workers_for(kind: RegistryKind) -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    match kind {
+        RegistryKind::File => cpus,
+        RegistryKind::Http => 16,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A worker that panicked left nothing half-written that matters here.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Loader {
+    pub fn new(default: RegistryUrl) -> Loader {
+        let shared = Shared {
+            default,
+            slots: Mutex::default(),
+            queue: Mutex::default(),
+            work: Condvar::new(),
+            stop: AtomicBool::new(false),
+        };
+        Loader { shared: Arc::new(shared), workers: Mutex::new(0) }
+    }
+
+    /// `name`'s index in `registry` (at `url`), read now unless a worker has read it
+    /// or is reading it; then its likely dependencies are read ahead.
+    pub fn get(
+        &self,
+        registry: &Arc<dyn Registry>,
+        url: &RegistryUrl,
+        name: &PackageName,
+    ) -> Result<Option<Arc<LoadedIndex>>> {
+        let key = (url.to_string(), name.normalized());
+        let slot = {
+            let mut slots = lock(&self.shared.slots);
+            Arc::clone(
+                slots
+                    .entry(key)
+                    .or_insert_with(|| Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new() })),
+            )
+        };
+        let mut state = lock(&slot.state);
+        loop {
+            match &*state {
+                State::Loaded(index) => return Ok(index.clone()),
+                State::Loading => state = slot.done.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner),
+                State::Queued | State::Failed => break,
+            }
+        }
+        *state = State::Loading;
+        drop(state);
+        let index = match load(registry.as_ref(), url, &self.shared.default, name) {
+            Ok(index) => index.map(Arc::new),
+            Err(e) => {
+                finish(&slot, State::Failed);
+                return Err(e);
+            }
+        };
+        finish(&slot, State::Loaded(index.clone()));
+        if let Some(index) = &index {
+            self.read_ahead(registry, url, index);
+        }
+        Ok(index)
+    }
+
+    /// `name`'s index in `url` if it has been read and exists.
+    pub fn loaded(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<LoadedIndex>> {
+        let slot = lock(&self.shared.slots).get(&(url.to_string(), name.normalized())).cloned()?;
+        match &*lock(&slot.state) {
+            State::Loaded(Some(index)) => Some(Arc::clone(index)),
+            _ => None,
+        }
+    }
+
+    /// Queues the dependencies of `index`'s newest usable version that live in the
+    /// same registry, and starts the workers on first use.
+    fn read_ahead(&self, registry: &Arc<dyn Registry>, url: &RegistryUrl, index: &LoadedIndex) {
+        let jobs = next_jobs(&self.shared, registry, url, index);
+        if jobs == 0 {
+            return;
+        }
+        let mut workers = lock(&self.workers);
+        let wanted = workers_for(url.kind());
+        while *workers < wanted {
+            let shared = Arc::clone(&self.shared);
+            let spawned = std::thread::Builder::new().name("ebpkg-index".into()).spawn(move || work(&shared));
+            if let Err(e) = spawned {
+                // Reading ahead is an optimization: without workers, the resolver reads.
+                tracing::debug!("no index reader thread: {e}");
+                break;
+            }
+            *workers += 1;
+        }
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        lock(&self.shared.queue).clear();
+        self.shared.work.notify_all();
+    }
+}
+
+fn finish(slot: &Slot, state: State) {
+    *lock(&slot.state) = state;
+    slot.done.notify_all();
+}
+
+/// Queues reads of the packages `index`'s newest usable version depends on (in
+/// its own registry) that nobody asked for yet; returns how many.
+fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, index: &LoadedIndex) -> usize {
+    let Some(newest) = index.candidates.iter().filter(|c| !c.yanked).max_by(|a, b| a.version.cmp(&b.version)) else {
+        return 0;
+    };
+    let own = (*url != shared.default).then(|| url.to_string());
+    let mut jobs = Vec::new();
+    {
+        let mut slots = lock(&shared.slots);
+        for dep in newest.deps.iter().filter(|d| d.pkg.registry == own) {
+            let key = (url.to_string(), dep.pkg.name.normalized());
+            if slots.contains_key(&key) {
+                continue;
+            }
+            let slot = Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new() });
+            slots.insert(key.clone(), Arc::clone(&slot));
+            jobs.push(Job { key, registry: Arc::clone(registry), url: url.clone(), name: dep.pkg.name.clone(), slot });
+        }
+    }
+    let n = jobs.len();
+    if n > 0 {
+        lock(&shared.queue).extend(jobs);
+        shared.work.notify_all();
+    }
+    n
+}
+
+fn work(shared: &Shared) {
+    loop {
+        let job = {
+            let mut queue = lock(&shared.queue);
+            loop {
+                if shared.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if let Some(job) = queue.pop_front() {
+                    break job;
+                }
+                queue = shared.work.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        };
+        {
+            let mut state = lock(&job.slot.state);
+            // The resolver's thread got to it first.
+            if !matches!(*state, State::Queued) {
+                continue;
+            }
+            *state = State::Loading;
+        }
+        match load(job.registry.as_ref(), &job.url, &shared.default, &job.name) {
+            Ok(index) => {
+                let index = index.map(Arc::new);
+                finish(&job.slot, State::Loaded(index.clone()));
+                if let Some(index) = index {
+                    next_jobs(shared, &job.registry, &job.url, &index);
+                }
+            }
+            Err(e) => {
+                tracing::debug!("reading ahead the index of `{}`: {e:#}", job.key.1);
+                finish(&job.slot, State::Failed);
+            }
+        }
+    }
+}
