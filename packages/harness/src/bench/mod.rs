@@ -4,6 +4,7 @@
 
 pub mod calls;
 pub mod mmlf;
+pub mod process;
 pub mod report;
 pub mod resolve;
 pub mod stats;

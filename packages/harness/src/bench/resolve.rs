@@ -8,12 +8,14 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use ebpkg_registry_testing::{Postgres, free_port, wait_listening};
 use serde::Serialize;
 
+use super::process;
 use super::stats::Summary;
 
 /// Versions per package.
@@ -145,6 +147,8 @@ pub struct SizeResult {
     /// `ebpkg lock` from scratch (ms), and against the floor.
     pub lock_ms: Summary,
     pub lock_ratio: f64,
+    /// Its peak resident memory (MiB).
+    pub lock_rss_mib: Summary,
     /// `ebpkg lock` failing on the conflict, explanation printed (ms).
     pub conflict_ms: Summary,
     pub conflict_ratio: f64,
@@ -170,12 +174,33 @@ fn read_all(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
-fn lock(ebpkg: &Path, env: &[(String, String)], dir: &Path) -> Result<(f64, bool, String)> {
+/// One `ebpkg lock` from scratch in `dir` (with `flags`): (ms, succeeded, stderr,
+/// peak RSS in MiB).
+fn lock_with(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<(f64, bool, String, f64)> {
     let _ = std::fs::remove_file(dir.join("ebpkg.lock"));
-    let started = Instant::now();
-    let out = Command::new(ebpkg).current_dir(dir).args(["-q", "lock"]).envs(env.iter().cloned()).output()?;
-    let ms = started.elapsed().as_secs_f64() * 1e3;
-    Ok((ms, out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned()))
+    let mut cmd = Command::new(ebpkg);
+    cmd.current_dir(dir).args(["-q", "lock"]).args(flags).envs(env.iter().cloned());
+    let run = process::run(&mut cmd)?;
+    let ms = run.elapsed.as_secs_f64() * 1e3;
+    Ok((ms, run.status.success(), run.stderr, run.peak_rss_kib as f64 / 1024.0))
+}
+
+fn lock(ebpkg: &Path, env: &[(String, String)], dir: &Path) -> Result<(f64, bool, String, f64)> {
+    lock_with(ebpkg, env, dir, &[])
+}
+
+/// The environment of an `ebpkg` resolving against `registry` with its own
+/// cache, state and configuration under `dir`.
+fn ebpkg_env(registry: &str, dir: &Path) -> Vec<(String, String)> {
+    [
+        ("EBPKG_REGISTRY", registry.to_owned()),
+        ("EBPKG_CACHE_DIR", dir.join("cache").display().to_string()),
+        ("EBPKG_STATE_DIR", dir.join("state").display().to_string()),
+        ("EBPKG_CONFIG", dir.join("config.toml").display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }
 
 pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResult>> {
@@ -184,20 +209,12 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
         let dir = tempfile::tempdir()?;
         let registry = dir.path().join("registry");
         generate(&registry, n)?;
-        let env: Vec<(String, String)> = [
-            ("EBPKG_REGISTRY", format!("file://{}", registry.display())),
-            ("EBPKG_CACHE_DIR", dir.path().join("cache").display().to_string()),
-            ("EBPKG_STATE_DIR", dir.path().join("state").display().to_string()),
-            ("EBPKG_CONFIG", dir.path().join("config.toml").display().to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+        let env = ebpkg_env(&format!("file://{}", registry.display()), dir.path());
         let ok = dir.path().join("ok");
         let clash = dir.path().join("clash");
         project(&ok, n, false)?;
         project(&clash, n, true)?;
-        let (mut read, mut locks, mut conflicts) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut read, mut locks, mut conflicts, mut rss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut index_bytes = 0;
         let mut explanation = String::new();
         // Round 0 warms the page cache and is not kept; the variants alternate.
@@ -205,11 +222,11 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
             let started = Instant::now();
             index_bytes = read_all(&registry.join("index"))?;
             let r = started.elapsed().as_secs_f64() * 1e3;
-            let (l, ok_lock, err) = lock(ebpkg, &env, &ok)?;
+            let (l, ok_lock, err, mib) = lock(ebpkg, &env, &ok)?;
             if !ok_lock {
                 bail!("ebpkg lock failed on the {n}-package registry: {err}");
             }
-            let (c, ok_clash, why) = lock(ebpkg, &env, &clash)?;
+            let (c, ok_clash, why, _) = lock(ebpkg, &env, &clash)?;
             if ok_clash || !why.contains("deep5") {
                 bail!("the {n}-package conflict was not explained (it should name deep5): {why}");
             }
@@ -218,6 +235,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
                 read.push(r);
                 locks.push(l);
                 conflicts.push(c);
+                rss.push(mib);
             }
         }
         let lockfile = std::fs::read_to_string(ok.join("ebpkg.lock"))?;
@@ -230,10 +248,137 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
             conflict_ratio: conflict_ms.median / read_ms.median,
             read_ms,
             lock_ms,
+            lock_rss_mib: Summary::of(&rss),
             conflict_ms,
             locked,
             explanation,
         });
+    }
+    Ok(out)
+}
+
+/// Resolution against a registry server.
+#[derive(Debug, Clone, Serialize)]
+pub struct HttpResult {
+    pub packages: usize,
+    /// The first `ebpkg lock`, its index cache empty (ms).
+    pub cold_ms: f64,
+    /// Later ones, every index file cached and revalidated (ms).
+    pub warm_ms: Summary,
+    /// The same, `--offline`: from the cache alone (ms).
+    pub offline_ms: Summary,
+    /// Peak resident memory of the warm runs (MiB).
+    pub warm_rss_mib: Summary,
+    pub locked: usize,
+}
+
+/// A registry server for the benchmark: PostgreSQL and `ebpkg-registry` on
+/// loopback, stopped on drop.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `ebpkg lock` against `ebpkg-registry` (`server`) serving the `n`-package
+/// registry: cold once, then warm (revalidating) and offline in alternating rounds.
+pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<HttpResult> {
+    let dir = tempfile::tempdir()?;
+    let registry = dir.path().join("registry");
+    generate(&registry, n)?;
+    let pg = Postgres::start()?;
+    let db = pg.database()?;
+    let admin = Command::new(server).args(["--database-url", &db.url(), "migrate"]).output()?;
+    if !admin.status.success() {
+        bail!("ebpkg-registry migrate: {}", String::from_utf8_lossy(&admin.stderr));
+    }
+    // The index files go straight into the table the server serves them from:
+    // publishing 200,000 versions one by one would measure publishing instead.
+    let rows = pg.socket_dir().join("index.tsv");
+    let files = index_files(&registry.join("index"))?;
+    let mut tsv = String::new();
+    for (name, text) in &files {
+        let sha = ebpkg_spec::types::Sha256Digest::of(text.as_bytes());
+        let escaped = text.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t");
+        let _ = writeln!(tsv, "{name}\t{escaped}\t{sha}");
+    }
+    std::fs::write(&rows, tsv)?;
+    db.psql(&format!(
+        "CREATE TEMP TABLE rows (name text, index_file text, sha text); COPY rows FROM '{}'; \
+         INSERT INTO packages (name, normalized_name, index_file, index_sha256, index_modified_at, described_version, \
+         all_yanked, search) SELECT name, name, index_file, decode(sha, 'hex'), now(), '2.8.0', false, \
+         to_tsvector('simple', name) FROM rows",
+        rows.display()
+    ))?;
+    let blobs = dir.path().join("blobs");
+    std::fs::create_dir_all(&blobs)?;
+    let port = free_port()?;
+    let child = Command::new(server)
+        .args(["--database-url", &db.url(), "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--storage")
+        .arg(format!("file://{}", blobs.display()))
+        .args(["--ip-rate-per-minute", "0", "--db-pool", "16", "serve"])
+        .env("EBPKG_REGISTRY_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let served = Served { child, url: format!("http://127.0.0.1:{port}/") };
+    wait_listening(port, "ebpkg-registry", Duration::from_secs(30))?;
+    let env = ebpkg_env(&served.url, dir.path());
+    let ok = dir.path().join("ok");
+    project(&ok, n, false)?;
+    let (cold_ms, done, err, _) = lock(ebpkg, &env, &ok)?;
+    if !done {
+        bail!("ebpkg lock against the registry server failed: {err}");
+    }
+    let (mut warm, mut offline, mut rss) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..=rounds {
+        let (w, done, err, mib) = lock(ebpkg, &env, &ok)?;
+        if !done {
+            bail!("ebpkg lock against the registry server failed: {err}");
+        }
+        let (o, done, err, _) = lock_with(ebpkg, &env, &ok, &["--offline"])?;
+        if !done {
+            bail!("ebpkg lock --offline against the cached index failed: {err}");
+        }
+        if round > 0 {
+            warm.push(w);
+            offline.push(o);
+            rss.push(mib);
+        }
+    }
+    let lockfile = std::fs::read_to_string(ok.join("ebpkg.lock"))?;
+    drop(served);
+    Ok(HttpResult {
+        packages: n,
+        cold_ms,
+        warm_ms: Summary::of(&warm),
+        offline_ms: Summary::of(&offline),
+        warm_rss_mib: Summary::of(&rss),
+        locked: lockfile.matches("[[package]]").count(),
+    })
+}
+
+/// Every index file under `dir`: (file name, text).
+fn index_files(dir: &Path) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                todo.push(e.path());
+            } else {
+                let name = e.file_name().to_str().context("index file name")?.to_owned();
+                out.push((name, std::fs::read_to_string(e.path())?));
+            }
+        }
     }
     Ok(out)
 }
