@@ -81,9 +81,9 @@ fn run(args: &Args) -> Result<bool> {
          opened with only the programs ebpkg loads (the loader object also holds two loaders the chain does not \
          use, each with an interpreter: `bpftool prog loadall` loads them too), the VM's maps shared by name, each \
          program put in the VM's program array, the loader attached; cold adds the by-hand compiles.\n\n\
-         | | ebpkg | floor | ratio | target | |\n|---|---:|---:|---:|---:|---|\n\
-         | warm install vs the raw loads | {} ms | {} ms | {warm:.2} | ≤ {WARM_TARGET} | {} |\n\
-         | cold install vs compile + raw loads | {} ms | {raw_cold:.0} ms | {cold:.2} | ≤ {COLD_TARGET} | {} |\n",
+         | | measured | target | |\n|---|---:|---:|---|\n\
+         | warm install: ebpkg ({} ms) / the raw loads ({} ms) | {warm:.2}× | ≤ {WARM_TARGET}× | {} |\n\
+         | cold install: ebpkg ({} ms) / compile + raw loads ({raw_cold:.0} ms) | {cold:.2}× | ≤ {COLD_TARGET}× | {} |\n",
         r.ebpkg_warm.ms.show(0),
         r.minimal_warm_ms.show(0),
         verdict(warm_met),
