@@ -7,7 +7,7 @@
 //! <root>/vm/hike_config                     ABI version, budget
 //! <root>/vm/hike_prog_meta, hike_chain_meta what each id is (see meta.rs)
 //! <root>/vm/hike_clock                      what hike_ktime_ns() returns (clock.rs)
-//! <root>/vm/hike_entry_map, entry_xdp, entry_tc   the test entry
+//! <root>/vm/hike_entry_map, entry_xdp, entry_tc   the test entry (loaded by the first test run)
 //! <root>/vm/cont_xdp, cont_tc               the continuation programs (id 0)
 //! <root>/progs/<package>@<version>/<program>       registered programs
 //! <root>/progs/<package>@<version>/maps/<map>      their maps

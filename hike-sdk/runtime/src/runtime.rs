@@ -44,7 +44,6 @@ pub(crate) struct VmMaps {
     pub config: MapHandle,
     pub prog_meta: MapHandle,
     pub chain_meta: MapHandle,
-    pub entry: MapHandle,
 }
 
 impl VmMaps {
@@ -169,7 +168,6 @@ impl Runtime {
                 config,
                 prog_meta: pinned("hike_prog_meta")?,
                 chain_meta: pinned("hike_chain_meta")?,
-                entry: pinned("hike_entry_map")?,
             },
             layout,
         };
@@ -320,15 +318,14 @@ pub(crate) fn remove_tree(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Creates and pins the VM maps, the continuation and entry programs, the record
-/// maps, and last the configuration that marks the instance as ready.
+/// Creates and pins the VM maps, the continuation programs, the record maps, and
+/// last the configuration that marks the instance as ready. The test entry
+/// programs are loaded by the first test run that needs them
+/// ([`Runtime::test_entry`]): an install does not pay for their verification.
 fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
     let vm = layout.vm_dir();
     for hook in [Hook::Xdp, Hook::Tc] {
-        for (object, program, pin) in [
-            (objects::continuation(hook), "hike_cont", format!("cont_{hook}")),
-            (objects::entry(hook), "hike_entry", format!("entry_{hook}")),
-        ] {
+        for (object, program, pin) in [(objects::continuation(hook), "hike_cont", format!("cont_{hook}"))] {
             let obj = load::load(&LoadRequest {
                 object_name: &format!("{program}_{hook}"),
                 elf: object,

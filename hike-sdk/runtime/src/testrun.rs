@@ -8,7 +8,7 @@ use std::time::Duration;
 use hike_bytecode::Hook;
 use hike_bytecode::limits::SCRATCH_SIZE;
 use libbpf_rs::libbpf_sys;
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::abi::{self, state};
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
@@ -61,14 +61,34 @@ impl Runtime {
     /// state afterwards.
     pub fn test_run_chain(&self, hook: Hook, chain: ChainId, packet: &[u8], repeat: u32) -> Result<TestRun> {
         let _lock = self.lock()?;
-        let entry = self.layout.vm_dir().join(format!("entry_{hook}"));
-        self.maps
-            .entry
-            .update(&key(0), &chain.0.to_le_bytes(), MapFlags::ANY)
-            .kernel(|| "select the test chain".into())?;
+        let (entry, chain_map) = self.test_entry(hook)?;
+        chain_map.update(&key(0), &chain.0.to_le_bytes(), MapFlags::ANY).kernel(|| "select the test chain".into())?;
         let result = self.test_run_pinned(&entry, packet, repeat);
-        let _ = self.maps.entry.update(&key(0), &0u32.to_le_bytes(), MapFlags::ANY);
+        let _ = chain_map.update(&key(0), &0u32.to_le_bytes(), MapFlags::ANY);
         result
+    }
+
+    /// The hook's test entry program (pinned) and the map that selects its chain,
+    /// loaded and pinned on first use (the caller holds the instance's lock). A
+    /// crash before the pin leaves nothing: the program goes with the process.
+    fn test_entry(&self, hook: Hook) -> Result<(std::path::PathBuf, MapHandle)> {
+        let vm = self.layout.vm_dir();
+        let pin = vm.join(format!("entry_{hook}"));
+        if !pin.exists() {
+            let obj = crate::load::load(&crate::load::LoadRequest {
+                object_name: &format!("hike_entry_{hook}"),
+                elf: crate::objects::entry(hook),
+                vm_dir: &vm,
+                maps: crate::load::Maps::Pin(&|_| None),
+                programs: &["hike_entry".to_owned()],
+            })?;
+            let mut prog = obj.progs_mut().find(|p| p.name() == "hike_entry").ok_or_else(|| {
+                RuntimeError::BadObject { name: "hike_entry".into(), reason: "program missing after load".into() }
+            })?;
+            prog.pin(&pin).kernel(|| format!("pin {}", pin.display()))?;
+        }
+        let map = MapHandle::from_pinned_path(vm.join("hike_entry_map")).kernel(|| "open hike_entry_map".into())?;
+        Ok((pin, map))
     }
 
     /// Runs `packet` through a loader instance's program, as if it had arrived on
