@@ -68,8 +68,8 @@ fn run(args: &Args) -> Result<bool> {
          (release build, from a file:// registry holding the first-party packages, onto a veth in a network \
          namespace) against the same work by hand: the same {} clang commands (made by the same `ebpkg_build` \
          function, run one after another as a script runs them), `bpftool prog loadall` of the objects of the {} \
-         registered programs and of the loader, `bpftool map update` of the VM's program array for each program, \
-         and `bpftool net attach` of the loader (in a mount namespace of its own with a fresh bpffs). Cold: ebpkg's \
+         registered programs, of the loader and of the VM's continuation (which HIKe programs need), `bpftool map \
+         update` of the VM's program array for each program, and `bpftool net attach` of the loader (in a mount namespace of its own with a fresh bpffs). Cold: ebpkg's \
          build cache emptied first (the sources stay unpacked, `vmlinux.h` generated); warm: a reinstall after `ebpkg \
          uninstall`, against the loads alone. ebpkg compiles with as many clang processes as CPUs (2 here). Median \
          (min–max) of {rounds} interleaved rounds after a warm-up.\n",
