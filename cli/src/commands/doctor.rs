@@ -34,21 +34,36 @@ fn check(name: &'static str, ok: bool, found: String, fix: &str) -> Check {
     Check { name, status: if ok { "ok" } else { "fail" }, found, fix: (!ok).then(|| fix.to_owned()) }
 }
 
-/// The minimum kernel: BPF links for XDP and tcx for TC attachments.
-const MIN_KERNEL: (u32, u32) = (6, 6);
+/// The oldest kernel HIKe is proven on (`ci/test-kernels`: Debian 12's 6.1), and
+/// the first with tcx links, which TC attachments need.
+const MIN_KERNEL: (u32, u32) = (6, 1);
+const TCX_KERNEL: (u32, u32) = (6, 6);
 
 pub fn run(ctx: &Ctx, args: DoctorArgs) -> Result<ExitCode> {
     let mut checks = Vec::new();
 
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
     let version = ebpkg_spec::types::KernelVersion::from_uname(&release);
-    let new_enough = version.as_ref().is_some_and(|v| (u32::from(v.major), u32::from(v.minor)) >= MIN_KERNEL);
-    checks.push(check(
-        "kernel",
-        new_enough,
-        format!("Linux {release}"),
-        &format!("HIKe needs Linux {}.{} or newer (tcx links and BPF links for XDP)", MIN_KERNEL.0, MIN_KERNEL.1),
-    ));
+    let v = version.as_ref().map(|v| (u32::from(v.major), u32::from(v.minor)));
+    let new_enough = v.is_some_and(|v| v >= MIN_KERNEL);
+    if new_enough && v.is_some_and(|v| v < TCX_KERNEL) {
+        checks.push(Check {
+            name: "kernel",
+            status: "warn",
+            found: format!("Linux {release}"),
+            fix: Some(format!(
+                "XDP loaders work here; attaching a loader to TC needs Linux {}.{} or newer (tcx links)",
+                TCX_KERNEL.0, TCX_KERNEL.1
+            )),
+        });
+    } else {
+        checks.push(check(
+            "kernel",
+            new_enough,
+            format!("Linux {release}"),
+            &format!("HIKe needs Linux {}.{} or newer", MIN_KERNEL.0, MIN_KERNEL.1),
+        ));
+    }
 
     let btf = std::path::Path::new(ebpkg_build::KERNEL_BTF);
     checks.push(check(

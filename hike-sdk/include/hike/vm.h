@@ -137,9 +137,15 @@ __hike_inline void *hike_mem(HIKE_CTX *ctx, struct hike_state *st, __s32 bank, _
 		return p;
 	}
 	if (bank == HIKE_BANK_STACK) {
+		__u64 off = addr & (HIKE_FRAME_SIZE - 1);
+
 		if (addr > HIKE_FRAME_SIZE - size)
 			return 0;
-		return &st->stack[((st->depth & (HIKE_MAX_DEPTH - 1)) * HIKE_FRAME_SIZE) + (addr & (HIKE_FRAME_SIZE - 1))];
+		/* Hidden from the compiler, which would otherwise join the frame's base
+		 * and the offset with `|` (their bits do not overlap): older verifiers
+		 * (Linux 6.1's) forget every bound through `|` with a register operand. */
+		asm volatile("" : "+r"(off));
+		return &st->stack[((st->depth & (HIKE_MAX_DEPTH - 1)) * HIKE_FRAME_SIZE) + off];
 	}
 	if (bank == HIKE_BANK_SCRATCH) {
 		if (addr > HIKE_SCRATCH_SIZE - size)

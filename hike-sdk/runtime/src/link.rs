@@ -60,12 +60,33 @@ pub fn attach_and_pin(prog: &Path, ifindex: u32, mode: AttachMode, pin: &Path) -
             tracing::warn!(ifindex, "the driver refused XDP in driver mode ({driver}); attached in generic mode");
             link
         }
+        Err(e) if matches!(mode, AttachMode::TcIngress | AttachMode::TcEgress) && !has_tcx() => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}: attaching to TC needs Linux 6.6 or newer (tcx links), and this kernel is {}; \
+                     attach to XDP instead, or upgrade the kernel",
+                    kernel_release()
+                ),
+            ));
+        }
         other => other?,
     };
     let c = c_path(pin)?;
     // SAFETY: the fd is valid and `c` is NUL-terminated.
     check(unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), c.as_ptr()) })?;
     Ok(())
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(|_| "unknown".into(), |r| r.trim().to_owned())
+}
+
+/// Whether the running kernel has tcx links (Linux 6.6).
+fn has_tcx() -> bool {
+    let release = kernel_release();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (6, 6)
 }
 
 /// Whether an attach error is the driver's refusal of driver mode, after which

@@ -2,7 +2,7 @@
 //! every operation works with.
 
 use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hike_bytecode::Hook;
@@ -82,6 +82,7 @@ impl Runtime {
     /// only the budget is updated). Refuses a root made by another ABI version.
     pub fn init(root: &Path, opts: InitOptions) -> Result<Runtime> {
         check_bpffs(root)?;
+        let existed = root.exists();
         std::fs::create_dir_all(root).io("cannot create the HIKe root", root)?;
         let layout = Layout::new(root);
         let _lock = DirLock::acquire(root).io("cannot lock", root)?;
@@ -101,8 +102,13 @@ impl Runtime {
         match create_vm(&layout, &opts) {
             Ok(()) => Runtime::open_locked(root),
             Err(e) => {
-                // Leave the root as it was: nothing half-made.
+                // Leave the root as it was: nothing half-made, and no empty root
+                // directory where there was none (one that is not a HIKe root,
+                // which later commands would refuse to remove).
                 let _ = remove_tree(&vm);
+                if !existed {
+                    let _ = std::fs::remove_dir(root);
+                }
                 Err(e)
             }
         }
@@ -318,6 +324,26 @@ pub(crate) fn remove_tree(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Loads one of the runtime's own programs (`program` of `elf`) into the instance
+/// whose VM maps are in `vm`: the maps it declares are shared by name, created
+/// when missing.
+pub(crate) fn load_vm_program(vm: &Path, hook: Hook, elf: &[u8], program: &str) -> Result<libbpf_rs::Object> {
+    load::load(&LoadRequest {
+        object_name: &format!("{program}_{hook}"),
+        elf,
+        vm_dir: vm,
+        maps: load::Maps::Pin(&|_| None),
+        programs: &[program.to_owned()],
+    })
+}
+
+/// Program `name` of a loaded object.
+pub(crate) fn vm_program<'o>(obj: &'o mut libbpf_rs::Object, name: &str) -> Result<libbpf_rs::ProgramMut<'o>> {
+    obj.progs_mut()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| RuntimeError::BadObject { name: name.into(), reason: "program missing after load".into() })
+}
+
 /// Creates and pins the VM maps, the continuation programs, the record maps, and
 /// last the configuration that marks the instance as ready. The test entry
 /// programs are loaded by the first test run that needs them
@@ -325,32 +351,16 @@ pub(crate) fn remove_tree(path: &Path) -> std::io::Result<()> {
 fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
     let vm = layout.vm_dir();
     for hook in [Hook::Xdp, Hook::Tc] {
-        for (object, program, pin) in [(objects::continuation(hook), "hike_cont", format!("cont_{hook}"))] {
-            let obj = load::load(&LoadRequest {
-                object_name: &format!("{program}_{hook}"),
-                elf: object,
-                vm_dir: &vm,
-                maps: load::Maps::Pin(&|_| None),
-                programs: &[program.to_owned()],
-            })?;
-            let mut prog = obj.progs_mut().find(|p| p.name() == program).ok_or_else(|| RuntimeError::BadObject {
-                name: program.into(),
-                reason: "program missing after load".into(),
-            })?;
-            crate::crashpoint::hit("init-loaded");
-            let pin_path: PathBuf = vm.join(&pin);
-            prog.pin(&pin_path).kernel(|| format!("pin {}", pin_path.display()))?;
-            crate::crashpoint::hit("init-pinned");
-            if program == "hike_cont" {
-                let progs = MapHandle::from_pinned_path(vm.join(format!("hike_progs_{hook}")))
-                    .kernel(|| format!("open hike_progs_{hook}"))?;
-                let fd = prog.as_fd();
-                let raw = std::os::fd::AsRawFd::as_raw_fd(&fd) as u32;
-                progs
-                    .update(&key(0), &raw.to_le_bytes(), MapFlags::ANY)
-                    .kernel(|| "register the continuation".into())?;
-            }
-        }
+        let mut obj = load_vm_program(&vm, hook, objects::continuation(hook), "hike_cont")?;
+        let mut prog = vm_program(&mut obj, "hike_cont")?;
+        crate::crashpoint::hit("init-loaded");
+        let pin_path = vm.join(format!("cont_{hook}"));
+        prog.pin(&pin_path).kernel(|| format!("pin {}", pin_path.display()))?;
+        crate::crashpoint::hit("init-pinned");
+        let progs = MapHandle::from_pinned_path(vm.join(format!("hike_progs_{hook}")))
+            .kernel(|| format!("open hike_progs_{hook}"))?;
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&prog.as_fd()) as u32;
+        progs.update(&key(0), &raw.to_le_bytes(), MapFlags::ANY).kernel(|| "register the continuation".into())?;
     }
     crate::clock::create(&vm)?;
     let opts_create = libbpf_rs::libbpf_sys::bpf_map_create_opts {

@@ -75,16 +75,8 @@ impl Runtime {
         let vm = self.layout.vm_dir();
         let pin = vm.join(format!("entry_{hook}"));
         if !pin.exists() {
-            let obj = crate::load::load(&crate::load::LoadRequest {
-                object_name: &format!("hike_entry_{hook}"),
-                elf: crate::objects::entry(hook),
-                vm_dir: &vm,
-                maps: crate::load::Maps::Pin(&|_| None),
-                programs: &["hike_entry".to_owned()],
-            })?;
-            let mut prog = obj.progs_mut().find(|p| p.name() == "hike_entry").ok_or_else(|| {
-                RuntimeError::BadObject { name: "hike_entry".into(), reason: "program missing after load".into() }
-            })?;
+            let mut obj = crate::runtime::load_vm_program(&vm, hook, crate::objects::entry(hook), "hike_entry")?;
+            let mut prog = crate::runtime::vm_program(&mut obj, "hike_entry")?;
             prog.pin(&pin).kernel(|| format!("pin {}", pin.display()))?;
         }
         let map = MapHandle::from_pinned_path(vm.join("hike_entry_map")).kernel(|| "open hike_entry_map".into())?;
