@@ -21,7 +21,7 @@
 //!         Ok(match pkg.name.as_str() {
 //!             "net" => ["1.0.0", "1.1.0", "2.0.0"]
 //!                 .iter()
-//!                 .map(|v| Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: vec![] })
+//!                 .map(|v| Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: Arc::from([]) })
 //!                 .collect(),
 //!             _ => Arc::from([]),
 //!         })
