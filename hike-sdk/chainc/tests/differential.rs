@@ -132,6 +132,12 @@ fn script(e: &E, v: &[u64; 4]) -> String {
     )
 }
 
+/// Whether the compiler refuses `src` for needing more registers than the VM has.
+fn beyond_registers(src: &str) -> bool {
+    matches!(hike_chainc::compile(src, "expr.eclat", &hike_chainc::CompileEnv::new()),
+        Err(d) if d.render().contains("error[E304]"))
+}
+
 /// Compiles `src` (no packages) and runs its first chain on the reference
 /// interpreter.
 fn interpret(src: &str, file: &str) -> Result<(hike_chainc::Artifact, hike_bytecode::Run), TestCaseError> {
@@ -152,6 +158,10 @@ proptest! {
     #[test]
     fn compiled_expressions_equal_direct_evaluation(e in expr(), v in any::<[u64; 4]>()) {
         let src = script(&e, &v);
+        // An expression needing more registers than the VM has is refused by design
+        // (E304, "split it into steps"): not a miscompilation. Too many such cases
+        // fail the test (proptest's limit on rejected cases).
+        prop_assume!(!beyond_registers(&src));
         let (art, run) = interpret(&src, "expr.eclat")?;
         prop_assert_eq!(run.ending, hike_bytecode::Ending::Returned, "{}", src);
         prop_assert_eq!(run.regs[0], e.eval(&v), "{}\n{}", src, art.chains[0].disassemble(&src));
