@@ -7,12 +7,12 @@
 //! p99 ≤ 10 ms at 64 connections (index files).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use ebpkg_registry::testing::{key_registration, pack_with, signed_publish_body};
-use ebpkg_registry_testing::{Nginx, Postgres, free_port, wait_listening};
+use ebpkg_registry_testing::{Nginx, Postgres, ServedRegistry, free_port};
 
 struct Args {
     server: PathBuf,
@@ -44,19 +44,6 @@ fn parse_args() -> Result<Args> {
         }
     }
     Ok(args)
-}
-
-/// The server binary, running.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn admin(server: &Path, db_url: &str, args: &[&str]) -> Result<String> {
@@ -135,19 +122,12 @@ fn main() -> Result<()> {
     admin(&args.server, &db.url(), &["migrate"])?;
     admin(&args.server, &db.url(), &["user", "create", "bench"])?;
     let token = admin(&args.server, &db.url(), &["token", "create", "--user", "bench"])?.trim().to_owned();
-    let port = free_port()?;
-    let child = Command::new(&args.server)
-        .args(["--database-url", &db.url(), "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--storage")
-        .arg(format!("file://{}", blobs.path().display()))
-        .args(["--ip-rate-per-minute", "0", "--new-package-burst", "100000", "--new-version-burst", "100000"])
-        .args(["--db-pool", "16", "serve"])
-        .env("EBPKG_REGISTRY_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let served = Served { child, url: format!("http://127.0.0.1:{port}/") };
-    wait_listening(port, "ebpkg-registry", Duration::from_secs(30))?;
+    let served = ServedRegistry::start(
+        &args.server,
+        &db.url(),
+        blobs.path(),
+        &["--new-package-burst", "100000", "--new-version-burst", "100000", "--db-pool", "16"],
+    )?;
 
     // Publishes per second: 8 publishers, 25 new packages each, signed (the
     // server verifies every signature, as in production).

@@ -211,3 +211,41 @@ pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> Result<(u16, Ve
     let body = answer.windows(4).position(|w| w == b"\r\n\r\n").map_or_else(Vec::new, |at| answer[at + 4..].to_vec());
     Ok((status, body))
 }
+
+/// An `ebpkg-registry` binary serving on a free loopback port, killed on drop
+/// (the benchmarks run the release binary as a separate process).
+pub struct ServedRegistry {
+    pub child: Child,
+    /// `http://127.0.0.1:<port>/`
+    pub url: String,
+}
+
+impl ServedRegistry {
+    /// Starts `server serve` over `database_url`, blobs in `storage`, no per-IP
+    /// rate limit, `extra` arguments before `serve`; returns once it listens.
+    pub fn start(server: &Path, database_url: &str, storage: &Path, extra: &[&str]) -> Result<ServedRegistry> {
+        let port = free_port()?;
+        let child = Command::new(server)
+            .args(["--database-url", database_url, "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--storage")
+            .arg(format!("file://{}", storage.display()))
+            .args(["--ip-rate-per-minute", "0"])
+            .args(extra)
+            .arg("serve")
+            .env("EBPKG_REGISTRY_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(io(format!("starting {}", server.display())))?;
+        let served = ServedRegistry { child, url: format!("http://127.0.0.1:{port}/") };
+        wait_listening(port, "ebpkg-registry", Duration::from_secs(30))?;
+        Ok(served)
+    }
+}
+
+impl Drop for ServedRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -8,11 +8,11 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use ebpkg_registry_testing::{Postgres, free_port, wait_listening};
+use ebpkg_registry_testing::{Postgres, ServedRegistry};
 use serde::Serialize;
 
 use super::process;
@@ -158,8 +158,18 @@ pub struct SizeResult {
     pub explanation: String,
 }
 
+/// Reads every file under `dir` (the floor), returning how many bytes.
 fn read_all(dir: &Path) -> Result<u64> {
     let mut total = 0;
+    for_each_file(dir, |path| {
+        total += std::fs::read(path)?.len() as u64;
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+/// Calls `f` with every file under `dir`.
+fn for_each_file(dir: &Path, mut f: impl FnMut(&Path) -> Result<()>) -> Result<()> {
     let mut todo = vec![dir.to_owned()];
     while let Some(d) = todo.pop() {
         for e in std::fs::read_dir(&d)? {
@@ -167,11 +177,11 @@ fn read_all(dir: &Path) -> Result<u64> {
             if e.file_type()?.is_dir() {
                 todo.push(e.path());
             } else {
-                total += std::fs::read(e.path())?.len() as u64;
+                f(&e.path())?;
             }
         }
     }
-    Ok(total)
+    Ok(())
 }
 
 /// One `ebpkg lock` from scratch in `dir` (with `flags`): (ms, succeeded, stderr,
@@ -272,20 +282,6 @@ pub struct HttpResult {
     pub locked: usize,
 }
 
-/// A registry server for the benchmark: PostgreSQL and `ebpkg-registry` on
-/// loopback, stopped on drop.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `ebpkg lock` against `ebpkg-registry` (`server`) serving the `n`-package
 /// registry: cold once, then warm (revalidating) and offline in alternating rounds.
 pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<HttpResult> {
@@ -318,18 +314,7 @@ pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<
     ))?;
     let blobs = dir.path().join("blobs");
     std::fs::create_dir_all(&blobs)?;
-    let port = free_port()?;
-    let child = Command::new(server)
-        .args(["--database-url", &db.url(), "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--storage")
-        .arg(format!("file://{}", blobs.display()))
-        .args(["--ip-rate-per-minute", "0", "--db-pool", "16", "serve"])
-        .env("EBPKG_REGISTRY_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let served = Served { child, url: format!("http://127.0.0.1:{port}/") };
-    wait_listening(port, "ebpkg-registry", Duration::from_secs(30))?;
+    let served = ServedRegistry::start(server, &db.url(), &blobs, &["--db-pool", "16"])?;
     let env = ebpkg_env(&served.url, dir.path());
     let ok = dir.path().join("ok");
     project(&ok, n, false)?;
@@ -368,17 +353,10 @@ pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<
 /// Every index file under `dir`: (file name, text).
 fn index_files(dir: &Path) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    let mut todo = vec![dir.to_owned()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                todo.push(e.path());
-            } else {
-                let name = e.file_name().to_str().context("index file name")?.to_owned();
-                out.push((name, std::fs::read_to_string(e.path())?));
-            }
-        }
-    }
+    for_each_file(dir, |path| {
+        let name = path.file_name().and_then(|n| n.to_str()).context("index file name")?.to_owned();
+        out.push((name, std::fs::read_to_string(path)?));
+        Ok(())
+    })?;
     Ok(out)
 }
