@@ -23,15 +23,25 @@ impl Ui {
 
     /// `   Resolving net, meter` — a right-aligned verb, like cargo.
     pub fn status(&self, verb: &str, msg: impl std::fmt::Display) {
+        self.statuses([(verb, msg)]);
+    }
+
+    /// Several status lines, written at once: a resolution can lock thousands of
+    /// packages, and stderr is unbuffered.
+    pub fn statuses<'v, M: std::fmt::Display>(&self, lines: impl IntoIterator<Item = (&'v str, M)>) {
+        use std::fmt::Write as _;
         if self.quiet {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        if self.color {
-            let _ = writeln!(err, "\x1b[1;32m{verb:>12}\x1b[0m {msg}");
-        } else {
-            let _ = writeln!(err, "{verb:>12} {msg}");
+        let mut text = String::new();
+        for (verb, msg) in lines {
+            let _ = if self.color {
+                writeln!(text, "\x1b[1;32m{verb:>12}\x1b[0m {msg}")
+            } else {
+                writeln!(text, "{verb:>12} {msg}")
+            };
         }
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
     }
 
     pub fn warn(&self, msg: impl std::fmt::Display) {

@@ -10,6 +10,7 @@
 //! <root>/vmlinux/<btf sha256>/vmlinux.h          headers generated from a kernel's BTF
 //! <root>/sdk/<sdk sha256>/include/hike/*.h       the HIKe SDK headers builds include
 //! <root>/index/<16 hex of the URL>/<index path>   HTTP registries' index files, with their ETag
+//! <root>/index/<16 hex of the URL>.resolution      directory registries' index files as resolutions parsed them
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,13 @@ use semver::Version;
 
 use crate::PackageName;
 use crate::types::{KeyId, Sha256Digest};
+
+/// A registry's name in cache paths: its canonical URL's digest, shortened.
+fn registry_id(registry_url: &str) -> String {
+    let mut digest = Sha256Digest::of(registry_url.as_bytes()).to_hex();
+    digest.truncate(16);
+    digest
+}
 
 /// The layout of one cache directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +42,7 @@ pub enum CachePart {
     Sources,
     /// Built objects, generated `vmlinux.h` files and SDK headers.
     Builds,
-    /// Index files of HTTP registries.
+    /// Index files of HTTP registries, and what resolutions parsed of directory registries' ones.
     Indexes,
 }
 
@@ -60,8 +68,13 @@ impl CacheLayout {
     /// The cached index file at `index_path` of the HTTP registry `registry_url`
     /// (its canonical URL): one directory per registry, named by its URL's digest.
     pub fn http_index(&self, registry_url: &str, index_path: &str) -> PathBuf {
-        let digest = Sha256Digest::of(registry_url.as_bytes()).to_hex();
-        self.root.join("index").join(&digest[..16]).join(index_path)
+        self.root.join("index").join(registry_id(registry_url)).join(index_path)
+    }
+
+    /// The parsed index files of the directory registry `registry_url` (its
+    /// canonical URL), kept for later resolutions.
+    pub fn resolution_cache(&self, registry_url: &str) -> PathBuf {
+        self.root.join("index").join(format!("{}.resolution", registry_id(registry_url)))
     }
 
     pub fn archives(&self) -> PathBuf {

@@ -27,8 +27,8 @@ pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
 pub use http_registry::{HttpRegistry, OpenOptions, Progress, github_actions_oidc_token};
 pub use mirror::{MirrorReport, mirror};
 pub use registry::{
-    IndexText, KeyRecord, MatchedOn, NewTrustedPublisher, Owner, PublishSignature, PublisherKey, Registry, SearchHit,
-    SignedVersion, TrustedPublisher, open_registry, warn_skipped_line,
+    IndexFingerprint, IndexText, KeyRecord, MatchedOn, NewTrustedPublisher, Owner, PublishSignature, PublisherKey,
+    Registry, SearchHit, SignedVersion, TrustedPublisher, open_registry, warn_skipped_line,
 };
 pub use tuf::{TufTrust, check_root as check_tuf_root};
 pub use url::{RegistryKind, RegistryUrl};

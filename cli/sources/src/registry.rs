@@ -27,6 +27,16 @@ pub trait Registry: Send + Sync {
     /// matched in normalized form (`my_pkg` finds `my-pkg`). `None`: no such package.
     fn index_text(&self, name: &PackageName) -> Result<Option<IndexText>>;
 
+    /// What identifies the current contents of `name`'s index file without reading
+    /// it, for caches of what was parsed from it: equal fingerprints mean equal
+    /// contents. `None` (the default): this registry cannot tell, or not safely
+    /// now (a file changed too recently, or index files are checked against TUF
+    /// metadata on every read), so the file must be read.
+    fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
+        let _ = name;
+        Ok(None)
+    }
+
     /// Every published version of a package, in publication order, yanked ones
     /// included; the entries carry the name as published. A damaged line costs
     /// only itself, with a warning. `None`: no such package.
@@ -135,6 +145,48 @@ pub struct IndexText {
     pub bytes: Vec<u8>,
     /// Where it was read from (a path or a URL), for messages about its lines.
     pub origin: String,
+}
+
+/// The identity of an index file's contents as a file system tells it: device,
+/// inode, size, and modification and change times. Any write to the file, or its
+/// replacement by a rename, changes the change time (which no user can set back),
+/// so equal fingerprints mean equal bytes, provided the file was not written
+/// within the file system's timestamp granularity of being fingerprinted (which
+/// [`Registry::index_fingerprint`] refuses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IndexFingerprint {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl IndexFingerprint {
+    /// The size of [`IndexFingerprint::to_bytes`].
+    pub const BYTES: usize = 56;
+
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut out = [0; Self::BYTES];
+        out[..8].copy_from_slice(&self.dev.to_le_bytes());
+        out[8..16].copy_from_slice(&self.ino.to_le_bytes());
+        out[16..24].copy_from_slice(&self.size.to_le_bytes());
+        out[24..40].copy_from_slice(&self.mtime_ns.to_le_bytes());
+        out[40..].copy_from_slice(&self.ctime_ns.to_le_bytes());
+        out
+    }
+
+    pub fn from_bytes(b: &[u8; Self::BYTES]) -> IndexFingerprint {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let i128_at = |i: usize| i128::from_le_bytes(b[i..i + 16].try_into().unwrap_or_default());
+        IndexFingerprint {
+            dev: u64_at(0),
+            ino: u64_at(8),
+            size: u64_at(16),
+            mtime_ns: i128_at(24),
+            ctime_ns: i128_at(40),
+        }
+    }
 }
 
 /// Says that a line of an index file is left out, and what to do about it.

@@ -35,13 +35,12 @@ impl Resolved {
             return Ok(Locked { lock: self.lock, written: false });
         }
         let before = self.old.unwrap_or_default();
-        for line in diff(&before, &self.lock).lines() {
-            match line.split_once(' ') {
-                Some(("+", rest)) => ctx.ui.status("Locking", rest),
-                Some(("-", rest)) => ctx.ui.status("Removing", rest),
-                _ => {}
-            }
-        }
+        let changes = diff(&before, &self.lock);
+        ctx.ui.statuses(changes.lines().filter_map(|line| match line.split_once(' ') {
+            Some(("+", rest)) => Some(("Locking", rest)),
+            Some(("-", rest)) => Some(("Removing", rest)),
+            _ => None,
+        }));
         let written = project.write_lockfile(&self.lock)?;
         Ok(Locked { lock: self.lock, written })
     }

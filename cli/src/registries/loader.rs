@@ -12,57 +12,55 @@
 //!
 //! Only the lines' versions, yanked flags and dependencies are parsed here
 //! ([`ebpkg_spec::index::parse_versions`]); the rest of a line is read when its
-//! version is chosen ([`LoadedIndex::entry`]).
+//! version is chosen ([`LoadedIndex::entry`]). What was parsed of a directory
+//! registry's files is kept for the next command ([`ebpkg_resolution_cache`]),
+//! which reads an index file again only if it changed.
 
 use std::collections::{HashMap, VecDeque};
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::Result;
+use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches};
 use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
-use ebpkg_sources::{IndexText, Registry, RegistryKind, RegistryUrl};
+use ebpkg_sources::{Registry, RegistryKind, RegistryUrl};
 use ebpkg_spec::PackageName;
-use ebpkg_spec::index::{IndexEntry, IndexError, parse_versions};
-use semver::Version;
+use ebpkg_spec::index::{IndexError, parse_versions};
 
-/// A package's index as a resolution reads it.
-pub struct LoadedIndex {
-    text: IndexText,
-    /// The usable lines, in file order.
-    lines: Vec<Line>,
-    /// The resolver's view of those lines, in the same order.
-    pub candidates: Arc<[Candidate]>,
-    /// Lines left out, to warn about when the resolver uses this package.
-    pub problems: Vec<IndexError>,
-}
-
-struct Line {
-    bytes: Range<usize>,
-    line_no: usize,
-}
-
-impl LoadedIndex {
-    /// Where the file was read from, for messages.
-    pub fn origin(&self) -> &str {
-        &self.text.origin
-    }
-
-    /// The whole entry of `version`, every field checked. `None`: no usable line
-    /// has that version; `Some(Err)`: its line is damaged beyond what resolution read.
-    pub fn entry(&self, version: &Version) -> Option<Result<IndexEntry, IndexError>> {
-        let k = self.candidates.iter().position(|c| c.version == *version)?;
-        let line = &self.lines[k];
-        let text = std::str::from_utf8(&self.text.bytes[line.bytes.clone()])
-            .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });
-        Some(text.and_then(|text| IndexEntry::parse_chosen(text, line.line_no, version)))
-    }
-}
-
-/// Reads `name`'s index file from `registry` (at `url`) and parses what resolution
-/// needs. `default` is the command's default registry, which requirements name as
+/// `name`'s index in `registry` (at `url`): from the resolution cache when its
+/// file is unchanged, else read and parsed (and kept in the cache when it can
+/// be). `default` is the command's default registry, which requirements name as
 /// `None`.
 pub fn load(
+    registry: &dyn Registry,
+    url: &RegistryUrl,
+    default: &RegistryUrl,
+    caches: &ResolutionCaches,
+    name: &PackageName,
+) -> Result<Option<Arc<LoadedIndex>>> {
+    let cache = match registry.index_fingerprint(name)? {
+        Some(fingerprint) => {
+            let cache = caches.registry(url);
+            if let Some(index) = cache.get(name, &fingerprint) {
+                return Ok(Some(Arc::new(index)));
+            }
+            Some((cache, fingerprint))
+        }
+        None => None,
+    };
+    let Some(index) = parse(registry, url, default, name)?.map(Arc::new) else { return Ok(None) };
+    if let Some((cache, fingerprint)) = cache
+        && index.problems.is_empty()
+        // The file did not change while it was read: what was parsed is what the fingerprint names.
+        && registry.index_fingerprint(name)? == Some(fingerprint)
+    {
+        cache.remember(name, fingerprint, Arc::clone(&index));
+    }
+    Ok(Some(index))
+}
+
+/// Reads `name`'s index file from `registry` (at `url`) and parses what resolution needs.
+fn parse(
     registry: &dyn Registry,
     url: &RegistryUrl,
     default: &RegistryUrl,
@@ -95,7 +93,7 @@ pub fn load(
         candidates.push(Candidate { version: line.vers, yanked: line.yanked, deps });
     }
     drop(shared);
-    Ok(Some(LoadedIndex { text, lines, candidates: candidates.into(), problems }))
+    Ok(Some(LoadedIndex::parsed(text.origin, text.bytes, lines, candidates.into(), problems)))
 }
 
 /// The requirements of a line from registry `from`, as the resolver takes them.
@@ -148,6 +146,7 @@ struct Job {
 
 struct Shared {
     default: RegistryUrl,
+    caches: ResolutionCaches,
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     queue: Mutex<VecDeque<Job>>,
     work: Condvar,
@@ -177,8 +176,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Loader {
-    pub fn new(default: RegistryUrl) -> Loader {
+    /// A loader for a command whose default registry is `default`, with its
+    /// resolution caches in `cache_dir`.
+    pub fn new(default: RegistryUrl, cache_dir: &std::path::Path) -> Loader {
         let shared = Shared {
+            caches: ResolutionCaches::new(cache_dir, default.clone()),
             default,
             slots: Mutex::default(),
             queue: Mutex::default(),
@@ -215,8 +217,8 @@ impl Loader {
         }
         *state = State::Loading;
         drop(state);
-        let index = match load(registry.as_ref(), url, &self.shared.default, name) {
-            Ok(index) => index.map(Arc::new),
+        let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name) {
+            Ok(index) => index,
             Err(e) => {
                 finish(&slot, State::Failed);
                 return Err(e);
@@ -265,6 +267,7 @@ impl Drop for Loader {
         self.shared.stop.store(true, Ordering::Relaxed);
         lock(&self.shared.queue).clear();
         self.shared.work.notify_all();
+        self.shared.caches.save();
     }
 }
 
@@ -323,9 +326,8 @@ fn work(shared: &Shared) {
             }
             *state = State::Loading;
         }
-        match load(job.registry.as_ref(), &job.url, &shared.default, &job.name) {
+        match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name) {
             Ok(index) => {
-                let index = index.map(Arc::new);
                 finish(&job.slot, State::Loaded(index.clone()));
                 if let Some(index) = index {
                     next_jobs(shared, &job.registry, &job.url, &index);

@@ -58,7 +58,7 @@ impl<'c> Registries<'c> {
         Ok(Registries {
             config,
             offline,
-            loader: loader::Loader::new(default.clone()),
+            loader: loader::Loader::new(default.clone(), config.cache_dir()),
             default,
             opened: RefCell::default(),
             indexes: RefCell::default(),

@@ -46,7 +46,7 @@ pub use publish::Imported;
 use crate::atomic::TEMP_PREFIX;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
-use crate::registry::{IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
+use crate::registry::{IndexFingerprint, IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// The file marking a directory as a registry.
@@ -398,6 +398,17 @@ impl Registry for FileRegistry {
         Ok(Some(IndexText { bytes, origin: path.display().to_string() }))
     }
 
+    fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
+        // With TUF, every read is checked against the metadata: nothing is taken on trust from a cache.
+        if self.tuf.is_some() {
+            return Ok(None);
+        }
+        self.require_registry_once()?;
+        let path = self.index_dir().join(index_path(name.as_str()));
+        let Ok(meta) = fs::symlink_metadata(&path) else { return Ok(None) };
+        Ok(settled_fingerprint(&meta, std::time::SystemTime::now()))
+    }
+
     fn names(&self) -> Result<Vec<PackageName>> {
         self.require_registry()?;
         self.list_names()
@@ -529,9 +540,55 @@ fn dash_variants(s: &str) -> Vec<String> {
     out
 }
 
+/// How long after its last change a file's fingerprint is trusted: a write within
+/// the file system's timestamp granularity (2 s on the coarsest, FAT) of the last
+/// one could leave every timestamp as it was.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The fingerprint of a regular file last changed at least [`SETTLE`] before `now`.
+fn settled_fingerprint(meta: &fs::Metadata, now: std::time::SystemTime) -> Option<IndexFingerprint> {
+    use std::os::unix::fs::MetadataExt;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let ns = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
+    let ctime_ns = ns(meta.ctime(), meta.ctime_nsec());
+    let now_ns = now.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    let settled_before = i128::try_from(now_ns.checked_sub(SETTLE.as_nanos())?).ok()?;
+    (ctime_ns <= settled_before).then(|| IndexFingerprint {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        ctime_ns,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_is_given_only_once_a_file_settled_and_changes_with_any_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"one").unwrap();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let now = std::time::SystemTime::now();
+        assert_eq!(settled_fingerprint(&meta, now), None, "changed just now: not trusted yet");
+        let later = now + SETTLE + std::time::Duration::from_millis(10);
+        let first = settled_fingerprint(&meta, later).unwrap();
+        assert_eq!(first.size, 3);
+        assert_eq!(IndexFingerprint::from_bytes(&first.to_bytes()), first);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // Same size, written in place: the change time moves.
+        fs::write(&path, b"two").unwrap();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let second = settled_fingerprint(&meta, later + std::time::Duration::from_secs(1)).unwrap();
+        assert_ne!(first, second);
+        let dir_meta = fs::symlink_metadata(dir.path()).unwrap();
+        assert_eq!(settled_fingerprint(&dir_meta, later), None, "not a regular file");
+    }
 
     #[test]
     fn dash_variants_cover_both_spellings() {

@@ -1,0 +1,327 @@
+//! One command's caches, one per directory registry it reads: looked up as the
+//! resolver asks for packages, written back at the end with what was parsed afresh.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ebpkg_sources::{IndexFingerprint, RegistryUrl};
+use ebpkg_spec::PackageName;
+
+use crate::format::{Record, Stored, decode, encode, read_directory, write_file};
+use crate::loaded::LoadedIndex;
+
+/// Larger files are neither read nor written: a registry that big is read
+/// directly (records kept from earlier commands are dropped first).
+const MAX_FILE_BYTES: u64 = 1 << 30;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A thread that panicked holding it left a list of records, still whole.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The caches of every directory registry one command reads.
+pub struct ResolutionCaches {
+    layout: ebpkg_spec::cache_layout::CacheLayout,
+    /// The command's default registry, which requirements name as `None`.
+    default: RegistryUrl,
+    by_registry: Mutex<HashMap<String, Arc<RegistryCache>>>,
+}
+
+impl ResolutionCaches {
+    pub fn new(cache_dir: &Path, default: RegistryUrl) -> ResolutionCaches {
+        ResolutionCaches {
+            layout: ebpkg_spec::cache_layout::CacheLayout::new(cache_dir),
+            default,
+            by_registry: Mutex::default(),
+        }
+    }
+
+    /// The cache of the registry at `url`, opened on first use.
+    pub fn registry(&self, url: &RegistryUrl) -> Arc<RegistryCache> {
+        let mut by_registry = lock(&self.by_registry);
+        let cache = by_registry.entry(url.to_string()).or_insert_with(|| {
+            let path = self.layout.resolution_cache(url.as_str());
+            Arc::new(RegistryCache::open(path, url.clone(), self.default.clone()))
+        });
+        Arc::clone(cache)
+    }
+
+    /// Writes the cache of each registry whose index files were parsed afresh.
+    pub fn save(&self) {
+        for cache in lock(&self.by_registry).values() {
+            cache.save();
+        }
+    }
+}
+
+/// One registry's cache: what was read of its file, and what this command parsed
+/// afresh (to be written back by [`ResolutionCaches::save`]).
+pub struct RegistryCache {
+    path: PathBuf,
+    url: RegistryUrl,
+    default: RegistryUrl,
+    file: Option<CacheFile>,
+    fresh: Mutex<Vec<Fresh>>,
+}
+
+struct Fresh {
+    name: String,
+    fingerprint: IndexFingerprint,
+    index: Arc<LoadedIndex>,
+}
+
+/// A cache file, mapped, with its directory.
+struct CacheFile {
+    stored: Arc<Stored>,
+    records: HashMap<Box<str>, Record>,
+}
+
+impl RegistryCache {
+    fn open(path: PathBuf, url: RegistryUrl, default: RegistryUrl) -> RegistryCache {
+        let file = match CacheFile::open(&path) {
+            Ok(file) => file,
+            Err(why) => {
+                tracing::debug!("resolution cache {}: not used ({why})", path.display());
+                None
+            }
+        };
+        RegistryCache { path, url, default, file, fresh: Mutex::default() }
+    }
+
+    /// `name`'s index as cached, if its file's fingerprint is still `fingerprint`.
+    pub fn get(&self, name: &PackageName, fingerprint: &IndexFingerprint) -> Option<LoadedIndex> {
+        let file = self.file.as_ref()?;
+        let record = file.records.get(name.normalized().as_str())?;
+        if record.fingerprint != *fingerprint {
+            return None;
+        }
+        let decoded = decode(&file.stored, record.body.clone(), &self.url, &self.default);
+        if decoded.is_none() {
+            tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
+        }
+        decoded
+    }
+
+    /// Keeps `index`, parsed from a file with `fingerprint`, for the next command.
+    pub fn remember(&self, name: &PackageName, fingerprint: IndexFingerprint, index: Arc<LoadedIndex>) {
+        lock(&self.fresh).push(Fresh { name: name.normalized(), fingerprint, index });
+    }
+
+    fn save(&self) {
+        let fresh = std::mem::take(&mut *lock(&self.fresh));
+        if fresh.is_empty() {
+            return;
+        }
+        let encoded: Vec<(String, IndexFingerprint, Vec<u8>)> = fresh
+            .into_iter()
+            .filter_map(|f| Some((f.name, f.fingerprint, encode(&f.index, &self.url, &self.default)?)))
+            .collect();
+        let mut records: Vec<(&str, IndexFingerprint, &[u8])> =
+            encoded.iter().map(|(name, fp, body)| (name.as_str(), *fp, body.as_slice())).collect();
+        let mut size: u64 = records.iter().map(|r| r.2.len() as u64).sum();
+        // What earlier commands kept, unless parsed afresh now, while it fits.
+        if let Some(file) = &self.file {
+            let mut seen: HashSet<&str> = records.iter().map(|r| r.0).collect();
+            for (name, record) in &file.records {
+                let Some(body) = file.stored.bytes().get(record.body.clone()) else { continue };
+                if seen.insert(name) && size + body.len() as u64 <= MAX_FILE_BYTES {
+                    size += body.len() as u64;
+                    records.push((name, record.fingerprint, body));
+                }
+            }
+        }
+        records.sort_unstable_by_key(|r| r.0);
+        let bytes = write_file(&records);
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            tracing::debug!("resolution cache {}: {} bytes, too large to keep", self.path.display(), bytes.len());
+            return;
+        }
+        let written = self
+            .path
+            .parent()
+            .map_or(Ok(()), |dir| ebpkg_fs::create_dirs(dir, 0o700))
+            .and_then(|()| ebpkg_fs::write_atomic(&self.path, &bytes, 0o600));
+        match written {
+            Ok(()) => tracing::debug!("resolution cache {}: {} packages written", self.path.display(), records.len()),
+            // A cache that cannot be written only costs the next command the reading.
+            Err(e) => tracing::warn!("could not write the resolution cache {}: {e}", self.path.display()),
+        }
+    }
+}
+
+impl CacheFile {
+    /// `Ok(None)`: there is no cache yet.
+    fn open(path: &Path) -> Result<Option<CacheFile>, String> {
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let meta = file.metadata().map_err(|e| e.to_string())?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            return Err(format!("not a regular file of at most {MAX_FILE_BYTES} bytes"));
+        }
+        // SAFETY: the file is private to its user and ebpkg only ever replaces it
+        // by a rename, never writes it in place; every byte read from the mapping
+        // is checked as untrusted input (see the module comment).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+        let records = read_directory(&map).ok_or("not a resolution cache of this ebpkg, or damaged")?;
+        Ok(Some(CacheFile { stored: Arc::new(Stored::Mapped(map)), records }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{MAGIC, STAMP};
+    use crate::loaded::{IndexBytes, Line};
+    use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
+    use semver::{Version, VersionReq};
+
+    fn url(s: &str) -> RegistryUrl {
+        RegistryUrl::parse(s).unwrap()
+    }
+
+    fn name(s: &str) -> PackageName {
+        PackageName::new(s).unwrap()
+    }
+
+    fn fingerprint(n: u64) -> IndexFingerprint {
+        IndexFingerprint { dev: 1, ino: n, size: 10 * n, mtime_ns: 7, ctime_ns: -3 }
+    }
+
+    fn req(pkg: &str, registry: Option<&str>, text: &str) -> Requirement {
+        Requirement {
+            pkg: QualifiedName::in_registry(name(pkg), registry.map(str::to_owned)),
+            req: VersionReq::parse(text).unwrap(),
+            req_text: text.to_owned(),
+        }
+    }
+
+    /// An index of `own` (not the default registry `default`) with three lines: two
+    /// versions sharing one dependency list (one dependency in `own`, one in the
+    /// default registry, one elsewhere) and a yanked pre-release with none.
+    fn index() -> LoadedIndex {
+        let text = "{\"vers\":\"1.0.0\"}\n{\"vers\":\"1.1.0+b7\"}\n{\"vers\":\"2.0.0-rc.1\"}\n";
+        let shared: Arc<[Requirement]> = Arc::from(vec![
+            req("same_reg", Some("file:///own/"), "^1.2"),
+            req("in-default", None, ">=1, <3"),
+            req("elsewhere", Some("file:///other/"), "=0.1.0-pre"),
+        ]);
+        let none: Arc<[Requirement]> = Arc::from(Vec::new());
+        let v = |s: &str| Version::parse(s).unwrap();
+        let candidates = vec![
+            Candidate { version: v("1.0.0"), yanked: false, deps: Arc::clone(&shared) },
+            Candidate { version: v("1.1.0+b7"), yanked: false, deps: shared },
+            Candidate { version: v("2.0.0-rc.1"), yanked: true, deps: none },
+        ];
+        let lines = vec![
+            Line { bytes: 0..16, line_no: 1 },
+            Line { bytes: 17..36, line_no: 2 },
+            Line { bytes: 37..59, line_no: 3 },
+        ];
+        LoadedIndex {
+            origin: "/own/index/3/p/pkg".into(),
+            text: IndexBytes::Owned(text.as_bytes().to_vec()),
+            lines,
+            candidates: candidates.into(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Writes `index` as package `pkg` of `file:///own/` into a cache in `dir`,
+    /// for a command whose default registry is `default`.
+    fn save(dir: &Path, default: &str, pkg: &str, fp: IndexFingerprint) {
+        let caches = ResolutionCaches::new(dir, url(default));
+        caches.registry(&url("file:///own/")).remember(&name(pkg), fp, Arc::new(index()));
+        caches.save();
+    }
+
+    fn cache_file(dir: &Path) -> PathBuf {
+        ebpkg_spec::cache_layout::CacheLayout::new(dir).resolution_cache(url("file:///own/").as_str())
+    }
+
+    #[test]
+    fn a_record_reads_back_as_it_was_written_whatever_the_commands_default_registry() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), "file:///default/", "my_pkg", fingerprint(1));
+        let original = index();
+        // Read by a command whose default registry is the package's own.
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        let got = caches.registry(&url("file:///own/")).get(&name("my-pkg"), &fingerprint(1)).unwrap();
+        assert_eq!(got.origin, original.origin);
+        assert_eq!(got.text.as_slice(), original.text.as_slice());
+        assert_eq!(got.candidates.len(), 3);
+        for (g, o) in got.candidates.iter().zip(original.candidates.iter()) {
+            assert_eq!((&g.version, g.yanked), (&o.version, o.yanked));
+        }
+        let deps = &got.candidates[0].deps;
+        assert!(Arc::ptr_eq(deps, &got.candidates[1].deps), "shared lists stay shared");
+        let described: Vec<(&str, Option<&str>, &str)> =
+            deps.iter().map(|d| (d.pkg.name.as_str(), d.pkg.registry.as_deref(), d.req_text.as_str())).collect();
+        assert_eq!(
+            described,
+            [
+                ("same_reg", None, "^1.2"),
+                ("in-default", Some("file:///default/"), ">=1, <3"),
+                ("elsewhere", Some("file:///other/"), "=0.1.0-pre"),
+            ]
+        );
+        assert_eq!(deps[2].req, VersionReq::parse("=0.1.0-pre").unwrap());
+        for (g, o) in got.lines.iter().zip(&original.lines) {
+            assert_eq!((&g.bytes, g.line_no), (&o.bytes, o.line_no));
+        }
+        assert_eq!(got.line_text(1), Some("{\"vers\":\"1.1.0+b7\"}"));
+        // Another fingerprint: the file changed, the record is not used.
+        assert!(caches.registry(&url("file:///own/")).get(&name("my_pkg"), &fingerprint(2)).is_none());
+        assert!(caches.registry(&url("file:///own/")).get(&name("other"), &fingerprint(1)).is_none());
+    }
+
+    #[test]
+    fn a_save_keeps_earlier_records_and_replaces_reparsed_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), "file:///default/", "a", fingerprint(1));
+        save(dir.path(), "file:///default/", "b", fingerprint(2));
+        save(dir.path(), "file:///default/", "a", fingerprint(3));
+        let caches = ResolutionCaches::new(dir.path(), url("file:///default/"));
+        let cache = caches.registry(&url("file:///own/"));
+        assert!(cache.get(&name("a"), &fingerprint(1)).is_none());
+        assert!(cache.get(&name("a"), &fingerprint(3)).is_some());
+        assert!(cache.get(&name("b"), &fingerprint(2)).is_some());
+        // Nothing parsed afresh: nothing written.
+        let before = std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap();
+        caches.save();
+        assert_eq!(std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_cache_file_is_a_miss_never_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), "file:///default/", "pkg", fingerprint(1));
+        let path = cache_file(dir.path());
+        let good = std::fs::read(&path).unwrap();
+        let read_back = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let caches = ResolutionCaches::new(dir.path(), url("file:///default/"));
+            let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1));
+            got.map(|index| (index.candidates.len(), index.text.as_slice().to_vec()))
+        };
+        assert_eq!(read_back(&good).map(|g| g.0), Some(3));
+        for len in 0..good.len() {
+            assert_eq!(read_back(&good[..len]), None, "truncated to {len} bytes");
+        }
+        // Every single byte changed: whatever reads back stays within the file.
+        for at in 0..good.len() {
+            let mut bad = good.clone();
+            bad[at] ^= 0xa5;
+            if let Some((_, text)) = read_back(&bad) {
+                assert!(text.len() <= good.len());
+            }
+        }
+        let mut other_ebpkg = good.clone();
+        let stamp_at = MAGIC.len() + 4;
+        other_ebpkg[stamp_at + STAMP.len() - 1] ^= 1;
+        assert_eq!(read_back(&other_ebpkg), None, "written by another version of ebpkg");
+    }
+}

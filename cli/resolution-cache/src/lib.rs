@@ -1,0 +1,47 @@
+//! What resolutions parsed of a directory registry's index files, kept between
+//! commands so that a warm resolution reads no JSON.
+//!
+//! Reading and parsing the index files is most of a resolution against a large
+//! registry (10,000 packages: about 50 MB of JSON), and it is the same work every
+//! time nothing was published. So the first resolution keeps what it parsed of
+//! each file — versions, yanked flags, dependency lists, and the file's text for
+//! the versions later chosen — with the file's [`IndexFingerprint`](ebpkg_sources::IndexFingerprint), in one file
+//! per registry; later ones take a package from it when the index file's
+//! fingerprint is unchanged, and parse the file otherwise.
+//!
+//! The file is memory-mapped: a warm resolution touches only the records it uses
+//! and copies no text. Nothing in it is trusted: every length and offset is
+//! checked, every name and version validated, and anything that does not check
+//! out is a miss (the index file is read as if there were no cache). ebpkg only
+//! ever replaces the file by a rename, so a mapping never sees it change; a file
+//! truncated in place by hand while a command runs can crash that command
+//! (SIGBUS), never mislead it. Registries checked against TUF metadata are never
+//! cached ([`Registry::index_fingerprint`](ebpkg_sources::Registry::index_fingerprint) says so), nor are index files with
+//! damaged lines (their warnings are given by every resolution that uses them).
+//!
+//! Layout (little-endian; `str` is a u32 length and UTF-8 bytes):
+//!
+//! ```text
+//! magic "EBPKGRES" | stamp: str | records: u32
+//! directory, per record: name (normalized): str | fingerprint: 56 bytes | body offset: u64 | body length: u64
+//! bodies, per record:
+//!   origin: str
+//!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
+//!   versions: u32, each: major, minor, patch: u64 | pre: str | build: str | yanked: u8
+//!                        | list: u32 | line start, line end, line number: u32
+//!   text: u32 length and the index file's bytes (line offsets are into it)
+//! ```
+
+mod cache;
+mod format;
+mod loaded;
+
+pub use cache::{RegistryCache, ResolutionCaches};
+pub use loaded::{Line, LoadedIndex};
+
+/// Every record of a cache file given as bytes that decodes, as a command whose
+/// default registry is the records' own would read it: what the fuzz target
+/// feeds arbitrary bytes to.
+pub fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
+    format::read_records(bytes)
+}
