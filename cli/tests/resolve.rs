@@ -235,3 +235,83 @@ fn a_locked_cached_project_needs_no_registry_offline() {
     let run = sb.run(&app2, &["--offline", "lock"]).fails(6);
     assert!(run.stderr.contains("registry"), "{}", run.stderr);
 }
+
+/// The index file of `name` in the sandbox's registry.
+fn index_file(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let mut pending = vec![sb.path("registry/index")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == name) {
+                return path;
+            }
+        }
+    }
+    panic!("no index file for {name}");
+}
+
+fn resolution_caches(sb: &Sandbox) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(sb.cache.join("index")) else { return Vec::new() };
+    entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "resolution")).collect()
+}
+
+/// Index files written within the last two seconds are never taken from the
+/// resolution cache (a write in the same timestamp tick could go unseen).
+fn let_index_files_settle() {
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+}
+
+#[test]
+fn a_resolution_cache_is_used_only_while_the_index_file_is_unchanged() {
+    let sb = Sandbox::new("rcache");
+    sb.publish_manifest("c", "1.0.0", &[]);
+    sb.publish_manifest("c", "1.1.0", &[]);
+    let app = project(&sb, &[("c", "^1")]);
+    let_index_files_settle();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.1.0"]);
+    let caches = resolution_caches(&sb);
+    assert_eq!(caches.len(), 1, "one cache for the one registry");
+    let cache = std::fs::read(&caches[0]).unwrap();
+    assert!(cache.windows(7).any(|w| w == b"\"1.1.0\""), "the cache holds the index file's text");
+
+    // Yank 1.1.0 by rewriting its line in place, keeping the file's size: a
+    // cache keyed by size or name alone would go on offering it.
+    let file = index_file(&sb, "c");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (first, second) = text.split_once('\n').unwrap();
+    assert!(second.contains("\"yanked\":false"), "{second}");
+    let yanked = format!("{first}\n{}", second.replace("\"yanked\":false", "\"yanked\":true "));
+    assert_eq!(yanked.len(), text.len());
+    std::fs::write(&file, &yanked).unwrap();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.0.0"], "the change was seen at once");
+    // And once it settled, the cache takes the new text.
+    let_index_files_settle();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.0.0"]);
+    assert_ne!(std::fs::read(&caches[0]).unwrap(), cache, "the cache was rewritten with the new text");
+
+    // A damaged cache is not used, and is replaced.
+    std::fs::write(&caches[0], b"EBPKGRES\xff\xff\xff\xffgarbage").unwrap();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.0.0"]);
+    assert!(std::fs::read(&caches[0]).unwrap().len() > 100, "rewritten whole");
+}
+
+#[test]
+fn a_registry_checked_against_tuf_is_never_cached() {
+    let sb = Sandbox::new("rcache-tuf");
+    sb.publish_manifest("c", "1.0.0", &[]);
+    sb.tuf_init();
+    let app = project(&sb, &[("c", "^1")]);
+    let_index_files_settle();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.0.0"]);
+    assert_eq!(resolution_caches(&sb), Vec::<std::path::PathBuf>::new());
+}
