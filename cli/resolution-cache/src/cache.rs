@@ -15,6 +15,9 @@ use crate::loaded::LoadedIndex;
 /// directly (records kept from earlier commands are dropped first).
 const MAX_FILE_BYTES: u64 = 1 << 30;
 
+/// The file is rewritten once more than 1/this of its packages were parsed afresh.
+const REWRITE_AT_PERCENT: usize = 100;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A thread that panicked holding it left a list of records, still whole.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -110,7 +113,11 @@ impl RegistryCache {
 
     fn save(&self) {
         let fresh = std::mem::take(&mut *lock(&self.fresh));
-        if fresh.is_empty() {
+        let kept = self.file.as_ref().map_or(0, |f| f.records.len());
+        // The file is rewritten whole (10,000 packages: ~50 MB). For a few new or
+        // changed index files — a publish — that costs more than parsing them on
+        // each command, until they are 1% of the registry.
+        if fresh.is_empty() || fresh.len() * REWRITE_AT_PERCENT < kept {
             return;
         }
         let encoded: Vec<(String, IndexFingerprint, Vec<u8>)> = fresh
@@ -293,6 +300,33 @@ mod tests {
         let before = std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap();
         caches.save();
         assert_eq!(std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn a_few_changed_packages_of_a_large_registry_are_parsed_rather_than_rewrite_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let many = |names: std::ops::Range<u64>, fp: u64| {
+            let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+            let cache = caches.registry(&url("file:///own/"));
+            for n in names {
+                cache.remember(&name(&format!("p{n}")), fingerprint(fp + n), Arc::new(index()));
+            }
+            caches.save();
+        };
+        let modified = || std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap();
+        many(0..300, 0);
+        let first = modified();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // 2 of 300: parsed by each command instead.
+        many(0..2, 1000);
+        assert_eq!(modified(), first);
+        // 3 of 300 (1%): written.
+        many(0..3, 1000);
+        assert_ne!(modified(), first);
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        let cache = caches.registry(&url("file:///own/"));
+        assert!(cache.get(&name("p2"), &fingerprint(1002)).is_some());
+        assert!(cache.get(&name("p299"), &fingerprint(299)).is_some());
     }
 
     #[test]
