@@ -28,6 +28,16 @@ impl Netns {
         let n = Netns { a: format!("hk{tag}a{}", std::process::id()), b: format!("hk{tag}b{}", std::process::id()) };
         ip(&["netns", "add", &n.a]);
         ip(&["netns", "add", &n.b]);
+        // IPv6 neighbour and router solicitations arrive whenever they like: the
+        // counters below must count the test's pings alone.
+        for ns in [&n.a, &n.b] {
+            // /proc/sys/net is the network namespace of whoever opens it.
+            Netns::run_in(ns, || {
+                for conf in ["all", "default"] {
+                    std::fs::write(format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1").unwrap();
+                }
+            });
+        }
         ip(&["link", "add", "va", "netns", &n.a, "type", "veth", "peer", "name", "vb", "netns", &n.b]);
         for (ns, dev, addr) in [(&n.a, "va", "10.77.0.1/24"), (&n.b, "vb", "10.77.0.2/24")] {
             ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
