@@ -34,13 +34,15 @@ impl Resolved {
         if !self.stale {
             return Ok(Locked { lock: self.lock, written: false });
         }
-        let before = self.old.unwrap_or_default();
-        let changes = diff(&before, &self.lock);
-        ctx.ui.statuses(changes.lines().filter_map(|line| match line.split_once(' ') {
-            Some(("+", rest)) => Some(("Locking", rest)),
-            Some(("-", rest)) => Some(("Removing", rest)),
-            _ => None,
-        }));
+        // Thousands of packages make the difference worth skipping when nobody reads it.
+        if !ctx.ui.quiet {
+            let changes = diff(&self.old.unwrap_or_default(), &self.lock);
+            ctx.ui.statuses(changes.lines().filter_map(|line| match line.split_once(' ') {
+                Some(("+", rest)) => Some(("Locking", rest)),
+                Some(("-", rest)) => Some(("Removing", rest)),
+                _ => None,
+            }));
+        }
         let written = project.write_lockfile(&self.lock)?;
         Ok(Locked { lock: self.lock, written })
     }
@@ -127,12 +129,15 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     // line had been skipped from the start. Each round leaves out at least one more.
     let (resolution, entries) = loop {
         let resolution = ebpkg_resolver::resolve(&request, regs)?;
+        let mut wanted = Vec::with_capacity(resolution.packages.len());
+        for (id, rp) in &resolution.packages {
+            wanted.push((regs.url(id.registry.as_deref())?, &id.name, &rp.version));
+        }
         let mut entries = Vec::with_capacity(resolution.packages.len());
         let mut damaged = false;
-        for (id, rp) in &resolution.packages {
-            let url = regs.url(id.registry.as_deref())?;
-            match regs.entry(&url, &id.name, &rp.version) {
-                Ok(entry) => entries.push((url, entry)),
+        for ((url, _, _), entry) in wanted.iter().zip(regs.entries(&wanted)) {
+            match entry {
+                Ok(entry) => entries.push((url.clone(), entry)),
                 Err(e) => match e.downcast_ref::<DamagedLine>() {
                     Some(line) => {
                         regs.reject(line);

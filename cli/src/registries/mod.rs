@@ -142,6 +142,46 @@ impl<'c> Registries<'c> {
             .ok_or_else(|| crate::exit::fail(Failure::Registry, format!("{name}@{version} is not in registry {url}")))
     }
 
+    /// [`Registries::entry`] of each `(url, name, version)`, in order. The lines a
+    /// resolution read are parsed on every CPU: a large resolution locks thousands.
+    pub fn entries(&self, wanted: &[(RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<IndexEntry>> {
+        let loaded: Vec<_> = wanted.iter().map(|(url, name, _)| self.loader.loaded(url, name)).collect();
+        let parse = |k: usize| {
+            let (_, _, version) = &wanted[k];
+            loaded[k].as_ref().and_then(|index| index.entry(version))
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(wanted.len().div_ceil(256));
+        let chunk = wanted.len().div_ceil(threads.max(1)).max(1);
+        let parsed: Vec<_> = std::thread::scope(|scope| {
+            let mut chunks = (0..wanted.len()).step_by(chunk).map(|start| start..(start + chunk).min(wanted.len()));
+            let first = chunks.next();
+            let others: Vec<_> =
+                chunks.map(|range| scope.spawn(move || range.map(parse).collect::<Vec<_>>())).collect();
+            let mut parsed: Vec<_> = first.into_iter().flatten().map(parse).collect();
+            for other in others {
+                // A panic in a parser is a bug: surface it as the parse's.
+                match other.join() {
+                    Ok(more) => parsed.extend(more),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            parsed
+        });
+        parsed
+            .into_iter()
+            .zip(wanted)
+            .zip(&loaded)
+            .map(|((entry, (url, name, version)), index)| match (entry, index) {
+                (Some(entry), Some(index)) => entry.map_err(|problem| {
+                    let origin = index.origin().to_owned();
+                    let (name, version) = ((*name).clone(), (*version).clone());
+                    DamagedLine { url: url.clone(), name, version, origin, problem }.into()
+                }),
+                _ => self.entry(url, name, version),
+            })
+            .collect()
+    }
+
     /// Leaves a version whose line is damaged out of later resolutions, with a warning.
     pub fn reject(&self, damaged: &DamagedLine) {
         tracing::warn!("{damaged}; resolving again without it");
