@@ -1,0 +1,99 @@
+//! A resolution cache file is untrusted input: whatever its bytes, reading it
+//! gives a miss or records whose lines lie within their text, never a panic. The
+//! fuzz target `cache_file` runs the same property unbounded; this runs a real
+//! cache file and its mutations in every test run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, OnceLock};
+
+use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches, read_records};
+use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
+use ebpkg_sources::{IndexFingerprint, RegistryUrl};
+use ebpkg_spec::PackageName;
+use proptest::prelude::*;
+use semver::{Version, VersionReq};
+
+/// A cache file of three packages, written by the crate itself.
+fn seed() -> &'static [u8] {
+    static SEED: OnceLock<Vec<u8>> = OnceLock::new();
+    SEED.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let url = RegistryUrl::parse("file:///registry/").unwrap();
+        let caches = ResolutionCaches::new(dir.path(), url.clone());
+        let cache = caches.registry(&url);
+        for (n, name) in ["meter", "ddos", "net_tools"].iter().enumerate() {
+            let line = |v: &str| {
+                let cksum = "ab".repeat(32);
+                format!("{{\"v\":1,\"name\":\"{name}\",\"vers\":\"{v}\",\"deps\":[],\"cksum\":\"{cksum}\",\"yanked\":false}}")
+            };
+            let text = format!("{}\n{}\n", line("1.0.0"), line("2.0.0-rc.1+b"));
+            let split = text.find('\n').unwrap();
+            let dep = Requirement {
+                pkg: QualifiedName::in_registry(PackageName::new("meter").unwrap(), Some("file:///other/".into())),
+                req: VersionReq::parse("^1.2, <1.9").unwrap(),
+                req_text: "^1.2, <1.9".into(),
+            };
+            let deps: Arc<[Requirement]> = Arc::from(vec![dep]);
+            let candidates = [("1.0.0", false), ("2.0.0-rc.1+b", true)]
+                .map(|(v, yanked)| Candidate { version: Version::parse(v).unwrap(), yanked, deps: Arc::clone(&deps) });
+            let lines =
+                vec![Line { bytes: 0..split, line_no: 1 }, Line { bytes: split + 1..text.len() - 1, line_no: 2 }];
+            let index = LoadedIndex::parsed("origin".into(), text.into_bytes(), lines, candidates.into(), Vec::new());
+            let fp = IndexFingerprint { dev: 1, ino: n as u64, size: 2, mtime_ns: 3, ctime_ns: 4 };
+            cache.remember(&PackageName::new(name).unwrap(), fp, Arc::new(index));
+        }
+        caches.save();
+        let path = ebpkg_spec::cache_layout::CacheLayout::new(dir.path()).resolution_cache(url.as_str());
+        std::fs::read(path).unwrap()
+    })
+}
+
+fn check(bytes: &[u8]) -> usize {
+    let records = read_records(bytes.to_vec());
+    for index in &records {
+        for c in index.candidates.iter() {
+            let _ = index.entry(&c.version);
+        }
+    }
+    records.len()
+}
+
+#[test]
+fn the_seed_reads_back_whole() {
+    let records = read_records(seed().to_vec());
+    assert_eq!(records.len(), 3);
+    for index in &records {
+        assert_eq!(index.candidates.len(), 2);
+        let entry = index.entry(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
+        assert_eq!(entry.vers, Version::parse("1.0.0").unwrap());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_cache_files_never_panic(
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut bytes = seed().to_vec();
+        for (at, b) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = b;
+        }
+        check(&bytes);
+        check(&bytes[..cut.index(bytes.len() + 1)]);
+    }
+
+    #[test]
+    fn arbitrary_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let seed = seed();
+        // The header (magic, stamp, count) is 12 bytes and the stamp.
+        let header = 8 + 4 + u32::from_le_bytes(seed[8..12].try_into().unwrap()) as usize + 4;
+        let mut bytes = seed[..header].to_vec();
+        bytes.extend(tail);
+        check(&bytes);
+    }
+}
