@@ -51,6 +51,19 @@ pub struct DamagedLine {
     pub problem: ebpkg_spec::index::IndexError,
 }
 
+impl DamagedLine {
+    fn new(
+        url: &RegistryUrl,
+        name: &PackageName,
+        version: &semver::Version,
+        index: &ebpkg_resolution_cache::LoadedIndex,
+        problem: ebpkg_spec::index::IndexError,
+    ) -> DamagedLine {
+        let (url, name, version) = (url.clone(), name.clone(), version.clone());
+        DamagedLine { url, name, version, origin: index.origin().to_owned(), problem }
+    }
+}
+
 impl<'c> Registries<'c> {
     pub fn new(config: &'c Config, offline: bool) -> Result<Registries<'c>> {
         let default = RegistryUrl::parse(&config.registry)
@@ -127,10 +140,7 @@ impl<'c> Registries<'c> {
         if let Some(index) = self.loader.loaded(url, name)
             && let Some(entry) = index.entry(version)
         {
-            return entry.map_err(|problem| {
-                let origin = index.origin().to_owned();
-                DamagedLine { url: url.clone(), name: name.clone(), version: version.clone(), origin, problem }.into()
-            });
+            return entry.map_err(|problem| DamagedLine::new(url, name, version, &index, problem).into());
         }
         let entries = self.index(url, name)?.ok_or_else(|| {
             crate::exit::fail(Failure::Registry, format!("package `{name}` is not in registry {url}"))
@@ -172,11 +182,9 @@ impl<'c> Registries<'c> {
             .zip(wanted)
             .zip(&loaded)
             .map(|((entry, (url, name, version)), index)| match (entry, index) {
-                (Some(entry), Some(index)) => entry.map_err(|problem| {
-                    let origin = index.origin().to_owned();
-                    let (name, version) = ((*name).clone(), (*version).clone());
-                    DamagedLine { url: url.clone(), name, version, origin, problem }.into()
-                }),
+                (Some(entry), Some(index)) => {
+                    entry.map_err(|problem| DamagedLine::new(url, name, version, index, problem).into())
+                }
                 _ => self.entry(url, name, version),
             })
             .collect()
