@@ -108,7 +108,12 @@ impl Sha256Digest {
 
 impl fmt::Display for Sha256Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        let mut hex = [0u8; 64];
+        // 32 bytes always fit 64 digits, which are ASCII.
+        match hex::encode_to_slice(self.0, &mut hex).ok().and_then(|()| std::str::from_utf8(&hex).ok()) {
+            Some(text) => f.write_str(text),
+            None => f.write_str(&self.to_hex()),
+        }
     }
 }
 
