@@ -276,6 +276,13 @@ fn a_resolution_cache_is_used_only_while_the_index_file_is_unchanged() {
     assert_eq!(caches.len(), 1, "one cache for the one registry");
     let cache = std::fs::read(&caches[0]).unwrap();
     assert!(cache.windows(7).any(|w| w == b"\"1.1.0\""), "the cache holds the index file's text");
+    // Warm: the same lockfile, its checksum from what the cache pinned of 1.1.0.
+    let cold = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    assert!(cold.contains("checksum = "), "{cold}");
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap(), cold);
+    assert_eq!(std::fs::read(&caches[0]).unwrap(), cache, "nothing new learned: not rewritten");
 
     // Yank 1.1.0 by rewriting its line in place, keeping the file's size: a
     // cache keyed by size or name alone would go on offering it.

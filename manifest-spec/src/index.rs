@@ -139,6 +139,23 @@ pub enum IndexError {
     Immutable { name: String, version: Version, field: &'static str },
 }
 
+/// What `ebpkg.lock` pins of an index entry: the name as published, and the
+/// archive's digest and signer. A resolution reads only this of the versions it
+/// chooses, so it can be kept (with the line's validity) where parsing the
+/// whole line again would cost more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryPin {
+    pub name: PackageName,
+    pub cksum: Sha256Digest,
+    pub signed_by: Option<KeyId>,
+}
+
+impl From<&IndexEntry> for EntryPin {
+    fn from(entry: &IndexEntry) -> EntryPin {
+        EntryPin { name: entry.name.clone(), cksum: entry.cksum, signed_by: entry.signed_by }
+    }
+}
+
 impl IndexEntry {
     /// The entry for a manifest whose archive has digest `cksum`.
     pub fn from_manifest(manifest: &Manifest, cksum: Sha256Digest) -> Self {

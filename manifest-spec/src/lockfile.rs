@@ -121,7 +121,9 @@ impl Lockfile {
 
     /// The locked package with this name and version.
     pub fn get(&self, name: &str, version: &Version) -> Option<&LockedPackage> {
-        self.packages.iter().find(|p| p.name.as_str() == name && &p.version == version)
+        // Sorted by name, then version: a resolution looks up every package it locks.
+        let start = self.packages.partition_point(|p| (p.name.as_str(), &p.version) < (name, version));
+        self.packages.get(start).filter(|p| p.name.as_str() == name && p.version == *version)
     }
 
     /// The canonical text of the lockfile.

@@ -18,7 +18,7 @@ const MAX_FILE_BYTES: u64 = 1 << 30;
 /// The file is rewritten once more than 1/this of its packages were parsed afresh.
 const REWRITE_AT_PERCENT: usize = 100;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A thread that panicked holding it left a list of records, still whole.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -66,6 +66,8 @@ pub struct RegistryCache {
     default: RegistryUrl,
     file: Option<CacheFile>,
     fresh: Mutex<Vec<Fresh>>,
+    /// The records this command used.
+    used: Mutex<Vec<Fresh>>,
 }
 
 struct Fresh {
@@ -89,21 +91,23 @@ impl RegistryCache {
                 None
             }
         };
-        RegistryCache { path, url, default, file, fresh: Mutex::default() }
+        RegistryCache { path, url, default, file, fresh: Mutex::default(), used: Mutex::default() }
     }
 
     /// `name`'s index as cached, if its file's fingerprint is still `fingerprint`.
-    pub fn get(&self, name: &PackageName, fingerprint: &IndexFingerprint) -> Option<LoadedIndex> {
+    pub fn get(&self, name: &PackageName, fingerprint: &IndexFingerprint) -> Option<Arc<LoadedIndex>> {
         let file = self.file.as_ref()?;
-        let record = file.records.get(name.normalized().as_str())?;
+        let (key, record) = file.records.get_key_value(name.normalized().as_str())?;
         if record.fingerprint != *fingerprint {
             return None;
         }
-        let decoded = decode(&file.stored, record.body.clone(), &self.url, &self.default);
-        if decoded.is_none() {
+        let Some(decoded) = decode(&file.stored, record.body.clone(), &self.url, &self.default).map(Arc::new) else {
             tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
-        }
-        decoded
+            return None;
+        };
+        // Kept to see, when saving, whether the command learned pins the record lacks.
+        lock(&self.used).push(Fresh { name: key.to_string(), fingerprint: *fingerprint, index: Arc::clone(&decoded) });
+        Some(decoded)
     }
 
     /// Keeps `index`, parsed from a file with `fingerprint`, for the next command.
@@ -112,7 +116,10 @@ impl RegistryCache {
     }
 
     fn save(&self) {
-        let fresh = std::mem::take(&mut *lock(&self.fresh));
+        let mut fresh = std::mem::take(&mut *lock(&self.fresh));
+        // Records this command learned pins for count as fresh: the versions a
+        // project chooses change seldom, and the first lock choosing them learns them.
+        fresh.extend(std::mem::take(&mut *lock(&self.used)).into_iter().filter(|u| u.index.learned_pins()));
         let kept = self.file.as_ref().map_or(0, |f| f.records.len());
         // The file is rewritten whole (10,000 packages: ~50 MB). For a few new or
         // changed index files — a publish — that costs more than parsing them on
@@ -234,6 +241,8 @@ mod tests {
             lines,
             candidates: candidates.into(),
             problems: Vec::new(),
+            pins: Vec::new(),
+            learned: Default::default(),
         }
     }
 
@@ -300,6 +309,77 @@ mod tests {
         let before = std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap();
         caches.save();
         assert_eq!(std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap(), before);
+    }
+
+    /// An index of `versions` whose lines are whole entries (the last one signed),
+    /// plus a line damaged beyond what resolution reads (its checksum).
+    fn whole_index(versions: &[&str]) -> LoadedIndex {
+        let mut text = String::new();
+        let (mut lines, mut candidates) = (Vec::new(), Vec::new());
+        for (k, v) in versions.iter().enumerate() {
+            let line = format!(
+                "{{\"v\":1,\"name\":\"my-pkg\",\"vers\":\"{v}\",\"deps\":[],\"cksum\":\"{}\",\"yanked\":false}}",
+                format!("{k:02x}").repeat(32)
+            );
+            let mut entry = ebpkg_spec::index::IndexEntry::parse_line(&line).unwrap().unwrap();
+            if k + 1 == versions.len() {
+                entry.signed_by = Some(ebpkg_spec::types::KeyId([k as u8; 32]));
+            }
+            let line = entry.to_line();
+            lines.push(Line { bytes: text.len()..text.len() + line.len(), line_no: k + 1 });
+            text.push_str(&line);
+            text.push('\n');
+            candidates.push(Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: Arc::from([]) });
+        }
+        let damaged =
+            "{\"v\":1,\"name\":\"my-pkg\",\"vers\":\"9.0.0\",\"deps\":[],\"cksum\":\"nothex\",\"yanked\":false}";
+        lines.push(Line { bytes: text.len()..text.len() + damaged.len(), line_no: versions.len() + 1 });
+        text.push_str(damaged);
+        candidates.push(Candidate { version: Version::new(9, 0, 0), yanked: false, deps: Arc::from([]) });
+        LoadedIndex::parsed("/own/index/my/_p/my-pkg".into(), text.into_bytes(), lines, candidates.into(), Vec::new())
+    }
+
+    #[test]
+    fn pins_are_learned_once_kept_with_the_record_and_never_made_up_for_a_damaged_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = url("file:///own/");
+        let index = Arc::new(whole_index(&["1.0.0", "1.1.0"]));
+        let v = |s: &str| Version::parse(s).unwrap();
+        // Learned from the line itself, signer included.
+        let pin = index.pin(&v("1.1.0")).unwrap().unwrap();
+        assert_eq!(pin.name.as_str(), "my-pkg");
+        assert_eq!(pin.cksum.0, [0x01; 32]);
+        assert_eq!(pin.signed_by, Some(ebpkg_spec::types::KeyId([1; 32])));
+        assert!(index.pin(&v("9.0.0")).unwrap().is_err(), "a damaged line has no pin");
+        assert!(index.pin(&v("3.0.0")).is_none());
+        let caches = ResolutionCaches::new(dir.path(), own.clone());
+        caches.registry(&own).remember(&name("my_pkg"), fingerprint(1), Arc::clone(&index));
+        caches.save();
+
+        // The next command reads the pin from the record: its text is not parsed again.
+        let caches = ResolutionCaches::new(dir.path(), own.clone());
+        let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
+        assert_eq!(got.pins, vec![(1, pin.clone())]);
+        assert!(got.pin(&v("9.0.0")).unwrap().is_err(), "still damaged, still not cached");
+        assert!(!got.learned_pins());
+        assert_eq!(got.pin(&v("1.1.0")).unwrap().unwrap(), pin);
+        assert!(!got.learned_pins(), "a stored pin is not learned again");
+        let modified = || std::fs::metadata(cache_file(dir.path())).unwrap().modified().unwrap();
+        let first = modified();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        caches.save();
+        assert_eq!(modified(), first, "nothing learned: not written");
+
+        // A command choosing another version learns its pin: the record is written again with both.
+        let caches = ResolutionCaches::new(dir.path(), own.clone());
+        let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
+        let other = got.pin(&v("1.0.0")).unwrap().unwrap();
+        assert_eq!((other.cksum.0, other.signed_by), ([0; 32], None));
+        caches.save();
+        assert_ne!(modified(), first);
+        let caches = ResolutionCaches::new(dir.path(), own.clone());
+        let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
+        assert_eq!(got.pins, vec![(0, other), (1, pin)]);
     }
 
     #[test]

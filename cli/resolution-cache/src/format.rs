@@ -8,6 +8,8 @@ use std::sync::Arc;
 use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
+use ebpkg_spec::index::EntryPin;
+use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::{BuildMetadata, Prerelease, Version, VersionReq};
 
 use crate::loaded::{IndexBytes, Line, LoadedIndex};
@@ -16,7 +18,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
 /// Changes whenever the layout or what the loader makes of an index file does:
 /// a file written by another ebpkg is ignored, never misread.
-pub(crate) const STAMP: &str = concat!("resolution cache 1, ebpkg ", env!("CARGO_PKG_VERSION"));
+pub(crate) const STAMP: &str = concat!("resolution cache 2, ebpkg ", env!("CARGO_PKG_VERSION"));
 
 /// A cache file's bytes, mapped (or, for tests and fuzzing, in memory).
 pub(crate) enum Stored {
@@ -163,6 +165,22 @@ pub(crate) fn decode(
         candidates.push(Candidate { version: Version { major, minor, patch, pre, build }, yanked, deps });
         lines.push(Line { bytes: start..end, line_no });
     }
+    let n_pins = r.count(4 + 4 + 32 + 1)?;
+    let mut pins = Vec::with_capacity(n_pins);
+    for _ in 0..n_pins {
+        let k = r.u32()?;
+        if usize::try_from(k).ok()? >= candidates.len() {
+            return None;
+        }
+        let name = PackageName::new(r.str()?).ok()?;
+        let cksum = Sha256Digest(r.take(32)?.try_into().ok()?);
+        let signed_by = match r.u8()? {
+            0 => None,
+            1 => Some(KeyId(r.take(32)?.try_into().ok()?)),
+            _ => return None,
+        };
+        pins.push((k, EntryPin { name, cksum, signed_by }));
+    }
     let text_len = r.usize()?;
     let text_start = body.start + r.pos;
     r.take(text_len)?;
@@ -170,7 +188,15 @@ pub(crate) fn decode(
         return None;
     }
     let text = IndexBytes::Stored(Arc::clone(file), text_start..text_start + text_len);
-    Some(LoadedIndex { origin, text, lines, candidates: candidates.into(), problems: Vec::new() })
+    Some(LoadedIndex {
+        origin,
+        text,
+        lines,
+        candidates: candidates.into(),
+        problems: Vec::new(),
+        pins,
+        learned: Default::default(),
+    })
 }
 
 /// Appends `s` with its length; `None` if it is too long for the layout.
@@ -233,6 +259,20 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
         put_u32(&mut out, line.bytes.end)?;
         put_u32(&mut out, line.line_no)?;
     }
+    let pins = index.all_pins();
+    put_u32(&mut out, pins.len())?;
+    for (k, pin) in &pins {
+        out.extend_from_slice(&k.to_le_bytes());
+        put_str(&mut out, pin.name.as_str().as_bytes())?;
+        out.extend_from_slice(&pin.cksum.0);
+        match &pin.signed_by {
+            None => out.push(0),
+            Some(key) => {
+                out.push(1);
+                out.extend_from_slice(&key.0);
+            }
+        }
+    }
     put_str(&mut out, text)?;
     Some(out)
 }
@@ -274,6 +314,11 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
             let text = index.text.as_slice();
             assert!(index.lines.iter().all(|l| l.bytes.end <= text.len()), "a line outside its text");
             assert_eq!(index.lines.len(), index.candidates.len());
+            assert!(index.pins.iter().all(|(k, _)| (*k as usize) < index.candidates.len()), "a pin of no version");
+            // Pins, stored or parsed from whatever text the record holds.
+            for c in index.candidates.iter() {
+                let _ = index.pin(&c.version);
+            }
         })
         .collect()
 }

@@ -4,8 +4,9 @@
 //! Reading and parsing the index files is most of a resolution against a large
 //! registry (10,000 packages: about 50 MB of JSON), and it is the same work every
 //! time nothing was published. So the first resolution keeps what it parsed of
-//! each file — versions, yanked flags, dependency lists, and the file's text for
-//! the versions later chosen — with the file's [`IndexFingerprint`](ebpkg_sources::IndexFingerprint), in one file
+//! each file — versions, yanked flags, dependency lists, the file's text, and
+//! what ebpkg.lock pins of the versions chosen (their [`EntryPin`](ebpkg_spec::index::EntryPin):
+//! a line is parsed whole once, not on every resolution) — with the file's [`IndexFingerprint`](ebpkg_sources::IndexFingerprint), in one file
 //! per registry; later ones take a package from it when the index file's
 //! fingerprint is unchanged, and parse the file otherwise.
 //!
@@ -29,6 +30,7 @@
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
 //!   versions: u32, each: major, minor, patch: u64 | pre: str | build: str | yanked: u8
 //!                        | list: u32 | line start, line end, line number: u32
+//!   pins: u32, each: version (its index above): u32 | name: str | cksum: 32 bytes | signer: u8 (1: present) [32 bytes]
 //!   text: u32 length and the index file's bytes (line offsets are into it)
 //! ```
 

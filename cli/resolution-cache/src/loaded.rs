@@ -1,10 +1,10 @@
 //! A package's index as a resolution reads it, however it was obtained.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ebpkg_resolver::Candidate;
-use ebpkg_spec::index::{IndexEntry, IndexError};
+use ebpkg_spec::index::{EntryPin, IndexEntry, IndexError};
 use semver::Version;
 
 /// A package's index as a resolution reads it: the resolver's candidates, and
@@ -18,6 +18,11 @@ pub struct LoadedIndex {
     pub candidates: Arc<[Candidate]>,
     /// Lines left out, to warn about when the resolver uses this package.
     pub problems: Vec<IndexError>,
+    /// What ebpkg.lock pins of usable lines (by their index in `lines`) whose
+    /// whole entry was found valid: read from the cache record...
+    pub(crate) pins: Vec<(u32, EntryPin)>,
+    /// ...or learned by this command, to be kept in the cache.
+    pub(crate) learned: Mutex<Vec<(u32, EntryPin)>>,
 }
 
 /// Where a usable line is in the file's text.
@@ -54,7 +59,15 @@ impl LoadedIndex {
         candidates: Arc<[Candidate]>,
         problems: Vec<IndexError>,
     ) -> LoadedIndex {
-        LoadedIndex { origin, text: IndexBytes::Owned(text), lines, candidates, problems }
+        LoadedIndex {
+            origin,
+            text: IndexBytes::Owned(text),
+            lines,
+            candidates,
+            problems,
+            pins: Vec::new(),
+            learned: Mutex::default(),
+        }
     }
 
     /// Where the file was read from, for messages.
@@ -70,6 +83,40 @@ impl LoadedIndex {
         let text = std::str::from_utf8(self.line_bytes(line))
             .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });
         Some(text.and_then(|text| IndexEntry::parse_chosen(text, line.line_no, version)))
+    }
+
+    /// What ebpkg.lock pins of `version`'s entry, every field of its line checked:
+    /// as [`LoadedIndex::entry`], but the whole line is parsed only the first time
+    /// (the cache keeps the result while the file is unchanged).
+    pub fn pin(&self, version: &Version) -> Option<Result<EntryPin, IndexError>> {
+        let k = self.candidates.iter().position(|c| c.version == *version)?;
+        let k32 = u32::try_from(k).ok()?;
+        if let Some((_, pin)) = self.pins.iter().find(|(at, _)| *at == k32) {
+            return Some(Ok(pin.clone()));
+        }
+        let mut learned = crate::cache::lock(&self.learned);
+        if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
+            return Some(Ok(pin.clone()));
+        }
+        let pin = self.entry(version)?.map(|entry| EntryPin::from(&entry));
+        if let Ok(pin) = &pin {
+            learned.push((k32, pin.clone()));
+        }
+        Some(pin)
+    }
+
+    /// Whether this command learned pins the cache does not hold.
+    pub(crate) fn learned_pins(&self) -> bool {
+        !crate::cache::lock(&self.learned).is_empty()
+    }
+
+    /// Every pin known, stored or learned, by line.
+    pub(crate) fn all_pins(&self) -> Vec<(u32, EntryPin)> {
+        let mut all = self.pins.clone();
+        all.extend(crate::cache::lock(&self.learned).iter().cloned());
+        all.sort_unstable_by_key(|(k, _)| *k);
+        all.dedup_by_key(|(k, _)| *k);
+        all
     }
 
     fn line_bytes(&self, line: &Line) -> &[u8] {

@@ -40,6 +40,8 @@ fn seed() -> &'static [u8] {
             let lines =
                 vec![Line { bytes: 0..split, line_no: 1 }, Line { bytes: split + 1..text.len() - 1, line_no: 2 }];
             let index = LoadedIndex::parsed("origin".into(), text.into_bytes(), lines, candidates.into(), Vec::new());
+            // Learned, so that the file holds a pin too.
+            index.pin(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
             let fp = IndexFingerprint { dev: 1, ino: n as u64, size: 2, mtime_ns: 3, ctime_ns: 4 };
             cache.remember(&PackageName::new(name).unwrap(), fp, Arc::new(index));
         }
@@ -54,6 +56,7 @@ fn check(bytes: &[u8]) -> usize {
     for index in &records {
         for c in index.candidates.iter() {
             let _ = index.entry(&c.version);
+            let _ = index.pin(&c.version);
         }
     }
     records.len()
@@ -67,6 +70,8 @@ fn the_seed_reads_back_whole() {
         assert_eq!(index.candidates.len(), 2);
         let entry = index.entry(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
         assert_eq!(entry.vers, Version::parse("1.0.0").unwrap());
+        let pin = index.pin(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
+        assert_eq!((pin.name, pin.cksum.0, pin.signed_by), (entry.name, [0xab; 32], None));
     }
 }
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use ebpkg_archive::{Limits, UnpackError};
 use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
-use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, PackageName};
 use semver::Version;
@@ -355,10 +355,10 @@ fn measure(dir: &Path, report: &mut CleanReport) -> Result<()> {
 }
 
 /// Checks that a registry's index still pins the archive a lockfile locked: `entry` is
-/// the registry's current line for `locked`'s package and version. A difference means
+/// what the registry's current line pins for `locked`'s package and version. A difference means
 /// the version was republished or the index was altered, and installing would not give
 /// the locked bytes.
-pub fn check_locked(entry: &IndexEntry, locked: &LockedPackage) -> Result<()> {
+pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
     // A lock written before signatures existed names no signer; one that names a
     // signer holds the registry to it, absence included.
     if locked.signer.is_some() && entry.signed_by != locked.signer {

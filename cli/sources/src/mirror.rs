@@ -67,7 +67,7 @@ pub fn mirror(
         };
         let entries = source.index(&locked.name)?.ok_or_else(not_listed)?;
         let entry = entries.into_iter().find(|e| e.vers == locked.version).ok_or_else(not_listed)?;
-        check_locked(&entry, locked)?;
+        check_locked(&(&entry).into(), locked)?;
         let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
         let bytes = content::read_archive(&archive).map_err(|cause| ErrorKind::DamagedCache { cause })?;
         let signature = match entry.signed_by {

@@ -268,9 +268,9 @@ fn check_locked_catches_a_republished_version() {
         signer: None,
         dependencies: vec![],
     };
-    check_locked(&s.entry, &locked).unwrap();
+    check_locked(&(&s.entry).into(), &locked).unwrap();
     locked.checksum = Sha256Digest([7; 32]);
-    let e = check_locked(&s.entry, &locked).unwrap_err();
+    let e = check_locked(&(&s.entry).into(), &locked).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::LockDrift { .. }), "{e}");
     let message = e.to_string();
     assert!(message.contains(&format!("pins net@1.0.0 to sha256 {}", "07".repeat(32))), "{message}");

@@ -43,7 +43,7 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         } else {
             let registry = regs.open(&url)?;
             let entry = regs.entry(&url, &p.name, &p.version)?;
-            ebpkg_sources::check_locked(&entry, p)?;
+            ebpkg_sources::check_locked(&(&entry).into(), p)?;
             cache.fetch(registry.as_ref(), &p.name, &p.version, &p.checksum, ctx.offline)?
         };
         // Checked before the archive is unpacked: nothing of a refused package is used.

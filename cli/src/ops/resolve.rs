@@ -127,17 +127,17 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     // Resolution reads only part of each index line; a chosen version whose line is
     // damaged elsewhere is left out and the dependencies resolved again, as if the
     // line had been skipped from the start. Each round leaves out at least one more.
-    let (resolution, entries) = loop {
+    let (resolution, pins) = loop {
         let resolution = ebpkg_resolver::resolve(&request, regs)?;
         let mut wanted = Vec::with_capacity(resolution.packages.len());
         for (id, rp) in &resolution.packages {
             wanted.push((regs.url(id.registry.as_deref())?, &id.name, &rp.version));
         }
-        let mut entries = Vec::with_capacity(resolution.packages.len());
+        let mut pins = Vec::with_capacity(resolution.packages.len());
         let mut damaged = false;
-        for ((url, _, _), entry) in wanted.iter().zip(regs.entries(&wanted)) {
-            match entry {
-                Ok(entry) => entries.push((url.clone(), entry)),
+        for ((url, _, _), pin) in wanted.iter().zip(regs.pins(&wanted)) {
+            match pin {
+                Ok(pin) => pins.push((url.clone(), pin)),
                 Err(e) => match e.downcast_ref::<DamagedLine>() {
                     Some(line) => {
                         regs.reject(line);
@@ -148,17 +148,17 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             }
         }
         if !damaged {
-            break (resolution, entries);
+            break (resolution, pins);
         }
     };
     let mut packages = Vec::new();
-    for ((_, rp), (url, entry)) in resolution.packages.iter().zip(entries) {
+    for ((_, rp), (url, pin)) in resolution.packages.iter().zip(pins) {
         let lp = LockedPackage {
-            name: entry.name.clone(),
+            name: pin.name.clone(),
             version: rp.version.clone(),
             source: url.to_string(),
-            checksum: entry.cksum,
-            signer: entry.signed_by,
+            checksum: pin.cksum,
+            signer: pin.signed_by,
             dependencies: rp
                 .deps
                 .iter()
@@ -167,7 +167,7 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
         };
         // A version pinned before must still be the same bytes.
         if let Some(prev) = old.and_then(|o| o.get(lp.name.as_str(), &lp.version)).filter(|p| p.source == lp.source) {
-            ebpkg_sources::check_locked(&entry, prev)?;
+            ebpkg_sources::check_locked(&pin, prev)?;
         }
         packages.push(lp);
     }

@@ -42,7 +42,7 @@ pub fn load(
         Some(fingerprint) => {
             let cache = caches.registry(url);
             if let Some(index) = cache.get(name, &fingerprint) {
-                return Ok(Some(Arc::new(index)));
+                return Ok(Some(index));
             }
             Some((cache, fingerprint))
         }

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use ebpkg_resolver::{Candidate, QualifiedName, SourceError, VersionSource};
 use ebpkg_sources::{Registry, RegistryUrl, open_registry, warn_skipped_line};
 use ebpkg_spec::PackageName;
-use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::index::{EntryPin, IndexEntry};
 
 use crate::config::Config;
 use crate::exit::Failure;
@@ -152,13 +152,15 @@ impl<'c> Registries<'c> {
             .ok_or_else(|| crate::exit::fail(Failure::Registry, format!("{name}@{version} is not in registry {url}")))
     }
 
-    /// [`Registries::entry`] of each `(url, name, version)`, in order. The lines a
-    /// resolution read are parsed on every CPU: a large resolution locks thousands.
-    pub fn entries(&self, wanted: &[(RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<IndexEntry>> {
+    /// What ebpkg.lock pins of each `(url, name, version)`'s entry, in order, each
+    /// line checked whole as [`Registries::entry`] does. The lines a resolution
+    /// read are parsed on every CPU (a large resolution locks thousands), and only
+    /// the first time: the resolution cache keeps what they pin.
+    pub fn pins(&self, wanted: &[(RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<EntryPin>> {
         let loaded: Vec<_> = wanted.iter().map(|(url, name, _)| self.loader.loaded(url, name)).collect();
         let parse = |k: usize| {
             let (_, _, version) = &wanted[k];
-            loaded[k].as_ref().and_then(|index| index.entry(version))
+            loaded[k].as_ref().and_then(|index| index.pin(version))
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(wanted.len().div_ceil(256));
         let chunk = wanted.len().div_ceil(threads.max(1)).max(1);
@@ -181,11 +183,11 @@ impl<'c> Registries<'c> {
             .into_iter()
             .zip(wanted)
             .zip(&loaded)
-            .map(|((entry, (url, name, version)), index)| match (entry, index) {
-                (Some(entry), Some(index)) => {
-                    entry.map_err(|problem| DamagedLine::new(url, name, version, index, problem).into())
+            .map(|((pin, (url, name, version)), index)| match (pin, index) {
+                (Some(pin), Some(index)) => {
+                    pin.map_err(|problem| DamagedLine::new(url, name, version, index, problem).into())
                 }
-                _ => self.entry(url, name, version),
+                _ => self.entry(url, name, version).map(|entry| EntryPin::from(&entry)),
             })
             .collect()
     }
