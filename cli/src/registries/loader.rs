@@ -16,6 +16,7 @@
 //! registry's files is kept for the next command ([`ebpkg_resolution_cache`]),
 //! which reads an index file again only if it changed.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -26,6 +27,7 @@ use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
 use ebpkg_sources::{Registry, RegistryKind, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{IndexError, parse_versions};
+use rustc_hash::FxBuildHasher;
 
 /// `name`'s index in `registry` (at `url`): from the resolution cache when its
 /// file is unchanged, else read and parsed (and kept in the cache when it can
@@ -134,10 +136,32 @@ struct Slot {
     done: Condvar,
 }
 
-type Key = (String, String);
+/// Each registry's slots (by URL), by normalized package name. Looked up for
+/// every package a resolution touches, from several threads: the names are
+/// hashed with FxHash and looked up without building a key.
+type Slots = HashMap<String, HashMap<Box<str>, Arc<Slot>, FxBuildHasher>>;
+
+/// `name` as slots are keyed: normalized, borrowed when it already is (names are
+/// lowercase; only `-` differs).
+fn slot_name(name: &PackageName) -> Cow<'_, str> {
+    match name.as_str().contains('-') {
+        true => Cow::Owned(name.normalized()),
+        false => Cow::Borrowed(name.as_str()),
+    }
+}
+
+impl Shared {
+    /// The slot of `name` in `url`, if any.
+    fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
+        lock(&self.slots).get(url.as_str())?.get(&*slot_name(name)).cloned()
+    }
+}
+
+fn new_slot() -> Arc<Slot> {
+    Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new() })
+}
 
 struct Job {
-    key: Key,
     registry: Arc<dyn Registry>,
     url: RegistryUrl,
     name: PackageName,
@@ -147,7 +171,7 @@ struct Job {
 struct Shared {
     default: RegistryUrl,
     caches: ResolutionCaches,
-    slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    slots: Mutex<Slots>,
     queue: Mutex<VecDeque<Job>>,
     work: Condvar,
     stop: AtomicBool,
@@ -198,14 +222,17 @@ impl Loader {
         url: &RegistryUrl,
         name: &PackageName,
     ) -> Result<Option<Arc<LoadedIndex>>> {
-        let key = (url.to_string(), name.normalized());
         let slot = {
             let mut slots = lock(&self.shared.slots);
-            Arc::clone(
-                slots
-                    .entry(key)
-                    .or_insert_with(|| Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new() })),
-            )
+            let of_registry = match slots.get_mut(url.as_str()) {
+                Some(of_registry) => of_registry,
+                None => slots.entry(url.to_string()).or_default(),
+            };
+            let key = slot_name(name);
+            match of_registry.get(&*key) {
+                Some(slot) => Arc::clone(slot),
+                None => Arc::clone(of_registry.entry(key.into()).or_insert_with(new_slot)),
+            }
         };
         let mut state = lock(&slot.state);
         loop {
@@ -233,7 +260,7 @@ impl Loader {
 
     /// `name`'s index in `url` if it has been read and exists.
     pub fn loaded(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<LoadedIndex>> {
-        let slot = lock(&self.shared.slots).get(&(url.to_string(), name.normalized())).cloned()?;
+        let slot = self.shared.slot(url, name)?;
         match &*lock(&slot.state) {
             State::Loaded(Some(index)) => Some(Arc::clone(index)),
             _ => None,
@@ -286,14 +313,18 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     let mut jobs = Vec::new();
     {
         let mut slots = lock(&shared.slots);
+        let of_registry = match slots.get_mut(url.as_str()) {
+            Some(of_registry) => of_registry,
+            None => slots.entry(url.to_string()).or_default(),
+        };
         for dep in newest.deps.iter().filter(|d| d.pkg.registry == own) {
-            let key = (url.to_string(), dep.pkg.name.normalized());
-            if slots.contains_key(&key) {
+            let key = slot_name(&dep.pkg.name);
+            if of_registry.contains_key(&*key) {
                 continue;
             }
-            let slot = Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new() });
-            slots.insert(key.clone(), Arc::clone(&slot));
-            jobs.push(Job { key, registry: Arc::clone(registry), url: url.clone(), name: dep.pkg.name.clone(), slot });
+            let slot = new_slot();
+            of_registry.insert(key.into(), Arc::clone(&slot));
+            jobs.push(Job { registry: Arc::clone(registry), url: url.clone(), name: dep.pkg.name.clone(), slot });
         }
     }
     let n = jobs.len();
@@ -334,7 +365,7 @@ fn work(shared: &Shared) {
                 }
             }
             Err(e) => {
-                tracing::debug!("reading ahead the index of `{}`: {e:#}", job.key.1);
+                tracing::debug!("reading ahead the index of `{}`: {e:#}", job.name);
                 finish(&job.slot, State::Failed);
             }
         }

@@ -202,18 +202,26 @@ impl<'c> Registries<'c> {
 
 impl VersionSource for Registries<'_> {
     fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Arc<[Candidate]>, SourceError> {
-        let url = self.url(pkg.registry.as_deref()).map_err(SourceFailure::boxed)?;
+        // Asked for every package of a resolution: nothing is built that is not needed.
+        let url = match pkg.registry.as_deref() {
+            None => std::borrow::Cow::Borrowed(&self.default),
+            Some(u) => std::borrow::Cow::Owned(self.url(Some(u)).map_err(SourceFailure::boxed)?),
+        };
         let registry = self.open(&url).map_err(SourceFailure::boxed)?;
         let Some(index) = self.loader.get(&registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
             return Ok(Arc::from([]));
         };
-        let key = (url.to_string(), pkg.name.normalized());
-        if !index.problems.is_empty() && self.warned.borrow_mut().insert(key.clone()) {
+        let key = || (url.to_string(), pkg.name.normalized());
+        if !index.problems.is_empty() && self.warned.borrow_mut().insert(key()) {
             for problem in &index.problems {
                 warn_skipped_line(&url, index.origin(), problem);
             }
         }
         let rejected = self.rejected.borrow();
+        if rejected.is_empty() {
+            return Ok(Arc::clone(&index.candidates));
+        }
+        let key = key();
         if rejected.iter().any(|(u, n, _)| (u, n) == (&key.0, &key.1)) {
             let kept = index
                 .candidates
