@@ -67,6 +67,19 @@ impl Regular {
         Ok(bytes)
     }
 
+    /// [`Regular::read_all`], and the file itself afterwards, so that what it is
+    /// (device, inode, times) can be told of exactly the bytes read.
+    pub fn read_all_keep(mut self) -> Result<(Vec<u8>, File), ReadError> {
+        let mut bytes = Vec::with_capacity(self.size.min(self.max) as usize);
+        let path = std::mem::take(&mut self.path);
+        let read = (&mut self.file).take(self.max + 1).read_to_end(&mut bytes);
+        read.map_err(|cause| ReadError::Io { path: path.clone(), cause })?;
+        if bytes.len() as u64 > self.max {
+            return Err(ReadError::TooLarge { path, size: bytes.len() as u64, max: self.max });
+        }
+        Ok((bytes, self.file))
+    }
+
     /// A reader over the file that ends with an error once more than `max` bytes
     /// have been read, for callers that stream (hashing, copying).
     pub fn into_reader(self) -> Capped {

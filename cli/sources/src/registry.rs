@@ -145,6 +145,9 @@ pub struct IndexText {
     pub bytes: Vec<u8>,
     /// Where it was read from (a path or a URL), for messages about its lines.
     pub origin: String,
+    /// The [`IndexFingerprint`] of the file these bytes were read from, taken
+    /// after reading, when the registry can tell one ([`Registry::index_fingerprint`]).
+    pub fingerprint: Option<IndexFingerprint>,
 }
 
 /// The identity of an index file's contents as a file system tells it: device,

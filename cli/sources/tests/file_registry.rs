@@ -443,3 +443,29 @@ fn a_registry_that_requires_signatures_refuses_unsigned_and_badly_signed_publish
     let record = reg.publisher_key(key.public().id()).unwrap();
     assert_eq!(record.key.id(), key.public().id());
 }
+
+#[test]
+fn the_text_read_carries_the_fingerprint_of_the_file_read_once_settled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = registry(&tmp);
+    let packed = pack(tmp.path(), "net", "1.0.0");
+    reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let net = name("net");
+    // Just written: no fingerprint is trusted, before or after a read.
+    assert_eq!(reg.index_fingerprint(&net).unwrap(), None);
+    assert_eq!(reg.index_text(&net).unwrap().unwrap().fingerprint, None);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let before = reg.index_fingerprint(&net).unwrap().expect("settled");
+    let text = reg.index_text(&net).unwrap().unwrap();
+    assert_eq!(text.fingerprint, Some(before), "the file read is the file fingerprinted");
+    assert_eq!(before.size, text.bytes.len() as u64);
+    // Replaced by a rename (another file where the path was): another fingerprint,
+    // and none while the new file is fresh.
+    let file = reg.root().join("index").join(index_path("net"));
+    let copy = file.with_extension("new");
+    fs::write(&copy, &text.bytes).unwrap();
+    fs::rename(&copy, &file).unwrap();
+    assert_eq!(reg.index_fingerprint(&net).unwrap(), None);
+    assert_eq!(reg.index_text(&net).unwrap().unwrap().fingerprint, None);
+    assert_eq!(reg.index_fingerprint(&name("absent")).unwrap(), None);
+}

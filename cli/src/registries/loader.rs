@@ -24,7 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use anyhow::Result;
 use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches};
 use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
-use ebpkg_sources::{Registry, RegistryKind, RegistryUrl};
+use ebpkg_sources::{IndexFingerprint, Registry, RegistryKind, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{IndexError, parse_versions};
 use rustc_hash::FxBuildHasher;
@@ -50,24 +50,26 @@ pub fn load(
         }
         None => None,
     };
-    let Some(index) = parse(registry, url, default, name)?.map(Arc::new) else { return Ok(None) };
+    let Some((index, read)) = parse(registry, url, default, name)? else { return Ok(None) };
+    let index = Arc::new(index);
     if let Some((cache, fingerprint)) = cache
         && index.problems.is_empty()
-        // The file did not change while it was read: what was parsed is what the fingerprint names.
-        && registry.index_fingerprint(name)? == Some(fingerprint)
+        // The file read is the one fingerprinted, and did not change while it was read.
+        && read == Some(fingerprint)
     {
         cache.remember(name, fingerprint, Arc::clone(&index));
     }
     Ok(Some(index))
 }
 
-/// Reads `name`'s index file from `registry` (at `url`) and parses what resolution needs.
+/// Reads `name`'s index file from `registry` (at `url`) and parses what resolution
+/// needs; with the fingerprint of the file read, when the registry tells one.
 fn parse(
     registry: &dyn Registry,
     url: &RegistryUrl,
     default: &RegistryUrl,
     name: &PackageName,
-) -> Result<Option<LoadedIndex>> {
+) -> Result<Option<(LoadedIndex, Option<IndexFingerprint>)>> {
     let Some(text) = registry.index_text(name)? else { return Ok(None) };
     let mut problems = Vec::new();
     let parsed = parse_versions(name.as_str(), &text.bytes, &mut problems);
@@ -95,7 +97,7 @@ fn parse(
         candidates.push(Candidate { version: line.vers, yanked: line.yanked, deps });
     }
     drop(shared);
-    Ok(Some(LoadedIndex::parsed(text.origin, text.bytes, lines, candidates.into(), problems)))
+    Ok(Some((LoadedIndex::parsed(text.origin, text.bytes, lines, candidates.into(), problems), text.fingerprint)))
 }
 
 /// The requirements of a line from registry `from`, as the resolver takes them.

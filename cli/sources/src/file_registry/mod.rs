@@ -74,6 +74,8 @@ pub struct FileRegistry {
     tuf_copied: bool,
     /// Set once config.json was read and checked.
     seen_config: std::sync::OnceLock<()>,
+    /// The index directory, opened on the first fingerprint (`None`: it could not be).
+    index_dir_fd: std::sync::OnceLock<Option<std::sync::Arc<std::os::fd::OwnedFd>>>,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +109,7 @@ impl FileRegistry {
             tuf_online_key: None,
             tuf_copied: false,
             seen_config: Default::default(),
+            index_dir_fd: Default::default(),
         })
     }
 
@@ -382,20 +385,27 @@ impl Registry for FileRegistry {
         // The name as spelled is where the file nearly always is: read it at once
         // (a resolution reads thousands), and look for other spellings only if not.
         let exact = self.index_dir().join(index_path(name.as_str()));
-        let (path, bytes) = match ebpkg_fs::read(&exact, MAX_INDEX_FILE_BYTES) {
-            Ok(bytes) => (exact, bytes),
+        let read = |path: &Path| ebpkg_fs::open(path, MAX_INDEX_FILE_BYTES).and_then(|file| file.read_all_keep());
+        let (path, (bytes, file)) = match read(&exact) {
+            Ok(read) => (exact, read),
             Err(e) if e.is_not_found() || matches!(e, ebpkg_fs::ReadError::NotRegular { .. }) => {
                 let Some((path, _)) = self.find_index_file(name)? else {
                     self.check_tuf_absent(&exact)?;
                     return Ok(None);
                 };
-                let bytes = ebpkg_fs::read(&path, MAX_INDEX_FILE_BYTES).map_err(|source| self.damaged(source))?;
-                (path, bytes)
+                let read = read(&path).map_err(|source| self.damaged(source))?;
+                (path, read)
             }
             Err(e) => return Err(self.damaged(e)),
         };
         self.check_tuf(&path, &bytes)?;
-        Ok(Some(IndexText { bytes, origin: path.display().to_string() }))
+        // Of the file read, whatever its path now names: what was parsed from these
+        // bytes is cached under exactly this.
+        let fingerprint = match self.tuf {
+            Some(_) => None,
+            None => statx_fingerprint(&file, "", rustix::fs::AtFlags::EMPTY_PATH),
+        };
+        Ok(Some(IndexText { bytes, origin: path.display().to_string(), fingerprint }))
     }
 
     fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
@@ -404,9 +414,15 @@ impl Registry for FileRegistry {
             return Ok(None);
         }
         self.require_registry_once()?;
-        let path = self.index_dir().join(index_path(name.as_str()));
-        let Ok(meta) = fs::symlink_metadata(&path) else { return Ok(None) };
-        Ok(settled_fingerprint(&meta, std::time::SystemTime::now()))
+        // Relative to the index directory, opened once: a warm resolution asks for
+        // thousands, and walking the whole path each time was most of the cost.
+        let dir = self.index_dir_fd.get_or_init(|| {
+            use rustix::fs::{Mode, OFlags};
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            rustix::fs::open(self.index_dir(), flags, Mode::empty()).ok().map(std::sync::Arc::new)
+        });
+        let Some(dir) = dir else { return Ok(None) };
+        Ok(statx_fingerprint(dir, index_path(name.as_str()), rustix::fs::AtFlags::SYMLINK_NOFOLLOW))
     }
 
     fn names(&self) -> Result<Vec<PackageName>> {
@@ -545,21 +561,38 @@ fn dash_variants(s: &str) -> Vec<String> {
 /// one could leave every timestamp as it was.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The settled fingerprint of `path` under `dir` (with `flags`), now; `None` if it
+/// cannot be had. One `statx` for both the file a fingerprint is asked of and
+/// the file just read, so that the two compare field for field.
+fn statx_fingerprint(
+    dir: impl std::os::fd::AsFd,
+    path: impl rustix::path::Arg,
+    flags: rustix::fs::AtFlags,
+) -> Option<IndexFingerprint> {
+    let stat = rustix::fs::statx(dir, path, flags, rustix::fs::StatxFlags::BASIC_STATS).ok()?;
+    settled_fingerprint(&stat, std::time::SystemTime::now())
+}
+
 /// The fingerprint of a regular file last changed at least [`SETTLE`] before `now`.
-fn settled_fingerprint(meta: &fs::Metadata, now: std::time::SystemTime) -> Option<IndexFingerprint> {
-    use std::os::unix::fs::MetadataExt;
-    if !meta.file_type().is_file() {
+fn settled_fingerprint(stat: &rustix::fs::Statx, now: std::time::SystemTime) -> Option<IndexFingerprint> {
+    let basic = rustix::fs::StatxFlags::TYPE
+        | rustix::fs::StatxFlags::INO
+        | rustix::fs::StatxFlags::SIZE
+        | rustix::fs::StatxFlags::MTIME
+        | rustix::fs::StatxFlags::CTIME;
+    let regular = rustix::fs::FileType::from_raw_mode(stat.stx_mode.into()) == rustix::fs::FileType::RegularFile;
+    if !regular || stat.stx_mask & basic.bits() != basic.bits() {
         return None;
     }
-    let ns = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
-    let ctime_ns = ns(meta.ctime(), meta.ctime_nsec());
+    let ns = |t: rustix::fs::StatxTimestamp| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+    let ctime_ns = ns(stat.stx_ctime);
     let now_ns = now.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let settled_before = i128::try_from(now_ns.checked_sub(SETTLE.as_nanos())?).ok()?;
     (ctime_ns <= settled_before).then(|| IndexFingerprint {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        size: meta.size(),
-        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        dev: rustix::fs::makedev(stat.stx_dev_major, stat.stx_dev_minor),
+        ino: stat.stx_ino,
+        size: stat.stx_size,
+        mtime_ns: ns(stat.stx_mtime),
         ctime_ns,
     })
 }
@@ -573,7 +606,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         fs::write(&path, b"one").unwrap();
-        let meta = fs::symlink_metadata(&path).unwrap();
+        let stat = |path: &Path| {
+            let flags = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+            rustix::fs::statx(rustix::fs::CWD, path, flags, rustix::fs::StatxFlags::BASIC_STATS).unwrap()
+        };
+        let meta = stat(&path);
         let now = std::time::SystemTime::now();
         assert_eq!(settled_fingerprint(&meta, now), None, "changed just now: not trusted yet");
         let later = now + SETTLE + std::time::Duration::from_millis(10);
@@ -583,10 +620,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         // Same size, written in place: the change time moves.
         fs::write(&path, b"two").unwrap();
-        let meta = fs::symlink_metadata(&path).unwrap();
+        let meta = stat(&path);
         let second = settled_fingerprint(&meta, later + std::time::Duration::from_secs(1)).unwrap();
         assert_ne!(first, second);
-        let dir_meta = fs::symlink_metadata(dir.path()).unwrap();
+        let dir_meta = stat(dir.path());
         assert_eq!(settled_fingerprint(&dir_meta, later), None, "not a regular file");
     }
 

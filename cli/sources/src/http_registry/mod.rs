@@ -311,7 +311,7 @@ impl Registry for HttpRegistry {
             }
         };
         self.check_tuf(&format!("index/{index_path}"), &body)?;
-        Ok(Some(IndexText { bytes: body, origin: url }))
+        Ok(Some(IndexText { bytes: body, origin: url, fingerprint: None }))
     }
 
     /// From the search API (the sparse index has no listing), at most 2000 names;
