@@ -297,6 +297,11 @@ impl Drop for Loader {
         lock(&self.shared.queue).clear();
         self.shared.work.notify_all();
         self.shared.caches.save();
+        // A loader lives as long as its command, which ends here. What it read (a
+        // large resolution: hundreds of thousands of small values) is left to the
+        // process's exit: freeing it one value at a time, in whichever thread
+        // held the last reference, only competed with the command's last writes.
+        std::mem::forget(std::mem::take(&mut *lock(&self.shared.slots)));
     }
 }
 
