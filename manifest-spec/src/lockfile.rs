@@ -316,7 +316,6 @@ fn parse_dep_ref(s: &str) -> Option<LockedDependency> {
     Some(LockedDependency { name: PackageName::new(name).ok()?, version: Version::parse(version).ok()? })
 }
 
-/// A TOML basic string with the escapes TOML requires.
 /// Appends `s` as a TOML string, exactly as the `toml` crate writes it.
 fn push_quoted(out: &mut String, s: &str) {
     // What lockfiles hold (names, versions, URLs, hex) needs no escape and is written
@@ -360,6 +359,29 @@ mod tests {
             proptest::prop_assert_eq!(&out, &toml::Value::String(s.clone()).to_string());
             let parsed: toml::Table = toml::from_str(&format!("k = {out}")).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
             proptest::prop_assert_eq!(parsed.get("k").and_then(|v| v.as_str()), Some(s.as_str()));
+        }
+    }
+
+    proptest::proptest! {
+        /// Looked up by binary search: the same as the first match in order.
+        #[test]
+        fn get_finds_what_a_scan_finds(
+            entries in proptest::collection::vec((0u8..6, 0u64..4, 0u8..2), 0..40),
+            name in 0u8..7,
+            minor in 0u64..5,
+        ) {
+            let packages: Vec<LockedPackage> = entries
+                .iter()
+                .map(|(n, m, source)| {
+                    let mut p = pkg(&format!("p{n}"), &format!("1.{m}.0"), &[]);
+                    p.source = format!("file:///srv/registry{source}");
+                    p
+                })
+                .collect();
+            let lock = Lockfile::new(packages);
+            let (name, version) = (format!("p{name}"), Version::new(1, minor, 0));
+            let scanned = lock.packages().iter().find(|p| p.name.as_str() == name && p.version == version);
+            proptest::prop_assert_eq!(lock.get(&name, &version), scanned);
         }
     }
 

@@ -101,7 +101,8 @@ impl RegistryCache {
         if record.fingerprint != *fingerprint {
             return None;
         }
-        let Some(decoded) = decode(&file.stored, record.body.clone(), &self.url, &self.default).map(Arc::new) else {
+        let Some(decoded) = decode(&file.stored, key, record.body.clone(), &self.url, &self.default).map(Arc::new)
+        else {
             tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
             return None;
         };
@@ -380,6 +381,30 @@ mod tests {
         let caches = ResolutionCaches::new(dir.path(), own.clone());
         let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
         assert_eq!(got.pins, vec![(0, other), (1, pin)]);
+    }
+
+    #[test]
+    fn a_pin_that_does_not_say_its_own_version_and_package_is_a_miss() {
+        let own = url("file:///own/");
+        let index = whole_index(&["1.0.0", "1.1.0"]);
+        index.pin(&Version::new(1, 1, 0)).unwrap().unwrap();
+        let body = crate::format::encode(&index, &own, &own).unwrap();
+        let file = |bytes: Vec<u8>| Arc::new(Stored::Owned(bytes));
+        let read = |bytes: &[u8], package: &str| {
+            crate::format::decode(&file(bytes.to_vec()), package, 0..bytes.len(), &own, &own)
+        };
+        assert_eq!(read(&body, "my_pkg").unwrap().pins.len(), 1);
+        assert!(read(&body, "other").is_none(), "a pin of another package");
+        // The pin's position damaged to name 1.0.0's line while it says 1.1.0.
+        let at = |pattern: &[u8]| body.windows(pattern.len()).position(|w| w == pattern).unwrap();
+        let mut moved = body.clone();
+        moved[at(b"\x01\x00\x00\x00\x05\x00\x00\x001.1.0")] = 0;
+        assert!(read(&moved, "my_pkg").is_none(), "another version's checksum");
+        // The name it pins damaged into another valid name.
+        let mut renamed = body.clone();
+        let name = at(b"\x06\x00\x00\x00my-pkg");
+        renamed[name + 4] = b'x';
+        assert!(read(&renamed, "my_pkg").is_none(), "another package's name");
     }
 
     #[test]

@@ -108,10 +108,11 @@ pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Box<str>, Record>> {
     Some(records)
 }
 
-/// The loader's view of one record (`body`, a range of `file`) of registry `url`,
-/// for a command whose default registry is `default`.
+/// The loader's view of one record (`body`, a range of `file`) of `package`
+/// (normalized) in registry `url`, for a command whose default registry is `default`.
 pub(crate) fn decode(
     file: &Arc<Stored>,
+    package: &str,
     body: Range<usize>,
     url: &RegistryUrl,
     default: &RegistryUrl,
@@ -165,14 +166,20 @@ pub(crate) fn decode(
         candidates.push(Candidate { version: Version { major, minor, patch, pre, build }, yanked, deps });
         lines.push(Line { bytes: start..end, line_no });
     }
-    let n_pins = r.count(4 + 4 + 32 + 1)?;
-    let mut pins = Vec::with_capacity(n_pins);
+    let n_pins = r.count(4 + 4 + 4 + 32 + 1)?;
+    let mut pins: Vec<(u32, EntryPin)> = Vec::with_capacity(n_pins);
     for _ in 0..n_pins {
+        // A pin names its line, and says again which version and package it is of:
+        // a damaged position or name is a miss, never another version's checksum.
         let k = r.u32()?;
-        if usize::try_from(k).ok()? >= candidates.len() {
+        let candidate = candidates.get(usize::try_from(k).ok()?)?;
+        if pins.last().is_some_and(|(last, _)| *last >= k) || Version::parse(r.str()?).ok()? != candidate.version {
             return None;
         }
         let name = PackageName::new(r.str()?).ok()?;
+        if name.normalized() != package {
+            return None;
+        }
         let cksum = Sha256Digest(r.take(32)?.try_into().ok()?);
         let signed_by = match r.u8()? {
             0 => None,
@@ -263,6 +270,8 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
     put_u32(&mut out, pins.len())?;
     for (k, pin) in &pins {
         out.extend_from_slice(&k.to_le_bytes());
+        let version = index.candidates.get(usize::try_from(*k).ok()?)?.version.to_string();
+        put_str(&mut out, version.as_bytes())?;
         put_str(&mut out, pin.name.as_str().as_bytes())?;
         out.extend_from_slice(&pin.cksum.0);
         match &pin.signed_by {
@@ -308,7 +317,7 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     let Some(records) = read_directory(&bytes) else { return Vec::new() };
     let Ok(url) = RegistryUrl::parse("file:///registry/") else { return Vec::new() };
     let file = Arc::new(Stored::Owned(bytes));
-    let indexes = records.into_values().filter_map(|r| decode(&file, r.body, &url, &url));
+    let indexes = records.into_iter().filter_map(|(name, r)| decode(&file, &name, r.body, &url, &url));
     indexes
         .inspect(|index| {
             let text = index.text.as_slice();

@@ -378,3 +378,89 @@ fn work(shared: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ebpkg_sources::FileRegistry;
+    use ebpkg_sources::Result as SourceResult;
+    use ebpkg_spec::Manifest;
+    use ebpkg_spec::index::IndexEntry;
+    use semver::Version;
+
+    /// A directory registry whose reads say they came from another file than the
+    /// one fingerprinted (as when the path is swapped between the two).
+    struct Swapped(FileRegistry);
+
+    impl Registry for Swapped {
+        fn url(&self) -> &RegistryUrl {
+            self.0.url()
+        }
+        fn index_text(&self, name: &PackageName) -> SourceResult<Option<ebpkg_sources::IndexText>> {
+            let mut text = self.0.index_text(name)?;
+            if let Some(fp) = text.as_mut().and_then(|t| t.fingerprint.as_mut()) {
+                fp.ino += 1;
+            }
+            Ok(text)
+        }
+        fn index_fingerprint(&self, name: &PackageName) -> SourceResult<Option<IndexFingerprint>> {
+            self.0.index_fingerprint(name)
+        }
+        fn names(&self) -> SourceResult<Vec<PackageName>> {
+            self.0.names()
+        }
+        fn download(&self, entry: &IndexEntry) -> SourceResult<Vec<u8>> {
+            self.0.download(entry)
+        }
+        fn publish(
+            &self,
+            archive: &[u8],
+            manifest: &Manifest,
+            signature: Option<&ebpkg_sources::PublishSignature>,
+        ) -> SourceResult<IndexEntry> {
+            self.0.publish(archive, manifest, signature)
+        }
+        fn bundle(&self, version: &ebpkg_sources::SignedVersion) -> SourceResult<Vec<u8>> {
+            self.0.bundle(version)
+        }
+        fn publisher_key(&self, id: &ebpkg_spec::types::KeyId) -> SourceResult<ebpkg_sources::KeyRecord> {
+            self.0.publisher_key(id)
+        }
+        fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> SourceResult<IndexEntry> {
+            self.0.set_yanked(name, version, yanked)
+        }
+        fn search(&self, query: &str, limit: usize) -> SourceResult<Vec<ebpkg_sources::SearchHit>> {
+            self.0.search(query, limit)
+        }
+    }
+
+    #[test]
+    fn a_parse_is_cached_only_under_the_fingerprint_of_the_file_it_came_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("registry");
+        let index = root.join("index").join(ebpkg_spec::index_path("net"));
+        std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+        std::fs::write(root.join("config.json"), "{\"ebpkg-registry\":1}\n").unwrap();
+        let cksum = "ab".repeat(32);
+        let line = format!(
+            "{{\"v\":1,\"name\":\"net\",\"vers\":\"1.0.0\",\"deps\":[],\"cksum\":\"{cksum}\",\"yanked\":false}}\n"
+        );
+        std::fs::write(&index, line).unwrap();
+        // Fingerprints are trusted only for files settled for 2 s.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let url = RegistryUrl::from_path(&root).unwrap();
+        let net = PackageName::new("net").unwrap();
+        let cached = |registry: &dyn Registry, cache_dir: &std::path::Path| {
+            let caches = ResolutionCaches::new(cache_dir, url.clone());
+            let loaded = load(registry, &url, &url, &caches, &net).unwrap().unwrap();
+            assert_eq!(loaded.candidates.len(), 1);
+            caches.save();
+            let file = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).resolution_cache(url.as_str());
+            file.exists()
+        };
+        let swapped = tempfile::tempdir().unwrap();
+        assert!(!cached(&Swapped(FileRegistry::at(&root).unwrap()), swapped.path()), "cached under another file");
+        let honest = tempfile::tempdir().unwrap();
+        assert!(cached(&FileRegistry::at(&root).unwrap(), honest.path()));
+    }
+}

@@ -74,8 +74,8 @@ pub struct FileRegistry {
     tuf_copied: bool,
     /// Set once config.json was read and checked.
     seen_config: std::sync::OnceLock<()>,
-    /// The index directory, opened on the first fingerprint (`None`: it could not be).
-    index_dir_fd: std::sync::OnceLock<Option<std::sync::Arc<std::os::fd::OwnedFd>>>,
+    /// The index directory, opened on the first fingerprint.
+    index_dir_fd: std::sync::OnceLock<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 #[derive(Deserialize)]
@@ -416,12 +416,16 @@ impl Registry for FileRegistry {
         self.require_registry_once()?;
         // Relative to the index directory, opened once: a warm resolution asks for
         // thousands, and walking the whole path each time was most of the cost.
-        let dir = self.index_dir_fd.get_or_init(|| {
-            use rustix::fs::{Mode, OFlags};
-            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            rustix::fs::open(self.index_dir(), flags, Mode::empty()).ok().map(std::sync::Arc::new)
-        });
-        let Some(dir) = dir else { return Ok(None) };
+        // (Not opened yet, as in a registry nothing was published to: tried again next time.)
+        let dir = match self.index_dir_fd.get() {
+            Some(dir) => dir,
+            None => {
+                use rustix::fs::{Mode, OFlags};
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                let Ok(dir) = rustix::fs::open(self.index_dir(), flags, Mode::empty()) else { return Ok(None) };
+                self.index_dir_fd.get_or_init(|| std::sync::Arc::new(dir))
+            }
+        };
         Ok(statx_fingerprint(dir, index_path(name.as_str()), rustix::fs::AtFlags::SYMLINK_NOFOLLOW))
     }
 
