@@ -57,27 +57,21 @@ pub struct Regular {
 impl Regular {
     /// Reads the whole file into memory, never more than `max` bytes.
     pub fn read_all(self) -> Result<Vec<u8>, ReadError> {
-        let Regular { file, size, max, path } = self;
-        // The size is a hint (the file may change): capacity no larger than the bound.
-        let mut bytes = Vec::with_capacity(size.min(max) as usize);
-        file.take(max + 1).read_to_end(&mut bytes).map_err(|cause| ReadError::Io { path: path.clone(), cause })?;
-        if bytes.len() as u64 > max {
-            return Err(ReadError::TooLarge { path, size: bytes.len() as u64, max });
-        }
-        Ok(bytes)
+        self.read_all_keep().map(|(bytes, _)| bytes)
     }
 
     /// [`Regular::read_all`], and the file itself afterwards, so that what it is
     /// (device, inode, times) can be told of exactly the bytes read.
-    pub fn read_all_keep(mut self) -> Result<(Vec<u8>, File), ReadError> {
-        let mut bytes = Vec::with_capacity(self.size.min(self.max) as usize);
-        let path = std::mem::take(&mut self.path);
-        let read = (&mut self.file).take(self.max + 1).read_to_end(&mut bytes);
+    pub fn read_all_keep(self) -> Result<(Vec<u8>, File), ReadError> {
+        let Regular { mut file, size, max, path } = self;
+        // The size is a hint (the file may change): capacity no larger than the bound.
+        let mut bytes = Vec::with_capacity(size.min(max) as usize);
+        let read = (&mut file).take(max + 1).read_to_end(&mut bytes);
         read.map_err(|cause| ReadError::Io { path: path.clone(), cause })?;
-        if bytes.len() as u64 > self.max {
-            return Err(ReadError::TooLarge { path, size: bytes.len() as u64, max: self.max });
+        if bytes.len() as u64 > max {
+            return Err(ReadError::TooLarge { path, size: bytes.len() as u64, max });
         }
-        Ok((bytes, self.file))
+        Ok((bytes, file))
     }
 
     /// A reader over the file that ends with an error once more than `max` bytes

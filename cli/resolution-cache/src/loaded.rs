@@ -78,7 +78,16 @@ impl LoadedIndex {
     /// The whole entry of `version`, every field checked. `None`: no usable line
     /// has that version; `Some(Err)`: its line is damaged beyond what resolution read.
     pub fn entry(&self, version: &Version) -> Option<Result<IndexEntry, IndexError>> {
-        let k = self.candidates.iter().position(|c| c.version == *version)?;
+        self.entry_at(self.line_of(version)?, version)
+    }
+
+    /// Which usable line has `version` (the first, if the file lists it twice).
+    fn line_of(&self, version: &Version) -> Option<usize> {
+        self.candidates.iter().position(|c| c.version == *version)
+    }
+
+    /// The whole entry on usable line `k`, which has `version`.
+    fn entry_at(&self, k: usize, version: &Version) -> Option<Result<IndexEntry, IndexError>> {
         let line = self.lines.get(k)?;
         let text = std::str::from_utf8(self.line_bytes(line))
             .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });
@@ -89,7 +98,7 @@ impl LoadedIndex {
     /// as [`LoadedIndex::entry`], but the whole line is parsed only the first time
     /// (the cache keeps the result while the file is unchanged).
     pub fn pin(&self, version: &Version) -> Option<Result<EntryPin, IndexError>> {
-        let k = self.candidates.iter().position(|c| c.version == *version)?;
+        let k = self.line_of(version)?;
         let k32 = u32::try_from(k).ok()?;
         if let Some((_, pin)) = self.pins.iter().find(|(at, _)| *at == k32) {
             return Some(Ok(pin.clone()));
@@ -98,7 +107,7 @@ impl LoadedIndex {
         if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
             return Some(Ok(pin.clone()));
         }
-        let pin = self.entry(version)?.map(|entry| EntryPin::from(&entry));
+        let pin = self.entry_at(k, version)?.map(|entry| EntryPin::from(&entry));
         if let Ok(pin) = &pin {
             learned.push((k32, pin.clone()));
         }

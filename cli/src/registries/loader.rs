@@ -138,10 +138,12 @@ struct Slot {
     done: Condvar,
 }
 
-/// Each registry's slots (by URL), by normalized package name. Looked up for
-/// every package a resolution touches, from several threads: the names are
-/// hashed with FxHash and looked up without building a key.
-type Slots = HashMap<String, HashMap<Box<str>, Arc<Slot>, FxBuildHasher>>;
+/// Each registry's slots (by URL: a command reads a few registries at most), by
+/// normalized package name. Looked up for every package a resolution touches,
+/// from several threads: the names are hashed with FxHash and looked up without
+/// building a key.
+type Slots = Vec<(String, RegistrySlots)>;
+type RegistrySlots = HashMap<Box<str>, Arc<Slot>, FxBuildHasher>;
 
 /// `name` as slots are keyed: normalized, borrowed when it already is (names are
 /// lowercase; only `-` differs).
@@ -152,10 +154,24 @@ fn slot_name(name: &PackageName) -> Cow<'_, str> {
     }
 }
 
+/// The slots of registry `url`, made on first use.
+fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> &'s mut RegistrySlots {
+    let at = match slots.iter().position(|(u, _)| u == url.as_str()) {
+        Some(at) => at,
+        None => {
+            slots.push((url.to_string(), RegistrySlots::default()));
+            slots.len() - 1
+        }
+    };
+    &mut slots[at].1
+}
+
 impl Shared {
     /// The slot of `name` in `url`, if any.
     fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
-        lock(&self.slots).get(url.as_str())?.get(&*slot_name(name)).cloned()
+        let slots = lock(&self.slots);
+        let (_, of_registry) = slots.iter().find(|(u, _)| u == url.as_str())?;
+        of_registry.get(&*slot_name(name)).cloned()
     }
 }
 
@@ -226,10 +242,7 @@ impl Loader {
     ) -> Result<Option<Arc<LoadedIndex>>> {
         let slot = {
             let mut slots = lock(&self.shared.slots);
-            let of_registry = match slots.get_mut(url.as_str()) {
-                Some(of_registry) => of_registry,
-                None => slots.entry(url.to_string()).or_default(),
-            };
+            let of_registry = slots_of(&mut slots, url);
             let key = slot_name(name);
             match of_registry.get(&*key) {
                 Some(slot) => Arc::clone(slot),
@@ -320,10 +333,7 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     let mut jobs = Vec::new();
     {
         let mut slots = lock(&shared.slots);
-        let of_registry = match slots.get_mut(url.as_str()) {
-            Some(of_registry) => of_registry,
-            None => slots.entry(url.to_string()).or_default(),
-        };
+        let of_registry = slots_of(&mut slots, url);
         for dep in newest.deps.iter().filter(|d| d.pkg.registry == own) {
             let key = slot_name(&dep.pkg.name);
             if of_registry.contains_key(&*key) {
