@@ -187,10 +187,18 @@ fn for_each_file(dir: &Path, mut f: impl FnMut(&Path) -> Result<()>) -> Result<(
     Ok(())
 }
 
-/// One `ebpkg lock` from scratch in `dir` (with `flags`): (ms, succeeded, stderr,
-/// peak RSS in MiB).
+/// How long the machine is left idle before each timed run. A user's command
+/// starts on an idle machine; one started right after another command that freed
+/// a few hundred MB gets that memory back still mapped, and on a virtual machine
+/// that returns freed memory to its host (free page reporting, as here) that
+/// alone made a warm resolution look twice as fast as any user saw it.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// One `ebpkg lock` from scratch in `dir` (with `flags`), after [`SETTLE`]: (ms,
+/// succeeded, stderr, peak RSS in MiB).
 fn lock_with(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<(f64, bool, String, f64)> {
     let _ = std::fs::remove_file(dir.join("ebpkg.lock"));
+    std::thread::sleep(SETTLE);
     let mut cmd = Command::new(ebpkg);
     cmd.current_dir(dir).args(["-q", "lock"]).args(flags).envs(env.iter().cloned());
     let run = process::run(&mut cmd)?;
@@ -236,6 +244,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
         let mut explanation = String::new();
         // Round 0 warms the page cache and is not kept; the variants alternate.
         for round in 0..=rounds {
+            std::thread::sleep(SETTLE);
             let started = Instant::now();
             index_bytes = read_all(&registry.join("index"))?;
             let r = started.elapsed().as_secs_f64() * 1e3;
