@@ -458,6 +458,45 @@ fn walk_lines<'a, T>(
     out.into_iter().map(|(line_no, _, parsed)| (line_no, parsed)).collect()
 }
 
+/// [`index_path`] of a package's name, built on the stack: a warm resolution
+/// asks for the path of thousands of packages.
+pub struct IndexPath {
+    bytes: [u8; 6 + crate::names::MAX_NAME_LEN],
+    len: usize,
+}
+
+impl IndexPath {
+    pub fn of(name: &crate::PackageName) -> IndexPath {
+        let name = name.as_str().as_bytes();
+        let mut path = IndexPath { bytes: [0; 6 + crate::names::MAX_NAME_LEN], len: 0 };
+        match name {
+            [_] => path.push(b"1/"),
+            [_, _] => path.push(b"2/"),
+            [first, _, _] => {
+                path.push(b"3/");
+                path.push(&[*first, b'/']);
+            }
+            [a, b, c, d, ..] => path.push(&[*a, *b, b'/', *c, *d, b'/']),
+            [] => {}
+        }
+        path.push(name);
+        path.bytes[..path.len].make_ascii_lowercase();
+        path
+    }
+
+    /// Names are at most `MAX_NAME_LEN` bytes, so a path always fits.
+    fn push(&mut self, bytes: &[u8]) {
+        if let Some(to) = self.bytes.get_mut(self.len..self.len + bytes.len()) {
+            to.copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
 /// The path of a package's index file inside the index, as cargo's sparse index
 /// lays it out: `1/a`, `2/ab`, `3/a/abc`, `me/te/meter`. Names are lowercased.
 pub fn index_path(name: &str) -> String {
@@ -474,6 +513,14 @@ pub fn index_path(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_paths_built_on_the_stack_are_the_same() {
+        for n in ["a", "ab", "net", "meter", "my-pkg", "p4c_gen2", &"a1-".repeat(21), &"z".repeat(64)] {
+            let name = crate::PackageName::new(n).unwrap();
+            assert_eq!(IndexPath::of(&name).as_str(), index_path(n), "{n}");
+        }
+    }
 
     #[test]
     fn index_paths_follow_cargo() {

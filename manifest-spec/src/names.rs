@@ -217,6 +217,15 @@ impl PackageName {
     pub fn normalized(&self) -> String {
         normalize(&self.0)
     }
+
+    /// [`PackageName::normalized`], borrowed when the name already is (no `-`,
+    /// no uppercase): looked up for every package a resolution touches.
+    pub fn normalized_key(&self) -> std::borrow::Cow<'_, str> {
+        match self.0.bytes().any(|b| b == b'-' || b.is_ascii_uppercase()) {
+            true => std::borrow::Cow::Owned(self.normalized()),
+            false => std::borrow::Cow::Borrowed(&self.0),
+        }
+    }
 }
 
 /// Lowercase with `-` replaced by `_`: the collision key of a package name.
@@ -362,6 +371,16 @@ string_newtype_impls!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_normalized_key_is_the_normalized_form_borrowed_when_it_can_be() {
+        for n in ["net", "alt_mark", "my-pkg", "p4c-gen2", "a-b_c-d"] {
+            let name = PackageName::new(n).unwrap();
+            let key = name.normalized_key();
+            assert_eq!(key, name.normalized(), "{n}");
+            assert_eq!(matches!(key, std::borrow::Cow::Borrowed(_)), name.normalized() == n, "{n}");
+        }
+    }
 
     #[test]
     fn valid_package_names() {

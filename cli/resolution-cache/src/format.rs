@@ -12,13 +12,13 @@ use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::{BuildMetadata, Prerelease, Version, VersionReq};
 
-use crate::loaded::{IndexBytes, Line, LoadedIndex};
+use crate::loaded::{IndexBytes, Line, Lines, LoadedIndex};
 
 pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
 /// Changes whenever the layout or what the loader makes of an index file does:
 /// a file written by another ebpkg is ignored, never misread.
-pub(crate) const STAMP: &str = concat!("resolution cache 2, ebpkg ", env!("CARGO_PKG_VERSION"));
+pub(crate) const STAMP: &str = concat!("resolution cache 3, ebpkg ", env!("CARGO_PKG_VERSION"));
 
 /// A cache file's bytes, mapped (or, for tests and fuzzing, in memory).
 pub(crate) enum Stored {
@@ -85,9 +85,19 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A line's place in a record's line table: start, end, line number (u32 each).
+pub(crate) const LINE_BYTES: usize = 12;
+
+/// The line at the start of `bytes`, a line table entry.
+pub(crate) fn read_line(bytes: &[u8]) -> Option<Line> {
+    let mut r = Reader { bytes, pos: 0 };
+    let (start, end, line_no) = (r.usize()?, r.usize()?, r.usize()?);
+    Some(Line { bytes: start..end, line_no })
+}
+
 pub(crate) const DIRECTORY_ENTRY_MIN: usize = 4 + IndexFingerprint::BYTES + 16;
 
-pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Box<str>, Record>> {
+pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Arc<str>, Record>> {
     let mut r = Reader { bytes: map, pos: 0 };
     if r.take(MAGIC.len())? != MAGIC || r.str()? != STAMP {
         return None;
@@ -143,9 +153,8 @@ pub(crate) fn decode(
         }
         lists.push(Arc::<[Requirement]>::from(deps));
     }
-    let n_versions = r.count(3 * 8 + 4 + 4 + 1 + 4 * 4)?;
+    let n_versions = r.count(3 * 8 + 4 + 4 + 1 + 4 + LINE_BYTES)?;
     let mut candidates = Vec::with_capacity(n_versions);
-    let mut lines = Vec::with_capacity(n_versions);
     for _ in 0..n_versions {
         let (major, minor, patch) = (r.u64()?, r.u64()?, r.u64()?);
         let pre = match r.str()? {
@@ -162,9 +171,17 @@ pub(crate) fn decode(
             _ => return None,
         };
         let deps = Arc::clone(lists.get(r.usize()?)?);
-        let (start, end, line_no) = (r.usize()?, r.usize()?, r.usize()?);
         candidates.push(Candidate { version: Version { major, minor, patch, pre, build }, yanked, deps });
-        lines.push(Line { bytes: start..end, line_no });
+    }
+    // The line table is checked whole here and read only for the lines locked.
+    let line_table = body.start + r.pos;
+    let mut lines_end = 0;
+    for _ in 0..n_versions {
+        let line = read_line(r.take(LINE_BYTES)?)?;
+        if line.bytes.start > line.bytes.end {
+            return None;
+        }
+        lines_end = lines_end.max(line.bytes.end);
     }
     let n_pins = r.count(4 + 4 + 4 + 32 + 1)?;
     let mut pins: Vec<(u32, EntryPin)> = Vec::with_capacity(n_pins);
@@ -191,14 +208,14 @@ pub(crate) fn decode(
     let text_len = r.usize()?;
     let text_start = body.start + r.pos;
     r.take(text_len)?;
-    if r.pos != r.bytes.len() || lines.iter().any(|l| l.bytes.start > l.bytes.end || l.bytes.end > text_len) {
+    if r.pos != r.bytes.len() || lines_end > text_len {
         return None;
     }
     let text = IndexBytes::Stored(Arc::clone(file), text_start..text_start + text_len);
     Some(LoadedIndex {
         origin,
         text,
-        lines,
+        lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions },
         candidates: candidates.into(),
         problems: Vec::new(),
         pins,
@@ -252,8 +269,11 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
             put_str(&mut out, d.req_text.as_bytes())?;
         }
     }
+    if index.lines.len() != index.candidates.len() {
+        return None;
+    }
     put_u32(&mut out, index.candidates.len())?;
-    for (c, line) in index.candidates.iter().zip(&index.lines) {
+    for c in index.candidates.iter() {
         let v = &c.version;
         for n in [v.major, v.minor, v.patch] {
             out.extend_from_slice(&n.to_le_bytes());
@@ -262,6 +282,9 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
         put_str(&mut out, v.build.as_str().as_bytes())?;
         out.push(u8::from(c.yanked));
         put_u32(&mut out, *list_of.get(&c.deps.as_ptr())?)?;
+    }
+    for k in 0..index.candidates.len() {
+        let line = index.lines.get(k)?;
         put_u32(&mut out, line.bytes.start)?;
         put_u32(&mut out, line.bytes.end)?;
         put_u32(&mut out, line.line_no)?;
@@ -321,8 +344,11 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     indexes
         .inspect(|index| {
             let text = index.text.as_slice();
-            assert!(index.lines.iter().all(|l| l.bytes.end <= text.len()), "a line outside its text");
             assert_eq!(index.lines.len(), index.candidates.len());
+            for k in 0..index.lines.len() {
+                let line = index.lines.get(k).expect("a line for every version");
+                assert!(line.bytes.start <= line.bytes.end && line.bytes.end <= text.len(), "a line outside its text");
+            }
             assert!(index.pins.iter().all(|(k, _)| (*k as usize) < index.candidates.len()), "a pin of no version");
             // Pins, stored or parsed from whatever text the record holds.
             for c in index.candidates.iter() {

@@ -28,8 +28,9 @@
 //! bodies, per record:
 //!   origin: str
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
-//!   versions: u32, each: major, minor, patch: u64 | pre: str | build: str | yanked: u8
-//!                        | list: u32 | line start, line end, line number: u32
+//!   versions: u32, each: major, minor, patch: u64 | pre: str | build: str | yanked: u8 | list: u32
+//!   lines, one per version (fixed size, read only for the versions locked):
+//!                        line start, line end, line number: u32
 //!   pins: u32, each (by increasing index): version (its index above): u32 | that version again: str | name: str
 //!                        | cksum: 32 bytes | signer: u8 (1: present) [32 bytes]
 //!   text: u32 length and the index file's bytes (line offsets are into it)

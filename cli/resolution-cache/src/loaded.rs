@@ -12,8 +12,8 @@ use semver::Version;
 pub struct LoadedIndex {
     pub(crate) origin: String,
     pub(crate) text: IndexBytes,
-    /// The usable lines, in file order.
-    pub(crate) lines: Vec<Line>,
+    /// Where the usable lines are, in file order.
+    pub(crate) lines: Lines,
     /// The resolver's view of those lines, in the same order.
     pub candidates: Arc<[Candidate]>,
     /// Lines left out, to warn about when the resolver uses this package.
@@ -31,6 +31,39 @@ pub struct Line {
     pub bytes: Range<usize>,
     /// Its line number (from 1), for messages.
     pub line_no: usize,
+}
+
+/// Where an index's usable lines are: as parsed, or a stored record's table of
+/// them, read only for the few lines a resolution locks (a warm resolution
+/// decodes thousands of records and would otherwise copy every line's place).
+pub(crate) enum Lines {
+    Owned(Vec<Line>),
+    /// [`crate::format::LINE_BYTES`] per line from `start` in `file`, each checked
+    /// against its text when the record was decoded.
+    Stored {
+        file: Arc<crate::format::Stored>,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl Lines {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Lines::Owned(lines) => lines.len(),
+            Lines::Stored { len, .. } => *len,
+        }
+    }
+
+    pub(crate) fn get(&self, k: usize) -> Option<Line> {
+        match self {
+            Lines::Owned(lines) => lines.get(k).cloned(),
+            Lines::Stored { file, start, len } => {
+                let at = start.checked_add(k.checked_mul(crate::format::LINE_BYTES)?)?;
+                (k < *len).then(|| crate::format::read_line(file.bytes().get(at..)?))?
+            }
+        }
+    }
 }
 
 /// An index file's bytes: as read, or inside a mapped cache file.
@@ -62,7 +95,7 @@ impl LoadedIndex {
         LoadedIndex {
             origin,
             text: IndexBytes::Owned(text),
-            lines,
+            lines: Lines::Owned(lines),
             candidates,
             problems,
             pins: Vec::new(),
@@ -89,7 +122,7 @@ impl LoadedIndex {
     /// The whole entry on usable line `k`, which has `version`.
     fn entry_at(&self, k: usize, version: &Version) -> Option<Result<IndexEntry, IndexError>> {
         let line = self.lines.get(k)?;
-        let text = std::str::from_utf8(self.line_bytes(line))
+        let text = std::str::from_utf8(self.line_bytes(&line))
             .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });
         Some(text.and_then(|text| IndexEntry::parse_chosen(text, line.line_no, version)))
     }
@@ -135,6 +168,6 @@ impl LoadedIndex {
     /// The text of the `k`th usable line, if it is UTF-8.
     #[cfg(test)]
     pub(crate) fn line_text(&self, k: usize) -> Option<&str> {
-        std::str::from_utf8(self.line_bytes(self.lines.get(k)?)).ok()
+        std::str::from_utf8(self.line_bytes(&self.lines.get(k)?)).ok()
     }
 }

@@ -426,7 +426,8 @@ impl Registry for FileRegistry {
                 self.index_dir_fd.get_or_init(|| std::sync::Arc::new(dir))
             }
         };
-        Ok(statx_fingerprint(dir, index_path(name.as_str()), rustix::fs::AtFlags::SYMLINK_NOFOLLOW))
+        let path = ebpkg_spec::index::IndexPath::of(name);
+        Ok(statx_fingerprint(dir, path.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW))
     }
 
     fn names(&self) -> Result<Vec<PackageName>> {
