@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 
-use crate::format::{Record, Stored, decode, encode, read_directory, write_file};
+use crate::format::{ListContext, Record, Stored, decode, encode, read_directory, write_file};
 use crate::loaded::LoadedIndex;
 
 /// Larger files are neither read nor written: a registry that big is read
@@ -64,6 +64,8 @@ pub struct RegistryCache {
     path: PathBuf,
     url: RegistryUrl,
     default: RegistryUrl,
+    /// Shared by every record decoded (see [`ListContext`]).
+    context: Arc<ListContext>,
     file: Option<CacheFile>,
     fresh: Mutex<Vec<Fresh>>,
     /// The records this command used.
@@ -92,7 +94,8 @@ impl RegistryCache {
                 None
             }
         };
-        RegistryCache { path, url, default, file, fresh: Mutex::default(), used: Mutex::default() }
+        let context = Arc::new(ListContext::new(&url, &default));
+        RegistryCache { path, url, default, context, file, fresh: Mutex::default(), used: Mutex::default() }
     }
 
     /// `name`'s index as cached, if its file's fingerprint is still `fingerprint`.
@@ -102,8 +105,7 @@ impl RegistryCache {
         if record.fingerprint != *fingerprint {
             return None;
         }
-        let Some(decoded) = decode(&file.stored, key, record.body.clone(), &self.url, &self.default).map(Arc::new)
-        else {
+        let Some(decoded) = decode(&file.stored, key, record.body.clone(), &self.context).map(Arc::new) else {
             tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
             return None;
         };
@@ -191,8 +193,8 @@ impl CacheFile {
 mod tests {
     use super::*;
     use crate::format::{MAGIC, STAMP};
-    use crate::loaded::{IndexBytes, Line, Lines};
-    use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
+    use crate::loaded::{IndexBytes, Line, Lines, Lists};
+    use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
     use semver::{Version, VersionReq};
 
     fn url(s: &str) -> RegistryUrl {
@@ -220,17 +222,16 @@ mod tests {
     /// default registry, one elsewhere) and a yanked pre-release with none.
     fn index() -> LoadedIndex {
         let text = "{\"vers\":\"1.0.0\"}\n{\"vers\":\"1.1.0+b7\"}\n{\"vers\":\"2.0.0-rc.1\"}\n";
-        let shared: Arc<[Requirement]> = Arc::from(vec![
+        let shared: Box<[Requirement]> = Box::from(vec![
             req("same_reg", Some("file:///own/"), "^1.2"),
             req("in-default", None, ">=1, <3"),
             req("elsewhere", Some("file:///other/"), "=0.1.0-pre"),
         ]);
-        let none: Arc<[Requirement]> = Arc::from(Vec::new());
         let v = |s: &str| Version::parse(s).unwrap();
         let candidates = vec![
-            Candidate { version: v("1.0.0"), yanked: false, deps: Arc::clone(&shared) },
-            Candidate { version: v("1.1.0+b7"), yanked: false, deps: shared },
-            Candidate { version: v("2.0.0-rc.1"), yanked: true, deps: none },
+            Candidate { version: v("1.0.0"), yanked: false, deps: 0 },
+            Candidate { version: v("1.1.0+b7"), yanked: false, deps: 0 },
+            Candidate { version: v("2.0.0-rc.1"), yanked: true, deps: 1 },
         ];
         let lines = vec![
             Line { bytes: 0..16, line_no: 1 },
@@ -242,6 +243,7 @@ mod tests {
             text: IndexBytes::Owned(text.as_bytes().to_vec()),
             lines: Lines::Owned(lines),
             candidates: candidates.into(),
+            lists: Lists::Parsed(vec![shared, Box::from([])]),
             problems: Vec::new(),
             pins: Vec::new(),
             learned: Default::default(),
@@ -274,8 +276,10 @@ mod tests {
         for (g, o) in got.candidates.iter().zip(original.candidates.iter()) {
             assert_eq!((&g.version, g.yanked), (&o.version, o.yanked));
         }
-        let deps = &got.candidates[0].deps;
-        assert!(Arc::ptr_eq(deps, &got.candidates[1].deps), "shared lists stay shared");
+        assert_eq!(got.candidates.iter().map(|c| c.deps).collect::<Vec<_>>(), [0, 0, 1], "shared lists stay shared");
+        assert!(got.list(1).unwrap().is_empty());
+        assert!(got.list(2).is_err());
+        let deps = got.list(0).unwrap();
         let described: Vec<(&str, Option<&str>, &str)> =
             deps.iter().map(|d| (d.pkg.name.as_str(), d.pkg.registry.as_deref(), d.req_text.as_str())).collect();
         assert_eq!(
@@ -296,6 +300,27 @@ mod tests {
         // Another fingerprint: the file changed, the record is not used.
         assert!(caches.registry(&url("file:///own/")).get(&name("my_pkg"), &fingerprint(2)).is_none());
         assert!(caches.registry(&url("file:///own/")).get(&name("other"), &fingerprint(1)).is_none());
+    }
+
+    #[test]
+    fn a_stored_list_is_decoded_when_asked_for_and_a_damaged_one_is_an_error_saying_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), "file:///own/", "pkg", fingerprint(1));
+        let path = cache_file(dir.path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        // A requirement text that is no requirement, of the right length: the record still decodes.
+        let at = bytes.windows(4).position(|w| w == b"^1.2").unwrap();
+        bytes[at..at + 4].copy_from_slice(b"^1.!");
+        std::fs::write(&path, &bytes).unwrap();
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1)).unwrap();
+        assert_eq!(got.candidates.len(), 3);
+        let Lists::Stored { lists, .. } = &got.lists else { panic!("a stored record's lists are stored") };
+        assert!(lists.iter().all(|l| l.decoded.get().is_none()), "nothing decoded before it is asked for");
+        let err = got.list(0).unwrap_err().to_string();
+        assert!(err.contains("/own/index/3/p/pkg") && err.contains("ebpkg cache clean --only indexes"), "{err}");
+        assert!(got.list(0).is_err(), "damaged every time");
+        assert!(got.list(1).unwrap().is_empty(), "the other list is whole");
     }
 
     #[test]
@@ -333,14 +358,22 @@ mod tests {
             lines.push(Line { bytes: text.len()..text.len() + line.len(), line_no: k + 1 });
             text.push_str(&line);
             text.push('\n');
-            candidates.push(Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: Arc::from([]) });
+            candidates.push(Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: 0 });
         }
         let damaged =
             "{\"v\":1,\"name\":\"my-pkg\",\"vers\":\"9.0.0\",\"deps\":[],\"cksum\":\"nothex\",\"yanked\":false}";
         lines.push(Line { bytes: text.len()..text.len() + damaged.len(), line_no: versions.len() + 1 });
         text.push_str(damaged);
-        candidates.push(Candidate { version: Version::new(9, 0, 0), yanked: false, deps: Arc::from([]) });
-        LoadedIndex::parsed("/own/index/my/_p/my-pkg".into(), text.into_bytes(), lines, candidates.into(), Vec::new())
+        candidates.push(Candidate { version: Version::new(9, 0, 0), yanked: false, deps: 0 });
+        let lists = vec![Box::from([])];
+        LoadedIndex::parsed(
+            "/own/index/my/_p/my-pkg".into(),
+            text.into_bytes(),
+            lines,
+            candidates.into(),
+            lists,
+            Vec::new(),
+        )
     }
 
     #[test]
@@ -394,7 +427,8 @@ mod tests {
         let body = crate::format::encode(&index, &own, &own).unwrap();
         let file = |bytes: Vec<u8>| Arc::new(Stored::Owned(bytes));
         let read = |bytes: &[u8], package: &str| {
-            crate::format::decode(&file(bytes.to_vec()), package, 0..bytes.len(), &own, &own)
+            let context = Arc::new(crate::format::ListContext::new(&own, &own));
+            crate::format::decode(&file(bytes.to_vec()), package, 0..bytes.len(), &context)
         };
         assert_eq!(read(&body, "my_pkg").unwrap().pins.len(), 1);
         assert!(read(&body, "other").is_none(), "a pin of another package");

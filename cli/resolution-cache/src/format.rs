@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
+use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::{BuildMetadata, Prerelease, Version, VersionReq};
 
-use crate::loaded::{IndexBytes, Line, Lines, LoadedIndex};
+use crate::loaded::{IndexBytes, Line, Lines, Lists, LoadedIndex, StoredList};
 
 pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
@@ -72,6 +72,11 @@ impl<'a> Reader<'a> {
         usize::try_from(self.u32()?).ok()
     }
 
+    fn skip_str(&mut self) -> Option<()> {
+        let n = self.usize()?;
+        self.take(n).map(drop)
+    }
+
     fn str(&mut self) -> Option<&'a str> {
         let n = self.usize()?;
         std::str::from_utf8(self.take(n)?).ok()
@@ -118,40 +123,45 @@ pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Arc<str>, Record>> {
     Some(records)
 }
 
+/// What decoding a record's requirements needs to know of the command: the
+/// registry the record is of, as requirements name it (`None`: the command's
+/// default registry), and the default registry.
+pub(crate) struct ListContext {
+    own: Option<String>,
+    default: String,
+}
+
+impl ListContext {
+    /// For records of registry `url` read by a command whose default registry is `default`.
+    pub(crate) fn new(url: &RegistryUrl, default: &RegistryUrl) -> ListContext {
+        ListContext { own: (url != default).then(|| url.to_string()), default: default.to_string() }
+    }
+}
+
 /// The loader's view of one record (`body`, a range of `file`) of `package`
-/// (normalized) in registry `url`, for a command whose default registry is `default`.
+/// (normalized), its dependency lists left to be decoded when asked for
+/// ([`decode_list`]), though checked to lie within the record.
 pub(crate) fn decode(
     file: &Arc<Stored>,
     package: &str,
     body: Range<usize>,
-    url: &RegistryUrl,
-    default: &RegistryUrl,
+    context: &Arc<ListContext>,
 ) -> Option<LoadedIndex> {
     let mut r = Reader { bytes: file.bytes().get(body.clone())?, pos: 0 };
     let origin = r.str()?.to_owned();
-    let own = (url != default).then(|| url.to_string());
-    let default = default.as_str();
     let n_lists = r.count(4)?;
     let mut lists = Vec::with_capacity(n_lists);
     for _ in 0..n_lists {
+        let start = r.pos;
         let n = r.count(9)?;
-        let mut deps = Vec::with_capacity(n);
         for _ in 0..n {
-            let name = PackageName::new(r.str()?).ok()?;
-            let registry = match r.u8()? {
-                0 => own.clone(),
-                1 => Some(r.str()?).filter(|u| *u != default).map(str::to_owned),
-                _ => return None,
-            };
-            let req_text = r.str()?;
-            let req = VersionReq::parse(req_text).ok()?;
-            deps.push(Requirement {
-                pkg: QualifiedName::in_registry(name, registry),
-                req,
-                req_text: req_text.to_owned(),
-            });
+            r.skip_str()?;
+            if r.u8()? == 1 {
+                r.skip_str()?;
+            }
+            r.skip_str()?;
         }
-        lists.push(Arc::<[Requirement]>::from(deps));
+        lists.push(StoredList { bytes: body.start + start..body.start + r.pos, decoded: Default::default() });
     }
     let n_versions = r.count(3 * 8 + 4 + 4 + 1 + 4 + LINE_BYTES)?;
     let mut candidates = Vec::with_capacity(n_versions);
@@ -170,7 +180,10 @@ pub(crate) fn decode(
             1 => true,
             _ => return None,
         };
-        let deps = Arc::clone(lists.get(r.usize()?)?);
+        let deps = r.u32()?;
+        if deps as usize >= n_lists {
+            return None;
+        }
         candidates.push(Candidate { version: Version { major, minor, patch, pre, build }, yanked, deps });
     }
     // The line table is checked whole here and read only for the lines locked.
@@ -217,10 +230,31 @@ pub(crate) fn decode(
         text,
         lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions },
         candidates: candidates.into(),
+        lists: Lists::Stored { file: Arc::clone(file), lists: lists.into(), context: Arc::clone(context) },
         problems: Vec::new(),
         pins,
         learned: Default::default(),
     })
+}
+
+/// A stored dependency list (`bytes`, as [`decode`] found it); `None` if it does
+/// not decode.
+pub(crate) fn decode_list(bytes: &[u8], context: &ListContext) -> Option<Box<[Requirement]>> {
+    let mut r = Reader { bytes, pos: 0 };
+    let n = r.count(9)?;
+    let mut deps = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = PackageName::new(r.str()?).ok()?;
+        let registry = match r.u8()? {
+            0 => context.own.clone(),
+            1 => Some(r.str()?).filter(|u| *u != context.default).map(str::to_owned),
+            _ => return None,
+        };
+        let req_text = r.str()?;
+        let req = VersionReq::parse(req_text).ok()?;
+        deps.push(Requirement { pkg: QualifiedName::in_registry(name, registry), req, req_text: req_text.to_owned() });
+    }
+    (r.pos == bytes.len()).then(|| deps.into())
 }
 
 /// Appends `s` with its length; `None` if it is too long for the layout.
@@ -241,19 +275,11 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
     let text = index.text.as_slice();
     let mut out = Vec::with_capacity(text.len() + 64 * index.candidates.len());
     put_str(&mut out, index.origin.as_bytes())?;
-    // Versions share their lists (by pointer): so do records.
-    let mut list_of: HashMap<*const Requirement, usize> = HashMap::new();
-    let mut lists = Vec::new();
-    for c in index.candidates.iter() {
-        if let std::collections::hash_map::Entry::Vacant(v) = list_of.entry(c.deps.as_ptr()) {
-            v.insert(lists.len());
-            lists.push(&c.deps);
-        }
-    }
-    put_u32(&mut out, lists.len())?;
-    for deps in &lists {
+    put_u32(&mut out, index.lists.len())?;
+    for k in 0..index.lists.len() {
+        let deps = index.list(u32::try_from(k).ok()?).ok()?;
         put_u32(&mut out, deps.len())?;
-        for d in deps.iter() {
+        for d in deps {
             put_str(&mut out, d.pkg.name.as_str().as_bytes())?;
             let abs = d.pkg.registry.as_deref().unwrap_or(default.as_str());
             if abs == url.as_str() {
@@ -281,7 +307,7 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
         put_str(&mut out, v.pre.as_str().as_bytes())?;
         put_str(&mut out, v.build.as_str().as_bytes())?;
         out.push(u8::from(c.yanked));
-        put_u32(&mut out, *list_of.get(&c.deps.as_ptr())?)?;
+        put_u32(&mut out, c.deps as usize)?;
     }
     for k in 0..index.candidates.len() {
         let line = index.lines.get(k)?;
@@ -339,15 +365,22 @@ pub(crate) fn write_file(records: &[(&str, IndexFingerprint, &[u8])]) -> Vec<u8>
 pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     let Some(records) = read_directory(&bytes) else { return Vec::new() };
     let Ok(url) = RegistryUrl::parse("file:///registry/") else { return Vec::new() };
+    let context = Arc::new(ListContext::new(&url, &url));
     let file = Arc::new(Stored::Owned(bytes));
-    let indexes = records.into_iter().filter_map(|(name, r)| decode(&file, &name, r.body, &url, &url));
+    let indexes = records.into_iter().filter_map(|(name, r)| decode(&file, &name, r.body, &context));
     indexes
         .inspect(|index| {
             let text = index.text.as_slice();
             assert_eq!(index.lines.len(), index.candidates.len());
+            assert!(index.candidates.iter().all(|c| (c.deps as usize) < index.lists.len()), "a list of no version");
+            // Every list, decoded or found damaged.
+            for k in 0..index.lists.len() {
+                let _ = index.list(k as u32);
+            }
             for k in 0..index.lines.len() {
-                let line = index.lines.get(k).expect("a line for every version");
-                assert!(line.bytes.start <= line.bytes.end && line.bytes.end <= text.len(), "a line outside its text");
+                let within =
+                    index.lines.get(k).is_some_and(|l| l.bytes.start <= l.bytes.end && l.bytes.end <= text.len());
+                assert!(within, "a version without a line within its text");
             }
             assert!(index.pins.iter().all(|(k, _)| (*k as usize) < index.candidates.len()), "a pin of no version");
             // Pins, stored or parsed from whatever text the record holds.

@@ -13,7 +13,10 @@
 //! The file is memory-mapped: a warm resolution touches only the records it uses
 //! and copies no text. Nothing in it is trusted: every length and offset is
 //! checked, every name and version validated, and anything that does not check
-//! out is a miss (the index file is read as if there were no cache). ebpkg only
+//! out is a miss (the index file is read as if there were no cache). Dependency
+//! lists are checked to lie within their record but decoded only when the
+//! resolver asks for one ([`ebpkg_resolver::DepLists`]); one that does not decode
+//! then fails the resolution, saying to clear the cache. ebpkg only
 //! ever replaces the file by a rename, so a mapping never sees it change; a file
 //! truncated in place by hand while a command runs can crash that command
 //! (SIGBUS), never mislead it. Registries checked against TUF metadata are never

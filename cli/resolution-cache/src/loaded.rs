@@ -1,9 +1,9 @@
 //! A package's index as a resolution reads it, however it was obtained.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use ebpkg_resolver::Candidate;
+use ebpkg_resolver::{Candidate, DepLists, Requirement, SourceError};
 use ebpkg_spec::index::{EntryPin, IndexEntry, IndexError};
 use semver::Version;
 
@@ -16,6 +16,8 @@ pub struct LoadedIndex {
     pub(crate) lines: Lines,
     /// The resolver's view of those lines, in the same order.
     pub candidates: Arc<[Candidate]>,
+    /// Their dependency lists (see [`DepLists`]).
+    pub(crate) lists: Lists,
     /// Lines left out, to warn about when the resolver uses this package.
     pub problems: Vec<IndexError>,
     /// What ebpkg.lock pins of usable lines (by their index in `lines`) whose
@@ -31,6 +33,50 @@ pub struct Line {
     pub bytes: Range<usize>,
     /// Its line number (from 1), for messages.
     pub line_no: usize,
+}
+
+/// An index's dependency lists: as parsed, or in a stored record, each decoded
+/// the first time it is asked for (a warm resolution asks for the lists of one
+/// or two versions of each package; decoding every list of every version was
+/// most of reading a record).
+pub(crate) enum Lists {
+    Parsed(Vec<Box<[Requirement]>>),
+    Stored { file: Arc<crate::format::Stored>, lists: Box<[StoredList]>, context: Arc<crate::format::ListContext> },
+}
+
+/// Where a stored list is in its file, and the list once decoded (`None`: damaged).
+pub(crate) struct StoredList {
+    pub(crate) bytes: Range<usize>,
+    pub(crate) decoded: OnceLock<Option<Box<[Requirement]>>>,
+}
+
+impl Lists {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Lists::Parsed(lists) => lists.len(),
+            Lists::Stored { lists, .. } => lists.len(),
+        }
+    }
+}
+
+impl DepLists for LoadedIndex {
+    fn list(&self, k: u32) -> Result<&[Requirement], SourceError> {
+        let found = match &self.lists {
+            Lists::Parsed(lists) => lists.get(k as usize).map(|l| &**l),
+            Lists::Stored { file, lists, context } => lists.get(k as usize).and_then(|list| {
+                let decode = || crate::format::decode_list(file.bytes().get(list.bytes.clone())?, context);
+                list.decoded.get_or_init(decode).as_deref()
+            }),
+        };
+        found.ok_or_else(|| {
+            format!(
+                "the resolution cache's record of {} is damaged (dependency list {k}); run `ebpkg cache clean --only \
+                 indexes` and try again",
+                self.origin
+            )
+            .into()
+        })
+    }
 }
 
 /// Where an index's usable lines are: as parsed, or a stored record's table of
@@ -84,12 +130,13 @@ impl IndexBytes {
 
 impl LoadedIndex {
     /// An index file read from `origin` and parsed: `lines[k]` is where in `text`
-    /// `candidates[k]` was read from.
+    /// `candidates[k]` was read from, and `lists` are what `candidates` depend on.
     pub fn parsed(
         origin: String,
         text: Vec<u8>,
         lines: Vec<Line>,
         candidates: Arc<[Candidate]>,
+        lists: Vec<Box<[Requirement]>>,
         problems: Vec<IndexError>,
     ) -> LoadedIndex {
         LoadedIndex {
@@ -97,6 +144,7 @@ impl LoadedIndex {
             text: IndexBytes::Owned(text),
             lines: Lines::Owned(lines),
             candidates,
+            lists: Lists::Parsed(lists),
             problems,
             pins: Vec::new(),
             learned: Mutex::default(),

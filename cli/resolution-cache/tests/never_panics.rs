@@ -34,12 +34,13 @@ fn seed() -> &'static [u8] {
                 req: VersionReq::parse("^1.2, <1.9").unwrap(),
                 req_text: "^1.2, <1.9".into(),
             };
-            let deps: Arc<[Requirement]> = Arc::from(vec![dep]);
-            let candidates = [("1.0.0", false), ("2.0.0-rc.1+b", true)]
-                .map(|(v, yanked)| Candidate { version: Version::parse(v).unwrap(), yanked, deps: Arc::clone(&deps) });
+            let lists: Vec<Box<[Requirement]>> = vec![Box::from(vec![dep]), Box::from([])];
+            let candidates = [("1.0.0", false, 0), ("2.0.0-rc.1+b", true, 1)]
+                .map(|(v, yanked, deps)| Candidate { version: Version::parse(v).unwrap(), yanked, deps });
             let lines =
                 vec![Line { bytes: 0..split, line_no: 1 }, Line { bytes: split + 1..text.len() - 1, line_no: 2 }];
-            let index = LoadedIndex::parsed("origin".into(), text.into_bytes(), lines, candidates.into(), Vec::new());
+            let index =
+                LoadedIndex::parsed("origin".into(), text.into_bytes(), lines, candidates.into(), lists, Vec::new());
             // Learned, so that the file holds a pin too.
             index.pin(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
             let fp = IndexFingerprint { dev: 1, ino: n as u64, size: 2, mtime_ns: 3, ctime_ns: 4 };

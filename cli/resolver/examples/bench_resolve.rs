@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ebpkg_resolver::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
+use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, Versions, resolve};
 use ebpkg_spec::PackageName;
 use semver::{Version, VersionReq};
 
@@ -39,12 +39,12 @@ impl Rng {
 /// Candidates kept in memory, as a source that has read the index would keep them (in a hash map with
 /// a fast hasher: the map is the source's business, not the resolver's).
 struct Synthetic {
-    packages: pubgrub::Map<QualifiedName, Arc<[Candidate]>>,
+    packages: pubgrub::Map<QualifiedName, Versions>,
 }
 
 impl VersionSource for Synthetic {
-    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
-        Ok(self.packages.get(pkg).cloned().unwrap_or_else(|| Arc::from([])))
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
+        Ok(self.packages.get(pkg).cloned().unwrap_or_else(Versions::none))
     }
 }
 
@@ -92,18 +92,18 @@ fn generate(n: usize) -> (Synthetic, ResolveRequest, usize) {
                         caret(id(j), dep_major, rng.below(dep_minors))
                     })
                     .collect();
-                candidates.push(Candidate { version: Version::new(major, minor, 0), yanked: false, deps: reqs });
+                candidates.push((Version::new(major, minor, 0), false, reqs));
             }
         }
         // A few yanked releases and pre-releases of a next major.
         if rng.below(50) == 0 {
-            candidates.push(Candidate { version: Version::new(majors, minors, 0), yanked: true, deps: Arc::from([]) });
+            candidates.push((Version::new(majors, minors, 0), true, Arc::from([])));
         }
         if rng.below(20) == 0 {
             let version = Version::parse(&format!("{}.0.0-beta.1", majors + 1)).unwrap_or_else(|e| panic!("{e}"));
-            candidates.push(Candidate { version, yanked: false, deps: Arc::from([]) });
+            candidates.push((version, false, Arc::from([])));
         }
-        packages.insert(id(i), Arc::from(candidates));
+        packages.insert(id(i), Versions::of(candidates));
     }
     let roots: Vec<Requirement> = (0..n).filter(|&i| !depended[i]).map(|i| caret(id(i), shapes[i].0, 0)).collect();
     let direct = roots.len();

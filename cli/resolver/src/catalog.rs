@@ -13,7 +13,9 @@ use std::sync::Arc;
 use pubgrub::{Map, VersionSet};
 use semver::{Version, VersionReq};
 
-use crate::model::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, UpdatePolicy, VersionSource};
+use crate::model::{
+    Candidate, DepLists, QualifiedName, Requirement, ResolveRequest, SourceError, UpdatePolicy, VersionSource, Versions,
+};
 use crate::version_set::IndexSet;
 
 /// An interned package: an index into the catalog's table. `Pkg(0)` is the root.
@@ -45,6 +47,8 @@ struct Entry {
     loaded: bool,
     /// The candidates, as the source returned them (shared, never copied).
     candidates: Arc<[Candidate]>,
+    /// Their dependency lists, read as PubGrub asks for them.
+    lists: Arc<dyn DepLists>,
     /// This package's slots in [`Catalog::slots`]: one per candidate, in ascending semver order.
     slots_start: u32,
     slots_len: u32,
@@ -115,7 +119,7 @@ pub(crate) struct Catalog<'a> {
     slots: Vec<Slot>,
     known: Vec<KnownReq>,
     /// Shared by every package not loaded yet.
-    no_candidates: Arc<[Candidate]>,
+    none: Versions,
     /// For each further candidate whose dependencies PubGrub asked for (the first one of each package is
     /// in [`Entry::first_deps`]): where the interned package of each of its requirements is in
     /// `dep_arena`.
@@ -161,8 +165,11 @@ impl<'c> View<'c> {
         self.slots[i as usize].choosable
     }
 
+    /// The requirements of candidate `i`. PubGrub's own reads of them
+    /// ([`Catalog::dependencies`]) report a list that cannot be read; to the
+    /// explanations, which may look at versions PubGrub never tried, it is empty.
     pub(crate) fn deps(&self, i: u32) -> &'c [Requirement] {
-        &self.candidate(i).deps
+        self.entry.lists.list(self.candidate(i).deps).unwrap_or_default()
     }
 
     /// The requirements of candidate `i` on `dep`.
@@ -194,22 +201,15 @@ impl<'a> Catalog<'a> {
             entries: Vec::new(),
             slots: vec![Slot { pos: 0, choosable: true }],
             known: Vec::new(),
-            no_candidates: Arc::from(Vec::new()),
+            none: Versions::none(),
             dep_pkgs: Map::default(),
             dep_arena: Vec::new(),
             locked,
             locked_extra,
             unlocked,
         };
-        let root =
-            Candidate { version: request.root_version.clone(), yanked: false, deps: request.deps.clone().into() };
-        cat.entries.push(Entry {
-            loaded: true,
-            candidates: Arc::from(vec![root]),
-            slots_start: 0,
-            slots_len: 1,
-            ..Entry::new(None, Arc::clone(&cat.no_candidates))
-        });
+        let root = Versions::of([(request.root_version.clone(), false, Arc::from(request.deps.as_slice()))]);
+        cat.entries.push(Entry { loaded: true, slots_start: 0, slots_len: 1, ..Entry::new(None, &root) });
         cat
     }
 
@@ -242,8 +242,10 @@ impl<'a> Catalog<'a> {
         self.entry(pkg).version(v)
     }
 
-    fn requirement(&self, loc: ReqLoc) -> &Requirement {
-        &self.entries[loc.pkg.0 as usize].candidates[loc.pos as usize].deps[loc.k as usize]
+    /// The requirement at `loc`, whose list [`Catalog::dependencies`] has read.
+    fn requirement(&self, loc: ReqLoc) -> Option<&Requirement> {
+        let entry = &self.entries[loc.pkg.0 as usize];
+        entry.lists.list(entry.candidates.get(loc.pos as usize)?.deps).ok()?.get(loc.k as usize)
     }
 
     /// The interned package for `id`, if it was seen.
@@ -272,7 +274,7 @@ impl<'a> Catalog<'a> {
             at = e.next_same_hash;
         }
         let p = self.len();
-        self.entries.push(Entry::new(Some(id.clone()), Arc::clone(&self.no_candidates)));
+        self.entries.push(Entry::new(Some(id.clone()), &self.none));
         match last {
             NONE => {
                 self.ids.insert(hash, p);
@@ -297,7 +299,7 @@ impl<'a> Catalog<'a> {
             return Ok(());
         }
         let Some(id) = &entry.id else { return Ok(()) };
-        let candidates = self.source.versions(id).map_err(|e| (id.clone(), e))?;
+        let Versions { candidates, deps: lists } = self.source.versions(id).map_err(|e| (id.clone(), e))?;
         let locked = match self.locked.is_empty() {
             true => None,
             false => self.locked.get(id).copied().filter(|_| !self.is_unlocked(id)),
@@ -336,6 +338,7 @@ impl<'a> Catalog<'a> {
         let entry = &mut self.entries[pkg.0 as usize];
         entry.loaded = true;
         entry.candidates = candidates;
+        entry.lists = lists;
         entry.slots_start = u32::try_from(start).unwrap_or(NONE);
         entry.slots_len = u32::try_from(len).unwrap_or(NONE);
         entry.preferred = preferred;
@@ -347,15 +350,14 @@ impl<'a> Catalog<'a> {
     /// Matching is cached per package and requirement for packages with many versions. For the rest,
     /// matching again (a few comparisons over candidates that sit together in memory) is measurably
     /// cheaper than any lookup, so nothing is stored.
-    fn req_set_at(&mut self, pkg: Pkg, loc: ReqLoc) -> IndexSet {
-        let req = &self.requirement(loc).req;
+    fn req_set_at(&mut self, pkg: Pkg, loc: ReqLoc, req: &VersionReq) -> IndexSet {
         if self.entries[pkg.0 as usize].slots_len <= CACHE_ABOVE {
             return matching(self.entry(pkg), req);
         }
         let hash = self.ids.hasher().hash_one(req);
         let mut at = self.entries[pkg.0 as usize].known_head;
         while let Some(k) = self.known.get(at as usize) {
-            if k.hash == hash && self.requirement(k.loc).req == *req {
+            if k.hash == hash && self.requirement(k.loc).is_some_and(|r| r.req == *req) {
                 return k.set.clone();
             }
             at = k.next;
@@ -382,7 +384,7 @@ impl<'a> Catalog<'a> {
             if self.entry(p).is_empty() {
                 return Ok(Some(id.clone()));
             }
-            self.req_set_at(p, ReqLoc { pkg: ROOT, pos: 0, k });
+            self.req_set_at(p, ReqLoc { pkg: ROOT, pos: 0, k }, &self.request.deps[k as usize].req);
         }
         Ok(None)
     }
@@ -393,10 +395,19 @@ impl<'a> Catalog<'a> {
         if v >= view.len() {
             return Ok(CandidateDeps::Available(Vec::new()));
         }
-        // A cheap handle on the candidate list frees `self` for loading the dependencies.
+        // A cheap handle on the lists frees `self` for loading the dependencies.
         let pos = view.slots[v as usize].pos;
-        let candidates = Arc::clone(&view.entry.candidates);
-        let reqs = &candidates[pos as usize].deps;
+        let list = view.candidate(v).deps;
+        let lists = Arc::clone(&view.entry.lists);
+        let reqs = match lists.list(list) {
+            Ok(reqs) => reqs,
+            Err(e) => {
+                return Err((
+                    self.id(pkg).cloned().unwrap_or_else(|| QualifiedName::new(self.request.root.clone())),
+                    e,
+                ));
+            }
+        };
         let mut out: Vec<(Pkg, IndexSet)> = Vec::with_capacity(reqs.len());
         let arena_start = self.dep_arena.len() as u32;
         for (k, r) in reqs.iter().enumerate() {
@@ -407,7 +418,7 @@ impl<'a> Catalog<'a> {
             }
             self.dep_arena.push(dep);
             self.load(dep)?;
-            let set = self.req_set_at(dep, ReqLoc { pkg, pos, k: k as u32 });
+            let set = self.req_set_at(dep, ReqLoc { pkg, pos, k: k as u32 }, &r.req);
             // Two requirements on one package (not allowed in manifests) both apply.
             match out.iter_mut().find(|(p, _)| *p == dep) {
                 Some((_, s)) => *s = s.intersection(&set),
@@ -464,12 +475,13 @@ impl<'a> Catalog<'a> {
 }
 
 impl Entry {
-    fn new(id: Option<QualifiedName>, candidates: Arc<[Candidate]>) -> Self {
+    fn new(id: Option<QualifiedName>, versions: &Versions) -> Self {
         Entry {
             id,
             next_same_hash: NONE,
             loaded: false,
-            candidates,
+            candidates: Arc::clone(&versions.candidates),
+            lists: Arc::clone(&versions.deps),
             slots_start: 0,
             slots_len: 0,
             preferred: None,

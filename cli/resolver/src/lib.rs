@@ -10,20 +10,20 @@
 //! caller's business ([`VersionSource`]).
 //!
 //! ```
-//! use ebpkg_resolver::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, resolve};
+//! use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, Versions, resolve};
 //! use ebpkg_spec::PackageName;
 //! use semver::Version;
 //! use std::sync::Arc;
 //!
 //! struct One;
 //! impl VersionSource for One {
-//!     fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
+//!     fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
+//!         let none: Arc<[Requirement]> = Arc::from([]);
 //!         Ok(match pkg.name.as_str() {
-//!             "net" => ["1.0.0", "1.1.0", "2.0.0"]
-//!                 .iter()
-//!                 .map(|v| Candidate { version: Version::parse(v).unwrap(), yanked: false, deps: Arc::from([]) })
-//!                 .collect(),
-//!             _ => Arc::from([]),
+//!             "net" => Versions::of(
+//!                 ["1.0.0", "1.1.0", "2.0.0"].iter().map(|v| (Version::parse(v).unwrap(), false, Arc::clone(&none))),
+//!             ),
+//!             _ => Versions::none(),
 //!         })
 //!     }
 //! }
@@ -53,8 +53,8 @@ use pubgrub::PubGrubError;
 
 pub use crate::error::{Explanation, ResolveError};
 pub use crate::model::{
-    Candidate, QualifiedName, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError, UpdatePolicy,
-    VersionSource,
+    Candidate, DepLists, QualifiedName, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError,
+    UpdatePolicy, VersionSource, Versions,
 };
 
 use crate::catalog::{Catalog, Pkg, ROOT};

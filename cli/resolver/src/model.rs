@@ -136,24 +136,89 @@ pub struct Candidate {
     pub version: Version,
     /// Yanked versions are never chosen by a new resolution, only kept when locked.
     pub yanked: bool,
-    /// What this version depends on; shared, since versions of a package often
-    /// depend on exactly the same (a source gives them one list).
-    pub deps: Arc<[Requirement]>,
+    /// Which of its package's dependency lists ([`Versions::deps`]) this version
+    /// has: versions of a package often depend on exactly the same.
+    pub deps: u32,
 }
 
 /// The error a [`VersionSource`] reports; the resolver passes it on in [`crate::ResolveError::Source`].
 pub type SourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A package's dependency lists, numbered as [`Candidate::deps`] names them. A
+/// source may read a list only when the resolver first asks for it: a resolution
+/// asks for the lists of the few versions it tries, out of every version of
+/// thousands of packages.
+pub trait DepLists: Send + Sync {
+    /// List `k`; the same list every time it is asked for.
+    fn list(&self, k: u32) -> Result<&[Requirement], SourceError>;
+}
+
+/// Lists given whole.
+impl DepLists for Vec<Arc<[Requirement]>> {
+    fn list(&self, k: u32) -> Result<&[Requirement], SourceError> {
+        match self.get(k as usize) {
+            Some(list) => Ok(list),
+            None => Err(format!("no dependency list {k}").into()),
+        }
+    }
+}
+
+/// Every published version of a package, and what each depends on.
+#[derive(Clone)]
+pub struct Versions {
+    /// In any order (a version listed twice counts once); none: the package does not exist.
+    pub candidates: Arc<[Candidate]>,
+    pub deps: Arc<dyn DepLists>,
+}
+
+impl Versions {
+    /// No version at all.
+    pub fn none() -> Versions {
+        Versions { candidates: Arc::from([]), deps: Arc::new(Vec::<Arc<[Requirement]>>::new()) }
+    }
+
+    /// Versions each given with its yanked flag and requirements; lists shared
+    /// (the same `Arc`) are numbered once.
+    pub fn of(each: impl IntoIterator<Item = (Version, bool, Arc<[Requirement]>)>) -> Versions {
+        let mut lists: Vec<Arc<[Requirement]>> = Vec::new();
+        let candidates = each
+            .into_iter()
+            .map(|(version, yanked, reqs)| {
+                let at = match lists.iter().position(|l| Arc::ptr_eq(l, &reqs)) {
+                    Some(at) => at,
+                    None => {
+                        lists.push(reqs);
+                        lists.len() - 1
+                    }
+                };
+                Candidate { version, yanked, deps: u32::try_from(at).unwrap_or(u32::MAX) }
+            })
+            .collect();
+        Versions { candidates, deps: Arc::new(lists) }
+    }
+
+    /// The requirements of `candidate` (one of these versions).
+    pub fn deps_of(&self, candidate: &Candidate) -> Result<&[Requirement], SourceError> {
+        self.deps.list(candidate.deps)
+    }
+}
+
+impl fmt::Debug for Versions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Versions").field("candidates", &self.candidates).finish_non_exhaustive()
+    }
+}
+
 /// Where candidates come from (in the CLI: registry index files; in tests: a map).
 ///
 /// The resolver asks for each package at most once per resolution.
 pub trait VersionSource {
-    /// Every published version of `pkg`, yanked ones included, in any order (a version listed twice
-    /// counts once). An empty list means the package does not exist in that registry.
+    /// Every published version of `pkg`, yanked ones included, with what each
+    /// depends on. No version means the package does not exist in that registry.
     ///
-    /// The list is shared, not copied: a source that keeps parsed candidates in memory hands out its
-    /// `Arc`; one that builds them on demand returns `vec.into()`.
-    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError>;
+    /// Shared, not copied: a source that keeps parsed versions in memory hands out
+    /// its `Arc`s.
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError>;
 
     /// The package names `registry` (`None`: the default one) is known to hold, used only to suggest
     /// a name when a required package does not exist. Sources that cannot list names keep the default.

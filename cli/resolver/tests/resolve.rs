@@ -4,11 +4,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use common::{Registry, id, name, request, v};
 use ebpkg_resolver::{
-    Candidate, QualifiedName, Resolution, ResolveError, ResolveRequest, SourceError, UpdatePolicy, VersionSource,
+    QualifiedName, Resolution, ResolveError, ResolveRequest, SourceError, UpdatePolicy, VersionSource, Versions,
     resolve,
 };
 
@@ -289,12 +288,11 @@ fn output_is_deterministic_whatever_order_the_source_lists_versions_in() {
 struct Failing;
 
 impl VersionSource for Failing {
-    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
         if pkg.name.as_str() == "broken" {
             return Err("index file is not valid JSON".into());
         }
-        Ok(vec![Candidate { version: v("1.0.0"), yanked: false, deps: vec![common::req("broken", "^1")].into() }]
-            .into())
+        Ok(Versions::of([(v("1.0.0"), false, vec![common::req("broken", "^1")].into())]))
     }
 }
 
@@ -305,6 +303,64 @@ fn source_errors_name_the_package() {
     assert_eq!(err.to_string(), "could not read the versions of broken: index file is not valid JSON");
     let err = resolve(&request(&[("broken", "^1")]), &Failing).unwrap_err();
     assert!(matches!(&err, ResolveError::Source { pkg, .. } if *pkg == id("broken")), "{err:?}");
+}
+
+/// `lib`'s versions 1.0.0–1.3.0 each with its own dependency list (on `dep`, at
+/// a different requirement), counting which lists are read; list 3 (of 1.3.0)
+/// cannot be read when `damaged`.
+struct Lazy {
+    read: std::sync::Mutex<Vec<u32>>,
+    lists: Vec<std::sync::Arc<[ebpkg_resolver::Requirement]>>,
+    damaged: bool,
+}
+
+impl ebpkg_resolver::DepLists for Lazy {
+    fn list(&self, k: u32) -> Result<&[ebpkg_resolver::Requirement], SourceError> {
+        self.read.lock().unwrap().push(k);
+        match self.lists.get(k as usize) {
+            Some(_) if self.damaged && k == 3 => Err("list 3 is damaged".into()),
+            Some(list) => Ok(list),
+            None => Err("no such list".into()),
+        }
+    }
+}
+
+struct LazySource(std::sync::Arc<Lazy>);
+
+impl VersionSource for LazySource {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
+        Ok(match pkg.name.as_str() {
+            "lib" => Versions {
+                candidates: (0..4u32)
+                    .map(|k| ebpkg_resolver::Candidate { version: v(&format!("1.{k}.0")), yanked: false, deps: k })
+                    .collect(),
+                deps: self.0.clone(),
+            },
+            "dep" => Versions::of((0..4).map(|k| (v(&format!("1.0.{k}")), false, std::sync::Arc::from([])))),
+            _ => Versions::none(),
+        })
+    }
+}
+
+fn lazy(damaged: bool) -> std::sync::Arc<Lazy> {
+    let lists = (0..4).map(|k| vec![common::req("dep", &format!(">=1.0.{k}, <2"))].into()).collect();
+    std::sync::Arc::new(Lazy { read: Default::default(), lists, damaged })
+}
+
+#[test]
+fn only_the_dependency_lists_of_versions_tried_are_read() {
+    let lists = lazy(false);
+    let r = resolve(&request(&[("lib", "^1")]), &LazySource(lists.clone())).unwrap();
+    assert_eq!(version_of(&r, "lib"), "1.3.0");
+    let read: BTreeSet<u32> = lists.read.lock().unwrap().iter().copied().collect();
+    assert_eq!(read, BTreeSet::from([3]), "the newest version's list only");
+}
+
+#[test]
+fn a_dependency_list_that_cannot_be_read_fails_naming_its_package() {
+    let err = resolve(&request(&[("lib", "^1")]), &LazySource(lazy(true))).unwrap_err();
+    assert!(matches!(&err, ResolveError::Source { pkg, .. } if *pkg == id("lib")), "{err:?}");
+    assert_eq!(err.to_string(), "could not read the versions of lib: list 3 is damaged");
 }
 
 #[test]

@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::Result;
 use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches};
-use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
+use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
 use ebpkg_sources::{IndexFingerprint, Registry, RegistryKind, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{IndexError, parse_versions};
@@ -76,15 +76,18 @@ fn parse(
     let base = text.bytes.as_ptr() as usize;
     let mut lines = Vec::with_capacity(parsed.len());
     let mut candidates = Vec::with_capacity(parsed.len());
+    let mut lists = Vec::new();
     // Versions of a package mostly depend on the same things: one list per text.
-    let mut shared: HashMap<&str, Arc<[Requirement]>> = HashMap::new();
+    let mut shared: HashMap<&str, u32> = HashMap::new();
     for line in parsed {
         let deps = match shared.get(line.deps_text) {
-            Some(deps) => Arc::clone(deps),
+            Some(&deps) => deps,
             None => match requirements(&line, url, default) {
                 Ok(deps) => {
-                    shared.insert(line.deps_text, Arc::clone(&deps));
-                    deps
+                    let k = u32::try_from(lists.len()).unwrap_or(u32::MAX);
+                    lists.push(deps);
+                    shared.insert(line.deps_text, k);
+                    k
                 }
                 Err(problem) => {
                     problems.push(problem);
@@ -97,7 +100,8 @@ fn parse(
         candidates.push(Candidate { version: line.vers, yanked: line.yanked, deps });
     }
     drop(shared);
-    Ok(Some((LoadedIndex::parsed(text.origin, text.bytes, lines, candidates.into(), problems), text.fingerprint)))
+    let index = LoadedIndex::parsed(text.origin, text.bytes, lines, candidates.into(), lists, problems);
+    Ok(Some((index, text.fingerprint)))
 }
 
 /// The requirements of a line from registry `from`, as the resolver takes them.
@@ -105,7 +109,7 @@ fn requirements(
     line: &ebpkg_spec::index::VersionLine<'_>,
     from: &RegistryUrl,
     default: &RegistryUrl,
-) -> Result<Arc<[Requirement]>, IndexError> {
+) -> Result<Box<[Requirement]>, IndexError> {
     let invalid = |message: String| IndexError::Invalid { line: line.line_no, message };
     line.deps()?
         .into_iter()
@@ -329,12 +333,14 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     let Some(newest) = index.candidates.iter().filter(|c| !c.yanked).max_by(|a, b| a.version.cmp(&b.version)) else {
         return 0;
     };
+    // Decoded here, off the resolver's thread: the list it will most likely ask for.
+    let Ok(deps) = index.list(newest.deps) else { return 0 };
     let own = (*url != shared.default).then(|| url.to_string());
     let mut jobs = Vec::new();
     {
         let mut slots = lock(&shared.slots);
         let of_registry = slots_of(&mut slots, url);
-        for dep in newest.deps.iter().filter(|d| d.pkg.registry == own) {
+        for dep in deps.iter().filter(|d| d.pkg.registry == own) {
             let key = slot_name(&dep.pkg.name);
             if of_registry.contains_key(&*key) {
                 continue;

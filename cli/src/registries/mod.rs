@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use ebpkg_resolver::{Candidate, QualifiedName, SourceError, VersionSource};
+use ebpkg_resolver::{QualifiedName, SourceError, VersionSource, Versions};
 use ebpkg_sources::{Registry, RegistryUrl, open_registry, warn_skipped_line};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{EntryPin, IndexEntry};
@@ -201,7 +201,7 @@ impl<'c> Registries<'c> {
 }
 
 impl VersionSource for Registries<'_> {
-    fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Versions, SourceError> {
         // Asked for every package of a resolution: nothing is built that is not needed.
         let url = match pkg.registry.as_deref() {
             None => std::borrow::Cow::Borrowed(&self.default),
@@ -209,7 +209,7 @@ impl VersionSource for Registries<'_> {
         };
         let registry = self.open(&url).map_err(SourceFailure::boxed)?;
         let Some(index) = self.loader.get(&registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
-            return Ok(Arc::from([]));
+            return Ok(Versions::none());
         };
         let key = || (url.to_string(), pkg.name.normalized());
         if !index.problems.is_empty() && self.warned.borrow_mut().insert(key()) {
@@ -217,9 +217,10 @@ impl VersionSource for Registries<'_> {
                 warn_skipped_line(&url, index.origin(), problem);
             }
         }
+        let mut versions = Versions { candidates: Arc::clone(&index.candidates), deps: index.clone() };
         let rejected = self.rejected.borrow();
         if rejected.is_empty() {
-            return Ok(Arc::clone(&index.candidates));
+            return Ok(versions);
         }
         let key = key();
         if rejected.iter().any(|(u, n, _)| (u, n) == (&key.0, &key.1)) {
@@ -227,9 +228,9 @@ impl VersionSource for Registries<'_> {
                 .candidates
                 .iter()
                 .filter(|c| !rejected.contains(&(key.0.clone(), key.1.clone(), c.version.clone())));
-            return Ok(kept.cloned().collect());
+            versions.candidates = kept.cloned().collect();
         }
-        Ok(Arc::clone(&index.candidates))
+        Ok(versions)
     }
 
     fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ebpkg_resolver::{Candidate, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource};
+use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, Versions};
 use ebpkg_spec::PackageName;
 use semver::Version;
 
@@ -34,9 +34,12 @@ pub fn request(deps: &[(&str, &str)]) -> ResolveRequest {
     ResolveRequest::new(name("app"), v("0.1.0"), deps.iter().map(|(p, r)| req(p, r)).collect())
 }
 
+/// A published version: version, yanked, requirements.
+pub type Published = (Version, bool, Arc<[Requirement]>);
+
 #[derive(Default)]
 pub struct Registry {
-    pub packages: BTreeMap<QualifiedName, Vec<Candidate>>,
+    pub packages: BTreeMap<QualifiedName, Vec<Published>>,
     pub fetches: RefCell<HashMap<QualifiedName, usize>>,
     pub list_names: bool,
 }
@@ -57,7 +60,7 @@ impl Registry {
 
     fn publish(&mut self, pkg: &str, version: &str, deps: &[(&str, &str)], yanked: bool) -> &mut Self {
         let deps = deps.iter().map(|(p, r)| req(p, r)).collect::<Vec<_>>().into();
-        self.packages.entry(id(pkg)).or_default().push(Candidate { version: v(version), yanked, deps });
+        self.packages.entry(id(pkg)).or_default().push((v(version), yanked, deps));
         self
     }
 
@@ -67,9 +70,9 @@ impl Registry {
 }
 
 impl VersionSource for Registry {
-    fn versions(&self, pkg: &QualifiedName) -> Result<Arc<[Candidate]>, SourceError> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
         *self.fetches.borrow_mut().entry(pkg.clone()).or_default() += 1;
-        Ok(self.packages.get(pkg).cloned().unwrap_or_default().into())
+        Ok(Versions::of(self.packages.get(pkg).cloned().unwrap_or_default()))
     }
 
     fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
