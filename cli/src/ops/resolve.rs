@@ -7,6 +7,8 @@ use anyhow::Result;
 use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, UpdatePolicy};
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
 
+use ebpkg_sources::RegistryUrl;
+
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::project::{LockState, Project};
@@ -129,15 +131,30 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     // line had been skipped from the start. Each round leaves out at least one more.
     let (resolution, pins) = loop {
         let resolution = ebpkg_resolver::resolve(&request, regs)?;
-        let mut wanted = Vec::with_capacity(resolution.packages.len());
-        for (id, rp) in &resolution.packages {
-            wanted.push((regs.url(id.registry.as_deref())?, &id.name, &rp.version));
+        // Most packages come from one or two registries: their URLs are parsed once.
+        let mut urls: Vec<(Option<&str>, RegistryUrl)> = Vec::new();
+        let mut url_of = Vec::with_capacity(resolution.packages.len());
+        for id in resolution.packages.keys() {
+            let registry = id.registry.as_deref();
+            match urls.iter().position(|(r, _)| *r == registry) {
+                Some(at) => url_of.push(at),
+                None => {
+                    urls.push((registry, regs.url(registry)?));
+                    url_of.push(urls.len() - 1);
+                }
+            }
         }
-        let mut pins = Vec::with_capacity(resolution.packages.len());
+        let wanted: Vec<_> = resolution
+            .packages
+            .iter()
+            .zip(&url_of)
+            .map(|((id, rp), &at)| (&urls[at].1, &id.name, &rp.version))
+            .collect();
+        let mut pins = Vec::with_capacity(wanted.len());
         let mut damaged = false;
         for ((url, _, _), pin) in wanted.iter().zip(regs.pins(&wanted)) {
             match pin {
-                Ok(pin) => pins.push((url.clone(), pin)),
+                Ok(pin) => pins.push(((*url).clone(), pin)),
                 Err(e) => match e.downcast_ref::<DamagedLine>() {
                     Some(line) => {
                         regs.reject(line);
@@ -151,25 +168,23 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             break (resolution, pins);
         }
     };
-    let mut packages = Vec::new();
-    for ((_, rp), (url, pin)) in resolution.packages.iter().zip(pins) {
-        let lp = LockedPackage {
-            name: pin.name.clone(),
-            version: rp.version.clone(),
-            source: url.to_string(),
-            checksum: pin.cksum,
-            signer: pin.signed_by,
-            dependencies: rp
-                .deps
-                .iter()
-                .map(|(d, v)| LockedDependency { name: d.name.clone(), version: v.clone() })
-                .collect(),
-        };
+    let mut packages = Vec::with_capacity(pins.len());
+    // Taken apart, not copied: a large resolution locks thousands of packages.
+    for ((_, rp), (url, pin)) in resolution.packages.into_iter().zip(pins) {
+        let source = url.to_string();
         // A version pinned before must still be the same bytes.
-        if let Some(prev) = old.and_then(|o| o.get(lp.name.as_str(), &lp.version)).filter(|p| p.source == lp.source) {
+        if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
             ebpkg_sources::check_locked(&pin, prev)?;
         }
-        packages.push(lp);
+        let dependencies = rp.deps.into_iter().map(|(d, version)| LockedDependency { name: d.name, version }).collect();
+        packages.push(LockedPackage {
+            name: pin.name,
+            version: rp.version,
+            source,
+            checksum: pin.cksum,
+            signer: pin.signed_by,
+            dependencies,
+        });
     }
     Ok(Lockfile::new(packages))
 }

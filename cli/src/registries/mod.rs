@@ -156,7 +156,7 @@ impl<'c> Registries<'c> {
     /// line checked whole as [`Registries::entry`] does. The lines a resolution
     /// read are parsed on every CPU (a large resolution locks thousands), and only
     /// the first time: the resolution cache keeps what they pin.
-    pub fn pins(&self, wanted: &[(RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<EntryPin>> {
+    pub fn pins(&self, wanted: &[(&RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<EntryPin>> {
         let loaded: Vec<_> = wanted.iter().map(|(url, name, _)| self.loader.loaded(url, name)).collect();
         let parse = |k: usize| {
             let (_, _, version) = &wanted[k];
