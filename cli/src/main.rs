@@ -7,7 +7,8 @@
 /// transparent huge pages (`no_thp`): a command lives for a fraction of a second
 /// and touches a few tens of MB, and on a virtual machine whose host takes freed
 /// memory back, having each fresh 2 MB page zeroed whole made a warm 10,000-package
-/// resolution take 185 ms instead of 107 (median of 10, run after 1.5 s idle).
+/// resolution take about twice as long (185 ms against 107, median of 10, run on
+/// an idle machine: bench/resolve.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -84,10 +84,10 @@ fn run(args: &Args) -> Result<bool> {
          of the registry in one process, measured in the same rounds. `ebpkg lock` is timed with its resolution \
          cache warm (the index files unchanged since the last resolution, and older than the 2 s ebpkg waits before \
          trusting a file's timestamps) and without it (the cache removed first: every index file read and parsed, \
-         and the cache written). Each timed run starts after the machine sat idle for 1.5 s, as a user's command \
-         does: run straight after another command, a run gets the memory that command freed back still mapped, \
-         which on this virtual machine (it hands freed memory back to its host within a second) made warm \
-         resolutions look twice as fast as they are. Median (min–max) of {rounds} rounds after a warm-up. The target's anchor is uv's published figure (jupyter resolved warm in about 44 ms), not \
+         and the cache written). Each timed run starts after the machine sat idle for 3 s, as a user's command \
+         does: run within about 2 s of another command, a run gets the memory that command freed back still \
+         mapped (this virtual machine hands freed memory back to its host after that), which made warm \
+         resolutions look more than twice as fast as they are. Median (min–max) of {rounds} rounds after a warm-up. The target's anchor is uv's published figure (jupyter resolved warm in about 44 ms), not \
          measured here: uv resolves Python packages, and no index of this shape exists for it.\n"
     );
     if !args.quick {
