@@ -312,6 +312,37 @@ fn a_resolution_cache_is_used_only_while_the_index_file_is_unchanged() {
 }
 
 #[test]
+fn a_damaged_dependency_list_in_the_cache_is_read_from_the_index_file_again_and_dropped() {
+    let sb = Sandbox::new("rcachelist");
+    sb.publish_manifest("b", "1.0.0", &[]);
+    sb.publish_manifest("a", "1.0.0", &[("b", "^1")]);
+    let app = project(&sb, &[("a", "^1")]);
+    let_index_files_settle();
+    sb.run(&app, &["lock"]).ok();
+    let cold = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    let caches = resolution_caches(&sb);
+    assert_eq!(caches.len(), 1);
+    // a's stored list: `b` in its own registry (0), requirement `^1`, made `^!`:
+    // the record still loads, the list does not decode.
+    let stored = b"\x01\x00\x00\x00b\x00\x02\x00\x00\x00^1";
+    let mut cache = std::fs::read(&caches[0]).unwrap();
+    let at = cache.windows(stored.len()).position(|w| w == stored).expect("a's list in the cache");
+    cache[at + stored.len() - 1] = b'!';
+    std::fs::write(&caches[0], &cache).unwrap();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    let run = sb.run(&app, &["lock"]).ok();
+    assert_eq!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap(), cold, "the same resolution");
+    assert!(run.stderr.contains("record of `a`") && run.stderr.contains("reading its index file"), "{}", run.stderr);
+    let repaired = std::fs::read(&caches[0]).unwrap();
+    assert!(repaired.windows(stored.len()).any(|w| w == stored), "a's record written again from its index file");
+    // Repaired: the next lock reads it from the cache without a word.
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    let run = sb.run(&app, &["lock"]).ok();
+    assert!(!run.stderr.contains("damaged"), "{}", run.stderr);
+    assert_eq!(std::fs::read(&caches[0]).unwrap(), repaired);
+}
+
+#[test]
 fn a_registry_checked_against_tuf_is_never_cached() {
     let sb = Sandbox::new("rcache-tuf");
     sb.publish_manifest("c", "1.0.0", &[]);

@@ -486,6 +486,7 @@ impl IndexPath {
 
     /// Names are at most `MAX_NAME_LEN` bytes, so a path always fits.
     fn push(&mut self, bytes: &[u8]) {
+        debug_assert!(self.len + bytes.len() <= self.bytes.len(), "a package name longer than MAX_NAME_LEN");
         if let Some(to) = self.bytes.get_mut(self.len..self.len + bytes.len()) {
             to.copy_from_slice(bytes);
             self.len += bytes.len();

@@ -50,6 +50,16 @@ impl ResolutionCaches {
         Arc::clone(cache)
     }
 
+    /// The packages whose records turned out damaged (a dependency list that does
+    /// not decode), by registry: to be read from their index files again. Each
+    /// is dropped from the cache file when it is next written, which is then at once.
+    pub fn damaged(&self) -> Vec<(RegistryUrl, Arc<str>)> {
+        let by_registry = lock(&self.by_registry);
+        let each =
+            by_registry.values().flat_map(|c| lock(&c.context.damaged).clone().into_iter().map(|n| (c.url.clone(), n)));
+        each.collect()
+    }
+
     /// Writes the cache of each registry whose index files were parsed afresh.
     pub fn save(&self) {
         for cache in lock(&self.by_registry).values() {
@@ -125,10 +135,11 @@ impl RegistryCache {
         // project chooses change seldom, and the first lock choosing them learns them.
         fresh.extend(std::mem::take(&mut *lock(&self.used)).into_iter().filter(|u| u.index.learned_pins()));
         let kept = self.file.as_ref().map_or(0, |f| f.records.len());
+        let damaged: HashSet<Arc<str>> = lock(&self.context.damaged).iter().cloned().collect();
         // The file is rewritten whole (10,000 packages: ~50 MB). For a few new or
         // changed index files — a publish — that costs more than parsing them on
-        // each command, until they are 1% of the registry.
-        if fresh.is_empty() || fresh.len() * REWRITE_AT_PERCENT < kept {
+        // each command, until they are 1% of the registry. A damaged record goes at once.
+        if damaged.is_empty() && (fresh.is_empty() || fresh.len() * REWRITE_AT_PERCENT < kept) {
             return;
         }
         let encoded: Vec<(Arc<str>, IndexFingerprint, Vec<u8>)> = fresh
@@ -143,7 +154,7 @@ impl RegistryCache {
             let mut seen: HashSet<&str> = records.iter().map(|r| r.0).collect();
             for (name, record) in &file.records {
                 let Some(body) = file.stored.bytes().get(record.body.clone()) else { continue };
-                if seen.insert(name) && size + body.len() as u64 <= MAX_FILE_BYTES {
+                if !damaged.contains(name) && seen.insert(name) && size + body.len() as u64 <= MAX_FILE_BYTES {
                     size += body.len() as u64;
                     records.push((name, record.fingerprint, body));
                 }
@@ -303,7 +314,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_list_is_decoded_when_asked_for_and_a_damaged_one_is_an_error_saying_what_to_do() {
+    fn a_stored_list_is_decoded_when_asked_for_and_a_damaged_record_is_reported_and_dropped() {
         let dir = tempfile::tempdir().unwrap();
         save(dir.path(), "file:///own/", "pkg", fingerprint(1));
         let path = cache_file(dir.path());
@@ -317,10 +328,22 @@ mod tests {
         assert_eq!(got.candidates.len(), 3);
         let Lists::Stored { lists, .. } = &got.lists else { panic!("a stored record's lists are stored") };
         assert!(lists.iter().all(|l| l.decoded.get().is_none()), "nothing decoded before it is asked for");
+        assert!(caches.damaged().is_empty());
         let err = got.list(0).unwrap_err().to_string();
-        assert!(err.contains("/own/index/3/p/pkg") && err.contains("ebpkg cache clean --only indexes"), "{err}");
+        assert!(err.contains("/own/index/3/p/pkg") && err.contains("read from the index file again"), "{err}");
         assert!(got.list(0).is_err(), "damaged every time");
         assert!(got.list(1).unwrap().is_empty(), "the other list is whole");
+        let damaged: Vec<(String, String)> =
+            caches.damaged().into_iter().map(|(u, n)| (u.to_string(), n.to_string())).collect();
+        assert_eq!(
+            damaged,
+            [("file:///own/".to_owned(), "pkg".to_owned())],
+            "noted once, for the loader to read again"
+        );
+        // Nothing else changed, and still the record is dropped from the file at once.
+        caches.save();
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        assert!(caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1)).is_none());
     }
 
     #[test]
@@ -428,7 +451,7 @@ mod tests {
         let file = |bytes: Vec<u8>| Arc::new(Stored::Owned(bytes));
         let read = |bytes: &[u8], package: &str| {
             let context = Arc::new(crate::format::ListContext::new(&own, &own));
-            crate::format::decode(&file(bytes.to_vec()), package, 0..bytes.len(), &context)
+            crate::format::decode(&file(bytes.to_vec()), &Arc::from(package), 0..bytes.len(), &context)
         };
         assert_eq!(read(&body, "my_pkg").unwrap().pins.len(), 1);
         assert!(read(&body, "other").is_none(), "a pin of another package");

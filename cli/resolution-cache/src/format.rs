@@ -126,15 +126,19 @@ pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Arc<str>, Record>> {
 /// What decoding a record's requirements needs to know of the command: the
 /// registry the record is of, as requirements name it (`None`: the command's
 /// default registry), and the default registry.
+/// Also where records whose lists turn out damaged are noted, to be read from
+/// their index files again and dropped from the cache file.
 pub(crate) struct ListContext {
     own: Option<String>,
     default: String,
+    pub(crate) damaged: std::sync::Mutex<Vec<Arc<str>>>,
 }
 
 impl ListContext {
     /// For records of registry `url` read by a command whose default registry is `default`.
     pub(crate) fn new(url: &RegistryUrl, default: &RegistryUrl) -> ListContext {
-        ListContext { own: (url != default).then(|| url.to_string()), default: default.to_string() }
+        let own = (url != default).then(|| url.to_string());
+        ListContext { own, default: default.to_string(), damaged: Default::default() }
     }
 }
 
@@ -143,7 +147,7 @@ impl ListContext {
 /// ([`decode_list`]), though checked to lie within the record.
 pub(crate) fn decode(
     file: &Arc<Stored>,
-    package: &str,
+    package: &Arc<str>,
     body: Range<usize>,
     context: &Arc<ListContext>,
 ) -> Option<LoadedIndex> {
@@ -207,7 +211,7 @@ pub(crate) fn decode(
             return None;
         }
         let name = PackageName::new(r.str()?).ok()?;
-        if name.normalized() != package {
+        if name.normalized() != **package {
             return None;
         }
         let cksum = Sha256Digest(r.take(32)?.try_into().ok()?);
@@ -230,7 +234,12 @@ pub(crate) fn decode(
         text,
         lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions },
         candidates: candidates.into(),
-        lists: Lists::Stored { file: Arc::clone(file), lists: lists.into(), context: Arc::clone(context) },
+        lists: Lists::Stored {
+            file: Arc::clone(file),
+            lists: lists.into(),
+            context: Arc::clone(context),
+            package: Arc::clone(package),
+        },
         problems: Vec::new(),
         pins,
         learned: Default::default(),

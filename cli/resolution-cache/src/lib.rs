@@ -16,7 +16,8 @@
 //! out is a miss (the index file is read as if there were no cache). Dependency
 //! lists are checked to lie within their record but decoded only when the
 //! resolver asks for one ([`ebpkg_resolver::DepLists`]); one that does not decode
-//! then fails the resolution, saying to clear the cache. ebpkg only
+//! then is noted ([`ResolutionCaches::damaged`]) for the loader to read that index
+//! file instead and resolve again, and its record is dropped from the file. ebpkg only
 //! ever replaces the file by a rename, so a mapping never sees it change; a file
 //! truncated in place by hand while a command runs can crash that command
 //! (SIGBUS), never mislead it. Registries checked against TUF metadata are never

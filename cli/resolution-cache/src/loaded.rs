@@ -41,7 +41,13 @@ pub struct Line {
 /// most of reading a record).
 pub(crate) enum Lists {
     Parsed(Vec<Box<[Requirement]>>),
-    Stored { file: Arc<crate::format::Stored>, lists: Box<[StoredList]>, context: Arc<crate::format::ListContext> },
+    Stored {
+        file: Arc<crate::format::Stored>,
+        lists: Box<[StoredList]>,
+        context: Arc<crate::format::ListContext>,
+        /// The record's package (normalized), noted in `context` when a list is damaged.
+        package: Arc<str>,
+    },
 }
 
 /// Where a stored list is in its file, and the list once decoded (`None`: damaged).
@@ -63,15 +69,22 @@ impl DepLists for LoadedIndex {
     fn list(&self, k: u32) -> Result<&[Requirement], SourceError> {
         let found = match &self.lists {
             Lists::Parsed(lists) => lists.get(k as usize).map(|l| &**l),
-            Lists::Stored { file, lists, context } => lists.get(k as usize).and_then(|list| {
-                let decode = || crate::format::decode_list(file.bytes().get(list.bytes.clone())?, context);
+            Lists::Stored { file, lists, context, package } => lists.get(k as usize).and_then(|list| {
+                let decode = || {
+                    let decoded =
+                        file.bytes().get(list.bytes.clone()).and_then(|b| crate::format::decode_list(b, context));
+                    if decoded.is_none() {
+                        crate::cache::lock(&context.damaged).push(Arc::clone(package));
+                    }
+                    decoded
+                };
                 list.decoded.get_or_init(decode).as_deref()
             }),
         };
         found.ok_or_else(|| {
             format!(
-                "the resolution cache's record of {} is damaged (dependency list {k}); run `ebpkg cache clean --only \
-                 indexes` and try again",
+                "the resolution cache's record of {} is damaged (dependency list {k}): it is read from the index \
+                 file again and the record dropped (`ebpkg cache clean --only indexes` removes the whole cache)",
                 self.origin
             )
             .into()

@@ -130,7 +130,12 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     // damaged elsewhere is left out and the dependencies resolved again, as if the
     // line had been skipped from the start. Each round leaves out at least one more.
     let (resolution, pins) = loop {
-        let resolution = ebpkg_resolver::resolve(&request, regs)?;
+        let resolution = match ebpkg_resolver::resolve(&request, regs) {
+            Ok(resolution) => resolution,
+            // A cached record it met was damaged: resolved again from the index files.
+            Err(_) if regs.reread_damaged() => continue,
+            Err(e) => return Err(e.into()),
+        };
         // Most packages come from one or two registries: their URLs are parsed once.
         let mut urls: Vec<(Option<&str>, RegistryUrl)> = Vec::new();
         let mut url_of = Vec::with_capacity(resolution.packages.len());

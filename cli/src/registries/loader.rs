@@ -39,11 +39,12 @@ pub fn load(
     default: &RegistryUrl,
     caches: &ResolutionCaches,
     name: &PackageName,
+    skip_cache: bool,
 ) -> Result<Option<Arc<LoadedIndex>>> {
     let cache = match registry.index_fingerprint(name)? {
         Some(fingerprint) => {
             let cache = caches.registry(url);
-            if let Some(index) = cache.get(name, &fingerprint) {
+            if !skip_cache && let Some(index) = cache.get(name, &fingerprint) {
                 return Ok(Some(index));
             }
             Some((cache, fingerprint))
@@ -171,6 +172,12 @@ fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> &'s mut RegistrySlot
 }
 
 impl Shared {
+    /// Whether `name` in `url` is read from its index file whatever the cache holds.
+    fn bypassed(&self, url: &RegistryUrl, name: &PackageName) -> bool {
+        let bypass = lock(&self.bypass);
+        !bypass.is_empty() && bypass.contains(&(url.to_string(), name.normalized()))
+    }
+
     /// The slot of `name` in `url`, if any.
     fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
         let slots = lock(&self.slots);
@@ -194,6 +201,8 @@ struct Shared {
     default: RegistryUrl,
     caches: ResolutionCaches,
     slots: Mutex<Slots>,
+    /// Packages whose cached records turned out damaged: read from their files.
+    bypass: Mutex<std::collections::HashSet<(String, String)>>,
     queue: Mutex<VecDeque<Job>>,
     work: Condvar,
     stop: AtomicBool,
@@ -229,6 +238,7 @@ impl Loader {
             caches: ResolutionCaches::new(cache_dir, default.clone()),
             default,
             slots: Mutex::default(),
+            bypass: Mutex::default(),
             queue: Mutex::default(),
             work: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -263,7 +273,8 @@ impl Loader {
         }
         *state = State::Loading;
         drop(state);
-        let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name) {
+        let skip_cache = self.shared.bypassed(url, name);
+        let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name, skip_cache) {
             Ok(index) => index,
             Err(e) => {
                 finish(&slot, State::Failed);
@@ -275,6 +286,24 @@ impl Loader {
             self.read_ahead(registry, url, index);
         }
         Ok(index)
+    }
+
+    /// Makes the packages whose cached records turned out damaged (a dependency
+    /// list that does not decode) be read from their index files from now on;
+    /// whether there were any not yet handled, so that a resolution that saw one
+    /// is done again.
+    pub fn reread_damaged(&self) -> bool {
+        let mut again = false;
+        for (url, name) in self.shared.caches.damaged() {
+            if !lock(&self.shared.bypass).insert((url.to_string(), name.to_string())) {
+                continue;
+            }
+            tracing::warn!("the resolution cache's record of `{name}` in {url} is damaged: reading its index file");
+            let mut slots = lock(&self.shared.slots);
+            slots_of(&mut slots, &url).insert(name.as_ref().into(), new_slot());
+            again = true;
+        }
+        again
     }
 
     /// `name`'s index in `url` if it has been read and exists.
@@ -380,7 +409,8 @@ fn work(shared: &Shared) {
             }
             *state = State::Loading;
         }
-        match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name) {
+        let skip_cache = shared.bypassed(&job.url, &job.name);
+        match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, skip_cache) {
             Ok(index) => {
                 finish(&job.slot, State::Loaded(index.clone()));
                 if let Some(index) = index {
@@ -468,7 +498,7 @@ mod tests {
         let net = PackageName::new("net").unwrap();
         let cached = |registry: &dyn Registry, cache_dir: &std::path::Path| {
             let caches = ResolutionCaches::new(cache_dir, url.clone());
-            let loaded = load(registry, &url, &url, &caches, &net).unwrap().unwrap();
+            let loaded = load(registry, &url, &url, &caches, &net, false).unwrap().unwrap();
             assert_eq!(loaded.candidates.len(), 1);
             caches.save();
             let file = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).resolution_cache(url.as_str());

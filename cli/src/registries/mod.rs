@@ -192,6 +192,12 @@ impl<'c> Registries<'c> {
             .collect()
     }
 
+    /// Whether cached records turned out damaged since last asked: their index
+    /// files are read from now on, and a resolution that met one is done again.
+    pub fn reread_damaged(&self) -> bool {
+        self.loader.reread_damaged()
+    }
+
     /// Leaves a version whose line is damaged out of later resolutions, with a warning.
     pub fn reject(&self, damaged: &DamagedLine) {
         tracing::warn!("{damaged}; resolving again without it");

@@ -1,6 +1,7 @@
 //! Any bytes as a resolution cache file read as a miss or as records that stay
-//! within the file, never a panic: every record's lines are inside its text, and
-//! reading the entry of each of its versions fails or succeeds without panicking.
+//! within the file, never a panic: every record's lines are inside its text, every
+//! version names one of its dependency lists, and decoding each list and reading
+//! the entry of each version fails or succeeds without panicking.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
