@@ -174,8 +174,8 @@ fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> &'s mut RegistrySlot
 impl Shared {
     /// Whether `name` in `url` is read from its index file whatever the cache holds.
     fn bypassed(&self, url: &RegistryUrl, name: &PackageName) -> bool {
-        let bypass = lock(&self.bypass);
-        !bypass.is_empty() && bypass.contains(&(url.to_string(), name.normalized()))
+        // Asked for every package read, by every thread: nearly always none.
+        self.bypassing.load(Ordering::Acquire) && lock(&self.bypass).contains(&(url.to_string(), name.normalized()))
     }
 
     /// The slot of `name` in `url`, if any.
@@ -203,6 +203,7 @@ struct Shared {
     slots: Mutex<Slots>,
     /// Packages whose cached records turned out damaged: read from their files.
     bypass: Mutex<std::collections::HashSet<(String, String)>>,
+    bypassing: AtomicBool,
     queue: Mutex<VecDeque<Job>>,
     work: Condvar,
     stop: AtomicBool,
@@ -239,6 +240,7 @@ impl Loader {
             default,
             slots: Mutex::default(),
             bypass: Mutex::default(),
+            bypassing: AtomicBool::new(false),
             queue: Mutex::default(),
             work: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -298,6 +300,7 @@ impl Loader {
             if !lock(&self.shared.bypass).insert((url.to_string(), name.to_string())) {
                 continue;
             }
+            self.shared.bypassing.store(true, Ordering::Release);
             tracing::warn!("the resolution cache's record of `{name}` in {url} is damaged: reading its index file");
             let mut slots = lock(&self.shared.slots);
             slots_of(&mut slots, &url).insert(name.as_ref().into(), new_slot());
