@@ -196,11 +196,6 @@ impl Versions {
             .collect();
         Versions { candidates, deps: Arc::new(lists) }
     }
-
-    /// The requirements of `candidate` (one of these versions).
-    pub fn deps_of(&self, candidate: &Candidate) -> Result<&[Requirement], SourceError> {
-        self.deps.list(candidate.deps)
-    }
 }
 
 impl fmt::Debug for Versions {

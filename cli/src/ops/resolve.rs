@@ -5,9 +5,8 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, UpdatePolicy};
-use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
-
 use ebpkg_sources::RegistryUrl;
+use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};

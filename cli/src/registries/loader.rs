@@ -141,6 +141,9 @@ enum State {
 struct Slot {
     state: Mutex<State>,
     done: Condvar,
+    /// Read from the index file whatever the resolution cache holds: its cached
+    /// record turned out damaged ([`Loader::reread_damaged`]).
+    skip_cache: bool,
 }
 
 /// Each registry's slots (by URL: a command reads a few registries at most), by
@@ -172,12 +175,6 @@ fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> &'s mut RegistrySlot
 }
 
 impl Shared {
-    /// Whether `name` in `url` is read from its index file whatever the cache holds.
-    fn bypassed(&self, url: &RegistryUrl, name: &PackageName) -> bool {
-        // Asked for every package read, by every thread: nearly always none.
-        self.bypassing.load(Ordering::Acquire) && lock(&self.bypass).contains(&(url.to_string(), name.normalized()))
-    }
-
     /// The slot of `name` in `url`, if any.
     fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
         let slots = lock(&self.slots);
@@ -187,7 +184,7 @@ impl Shared {
 }
 
 fn new_slot() -> Arc<Slot> {
-    Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new() })
+    Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new(), skip_cache: false })
 }
 
 struct Job {
@@ -201,9 +198,6 @@ struct Shared {
     default: RegistryUrl,
     caches: ResolutionCaches,
     slots: Mutex<Slots>,
-    /// Packages whose cached records turned out damaged: read from their files.
-    bypass: Mutex<std::collections::HashSet<(String, String)>>,
-    bypassing: AtomicBool,
     queue: Mutex<VecDeque<Job>>,
     work: Condvar,
     stop: AtomicBool,
@@ -239,8 +233,6 @@ impl Loader {
             caches: ResolutionCaches::new(cache_dir, default.clone()),
             default,
             slots: Mutex::default(),
-            bypass: Mutex::default(),
-            bypassing: AtomicBool::new(false),
             queue: Mutex::default(),
             work: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -275,8 +267,8 @@ impl Loader {
         }
         *state = State::Loading;
         drop(state);
-        let skip_cache = self.shared.bypassed(url, name);
-        let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name, skip_cache) {
+        let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name, slot.skip_cache)
+        {
             Ok(index) => index,
             Err(e) => {
                 finish(&slot, State::Failed);
@@ -297,13 +289,14 @@ impl Loader {
     pub fn reread_damaged(&self) -> bool {
         let mut again = false;
         for (url, name) in self.shared.caches.damaged() {
-            if !lock(&self.shared.bypass).insert((url.to_string(), name.to_string())) {
+            let mut slots = lock(&self.shared.slots);
+            let of_registry = slots_of(&mut slots, &url);
+            if of_registry.get(&*name).is_some_and(|slot| slot.skip_cache) {
                 continue;
             }
-            self.shared.bypassing.store(true, Ordering::Release);
             tracing::warn!("the resolution cache's record of `{name}` in {url} is damaged: reading its index file");
-            let mut slots = lock(&self.shared.slots);
-            slots_of(&mut slots, &url).insert(name.as_ref().into(), new_slot());
+            let slot = Slot { state: Mutex::new(State::Queued), done: Condvar::new(), skip_cache: true };
+            of_registry.insert(name.as_ref().into(), Arc::new(slot));
             again = true;
         }
         again
@@ -412,8 +405,7 @@ fn work(shared: &Shared) {
             }
             *state = State::Loading;
         }
-        let skip_cache = shared.bypassed(&job.url, &job.name);
-        match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, skip_cache) {
+        match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, job.slot.skip_cache) {
             Ok(index) => {
                 finish(&job.slot, State::Loaded(index.clone()));
                 if let Some(index) = index {
