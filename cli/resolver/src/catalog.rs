@@ -213,6 +213,14 @@ impl<'a> Catalog<'a> {
         cat
     }
 
+    /// Every package loaded (the root aside), with what the source returned for it.
+    pub(crate) fn into_loaded(self) -> impl Iterator<Item = (QualifiedName, Versions)> {
+        self.entries.into_iter().filter(|e| e.loaded).filter_map(|e| {
+            let versions = Versions { candidates: e.candidates, deps: e.lists };
+            Some((e.id?, versions))
+        })
+    }
+
     /// The number of packages seen, the root included.
     pub(crate) fn len(&self) -> u32 {
         self.entries.len() as u32

@@ -43,6 +43,7 @@ mod error;
 mod explain;
 mod model;
 mod provider;
+mod settled;
 mod suggest;
 mod version_set;
 
@@ -67,14 +68,70 @@ use crate::provider::{Provider, SourceFailure};
 /// locked version is preferred while it still satisfies every requirement (per [`UpdatePolicy`]),
 /// otherwise the highest allowed version is. The same input gives the same output.
 pub fn resolve(request: &ResolveRequest, source: &dyn VersionSource) -> Result<Resolution, ResolveError> {
+    resolve_with(request, source, Shortcut::Try).0
+}
+
+/// Whether [`resolve_with`] may answer without PubGrub when every choice is settled from the start.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortcut {
+    Try,
+    Never,
+}
+
+/// [`resolve`], saying whether the answer was found without PubGrub: for tests that compare the two.
+#[doc(hidden)]
+pub fn resolve_with(
+    request: &ResolveRequest,
+    source: &dyn VersionSource,
+    shortcut: Shortcut,
+) -> (Result<Resolution, ResolveError>, bool) {
     let started = Instant::now();
     let mut catalog = Catalog::new(request, source);
-    // The root's dependencies first, so that a name that does not exist is reported as such rather than
-    // as a conflict.
-    if let Some(missing) = catalog.load_root_deps().map_err(|(pkg, cause)| ResolveError::Source { pkg, cause })? {
-        let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_deref()));
-        return Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions });
+    if let Err(e) = load_root_deps(&mut catalog, request, source) {
+        return (Err(e), false);
     }
+    if shortcut == Shortcut::Never {
+        return (by_pubgrub(catalog, request, started), false);
+    }
+    if let Some(selected) = settled::resolve(&mut catalog) {
+        let resolution = resolution(&catalog, selected);
+        tracing::debug!(
+            packages_seen = catalog.len() - 1,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "resolved {} (every choice settled: PubGrub not needed)",
+            request.root
+        );
+        return (Ok(resolution), true);
+    }
+    // From the start, as if the walk had not been tried (PubGrub's answers and explanations do not
+    // depend on what the walk met first), though no package is asked for twice.
+    let memo = settled::Memo::new(catalog.into_loaded(), source);
+    let mut catalog = Catalog::new(request, &memo);
+    if let Err(e) = load_root_deps(&mut catalog, request, &memo) {
+        return (Err(e), false);
+    }
+    (by_pubgrub(catalog, request, started), false)
+}
+
+/// Loads the root's dependencies first, so that a name that does not exist is reported as such
+/// rather than as a conflict.
+fn load_root_deps(
+    catalog: &mut Catalog<'_>,
+    request: &ResolveRequest,
+    source: &dyn VersionSource,
+) -> Result<(), ResolveError> {
+    match catalog.load_root_deps() {
+        Ok(None) => Ok(()),
+        Ok(Some(missing)) => {
+            let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_deref()));
+            Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions })
+        }
+        Err((pkg, cause)) => Err(ResolveError::Source { pkg, cause }),
+    }
+}
+
+fn by_pubgrub(catalog: Catalog<'_>, request: &ResolveRequest, started: Instant) -> Result<Resolution, ResolveError> {
     let provider = Provider { catalog: RefCell::new(catalog) };
     let outcome = pubgrub::resolve(&provider, ROOT, 0u32);
     let catalog = provider.catalog.into_inner();

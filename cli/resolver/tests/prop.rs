@@ -7,8 +7,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::{Registry, id, name, req, v};
-use ebpkg_resolver::{ResolveError, ResolveRequest, UpdatePolicy, resolve};
+use ebpkg_resolver::{ResolveError, ResolveRequest, Shortcut, UpdatePolicy, resolve, resolve_with};
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use semver::VersionReq;
 
 const NAMES: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
@@ -211,4 +212,35 @@ proptest! {
             Err(other) => prop_assert!(false, "unexpected error {other}"),
         }
     }
+
+    /// A world whose choices are all settled from the start resolves without PubGrub, to exactly
+    /// PubGrub's answer; every other world resolves by PubGrub alone, as if nothing had been tried.
+    #[test]
+    fn resolving_without_pubgrub_gives_pubgrub_s_answer(world in arb_world()) {
+        let reg = world.registry();
+        let request = world.request();
+        let (by_pubgrub, _) = resolve_with(&request, &reg, Shortcut::Never);
+        let (tried, shortcut) = resolve_with(&request, &reg, Shortcut::Try);
+        match (&by_pubgrub, &tried) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            _ => prop_assert!(false, "{by_pubgrub:?} against {tried:?}"),
+        }
+        prop_assert!(!shortcut || tried.is_ok());
+    }
+}
+
+/// The comparison above means something only if both kinds of world are common.
+#[test]
+fn generated_worlds_often_take_each_path() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut settled, mut not) = (0, 0);
+    for _ in 0..300 {
+        let world = arb_world().new_tree(&mut runner).unwrap().current();
+        match resolve_with(&world.request(), &world.registry(), Shortcut::Try).1 {
+            true => settled += 1,
+            false => not += 1,
+        }
+    }
+    assert!(settled >= 30 && not >= 30, "{settled} settled, {not} not");
 }

@@ -1,0 +1,81 @@
+//! PubGrub's answer without PubGrub, when every choice is settled from the start.
+//!
+//! Walking from the root, each package reached takes the candidate [`Catalog::choose`] picks for the
+//! first requirement met on it, and every further requirement on it must make `choose` pick that same
+//! candidate. When that holds for every requirement of every package reached, the walk's choices are
+//! exactly PubGrub's:
+//!
+//! PubGrub decides a package by `choose` over the intersection of the requirements of the packages it
+//! has decided so far that depend on it: some non-empty subset `T` of the requirements the walk met.
+//! Each of those requirements' sets contains the walk's candidate `c`, so their intersection does too.
+//! If the lock prefers `c`, `choose` returns it. Otherwise the preferred candidate, if any, lies in
+//! none of them (else `choose` would have picked it for that requirement), so not in the intersection
+//! either, and `choose` returns the highest choosable candidate of the intersection: at least `c`,
+//! which is in it, and at most the highest of any one requirement's set, which is `c`. By induction over
+//! PubGrub's decisions, in whatever order it takes packages, it decides each one as the walk did,
+//! every requirement it adds holds, and it never backtracks.
+//!
+//! A resolution of thousands of packages spends most of PubGrub's time on bookkeeping that such an
+//! answer never needs (incompatibilities, derivations, priorities). Anything else — a requirement that
+//! would choose differently, one no choosable candidate meets, a version that depends on itself, a
+//! source that fails — ends the walk, and PubGrub resolves from the start (with the packages loaded so
+//! far), reporting conflicts and errors as always.
+
+use std::collections::HashMap;
+
+use crate::catalog::{CandidateDeps, Catalog, Pkg, ROOT};
+use crate::model::{QualifiedName, SourceError, VersionSource, Versions};
+
+const NONE: u32 = u32::MAX;
+
+/// Every package reached with its candidate, the root first, if every choice is settled.
+pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Option<Vec<(Pkg, u32)>> {
+    let mut chosen = vec![NONE; catalog.len() as usize];
+    chosen[ROOT.0 as usize] = 0;
+    let mut selected = vec![(ROOT, 0)];
+    let mut next = 0;
+    while let Some(&(pkg, v)) = selected.get(next) {
+        next += 1;
+        let CandidateDeps::Available(deps) = catalog.dependencies(pkg, v).ok()? else { return None };
+        chosen.resize(catalog.len() as usize, NONE);
+        for (dep, set) in deps {
+            let c = catalog.choose(dep, &set)?;
+            let slot = &mut chosen[dep.0 as usize];
+            if *slot == NONE {
+                *slot = c;
+                selected.push((dep, c));
+            } else if *slot != c {
+                return None;
+            }
+        }
+    }
+    Some(selected)
+}
+
+/// A source that answers first with what an abandoned walk already read.
+pub(crate) struct Memo<'a> {
+    loaded: HashMap<QualifiedName, Versions>,
+    source: &'a dyn VersionSource,
+}
+
+impl<'a> Memo<'a> {
+    pub(crate) fn new(
+        loaded: impl IntoIterator<Item = (QualifiedName, Versions)>,
+        source: &'a dyn VersionSource,
+    ) -> Self {
+        Memo { loaded: loaded.into_iter().collect(), source }
+    }
+}
+
+impl VersionSource for Memo<'_> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
+        match self.loaded.get(pkg) {
+            Some(versions) => Ok(versions.clone()),
+            None => self.source.versions(pkg),
+        }
+    }
+
+    fn known_names(&self, registry: Option<&str>) -> Vec<ebpkg_spec::PackageName> {
+        self.source.known_names(registry)
+    }
+}
