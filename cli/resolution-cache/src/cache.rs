@@ -43,6 +43,10 @@ impl ResolutionCaches {
     /// The cache of the registry at `url`, opened on first use.
     pub fn registry(&self, url: &RegistryUrl) -> Arc<RegistryCache> {
         let mut by_registry = lock(&self.by_registry);
+        // Asked for every package read: the key is built only the first time.
+        if let Some(cache) = by_registry.get(url.as_str()) {
+            return Arc::clone(cache);
+        }
         let cache = by_registry.entry(url.to_string()).or_insert_with(|| {
             let path = self.layout.resolution_cache(url.as_str());
             Arc::new(RegistryCache::open(path, url.clone(), self.default.clone()))
