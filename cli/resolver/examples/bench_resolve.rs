@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, Versions, resolve};
+use ebpkg_resolver::{
+    QualifiedName, Requirement, ResolveRequest, Shortcut, SourceError, VersionSource, Versions, resolve, resolve_with,
+};
 use ebpkg_spec::PackageName;
 use semver::{Version, VersionReq};
 
@@ -171,7 +173,15 @@ fn main() {
         Err(e) => panic!("{e}"),
     });
 
+    // The same resolution by PubGrub alone: what the settled walk is measured against.
+    let (by_pubgrub, _) = measure(runs, || match resolve_with(&request, &source, Shortcut::Never).0 {
+        Ok(r) => r.packages.len(),
+        Err(e) => panic!("{e}"),
+    });
+    let settled = resolve_with(&request, &source, Shortcut::Try).1;
+
     println!("registry: {n} packages, project depends directly on {direct}; resolved {count} packages");
-    report("fresh resolution", &fresh, runs);
+    report(&format!("fresh resolution (every choice settled: {settled})"), &fresh, runs);
     report("with a full lock", &locked, runs);
+    report("fresh resolution by PubGrub alone", &by_pubgrub, runs);
 }

@@ -47,7 +47,7 @@ struct Entry {
     loaded: bool,
     /// The candidates, as the source returned them (shared, never copied).
     candidates: Arc<[Candidate]>,
-    /// Their dependency lists, read as PubGrub asks for them.
+    /// Their dependency lists, read as the resolution asks for them.
     lists: Arc<dyn DepLists>,
     /// This package's slots in [`Catalog::slots`]: one per candidate, in ascending semver order.
     slots_start: u32,
@@ -57,7 +57,7 @@ struct Entry {
     /// First and last of this package's cached requirement sets in [`Catalog::known`], or `NONE`.
     known_head: u32,
     known_tail: u32,
-    /// Where the interned dependencies of the first candidate PubGrub asked about are in
+    /// Where the interned dependencies of the first candidate the resolution asked about are in
     /// [`Catalog::dep_arena`]: `(candidate, start, len)`; further candidates go to [`Catalog::dep_pkgs`].
     first_deps: (u32, u32, u32),
 }
@@ -120,7 +120,7 @@ pub(crate) struct Catalog<'a> {
     known: Vec<KnownReq>,
     /// Shared by every package not loaded yet.
     none: Versions,
-    /// For each further candidate whose dependencies PubGrub asked for (the first one of each package is
+    /// For each further candidate whose dependencies the resolution asked for (the first one of each package is
     /// in [`Entry::first_deps`]): where the interned package of each of its requirements is in
     /// `dep_arena`.
     dep_pkgs: Map<(Pkg, u32), (u32, u32)>,
@@ -443,7 +443,7 @@ impl<'a> Catalog<'a> {
         Ok(CandidateDeps::Available(out))
     }
 
-    /// The interned packages of candidate `v`'s requirements, in order, once PubGrub asked for its
+    /// The interned packages of candidate `v`'s requirements, in order, once the resolution asked for its
     /// dependencies.
     pub(crate) fn dep_pkgs(&self, pkg: Pkg, v: u32) -> &[Pkg] {
         let (first, start, len) = self.entries[pkg.0 as usize].first_deps;
