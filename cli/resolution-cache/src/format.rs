@@ -18,7 +18,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
 /// Changes whenever the layout or what the loader makes of an index file does:
 /// a file written by another ebpkg is ignored, never misread.
-pub(crate) const STAMP: &str = concat!("resolution cache 3, ebpkg ", env!("CARGO_PKG_VERSION"));
+pub(crate) const STAMP: &str = concat!("resolution cache 4, ebpkg ", env!("CARGO_PKG_VERSION"));
 
 /// A cache file's bytes, mapped (or, for tests and fuzzing, in memory).
 pub(crate) enum Stored {
@@ -68,6 +68,24 @@ impl<'a> Reader<'a> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
+    /// An unsigned LEB128 number of at most 64 bits, in its shortest form.
+    fn varint(&mut self) -> Option<u64> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            let bits = u64::from(b & 0x7f);
+            // Past bit 63, or a last byte of zeros (another spelling of a shorter number).
+            if (shift == 63 && bits > 1) || (shift > 0 && b == 0) {
+                return None;
+            }
+            n |= bits << shift;
+            if b & 0x80 == 0 {
+                return Some(n);
+            }
+        }
+        None
+    }
+
     fn usize(&mut self) -> Option<usize> {
         usize::try_from(self.u32()?).ok()
     }
@@ -93,12 +111,21 @@ impl<'a> Reader<'a> {
 /// A line's place in a record's line table: start, end, line number (u32 each).
 pub(crate) const LINE_BYTES: usize = 12;
 
-/// The line at the start of `bytes`, a line table entry.
-pub(crate) fn read_line(bytes: &[u8]) -> Option<Line> {
+/// The line at the start of `bytes`, a line table entry, if it lies within a
+/// text of `text_len` bytes.
+pub(crate) fn read_line(bytes: &[u8], text_len: usize) -> Option<Line> {
     let mut r = Reader { bytes, pos: 0 };
     let (start, end, line_no) = (r.usize()?, r.usize()?, r.usize()?);
-    Some(Line { bytes: start..end, line_no })
+    (start <= end && end <= text_len).then_some(Line { bytes: start..end, line_no })
 }
+
+/// A version's flags byte: yanked, then whether a pre-release and build metadata follow.
+const YANKED: u8 = 1;
+const HAS_PRE: u8 = 2;
+const HAS_BUILD: u8 = 4;
+
+/// The fewest bytes a version takes: flags, three numbers and a list, one byte each.
+const VERSION_MIN: usize = 5;
 
 pub(crate) const DIRECTORY_ENTRY_MIN: usize = 4 + IndexFingerprint::BYTES + 16;
 
@@ -167,39 +194,32 @@ pub(crate) fn decode(
         }
         lists.push(StoredList { bytes: body.start + start..body.start + r.pos, decoded: Default::default() });
     }
-    let n_versions = r.count(3 * 8 + 4 + 4 + 1 + 4 + LINE_BYTES)?;
+    let n_versions = r.count(VERSION_MIN + LINE_BYTES)?;
     let mut candidates = Vec::with_capacity(n_versions);
     for _ in 0..n_versions {
-        let (major, minor, patch) = (r.u64()?, r.u64()?, r.u64()?);
-        let pre = match r.str()? {
-            "" => Prerelease::EMPTY,
-            pre => Prerelease::new(pre).ok()?,
+        let flags = r.u8()?;
+        if flags & !(YANKED | HAS_PRE | HAS_BUILD) != 0 {
+            return None;
+        }
+        let (major, minor, patch) = (r.varint()?, r.varint()?, r.varint()?);
+        let pre = match flags & HAS_PRE {
+            0 => Prerelease::EMPTY,
+            _ => Prerelease::new(r.str()?).ok().filter(|p| !p.is_empty())?,
         };
-        let build = match r.str()? {
-            "" => BuildMetadata::EMPTY,
-            build => BuildMetadata::new(build).ok()?,
+        let build = match flags & HAS_BUILD {
+            0 => BuildMetadata::EMPTY,
+            _ => BuildMetadata::new(r.str()?).ok().filter(|b| !b.is_empty())?,
         };
-        let yanked = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return None,
-        };
-        let deps = r.u32()?;
+        let deps = u32::try_from(r.varint()?).ok()?;
         if deps as usize >= n_lists {
             return None;
         }
-        candidates.push(Candidate { version: Version { major, minor, patch, pre, build }, yanked, deps });
+        let version = Version { major, minor, patch, pre, build };
+        candidates.push(Candidate { version, yanked: flags & YANKED != 0, deps });
     }
-    // The line table is checked whole here and read only for the lines locked.
+    // The line table is read only for the lines locked, each checked then.
     let line_table = body.start + r.pos;
-    let mut lines_end = 0;
-    for _ in 0..n_versions {
-        let line = read_line(r.take(LINE_BYTES)?)?;
-        if line.bytes.start > line.bytes.end {
-            return None;
-        }
-        lines_end = lines_end.max(line.bytes.end);
-    }
+    r.take(n_versions.checked_mul(LINE_BYTES)?)?;
     let n_pins = r.count(4 + 4 + 4 + 32 + 1)?;
     let mut pins: Vec<(u32, EntryPin)> = Vec::with_capacity(n_pins);
     for _ in 0..n_pins {
@@ -225,14 +245,14 @@ pub(crate) fn decode(
     let text_len = r.usize()?;
     let text_start = body.start + r.pos;
     r.take(text_len)?;
-    if r.pos != r.bytes.len() || lines_end > text_len {
+    if r.pos != r.bytes.len() {
         return None;
     }
     let text = IndexBytes::Stored(Arc::clone(file), text_start..text_start + text_len);
     Some(LoadedIndex {
         origin,
         text,
-        lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions },
+        lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions, text_len },
         candidates: candidates.into(),
         lists: Lists::Stored {
             file: Arc::clone(file),
@@ -273,6 +293,15 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) -> Option<()> {
     Some(())
 }
 
+/// Appends `n` as unsigned LEB128: versions' numbers are nearly all below 128.
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
 fn put_u32(out: &mut Vec<u8>, n: usize) -> Option<()> {
     out.extend_from_slice(&u32::try_from(n).ok()?.to_le_bytes());
     Some(())
@@ -310,13 +339,18 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
     put_u32(&mut out, index.candidates.len())?;
     for c in index.candidates.iter() {
         let v = &c.version;
+        let flags = [(c.yanked, YANKED), (!v.pre.is_empty(), HAS_PRE), (!v.build.is_empty(), HAS_BUILD)];
+        out.push(flags.iter().filter(|(set, _)| *set).fold(0, |f, (_, bit)| f | bit));
         for n in [v.major, v.minor, v.patch] {
-            out.extend_from_slice(&n.to_le_bytes());
+            put_varint(&mut out, n);
         }
-        put_str(&mut out, v.pre.as_str().as_bytes())?;
-        put_str(&mut out, v.build.as_str().as_bytes())?;
-        out.push(u8::from(c.yanked));
-        put_u32(&mut out, c.deps as usize)?;
+        if !v.pre.is_empty() {
+            put_str(&mut out, v.pre.as_str().as_bytes())?;
+        }
+        if !v.build.is_empty() {
+            put_str(&mut out, v.build.as_str().as_bytes())?;
+        }
+        put_varint(&mut out, u64::from(c.deps));
     }
     for k in 0..index.candidates.len() {
         let line = index.lines.get(k)?;
@@ -386,10 +420,11 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
             for k in 0..index.lists.len() {
                 let _ = index.list(k as u32);
             }
+            // A line is read only when used: one that does not lie within its text is none.
             for k in 0..index.lines.len() {
-                let within =
-                    index.lines.get(k).is_some_and(|l| l.bytes.start <= l.bytes.end && l.bytes.end <= text.len());
-                assert!(within, "a version without a line within its text");
+                if let Some(l) = index.lines.get(k) {
+                    assert!(l.bytes.start <= l.bytes.end && l.bytes.end <= text.len(), "a line outside its text");
+                }
             }
             assert!(index.pins.iter().all(|(k, _)| (*k as usize) < index.candidates.len()), "a pin of no version");
             // Pins, stored or parsed from whatever text the record holds.
@@ -398,4 +433,37 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_back_as_written_and_only_their_shortest_form_is_read() {
+        for n in [0, 1, 127, 128, 300, 16_383, 16_384, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, n);
+            let mut r = Reader { bytes: &out, pos: 0 };
+            assert_eq!(r.varint(), Some(n), "{n}");
+            assert_eq!(r.pos, out.len());
+        }
+        let read = |bytes: &[u8]| Reader { bytes, pos: 0 }.varint();
+        // 0 and 1 spelled with a needless zero byte.
+        assert_eq!(read(&[0x80, 0x00]), None);
+        assert_eq!(read(&[0x81, 0x00]), None);
+        // Past 64 bits, by a bit or by a byte; and cut short.
+        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x81, 0x00]), None);
+        assert_eq!(read(&[0x80]), None);
+    }
+
+    #[test]
+    fn a_line_is_read_only_if_it_lies_within_its_text() {
+        let entry = |start: u32, end: u32| [start.to_le_bytes(), end.to_le_bytes(), 7u32.to_le_bytes()].concat();
+        assert_eq!(read_line(&entry(2, 10), 10), Some(Line { bytes: 2..10, line_no: 7 }));
+        assert_eq!(read_line(&entry(2, 11), 10), None);
+        assert_eq!(read_line(&entry(5, 4), 10), None);
+        assert_eq!(read_line(&entry(0, 0)[..11], 10), None);
+    }
 }

@@ -24,7 +24,9 @@
 //! cached ([`Registry::index_fingerprint`](ebpkg_sources::Registry::index_fingerprint) says so), nor are index files with
 //! damaged lines (their warnings are given by every resolution that uses them).
 //!
-//! Layout (little-endian; `str` is a u32 length and UTF-8 bytes):
+//! Layout (little-endian; `str` is a u32 length and UTF-8 bytes; `varint` is unsigned LEB128 in its
+//! shortest form — a record's versions, read for every package of a warm resolution, take a few bytes
+//! each rather than 37):
 //!
 //! ```text
 //! magic "EBPKGRES" | stamp: str | records: u32
@@ -32,8 +34,9 @@
 //! bodies, per record:
 //!   origin: str
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
-//!   versions: u32, each: major, minor, patch: u64 | pre: str | build: str | yanked: u8 | list: u32
-//!   lines, one per version (fixed size, read only for the versions locked):
+//!   versions: u32, each: flags: u8 (1: yanked, 2: a pre-release follows, 4: build metadata follows)
+//!                        | major, minor, patch: varint | [pre: str] | [build: str] | list: varint
+//!   lines, one per version (fixed size, read and checked only for the versions locked):
 //!                        line start, line end, line number: u32
 //!   pins: u32, each (by increasing index): version (its index above): u32 | that version again: str | name: str
 //!                        | cksum: 32 bytes | signer: u8 (1: present) [32 bytes]

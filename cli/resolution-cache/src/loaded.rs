@@ -98,11 +98,12 @@ impl DepLists for LoadedIndex {
 pub(crate) enum Lines {
     Owned(Vec<Line>),
     /// [`crate::format::LINE_BYTES`] per line from `start` in `file`, each checked
-    /// against its text when the record was decoded.
+    /// against its record's text (`text_len` bytes) when read.
     Stored {
         file: Arc<crate::format::Stored>,
         start: usize,
         len: usize,
+        text_len: usize,
     },
 }
 
@@ -117,9 +118,9 @@ impl Lines {
     pub(crate) fn get(&self, k: usize) -> Option<Line> {
         match self {
             Lines::Owned(lines) => lines.get(k).cloned(),
-            Lines::Stored { file, start, len } => {
+            Lines::Stored { file, start, len, text_len } => {
                 let at = start.checked_add(k.checked_mul(crate::format::LINE_BYTES)?)?;
-                (k < *len).then(|| crate::format::read_line(file.bytes().get(at..)?))?
+                (k < *len).then(|| crate::format::read_line(file.bytes().get(at..)?, *text_len))?
             }
         }
     }

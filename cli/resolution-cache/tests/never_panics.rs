@@ -1,5 +1,5 @@
 //! A resolution cache file is untrusted input: whatever its bytes, reading it
-//! gives a miss or records whose lines lie within their text and whose versions
+//! gives a miss or records whose lines, when read, lie within their text and whose versions
 //! each name one of their dependency lists (every list decoded or found damaged),
 //! never a panic. The
 //! fuzz target `cache_file` runs the same property unbounded; this runs a real

@@ -1,5 +1,5 @@
 //! Any bytes as a resolution cache file read as a miss or as records that stay
-//! within the file, never a panic: every record's lines are inside its text, every
+//! within the file, never a panic: every record's lines, when read, are inside its text, every
 //! version names one of its dependency lists, and decoding each list and reading
 //! the entry of each version fails or succeeds without panicking.
 #![no_main]
