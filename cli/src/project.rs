@@ -84,7 +84,7 @@ impl Project {
     /// still be used of it). Only a file that cannot be read at all is an error.
     pub fn read_lock(&self) -> Result<LockState> {
         let path = self.lock_path();
-        let bytes = match ebpkg_fs::read(&path, ebpkg_spec::MAX_TOML_BYTES as u64) {
+        let bytes = match ebpkg_fs::read(&path, ebpkg_spec::MAX_LOCK_BYTES as u64) {
             Ok(bytes) => bytes,
             Err(e) if e.is_not_found() => return Ok(LockState::Missing),
             Err(e) => return Err(e.into()),
@@ -107,7 +107,7 @@ impl Project {
     pub fn write_lockfile(&self, lock: &Lockfile) -> Result<bool> {
         let path = self.lock_path();
         let text = lock.to_toml_string();
-        if ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64).is_ok_and(|old| old == text) {
+        if ebpkg_fs::read_text(&path, ebpkg_spec::MAX_LOCK_BYTES as u64).is_ok_and(|old| old == text) {
             return Ok(false);
         }
         write_atomic(&path, text.as_bytes())?;

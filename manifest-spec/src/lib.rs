@@ -23,7 +23,7 @@ pub use index::{IndexEntry, index_path};
 pub use lockfile::{LockedDependency, LockedPackage, Lockfile};
 pub use manifest::{Manifest, ManifestError};
 pub use names::{ItemName, PackageName};
-pub use toml_input::MAX_TOML_BYTES;
+pub use toml_input::{MAX_LOCK_BYTES, MAX_TOML_BYTES};
 
 /// Largest BPF object (prebuilt, compiled or cached) ebpkg reads: as large as any
 /// file in a package may be.

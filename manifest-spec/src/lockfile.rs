@@ -195,7 +195,7 @@ impl Lockfile {
     /// The well-formed packages of lockfile text and the problems found; `Err` when
     /// the text is not a lockfile of this format at all.
     fn parse_parts(source: &str, file: &str) -> Result<(Vec<LockedPackage>, Vec<Diagnostic>), Diagnostics> {
-        let source = toml_input::decode(source.as_bytes(), file)?;
+        let source = toml_input::decode(source.as_bytes(), file, toml_input::MAX_LOCK_BYTES)?;
         let raw: RawLockfile = toml_input::from_str(source, file)?;
         let mut diags = Vec::new();
         let err = |span: std::ops::Range<usize>, m: String, h: &str| {
@@ -217,6 +217,8 @@ impl Lockfile {
         }
         let mut packages = Vec::new();
         let mut dep_refs = Vec::new();
+        // A set, not a search of the packages so far: a lock may list 100,000 packages.
+        let mut listed: BTreeSet<(PackageName, Version)> = BTreeSet::new();
         for p in raw.packages {
             let name = PackageName::new(p.name.get_ref())
                 .map_err(|e| {
@@ -269,11 +271,10 @@ impl Lockfile {
             // Only a package whose every field is well-formed is kept (salvage
             // hands them on as they are).
             if let (Some(name), Some(version), Some(checksum), true) = (name, version, checksum, source_ok) {
-                let key = (name.clone(), version.clone());
-                if packages.iter().any(|q: &LockedPackage| (q.name.clone(), q.version.clone()) == key) {
+                if !listed.insert((name.clone(), version.clone())) {
                     diags.push(err(
                         p.name.span(),
-                        format!("package {} {} is listed twice", key.0, key.1),
+                        format!("package {name} {version} is listed twice"),
                         "regenerate the lockfile with `ebpkg lock`",
                     ));
                 }
@@ -287,10 +288,8 @@ impl Lockfile {
                 });
             }
         }
-        let present: BTreeSet<(String, Version)> =
-            packages.iter().map(|p| (p.name.to_string(), p.version.clone())).collect();
         for (span, dep) in dep_refs {
-            if !present.contains(&(dep.name.to_string(), dep.version.clone())) {
+            if !listed.contains(&(dep.name.clone(), dep.version.clone())) {
                 diags.push(err(
                     span,
                     format!("dependency \"{dep}\" is not a package of this lockfile"),
@@ -303,10 +302,11 @@ impl Lockfile {
 
     /// Reads the lockfile at `path`.
     pub fn load(path: &Path) -> Result<Lockfile, ManifestError> {
-        let bytes = read_capped(path)?;
+        let bytes = read_capped(path, toml_input::MAX_LOCK_BYTES)?;
         let file = path.display().to_string();
         let invalid = |diagnostics, source_text| ManifestError::Invalid { diagnostics, source_text };
-        let text = toml_input::decode(&bytes, &file).map_err(|d| invalid(d.into(), String::new()))?;
+        let text = toml_input::decode(&bytes, &file, toml_input::MAX_LOCK_BYTES)
+            .map_err(|d| invalid(d.into(), String::new()))?;
         Lockfile::parse(text, &file).map_err(|d| invalid(d, text.to_owned()))
     }
 }
@@ -348,6 +348,36 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// A large project's lock is larger than a manifest may be, and is read back
+    /// whole; one larger than any lock ebpkg writes is refused before parsing.
+    #[test]
+    fn the_lock_of_ten_thousand_packages_reads_back_and_a_hostile_size_does_not() {
+        let names: Vec<String> = (0..10_000).map(|i| format!("package-{i:05}")).collect();
+        let packages = (0..10_000)
+            .map(|i| {
+                let deps: Vec<(&str, &str)> = (1..=2).filter(|d| i >= *d).map(|d| (&*names[i - d], "1.2.3")).collect();
+                pkg(&names[i], "1.2.3", &deps)
+            })
+            .collect();
+        let lock = Lockfile::new(packages);
+        let text = lock.to_toml_string();
+        assert!(text.len() > crate::MAX_TOML_BYTES, "{} bytes", text.len());
+        assert_eq!(Lockfile::parse(&text, "ebpkg.lock").as_ref(), Ok(&lock));
+        let hostile = format!("{text}{}", "#".repeat(crate::MAX_LOCK_BYTES));
+        let e = Lockfile::parse(&hostile, "ebpkg.lock").unwrap_err().to_string();
+        assert!(e.contains("file is larger than 67108864 bytes (64 MiB)"), "{e}");
+    }
+
+    #[test]
+    fn a_package_listed_twice_is_refused_and_salvaged_once() {
+        let text = Lockfile::new(vec![pkg("meter", "1.0.0", &[])]).to_toml_string();
+        let block = &text[text.find("[[package]]").unwrap()..];
+        let twice = format!("{text}\n{block}");
+        let e = Lockfile::parse(&twice, "ebpkg.lock").unwrap_err().to_string();
+        assert!(e.contains("package meter 1.0.0 is listed twice"), "{e}");
+        assert_eq!(Lockfile::salvage(&twice, "ebpkg.lock").packages().len(), 1);
     }
 
     proptest::proptest! {

@@ -5,18 +5,24 @@ use serde::de::DeserializeOwned;
 
 use crate::diagnostic::{Diagnostic, did_you_mean};
 
-/// Largest manifest or lockfile accepted. Real ones are a few KiB; the cap keeps a
-/// hostile file from costing memory or time.
+/// Largest manifest (or other file a person writes) accepted. Real ones are a few
+/// KiB; the cap keeps a hostile file from costing memory or time.
 pub const MAX_TOML_BYTES: usize = 1024 * 1024;
 
-/// Checks size and UTF-8, returning the text or a diagnostic at the offending byte.
-pub(crate) fn decode<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, Diagnostic> {
-    if bytes.len() > MAX_TOML_BYTES {
+/// Largest lockfile accepted. A lock lists every package a project resolves to, about
+/// 230 bytes each: 10,000 packages take 2 MB, so the manifest's cap would refuse the
+/// lock of a large project; this one still bounds a hostile file.
+pub const MAX_LOCK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Checks size (at most `limit` bytes) and UTF-8, returning the text or a
+/// diagnostic at the offending byte.
+pub(crate) fn decode<'a>(bytes: &'a [u8], file: &str, limit: usize) -> Result<&'a str, Diagnostic> {
+    if bytes.len() > limit {
         return Err(Diagnostic::new(
             file,
             "",
             0..0,
-            format!("file is larger than {MAX_TOML_BYTES} bytes (1 MiB), the limit for ebpkg files"),
+            format!("file is larger than {limit} bytes ({} MiB), the limit for such ebpkg files", limit >> 20),
         )
         .with_help("this is not a file ebpkg wrote or one a person would; check that the right file is named"));
     }
@@ -131,7 +137,7 @@ mod tests {
     #[test]
     fn non_utf8_points_at_the_bad_byte() {
         let bytes = b"[package]\nname = \"n\xffet\"\n";
-        let d = decode(bytes, "ebpkg.toml").unwrap_err();
+        let d = decode(bytes, "ebpkg.toml", MAX_TOML_BYTES).unwrap_err();
         assert_eq!(
             d.to_string(),
             "ebpkg.toml:2:10: file is not valid UTF-8 (byte 0xff at offset 19); save the file as UTF-8"
@@ -141,8 +147,9 @@ mod tests {
     #[test]
     fn oversized_files_are_refused_before_parsing() {
         let bytes = vec![b'#'; MAX_TOML_BYTES + 1];
-        let d = decode(&bytes, "ebpkg.toml").unwrap_err();
+        let d = decode(&bytes, "ebpkg.toml", MAX_TOML_BYTES).unwrap_err();
         assert!(d.to_string().starts_with("ebpkg.toml:1:1: file is larger than 1048576 bytes (1 MiB)"), "{d}");
+        assert!(decode(&bytes, "ebpkg.lock", MAX_LOCK_BYTES).is_ok());
     }
 
     #[test]

@@ -379,7 +379,7 @@ fn hostile_huge_file() {
     text.push_str(&format!("description = \"{}\"\n", "x".repeat(10 * 1024 * 1024)));
     assert_eq!(
         errors(&text),
-        "ebpkg.toml:1:1: file is larger than 1048576 bytes (1 MiB), the limit for ebpkg files; this is not a file ebpkg wrote or one a person would; check that the right file is named"
+        "ebpkg.toml:1:1: file is larger than 1048576 bytes (1 MiB), the limit for such ebpkg files; this is not a file ebpkg wrote or one a person would; check that the right file is named"
     );
 }
 

@@ -52,7 +52,7 @@ impl Manifest {
 
     /// Parses and validates manifest bytes, checking size and encoding first.
     pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Manifest, Diagnostics> {
-        let source = toml_input::decode(bytes, file)?;
+        let source = toml_input::decode(bytes, file, toml_input::MAX_TOML_BYTES)?;
         let raw: raw::RawManifest = toml_input::from_str(source, file)?;
         let mut checker = validate::Checker::new(file, source);
         checker.item_namespace(&raw);
@@ -67,7 +67,7 @@ impl Manifest {
 
     /// Reads and validates the manifest at `path`. Errors name the path as given.
     pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
-        let bytes = read_capped(path)?;
+        let bytes = read_capped(path, toml_input::MAX_TOML_BYTES)?;
         let file = path.display().to_string();
         Manifest::parse_bytes(&bytes, &file).map_err(|diagnostics| ManifestError::Invalid {
             diagnostics,
@@ -78,6 +78,6 @@ impl Manifest {
 
 /// Reads a TOML file of at most the size any such file may have; a FIFO, a device
 /// or a huge file is refused without being read.
-pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, ManifestError> {
-    Ok(ebpkg_fs::read(path, toml_input::MAX_TOML_BYTES as u64)?)
+pub(crate) fn read_capped(path: &Path, limit: usize) -> Result<Vec<u8>, ManifestError> {
+    Ok(ebpkg_fs::read(path, limit as u64)?)
 }
