@@ -82,8 +82,8 @@ pub struct RegistryCache {
     context: Arc<ListContext>,
     file: Option<CacheFile>,
     fresh: Mutex<Vec<Fresh>>,
-    /// The records this command used.
-    used: Mutex<Vec<Fresh>>,
+    /// The records this command used (their fingerprints are in the file's directory).
+    used: Mutex<Vec<(Arc<str>, Arc<LoadedIndex>)>>,
 }
 
 struct Fresh {
@@ -109,7 +109,10 @@ impl RegistryCache {
             }
         };
         let context = Arc::new(ListContext::new(&url, &default));
-        RegistryCache { path, url, default, context, file, fresh: Mutex::default(), used: Mutex::default() }
+        // Room for every record at once: a warm resolution uses thousands, one per
+        // package read, and a growing list would be copied under its lock.
+        let used = Mutex::new(Vec::with_capacity(file.as_ref().map_or(0, |f| f.records.len())));
+        RegistryCache { path, url, default, context, file, fresh: Mutex::default(), used }
     }
 
     /// `name`'s index as cached, if its file's fingerprint is still `fingerprint`.
@@ -124,7 +127,7 @@ impl RegistryCache {
             return None;
         };
         // Kept to see, when saving, whether the command learned pins the record lacks.
-        lock(&self.used).push(Fresh { name: Arc::clone(key), fingerprint: *fingerprint, index: Arc::clone(&decoded) });
+        lock(&self.used).push((Arc::clone(key), Arc::clone(&decoded)));
         Some(decoded)
     }
 
@@ -137,7 +140,12 @@ impl RegistryCache {
         let mut fresh = std::mem::take(&mut *lock(&self.fresh));
         // Records this command learned pins for count as fresh: the versions a
         // project chooses change seldom, and the first lock choosing them learns them.
-        fresh.extend(std::mem::take(&mut *lock(&self.used)).into_iter().filter(|u| u.index.learned_pins()));
+        let used = std::mem::take(&mut *lock(&self.used));
+        let learned = used.into_iter().filter(|(_, index)| index.learned_pins());
+        fresh.extend(learned.filter_map(|(name, index)| {
+            let fingerprint = self.file.as_ref()?.records.get(&name)?.fingerprint;
+            Some(Fresh { name, fingerprint, index })
+        }));
         let kept = self.file.as_ref().map_or(0, |f| f.records.len());
         let damaged: HashSet<Arc<str>> = lock(&self.context.damaged).iter().cloned().collect();
         // The file is rewritten whole (10,000 packages: ~50 MB). For a few new or
