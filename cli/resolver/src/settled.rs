@@ -21,7 +21,8 @@
 //! source that fails — ends the walk, and PubGrub resolves from the start (with the packages loaded so
 //! far), reporting conflicts and errors as always.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::catalog::{CandidateDeps, Catalog, Pkg, ROOT};
 use crate::model::{QualifiedName, SourceError, VersionSource, Versions};
@@ -29,13 +30,19 @@ use crate::model::{QualifiedName, SourceError, VersionSource, Versions};
 const NONE: u32 = u32::MAX;
 
 /// Every package reached with its candidate, the root first, if every choice is settled.
+///
+/// The order packages are walked in does not change the answer (see the module comment), only how soon
+/// a walk that cannot succeed stops: like PubGrub, the walk takes first the packages with the fewest
+/// choosable candidates left by the requirement that reached them (then in the order met), so that a
+/// chain of single versions leading to a conflict is followed before the thousands of packages around it.
 pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Option<Vec<(Pkg, u32)>> {
     let mut chosen = vec![NONE; catalog.len() as usize];
     chosen[ROOT.0 as usize] = 0;
     let mut selected = vec![(ROOT, 0)];
-    let mut next = 0;
-    while let Some(&(pkg, v)) = selected.get(next) {
-        next += 1;
+    // (choosable candidates, index in `selected`) of each package not walked yet.
+    let mut todo = BinaryHeap::from([Reverse((0, 0))]);
+    while let Some(Reverse((_, at))) = todo.pop() {
+        let (pkg, v) = selected[at as usize];
         let CandidateDeps::Available(deps) = catalog.dependencies(pkg, v).ok()? else { return None };
         chosen.resize(catalog.len() as usize, NONE);
         for (dep, set) in deps {
@@ -43,6 +50,7 @@ pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Option<Vec<(Pkg, u32)>> {
             let slot = &mut chosen[dep.0 as usize];
             if *slot == NONE {
                 *slot = c;
+                todo.push(Reverse((catalog.count_choosable(dep, &set), selected.len() as u32)));
                 selected.push((dep, c));
             } else if *slot != c {
                 return None;

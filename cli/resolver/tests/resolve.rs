@@ -235,6 +235,27 @@ fn a_version_that_depends_on_itself_is_skipped() {
     assert_eq!(version_of(&r, "m"), "1.0.0");
 }
 
+/// A conflict at the end of a chain of single versions is found before the packages around it are read
+/// further: neither the walk tried first nor PubGrub reads what the wide packages depend on.
+#[test]
+fn a_conflict_down_a_chain_of_single_versions_is_found_before_the_wide_packages_are_read() {
+    let mut reg = Registry::new();
+    let names: Vec<(String, String)> = (0..20).map(|i| (format!("wide{i}"), format!("under{i}"))).collect();
+    let mut root: Vec<(&str, &str)> = vec![("x", "^2"), ("chain1", "^1")];
+    for (wide, under) in &names {
+        for v in ["1.0.0", "1.1.0", "1.2.0"] {
+            reg.add(wide, v, &[(under, "^1")]).add(under, v, &[]);
+        }
+        root.push((wide, "^1"));
+    }
+    reg.add("x", "1.0.0", &[]).add("x", "2.0.0", &[]);
+    reg.add("chain1", "1.0.0", &[("chain2", "^1")]).add("chain2", "1.0.0", &[("x", "=1.0.0")]);
+    assert!(matches!(resolve(&request(&root), &reg), Err(ResolveError::NoSolution(_))));
+    for (_, under) in &names {
+        assert_eq!(reg.fetch_count(under), 0, "{under}");
+    }
+}
+
 #[test]
 fn an_unknown_package_is_reported_with_close_names() {
     let mut reg = Registry::new();
