@@ -152,6 +152,9 @@ pub struct SizeResult {
     pub uncached_ms: Summary,
     /// Its peak resident memory (MiB).
     pub lock_rss_mib: Summary,
+    /// `ebpkg lock` again with the ebpkg.lock it wrote (ms): the lock read and
+    /// kept as preferences, the resolution done again, nothing written.
+    pub relock_ms: Summary,
     /// `ebpkg lock` failing on the conflict, explanation printed (ms).
     pub conflict_ms: Summary,
     pub conflict_ratio: f64,
@@ -199,6 +202,11 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
 /// succeeded, stderr, peak RSS in MiB).
 fn lock_with(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<(f64, bool, String, f64)> {
     let _ = std::fs::remove_file(dir.join("ebpkg.lock"));
+    lock_again(ebpkg, env, dir, flags)
+}
+
+/// [`lock_with`], keeping the ebpkg.lock in `dir`.
+fn lock_again(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<(f64, bool, String, f64)> {
     std::thread::sleep(SETTLE);
     let mut cmd = Command::new(ebpkg);
     cmd.current_dir(dir).args(["-q", "lock"]).args(flags).envs(env.iter().cloned());
@@ -240,6 +248,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
         std::thread::sleep(std::time::Duration::from_millis(2100));
         let resolution_caches = dir.path().join("cache/index");
         let (mut read, mut locks, mut conflicts, mut rss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut relocks = Vec::new();
         let mut uncached = Vec::new();
         let mut index_bytes = 0;
         let mut explanation = String::new();
@@ -260,6 +269,10 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
             if !ok_lock {
                 bail!("ebpkg lock failed on the {n}-package registry: {err}");
             }
+            let (again, ok_lock, err, _) = lock_again(ebpkg, &env, &ok, &[])?;
+            if !ok_lock {
+                bail!("ebpkg lock with its ebpkg.lock failed on the {n}-package registry: {err}");
+            }
             let (c, ok_clash, why, _) = lock(ebpkg, &env, &clash)?;
             if ok_clash || !why.contains("deep5") {
                 bail!("the {n}-package conflict was not explained (it should name deep5): {why}");
@@ -271,6 +284,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
                 locks.push(l);
                 conflicts.push(c);
                 rss.push(mib);
+                relocks.push(again);
             }
         }
         let lockfile = std::fs::read_to_string(ok.join("ebpkg.lock"))?;
@@ -284,6 +298,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
             read_ms,
             lock_ms,
             lock_rss_mib: Summary::of(&rss),
+            relock_ms: Summary::of(&relocks),
             uncached_ms: Summary::of(&uncached),
             conflict_ms,
             locked,
