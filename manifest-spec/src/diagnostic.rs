@@ -45,7 +45,12 @@ impl Diagnostic {
     /// Renders the diagnostic with the offending source line and a caret under the
     /// span, without colour. `source` must be the text the span refers to.
     pub fn render(&self, source: &str) -> String {
-        let file = SimpleFile::new(self.file.as_str(), source);
+        self.render_in(&SimpleFile::new(self.file.as_str(), source), source)
+    }
+
+    /// [`Diagnostic::render`] with `file` (of `source`) built once for many diagnostics:
+    /// it indexes the lines of the whole text.
+    fn render_in(&self, file: &SimpleFile<&str, &str>, source: &str) -> String {
         let start = floor_char_boundary(source, self.span.start.min(source.len()));
         let end = floor_char_boundary(source, self.span.end.clamp(start, source.len()));
         let mut diag =
@@ -55,7 +60,7 @@ impl Diagnostic {
         }
         let mut out = String::new();
         let config = term::Config::default();
-        if term::emit_to_string(&mut out, &config, &file, &diag).is_err() {
+        if term::emit_to_string(&mut out, &config, file, &diag).is_err() {
             // Rendering only fails on spans outside the file; the one-line form is
             // always available and says the same thing.
             return format!("{self}\n");
@@ -114,7 +119,9 @@ impl Diagnostics {
 
     /// Every problem rendered with its source line, in source order.
     pub fn render(&self, source: &str) -> String {
-        self.0.iter().map(|d| d.render(source)).collect()
+        let Some(first) = self.0.first() else { return String::new() };
+        let file = SimpleFile::new(first.file.as_str(), source);
+        self.0.iter().map(|d| d.render_in(&file, source)).collect()
     }
 }
 

@@ -197,7 +197,7 @@ impl Lockfile {
     fn parse_parts(source: &str, file: &str) -> Result<(Vec<LockedPackage>, Vec<Diagnostic>), Diagnostics> {
         let source = toml_input::decode(source.as_bytes(), file, toml_input::MAX_LOCK_BYTES)?;
         let raw: RawLockfile = toml_input::from_str(source, file)?;
-        let mut diags = Vec::new();
+        let mut diags = Problems::default();
         let err = |span: std::ops::Range<usize>, m: String, h: &str| {
             Diagnostic::new(file, source, span, m).with_help(h.to_owned())
         };
@@ -222,37 +222,45 @@ impl Lockfile {
         for p in raw.packages {
             let name = PackageName::new(p.name.get_ref())
                 .map_err(|e| {
-                    diags.push(err(p.name.span(), format!("package {e}"), "regenerate the lockfile with `ebpkg lock`"))
+                    diags.push(|| {
+                        err(p.name.span(), format!("package {e}"), "regenerate the lockfile with `ebpkg lock`")
+                    })
                 })
                 .ok();
             let version = Version::parse(p.version.get_ref())
                 .map_err(|e| {
-                    diags.push(err(
-                        p.version.span(),
-                        format!("version \"{}\" is not semver: {e}", p.version.get_ref()),
-                        "regenerate the lockfile with `ebpkg lock`",
-                    ))
+                    diags.push(|| {
+                        err(
+                            p.version.span(),
+                            format!("version \"{}\" is not semver: {e}", p.version.get_ref()),
+                            "regenerate the lockfile with `ebpkg lock`",
+                        )
+                    })
                 })
                 .ok();
             let checksum = Sha256Digest::from_canonical_hex(p.checksum.get_ref())
                 .ok_or_else(|| {
-                    diags.push(err(
-                        p.checksum.span(),
-                        format!(
-                            "checksum \"{}\" is not a SHA-256 digest (64 lowercase hex digits)",
-                            p.checksum.get_ref()
-                        ),
-                        "regenerate the lockfile with `ebpkg lock`",
-                    ))
+                    diags.push(|| {
+                        err(
+                            p.checksum.span(),
+                            format!(
+                                "checksum \"{}\" is not a SHA-256 digest (64 lowercase hex digits)",
+                                p.checksum.get_ref()
+                            ),
+                            "regenerate the lockfile with `ebpkg lock`",
+                        )
+                    })
                 })
                 .ok();
             let source_ok = !p.source.get_ref().is_empty() && url::Url::parse(p.source.get_ref()).is_ok();
             if !source_ok {
-                diags.push(err(
-                    p.source.span(),
-                    format!("source \"{}\" is not a registry URL", p.source.get_ref()),
-                    "regenerate the lockfile with `ebpkg lock`",
-                ));
+                diags.push(|| {
+                    err(
+                        p.source.span(),
+                        format!("source \"{}\" is not a registry URL", p.source.get_ref()),
+                        "regenerate the lockfile with `ebpkg lock`",
+                    )
+                });
             }
             let mut dependencies = Vec::new();
             for d in &p.dependencies {
@@ -261,22 +269,26 @@ impl Lockfile {
                         dep_refs.push((d.span(), dep.clone()));
                         dependencies.push(dep);
                     }
-                    None => diags.push(err(
-                        d.span(),
-                        format!("dependency \"{}\" is not \"<name> <version>\"", d.get_ref()),
-                        "regenerate the lockfile with `ebpkg lock`",
-                    )),
+                    None => diags.push(|| {
+                        err(
+                            d.span(),
+                            format!("dependency \"{}\" is not \"<name> <version>\"", d.get_ref()),
+                            "regenerate the lockfile with `ebpkg lock`",
+                        )
+                    }),
                 }
             }
             // Only a package whose every field is well-formed is kept (salvage
             // hands them on as they are).
             if let (Some(name), Some(version), Some(checksum), true) = (name, version, checksum, source_ok) {
                 if !listed.insert((name.clone(), version.clone())) {
-                    diags.push(err(
-                        p.name.span(),
-                        format!("package {name} {version} is listed twice"),
-                        "regenerate the lockfile with `ebpkg lock`",
-                    ));
+                    diags.push(|| {
+                        err(
+                            p.name.span(),
+                            format!("package {name} {version} is listed twice"),
+                            "regenerate the lockfile with `ebpkg lock`",
+                        )
+                    });
                 }
                 packages.push(LockedPackage {
                     name,
@@ -290,14 +302,16 @@ impl Lockfile {
         }
         for (span, dep) in dep_refs {
             if !listed.contains(&(dep.name.clone(), dep.version.clone())) {
-                diags.push(err(
-                    span,
-                    format!("dependency \"{dep}\" is not a package of this lockfile"),
-                    "the lockfile is incomplete; regenerate it with `ebpkg lock`",
-                ));
+                diags.push(|| {
+                    err(
+                        span,
+                        format!("dependency \"{dep}\" is not a package of this lockfile"),
+                        "the lockfile is incomplete; regenerate it with `ebpkg lock`",
+                    )
+                });
             }
         }
-        Ok((packages, diags))
+        Ok((packages, diags.finish(file, source)))
     }
 
     /// Reads the lockfile at `path`.
@@ -308,6 +322,37 @@ impl Lockfile {
         let text = toml_input::decode(&bytes, &file, toml_input::MAX_LOCK_BYTES)
             .map_err(|d| invalid(d.into(), String::new()))?;
         Lockfile::parse(text, &file).map_err(|d| invalid(d, text.to_owned()))
+    }
+}
+
+/// The problems found in a lockfile, the first [`Problems::SHOWN`] of them made
+/// into diagnostics: each finds its line by scanning the text up to it, and a
+/// hostile lock (64 MiB of references to missing packages) could otherwise ask for
+/// millions of scans.
+#[derive(Default)]
+struct Problems {
+    shown: Vec<Diagnostic>,
+    more: usize,
+}
+
+impl Problems {
+    const SHOWN: usize = 20;
+
+    fn push(&mut self, diagnostic: impl FnOnce() -> Diagnostic) {
+        match self.shown.len() < Self::SHOWN {
+            true => self.shown.push(diagnostic()),
+            false => self.more += 1,
+        }
+    }
+
+    fn finish(mut self, file: &str, source: &str) -> Vec<Diagnostic> {
+        if self.more > 0 {
+            let at = self.shown.last().map_or(0..0, |d| d.span.clone());
+            let message = format!("and {} more problems (only the first {} are shown)", self.more, Self::SHOWN);
+            let help = "the lockfile is damaged; regenerate it with `ebpkg lock`";
+            self.shown.push(Diagnostic::new(file, source, at, message).with_help(help));
+        }
+        self.shown
     }
 }
 
@@ -368,6 +413,21 @@ mod tests {
         let hostile = format!("{text}{}", "#".repeat(crate::MAX_LOCK_BYTES));
         let e = Lockfile::parse(&hostile, "ebpkg.lock").unwrap_err().to_string();
         assert!(e.contains("file is larger than 67108864 bytes (64 MiB)"), "{e}");
+    }
+
+    /// Each problem shown finds its line by scanning the text: a lock of thousands
+    /// of problems shows the first ones and counts the rest.
+    #[test]
+    fn a_lock_of_many_problems_shows_the_first_and_counts_the_rest() {
+        let deps: Vec<(String, &str)> = (0..10_000).map(|i| (format!("missing{i}"), "1.0.0")).collect();
+        let deps: Vec<(&str, &str)> = deps.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        let text = Lockfile::new(vec![pkg("meter", "1.0.0", &deps)]).to_toml_string();
+        let e = Lockfile::parse(&text, "ebpkg.lock").unwrap_err();
+        assert_eq!(e.iter().count(), Problems::SHOWN + 1);
+        let last = e.iter().map(|d| d.message.as_str()).find(|m| m.starts_with("and ")).unwrap();
+        assert_eq!(last, "and 9980 more problems (only the first 20 are shown)");
+        assert!(e.render(&text).contains("missing0 1.0.0\" is not a package of this lockfile"));
+        assert_eq!(Lockfile::salvage(&text, "ebpkg.lock").packages()[0].dependencies.len(), 0);
     }
 
     #[test]
