@@ -127,7 +127,8 @@ pub(crate) struct Catalog<'a> {
     dep_arena: Vec<Pkg>,
     /// The lock: one version per package, plus any further ones (a lockfile may name a package twice).
     locked: Map<&'a QualifiedName, &'a Version>,
-    locked_extra: Vec<(&'a QualifiedName, &'a Version)>,
+    /// (by package: a lock may list thousands, each candidate of the package looks its own up).
+    locked_extra: Map<&'a QualifiedName, std::collections::HashSet<&'a Version>>,
     /// Normalized names being updated (for [`UpdatePolicy::Only`]).
     unlocked: Vec<String>,
 }
@@ -184,10 +185,10 @@ impl<'c> View<'c> {
 impl<'a> Catalog<'a> {
     pub(crate) fn new(request: &'a ResolveRequest, source: &'a dyn VersionSource) -> Self {
         let mut locked: Map<&QualifiedName, &Version> = Map::default();
-        let mut locked_extra = Vec::new();
+        let mut locked_extra: Map<&QualifiedName, std::collections::HashSet<&Version>> = Map::default();
         for (id, v) in &request.locked {
             if let Some(first) = locked.insert(id, v) {
-                locked_extra.push((id, first));
+                locked_extra.entry(id).or_default().insert(first);
             }
         }
         let unlocked = match &request.update {
@@ -312,10 +313,8 @@ impl<'a> Catalog<'a> {
             true => None,
             false => self.locked.get(id).copied().filter(|_| !self.is_unlocked(id)),
         };
-        let extra = &self.locked_extra;
-        let is_locked = |v: &Version| {
-            locked.is_some_and(|l| l == v || (!extra.is_empty() && extra.iter().any(|(i, x)| *i == id && *x == v)))
-        };
+        let extra = self.locked_extra.get(id);
+        let is_locked = |v: &Version| locked.is_some_and(|l| l == v || extra.is_some_and(|e| e.contains(v)));
         let start = self.slots.len();
         let n = u32::try_from(candidates.len()).unwrap_or(NONE - 1);
         let at = |s: &Slot| &candidates[s.pos as usize].version;
