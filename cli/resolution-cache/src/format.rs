@@ -101,11 +101,19 @@ impl<'a> Reader<'a> {
     }
 
     /// A count of items each at least `min_bytes` long: never more than could fit,
-    /// so that a damaged count cannot make a reader reserve memory for nothing.
+    /// so that a damaged count cannot make a reader reserve memory for nothing
+    /// (see also [`reserve`]).
     fn count(&mut self, min_bytes: usize) -> Option<usize> {
         let n = self.usize()?;
         (n.checked_mul(min_bytes)? <= self.bytes.len() - self.pos).then_some(n)
     }
+}
+
+/// Room reserved up front for `n` decoded items: decoded items are larger than
+/// their bytes, so a count that fits the file could still ask for several times
+/// its size; beyond this, vectors grow as items actually decode.
+fn reserve<T>(n: usize) -> Vec<T> {
+    Vec::with_capacity(n.min(1024))
 }
 
 /// A line's place in a record's line table: start, end, line number (u32 each).
@@ -181,7 +189,7 @@ pub(crate) fn decode(
     let mut r = Reader { bytes: file.bytes().get(body.clone())?, pos: 0 };
     let origin = r.str()?.to_owned();
     let n_lists = r.count(4)?;
-    let mut lists = Vec::with_capacity(n_lists);
+    let mut lists = reserve(n_lists);
     for _ in 0..n_lists {
         let start = r.pos;
         let n = r.count(9)?;
@@ -195,7 +203,7 @@ pub(crate) fn decode(
         lists.push(StoredList { bytes: body.start + start..body.start + r.pos, decoded: Default::default() });
     }
     let n_versions = r.count(VERSION_MIN + LINE_BYTES)?;
-    let mut candidates = Vec::with_capacity(n_versions);
+    let mut candidates = reserve(n_versions);
     for _ in 0..n_versions {
         let flags = r.u8()?;
         if flags & !(YANKED | HAS_PRE | HAS_BUILD) != 0 {
@@ -221,7 +229,7 @@ pub(crate) fn decode(
     let line_table = body.start + r.pos;
     r.take(n_versions.checked_mul(LINE_BYTES)?)?;
     let n_pins = r.count(4 + 4 + 4 + 32 + 1)?;
-    let mut pins: Vec<(u32, EntryPin)> = Vec::with_capacity(n_pins);
+    let mut pins: Vec<(u32, EntryPin)> = reserve(n_pins);
     for _ in 0..n_pins {
         // A pin names its line, and says again which version and package it is of:
         // a damaged position or name is a miss, never another version's checksum.
@@ -271,7 +279,7 @@ pub(crate) fn decode(
 pub(crate) fn decode_list(bytes: &[u8], context: &ListContext) -> Option<Box<[Requirement]>> {
     let mut r = Reader { bytes, pos: 0 };
     let n = r.count(9)?;
-    let mut deps = Vec::with_capacity(n);
+    let mut deps = reserve(n);
     for _ in 0..n {
         let name = PackageName::new(r.str()?).ok()?;
         let registry = match r.u8()? {

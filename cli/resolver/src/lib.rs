@@ -94,19 +94,22 @@ pub fn resolve_with(
     if shortcut == Shortcut::Never {
         return (by_pubgrub(catalog, request, started), false);
     }
-    if let Some(selected) = settled::resolve(&mut catalog) {
-        let resolution = resolution(&catalog, selected);
-        tracing::debug!(
-            packages_seen = catalog.len() - 1,
-            elapsed_us = started.elapsed().as_micros() as u64,
-            "resolved {} (every choice settled: PubGrub not needed)",
-            request.root
-        );
-        return (Ok(resolution), true);
-    }
+    let failed = match settled::resolve(&mut catalog) {
+        settled::Walk::Unsettled(failed) => failed,
+        settled::Walk::Settled(selected) => {
+            let resolution = resolution(&catalog, selected);
+            tracing::debug!(
+                packages_seen = catalog.len() - 1,
+                elapsed_us = started.elapsed().as_micros() as u64,
+                "resolved {} (every choice settled: PubGrub not needed)",
+                request.root
+            );
+            return (Ok(resolution), true);
+        }
+    };
     // From the start, as if the walk had not been tried (PubGrub's answers and explanations do not
     // depend on what the walk met first), though no package is asked for twice.
-    let memo = settled::Memo::new(catalog.into_loaded(), source);
+    let memo = settled::Memo::new(catalog.into_loaded(), failed, source);
     let mut catalog = Catalog::new(request, &memo);
     if let Err(e) = load_root_deps(&mut catalog, request, &memo) {
         return (Err(e), false);

@@ -23,6 +23,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::Mutex;
 
 use crate::catalog::{CandidateDeps, Catalog, Pkg, ROOT};
 use crate::model::{QualifiedName, SourceError, VersionSource, Versions};
@@ -35,7 +36,23 @@ const NONE: u32 = u32::MAX;
 /// a walk that cannot succeed stops: like PubGrub, the walk takes first the packages with the fewest
 /// choosable candidates left by the requirement that reached them (then in the order met), so that a
 /// chain of single versions leading to a conflict is followed before the thousands of packages around it.
-pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Option<Vec<(Pkg, u32)>> {
+pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Walk {
+    match walk(catalog) {
+        Ok(Some(selected)) => Walk::Settled(selected),
+        Ok(None) => Walk::Unsettled(None),
+        Err(failed) => Walk::Unsettled(Some(failed)),
+    }
+}
+
+/// How a walk ended.
+pub(crate) enum Walk {
+    /// Every package reached with its candidate, the root first: PubGrub's answer.
+    Settled(Vec<(Pkg, u32)>),
+    /// PubGrub must resolve; with the package the source failed to read, if that is what ended the walk.
+    Unsettled(Option<(QualifiedName, SourceError)>),
+}
+
+fn walk(catalog: &mut Catalog<'_>) -> Result<Option<Vec<(Pkg, u32)>>, (QualifiedName, SourceError)> {
     let mut chosen = vec![NONE; catalog.len() as usize];
     chosen[ROOT.0 as usize] = 0;
     let mut selected = vec![(ROOT, 0)];
@@ -43,42 +60,50 @@ pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Option<Vec<(Pkg, u32)>> {
     let mut todo = BinaryHeap::from([Reverse((0, 0))]);
     while let Some(Reverse((_, at))) = todo.pop() {
         let (pkg, v) = selected[at as usize];
-        let CandidateDeps::Available(deps) = catalog.dependencies(pkg, v).ok()? else { return None };
+        let CandidateDeps::Available(deps) = catalog.dependencies(pkg, v)? else { return Ok(None) };
         chosen.resize(catalog.len() as usize, NONE);
         for (dep, set) in deps {
-            let c = catalog.choose(dep, &set)?;
+            let Some(c) = catalog.choose(dep, &set) else { return Ok(None) };
             let slot = &mut chosen[dep.0 as usize];
             if *slot == NONE {
                 *slot = c;
                 todo.push(Reverse((catalog.count_choosable(dep, &set), selected.len() as u32)));
                 selected.push((dep, c));
             } else if *slot != c {
-                return None;
+                return Ok(None);
             }
         }
     }
-    Some(selected)
+    Ok(Some(selected))
 }
 
-/// A source that answers first with what an abandoned walk already read.
+/// A source that answers first with what an abandoned walk already read: the
+/// versions it loaded, and the error of the package it failed to read (given once:
+/// PubGrub alone would have asked for it once).
 pub(crate) struct Memo<'a> {
     loaded: HashMap<QualifiedName, Versions>,
+    failed: Mutex<Option<(QualifiedName, SourceError)>>,
     source: &'a dyn VersionSource,
 }
 
 impl<'a> Memo<'a> {
     pub(crate) fn new(
         loaded: impl IntoIterator<Item = (QualifiedName, Versions)>,
+        failed: Option<(QualifiedName, SourceError)>,
         source: &'a dyn VersionSource,
     ) -> Self {
-        Memo { loaded: loaded.into_iter().collect(), source }
+        Memo { loaded: loaded.into_iter().collect(), failed: Mutex::new(failed), source }
     }
 }
 
 impl VersionSource for Memo<'_> {
     fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
-        match self.loaded.get(pkg) {
-            Some(versions) => Ok(versions.clone()),
+        if let Some(versions) = self.loaded.get(pkg) {
+            return Ok(versions.clone());
+        }
+        let mut failed = self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match failed.take_if(|(id, _)| id == pkg) {
+            Some((_, error)) => Err(error),
             None => self.source.versions(pkg),
         }
     }

@@ -306,23 +306,33 @@ fn output_is_deterministic_whatever_order_the_source_lists_versions_in() {
     assert_eq!(keys, sorted);
 }
 
-struct Failing;
+/// Every package but `broken` (which cannot be read) has one version depending on `broken`; counts
+/// how often `broken` is asked for.
+#[derive(Default)]
+struct Failing {
+    asked: std::sync::atomic::AtomicUsize,
+}
 
 impl VersionSource for Failing {
     fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
         if pkg.name.as_str() == "broken" {
+            self.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Err("index file is not valid JSON".into());
         }
         Ok(Versions::of([(v("1.0.0"), false, vec![common::req("broken", "^1")].into())]))
     }
 }
 
+/// A read that fails ends the walk tried before PubGrub; PubGrub then gets that error rather than
+/// asking again (a failing network read would otherwise be waited on twice).
 #[test]
-fn source_errors_name_the_package() {
-    let err = resolve(&request(&[("fine", "^1")]), &Failing).unwrap_err();
+fn source_errors_name_the_package_which_is_asked_for_once() {
+    let source = Failing::default();
+    let err = resolve(&request(&[("fine", "^1")]), &source).unwrap_err();
     assert!(matches!(&err, ResolveError::Source { pkg, .. } if *pkg == id("broken")), "{err:?}");
     assert_eq!(err.to_string(), "could not read the versions of broken: index file is not valid JSON");
-    let err = resolve(&request(&[("broken", "^1")]), &Failing).unwrap_err();
+    assert_eq!(source.asked.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let err = resolve(&request(&[("broken", "^1")]), &Failing::default()).unwrap_err();
     assert!(matches!(&err, ResolveError::Source { pkg, .. } if *pkg == id("broken")), "{err:?}");
 }
 
