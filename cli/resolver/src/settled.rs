@@ -30,6 +30,9 @@ use crate::model::{QualifiedName, SourceError, VersionSource, Versions};
 
 const NONE: u32 = u32::MAX;
 
+/// A package the source could not read, and why.
+type Failure = (QualifiedName, SourceError);
+
 /// Every package reached with its candidate, the root first, if every choice is settled.
 ///
 /// The order packages are walked in does not change the answer (see the module comment), only how soon
@@ -49,10 +52,10 @@ pub(crate) enum Walk {
     /// Every package reached with its candidate, the root first: PubGrub's answer.
     Settled(Vec<(Pkg, u32)>),
     /// PubGrub must resolve; with the package the source failed to read, if that is what ended the walk.
-    Unsettled(Option<(QualifiedName, SourceError)>),
+    Unsettled(Option<Failure>),
 }
 
-fn walk(catalog: &mut Catalog<'_>) -> Result<Option<Vec<(Pkg, u32)>>, (QualifiedName, SourceError)> {
+fn walk(catalog: &mut Catalog<'_>) -> Result<Option<Vec<(Pkg, u32)>>, Failure> {
     let mut chosen = vec![NONE; catalog.len() as usize];
     chosen[ROOT.0 as usize] = 0;
     let mut selected = vec![(ROOT, 0)];
@@ -82,14 +85,14 @@ fn walk(catalog: &mut Catalog<'_>) -> Result<Option<Vec<(Pkg, u32)>>, (Qualified
 /// PubGrub alone would have asked for it once).
 pub(crate) struct Memo<'a> {
     loaded: HashMap<QualifiedName, Versions>,
-    failed: Mutex<Option<(QualifiedName, SourceError)>>,
+    failed: Mutex<Option<Failure>>,
     source: &'a dyn VersionSource,
 }
 
 impl<'a> Memo<'a> {
     pub(crate) fn new(
         loaded: impl IntoIterator<Item = (QualifiedName, Versions)>,
-        failed: Option<(QualifiedName, SourceError)>,
+        failed: Option<Failure>,
         source: &'a dyn VersionSource,
     ) -> Self {
         Memo { loaded: loaded.into_iter().collect(), failed: Mutex::new(failed), source }
