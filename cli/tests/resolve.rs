@@ -49,6 +49,36 @@ fn a_diamond_takes_the_newest_version_both_sides_accept() {
     assert_eq!(tree.stdout, "app 0.1.0\n├── a 1.0.0\n│   └── c 1.4.0\n└── b 1.0.0\n    └── c 1.4.0\n");
 }
 
+/// Like `cargo tree`: a package's dependencies are shown once, later occurrences marked `(*)`. A chain
+/// of 12 diamonds has 4,096 paths to its bottom; the tree stays a few lines per package.
+#[test]
+fn tree_shows_each_package_s_dependencies_once() {
+    let sb = Sandbox::new("tree-diamonds");
+    const LEVELS: usize = 12;
+    sb.publish_manifest("bottom", "1.0.0", &[]);
+    for level in (0..LEVELS).rev() {
+        let below: Vec<String> = match level + 1 {
+            LEVELS => vec!["bottom".into()],
+            l => vec![format!("l{l}a"), format!("l{l}b")],
+        };
+        let deps: Vec<(&str, &str)> = below.iter().map(|b| (b.as_str(), "^1")).collect();
+        for side in ["a", "b"] {
+            sb.publish_manifest(&format!("l{level}{side}"), "1.0.0", &deps);
+        }
+    }
+    let app = project(&sb, &[("l0a", "^1"), ("l0b", "^1")]);
+    let tree = sb.run(&app, &["tree"]).ok().stdout;
+    let lines = tree.lines().count();
+    assert!(lines <= 4 * (2 * LEVELS + 2), "{lines} lines:\n{tree}");
+    assert!(tree.starts_with("app 0.1.0\n├── l0a 1.0.0\n│   ├── l1a 1.0.0\n"), "{tree}");
+    assert!(tree.ends_with("└── l0b 1.0.0\n    ├── l1a 1.0.0 (*)\n    └── l1b 1.0.0 (*)\n"), "{tree}");
+    // A package without dependencies has nothing left out: no mark.
+    assert!(tree.contains("bottom 1.0.0\n") && !tree.contains("bottom 1.0.0 (*)"), "{tree}");
+    let json: serde_json::Value = serde_json::from_str(&sb.run(&app, &["--json", "tree"]).ok().stdout).unwrap();
+    assert_eq!(json["dependencies"][1]["dependencies"][0]["repeated"], true);
+    assert!(json["dependencies"][1].get("repeated").is_none());
+}
+
 #[test]
 fn a_conflict_is_explained_step_by_step_with_a_fix() {
     let sb = Sandbox::new("conflict");

@@ -1,12 +1,13 @@
 //! `ebpkg lock`, `ebpkg update` and `ebpkg tree`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
+use semver::Version;
 use serde::Serialize;
 
 use crate::Ctx;
@@ -99,6 +100,9 @@ struct Node {
     version: String,
     source: String,
     dependencies: Vec<Node>,
+    /// Shown with its dependencies earlier in the tree, so not again (as `cargo tree`'s `(*)`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    repeated: bool,
 }
 
 fn packages_json(lock: &Lockfile) -> Vec<serde_json::Value> {
@@ -108,22 +112,31 @@ fn packages_json(lock: &Lockfile) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn node(lock: &Lockfile, p: &LockedPackage, seen: &mut HashSet<String>) -> Node {
-    let key = format!("{} {}", p.name, p.version);
+/// `p` and what it depends on, each package's dependencies shown once in the whole
+/// tree: expanding every path instead grows exponentially with shared dependencies
+/// (a chain of diamonds 30 deep has a billion paths), and a cycle would not end.
+fn node<'l>(lock: &'l Lockfile, p: &'l LockedPackage, shown: &mut HashSet<(&'l str, &'l Version)>) -> Node {
     let mut dependencies = Vec::new();
-    if seen.insert(key.clone()) {
+    let first = shown.insert((p.name.as_str(), &p.version));
+    if first {
         for d in &p.dependencies {
             if let Some(dp) = lock.get(d.name.as_str(), &d.version) {
-                dependencies.push(node(lock, dp, seen));
+                dependencies.push(node(lock, dp, shown));
             }
         }
-        seen.remove(&key);
     }
-    Node { name: p.name.to_string(), version: p.version.to_string(), source: p.source.clone(), dependencies }
+    Node {
+        name: p.name.to_string(),
+        version: p.version.to_string(),
+        source: p.source.clone(),
+        dependencies,
+        repeated: !first && !p.dependencies.is_empty(),
+    }
 }
 
 fn print(n: &Node, prefix: &str, last: bool, out: &mut String) {
-    out.push_str(&format!("{prefix}{}{} {}\n", if last { "└── " } else { "├── " }, n.name, n.version));
+    let repeated = if n.repeated { " (*)" } else { "" };
+    out.push_str(&format!("{prefix}{}{} {}{repeated}\n", if last { "└── " } else { "├── " }, n.name, n.version));
     let child = format!("{prefix}{}", if last { "    " } else { "│   " });
     for (i, c) in n.dependencies.iter().enumerate() {
         print(c, &child, i + 1 == n.dependencies.len(), out);
@@ -135,12 +148,18 @@ pub fn tree(ctx: &Ctx, _args: TreeArgs) -> Result<ExitCode> {
     let regs = ctx.registries()?;
     let lock = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
     let mut roots = Vec::new();
+    let mut shown = HashSet::new();
+    // The newest locked version of each name, found once rather than by scanning the lock per dependency.
+    let mut newest: HashMap<String, &LockedPackage> = HashMap::new();
+    for p in lock.packages() {
+        let slot = newest.entry(p.name.normalized()).or_insert(p);
+        if p.version > slot.version {
+            *slot = p;
+        }
+    }
     for name in project.manifest.dependencies.keys() {
-        let mut found: Vec<&LockedPackage> =
-            lock.packages().iter().filter(|p| p.name.normalized() == name.normalized()).collect();
-        found.sort_by(|a, b| b.version.cmp(&a.version));
-        if let Some(p) = found.first() {
-            roots.push(node(&lock, p, &mut HashSet::new()));
+        if let Some(p) = newest.get(&name.normalized()) {
+            roots.push(node(&lock, p, &mut shown));
         }
     }
     let m = &project.manifest.package;
@@ -150,6 +169,7 @@ pub fn tree(ctx: &Ctx, _args: TreeArgs) -> Result<ExitCode> {
             version: m.version.to_string(),
             source: "path".into(),
             dependencies: roots,
+            repeated: false,
         };
         ctx.ui.json(&root)?;
     } else {
