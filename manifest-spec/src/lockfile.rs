@@ -5,7 +5,7 @@
 //! Parsing that text and writing it again gives the same bytes, so a lockfile only
 //! changes in version control when the resolution changed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -124,6 +124,17 @@ impl Lockfile {
         // Sorted by name, then version: a resolution looks up every package it locks.
         let start = self.packages.partition_point(|p| (p.name.as_str(), &p.version) < (name, version));
         self.packages.get(start).filter(|p| p.name.as_str() == name && p.version == *version)
+    }
+
+    /// Its packages by normalized name (`my-pkg` and `my_pkg` together), each name's in
+    /// canonical order: for commands that look up many names, which scanning the lock
+    /// for each would make quadratic.
+    pub fn by_normalized_name(&self) -> HashMap<String, Vec<&LockedPackage>> {
+        let mut by_name: HashMap<String, Vec<&LockedPackage>> = HashMap::new();
+        for p in &self.packages {
+            by_name.entry(p.name.normalized()).or_default().push(p);
+        }
+        by_name
     }
 
     /// The canonical text of the lockfile.

@@ -1,6 +1,6 @@
 //! `ebpkg lock`, `ebpkg update` and `ebpkg tree`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -149,16 +149,11 @@ pub fn tree(ctx: &Ctx, _args: TreeArgs) -> Result<ExitCode> {
     let lock = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
     let mut roots = Vec::new();
     let mut shown = HashSet::new();
-    // The newest locked version of each name, found once rather than by scanning the lock per dependency.
-    let mut newest: HashMap<String, &LockedPackage> = HashMap::new();
-    for p in lock.packages() {
-        let slot = newest.entry(p.name.normalized()).or_insert(p);
-        if p.version > slot.version {
-            *slot = p;
-        }
-    }
+    let by_name = lock.by_normalized_name();
     for name in project.manifest.dependencies.keys() {
-        if let Some(p) = newest.get(&name.normalized()) {
+        // The newest locked version (the first of them, in canonical order).
+        let newest = by_name.get(&name.normalized()).and_then(|ps| ps.iter().min_by(|a, b| b.version.cmp(&a.version)));
+        if let Some(p) = newest {
             roots.push(node(&lock, p, &mut shown));
         }
     }

@@ -1,7 +1,7 @@
 //! Resolving the project's dependencies into a lockfile: PubGrub over the
 //! registries' indexes, preferring what ebpkg.lock already pins.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use anyhow::Result;
 use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, UpdatePolicy};
@@ -56,11 +56,7 @@ impl Resolved {
 fn satisfies(manifest: &Manifest, lock: &Lockfile, regs: &Registries<'_>) -> Result<bool> {
     let mut reached: BTreeSet<(String, semver::Version)> = BTreeSet::new();
     let mut pending = Vec::new();
-    // Each dependency looks its package up: by name once, not by scanning the lock each time.
-    let mut by_name: HashMap<String, Vec<&LockedPackage>> = HashMap::new();
-    for p in lock.packages() {
-        by_name.entry(p.name.normalized()).or_default().push(p);
-    }
+    let by_name = lock.by_normalized_name();
     for (name, dep) in &manifest.dependencies {
         let url = regs.url(dep.registry.as_deref())?.to_string();
         let mut matching = by_name.get(&name.normalized()).into_iter().flatten();
