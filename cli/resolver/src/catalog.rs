@@ -110,6 +110,41 @@ pub(crate) enum CandidateDeps {
     Unavailable(Unavailable),
 }
 
+/// What [`Catalog::intern_deps`] found.
+enum Interned {
+    /// List `list` of `lists` (the candidate at position `pos` of its package's source list).
+    Listed {
+        lists: Arc<dyn DepLists>,
+        list: u32,
+        pos: u32,
+        arena_start: u32,
+    },
+    Unavailable(Unavailable),
+    /// No such candidate: nothing is required.
+    OutOfRange,
+}
+
+/// A candidate's requirements as the settled walk reads them.
+pub(crate) enum WalkDeps {
+    Listed(ListHandle),
+    /// The candidate cannot be used (see [`Unavailable`]).
+    Unavailable,
+}
+
+/// A requirement list, read through a handle that does not borrow the catalog.
+pub(crate) struct ListHandle {
+    lists: Arc<dyn DepLists>,
+    list: u32,
+}
+
+impl ListHandle {
+    /// The requirements (none for a list that cannot be read: [`Catalog::requirements`] has
+    /// reported that already).
+    pub(crate) fn requirements(&self) -> &[Requirement] {
+        self.lists.list(self.list).unwrap_or_default()
+    }
+}
+
 pub(crate) struct Catalog<'a> {
     source: &'a dyn VersionSource,
     pub(crate) request: &'a ResolveRequest,
@@ -398,39 +433,64 @@ impl<'a> Catalog<'a> {
 
     /// The dependencies of candidate `v` of `pkg`, loading every package they name.
     pub(crate) fn dependencies(&mut self, pkg: Pkg, v: u32) -> Result<CandidateDeps, (QualifiedName, SourceError)> {
-        let view = self.entry(pkg);
-        if v >= view.len() {
-            return Ok(CandidateDeps::Available(Vec::new()));
-        }
-        // A cheap handle on the lists frees `self` for loading the dependencies.
-        let pos = view.slots[v as usize].pos;
-        let list = view.candidate(v).deps;
-        let lists = Arc::clone(&view.entry.lists);
-        let reqs = match lists.list(list) {
-            Ok(reqs) => reqs,
-            Err(e) => {
-                return Err((
-                    self.id(pkg).cloned().unwrap_or_else(|| QualifiedName::new(self.request.root.clone())),
-                    e,
-                ));
-            }
+        let (lists, list, pos, arena_start) = match self.intern_deps(pkg, v)? {
+            Interned::Listed { lists, list, pos, arena_start } => (lists, list, pos, arena_start),
+            Interned::Unavailable(why) => return Ok(CandidateDeps::Unavailable(why)),
+            Interned::OutOfRange => return Ok(CandidateDeps::Available(Vec::new())),
         };
+        let reqs = lists.list(list).map_err(|e| (self.pkg_id(pkg), e))?;
         let mut out: Vec<(Pkg, IndexSet)> = Vec::with_capacity(reqs.len());
-        let arena_start = self.dep_arena.len() as u32;
         for (k, r) in reqs.iter().enumerate() {
-            let dep = self.intern(&r.pkg);
-            if dep == pkg {
-                self.dep_arena.truncate(arena_start as usize);
-                return Ok(CandidateDeps::Unavailable(Unavailable::DependsOnItself));
-            }
-            self.dep_arena.push(dep);
-            self.load(dep)?;
+            let dep = self.dep_arena[arena_start as usize + k];
             let set = self.req_set_at(dep, ReqLoc { pkg, pos, k: k as u32 }, &r.req);
             // Two requirements on one package (not allowed in manifests) both apply.
             match out.iter_mut().find(|(p, _)| *p == dep) {
                 Some((_, s)) => *s = s.intersection(&set),
                 None => out.push((dep, set)),
             }
+        }
+        Ok(CandidateDeps::Available(out))
+    }
+
+    /// The requirements of candidate `v` of `pkg`, each package they name interned (in order: see
+    /// [`Catalog::dep_pkgs`]) and loaded; for the settled walk, which needs no sets.
+    pub(crate) fn requirements(&mut self, pkg: Pkg, v: u32) -> Result<WalkDeps, (QualifiedName, SourceError)> {
+        match self.intern_deps(pkg, v)? {
+            Interned::Listed { lists, list, .. } => {
+                lists.list(list).map_err(|e| (self.pkg_id(pkg), e))?;
+                Ok(WalkDeps::Listed(ListHandle { lists, list }))
+            }
+            Interned::Unavailable(_) => Ok(WalkDeps::Unavailable),
+            Interned::OutOfRange => Ok(WalkDeps::Listed(ListHandle { lists: Arc::clone(&self.none.deps), list: 0 })),
+        }
+    }
+
+    /// The package's id for an error (the root's name for the root).
+    fn pkg_id(&self, pkg: Pkg) -> QualifiedName {
+        self.id(pkg).cloned().unwrap_or_else(|| QualifiedName::new(self.request.root.clone()))
+    }
+
+    /// Interns and loads the packages candidate `v` of `pkg` requires, and records them for
+    /// [`Catalog::dep_pkgs`].
+    fn intern_deps(&mut self, pkg: Pkg, v: u32) -> Result<Interned, (QualifiedName, SourceError)> {
+        let view = self.entry(pkg);
+        if v >= view.len() {
+            return Ok(Interned::OutOfRange);
+        }
+        // A cheap handle on the lists frees `self` for loading the dependencies.
+        let pos = view.slots[v as usize].pos;
+        let list = view.candidate(v).deps;
+        let lists = Arc::clone(&view.entry.lists);
+        let reqs = lists.list(list).map_err(|e| (self.pkg_id(pkg), e))?;
+        let arena_start = self.dep_arena.len() as u32;
+        for r in reqs {
+            let dep = self.intern(&r.pkg);
+            if dep == pkg {
+                self.dep_arena.truncate(arena_start as usize);
+                return Ok(Interned::Unavailable(Unavailable::DependsOnItself));
+            }
+            self.dep_arena.push(dep);
+            self.load(dep)?;
         }
         let span = (arena_start, reqs.len() as u32);
         let entry = &mut self.entries[pkg.0 as usize];
@@ -439,7 +499,7 @@ impl<'a> Catalog<'a> {
         } else {
             self.dep_pkgs.insert((pkg, v), span);
         }
-        Ok(CandidateDeps::Available(out))
+        Ok(Interned::Listed { lists, list, pos, arena_start })
     }
 
     /// The interned packages of candidate `v`'s requirements, in order, once the resolution asked for its
@@ -463,6 +523,28 @@ impl<'a> Catalog<'a> {
             return Some(p);
         }
         range.members_below(view.len()).rev().find(|&i| view.slots[i as usize].choosable)
+    }
+
+    /// [`Catalog::choose`] over the candidates `req` matches, without building the set: the candidate
+    /// to try, and when `count` is asked, how many choosable candidates `req` matches, counted up to 2.
+    pub(crate) fn pick(&self, pkg: Pkg, req: &VersionReq, count: bool) -> (Option<u32>, u32) {
+        let view = self.entry(pkg);
+        let preferred = view.entry.preferred.filter(|&p| req.matches(view.version(p)));
+        if preferred.is_some() && !count {
+            return (preferred, 0);
+        }
+        // From the highest: the first match is usually the choice, and the next one ends a count.
+        let (mut top, mut n) = (None, 0);
+        for i in (0..view.len()).rev() {
+            if view.choosable(i) && req.matches(view.version(i)) {
+                top.get_or_insert(i);
+                n += 1;
+                if !count || n == 2 {
+                    break;
+                }
+            }
+        }
+        (preferred.or(top), n)
     }
 
     /// How many choosable candidates of `pkg` lie in `range`.

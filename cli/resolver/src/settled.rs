@@ -25,7 +25,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
 
-use crate::catalog::{CandidateDeps, Catalog, Pkg, ROOT};
+use crate::catalog::{Catalog, Pkg, ROOT, WalkDeps};
 use crate::model::{QualifiedName, SourceError, VersionSource, Versions};
 
 const NONE: u32 = u32::MAX;
@@ -36,9 +36,10 @@ type Failure = (QualifiedName, SourceError);
 /// Every package reached with its candidate, the root first, if every choice is settled.
 ///
 /// The order packages are walked in does not change the answer (see the module comment), only how soon
-/// a walk that cannot succeed stops: like PubGrub, the walk takes first the packages with the fewest
-/// choosable candidates left by the requirement that reached them (then in the order met), so that a
-/// chain of single versions leading to a conflict is followed before the thousands of packages around it.
+/// a walk that cannot succeed stops: like PubGrub, the walk takes first the packages left with a single
+/// choosable candidate by the requirement that reached them (then in the order met), so that a chain of
+/// single versions leading to a conflict is followed before the thousands of packages around it. (It
+/// counts only up to two: telling 5 candidates from 9 would cost matching every version.)
 pub(crate) fn resolve(catalog: &mut Catalog<'_>) -> Walk {
     match walk(catalog) {
         Ok(Some(selected)) => Walk::Settled(selected),
@@ -59,20 +60,22 @@ fn walk(catalog: &mut Catalog<'_>) -> Result<Option<Vec<(Pkg, u32)>>, Failure> {
     let mut chosen = vec![NONE; catalog.len() as usize];
     chosen[ROOT.0 as usize] = 0;
     let mut selected = vec![(ROOT, 0)];
-    // (choosable candidates, index in `selected`) of each package not walked yet.
+    // (choosable candidates, counted up to 2; index in `selected`) of each package not walked yet.
     let mut todo = BinaryHeap::from([Reverse((0, 0))]);
     while let Some(Reverse((_, at))) = todo.pop() {
         let (pkg, v) = selected[at as usize];
-        let CandidateDeps::Available(deps) = catalog.dependencies(pkg, v)? else { return Ok(None) };
+        let WalkDeps::Listed(list) = catalog.requirements(pkg, v)? else { return Ok(None) };
         chosen.resize(catalog.len() as usize, NONE);
-        for (dep, set) in deps {
-            let Some(c) = catalog.choose(dep, &set) else { return Ok(None) };
+        for (r, &dep) in list.requirements().iter().zip(catalog.dep_pkgs(pkg, v)) {
+            // (Two requirements of one list on one package, which PubGrub intersects, are two of the
+            // requirements the module comment speaks of.)
             let slot = &mut chosen[dep.0 as usize];
             if *slot == NONE {
+                let (Some(c), count) = catalog.pick(dep, &r.req, true) else { return Ok(None) };
                 *slot = c;
-                todo.push(Reverse((catalog.count_choosable(dep, &set), selected.len() as u32)));
+                todo.push(Reverse((count, selected.len() as u32)));
                 selected.push((dep, c));
-            } else if *slot != c {
+            } else if catalog.pick(dep, &r.req, false).0 != Some(*slot) {
                 return Ok(None);
             }
         }
