@@ -139,11 +139,26 @@ enum State {
 }
 
 struct Slot {
-    state: Mutex<State>,
+    state: Mutex<SlotState>,
+    /// Signalled when the state leaves `Loading` and someone waits for it.
     done: Condvar,
     /// Read from the index file whatever the resolution cache holds: its cached
     /// record turned out damaged ([`Loader::reread_damaged`]).
     skip_cache: bool,
+}
+
+struct SlotState {
+    state: State,
+    /// Whether a thread waits on [`Slot::done`]: signalling a condition variable
+    /// is a system call even when nobody waits, and a resolution finishes
+    /// thousands of reads that nobody waited for.
+    waited_for: bool,
+}
+
+impl SlotState {
+    fn new() -> Mutex<SlotState> {
+        Mutex::new(SlotState { state: State::Queued, waited_for: false })
+    }
 }
 
 /// Each registry's slots (by URL: a command reads a few registries at most), by
@@ -184,7 +199,7 @@ impl Shared {
 }
 
 fn new_slot() -> Arc<Slot> {
-    Arc::new(Slot { state: Mutex::new(State::Queued), done: Condvar::new(), skip_cache: false })
+    Arc::new(Slot { state: SlotState::new(), done: Condvar::new(), skip_cache: false })
 }
 
 struct Job {
@@ -194,11 +209,19 @@ struct Job {
     slot: Arc<Slot>,
 }
 
+/// Reads waiting for a worker, and how many workers wait for reads (whom a new
+/// read must wake: waking nobody would still cost a system call per read).
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    idle: usize,
+}
+
 struct Shared {
     default: RegistryUrl,
     caches: ResolutionCaches,
     slots: Mutex<Slots>,
-    queue: Mutex<VecDeque<Job>>,
+    queue: Mutex<Queue>,
     work: Condvar,
     stop: AtomicBool,
 }
@@ -259,13 +282,16 @@ impl Loader {
         };
         let mut state = lock(&slot.state);
         loop {
-            match &*state {
+            match &state.state {
                 State::Loaded(index) => return Ok(index.clone()),
-                State::Loading => state = slot.done.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner),
+                State::Loading => {
+                    state.waited_for = true;
+                    state = slot.done.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
                 State::Queued | State::Failed => break,
             }
         }
-        *state = State::Loading;
+        state.state = State::Loading;
         drop(state);
         let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name, slot.skip_cache)
         {
@@ -295,7 +321,7 @@ impl Loader {
                 continue;
             }
             tracing::warn!("the resolution cache's record of `{name}` in {url} is damaged: reading its index file");
-            let slot = Slot { state: Mutex::new(State::Queued), done: Condvar::new(), skip_cache: true };
+            let slot = Slot { state: SlotState::new(), done: Condvar::new(), skip_cache: true };
             of_registry.insert(name.as_ref().into(), Arc::new(slot));
             again = true;
         }
@@ -305,7 +331,7 @@ impl Loader {
     /// `name`'s index in `url` if it has been read and exists.
     pub fn loaded(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<LoadedIndex>> {
         let slot = self.shared.slot(url, name)?;
-        match &*lock(&slot.state) {
+        match &lock(&slot.state).state {
             State::Loaded(Some(index)) => Some(Arc::clone(index)),
             _ => None,
         }
@@ -336,7 +362,7 @@ impl Loader {
 impl Drop for Loader {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
-        lock(&self.shared.queue).clear();
+        lock(&self.shared.queue).jobs.clear();
         self.shared.work.notify_all();
         self.shared.caches.save();
         // A loader lives as long as its command, which ends here. What it read (a
@@ -348,8 +374,13 @@ impl Drop for Loader {
 }
 
 fn finish(slot: &Slot, state: State) {
-    *lock(&slot.state) = state;
-    slot.done.notify_all();
+    let mut slot_state = lock(&slot.state);
+    slot_state.state = state;
+    let waited_for = std::mem::take(&mut slot_state.waited_for);
+    drop(slot_state);
+    if waited_for {
+        slot.done.notify_all();
+    }
 }
 
 /// Queues reads of the packages `index`'s newest usable version depends on (in
@@ -377,8 +408,15 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     }
     let n = jobs.len();
     if n > 0 {
-        lock(&shared.queue).extend(jobs);
-        shared.work.notify_all();
+        let mut queue = lock(&shared.queue);
+        queue.jobs.extend(jobs);
+        let idle = queue.idle;
+        drop(queue);
+        match idle {
+            0 => {}
+            1 => shared.work.notify_one(),
+            _ => shared.work.notify_all(),
+        }
     }
     n
 }
@@ -391,19 +429,21 @@ fn work(shared: &Shared) {
                 if shared.stop.load(Ordering::Relaxed) {
                     return;
                 }
-                if let Some(job) = queue.pop_front() {
+                if let Some(job) = queue.jobs.pop_front() {
                     break job;
                 }
+                queue.idle += 1;
                 queue = shared.work.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
+                queue.idle -= 1;
             }
         };
         {
             let mut state = lock(&job.slot.state);
             // The resolver's thread got to it first.
-            if !matches!(*state, State::Queued) {
+            if !matches!(state.state, State::Queued) {
                 continue;
             }
-            *state = State::Loading;
+            state.state = State::Loading;
         }
         match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, job.slot.skip_cache) {
             Ok(index) => {
