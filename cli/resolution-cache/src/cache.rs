@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 
-use crate::format::{ListContext, Record, Stored, decode, encode, read_directory, write_file};
+use crate::format::{Directory, ListContext, Stored, decode, encode, read_directory, write_file};
 use crate::loaded::LoadedIndex;
 
 /// Larger files are neither read nor written: a registry that big is read
@@ -96,7 +96,7 @@ struct Fresh {
 /// A cache file, mapped, with its directory.
 struct CacheFile {
     stored: Arc<Stored>,
-    records: HashMap<Arc<str>, Record>,
+    records: Directory,
 }
 
 impl RegistryCache {
@@ -118,16 +118,17 @@ impl RegistryCache {
     /// `name`'s index as cached, if its file's fingerprint is still `fingerprint`.
     pub fn get(&self, name: &PackageName, fingerprint: &IndexFingerprint) -> Option<Arc<LoadedIndex>> {
         let file = self.file.as_ref()?;
-        let (key, record) = file.records.get_key_value(&*name.normalized_key())?;
+        let (key, record) = file.records.get(file.stored.bytes(), &name.normalized_key())?;
         if record.fingerprint != *fingerprint {
             return None;
         }
-        let Some(decoded) = decode(&file.stored, key, record.body.clone(), &self.context).map(Arc::new) else {
+        let key: Arc<str> = Arc::from(key);
+        let Some(decoded) = decode(&file.stored, &key, record.body.clone(), &self.context).map(Arc::new) else {
             tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
             return None;
         };
         // Kept to see, when saving, whether the command learned pins the record lacks.
-        lock(&self.used).push((Arc::clone(key), Arc::clone(&decoded)));
+        lock(&self.used).push((key, Arc::clone(&decoded)));
         Some(decoded)
     }
 
@@ -143,7 +144,8 @@ impl RegistryCache {
         let used = std::mem::take(&mut *lock(&self.used));
         let learned = used.into_iter().filter(|(_, index)| index.learned_pins());
         fresh.extend(learned.filter_map(|(name, index)| {
-            let fingerprint = self.file.as_ref()?.records.get(&name)?.fingerprint;
+            let file = self.file.as_ref()?;
+            let fingerprint = file.records.get(file.stored.bytes(), &name)?.1.fingerprint;
             Some(Fresh { name, fingerprint, index })
         }));
         let kept = self.file.as_ref().map_or(0, |f| f.records.len());
@@ -164,7 +166,7 @@ impl RegistryCache {
         // What earlier commands kept, unless parsed afresh now, while it fits.
         if let Some(file) = &self.file {
             let mut seen: HashSet<&str> = records.iter().map(|r| r.0).collect();
-            for (name, record) in &file.records {
+            for (name, record) in file.records.iter(file.stored.bytes()) {
                 let Some(body) = file.stored.bytes().get(record.body.clone()) else { continue };
                 if !damaged.contains(name) && seen.insert(name) && size + body.len() as u64 <= MAX_FILE_BYTES {
                     size += body.len() as u64;

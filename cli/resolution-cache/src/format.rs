@@ -137,14 +137,54 @@ const VERSION_MIN: usize = 5;
 
 pub(crate) const DIRECTORY_ENTRY_MIN: usize = 4 + IndexFingerprint::BYTES + 16;
 
-pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Arc<str>, Record>> {
+/// A cache file's directory: its records by package name, the names left in the
+/// file. Read on every command before the first package, so nothing is copied
+/// or allocated per record (10,000 names, each its own allocation in a map of
+/// strings, were milliseconds before the resolution could start).
+pub(crate) struct Directory {
+    /// Each record, with where its name (valid UTF-8) is in the file.
+    entries: Vec<(Range<usize>, Record)>,
+    /// The FxHash of each name → its record (the first, if names collide or repeat:
+    /// another record is then never found, only read from its index file).
+    by_hash: HashMap<u64, u32, rustc_hash::FxBuildHasher>,
+}
+
+fn name_hash(name: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name)
+}
+
+impl Directory {
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The record of `name` in `map` (the file the directory was read from).
+    pub(crate) fn get<'m>(&self, map: &'m [u8], name: &str) -> Option<(&'m str, &Record)> {
+        let &at = self.by_hash.get(&name_hash(name.as_bytes()))?;
+        let (range, record) = self.entries.get(at as usize)?;
+        let stored = std::str::from_utf8(map.get(range.clone())?).ok()?;
+        (stored == name).then_some((stored, record))
+    }
+
+    /// Every record with its name, in file order.
+    pub(crate) fn iter<'m>(&'m self, map: &'m [u8]) -> impl Iterator<Item = (&'m str, &'m Record)> + 'm {
+        self.entries
+            .iter()
+            .filter_map(|(range, record)| Some((std::str::from_utf8(map.get(range.clone())?).ok()?, record)))
+    }
+}
+
+pub(crate) fn read_directory(map: &[u8]) -> Option<Directory> {
     let mut r = Reader { bytes: map, pos: 0 };
     if r.take(MAGIC.len())? != MAGIC || r.str()? != STAMP {
         return None;
     }
     let n = r.count(DIRECTORY_ENTRY_MIN)?;
-    let mut records = HashMap::with_capacity(n);
+    let mut entries = Vec::with_capacity(n);
+    let mut by_hash = HashMap::with_capacity_and_hasher(n, rustc_hash::FxBuildHasher);
     for _ in 0..n {
+        let name_start = r.pos + 4;
         let name = r.str()?;
         let fingerprint = IndexFingerprint::from_bytes(r.take(IndexFingerprint::BYTES)?.try_into().ok()?);
         let start = usize::try_from(r.u64()?).ok()?;
@@ -153,9 +193,10 @@ pub(crate) fn read_directory(map: &[u8]) -> Option<HashMap<Arc<str>, Record>> {
         if body.end > map.len() {
             return None;
         }
-        records.insert(name.into(), Record { fingerprint, body });
+        by_hash.entry(name_hash(name.as_bytes())).or_insert(entries.len() as u32);
+        entries.push((name_start..name_start + name.len(), Record { fingerprint, body }));
     }
-    Some(records)
+    Some(Directory { entries, by_hash })
 }
 
 /// What decoding a record's requirements needs to know of the command: the
@@ -414,11 +455,13 @@ pub(crate) fn write_file(records: &[(&str, IndexFingerprint, &[u8])]) -> Vec<u8>
 
 /// Every record of `bytes` that decodes (see [`crate::read_records`]).
 pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
-    let Some(records) = read_directory(&bytes) else { return Vec::new() };
+    let Some(directory) = read_directory(&bytes) else { return Vec::new() };
     let Ok(url) = RegistryUrl::parse("file:///registry/") else { return Vec::new() };
     let context = Arc::new(ListContext::new(&url, &url));
+    let records: Vec<(Arc<str>, Range<usize>)> =
+        directory.iter(&bytes).map(|(name, r)| (Arc::from(name), r.body.clone())).collect();
     let file = Arc::new(Stored::Owned(bytes));
-    let indexes = records.into_iter().filter_map(|(name, r)| decode(&file, &name, r.body, &context));
+    let indexes = records.into_iter().filter_map(|(name, body)| decode(&file, &name, body, &context));
     indexes
         .inspect(|index| {
             let text = index.text.as_slice();
