@@ -129,7 +129,7 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     // Resolution reads only part of each index line; a chosen version whose line is
     // damaged elsewhere is left out and the dependencies resolved again, as if the
     // line had been skipped from the start. Each round leaves out at least one more.
-    let (resolution, pins) = loop {
+    let (resolution, pins, sources) = loop {
         let resolution = match ebpkg_resolver::resolve(&request, regs) {
             Ok(resolution) => resolution,
             // A cached record it met was damaged: resolved again from the index files.
@@ -157,9 +157,11 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             .collect();
         let mut pins = Vec::with_capacity(wanted.len());
         let mut damaged = false;
-        for ((url, _, _), pin) in wanted.iter().zip(regs.pins(&wanted)) {
+        // Each registry's URL as ebpkg.lock writes it, once: packages name it by position.
+        let sources: Vec<String> = urls.iter().map(|(_, url)| url.to_string()).collect();
+        for (&at, pin) in url_of.iter().zip(regs.pins(&wanted)) {
             match pin {
-                Ok(pin) => pins.push(((*url).clone(), pin)),
+                Ok(pin) => pins.push((at, pin)),
                 Err(e) => match e.downcast_ref::<DamagedLine>() {
                     Some(line) => {
                         regs.reject(line);
@@ -170,13 +172,13 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             }
         }
         if !damaged {
-            break (resolution, pins);
+            break (resolution, pins, sources);
         }
     };
     let mut packages = Vec::with_capacity(pins.len());
     // Taken apart, not copied: a large resolution locks thousands of packages.
-    for ((_, rp), (url, pin)) in resolution.packages.into_iter().zip(pins) {
-        let source = url.to_string();
+    for ((_, rp), (at, pin)) in resolution.packages.into_iter().zip(pins) {
+        let source = sources[at].clone();
         // A version pinned before must still be the same bytes.
         if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
             ebpkg_sources::check_locked(&pin, prev)?;

@@ -157,10 +157,13 @@ impl<'c> Registries<'c> {
     /// read are parsed on every CPU (a large resolution locks thousands), and only
     /// the first time: the resolution cache keeps what they pin.
     pub fn pins(&self, wanted: &[(&RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<EntryPin>> {
-        let loaded: Vec<_> = wanted.iter().map(|(url, name, _)| self.loader.loaded(url, name)).collect();
+        // Each index is looked up on the thread that parses its line: the lookups are a
+        // third of the work.
+        let loader = &self.loader;
         let parse = |k: usize| {
-            let (_, _, version) = &wanted[k];
-            loaded[k].as_ref().and_then(|index| index.pin(version))
+            let (url, name, version) = &wanted[k];
+            let index = loader.loaded(url, name);
+            (index.as_ref().and_then(|index| index.pin(version)), index)
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(wanted.len().div_ceil(256));
         let chunk = wanted.len().div_ceil(threads.max(1)).max(1);
@@ -182,8 +185,7 @@ impl<'c> Registries<'c> {
         parsed
             .into_iter()
             .zip(wanted)
-            .zip(&loaded)
-            .map(|((pin, (url, name, version)), index)| match (pin, index) {
+            .map(|((pin, index), (url, name, version))| match (pin, &index) {
                 (Some(pin), Some(index)) => {
                     pin.map_err(|problem| DamagedLine::new(url, name, version, index, problem).into())
                 }
