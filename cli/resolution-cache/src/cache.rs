@@ -267,6 +267,7 @@ mod tests {
             origin: "/own/index/3/p/pkg".into(),
             text: IndexBytes::Owned(text.as_bytes().to_vec()),
             lines: Lines::Owned(lines),
+            ascending: true,
             candidates: candidates.into(),
             lists: Lists::Parsed(vec![shared, Box::from([])]),
             problems: Vec::new(),

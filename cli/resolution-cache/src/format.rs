@@ -302,6 +302,7 @@ pub(crate) fn decode(
         origin,
         text,
         lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions, text_len },
+        ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
         candidates: candidates.into(),
         lists: Lists::Stored {
             file: Arc::clone(file),

@@ -16,6 +16,10 @@ pub struct LoadedIndex {
     pub(crate) lines: Lines,
     /// The resolver's view of those lines, in the same order.
     pub candidates: Arc<[Candidate]>,
+    /// Whether `candidates` are in strictly ascending version order (see
+    /// [`ebpkg_resolver::Versions::ascending`]): found out where they are read, off
+    /// the resolver's thread.
+    pub ascending: bool,
     /// Their dependency lists (see [`DepLists`]).
     pub(crate) lists: Lists,
     /// Lines left out, to warn about when the resolver uses this package.
@@ -157,6 +161,7 @@ impl LoadedIndex {
             origin,
             text: IndexBytes::Owned(text),
             lines: Lines::Owned(lines),
+            ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
             candidates,
             lists: Lists::Parsed(lists),
             problems,

@@ -49,9 +49,13 @@ struct Entry {
     candidates: Arc<[Candidate]>,
     /// Their dependency lists, read as the resolution asks for them.
     lists: Arc<dyn DepLists>,
-    /// This package's slots in [`Catalog::slots`]: one per candidate, in ascending semver order.
+    /// This package's slots in [`Catalog::slots`]: one per candidate, in ascending semver order; none
+    /// when the candidates are in that order already and none is locked (`in_place`).
     slots_start: u32,
     slots_len: u32,
+    in_place: bool,
+    /// What the source said of the candidates' order ([`Versions::ascending`]).
+    ascending: bool,
     /// The locked candidate to prefer, when the package is not being updated.
     preferred: Option<u32>,
     /// First and last of this package's cached requirement sets in [`Catalog::known`], or `NONE`.
@@ -172,6 +176,7 @@ pub(crate) struct Catalog<'a> {
 #[derive(Clone, Copy)]
 pub(crate) struct View<'c> {
     entry: &'c Entry,
+    /// Empty when the candidates are used in place.
     slots: &'c [Slot],
 }
 
@@ -185,8 +190,16 @@ impl<'c> View<'c> {
         self.entry.slots_len == 0
     }
 
+    /// Where candidate `i` is in the source's list.
+    fn pos(&self, i: u32) -> u32 {
+        match self.entry.in_place {
+            true => i,
+            false => self.slots[i as usize].pos,
+        }
+    }
+
     fn candidate(&self, i: u32) -> &'c Candidate {
-        &self.entry.candidates[self.slots[i as usize].pos as usize]
+        &self.entry.candidates[self.pos(i) as usize]
     }
 
     pub(crate) fn version(&self, i: u32) -> &'c Version {
@@ -198,7 +211,11 @@ impl<'c> View<'c> {
     }
 
     pub(crate) fn choosable(&self, i: u32) -> bool {
-        self.slots[i as usize].choosable
+        match self.entry.in_place {
+            // No candidate is locked: the yanked ones are out.
+            true => !self.entry.candidates[i as usize].yanked,
+            false => self.slots[i as usize].choosable,
+        }
     }
 
     /// The requirements of candidate `i`. PubGrub's own reads of them
@@ -252,7 +269,7 @@ impl<'a> Catalog<'a> {
     /// Every package loaded (the root aside), with what the source returned for it.
     pub(crate) fn into_loaded(self) -> impl Iterator<Item = (QualifiedName, Versions)> {
         self.entries.into_iter().filter(|e| e.loaded).filter_map(|e| {
-            let versions = Versions { candidates: e.candidates, deps: e.lists };
+            let versions = Versions { candidates: e.candidates, deps: e.lists, ascending: e.ascending };
             Some((e.id?, versions))
         })
     }
@@ -265,7 +282,11 @@ impl<'a> Catalog<'a> {
     pub(crate) fn entry(&self, pkg: Pkg) -> View<'_> {
         let entry = &self.entries[pkg.0 as usize];
         let start = entry.slots_start as usize;
-        View { entry, slots: &self.slots[start..start + entry.slots_len as usize] }
+        let slots = match entry.in_place {
+            true => &[],
+            false => &self.slots[start..start + entry.slots_len as usize],
+        };
+        View { entry, slots }
     }
 
     /// The package's id, `None` for the root.
@@ -343,11 +364,23 @@ impl<'a> Catalog<'a> {
             return Ok(());
         }
         let Some(id) = &entry.id else { return Ok(()) };
-        let Versions { candidates, deps: lists } = self.source.versions(id).map_err(|e| (id.clone(), e))?;
+        let Versions { candidates, deps: lists, ascending } = self.source.versions(id).map_err(|e| (id.clone(), e))?;
         let locked = match self.locked.is_empty() {
             true => None,
             false => self.locked.get(id).copied().filter(|_| !self.is_unlocked(id)),
         };
+        if ascending && locked.is_none() {
+            // Nothing to sort, drop or prefer: the source's list is the candidates' order (a
+            // resolution of thousands of packages then reads only the versions it matches).
+            let entry = &mut self.entries[pkg.0 as usize];
+            entry.loaded = true;
+            entry.slots_len = u32::try_from(candidates.len()).unwrap_or(NONE);
+            entry.candidates = candidates;
+            entry.lists = lists;
+            entry.in_place = true;
+            entry.ascending = true;
+            return Ok(());
+        }
         let extra = self.locked_extra.get(id);
         let is_locked = |v: &Version| locked.is_some_and(|l| l == v || extra.is_some_and(|e| e.contains(v)));
         let start = self.slots.len();
@@ -384,6 +417,7 @@ impl<'a> Catalog<'a> {
         entry.slots_start = u32::try_from(start).unwrap_or(NONE);
         entry.slots_len = u32::try_from(len).unwrap_or(NONE);
         entry.preferred = preferred;
+        entry.ascending = ascending;
         Ok(())
     }
 
@@ -478,7 +512,7 @@ impl<'a> Catalog<'a> {
             return Ok(Interned::OutOfRange);
         }
         // A cheap handle on the lists frees `self` for loading the dependencies.
-        let pos = view.slots[v as usize].pos;
+        let pos = view.pos(v);
         let list = view.candidate(v).deps;
         let lists = Arc::clone(&view.entry.lists);
         let reqs = lists.list(list).map_err(|e| (self.pkg_id(pkg), e))?;
@@ -522,7 +556,7 @@ impl<'a> Catalog<'a> {
         {
             return Some(p);
         }
-        range.members_below(view.len()).rev().find(|&i| view.slots[i as usize].choosable)
+        range.members_below(view.len()).rev().find(|&i| view.choosable(i))
     }
 
     /// [`Catalog::choose`] over the candidates `req` matches, without building the set: the candidate
@@ -552,7 +586,7 @@ impl<'a> Catalog<'a> {
         let view = self.entry(pkg);
         let mut count = 0;
         for i in range.members_below(view.len()) {
-            count += u32::from(view.slots[i as usize].choosable);
+            count += u32::from(view.choosable(i));
         }
         count
     }
@@ -573,6 +607,8 @@ impl Entry {
             lists: Arc::clone(&versions.deps),
             slots_start: 0,
             slots_len: 0,
+            in_place: false,
+            ascending: versions.ascending,
             preferred: None,
             known_head: NONE,
             known_tail: NONE,

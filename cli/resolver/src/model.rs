@@ -169,19 +169,23 @@ pub struct Versions {
     /// In any order (a version listed twice counts once); none: the package does not exist.
     pub candidates: Arc<[Candidate]>,
     pub deps: Arc<dyn DepLists>,
+    /// Whether `candidates` are in strictly ascending version order (see [`Versions::is_ascending`]):
+    /// the resolver then uses them in place rather than sorting its own list of them, and need not
+    /// read them all. A source sets it only when it holds.
+    pub ascending: bool,
 }
 
 impl Versions {
     /// No version at all.
     pub fn none() -> Versions {
-        Versions { candidates: Arc::from([]), deps: Arc::new(Vec::<Arc<[Requirement]>>::new()) }
+        Versions { candidates: Arc::from([]), deps: Arc::new(Vec::<Arc<[Requirement]>>::new()), ascending: true }
     }
 
     /// Versions each given with its yanked flag and requirements; lists shared
     /// (the same `Arc`) are numbered once.
     pub fn of(each: impl IntoIterator<Item = (Version, bool, Arc<[Requirement]>)>) -> Versions {
         let mut lists: Vec<Arc<[Requirement]>> = Vec::new();
-        let candidates = each
+        let candidates: Arc<[Candidate]> = each
             .into_iter()
             .map(|(version, yanked, reqs)| {
                 let at = match lists.iter().position(|l| Arc::ptr_eq(l, &reqs)) {
@@ -194,7 +198,13 @@ impl Versions {
                 Candidate { version, yanked, deps: u32::try_from(at).unwrap_or(u32::MAX) }
             })
             .collect();
-        Versions { candidates, deps: Arc::new(lists) }
+        let ascending = Versions::is_ascending(&candidates);
+        Versions { candidates, deps: Arc::new(lists), ascending }
+    }
+
+    /// Whether `candidates` are in strictly ascending version order (no version twice).
+    pub fn is_ascending(candidates: &[Candidate]) -> bool {
+        candidates.windows(2).all(|w| w[0].version < w[1].version)
     }
 }
 

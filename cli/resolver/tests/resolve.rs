@@ -366,6 +366,8 @@ impl VersionSource for LazySource {
                     .map(|k| ebpkg_resolver::Candidate { version: v(&format!("1.{k}.0")), yanked: false, deps: k })
                     .collect(),
                 deps: self.0.clone(),
+                // True, but a source may always say false: the resolver sorts its own list.
+                ascending: false,
             },
             "dep" => Versions::of((0..4).map(|k| (v(&format!("1.0.{k}")), false, std::sync::Arc::from([])))),
             _ => Versions::none(),

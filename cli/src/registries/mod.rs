@@ -225,7 +225,9 @@ impl VersionSource for Registries<'_> {
                 warn_skipped_line(&url, index.origin(), problem);
             }
         }
-        let mut versions = Versions { candidates: Arc::clone(&index.candidates), deps: index.clone() };
+        // (Leaving rejected versions out keeps the order.)
+        let mut versions =
+            Versions { candidates: Arc::clone(&index.candidates), deps: index.clone(), ascending: index.ascending };
         let rejected = self.rejected.borrow();
         if rejected.is_empty() {
             return Ok(versions);
