@@ -415,6 +415,25 @@ mod tests {
     }
 
     #[test]
+    fn each_version_s_line_is_found_whatever_the_file_s_order() {
+        for (versions, ascending) in [
+            (&["1.0.0", "1.1.0", "2.0.0-rc.1", "2.0.0"][..], true),
+            (&["2.0.0", "1.0.0", "1.1.0"][..], false),
+            (&["1.0.0", "1.1.0", "1.0.0"][..], false),
+        ] {
+            let index = whole_index(versions);
+            assert_eq!(index.ascending, ascending, "{versions:?}");
+            for (k, v) in versions.iter().enumerate() {
+                let entry = index.entry(&Version::parse(v).unwrap()).unwrap().unwrap();
+                // The first line with the version (each line's checksum is its own).
+                let first = versions.iter().position(|w| w == v).unwrap();
+                assert_eq!(entry.cksum.to_hex(), format!("{first:02x}").repeat(32), "{v} of {versions:?} (line {k})");
+            }
+            assert!(index.entry(&Version::new(5, 0, 0)).is_none());
+        }
+    }
+
+    #[test]
     fn pins_are_learned_once_kept_with_the_record_and_never_made_up_for_a_damaged_line() {
         let dir = tempfile::tempdir().unwrap();
         let own = url("file:///own/");

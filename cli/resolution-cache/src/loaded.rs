@@ -183,7 +183,12 @@ impl LoadedIndex {
 
     /// Which usable line has `version` (the first, if the file lists it twice).
     fn line_of(&self, version: &Version) -> Option<usize> {
-        self.candidates.iter().position(|c| c.version == *version)
+        // A resolution asks for every package it locks, long after reading it: a search reads
+        // a few of its versions back into the cache, a scan all of them.
+        match self.ascending {
+            true => self.candidates.binary_search_by(|c| c.version.cmp(version)).ok(),
+            false => self.candidates.iter().position(|c| c.version == *version),
+        }
     }
 
     /// The whole entry on usable line `k`, which has `version`.
