@@ -118,11 +118,12 @@ impl RegistryCache {
     /// `name`'s index as cached, if its file's fingerprint is still `fingerprint`.
     pub fn get(&self, name: &PackageName, fingerprint: &IndexFingerprint) -> Option<Arc<LoadedIndex>> {
         let file = self.file.as_ref()?;
-        let (key, record) = file.records.get(file.stored.bytes(), &name.normalized_key())?;
+        let key = name.normalized_key();
+        let record = file.records.get(file.stored.bytes(), &key)?;
         if record.fingerprint != *fingerprint {
             return None;
         }
-        let key: Arc<str> = Arc::from(key);
+        let key: Arc<str> = Arc::from(key.as_ref());
         let Some(decoded) = decode(&file.stored, &key, record.body.clone(), &self.context).map(Arc::new) else {
             tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
             return None;
@@ -145,7 +146,7 @@ impl RegistryCache {
         let learned = used.into_iter().filter(|(_, index)| index.learned_pins());
         fresh.extend(learned.filter_map(|(name, index)| {
             let file = self.file.as_ref()?;
-            let fingerprint = file.records.get(file.stored.bytes(), &name)?.1.fingerprint;
+            let fingerprint = file.records.get(file.stored.bytes(), &name)?.fingerprint;
             Some(Fresh { name, fingerprint, index })
         }));
         let kept = self.file.as_ref().map_or(0, |f| f.records.len());

@@ -160,11 +160,10 @@ impl Directory {
     }
 
     /// The record of `name` in `map` (the file the directory was read from).
-    pub(crate) fn get<'m>(&self, map: &'m [u8], name: &str) -> Option<(&'m str, &Record)> {
+    pub(crate) fn get(&self, map: &[u8], name: &str) -> Option<&Record> {
         let &at = self.by_hash.get(&name_hash(name.as_bytes()))?;
         let (range, record) = self.entries.get(at as usize)?;
-        let stored = std::str::from_utf8(map.get(range.clone())?).ok()?;
-        (stored == name).then_some((stored, record))
+        (map.get(range.clone())? == name.as_bytes()).then_some(record)
     }
 
     /// Every record with its name, in file order.
