@@ -106,8 +106,14 @@ impl Project {
     /// Writes the lockfile when its text changes. Returns whether it did.
     pub fn write_lockfile(&self, lock: &Lockfile) -> Result<bool> {
         let path = self.lock_path();
+        let Ok(old) = ebpkg_fs::read_text(&path, ebpkg_spec::MAX_LOCK_BYTES as u64) else {
+            // Nothing (usable) to compare with: written as it is made, never held whole.
+            ebpkg_fs::write_atomic_with(&path, 0o644, |file| lock.write_toml(file))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            return Ok(true);
+        };
         let text = lock.to_toml_string();
-        if ebpkg_fs::read_text(&path, ebpkg_spec::MAX_LOCK_BYTES as u64).is_ok_and(|old| old == text) {
+        if old == text {
             return Ok(false);
         }
         write_atomic(&path, text.as_bytes())?;

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
+use std::io;
 use std::path::Path;
 
 use schemars::JsonSchema;
@@ -139,9 +140,34 @@ impl Lockfile {
 
     /// The canonical text of the lockfile.
     pub fn to_toml_string(&self) -> String {
-        // Written straight into one buffer: a 10,000-package lockfile is ~3 MB, and a
-        // temporary string per value made this a tenth of `ebpkg lock`'s time.
         let mut out = String::with_capacity(HEADER.len() + 16 + self.packages.len() * 256);
+        // Taking nothing from a string cannot fail.
+        let _ = self.write_text(&mut out, |_| Ok(()));
+        out
+    }
+
+    /// Writes [`Lockfile::to_toml_string`]'s text to `out` a chunk at a time (a
+    /// 10,000-package lockfile is ~2 MB, which need not be held whole).
+    pub fn write_toml(&self, out: &mut impl io::Write) -> io::Result<()> {
+        const CHUNK: usize = 64 * 1024;
+        let mut buf = String::with_capacity(CHUNK + 4096);
+        let mut flush = |buf: &mut String| {
+            out.write_all(buf.as_bytes())?;
+            buf.clear();
+            Ok(())
+        };
+        self.write_text(&mut buf, |buf| match buf.len() >= CHUNK {
+            true => flush(buf),
+            false => Ok(()),
+        })?;
+        flush(&mut buf)
+    }
+
+    /// Appends the text to `out`, calling `chunk` after each package (which may take what
+    /// `out` holds so far).
+    fn write_text(&self, out: &mut String, mut chunk: impl FnMut(&mut String) -> io::Result<()>) -> io::Result<()> {
+        // Written straight into one buffer: a temporary string per value made this a
+        // tenth of `ebpkg lock`'s time.
         let mut scratch = String::new();
         out.push_str(HEADER);
         let _ = writeln!(out, "version = {LOCK_VERSION}");
@@ -157,15 +183,15 @@ impl Lockfile {
             out.push_str("\n[[package]]\nname = \"");
             out.push_str(p.name.as_str());
             out.push_str("\"\nversion = \"");
-            push_version(&mut out, &p.version);
+            push_version(out, &p.version);
             out.push_str("\"\nsource = ");
-            push_quoted(&mut out, &p.source);
+            push_quoted(out, &p.source);
             out.push_str("\nchecksum = \"");
-            push_hex(&mut out, &p.checksum.0);
+            push_hex(out, &p.checksum.0);
             out.push_str("\"\n");
             if let Some(signer) = &p.signer {
                 out.push_str("signer = ");
-                value(&mut out, signer);
+                value(out, signer);
                 out.push('\n');
             }
             if !p.dependencies.is_empty() {
@@ -174,13 +200,14 @@ impl Lockfile {
                     out.push_str("    \"");
                     out.push_str(d.name.as_str());
                     out.push(' ');
-                    push_version(&mut out, &d.version);
+                    push_version(out, &d.version);
                     out.push_str("\",\n");
                 }
                 out.push_str("]\n");
             }
+            chunk(out)?;
         }
-        out
+        Ok(())
     }
 
     /// Parses lockfile text. `file` is the name used in errors.
@@ -435,6 +462,23 @@ fn push_quoted(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_in_chunks_it_is_the_same_text() {
+        let packages = (0..3000)
+            .map(|i| {
+                let mut p = pkg(&format!("p{i:05}"), "1.2.3-rc.1+b", &[("dep-a", "0.1.0"), ("dep_b", "2.0.0")]);
+                p.signer = (i % 7 == 0).then_some(KeyId([i as u8; 32]));
+                p
+            })
+            .collect();
+        let lock = Lockfile::new(packages);
+        let mut written = Vec::new();
+        lock.write_toml(&mut written).unwrap();
+        let text = lock.to_toml_string();
+        assert!(text.len() > 4 * 64 * 1024, "several chunks");
+        assert_eq!(String::from_utf8(written).unwrap(), text);
+    }
 
     #[test]
     fn versions_and_digests_are_written_as_they_display() {

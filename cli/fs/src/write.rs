@@ -13,11 +13,17 @@ use std::path::Path;
 /// durably. A crash leaves the old file or the new one, and at worst a
 /// temporary file named by [`crate::temp::prefix`].
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_atomic_with(path, mode, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `write` writes to the new file (for contents made as
+/// they are written, never held whole).
+pub fn write_atomic_with(path: &Path, mode: u32, write: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     // O_EXCL under a fresh name: a link planted at a guessable name is never followed.
     let mut temp = tempfile::Builder::new().prefix(&crate::temp::prefix()).tempfile_in(dir)?;
     temp.as_file().set_permissions(Permissions::from_mode(mode))?;
-    temp.write_all(bytes)?;
+    write(temp.as_file_mut())?;
     // Data before rename: otherwise a crash right after the rename can leave the
     // new name pointing at an empty file on some file systems.
     temp.as_file().sync_all()?;
