@@ -66,6 +66,49 @@ struct Entry {
     first_deps: (u32, u32, u32),
 }
 
+/// The packages' entries, in chunks that never move: a vector of ten thousand entries
+/// grown by doubling copied them, and asked for fresh memory, a dozen times over.
+#[derive(Default)]
+struct Entries {
+    chunks: Vec<Vec<Entry>>,
+}
+
+const CHUNK: usize = 1024;
+
+impl Entries {
+    fn len(&self) -> usize {
+        self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * CHUNK + last.len())
+    }
+
+    fn push(&mut self, entry: Entry) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => last.push(entry),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(entry);
+                self.chunks.push(chunk);
+            }
+        }
+    }
+
+    fn into_iter(self) -> impl Iterator<Item = Entry> {
+        self.chunks.into_iter().flatten()
+    }
+}
+
+impl std::ops::Index<usize> for Entries {
+    type Output = Entry;
+    fn index(&self, at: usize) -> &Entry {
+        &self.chunks[at / CHUNK][at % CHUNK]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Entries {
+    fn index_mut(&mut self, at: usize) -> &mut Entry {
+        &mut self.chunks[at / CHUNK][at % CHUNK]
+    }
+}
+
 /// One candidate, by index (its PubGrub version).
 #[derive(Clone, Copy)]
 struct Slot {
@@ -154,7 +197,7 @@ pub(crate) struct Catalog<'a> {
     pub(crate) request: &'a ResolveRequest,
     /// Hash of a package id → the first package with that hash (see [`Entry::next_same_hash`]).
     ids: Map<u64, u32>,
-    entries: Vec<Entry>,
+    entries: Entries,
     slots: Vec<Slot>,
     known: Vec<KnownReq>,
     /// Shared by every package not loaded yet.
@@ -251,7 +294,7 @@ impl<'a> Catalog<'a> {
             source,
             request,
             ids: Map::default(),
-            entries: Vec::new(),
+            entries: Entries::default(),
             slots: vec![Slot { pos: 0, choosable: true }],
             known: Vec::new(),
             none: Versions::none(),
