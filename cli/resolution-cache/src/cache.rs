@@ -429,6 +429,13 @@ mod tests {
                 // The first line with the version (each line's checksum is its own).
                 let first = versions.iter().position(|w| w == v).unwrap();
                 assert_eq!(entry.cksum.to_hex(), format!("{first:02x}").repeat(32), "{v} of {versions:?} (line {k})");
+                // Found from a resolver's position, the line's own or another's (a version moved):
+                // still the first line with the version.
+                let version = Version::parse(v).unwrap();
+                for at in [k as u32, 0, 99] {
+                    let pin = index.pin_of(at, &version).unwrap().unwrap();
+                    assert_eq!(pin.cksum, entry.cksum, "{v} at {at} of {versions:?}");
+                }
             }
             assert!(index.entry(&Version::new(5, 0, 0)).is_none());
         }

@@ -70,6 +70,10 @@ impl Lists {
 }
 
 impl DepLists for LoadedIndex {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn list(&self, k: u32) -> Result<&[Requirement], SourceError> {
         let found = match &self.lists {
             Lists::Parsed(lists) => lists.get(k as usize).map(|l| &**l),
@@ -203,7 +207,20 @@ impl LoadedIndex {
     /// as [`LoadedIndex::entry`], but the whole line is parsed only the first time
     /// (the cache keeps the result while the file is unchanged).
     pub fn pin(&self, version: &Version) -> Option<Result<EntryPin, IndexError>> {
-        let k = self.line_of(version)?;
+        self.pin_at(self.line_of(version)?, version)
+    }
+
+    /// [`LoadedIndex::pin`] of the version at `position` in [`LoadedIndex::candidates`]
+    /// (a resolver's [`ebpkg_resolver::Origin`]), which should be `version`.
+    pub fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, IndexError>> {
+        match self.candidates.get(position as usize) {
+            // The line, if the first with its version (always, when the versions ascend).
+            Some(c) if self.ascending && c.version == *version => self.pin_at(position as usize, version),
+            _ => self.pin(version),
+        }
+    }
+
+    fn pin_at(&self, k: usize, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let k32 = u32::try_from(k).ok()?;
         if let Some((_, pin)) = self.pins.iter().find(|(at, _)| *at == k32) {
             return Some(Ok(pin.clone()));

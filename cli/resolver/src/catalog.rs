@@ -345,6 +345,12 @@ impl<'a> Catalog<'a> {
         }
     }
 
+    /// Where the source gave candidate `v` of `pkg`.
+    pub(crate) fn origin(&self, pkg: Pkg, v: u32) -> crate::model::Origin {
+        let view = self.entry(pkg);
+        crate::model::Origin { lists: Arc::clone(&view.entry.lists), position: view.pos(v) }
+    }
+
     /// The version of candidate `v` of `pkg`.
     pub(crate) fn version(&self, pkg: Pkg, v: u32) -> &Version {
         self.entry(pkg).version(v)

@@ -54,7 +54,7 @@ use pubgrub::PubGrubError;
 
 pub use crate::error::{Explanation, ResolveError};
 pub use crate::model::{
-    Candidate, DepLists, QualifiedName, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError,
+    Candidate, DepLists, Origin, QualifiedName, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError,
     UpdatePolicy, VersionSource, Versions,
 };
 
@@ -197,8 +197,9 @@ fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u3
     let packages = picked
         .iter()
         .map(|&(_, p, id)| {
-            let version = catalog.version(p, chosen[p.0 as usize]).clone();
-            (id.clone(), ResolvedPackage { version, deps: deps_of(p) })
+            let v = chosen[p.0 as usize];
+            let version = catalog.version(p, v).clone();
+            (id.clone(), ResolvedPackage { version, deps: deps_of(p), origin: catalog.origin(p, v) })
         })
         .collect();
     Resolution { root_deps, packages }

@@ -151,6 +151,11 @@ pub type SourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub trait DepLists: Send + Sync {
     /// List `k`; the same list every time it is asked for.
     fn list(&self, k: u32) -> Result<&[Requirement], SourceError>;
+
+    /// The source's own value, for a source that finds it again in a [`Origin`].
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// Lists given whole.
@@ -268,13 +273,40 @@ impl ResolveRequest {
     }
 }
 
-/// The version chosen for one package.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The version chosen for one package. Two are equal when they choose the same (where
+/// the source kept it is not compared: sources may list versions in any order).
+#[derive(Debug, Clone)]
 pub struct ResolvedPackage {
     /// The chosen version.
     pub version: Version,
     /// Its dependencies with the versions chosen for them, sorted by package.
     pub deps: Vec<(QualifiedName, Version)>,
+    /// Where the source gave it.
+    pub origin: Origin,
+}
+
+impl PartialEq for ResolvedPackage {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version && self.deps == other.deps
+    }
+}
+
+impl Eq for ResolvedPackage {}
+
+/// Where a chosen version came from: the lists of the [`Versions`] its source gave
+/// ([`Versions::deps`]) and its position in their candidates. A source that keeps more of
+/// each version than the resolver reads (the CLI: its index line, for the lock's checksum)
+/// finds it there without looking the package up again ([`DepLists::as_any`]).
+#[derive(Clone)]
+pub struct Origin {
+    pub lists: Arc<dyn DepLists>,
+    pub position: u32,
+}
+
+impl fmt::Debug for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Origin").field("position", &self.position).finish_non_exhaustive()
+    }
 }
 
 /// A successful resolution: exactly one version per package, every requirement satisfied.

@@ -414,3 +414,23 @@ fn two_requirements_on_one_package_both_apply() {
     assert_eq!(version_of(&r, "m"), "1.4.0");
     assert_eq!(r.packages[&id("a")].deps, vec![(id("m"), v("1.4.0"))]);
 }
+
+#[test]
+fn each_chosen_version_says_where_its_source_listed_it() {
+    // Listed out of order, and once in order: the resolver sorts its own view, or uses the list as is.
+    for versions in [&["1.0.0", "2.0.0", "1.5.0", "1.2.0"][..], &["1.0.0", "1.2.0", "1.5.0", "2.0.0"][..]] {
+        let mut reg = Registry::new();
+        for ver in versions {
+            reg.add("net", ver, &[("log", "^1")]);
+        }
+        reg.add("log", "1.0.0", &[]).add("log", "1.1.0", &[]);
+        let resolution = resolve(&request(&[("net", "^1")]), &reg).unwrap();
+        let net = &resolution.packages[&id("net")];
+        assert_eq!(net.version, v("1.5.0"));
+        let listed = versions.iter().position(|ver| *ver == "1.5.0").unwrap();
+        assert_eq!(net.origin.position as usize, listed, "{versions:?}");
+        assert_eq!(resolution.packages[&id("log")].origin.position, 1);
+        // Lists given whole are no value a source would look for.
+        assert!(net.origin.lists.as_any().is_none());
+    }
+}

@@ -153,7 +153,7 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             .packages
             .iter()
             .zip(&url_of)
-            .map(|((id, rp), &at)| (&urls[at].1, &id.name, &rp.version))
+            .map(|((id, rp), &at)| (&urls[at].1, &id.name, &rp.version, &rp.origin))
             .collect();
         let mut pins = Vec::with_capacity(wanted.len());
         let mut damaged = false;

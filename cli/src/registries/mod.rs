@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use ebpkg_resolver::{QualifiedName, SourceError, VersionSource, Versions};
+use ebpkg_resolver::{Origin, QualifiedName, SourceError, VersionSource, Versions};
 use ebpkg_sources::{Registry, RegistryUrl, open_registry, warn_skipped_line};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{EntryPin, IndexEntry};
@@ -152,18 +152,17 @@ impl<'c> Registries<'c> {
             .ok_or_else(|| crate::exit::fail(Failure::Registry, format!("{name}@{version} is not in registry {url}")))
     }
 
-    /// What ebpkg.lock pins of each `(url, name, version)`'s entry, in order, each
-    /// line checked whole as [`Registries::entry`] does. The lines a resolution
-    /// read are parsed on every CPU (a large resolution locks thousands), and only
-    /// the first time: the resolution cache keeps what they pin.
-    pub fn pins(&self, wanted: &[(&RegistryUrl, &PackageName, &semver::Version)]) -> Vec<Result<EntryPin>> {
-        // Each index is looked up on the thread that parses its line: the lookups are a
-        // third of the work.
-        let loader = &self.loader;
+    /// What ebpkg.lock pins of each `(url, name, version)`'s entry, in order (each as
+    /// the resolution chose it, from `origin`), each line checked whole as
+    /// [`Registries::entry`] does. The lines a resolution read are parsed on every
+    /// CPU (a large resolution locks thousands), and only the first time: the
+    /// resolution cache keeps what they pin.
+    pub fn pins(&self, wanted: &[(&RegistryUrl, &PackageName, &semver::Version, &Origin)]) -> Vec<Result<EntryPin>> {
+        // Each index is found where the resolution read it, not looked up again.
         let parse = |k: usize| {
-            let (url, name, version) = &wanted[k];
-            let index = loader.loaded(url, name);
-            (index.as_ref().and_then(|index| index.pin(version)), index)
+            let (_, _, version, origin) = wanted[k];
+            let index = origin.lists.as_any().and_then(|a| a.downcast_ref::<ebpkg_resolution_cache::LoadedIndex>());
+            (index.and_then(|index| index.pin_of(origin.position, version)), index)
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(wanted.len().div_ceil(256));
         let chunk = wanted.len().div_ceil(threads.max(1)).max(1);
@@ -185,7 +184,7 @@ impl<'c> Registries<'c> {
         parsed
             .into_iter()
             .zip(wanted)
-            .map(|((pin, index), (url, name, version))| match (pin, &index) {
+            .map(|((pin, index), (url, name, version, _))| match (pin, index) {
                 (Some(pin), Some(index)) => {
                     pin.map_err(|problem| DamagedLine::new(url, name, version, index, problem).into())
                 }
