@@ -142,11 +142,12 @@ pub(crate) const DIRECTORY_ENTRY_MIN: usize = 4 + IndexFingerprint::BYTES + 16;
 /// or allocated per record (10,000 names, each its own allocation in a map of
 /// strings, were milliseconds before the resolution could start).
 pub(crate) struct Directory {
-    /// Each record, with where its name (valid UTF-8) is in the file.
-    entries: Vec<(Range<usize>, Record)>,
-    /// The FxHash of each name → its record (the first, if names collide or repeat:
-    /// another record is then never found, only read from its index file).
-    by_hash: HashMap<u64, u32, rustc_hash::FxBuildHasher>,
+    /// Where the first entry is, and how many there are.
+    first: usize,
+    len: usize,
+    /// The FxHash of each name → where its entry is (the first, if names collide or
+    /// repeat: another record is then never found, only read from its index file).
+    by_hash: HashMap<u64, usize, rustc_hash::FxBuildHasher>,
 }
 
 fn name_hash(name: &[u8]) -> u64 {
@@ -154,48 +155,58 @@ fn name_hash(name: &[u8]) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(name)
 }
 
+/// The directory entry at the start of `r`: its name and record; `None` if it does
+/// not fit `map_len` bytes.
+fn read_entry<'a>(r: &mut Reader<'a>, map_len: usize) -> Option<(&'a [u8], Record)> {
+    let n = r.usize()?;
+    let name = r.take(n)?;
+    let fingerprint = IndexFingerprint::from_bytes(r.take(IndexFingerprint::BYTES)?.try_into().ok()?);
+    let start = usize::try_from(r.u64()?).ok()?;
+    let len = usize::try_from(r.u64()?).ok()?;
+    let body = start..start.checked_add(len)?;
+    (body.end <= map_len).then_some((name, Record { fingerprint, body }))
+}
+
 impl Directory {
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// The record of `name` in `map` (the file the directory was read from).
-    pub(crate) fn get(&self, map: &[u8], name: &str) -> Option<&Record> {
+    pub(crate) fn get(&self, map: &[u8], name: &str) -> Option<Record> {
         let &at = self.by_hash.get(&name_hash(name.as_bytes()))?;
-        let (range, record) = self.entries.get(at as usize)?;
-        (map.get(range.clone())? == name.as_bytes()).then_some(record)
+        let (stored, record) = read_entry(&mut Reader { bytes: map, pos: at }, map.len())?;
+        (stored == name.as_bytes()).then_some(record)
     }
 
     /// Every record with its name, in file order.
-    pub(crate) fn iter<'m>(&'m self, map: &'m [u8]) -> impl Iterator<Item = (&'m str, &'m Record)> + 'm {
-        self.entries
-            .iter()
-            .filter_map(|(range, record)| Some((std::str::from_utf8(map.get(range.clone())?).ok()?, record)))
+    pub(crate) fn iter<'m>(&self, map: &'m [u8]) -> impl Iterator<Item = (&'m str, Record)> + 'm {
+        let mut r = Reader { bytes: map, pos: self.first };
+        (0..self.len).map_while(move |_| {
+            let (name, record) = read_entry(&mut r, map.len())?;
+            Some((std::str::from_utf8(name).ok()?, record))
+        })
     }
 }
 
+/// The directory of a cache file, every entry checked (names UTF-8, bodies within the
+/// file) but only their places kept: it is read before the first package of every
+/// command, and a command looks up only the packages it resolves.
 pub(crate) fn read_directory(map: &[u8]) -> Option<Directory> {
     let mut r = Reader { bytes: map, pos: 0 };
     if r.take(MAGIC.len())? != MAGIC || r.str()? != STAMP {
         return None;
     }
-    let n = r.count(DIRECTORY_ENTRY_MIN)?;
-    let mut entries = Vec::with_capacity(n);
-    let mut by_hash = HashMap::with_capacity_and_hasher(n, rustc_hash::FxBuildHasher);
-    for _ in 0..n {
-        let name_start = r.pos + 4;
-        let name = r.str()?;
-        let fingerprint = IndexFingerprint::from_bytes(r.take(IndexFingerprint::BYTES)?.try_into().ok()?);
-        let start = usize::try_from(r.u64()?).ok()?;
-        let len = usize::try_from(r.u64()?).ok()?;
-        let body = start..start.checked_add(len)?;
-        if body.end > map.len() {
-            return None;
-        }
-        by_hash.entry(name_hash(name.as_bytes())).or_insert(entries.len() as u32);
-        entries.push((name_start..name_start + name.len(), Record { fingerprint, body }));
+    let len = r.count(DIRECTORY_ENTRY_MIN)?;
+    let first = r.pos;
+    let mut by_hash = HashMap::with_capacity_and_hasher(len, rustc_hash::FxBuildHasher);
+    for _ in 0..len {
+        let at = r.pos;
+        let (name, _) = read_entry(&mut r, map.len())?;
+        std::str::from_utf8(name).ok()?;
+        by_hash.entry(name_hash(name)).or_insert(at);
     }
-    Some(Directory { entries, by_hash })
+    Some(Directory { first, len, by_hash })
 }
 
 /// What decoding a record's requirements needs to know of the command: the
@@ -459,7 +470,7 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     let Ok(url) = RegistryUrl::parse("file:///registry/") else { return Vec::new() };
     let context = Arc::new(ListContext::new(&url, &url));
     let records: Vec<(Arc<str>, Range<usize>)> =
-        directory.iter(&bytes).map(|(name, r)| (Arc::from(name), r.body.clone())).collect();
+        directory.iter(&bytes).map(|(name, r)| (Arc::from(name), r.body)).collect();
     let file = Arc::new(Stored::Owned(bytes));
     let indexes = records.into_iter().filter_map(|(name, body)| decode(&file, &name, body, &context));
     indexes
