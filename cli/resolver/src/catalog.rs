@@ -43,6 +43,9 @@ struct Entry {
     id: Option<QualifiedName>,
     /// The next package whose id has the same hash (a chain through the table), or `NONE`.
     next_same_hash: u32,
+    /// Where its normalized name is in [`Catalog::names`].
+    name_at: u32,
+    name_len: u32,
     /// Whether [`VersionSource::versions`] has been asked (always true for the root).
     loaded: bool,
     /// The candidates, as the source returned them (shared, never copied).
@@ -197,6 +200,10 @@ pub(crate) struct Catalog<'a> {
     pub(crate) request: &'a ResolveRequest,
     /// Hash of a package id → the first package with that hash (see [`Entry::next_same_hash`]).
     ids: Map<u64, u32>,
+    /// Every interned name, normalized, end to end: an id is compared with these bytes, which stay
+    /// in the processor's cache, rather than with its entry's name wherever that was allocated (tens
+    /// of thousands of requirements are interned in a large resolution).
+    names: Vec<u8>,
     entries: Entries,
     slots: Vec<Slot>,
     known: Vec<KnownReq>,
@@ -294,6 +301,7 @@ impl<'a> Catalog<'a> {
             source,
             request,
             ids: Map::default(),
+            names: Vec::new(),
             entries: Entries::default(),
             slots: vec![Slot { pos: 0, choosable: true }],
             known: Vec::new(),
@@ -367,12 +375,22 @@ impl<'a> Catalog<'a> {
         let mut at = *self.ids.get(&self.ids.hasher().hash_one(id))?;
         while at != NONE {
             let e = &self.entries[at as usize];
-            if e.id.as_ref() == Some(id) {
+            if self.is(e, id) {
                 return Some(Pkg(at));
             }
             at = e.next_same_hash;
         }
         None
+    }
+
+    /// Whether `e` is the package `id` (as [`QualifiedName`]'s `Eq`).
+    fn is(&self, e: &Entry, id: &QualifiedName) -> bool {
+        let name = id.name.as_str().as_bytes();
+        let Some(own) = &e.id else { return false };
+        let stored = &self.names[e.name_at as usize..(e.name_at + e.name_len) as usize];
+        stored.len() == name.len()
+            && stored.iter().zip(name).all(|(&s, &n)| s == crate::model::normalize_byte(n))
+            && own.registry == id.registry
     }
 
     pub(crate) fn intern(&mut self, id: &QualifiedName) -> Pkg {
@@ -381,14 +399,17 @@ impl<'a> Catalog<'a> {
         let mut last = NONE;
         while at != NONE {
             let e = &self.entries[at as usize];
-            if e.id.as_ref() == Some(id) {
+            if self.is(e, id) {
                 return Pkg(at);
             }
             last = at;
             at = e.next_same_hash;
         }
         let p = self.len();
-        self.entries.push(Entry::new(Some(id.clone()), &self.none));
+        let name_at = self.names.len() as u32;
+        self.names.extend(id.name.as_str().bytes().map(crate::model::normalize_byte));
+        let name_len = self.names.len() as u32 - name_at;
+        self.entries.push(Entry { name_at, name_len, ..Entry::new(Some(id.clone()), &self.none) });
         match last {
             NONE => {
                 self.ids.insert(hash, p);
@@ -651,6 +672,8 @@ impl Entry {
         Entry {
             id,
             next_same_hash: NONE,
+            name_at: 0,
+            name_len: 0,
             loaded: false,
             candidates: Arc::clone(&versions.candidates),
             lists: Arc::clone(&versions.deps),

@@ -50,7 +50,7 @@ impl QualifiedName {
 
 /// The normalized form of one name byte: lowercase, `-` as `_` (SPEC §2.1).
 #[inline]
-fn normalize_byte(b: u8) -> u8 {
+pub(crate) fn normalize_byte(b: u8) -> u8 {
     if b == b'-' { b'_' } else { b.to_ascii_lowercase() }
 }
 
