@@ -27,6 +27,8 @@ pub struct Registries<'c> {
     /// The default registry.
     pub default: RegistryUrl,
     opened: RefCell<HashMap<String, Arc<dyn Registry>>>,
+    /// The default registry once opened: asked for every package a resolution reads.
+    default_opened: std::cell::OnceCell<Arc<dyn Registry>>,
     indexes: RefCell<HashMap<(String, String), Option<Index>>>,
     /// What resolutions read (see [`loader`]).
     loader: loader::Loader,
@@ -74,6 +76,7 @@ impl<'c> Registries<'c> {
             loader: loader::Loader::new(default.clone(), config.cache_dir()),
             default,
             opened: RefCell::default(),
+            default_opened: std::cell::OnceCell::new(),
             indexes: RefCell::default(),
             warned: RefCell::default(),
             rejected: RefCell::default(),
@@ -214,7 +217,16 @@ impl VersionSource for Registries<'_> {
             None => std::borrow::Cow::Borrowed(&self.default),
             Some(u) => std::borrow::Cow::Owned(self.url(Some(u)).map_err(SourceFailure::boxed)?),
         };
-        let registry = self.open(&url).map_err(SourceFailure::boxed)?;
+        let registry = match (pkg.registry.is_none(), self.default_opened.get()) {
+            (true, Some(registry)) => Arc::clone(registry),
+            (is_default, _) => {
+                let registry = self.open(&url).map_err(SourceFailure::boxed)?;
+                if is_default {
+                    let _ = self.default_opened.set(Arc::clone(&registry));
+                }
+                registry
+            }
+        };
         let Some(index) = self.loader.get(&registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
             return Ok(Versions::none());
         };
