@@ -265,7 +265,7 @@ mod tests {
             Line { bytes: 37..59, line_no: 3 },
         ];
         LoadedIndex {
-            origin: "/own/index/3/p/pkg".into(),
+            origin: IndexBytes::Owned(b"/own/index/3/p/pkg".to_vec()),
             text: IndexBytes::Owned(text.as_bytes().to_vec()),
             lines: Lines::Owned(lines),
             ascending: true,
@@ -297,7 +297,7 @@ mod tests {
         // Read by a command whose default registry is the package's own.
         let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
         let got = caches.registry(&url("file:///own/")).get(&name("my-pkg"), &fingerprint(1)).unwrap();
-        assert_eq!(got.origin, original.origin);
+        assert_eq!(got.origin(), original.origin());
         assert_eq!(got.text.as_slice(), original.text.as_slice());
         assert_eq!(got.candidates.len(), 3);
         for (g, o) in got.candidates.iter().zip(original.candidates.iter()) {

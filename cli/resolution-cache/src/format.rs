@@ -238,7 +238,8 @@ pub(crate) fn decode(
     context: &Arc<ListContext>,
 ) -> Option<LoadedIndex> {
     let mut r = Reader { bytes: file.bytes().get(body.clone())?, pos: 0 };
-    let origin = r.str()?.to_owned();
+    let origin_start = body.start + r.pos + 4;
+    let origin = origin_start..origin_start + r.str()?.len();
     let n_lists = r.count(4)?;
     let mut lists = reserve(n_lists);
     for _ in 0..n_lists {
@@ -290,7 +291,9 @@ pub(crate) fn decode(
             return None;
         }
         let name = PackageName::new(r.str()?).ok()?;
-        if name.normalized() != **package {
+        // (As `PackageName::normalized`, without making the string: a warm resolution decodes a pin per package.)
+        let normalized = name.as_str().bytes().map(|b| if b == b'-' { b'_' } else { b.to_ascii_lowercase() });
+        if !normalized.eq(package.bytes()) {
             return None;
         }
         let cksum = Sha256Digest(r.take(32)?.try_into().ok()?);
@@ -309,7 +312,7 @@ pub(crate) fn decode(
     }
     let text = IndexBytes::Stored(Arc::clone(file), text_start..text_start + text_len);
     Some(LoadedIndex {
-        origin,
+        origin: IndexBytes::Stored(Arc::clone(file), origin),
         text,
         lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions, text_len },
         ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
@@ -372,7 +375,7 @@ fn put_u32(out: &mut Vec<u8>, n: usize) -> Option<()> {
 pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryUrl) -> Option<Vec<u8>> {
     let text = index.text.as_slice();
     let mut out = Vec::with_capacity(text.len() + 64 * index.candidates.len());
-    put_str(&mut out, index.origin.as_bytes())?;
+    put_str(&mut out, index.origin().as_bytes())?;
     put_u32(&mut out, index.lists.len())?;
     for k in 0..index.lists.len() {
         let deps = index.list(u32::try_from(k).ok()?).ok()?;

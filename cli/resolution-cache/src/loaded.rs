@@ -10,7 +10,9 @@ use semver::Version;
 /// A package's index as a resolution reads it: the resolver's candidates, and
 /// the file's text for the whole entry of the versions it chooses.
 pub struct LoadedIndex {
-    pub(crate) origin: String,
+    /// Where the file was read from (UTF-8), for messages: a stored record's is left in
+    /// the cache file (a warm resolution decodes thousands of records and says nothing).
+    pub(crate) origin: IndexBytes,
     pub(crate) text: IndexBytes,
     /// Where the usable lines are, in file order.
     pub(crate) lines: Lines,
@@ -93,7 +95,7 @@ impl DepLists for LoadedIndex {
             format!(
                 "the resolution cache's record of {} is damaged (dependency list {k}): it is read from the index \
                  file again and the record dropped (`ebpkg cache clean --only indexes` removes the whole cache)",
-                self.origin
+                self.origin()
             )
             .into()
         })
@@ -162,7 +164,7 @@ impl LoadedIndex {
         problems: Vec<IndexError>,
     ) -> LoadedIndex {
         LoadedIndex {
-            origin,
+            origin: IndexBytes::Owned(origin.into_bytes()),
             text: IndexBytes::Owned(text),
             lines: Lines::Owned(lines),
             ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
@@ -176,7 +178,8 @@ impl LoadedIndex {
 
     /// Where the file was read from, for messages.
     pub fn origin(&self) -> &str {
-        &self.origin
+        // Checked when the record was decoded.
+        std::str::from_utf8(self.origin.as_slice()).unwrap_or_default()
     }
 
     /// The whole entry of `version`, every field checked. `None`: no usable line
