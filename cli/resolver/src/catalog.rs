@@ -442,6 +442,7 @@ impl<'a> Catalog<'a> {
         if ascending && locked.is_none() {
             // Nothing to sort, drop or prefer: the source's list is the candidates' order (a
             // resolution of thousands of packages then reads only the versions it matches).
+            debug_assert!(Versions::is_ascending(&candidates), "{id}: a source said its versions ascend");
             let entry = &mut self.entries[pkg.0 as usize];
             entry.loaded = true;
             entry.slots_len = u32::try_from(candidates.len()).unwrap_or(NONE);
