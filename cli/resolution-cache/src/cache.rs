@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 
-use crate::format::{Directory, ListContext, Stored, decode, encode, read_directory, write_file};
+use crate::format::{Directory, Encoded, ListContext, RecordBytes, Stored, decode, encode, read_directory, write_file};
 use crate::loaded::LoadedIndex;
 
 /// Larger files are neither read nor written: a registry that big is read
@@ -124,7 +124,7 @@ impl RegistryCache {
             return None;
         }
         let key: Arc<str> = Arc::from(key.as_ref());
-        let Some(decoded) = decode(&file.stored, &key, record.body.clone(), &self.context).map(Arc::new) else {
+        let Some(decoded) = decode(&file.stored, &key, &record, &self.context).map(Arc::new) else {
             tracing::debug!("resolution cache {}: the record of `{name}` is damaged", self.path.display());
             return None;
         };
@@ -157,25 +157,32 @@ impl RegistryCache {
         if damaged.is_empty() && (fresh.is_empty() || fresh.len() * REWRITE_AT_PERCENT < kept) {
             return;
         }
-        let encoded: Vec<(Arc<str>, IndexFingerprint, Vec<u8>)> = fresh
+        let encoded: Vec<(Arc<str>, IndexFingerprint, Encoded)> = fresh
             .into_iter()
             .filter_map(|f| Some((f.name, f.fingerprint, encode(&f.index, &self.url, &self.default)?)))
             .collect();
-        let mut records: Vec<(&str, IndexFingerprint, &[u8])> =
-            encoded.iter().map(|(name, fp, body)| (&**name, *fp, body.as_slice())).collect();
-        let mut size: u64 = records.iter().map(|r| r.2.len() as u64).sum();
+        // In the order this command read them, the rest after: the next resolution of the
+        // same project reads the records' first parts nearly in file order.
+        let mut records: Vec<RecordBytes<'_>> = encoded
+            .iter()
+            .map(|(name, fingerprint, e)| RecordBytes { name, fingerprint: *fingerprint, hot: &e.hot, cold: &e.cold })
+            .collect();
+        let mut size: u64 = records.iter().map(|r| (r.hot.len() + r.cold.len()) as u64).sum();
         // What earlier commands kept, unless parsed afresh now, while it fits.
         if let Some(file) = &self.file {
-            let mut seen: HashSet<&str> = records.iter().map(|r| r.0).collect();
-            for (name, record) in file.records.iter(file.stored.bytes()) {
-                let Some(body) = file.stored.bytes().get(record.body.clone()) else { continue };
-                if !damaged.contains(name) && seen.insert(name) && size + body.len() as u64 <= MAX_FILE_BYTES {
-                    size += body.len() as u64;
-                    records.push((name, record.fingerprint, body));
+            let mut seen: HashSet<&str> = records.iter().map(|r| r.name).collect();
+            let map = file.stored.bytes();
+            for (name, record) in file.records.iter(map) {
+                let (Some(hot), Some(cold)) = (map.get(record.hot.clone()), map.get(record.cold.clone())) else {
+                    continue;
+                };
+                let len = (hot.len() + cold.len()) as u64;
+                if !damaged.contains(name) && seen.insert(name) && size + len <= MAX_FILE_BYTES {
+                    size += len;
+                    records.push(RecordBytes { name, fingerprint: record.fingerprint, hot, cold });
                 }
             }
         }
-        records.sort_unstable_by_key(|r| r.0);
         let bytes = write_file(&records);
         if bytes.len() as u64 > MAX_FILE_BYTES {
             tracing::debug!("resolution cache {}: {} bytes, too large to keep", self.path.display(), bytes.len());
@@ -219,9 +226,15 @@ impl CacheFile {
 mod tests {
     use super::*;
     use crate::format::{MAGIC, STAMP};
-    use crate::loaded::{IndexBytes, Line, Lines, Lists};
+    use crate::loaded::{IndexBytes, Line, Lines, Lists, VersionTable};
     use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
     use semver::{Version, VersionReq};
+
+    fn stored_pins(index: &LoadedIndex) -> Vec<(u32, ebpkg_spec::index::EntryPin)> {
+        // Each kept with the version it says, which is its line's.
+        assert!(index.pins.iter().all(|p| index.versions.get(p.line as usize).version == p.version));
+        index.pins.iter().map(|p| (p.line, p.pin.clone())).collect()
+    }
 
     fn url(s: &str) -> RegistryUrl {
         RegistryUrl::parse(s).unwrap()
@@ -269,7 +282,7 @@ mod tests {
             text: IndexBytes::Owned(text.as_bytes().to_vec()),
             lines: Lines::Owned(lines),
             ascending: true,
-            candidates: candidates.into(),
+            versions: VersionTable::Owned(candidates),
             lists: Lists::Parsed(vec![shared, Box::from([])]),
             problems: Vec::new(),
             pins: Vec::new(),
@@ -299,11 +312,9 @@ mod tests {
         let got = caches.registry(&url("file:///own/")).get(&name("my-pkg"), &fingerprint(1)).unwrap();
         assert_eq!(got.origin(), original.origin());
         assert_eq!(got.text.as_slice(), original.text.as_slice());
-        assert_eq!(got.candidates.len(), 3);
-        for (g, o) in got.candidates.iter().zip(original.candidates.iter()) {
-            assert_eq!((&g.version, g.yanked), (&o.version, o.yanked));
-        }
-        assert_eq!(got.candidates.iter().map(|c| c.deps).collect::<Vec<_>>(), [0, 0, 1], "shared lists stay shared");
+        // Every field of every version, the pre-release and the build metadata included.
+        assert!(got.candidates().eq(original.candidates()));
+        assert_eq!(got.candidates().map(|c| c.deps).collect::<Vec<_>>(), [0, 0, 1], "shared lists stay shared");
         assert!(got.list(1).unwrap().is_empty());
         assert!(got.list(2).is_err());
         let deps = got.list(0).unwrap();
@@ -341,7 +352,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
         let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1)).unwrap();
-        assert_eq!(got.candidates.len(), 3);
+        assert_eq!(got.candidates().count(), 3);
         let Lists::Stored { lists, .. } = &got.lists else { panic!("a stored record's lists are stored") };
         assert!(lists.iter().all(|l| l.decoded.get().is_none()), "nothing decoded before it is asked for");
         assert!(caches.damaged().is_empty());
@@ -405,14 +416,7 @@ mod tests {
         text.push_str(damaged);
         candidates.push(Candidate { version: Version::new(9, 0, 0), yanked: false, deps: 0 });
         let lists = vec![Box::from([])];
-        LoadedIndex::parsed(
-            "/own/index/my/_p/my-pkg".into(),
-            text.into_bytes(),
-            lines,
-            candidates.into(),
-            lists,
-            Vec::new(),
-        )
+        LoadedIndex::parsed("/own/index/my/_p/my-pkg".into(), text.into_bytes(), lines, candidates, lists, Vec::new())
     }
 
     #[test]
@@ -422,22 +426,40 @@ mod tests {
             (&["2.0.0", "1.0.0", "1.1.0"][..], false),
             (&["1.0.0", "1.1.0", "1.0.0"][..], false),
         ] {
-            let index = whole_index(versions);
+            let index = Arc::new(whole_index(versions));
             assert_eq!(index.ascending, ascending, "{versions:?}");
-            for (k, v) in versions.iter().enumerate() {
-                let entry = index.entry(&Version::parse(v).unwrap()).unwrap().unwrap();
-                // The first line with the version (each line's checksum is its own).
-                let first = versions.iter().position(|w| w == v).unwrap();
-                assert_eq!(entry.cksum.to_hex(), format!("{first:02x}").repeat(32), "{v} of {versions:?} (line {k})");
-                // Found from a resolver's position, the line's own or another's (a version moved):
-                // still the first line with the version.
-                let version = Version::parse(v).unwrap();
-                for at in [k as u32, 0, 99] {
-                    let pin = index.pin_of(at, &version).unwrap().unwrap();
-                    assert_eq!(pin.cksum, entry.cksum, "{v} at {at} of {versions:?}");
+            // As parsed, then as read back from a cache file with every line's pin stored.
+            let dir = tempfile::tempdir().unwrap();
+            let own = url("file:///own/");
+            for stored in [false, true] {
+                let index = match stored {
+                    false => Arc::clone(&index),
+                    true => {
+                        let caches = ResolutionCaches::new(dir.path(), own.clone());
+                        caches.registry(&own).remember(&name("my_pkg"), fingerprint(1), Arc::clone(&index));
+                        caches.save();
+                        let caches = ResolutionCaches::new(dir.path(), own.clone());
+                        let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
+                        assert!(!got.pins.is_empty());
+                        got
+                    }
+                };
+                for (k, v) in versions.iter().enumerate() {
+                    let entry = index.entry(&Version::parse(v).unwrap()).unwrap().unwrap();
+                    // The first line with the version (each line's checksum is its own).
+                    let first = versions.iter().position(|w| w == v).unwrap();
+                    let want = format!("{first:02x}").repeat(32);
+                    assert_eq!(entry.cksum.to_hex(), want, "{v} of {versions:?} (line {k}, stored: {stored})");
+                    // Found from a resolver's position, the line's own or another's (a version moved):
+                    // still the first line with the version.
+                    let version = Version::parse(v).unwrap();
+                    for at in [k as u32, 0, 99] {
+                        let pin = index.pin_of(at, &version).unwrap().unwrap();
+                        assert_eq!(pin.cksum, entry.cksum, "{v} at {at} of {versions:?} (stored: {stored})");
+                    }
                 }
+                assert!(index.entry(&Version::new(5, 0, 0)).is_none());
             }
-            assert!(index.entry(&Version::new(5, 0, 0)).is_none());
         }
     }
 
@@ -461,7 +483,7 @@ mod tests {
         // The next command reads the pin from the record: its text is not parsed again.
         let caches = ResolutionCaches::new(dir.path(), own.clone());
         let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
-        assert_eq!(got.pins, vec![(1, pin.clone())]);
+        assert_eq!(stored_pins(&got), vec![(1, pin.clone())]);
         assert!(got.pin(&v("9.0.0")).unwrap().is_err(), "still damaged, still not cached");
         assert!(!got.learned_pins());
         assert_eq!(got.pin(&v("1.1.0")).unwrap().unwrap(), pin);
@@ -481,7 +503,52 @@ mod tests {
         assert_ne!(modified(), first);
         let caches = ResolutionCaches::new(dir.path(), own.clone());
         let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
-        assert_eq!(got.pins, vec![(0, other), (1, pin)]);
+        assert_eq!(stored_pins(&got), vec![(0, other), (1, pin)]);
+    }
+
+    #[test]
+    fn a_records_second_part_is_read_only_when_used() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), "file:///own/", "my_pkg", fingerprint(1));
+        let path = cache_file(dir.path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Where the record came from, made into something that is not UTF-8.
+        let origin = bytes.windows(18).position(|w| w == b"/own/index/3/p/pkg").unwrap();
+        bytes[origin] = 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        let got = caches.registry(&url("file:///own/")).get(&name("my_pkg"), &fingerprint(1));
+        let got = got.expect("decoded without reading the second part");
+        assert!(got.candidates().eq(index().candidates()));
+        assert_eq!(got.origin(), "(a damaged resolution cache record)");
+        // The text after it is read as it was written.
+        assert_eq!(got.text.as_slice(), index().text.as_slice());
+    }
+
+    #[test]
+    fn a_version_with_unknown_flags_or_a_list_that_does_not_exist_is_a_miss() {
+        let own = url("file:///own/");
+        let encoded = crate::format::encode(&index(), &own, &own).unwrap();
+        let read = |hot: &[u8]| {
+            let bytes = [hot, &encoded.cold].concat();
+            let record =
+                crate::format::Record { fingerprint: fingerprint(1), hot: 0..hot.len(), cold: hot.len()..bytes.len() };
+            let context = Arc::new(ListContext::new(&own, &own));
+            decode(&Arc::new(Stored::Owned(bytes)), &Arc::from("my_pkg"), &record, &context)
+        };
+        assert!(read(&encoded.hot).is_some());
+        // 1.0.0's entry in the version table: numbers, its list (0), its flags (none).
+        let entry = [&1u64.to_le_bytes()[..], &[0; 16], &0u32.to_le_bytes(), &[0]].concat();
+        let at = encoded.hot.windows(entry.len()).position(|w| w == entry).unwrap();
+        let mut flags = encoded.hot.clone();
+        flags[at + 28] = 8;
+        assert!(read(&flags).is_none(), "a flag no ebpkg writes");
+        let mut list = encoded.hot.clone();
+        list[at + 24] = 2;
+        assert!(read(&list).is_none(), "list 2 of a record with two");
+        let mut cut = encoded.hot.clone();
+        cut.pop();
+        assert!(read(&cut).is_none(), "the lengths of the second part cut short");
     }
 
     #[test]
@@ -489,11 +556,14 @@ mod tests {
         let own = url("file:///own/");
         let index = whole_index(&["1.0.0", "1.1.0"]);
         index.pin(&Version::new(1, 1, 0)).unwrap().unwrap();
-        let body = crate::format::encode(&index, &own, &own).unwrap();
+        let encoded = crate::format::encode(&index, &own, &own).unwrap();
+        let body = [encoded.hot.as_slice(), &encoded.cold].concat();
         let file = |bytes: Vec<u8>| Arc::new(Stored::Owned(bytes));
         let read = |bytes: &[u8], package: &str| {
             let context = Arc::new(crate::format::ListContext::new(&own, &own));
-            crate::format::decode(&file(bytes.to_vec()), &Arc::from(package), 0..bytes.len(), &context)
+            let (hot, cold) = (0..encoded.hot.len(), encoded.hot.len()..bytes.len());
+            let record = crate::format::Record { fingerprint: fingerprint(1), hot, cold };
+            crate::format::decode(&file(bytes.to_vec()), &Arc::from(package), &record, &context)
         };
         assert_eq!(read(&body, "my_pkg").unwrap().pins.len(), 1);
         assert!(read(&body, "other").is_none(), "a pin of another package");
@@ -546,7 +616,7 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             let caches = ResolutionCaches::new(dir.path(), url("file:///default/"));
             let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1));
-            got.map(|index| (index.candidates.len(), index.text.as_slice().to_vec()))
+            got.map(|index| (index.candidates().count(), index.text.as_slice().to_vec()))
         };
         assert_eq!(read_back(&good).map(|g| g.0), Some(3));
         for len in 0..good.len() {

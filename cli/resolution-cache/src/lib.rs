@@ -24,23 +24,30 @@
 //! cached ([`Registry::index_fingerprint`](ebpkg_sources::Registry::index_fingerprint) says so), nor are index files with
 //! damaged lines (their warnings are given by every resolution that uses them).
 //!
-//! Layout (little-endian; `str` is a u32 length and UTF-8 bytes; `varint` is unsigned LEB128 in its
-//! shortest form — a record's versions, read for every package of a warm resolution, take a few bytes
-//! each rather than 37):
+//! Layout (little-endian; `str` is a u32 length and UTF-8 bytes). A record is in two parts: what every
+//! resolution reads (lists, versions, pins), with the first parts of all records together in the order
+//! the command that wrote the file read them, and what only errors and lines not pinned yet read (the
+//! index file's text), after all of them. A warm resolution then touches a few megabytes, several
+//! records to a page, rather than a page per record between texts of several KiB. Versions have a
+//! fixed size, so that the resolver reads the one it asks for where it is
+//! ([`ebpkg_resolver::CandidateList`]) rather than every version of every package being decoded:
 //!
 //! ```text
 //! magic "EBPKGRES" | stamp: str | records: u32
-//! directory, per record: name (normalized): str | fingerprint: 56 bytes | body offset: u64 | body length: u64
-//! bodies, per record:
-//!   origin: str
+//! directory, per record: name (normalized): str | fingerprint: 56 bytes
+//!                        | first part offset, length: u64 | second part offset, length: u64
+//! first parts, per record:
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
-//!   versions: u32, each: flags: u8 (1: yanked, 2: a pre-release follows, 4: build metadata follows)
-//!                        | major, minor, patch: varint | [pre: str] | [build: str] | list: varint
-//!   lines, one per version (fixed size, read and checked only for the versions locked):
-//!                        line start, line end, line number: u32
+//!   versions: u32, each: major, minor, patch: u64 | list: u32 | flags: u8 (1: yanked, 2: pre-release, 4: build)
+//!   then, for each version with a pre-release or build metadata, in order: [pre: str] | [build: str]
 //!   pins: u32, each (by increasing index): version (its index above): u32 | that version again: str | name: str
 //!                        | cksum: 32 bytes | signer: u8 (1: present) [32 bytes]
-//!   text: u32 length and the index file's bytes (line offsets are into it)
+//!   origin length, text length: u32
+//! second parts, per record (laid out from the lengths above; read only when used):
+//!   origin: bytes (UTF-8, checked when shown)
+//!   lines, one per version (fixed size, read and checked only for the versions locked):
+//!                        line start, line end, line number: u32
+//!   text: the index file's bytes (line offsets are into it)
 //! ```
 
 mod cache;

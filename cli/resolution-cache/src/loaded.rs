@@ -1,9 +1,10 @@
 //! A package's index as a resolution reads it, however it was obtained.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use ebpkg_resolver::{Candidate, DepLists, Requirement, SourceError};
+use ebpkg_resolver::{Candidate, CandidateList, DepLists, Requirement, SourceError};
 use ebpkg_spec::index::{EntryPin, IndexEntry, IndexError};
 use semver::Version;
 
@@ -16,9 +17,9 @@ pub struct LoadedIndex {
     pub(crate) text: IndexBytes,
     /// Where the usable lines are, in file order.
     pub(crate) lines: Lines,
-    /// The resolver's view of those lines, in the same order.
-    pub candidates: Arc<[Candidate]>,
-    /// Whether `candidates` are in strictly ascending version order (see
+    /// The resolver's view of those lines, in the same order (see [`CandidateList`]).
+    pub(crate) versions: VersionTable,
+    /// Whether the versions are in strictly ascending order (see
     /// [`ebpkg_resolver::Versions::ascending`]): found out where they are read, off
     /// the resolver's thread.
     pub ascending: bool,
@@ -28,9 +29,98 @@ pub struct LoadedIndex {
     pub problems: Vec<IndexError>,
     /// What ebpkg.lock pins of usable lines (by their index in `lines`) whose
     /// whole entry was found valid: read from the cache record...
-    pub(crate) pins: Vec<(u32, EntryPin)>,
+    pub(crate) pins: Vec<StoredPin>,
     /// ...or learned by this command, to be kept in the cache.
     pub(crate) learned: Mutex<Vec<(u32, EntryPin)>>,
+}
+
+/// An index's versions: as parsed, or a stored record's table of them, each read
+/// when the resolver asks for it (a warm resolution reads one or two versions of
+/// each of thousands of packages; decoding all of them was a tenth of its work,
+/// and holding them most of its fresh memory).
+pub(crate) enum VersionTable {
+    Owned(Vec<Candidate>),
+    /// [`crate::format::VERSION_BYTES`] per version from `start` in `file`, every
+    /// one checked when the record was decoded; the pre-releases and build metadata
+    /// of the few versions that have them, by position, decoded then.
+    Stored {
+        file: Arc<crate::format::Stored>,
+        start: usize,
+        len: usize,
+        extras: Box<[(u32, semver::Prerelease, semver::BuildMetadata)]>,
+    },
+}
+
+impl VersionTable {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            VersionTable::Owned(candidates) => candidates.len(),
+            VersionTable::Stored { len, .. } => *len,
+        }
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Cow<'_, Candidate> {
+        match self {
+            VersionTable::Owned(candidates) => Cow::Borrowed(&candidates[i]),
+            VersionTable::Stored { file, start, len, extras } => {
+                assert!(i < *len, "version {i} of {len}");
+                Cow::Owned(crate::format::read_version(file.bytes(), start + i * crate::format::VERSION_BYTES, || {
+                    let at = extras.binary_search_by_key(&(i as u32), |(k, _, _)| *k).ok()?;
+                    extras.get(at).map(|(_, pre, build)| (pre.clone(), build.clone()))
+                }))
+            }
+        }
+    }
+}
+
+impl VersionTable {
+    /// Whether the versions are in strictly ascending order; in a stored table,
+    /// compared where they are (a version is made only for those with a
+    /// pre-release or build metadata).
+    pub(crate) fn ascending(&self) -> bool {
+        match self {
+            VersionTable::Owned(candidates) => ebpkg_resolver::Versions::is_ascending(candidates),
+            VersionTable::Stored { file, start, len, .. } => {
+                let Some(table) = file.bytes().get(*start..start + len * crate::format::VERSION_BYTES) else {
+                    return false;
+                };
+                let plain = |e: &[u8]| {
+                    let number = |k: usize| u64::from_le_bytes(std::array::from_fn(|j| e[k + j]));
+                    (e[28] & crate::format::EXTRAS == 0).then(|| (number(0), number(8), number(16)))
+                };
+                let mut entries = table.chunks_exact(crate::format::VERSION_BYTES).map(plain).enumerate();
+                let Some((_, mut last)) = entries.next() else { return true };
+                entries.all(|(k, this)| {
+                    let ascends = match (last, this) {
+                        (Some(a), Some(b)) => a < b,
+                        _ => self.get(k - 1).version < self.get(k).version,
+                    };
+                    last = this;
+                    ascends
+                })
+            }
+        }
+    }
+}
+
+impl CandidateList for LoadedIndex {
+    fn len(&self) -> usize {
+        self.versions.len()
+    }
+
+    fn get(&self, i: usize) -> Cow<'_, Candidate> {
+        self.versions.get(i)
+    }
+}
+
+/// What ebpkg.lock pins of a usable line, read from a cache record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredPin {
+    pub(crate) line: u32,
+    /// The line's version (checked when the record was decoded): a resolution's
+    /// choice is matched with it without reading the version table again.
+    pub(crate) version: Version,
+    pub(crate) pin: EntryPin,
 }
 
 /// Where a usable line is in the file's text.
@@ -159,7 +249,7 @@ impl LoadedIndex {
         origin: String,
         text: Vec<u8>,
         lines: Vec<Line>,
-        candidates: Arc<[Candidate]>,
+        candidates: Vec<Candidate>,
         lists: Vec<Box<[Requirement]>>,
         problems: Vec<IndexError>,
     ) -> LoadedIndex {
@@ -168,7 +258,7 @@ impl LoadedIndex {
             text: IndexBytes::Owned(text),
             lines: Lines::Owned(lines),
             ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
-            candidates,
+            versions: VersionTable::Owned(candidates),
             lists: Lists::Parsed(lists),
             problems,
             pins: Vec::new(),
@@ -178,8 +268,9 @@ impl LoadedIndex {
 
     /// Where the file was read from, for messages.
     pub fn origin(&self) -> &str {
-        // Checked when the record was decoded.
-        std::str::from_utf8(self.origin.as_slice()).unwrap_or_default()
+        // A stored record's is checked only here: a warm resolution never says where
+        // thousands of records came from.
+        std::str::from_utf8(self.origin.as_slice()).unwrap_or("(a damaged resolution cache record)")
     }
 
     /// The whole entry of `version`, every field checked. `None`: no usable line
@@ -192,9 +283,21 @@ impl LoadedIndex {
     fn line_of(&self, version: &Version) -> Option<usize> {
         // A resolution asks for every package it locks, long after reading it: a search reads
         // a few of its versions back into the cache, a scan all of them.
+        let n = self.versions.len();
         match self.ascending {
-            true => self.candidates.binary_search_by(|c| c.version.cmp(version)).ok(),
-            false => self.candidates.iter().position(|c| c.version == *version),
+            true => {
+                let (mut low, mut high) = (0, n);
+                while low < high {
+                    let mid = low + (high - low) / 2;
+                    match self.versions.get(mid).version.cmp(version) {
+                        std::cmp::Ordering::Less => low = mid + 1,
+                        std::cmp::Ordering::Greater => high = mid,
+                        std::cmp::Ordering::Equal => return Some(mid),
+                    }
+                }
+                None
+            }
+            false => (0..n).find(|&k| self.versions.get(k).version == *version),
         }
     }
 
@@ -213,20 +316,41 @@ impl LoadedIndex {
         self.pin_at(self.line_of(version)?, version)
     }
 
-    /// [`LoadedIndex::pin`] of the version at `position` in [`LoadedIndex::candidates`]
+    /// [`LoadedIndex::pin`] of the version at `position` in the candidates
     /// (a resolver's [`ebpkg_resolver::Origin`]), which should be `version`.
     pub fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, IndexError>> {
-        match self.candidates.get(position as usize) {
-            // The line, if the first with its version (always, when the versions ascend).
-            Some(c) if self.ascending && c.version == *version => self.pin_at(position as usize, version),
-            _ => self.pin(version),
+        let at = position as usize;
+        // The line, if the first with its version (always, when the versions ascend).
+        if self.ascending
+            && let Some(stored) = self.pins.iter().find(|p| p.line == position)
+            && stored.version == *version
+        {
+            return Some(Ok(stored.pin.clone()));
+        }
+        match self.ascending && at < self.versions.len() && self.versions.get(at).version == *version {
+            true => self.pin_at(at, version),
+            false => self.pin(version),
+        }
+    }
+
+    /// Every version, in the order of the usable lines.
+    pub fn candidates(&self) -> impl DoubleEndedIterator<Item = Cow<'_, Candidate>> {
+        (0..self.versions.len()).map(|k| self.versions.get(k))
+    }
+
+    /// The newest version that is not yanked, if any.
+    pub fn newest(&self) -> Option<Cow<'_, Candidate>> {
+        let all = self.candidates();
+        match self.ascending {
+            true => all.rev().find(|c| !c.yanked),
+            false => all.filter(|c| !c.yanked).max_by(|a, b| a.version.cmp(&b.version)),
         }
     }
 
     fn pin_at(&self, k: usize, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let k32 = u32::try_from(k).ok()?;
-        if let Some((_, pin)) = self.pins.iter().find(|(at, _)| *at == k32) {
-            return Some(Ok(pin.clone()));
+        if let Some(stored) = self.pins.iter().find(|p| p.line == k32) {
+            return Some(Ok(stored.pin.clone()));
         }
         let mut learned = crate::cache::lock(&self.learned);
         if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
@@ -246,7 +370,7 @@ impl LoadedIndex {
 
     /// Every pin known, stored or learned, by line.
     pub(crate) fn all_pins(&self) -> Vec<(u32, EntryPin)> {
-        let mut all = self.pins.clone();
+        let mut all: Vec<(u32, EntryPin)> = self.pins.iter().map(|p| (p.line, p.pin.clone())).collect();
         all.extend(crate::cache::lock(&self.learned).iter().cloned());
         all.sort_unstable_by_key(|(k, _)| *k);
         all.dedup_by_key(|(k, _)| *k);

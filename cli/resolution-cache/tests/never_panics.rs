@@ -57,7 +57,7 @@ fn seed() -> &'static [u8] {
 fn check(bytes: &[u8]) -> usize {
     let records = read_records(bytes.to_vec());
     for index in &records {
-        for c in index.candidates.iter() {
+        for c in index.candidates() {
             let _ = index.entry(&c.version);
             let _ = index.pin(&c.version);
         }
@@ -70,7 +70,7 @@ fn the_seed_reads_back_whole() {
     let records = read_records(seed().to_vec());
     assert_eq!(records.len(), 3);
     for index in &records {
-        assert_eq!(index.candidates.len(), 2);
+        assert_eq!(index.candidates().count(), 2);
         let entry = index.entry(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
         assert_eq!(entry.vers, Version::parse("1.0.0").unwrap());
         let pin = index.pin(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();

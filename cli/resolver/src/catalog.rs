@@ -6,6 +6,7 @@
 //! rather than in small per-package vectors, and requirements are referred to where they are stored
 //! rather than cloned.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use pubgrub::{Map, VersionSet};
 use semver::{Version, VersionReq};
 
 use crate::model::{
-    Candidate, DepLists, QualifiedName, Requirement, ResolveRequest, SourceError, UpdatePolicy, VersionSource, Versions,
+    Candidate, CandidateList, DepLists, QualifiedName, Requirement, ResolveRequest, SourceError, UpdatePolicy,
+    VersionSource, Versions,
 };
 use crate::version_set::IndexSet;
 
@@ -49,7 +51,7 @@ struct Entry {
     /// Whether [`VersionSource::versions`] has been asked (always true for the root).
     loaded: bool,
     /// The candidates, as the source returned them (shared, never copied).
-    candidates: Arc<[Candidate]>,
+    candidates: Arc<dyn CandidateList>,
     /// Their dependency lists, read as the resolution asks for them.
     lists: Arc<dyn DepLists>,
     /// This package's slots in [`Catalog::slots`]: one per candidate, in ascending semver order; none
@@ -248,12 +250,15 @@ impl<'c> View<'c> {
         }
     }
 
-    fn candidate(&self, i: u32) -> &'c Candidate {
-        &self.entry.candidates[self.pos(i) as usize]
+    fn candidate(&self, i: u32) -> Cow<'c, Candidate> {
+        self.entry.candidates.get(self.pos(i) as usize)
     }
 
-    pub(crate) fn version(&self, i: u32) -> &'c Version {
-        &self.candidate(i).version
+    pub(crate) fn version(&self, i: u32) -> Cow<'c, Version> {
+        match self.candidate(i) {
+            Cow::Borrowed(c) => Cow::Borrowed(&c.version),
+            Cow::Owned(c) => Cow::Owned(c.version),
+        }
     }
 
     pub(crate) fn is_yanked(&self, i: u32) -> bool {
@@ -263,7 +268,7 @@ impl<'c> View<'c> {
     pub(crate) fn choosable(&self, i: u32) -> bool {
         match self.entry.in_place {
             // No candidate is locked: the yanked ones are out.
-            true => !self.entry.candidates[i as usize].yanked,
+            true => !self.candidate(i).yanked,
             false => self.slots[i as usize].choosable,
         }
     }
@@ -360,14 +365,15 @@ impl<'a> Catalog<'a> {
     }
 
     /// The version of candidate `v` of `pkg`.
-    pub(crate) fn version(&self, pkg: Pkg, v: u32) -> &Version {
+    pub(crate) fn version(&self, pkg: Pkg, v: u32) -> Cow<'_, Version> {
         self.entry(pkg).version(v)
     }
 
     /// The requirement at `loc`, whose list [`Catalog::dependencies`] has read.
     fn requirement(&self, loc: ReqLoc) -> Option<&Requirement> {
         let entry = &self.entries[loc.pkg.0 as usize];
-        entry.lists.list(entry.candidates.get(loc.pos as usize)?.deps).ok()?.get(loc.k as usize)
+        let deps = (loc.pos < self.entry(loc.pkg).len()).then(|| entry.candidates.get(loc.pos as usize).deps)?;
+        entry.lists.list(deps).ok()?.get(loc.k as usize)
     }
 
     /// The interned package for `id`, if it was seen.
@@ -442,7 +448,7 @@ impl<'a> Catalog<'a> {
         if ascending && locked.is_none() {
             // Nothing to sort, drop or prefer: the source's list is the candidates' order (a
             // resolution of thousands of packages then reads only the versions it matches).
-            debug_assert!(Versions::is_ascending(&candidates), "{id}: a source said its versions ascend");
+            debug_assert!(Versions::is_ascending(&*candidates), "{id}: a source said its versions ascend");
             let entry = &mut self.entries[pkg.0 as usize];
             entry.loaded = true;
             entry.slots_len = u32::try_from(candidates.len()).unwrap_or(NONE);
@@ -456,15 +462,16 @@ impl<'a> Catalog<'a> {
         let is_locked = |v: &Version| locked.is_some_and(|l| l == v || extra.is_some_and(|e| e.contains(v)));
         let start = self.slots.len();
         let n = u32::try_from(candidates.len()).unwrap_or(NONE - 1);
-        let at = |s: &Slot| &candidates[s.pos as usize].version;
+        let at = |s: &Slot| candidates.get(s.pos as usize);
+        let cmp = |a: &Slot, b: &Slot| at(a).version.cmp(&at(b).version);
         self.slots.extend((0..n).map(|pos| Slot { pos, choosable: true }));
         let slots = &mut self.slots[start..];
-        if !slots.is_sorted_by(|a, b| at(a) < at(b)) {
-            slots.sort_by(|a, b| at(a).cmp(at(b)));
+        if !slots.is_sorted_by(|a, b| cmp(a, b).is_lt()) {
+            slots.sort_by(cmp);
         }
         let mut preferred = None;
         for (i, s) in slots.iter_mut().enumerate() {
-            let c = &candidates[s.pos as usize];
+            let c = at(s);
             let locked_here = is_locked(&c.version);
             if locked_here {
                 preferred = u32::try_from(i).ok();
@@ -473,12 +480,12 @@ impl<'a> Catalog<'a> {
         }
         // A version listed twice counts once.
         let mut len = slots.len();
-        if slots.windows(2).any(|w| at(&w[0]) == at(&w[1])) {
+        if slots.windows(2).any(|w| cmp(&w[0], &w[1]).is_eq()) {
             let mut kept: Vec<Slot> = slots.to_vec();
-            kept.dedup_by(|a, b| at(a) == at(b));
+            kept.dedup_by(|a, b| cmp(a, b).is_eq());
             len = kept.len();
             slots[..len].copy_from_slice(&kept);
-            preferred = kept.iter().rposition(|s| is_locked(at(s))).and_then(|i| u32::try_from(i).ok());
+            preferred = kept.iter().rposition(|s| is_locked(&at(s).version)).and_then(|i| u32::try_from(i).ok());
             self.slots.truncate(start + len);
         }
         let entry = &mut self.entries[pkg.0 as usize];
@@ -634,14 +641,14 @@ impl<'a> Catalog<'a> {
     /// to try, and when `count` is asked, how many choosable candidates `req` matches, counted up to 2.
     pub(crate) fn pick(&self, pkg: Pkg, req: &VersionReq, count: bool) -> (Option<u32>, u32) {
         let view = self.entry(pkg);
-        let preferred = view.entry.preferred.filter(|&p| req.matches(view.version(p)));
+        let preferred = view.entry.preferred.filter(|&p| req.matches(&view.version(p)));
         if preferred.is_some() && !count {
             return (preferred, 0);
         }
         // From the highest: the first match is usually the choice, and the next one ends a count.
         let (mut top, mut n) = (None, 0);
         for i in (0..view.len()).rev() {
-            if view.choosable(i) && req.matches(view.version(i)) {
+            if view.choosable(i) && req.matches(&view.version(i)) {
                 top.get_or_insert(i);
                 n += 1;
                 if !count || n == 2 {
@@ -692,5 +699,5 @@ impl Entry {
 
 /// The candidates of `view`'s package that `req` matches, without caching.
 pub(crate) fn matching(view: View<'_>, req: &VersionReq) -> IndexSet {
-    IndexSet::from_predicate(view.len(), |i| req.matches(view.version(i)))
+    IndexSet::from_predicate(view.len(), |i| req.matches(&view.version(i)))
 }

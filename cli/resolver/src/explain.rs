@@ -11,6 +11,7 @@
 //! 3. **Help** from the facts the steps used: pairs of requirements on one package that no choosable
 //!    version satisfies together, requirements nothing matches, yanked versions, pre-releases.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -340,7 +341,7 @@ impl Renderer<'_, '_> {
             External::NoVersions(p, s) => {
                 let entry = cat.entry(*p);
                 let real: Vec<u32> = s.members_below(entry.len()).collect();
-                let yanked: Vec<&Version> =
+                let yanked: Vec<Cow<'_, Version>> =
                     real.iter().filter(|&&i| entry.is_yanked(i)).map(|&i| entry.version(i)).collect();
                 if entry.is_empty() {
                     format!("no version of {} is published", cat.name(*p))
@@ -521,7 +522,7 @@ fn own_req_text(cat: &Catalog<'_>, p: Pkg, sp: &IndexSet, d: Pkg, real: &IndexSe
 }
 
 /// `1.0.0`, `1.0.0 and 1.2.0`, `1.0.0, 1.2.0 and 2.0.0`, `1.0.0, …, 2.0.0 (7 versions)`.
-fn version_list(versions: &[&Version]) -> String {
+fn version_list(versions: &[Cow<'_, Version>]) -> String {
     let s: Vec<String> = versions.iter().map(|v| v.to_string()).collect();
     match s.len() {
         0..=4 => and_list(&s),
@@ -692,7 +693,7 @@ impl Helper<'_, '_> {
 
     fn yanked(&mut self, d: Pkg, s: &IndexSet) {
         let entry = self.cat.entry(d);
-        let yanked: Vec<&Version> =
+        let yanked: Vec<Cow<'_, Version>> =
             s.members_below(entry.len()).filter(|&k| entry.is_yanked(k)).map(|k| entry.version(k)).collect();
         if yanked.is_empty() {
             return;

@@ -54,8 +54,8 @@ use pubgrub::PubGrubError;
 
 pub use crate::error::{Explanation, ResolveError};
 pub use crate::model::{
-    Candidate, DepLists, Origin, QualifiedName, Requirement, Resolution, ResolveRequest, ResolvedPackage, SourceError,
-    UpdatePolicy, VersionSource, Versions,
+    Candidate, CandidateList, DepLists, Origin, QualifiedName, Requirement, Resolution, ResolveRequest,
+    ResolvedPackage, SourceError, UpdatePolicy, VersionSource, Versions,
 };
 
 use crate::catalog::{Catalog, Pkg, ROOT};
@@ -178,19 +178,12 @@ fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u3
     for (r, (_, p, _)) in picked.iter().enumerate() {
         rank[p.0 as usize] = r as u32;
     }
-    let mut scratch: Vec<(u32, Pkg)> = Vec::new();
-    let mut deps_of = |p: Pkg| -> Vec<(QualifiedName, semver::Version)> {
-        scratch.clear();
+    // A dependency is its position in the sorted packages: its rank.
+    let deps_of = |p: Pkg| -> Vec<u32> {
         let deps = catalog.dep_pkgs(p, chosen[p.0 as usize]);
-        scratch.extend(deps.iter().filter(|d| chosen[d.0 as usize] != NOT_CHOSEN).map(|&d| (rank[d.0 as usize], d)));
-        scratch.sort_unstable();
-        scratch.dedup();
-        let mut out = Vec::with_capacity(scratch.len());
-        for &(_, d) in &scratch {
-            if let Some(id) = catalog.id(d) {
-                out.push((id.clone(), catalog.version(d, chosen[d.0 as usize]).clone()));
-            }
-        }
+        let mut out: Vec<u32> = deps.iter().map(|d| rank[d.0 as usize]).filter(|&r| r != u32::MAX).collect();
+        out.sort_unstable();
+        out.dedup();
         out
     };
     let root_deps = deps_of(ROOT);
@@ -198,7 +191,7 @@ fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u3
         .iter()
         .map(|&(_, p, id)| {
             let v = chosen[p.0 as usize];
-            let version = catalog.version(p, v).clone();
+            let version = catalog.version(p, v).into_owned();
             (id.clone(), ResolvedPackage { version, deps: deps_of(p), origin: catalog.origin(p, v) })
         })
         .collect();

@@ -1,7 +1,8 @@
 //! What the resolver is given and what it returns, independent of where versions come from.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -141,6 +142,36 @@ pub struct Candidate {
     pub deps: u32,
 }
 
+/// A package's candidates, in whatever form its source keeps them: decoded
+/// ([`Vec<Candidate>`]), or read one at a time from the source's own storage (the
+/// CLI's resolution cache: a warm resolution of ten thousand packages would
+/// otherwise decode and allocate every version of every package, and read one or
+/// two of each).
+pub trait CandidateList: Send + Sync {
+    /// The number of candidates.
+    fn len(&self) -> usize;
+
+    /// Whether there is none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Candidate `i`, which is below [`CandidateList::len`] (as with a slice, a
+    /// position past the end is a bug and panics): borrowed where the source keeps
+    /// it decoded, made where it does not.
+    fn get(&self, i: usize) -> Cow<'_, Candidate>;
+}
+
+impl CandidateList for Vec<Candidate> {
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    fn get(&self, i: usize) -> Cow<'_, Candidate> {
+        Cow::Borrowed(&self[i])
+    }
+}
+
 /// The error a [`VersionSource`] reports; the resolver passes it on in [`crate::ResolveError::Source`].
 pub type SourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -172,7 +203,7 @@ impl DepLists for Vec<Arc<[Requirement]>> {
 #[derive(Clone)]
 pub struct Versions {
     /// In any order (a version listed twice counts once); none: the package does not exist.
-    pub candidates: Arc<[Candidate]>,
+    pub candidates: Arc<dyn CandidateList>,
     pub deps: Arc<dyn DepLists>,
     /// Whether `candidates` are in strictly ascending version order (see [`Versions::is_ascending`]):
     /// the resolver then uses them in place rather than sorting its own list of them, and need not
@@ -183,14 +214,18 @@ pub struct Versions {
 impl Versions {
     /// No version at all.
     pub fn none() -> Versions {
-        Versions { candidates: Arc::from([]), deps: Arc::new(Vec::<Arc<[Requirement]>>::new()), ascending: true }
+        Versions {
+            candidates: Arc::new(Vec::<Candidate>::new()),
+            deps: Arc::new(Vec::<Arc<[Requirement]>>::new()),
+            ascending: true,
+        }
     }
 
     /// Versions each given with its yanked flag and requirements; lists shared
     /// (the same `Arc`) are numbered once.
     pub fn of(each: impl IntoIterator<Item = (Version, bool, Arc<[Requirement]>)>) -> Versions {
         let mut lists: Vec<Arc<[Requirement]>> = Vec::new();
-        let candidates: Arc<[Candidate]> = each
+        let candidates: Vec<Candidate> = each
             .into_iter()
             .map(|(version, yanked, reqs)| {
                 let at = match lists.iter().position(|l| Arc::ptr_eq(l, &reqs)) {
@@ -204,18 +239,19 @@ impl Versions {
             })
             .collect();
         let ascending = Versions::is_ascending(&candidates);
-        Versions { candidates, deps: Arc::new(lists), ascending }
+        Versions { candidates: Arc::new(candidates), deps: Arc::new(lists), ascending }
     }
 
     /// Whether `candidates` are in strictly ascending version order (no version twice).
-    pub fn is_ascending(candidates: &[Candidate]) -> bool {
-        candidates.windows(2).all(|w| w[0].version < w[1].version)
+    pub fn is_ascending(candidates: &dyn CandidateList) -> bool {
+        (1..candidates.len()).all(|i| candidates.get(i - 1).version < candidates.get(i).version)
     }
 }
 
 impl fmt::Debug for Versions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Versions").field("candidates", &self.candidates).finish_non_exhaustive()
+        let candidates: Vec<_> = (0..self.candidates.len()).map(|i| self.candidates.get(i)).collect();
+        f.debug_struct("Versions").field("candidates", &candidates).finish_non_exhaustive()
     }
 }
 
@@ -279,8 +315,10 @@ impl ResolveRequest {
 pub struct ResolvedPackage {
     /// The chosen version.
     pub version: Version,
-    /// Its dependencies with the versions chosen for them, sorted by package.
-    pub deps: Vec<(QualifiedName, Version)>,
+    /// Its dependencies, as their positions in [`Resolution::packages`] (so sorted by
+    /// package): a resolution of thousands of packages names each one from tens of
+    /// thousands of edges, and [`Resolution::dependencies`] gives them with their names.
+    pub deps: Vec<u32>,
     /// Where the source gave it.
     pub origin: Origin,
 }
@@ -312,15 +350,38 @@ impl fmt::Debug for Origin {
 /// A successful resolution: exactly one version per package, every requirement satisfied.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolution {
-    /// Every package needed, transitively, except the root; sorted by package.
-    pub packages: BTreeMap<QualifiedName, ResolvedPackage>,
-    /// The root's own dependencies with the versions chosen for them, sorted by package.
-    pub root_deps: Vec<(QualifiedName, Version)>,
+    /// Every package needed, transitively, except the root; sorted by package, each once.
+    pub packages: Vec<(QualifiedName, ResolvedPackage)>,
+    /// The root's own dependencies, as positions in `packages`.
+    pub root_deps: Vec<u32>,
 }
 
 impl Resolution {
+    /// What was chosen for `pkg`, if it is part of the resolution.
+    pub fn get(&self, pkg: &QualifiedName) -> Option<&ResolvedPackage> {
+        let at = self.packages.binary_search_by(|(id, _)| id.cmp(pkg)).ok()?;
+        self.packages.get(at).map(|(_, p)| p)
+    }
+
     /// The version chosen for `pkg`, if it is part of the resolution.
     pub fn version(&self, pkg: &QualifiedName) -> Option<&Version> {
-        self.packages.get(pkg).map(|p| &p.version)
+        self.get(pkg).map(|p| &p.version)
+    }
+
+    /// The packages at `positions` (a [`ResolvedPackage::deps`] or [`Resolution::root_deps`])
+    /// with the versions chosen for them.
+    pub fn named<'r>(&'r self, positions: &'r [u32]) -> impl Iterator<Item = (&'r QualifiedName, &'r Version)> {
+        positions.iter().filter_map(|&k| self.packages.get(k as usize)).map(|(id, p)| (id, &p.version))
+    }
+
+    /// `pkg`'s dependencies with the versions chosen for them, sorted by package (none
+    /// when `pkg` is not part of the resolution).
+    pub fn dependencies(&self, pkg: &QualifiedName) -> Vec<(&QualifiedName, &Version)> {
+        self.get(pkg).map(|p| self.named(&p.deps).collect()).unwrap_or_default()
+    }
+
+    /// The root's own dependencies with the versions chosen for them, sorted by package.
+    pub fn root_dependencies(&self) -> Vec<(&QualifiedName, &Version)> {
+        self.named(&self.root_deps).collect()
     }
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Registry, id, name, req, v};
+use common::{OnDemand, Registry, id, name, req, v};
 use ebpkg_resolver::{ResolveError, ResolveRequest, Shortcut, UpdatePolicy, resolve, resolve_with};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -186,8 +186,10 @@ proptest! {
                     let expected: BTreeMap<_, _> = ver.deps.iter()
                         .map(|&(d, _)| (id(NAMES[d]), res.version(&id(NAMES[d])).cloned().expect("dependency resolved")))
                         .collect();
-                    let recorded: BTreeMap<_, _> = resolved.deps.iter().cloned().collect();
+                    let recorded: BTreeMap<_, _> =
+                        res.named(&resolved.deps).map(|(id, v)| (id.clone(), v.clone())).collect();
                     prop_assert_eq!(recorded, expected);
+                    prop_assert!(resolved.deps.windows(2).all(|w| w[0] < w[1]), "edges sorted by package, each once");
                 }
                 // Every requirement of the root and of every chosen version holds.
                 prop_assert!(world.valid(&choice), "invalid resolution {:?}", res);
@@ -227,6 +229,23 @@ proptest! {
             _ => prop_assert!(false, "{by_pubgrub:?} against {tried:?}"),
         }
         prop_assert!(!shortcut || tried.is_ok());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Candidates a source makes only when asked (read where it keeps them) give the same
+    /// resolutions and explanations as candidates given whole, locked or not, in order or not.
+    #[test]
+    fn candidates_made_when_asked_resolve_as_candidates_given_whole(world in arb_world()) {
+        let reg = world.registry();
+        let request = world.request();
+        match (resolve(&request, &reg), resolve(&request, &OnDemand(&reg))) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => prop_assert!(false, "{a:?} against {b:?}"),
+        }
     }
 }
 

@@ -40,9 +40,9 @@ fn diamond_takes_the_highest_version_both_sides_accept() {
     assert_eq!(version_of(&r, "d"), "1.4.7");
     assert_eq!(r.packages.len(), 4);
     // The dependency edges are recorded with the versions chosen for them.
-    assert_eq!(r.packages[&id("a")].deps, vec![(id("b"), v("1.0.0")), (id("c"), v("1.0.0"))]);
-    assert_eq!(r.packages[&id("c")].deps, vec![(id("d"), v("1.4.7"))]);
-    assert_eq!(r.root_deps, vec![(id("a"), v("1.0.0"))]);
+    assert_eq!(r.dependencies(&id("a")), [(&id("b"), &v("1.0.0")), (&id("c"), &v("1.0.0"))]);
+    assert_eq!(r.dependencies(&id("c")), [(&id("d"), &v("1.4.7"))]);
+    assert_eq!(r.root_dependencies(), [(&id("a"), &v("1.0.0"))]);
     // Every package is asked for once.
     for p in ["a", "b", "c", "d"] {
         assert_eq!(reg.fetch_count(p), 1, "{p}");
@@ -300,7 +300,7 @@ fn output_is_deterministic_whatever_order_the_source_lists_versions_in() {
         list.reverse();
     }
     assert_eq!(resolve(&req, &reg).unwrap(), first);
-    let keys: Vec<String> = first.packages.keys().map(ToString::to_string).collect();
+    let keys: Vec<String> = first.packages.iter().map(|(id, _)| id.to_string()).collect();
     let mut sorted = keys.clone();
     sorted.sort_by_key(|k| k.replace('-', "_"));
     assert_eq!(keys, sorted);
@@ -362,9 +362,11 @@ impl VersionSource for LazySource {
     fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
         Ok(match pkg.name.as_str() {
             "lib" => Versions {
-                candidates: (0..4u32)
-                    .map(|k| ebpkg_resolver::Candidate { version: v(&format!("1.{k}.0")), yanked: false, deps: k })
-                    .collect(),
+                candidates: std::sync::Arc::new(
+                    (0..4u32)
+                        .map(|k| ebpkg_resolver::Candidate { version: v(&format!("1.{k}.0")), yanked: false, deps: k })
+                        .collect::<Vec<_>>(),
+                ),
                 deps: self.0.clone(),
                 // True, but a source may always say false: the resolver sorts its own list.
                 ascending: false,
@@ -412,7 +414,7 @@ fn two_requirements_on_one_package_both_apply() {
     reg.add("a", "1.0.0", &[("m", ">=1.2"), ("m", "<1.5")]);
     let r = resolve(&request(&[("a", "^1")]), &reg).unwrap();
     assert_eq!(version_of(&r, "m"), "1.4.0");
-    assert_eq!(r.packages[&id("a")].deps, vec![(id("m"), v("1.4.0"))]);
+    assert_eq!(r.dependencies(&id("a")), [(&id("m"), &v("1.4.0"))]);
 }
 
 #[test]
@@ -425,11 +427,11 @@ fn each_chosen_version_says_where_its_source_listed_it() {
         }
         reg.add("log", "1.0.0", &[]).add("log", "1.1.0", &[]);
         let resolution = resolve(&request(&[("net", "^1")]), &reg).unwrap();
-        let net = &resolution.packages[&id("net")];
+        let net = resolution.get(&id("net")).unwrap();
         assert_eq!(net.version, v("1.5.0"));
         let listed = versions.iter().position(|ver| *ver == "1.5.0").unwrap();
         assert_eq!(net.origin.position as usize, listed, "{versions:?}");
-        assert_eq!(resolution.packages[&id("log")].origin.position, 1);
+        assert_eq!(resolution.get(&id("log")).unwrap().origin.position, 1);
         // Lists given whole are no value a source would look for.
         assert!(net.origin.lists.as_any().is_none());
     }

@@ -139,7 +139,7 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
         // Most packages come from one or two registries: their URLs are parsed once.
         let mut urls: Vec<(Option<&str>, RegistryUrl)> = Vec::new();
         let mut url_of = Vec::with_capacity(resolution.packages.len());
-        for id in resolution.packages.keys() {
+        for (id, _) in &resolution.packages {
             let registry = id.registry.as_deref();
             match urls.iter().position(|(r, _)| *r == registry) {
                 Some(at) => url_of.push(at),
@@ -176,17 +176,19 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
         }
     };
     let mut packages = Vec::with_capacity(pins.len());
-    // Taken apart, not copied: a large resolution locks thousands of packages.
-    for ((_, rp), (at, pin)) in resolution.packages.into_iter().zip(pins) {
+    for ((_, rp), (at, pin)) in resolution.packages.iter().zip(pins) {
         let source = sources[at].clone();
         // A version pinned before must still be the same bytes.
         if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
             ebpkg_sources::check_locked(&pin, prev)?;
         }
-        let dependencies = rp.deps.into_iter().map(|(d, version)| LockedDependency { name: d.name, version }).collect();
+        let dependencies = resolution
+            .named(&rp.deps)
+            .map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() })
+            .collect();
         packages.push(LockedPackage {
             name: pin.name,
-            version: rp.version,
+            version: rp.version.clone(),
             source,
             checksum: pin.cksum,
             signer: pin.signed_by,

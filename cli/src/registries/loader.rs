@@ -101,7 +101,7 @@ fn parse(
         candidates.push(Candidate { version: line.vers, yanked: line.yanked, deps });
     }
     drop(shared);
-    let index = LoadedIndex::parsed(text.origin, text.bytes, lines, candidates.into(), lists, problems);
+    let index = LoadedIndex::parsed(text.origin, text.bytes, lines, candidates, lists, problems);
     Ok(Some((index, text.fingerprint)))
 }
 
@@ -386,9 +386,7 @@ fn finish(slot: &Slot, state: State) {
 /// Queues reads of the packages `index`'s newest usable version depends on (in
 /// its own registry) that nobody asked for yet; returns how many.
 fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, index: &LoadedIndex) -> usize {
-    let Some(newest) = index.candidates.iter().filter(|c| !c.yanked).max_by(|a, b| a.version.cmp(&b.version)) else {
-        return 0;
-    };
+    let Some(newest) = index.newest() else { return 0 };
     // Decoded here, off the resolver's thread: the list it will most likely ask for.
     let Ok(deps) = index.list(newest.deps) else { return 0 };
     let own = (*url != shared.default).then(|| url.to_string());
@@ -534,7 +532,7 @@ mod tests {
         let cached = |registry: &dyn Registry, cache_dir: &std::path::Path| {
             let caches = ResolutionCaches::new(cache_dir, url.clone());
             let loaded = load(registry, &url, &url, &caches, &net, false).unwrap().unwrap();
-            assert_eq!(loaded.candidates.len(), 1);
+            assert_eq!(ebpkg_resolver::CandidateList::len(&*loaded), 1);
             caches.save();
             let file = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).resolution_cache(url.as_str());
             file.exists()

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use ebpkg_resolver::{Origin, QualifiedName, SourceError, VersionSource, Versions};
+use ebpkg_resolver::{CandidateList, Origin, QualifiedName, SourceError, VersionSource, Versions};
 use ebpkg_sources::{Registry, RegistryUrl, open_registry, warn_skipped_line};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{EntryPin, IndexEntry};
@@ -237,19 +237,17 @@ impl VersionSource for Registries<'_> {
             }
         }
         // (Leaving rejected versions out keeps the order.)
-        let mut versions =
-            Versions { candidates: Arc::clone(&index.candidates), deps: index.clone(), ascending: index.ascending };
+        let mut versions = Versions { candidates: index.clone(), deps: index.clone(), ascending: index.ascending };
         let rejected = self.rejected.borrow();
         if rejected.is_empty() {
             return Ok(versions);
         }
         let key = key();
         if rejected.iter().any(|(u, n, _)| (u, n) == (&key.0, &key.1)) {
-            let kept = index
-                .candidates
-                .iter()
+            let kept = (0..index.len())
+                .map(|k| index.get(k).into_owned())
                 .filter(|c| !rejected.contains(&(key.0.clone(), key.1.clone(), c.version.clone())));
-            versions.candidates = kept.cloned().collect();
+            versions.candidates = Arc::new(kept.collect::<Vec<_>>());
         }
         Ok(versions)
     }

@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     for index in ebpkg_resolution_cache::read_records(data.to_vec()) {
-        for candidate in index.candidates.iter() {
+        for candidate in index.candidates() {
             let _ = index.entry(&candidate.version);
         }
     }

@@ -5,7 +5,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, Versions};
+use ebpkg_resolver::{
+    Candidate, CandidateList, QualifiedName, Requirement, ResolveRequest, SourceError, VersionSource, Versions,
+};
 use ebpkg_spec::PackageName;
 use semver::Version;
 
@@ -80,5 +82,33 @@ impl VersionSource for Registry {
             return Vec::new();
         }
         self.packages.keys().filter(|k| k.registry.as_deref() == registry).map(|k| k.name.clone()).collect()
+    }
+}
+
+/// `0`'s packages with candidates made one at a time when the resolver asks, as a
+/// source reading them from its own storage makes them (the CLI's resolution cache).
+pub struct OnDemand<'a>(pub &'a dyn VersionSource);
+
+struct Made(Vec<Candidate>);
+
+impl CandidateList for Made {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn get(&self, i: usize) -> std::borrow::Cow<'_, Candidate> {
+        std::borrow::Cow::Owned(self.0[i].clone())
+    }
+}
+
+impl VersionSource for OnDemand<'_> {
+    fn versions(&self, pkg: &QualifiedName) -> Result<Versions, SourceError> {
+        let versions = self.0.versions(pkg)?;
+        let made = (0..versions.candidates.len()).map(|i| versions.candidates.get(i).into_owned()).collect();
+        Ok(Versions { candidates: Arc::new(Made(made)), ..versions })
+    }
+
+    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+        self.0.known_names(registry)
     }
 }
