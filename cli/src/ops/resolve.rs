@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, UpdatePolicy};
 use ebpkg_sources::RegistryUrl;
+use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
 
 use crate::Ctx;
@@ -175,26 +176,51 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
             break (resolution, pins, sources);
         }
     };
-    let mut packages = Vec::with_capacity(pins.len());
-    for ((_, rp), (at, pin)) in resolution.packages.iter().zip(pins) {
-        let source = sources[at].clone();
-        // A version pinned before must still be the same bytes.
-        if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
-            ebpkg_sources::check_locked(&pin, prev)?;
+    let lock = |first: usize, pins: Vec<(usize, EntryPin)>| -> Result<Vec<LockedPackage>> {
+        let mut packages = Vec::with_capacity(pins.len());
+        for ((_, rp), (at, pin)) in resolution.packages[first..].iter().zip(pins) {
+            let source = sources[at].clone();
+            // A version pinned before must still be the same bytes.
+            if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
+                ebpkg_sources::check_locked(&pin, prev)?;
+            }
+            let dependencies = resolution
+                .named(&rp.deps)
+                .map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() })
+                .collect();
+            packages.push(LockedPackage {
+                name: pin.name,
+                version: rp.version.clone(),
+                source,
+                checksum: pin.cksum,
+                signer: pin.signed_by,
+                dependencies,
+            });
         }
-        let dependencies = resolution
-            .named(&rp.deps)
-            .map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() })
-            .collect();
-        packages.push(LockedPackage {
-            name: pin.name,
-            version: rp.version.clone(),
-            source,
-            checksum: pin.cksum,
-            signer: pin.signed_by,
-            dependencies,
-        });
+        Ok(packages)
+    };
+    // Made on every CPU: a large resolution locks thousands of packages, each naming its
+    // dependencies, while the index reading threads have nothing left to do.
+    let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pins.len().div_ceil(1024)).max(1);
+    let per = pins.len().div_ceil(parts);
+    let mut pins = pins;
+    let mut rest: Vec<(usize, Vec<(usize, EntryPin)>)> = Vec::new();
+    while pins.len() > per {
+        let first = per * (pins.len().div_ceil(per) - 1);
+        rest.push((first, pins.split_off(first)));
     }
+    let packages = std::thread::scope(|scope| -> Result<Vec<LockedPackage>> {
+        let others: Vec<_> =
+            rest.into_iter().rev().map(|(first, part)| scope.spawn(move || lock(first, part))).collect();
+        let mut packages = lock(0, pins)?;
+        for other in others {
+            match other.join() {
+                Ok(more) => packages.extend(more?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        Ok(packages)
+    })?;
     Ok(Lockfile::new(packages))
 }
 
