@@ -236,6 +236,16 @@ mod tests {
         index.pins.iter().map(|p| (p.line, p.pin.clone())).collect()
     }
 
+    /// Makes the checksum of `name`'s first part in cache file `bytes` hold again.
+    fn reseal(bytes: &mut [u8], name: &str) {
+        let key = [&(name.len() as u32).to_le_bytes()[..], name.as_bytes()].concat();
+        let entry = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len() + IndexFingerprint::BYTES;
+        let number = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        let (start, len) = (number(entry), number(entry + 8));
+        let crc = crc32fast::hash(&bytes[start..start + len - 4]);
+        bytes[start + len - 4..start + len].copy_from_slice(&crc.to_le_bytes());
+    }
+
     fn url(s: &str) -> RegistryUrl {
         RegistryUrl::parse(s).unwrap()
     }
@@ -287,6 +297,7 @@ mod tests {
             problems: Vec::new(),
             pins: Vec::new(),
             learned: Default::default(),
+            second: None,
         }
     }
 
@@ -346,9 +357,16 @@ mod tests {
         save(dir.path(), "file:///own/", "pkg", fingerprint(1));
         let path = cache_file(dir.path());
         let mut bytes = std::fs::read(&path).unwrap();
-        // A requirement text that is no requirement, of the right length: the record still decodes.
+        // A requirement text that is no requirement, of the right length: the record's checksum
+        // no longer holds, and it is a miss...
         let at = bytes.windows(4).position(|w| w == b"^1.2").unwrap();
         bytes[at..at + 4].copy_from_slice(b"^1.!");
+        std::fs::write(&path, &bytes).unwrap();
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        assert!(caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1)).is_none());
+        // ...and when the checksum is made to hold (a writer's bug, not a disk's), the record
+        // still decodes: the list is checked when it is read.
+        reseal(&mut bytes, "pkg");
         std::fs::write(&path, &bytes).unwrap();
         let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
         let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1)).unwrap();
@@ -520,9 +538,29 @@ mod tests {
         let got = caches.registry(&url("file:///own/")).get(&name("my_pkg"), &fingerprint(1));
         let got = got.expect("decoded without reading the second part");
         assert!(got.candidates().eq(index().candidates()));
+        assert!(caches.damaged().is_empty());
+        // Read when used: its checksum no longer holds, so no line is read from it (the
+        // index file is), and the record is noted to be dropped.
         assert_eq!(got.origin(), "(a damaged resolution cache record)");
-        // The text after it is read as it was written.
-        assert_eq!(got.text.as_slice(), index().text.as_slice());
+        assert!(got.entry(&Version::new(1, 0, 0)).is_none());
+        assert_eq!(caches.damaged().len(), 1);
+        // Any other byte of it, or where the directory says it starts, is caught the same way.
+        bytes[origin] = b'/';
+        let entry = bytes.windows(10).position(|w| w == b"\x06\x00\x00\x00my_pkg").unwrap();
+        let second_at = entry + 10 + IndexFingerprint::BYTES + 16;
+        let second = u64::from_le_bytes(bytes[second_at..second_at + 8].try_into().unwrap());
+        for (what, at, to) in [
+            ("nothing", origin, b'/'),
+            ("a text byte", origin + 40, bytes[origin + 40] ^ 1),
+            ("its start", second_at, (second - 1) as u8),
+        ] {
+            let mut bad = bytes.clone();
+            bad[at] = to;
+            std::fs::write(&path, &bad).unwrap();
+            let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+            let got = caches.registry(&url("file:///own/")).get(&name("my_pkg"), &fingerprint(1)).unwrap();
+            assert_eq!(got.entry(&Version::new(1, 0, 0)).is_some(), what == "nothing", "{what} changed");
+        }
     }
 
     #[test]

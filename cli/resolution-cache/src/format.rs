@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
@@ -255,7 +255,13 @@ pub(crate) fn decode(
     context: &Arc<ListContext>,
 ) -> Option<LoadedIndex> {
     let body = record.hot.clone();
-    let mut r = Reader { bytes: file.bytes().get(body.clone())?, pos: 0 };
+    // A checksum ends the first part: a damaged byte in a version, a requirement or a pin
+    // could otherwise read as another valid one.
+    let (hot, crc) = file.bytes().get(body.clone())?.split_last_chunk::<4>()?;
+    if crc32fast::hash(hot) != u32::from_le_bytes(*crc) {
+        return None;
+    }
+    let mut r = Reader { bytes: hot, pos: 0 };
     let n_lists = r.count(4)?;
     let mut lists = reserve(n_lists);
     for _ in 0..n_lists {
@@ -325,7 +331,7 @@ pub(crate) fn decode(
     }
     // The second part is laid out from lengths kept in the first, and not read here: it
     // is read for the lines not pinned yet (each checked then) and for messages.
-    let (origin_len, text_len) = (r.usize()?, r.usize()?);
+    let (origin_len, text_len, cold_crc) = (r.usize()?, r.usize()?, r.u32()?);
     if r.pos != r.bytes.len() {
         return None;
     }
@@ -336,6 +342,8 @@ pub(crate) fn decode(
         return None;
     }
     let origin = cold.start..line_table;
+    let second =
+        crate::loaded::SecondPart { file: Arc::clone(file), bytes: cold, crc: cold_crc, intact: OnceLock::new() };
     let text = IndexBytes::Stored(Arc::clone(file), text_start..text_start + text_len);
     Some(LoadedIndex {
         origin: IndexBytes::Stored(Arc::clone(file), origin),
@@ -352,6 +360,7 @@ pub(crate) fn decode(
         problems: Vec::new(),
         pins,
         learned: Default::default(),
+        second: Some(second),
     })
 }
 
@@ -458,7 +467,11 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
             }
         }
     }
-    let origin = index.origin().as_bytes();
+    // A stored record whose second part is damaged is not written back as if it were whole.
+    if !index.second_part_intact() {
+        return None;
+    }
+    let origin = index.origin.as_slice();
     put_u32(&mut out, origin.len())?;
     put_u32(&mut out, text.len())?;
     let mut cold = Vec::with_capacity(origin.len() + LINE_BYTES * n_versions + text.len());
@@ -470,6 +483,8 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
         put_u32(&mut cold, line.line_no)?;
     }
     cold.extend_from_slice(text);
+    out.extend_from_slice(&crc32fast::hash(&cold).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&out).to_le_bytes());
     Some(Encoded { hot: out, cold })
 }
 
@@ -512,6 +527,23 @@ pub(crate) fn write_file(records: &[RecordBytes<'_>]) -> Vec<u8> {
         out.extend_from_slice(r.cold);
     }
     bytes
+}
+
+/// Makes the checksums of every record the directory of `bytes` names hold (see
+/// [`crate::reseal`]).
+pub(crate) fn reseal(bytes: &mut [u8]) {
+    let Some(directory) = read_directory(bytes) else { return };
+    let records: Vec<Record> = directory.iter(bytes).map(|(_, record)| record).collect();
+    for record in records {
+        let cold = bytes.get(record.cold.clone()).map(crc32fast::hash);
+        let Some(hot) = bytes.get_mut(record.hot.clone()) else { continue };
+        let Some((body, crc)) = hot.split_last_chunk_mut::<4>() else { continue };
+        // The second part's checksum is the last field before the first part's own.
+        if let (Some(cold), Some((_, cold_crc))) = (cold, body.split_last_chunk_mut::<4>()) {
+            *cold_crc = cold.to_le_bytes();
+        }
+        *crc = crc32fast::hash(body).to_le_bytes();
+    }
 }
 
 /// Every record of `bytes` that decodes (see [`crate::read_records`]).

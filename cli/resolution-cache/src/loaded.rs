@@ -11,7 +11,7 @@ use semver::Version;
 /// A package's index as a resolution reads it: the resolver's candidates, and
 /// the file's text for the whole entry of the versions it chooses.
 pub struct LoadedIndex {
-    /// Where the file was read from (UTF-8), for messages: a stored record's is left in
+    /// Where the file was read from, for messages: a stored record's is left in
     /// the cache file (a warm resolution decodes thousands of records and says nothing).
     pub(crate) origin: IndexBytes,
     pub(crate) text: IndexBytes,
@@ -32,6 +32,18 @@ pub struct LoadedIndex {
     pub(crate) pins: Vec<StoredPin>,
     /// ...or learned by this command, to be kept in the cache.
     pub(crate) learned: Mutex<Vec<(u32, EntryPin)>>,
+    /// A stored record's second part: `origin`, `text` and `lines` lie in it.
+    pub(crate) second: Option<SecondPart>,
+}
+
+/// A stored record's second part (see [`crate::format::Record`]), checked against its
+/// checksum the first time it is read: a damaged offset or byte there would otherwise
+/// read as another line, or another package's.
+pub(crate) struct SecondPart {
+    pub(crate) file: Arc<crate::format::Stored>,
+    pub(crate) bytes: Range<usize>,
+    pub(crate) crc: u32,
+    pub(crate) intact: OnceLock<bool>,
 }
 
 /// An index's versions: as parsed, or a stored record's table of them, each read
@@ -263,14 +275,34 @@ impl LoadedIndex {
             problems,
             pins: Vec::new(),
             learned: Mutex::default(),
+            second: None,
         }
+    }
+
+    /// Whether the index file's text, its line table and origin read as they were
+    /// written: always for a parsed file; for a stored record, checked once, a damaged
+    /// one noted (its index file is read instead, and the record dropped from the cache file).
+    pub(crate) fn second_part_intact(&self) -> bool {
+        let Some(second) = &self.second else { return true };
+        *second.intact.get_or_init(|| {
+            let bytes = second.file.bytes().get(second.bytes.clone());
+            let intact = bytes.is_some_and(|b| crc32fast::hash(b) == second.crc);
+            if let (false, Lists::Stored { context, package, .. }) = (intact, &self.lists) {
+                crate::cache::lock(&context.damaged).push(Arc::clone(package));
+            }
+            intact
+        })
     }
 
     /// Where the file was read from, for messages.
     pub fn origin(&self) -> &str {
         // A stored record's is checked only here: a warm resolution never says where
         // thousands of records came from.
-        std::str::from_utf8(self.origin.as_slice()).unwrap_or("(a damaged resolution cache record)")
+        const DAMAGED: &str = "(a damaged resolution cache record)";
+        match self.second_part_intact() {
+            true => std::str::from_utf8(self.origin.as_slice()).unwrap_or(DAMAGED),
+            false => DAMAGED,
+        }
     }
 
     /// The whole entry of `version`, every field checked. `None`: no usable line
@@ -303,6 +335,10 @@ impl LoadedIndex {
 
     /// The whole entry on usable line `k`, which has `version`.
     fn entry_at(&self, k: usize, version: &Version) -> Option<Result<IndexEntry, IndexError>> {
+        // A damaged second part has no line: the index file is read instead.
+        if !self.second_part_intact() {
+            return None;
+        }
         let line = self.lines.get(k)?;
         let text = std::str::from_utf8(self.line_bytes(&line))
             .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });

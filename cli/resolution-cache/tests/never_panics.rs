@@ -1,4 +1,5 @@
-//! A resolution cache file is untrusted input: whatever its bytes, reading it
+//! A resolution cache file is untrusted input: whatever its bytes (their checksums made
+//! to hold or not), reading it
 //! gives a miss or records whose lines, when read, lie within their text and whose versions
 //! each name one of their dependency lists (every list decoded or found damaged),
 //! never a panic. The
@@ -9,7 +10,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches, read_records};
+use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches, read_records, reseal};
 use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
@@ -54,15 +55,24 @@ fn seed() -> &'static [u8] {
     })
 }
 
+/// Reads `bytes` as they are, and with their checksums made to hold (so that damaged
+/// contents reach the decoding).
 fn check(bytes: &[u8]) -> usize {
-    let records = read_records(bytes.to_vec());
-    for index in &records {
-        for c in index.candidates() {
-            let _ = index.entry(&c.version);
-            let _ = index.pin(&c.version);
+    let mut resealed = bytes.to_vec();
+    reseal(&mut resealed);
+    let mut n = 0;
+    for bytes in [bytes.to_vec(), resealed] {
+        let records = read_records(bytes);
+        for index in &records {
+            for c in index.candidates() {
+                let _ = index.entry(&c.version);
+                let _ = index.pin(&c.version);
+                let _ = index.pin_of(0, &c.version);
+            }
         }
+        n = records.len();
     }
-    records.len()
+    n
 }
 
 #[test]

@@ -372,7 +372,9 @@ impl<'a> Catalog<'a> {
     /// The requirement at `loc`, whose list [`Catalog::dependencies`] has read.
     fn requirement(&self, loc: ReqLoc) -> Option<&Requirement> {
         let entry = &self.entries[loc.pkg.0 as usize];
-        let deps = (loc.pos < self.entry(loc.pkg).len()).then(|| entry.candidates.get(loc.pos as usize).deps)?;
+        // (A position in the source's list, which may be longer than the candidates counted.)
+        let deps =
+            ((loc.pos as usize) < entry.candidates.len()).then(|| entry.candidates.get(loc.pos as usize).deps)?;
         entry.lists.list(deps).ok()?.get(loc.k as usize)
     }
 

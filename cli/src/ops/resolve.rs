@@ -201,18 +201,12 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     };
     // Made on every CPU: a large resolution locks thousands of packages, each naming its
     // dependencies, while the index reading threads have nothing left to do.
-    let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pins.len().div_ceil(1024)).max(1);
-    let per = pins.len().div_ceil(parts);
-    let mut pins = pins;
-    let mut rest: Vec<(usize, Vec<(usize, EntryPin)>)> = Vec::new();
-    while pins.len() > per {
-        let first = per * (pins.len().div_ceil(per) - 1);
-        rest.push((first, pins.split_off(first)));
-    }
+    let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pins.len().div_ceil(1024));
+    let mut runs = runs(pins, parts).into_iter();
+    let (first, mine) = runs.next().unwrap_or_default();
     let packages = std::thread::scope(|scope| -> Result<Vec<LockedPackage>> {
-        let others: Vec<_> =
-            rest.into_iter().rev().map(|(first, part)| scope.spawn(move || lock(first, part))).collect();
-        let mut packages = lock(0, pins)?;
+        let others: Vec<_> = runs.map(|(first, run)| scope.spawn(move || lock(first, run))).collect();
+        let mut packages = lock(first, mine)?;
         for other in others {
             match other.join() {
                 Ok(more) => packages.extend(more?),
@@ -222,6 +216,20 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
         Ok(packages)
     })?;
     Ok(Lockfile::new(packages))
+}
+
+/// `items` as at most `parts` runs of consecutive items of about the same length, in
+/// order, each with the position of its first item (one run, empty, when there is none).
+fn runs<T>(mut items: Vec<T>, parts: usize) -> Vec<(usize, Vec<T>)> {
+    let per = items.len().div_ceil(parts.max(1)).max(1);
+    let mut runs = Vec::new();
+    while items.len() > per {
+        let first = per * (items.len().div_ceil(per) - 1);
+        runs.push((first, items.split_off(first)));
+    }
+    runs.push((0, items));
+    runs.reverse();
+    runs
 }
 
 /// Resolves the project and writes ebpkg.lock when it changes; under --locked a
@@ -303,4 +311,30 @@ pub fn diff(old: &Lockfile, new: &Lockfile) -> String {
         out.push_str("  (the same versions with other dependencies or checksums)\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn items_are_split_into_runs_in_order_each_knowing_where_it_starts() {
+        for n in [0, 1, 2, 1023, 1024, 1025, 8572] {
+            for parts in [0, 1, 2, 3, 16] {
+                let split = runs((0..n).collect::<Vec<usize>>(), parts);
+                assert!(split.len() <= parts.max(1), "{n} items in {parts}: {} runs", split.len());
+                // Every item once, in order, each run's first item where it says.
+                let mut next = 0;
+                for (first, run) in &split {
+                    assert_eq!(*first, next, "{n} items in {parts}");
+                    assert!(run.iter().copied().eq(next..next + run.len()));
+                    next += run.len();
+                }
+                assert_eq!(next, n);
+                // About the same length: none longer than the first, none less than half of it.
+                let len = split[0].1.len();
+                assert!(split.iter().all(|(_, run)| run.len() <= len && 2 * run.len() + 1 >= len), "{n} in {parts}");
+            }
+        }
+    }
 }
