@@ -352,12 +352,23 @@ fn a_damaged_dependency_list_in_the_cache_is_read_from_the_index_file_again_and_
     let cold = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
     let caches = resolution_caches(&sb);
     assert_eq!(caches.len(), 1);
-    // a's stored list: `b` in its own registry (0), requirement `^1`, made `^!`:
-    // the record still loads, the list does not decode.
+    // a's stored list: `b` in its own registry (0), requirement `^1`, made `^!`.
     let stored = b"\x01\x00\x00\x00b\x00\x02\x00\x00\x00^1";
-    let mut cache = std::fs::read(&caches[0]).unwrap();
-    let at = cache.windows(stored.len()).position(|w| w == stored).expect("a's list in the cache");
+    let good = std::fs::read(&caches[0]).unwrap();
+    let at = good.windows(stored.len()).position(|w| w == stored).expect("a's list in the cache");
+    let mut cache = good.clone();
     cache[at + stored.len() - 1] = b'!';
+    // As a disk would damage it: the record's checksum no longer holds, and it is a miss
+    // (read from its index file, and written again).
+    std::fs::write(&caches[0], &cache).unwrap();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    let run = sb.run(&app, &["lock"]).ok();
+    assert_eq!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap(), cold, "the same resolution");
+    assert!(!run.stderr.contains("damaged"), "{}", run.stderr);
+    assert_eq!(std::fs::read(&caches[0]).unwrap(), good, "a's record written again from its index file");
+    // With the checksum made to hold (as a writer's bug would leave it), the record still
+    // loads and the list does not decode: read from the index file, with a warning.
+    ebpkg_resolution_cache::reseal(&mut cache);
     std::fs::write(&caches[0], &cache).unwrap();
     std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
     let run = sb.run(&app, &["lock"]).ok();
