@@ -134,18 +134,34 @@ pub(crate) fn read_version(
     at: usize,
     extras: impl FnOnce() -> Option<(Prerelease, BuildMetadata)>,
 ) -> Candidate {
-    let e = &bytes[at..at + VERSION_BYTES];
-    let number = |k: usize| u64::from_le_bytes(std::array::from_fn(|j| e[k + j]));
-    let flags = e[28];
-    let (pre, build) = match flags & EXTRAS {
+    let e = VersionEntry::of(&bytes[at..at + VERSION_BYTES]);
+    let (pre, build) = match e.flags & EXTRAS {
         0 => (Prerelease::EMPTY, BuildMetadata::EMPTY),
         // (Always found: the record was decoded with them.)
         _ => extras().unwrap_or((Prerelease::EMPTY, BuildMetadata::EMPTY)),
     };
-    Candidate {
-        version: Version { major: number(0), minor: number(8), patch: number(16), pre, build },
-        yanked: flags & YANKED != 0,
-        deps: u32::from_le_bytes(std::array::from_fn(|j| e[24 + j])),
+    let (major, minor, patch) = e.numbers;
+    Candidate { version: Version { major, minor, patch, pre, build }, yanked: e.flags & YANKED != 0, deps: e.list }
+}
+
+/// The fields of one version table entry, as laid out in the crate documentation.
+pub(crate) struct VersionEntry {
+    /// Major, minor, patch.
+    pub(crate) numbers: (u64, u64, u64),
+    pub(crate) list: u32,
+    pub(crate) flags: u8,
+}
+
+impl VersionEntry {
+    /// The entry `e`, [`VERSION_BYTES`] long (a shorter one is a bug and panics, as
+    /// a slice index past its end).
+    pub(crate) fn of(e: &[u8]) -> VersionEntry {
+        let number = |k: usize| u64::from_le_bytes(std::array::from_fn(|j| e[k + j]));
+        VersionEntry {
+            numbers: (number(0), number(8), number(16)),
+            list: u32::from_le_bytes(std::array::from_fn(|j| e[24 + j])),
+            flags: e[28],
+        }
     }
 }
 
@@ -281,9 +297,8 @@ pub(crate) fn decode(
     let table = r.take(n_versions.checked_mul(VERSION_BYTES)?)?;
     let mut extras = Vec::new();
     for (k, e) in table.chunks_exact(VERSION_BYTES).enumerate() {
-        let flags = e[28];
-        if flags & !(YANKED | EXTRAS) != 0 || u32::from_le_bytes(std::array::from_fn(|j| e[24 + j])) as usize >= n_lists
-        {
+        let VersionEntry { flags, list, .. } = VersionEntry::of(e);
+        if flags & !(YANKED | EXTRAS) != 0 || list as usize >= n_lists {
             return None;
         }
         if flags & EXTRAS != 0 {

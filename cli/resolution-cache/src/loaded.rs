@@ -83,9 +83,7 @@ impl VersionTable {
             }
         }
     }
-}
 
-impl VersionTable {
     /// Whether the versions are in strictly ascending order; in a stored table,
     /// compared where they are (a version is made only for those with a
     /// pre-release or build metadata).
@@ -97,8 +95,8 @@ impl VersionTable {
                     return false;
                 };
                 let plain = |e: &[u8]| {
-                    let number = |k: usize| u64::from_le_bytes(std::array::from_fn(|j| e[k + j]));
-                    (e[28] & crate::format::EXTRAS == 0).then(|| (number(0), number(8), number(16)))
+                    let e = crate::format::VersionEntry::of(e);
+                    (e.flags & crate::format::EXTRAS == 0).then_some(e.numbers)
                 };
                 let mut entries = table.chunks_exact(crate::format::VERSION_BYTES).map(plain).enumerate();
                 let Some((_, mut last)) = entries.next() else { return true };
