@@ -326,6 +326,9 @@ mod tests {
         // Every field of every version, the pre-release and the build metadata included.
         assert!(got.candidates().eq(original.candidates()));
         assert_eq!(got.candidates().map(|c| c.deps).collect::<Vec<_>>(), [0, 0, 1], "shared lists stay shared");
+        // A yanked flag read alone is the version's.
+        use ebpkg_resolver::CandidateList;
+        assert_eq!((0..3).map(|i| got.yanked(i)).collect::<Vec<_>>(), [false, false, true]);
         assert!(got.list(1).unwrap().is_empty());
         assert!(got.list(2).is_err());
         let deps = got.list(0).unwrap();
@@ -443,6 +446,14 @@ mod tests {
             (&["1.0.0", "1.1.0", "2.0.0-rc.1", "2.0.0"][..], true),
             (&["2.0.0", "1.0.0", "1.1.0"][..], false),
             (&["1.0.0", "1.1.0", "1.0.0"][..], false),
+            (&["1.0.0", "1.1.0", "1.1.0"][..], false),
+            // Pre-releases and build metadata, compared as semver does.
+            (&["1.0.0-rc.1", "1.0.0", "1.0.1-rc.1", "1.0.1-rc.2"][..], true),
+            (&["1.0.0", "1.0.0-rc.1"][..], false),
+            (&["1.0.0+b1", "1.0.0+b2", "1.0.0-rc.1+b3"][..], false),
+            (&["1.0.0-rc.1+b3", "1.0.0+b1", "1.0.0+b2"][..], true),
+            (&["2.0.0-rc.1", "1.9.0"][..], false),
+            (&["2.0.0-rc.1", "2.0.0-rc.1"][..], false),
         ] {
             let index = Arc::new(whole_index(versions));
             assert_eq!(index.ascending, ascending, "{versions:?}");
@@ -459,6 +470,7 @@ mod tests {
                         let caches = ResolutionCaches::new(dir.path(), own.clone());
                         let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
                         assert!(!got.pins.is_empty());
+                        assert_eq!(got.ascending, ascending, "{versions:?} read back");
                         got
                     }
                 };

@@ -144,6 +144,11 @@ pub(crate) fn read_version(
     Candidate { version: Version { major, minor, patch, pre, build }, yanked: e.flags & YANKED != 0, deps: e.list }
 }
 
+/// Whether the version at `at` in `bytes` (as [`read_version`]) is yanked.
+pub(crate) fn read_yanked(bytes: &[u8], at: usize) -> bool {
+    VersionEntry::of(&bytes[at..at + VERSION_BYTES]).flags & YANKED != 0
+}
+
 /// The fields of one version table entry, as laid out in the crate documentation.
 pub(crate) struct VersionEntry {
     /// Major, minor, patch.
@@ -295,13 +300,18 @@ pub(crate) fn decode(
     let n_versions = r.count(VERSION_BYTES)?;
     let table_start = r.pos;
     let table = r.take(n_versions.checked_mul(VERSION_BYTES)?)?;
-    let mut extras = Vec::new();
+    let mut extras: Vec<(u32, Prerelease, BuildMetadata)> = Vec::new();
+    // Whether the versions strictly ascend, found in the same pass as the checks (the
+    // order semver's own: numbers, then pre-release, then build metadata).
+    let (mut ascending, mut last) = (true, None);
+    let none = (0, Prerelease::EMPTY, BuildMetadata::EMPTY);
     for (k, e) in table.chunks_exact(VERSION_BYTES).enumerate() {
-        let VersionEntry { flags, list, .. } = VersionEntry::of(e);
+        let VersionEntry { numbers, flags, list } = VersionEntry::of(e);
         if flags & !(YANKED | EXTRAS) != 0 || list as usize >= n_lists {
             return None;
         }
-        if flags & EXTRAS != 0 {
+        let has_extras = flags & EXTRAS != 0;
+        if has_extras {
             let pre = match flags & HAS_PRE {
                 0 => Prerelease::EMPTY,
                 _ => Prerelease::new(r.str()?).ok().filter(|p| !p.is_empty())?,
@@ -312,6 +322,19 @@ pub(crate) fn decode(
             };
             extras.push((u32::try_from(k).ok()?, pre, build));
         }
+        if let Some((last_numbers, last_extras)) = last.filter(|_| ascending) {
+            ascending = match (last_extras, has_extras) {
+                (false, false) => last_numbers < numbers,
+                _ => {
+                    // This entry's extras are the last pushed; the one before's precede them.
+                    let of = |back: usize| extras.len().checked_sub(back).and_then(|at| extras.get(at));
+                    let this = has_extras.then(|| of(1)).flatten().unwrap_or(&none);
+                    let before = last_extras.then(|| of(1 + usize::from(has_extras))).flatten().unwrap_or(&none);
+                    (last_numbers, &before.1, &before.2) < (numbers, &this.1, &this.2)
+                }
+            };
+        }
+        last = Some((numbers, has_extras));
     }
     let versions = VersionTable::Stored {
         file: Arc::clone(file),
@@ -364,7 +387,7 @@ pub(crate) fn decode(
         origin: IndexBytes::Stored(Arc::clone(file), origin),
         text,
         lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions, text_len },
-        ascending: versions.ascending(),
+        ascending,
         versions,
         lists: Lists::Stored {
             file: Arc::clone(file),

@@ -84,30 +84,13 @@ impl VersionTable {
         }
     }
 
-    /// Whether the versions are in strictly ascending order; in a stored table,
-    /// compared where they are (a version is made only for those with a
-    /// pre-release or build metadata).
-    pub(crate) fn ascending(&self) -> bool {
+    /// Whether version `i` is yanked: in a stored table, its flags byte alone.
+    pub(crate) fn yanked(&self, i: usize) -> bool {
         match self {
-            VersionTable::Owned(candidates) => ebpkg_resolver::Versions::is_ascending(candidates),
+            VersionTable::Owned(candidates) => candidates[i].yanked,
             VersionTable::Stored { file, start, len, .. } => {
-                let Some(table) = file.bytes().get(*start..start + len * crate::format::VERSION_BYTES) else {
-                    return false;
-                };
-                let plain = |e: &[u8]| {
-                    let e = crate::format::VersionEntry::of(e);
-                    (e.flags & crate::format::EXTRAS == 0).then_some(e.numbers)
-                };
-                let mut entries = table.chunks_exact(crate::format::VERSION_BYTES).map(plain).enumerate();
-                let Some((_, mut last)) = entries.next() else { return true };
-                entries.all(|(k, this)| {
-                    let ascends = match (last, this) {
-                        (Some(a), Some(b)) => a < b,
-                        _ => self.get(k - 1).version < self.get(k).version,
-                    };
-                    last = this;
-                    ascends
-                })
+                assert!(i < *len, "version {i} of {len}");
+                crate::format::read_yanked(file.bytes(), start + i * crate::format::VERSION_BYTES)
             }
         }
     }
@@ -120,6 +103,10 @@ impl CandidateList for LoadedIndex {
 
     fn get(&self, i: usize) -> Cow<'_, Candidate> {
         self.versions.get(i)
+    }
+
+    fn yanked(&self, i: usize) -> bool {
+        self.versions.yanked(i)
     }
 }
 

@@ -262,13 +262,13 @@ impl<'c> View<'c> {
     }
 
     pub(crate) fn is_yanked(&self, i: u32) -> bool {
-        self.candidate(i).yanked
+        self.entry.candidates.yanked(self.pos(i) as usize)
     }
 
     pub(crate) fn choosable(&self, i: u32) -> bool {
         match self.entry.in_place {
             // No candidate is locked: the yanked ones are out.
-            true => !self.candidate(i).yanked,
+            true => !self.is_yanked(i),
             false => self.slots[i as usize].choosable,
         }
     }

@@ -160,6 +160,13 @@ pub trait CandidateList: Send + Sync {
     /// position past the end is a bug and panics): borrowed where the source keeps
     /// it decoded, made where it does not.
     fn get(&self, i: usize) -> Cow<'_, Candidate>;
+
+    /// Whether candidate `i` is yanked: [`CandidateList::get`]'s, which a source that
+    /// makes candidates can answer without making one (the resolver asks it of every
+    /// candidate it looks at before it compares versions).
+    fn yanked(&self, i: usize) -> bool {
+        self.get(i).yanked
+    }
 }
 
 impl CandidateList for Vec<Candidate> {
