@@ -2,9 +2,10 @@
 //! registries' indexes, preferring what ebpkg.lock already pins.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 
 use anyhow::Result;
-use ebpkg_resolver::{QualifiedName, Requirement, ResolveRequest, UpdatePolicy};
+use ebpkg_resolver::{QualifiedName, Requirement, Resolution, ResolveRequest, UpdatePolicy};
 use ebpkg_sources::RegistryUrl;
 use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
@@ -130,106 +131,139 @@ pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &
     // Resolution reads only part of each index line; a chosen version whose line is
     // damaged elsewhere is left out and the dependencies resolved again, as if the
     // line had been skipped from the start. Each round leaves out at least one more.
-    let (resolution, pins, sources) = loop {
+    loop {
         let resolution = match ebpkg_resolver::resolve(&request, regs) {
             Ok(resolution) => resolution,
             // A cached record it met was damaged: resolved again from the index files.
             Err(_) if regs.reread_damaged() => continue,
             Err(e) => return Err(e.into()),
         };
-        // Most packages come from one or two registries: their URLs are parsed once.
-        let mut urls: Vec<(Option<&str>, RegistryUrl)> = Vec::new();
-        let mut url_of = Vec::with_capacity(resolution.packages.len());
-        for (id, _) in &resolution.packages {
-            let registry = id.registry.as_deref();
-            match urls.iter().position(|(r, _)| *r == registry) {
-                Some(at) => url_of.push(at),
-                None => {
-                    urls.push((registry, regs.url(registry)?));
-                    url_of.push(urls.len() - 1);
-                }
+        let damaged = match lock_packages(&resolution, old, regs)? {
+            Ok(packages) => return Ok(Lockfile::new(packages)),
+            Err(damaged) => damaged,
+        };
+        for line in &damaged {
+            regs.reject(line);
+        }
+    }
+}
+
+/// ebpkg.lock's packages for `resolution` (`old` is the previous lock, whose pins must still
+/// hold); `Err` with the chosen versions whose index lines turn out damaged.
+fn lock_packages(
+    resolution: &Resolution,
+    old: Option<&Lockfile>,
+    regs: &Registries<'_>,
+) -> Result<std::result::Result<Vec<LockedPackage>, Vec<DamagedLine>>> {
+    // Most packages come from one or two registries: their URLs are parsed once, and
+    // written as ebpkg.lock writes them once (packages name them by position).
+    let mut urls: Vec<(Option<&str>, RegistryUrl)> = Vec::new();
+    let mut url_of = Vec::with_capacity(resolution.packages.len());
+    for (id, _) in &resolution.packages {
+        let registry = id.registry.as_deref();
+        match urls.iter().position(|(r, _)| *r == registry) {
+            Some(at) => url_of.push(at),
+            None => {
+                urls.push((registry, regs.url(registry)?));
+                url_of.push(urls.len() - 1);
             }
         }
-        let wanted: Vec<_> = resolution
-            .packages
-            .iter()
-            .zip(&url_of)
-            .map(|((id, rp), &at)| (&urls[at].1, &id.name, &rp.version, &rp.origin))
+    }
+    let sources: Vec<String> = urls.iter().map(|(_, url)| url.to_string()).collect();
+    let package = |at: usize, pin: EntryPin| -> Result<LockedPackage> {
+        let (_, rp) = &resolution.packages[at];
+        let source = sources[url_of[at]].clone();
+        // A version pinned before must still be the same bytes.
+        if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
+            ebpkg_sources::check_locked(&pin, prev)?;
+        }
+        let dependencies = resolution
+            .named(&rp.deps)
+            .map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() })
             .collect();
-        let mut pins = Vec::with_capacity(wanted.len());
-        let mut damaged = false;
-        // Each registry's URL as ebpkg.lock writes it, once: packages name it by position.
-        let sources: Vec<String> = urls.iter().map(|(_, url)| url.to_string()).collect();
-        for (&at, pin) in url_of.iter().zip(regs.pins(&wanted)) {
-            match pin {
-                Ok(pin) => pins.push((at, pin)),
-                Err(e) => match e.downcast_ref::<DamagedLine>() {
-                    Some(line) => {
-                        regs.reject(line);
-                        damaged = true;
-                    }
-                    None => return Err(e),
-                },
+        Ok(LockedPackage {
+            name: pin.name,
+            version: rp.version.clone(),
+            source,
+            checksum: pin.cksum,
+            signer: pin.signed_by,
+            dependencies,
+        })
+    };
+    // Pinned and made in one pass, on every CPU: a large resolution locks thousands of
+    // packages, while the index reading threads have nothing left to do. What a worker
+    // cannot pin (a package whose index was not read by the loader) is pinned here after.
+    let n = resolution.packages.len();
+    let run = |range: Range<usize>, capacity: usize| -> Result<LockRun> {
+        let mut done = LockRun { packages: Vec::with_capacity(capacity), ..LockRun::default() };
+        for at in range {
+            let (id, rp) = &resolution.packages[at];
+            match Registries::pin_where_read(&urls[url_of[at]].1, &id.name, &rp.version, &rp.origin) {
+                Some(Ok(pin)) => done.packages.push(package(at, pin)?),
+                Some(Err(damaged)) => done.damaged.push(damaged),
+                None => done.elsewhere.push(at),
             }
         }
-        if !damaged {
-            break (resolution, pins, sources);
-        }
+        Ok(done)
     };
-    let lock = |first: usize, pins: Vec<(usize, EntryPin)>| -> Result<Vec<LockedPackage>> {
-        let mut packages = Vec::with_capacity(pins.len());
-        for ((_, rp), (at, pin)) in resolution.packages[first..].iter().zip(pins) {
-            let source = sources[at].clone();
-            // A version pinned before must still be the same bytes.
-            if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
-                ebpkg_sources::check_locked(&pin, prev)?;
-            }
-            let dependencies = resolution
-                .named(&rp.deps)
-                .map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() })
-                .collect();
-            packages.push(LockedPackage {
-                name: pin.name,
-                version: rp.version.clone(),
-                source,
-                checksum: pin.cksum,
-                signer: pin.signed_by,
-                dependencies,
-            });
-        }
-        Ok(packages)
-    };
-    // Made on every CPU: a large resolution locks thousands of packages, each naming its
-    // dependencies, while the index reading threads have nothing left to do.
-    let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pins.len().div_ceil(1024));
-    let mut runs = runs(pins, parts).into_iter();
-    let (first, mine) = runs.next().unwrap_or_default();
-    let packages = std::thread::scope(|scope| -> Result<Vec<LockedPackage>> {
-        let others: Vec<_> = runs.map(|(first, run)| scope.spawn(move || lock(first, run))).collect();
-        let mut packages = lock(first, mine)?;
+    let parts = std::thread::available_parallelism().map_or(1, |p| p.get()).min(n.div_ceil(1024));
+    let mut ranges = ranges(n, parts).into_iter();
+    let mine = ranges.next().unwrap_or_default();
+    let mut all = std::thread::scope(|scope| -> Result<LockRun> {
+        let run = &run;
+        let others: Vec<_> = ranges.map(|range| scope.spawn(move || run(range.clone(), range.len()))).collect();
+        // The first run's vector holds them all: the others are moved into it once.
+        let mut all = run(mine, n)?;
         for other in others {
             match other.join() {
-                Ok(more) => packages.extend(more?),
+                Ok(more) => all.absorb(more?),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        Ok(packages)
+        Ok(all)
     })?;
-    Ok(Lockfile::new(packages))
+    for at in std::mem::take(&mut all.elsewhere) {
+        let (id, rp) = &resolution.packages[at];
+        match regs.entry(&urls[url_of[at]].1, &id.name, &rp.version) {
+            Ok(entry) => all.packages.push(package(at, EntryPin::from(&entry))?),
+            Err(e) => match e.downcast::<DamagedLine>() {
+                Ok(damaged) => all.damaged.push(damaged),
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    Ok(match all.damaged.is_empty() {
+        true => Ok(all.packages),
+        false => Err(all.damaged),
+    })
 }
 
-/// `items` as at most `parts` runs of consecutive items of about the same length, in
-/// order, each with the position of its first item (one run, empty, when there is none).
-fn runs<T>(mut items: Vec<T>, parts: usize) -> Vec<(usize, Vec<T>)> {
-    let per = items.len().div_ceil(parts.max(1)).max(1);
-    let mut runs = Vec::new();
-    while items.len() > per {
-        let first = per * (items.len().div_ceil(per) - 1);
-        runs.push((first, items.split_off(first)));
+/// What one thread made of a run of a resolution's packages (see [`lock_packages`]).
+#[derive(Default)]
+struct LockRun {
+    packages: Vec<LockedPackage>,
+    damaged: Vec<DamagedLine>,
+    /// Positions of packages to pin on the command's thread.
+    elsewhere: Vec<usize>,
+}
+
+impl LockRun {
+    fn absorb(&mut self, other: LockRun) {
+        self.packages.extend(other.packages);
+        self.damaged.extend(other.damaged);
+        self.elsewhere.extend(other.elsewhere);
     }
-    runs.push((0, items));
-    runs.reverse();
-    runs
+}
+
+/// `0..n` as at most `parts` consecutive ranges of about the same length, in order
+/// (one, empty, when `n` is 0).
+fn ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+    let per = n.div_ceil(parts.max(1)).max(1);
+    let mut ranges: Vec<Range<usize>> = (0..n).step_by(per).map(|start| start..(start + per).min(n)).collect();
+    if ranges.is_empty() {
+        ranges.push(0..0);
+    }
+    ranges
 }
 
 /// Resolves the project and writes ebpkg.lock when it changes; under --locked a
@@ -315,25 +349,19 @@ pub fn diff(old: &Lockfile, new: &Lockfile) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::runs;
+    use super::ranges;
 
     #[test]
-    fn items_are_split_into_runs_in_order_each_knowing_where_it_starts() {
+    fn positions_are_split_into_ranges_in_order() {
         for n in [0, 1, 2, 1023, 1024, 1025, 8572] {
             for parts in [0, 1, 2, 3, 16] {
-                let split = runs((0..n).collect::<Vec<usize>>(), parts);
-                assert!(split.len() <= parts.max(1), "{n} items in {parts}: {} runs", split.len());
-                // Every item once, in order, each run's first item where it says.
-                let mut next = 0;
-                for (first, run) in &split {
-                    assert_eq!(*first, next, "{n} items in {parts}");
-                    assert!(run.iter().copied().eq(next..next + run.len()));
-                    next += run.len();
-                }
-                assert_eq!(next, n);
+                let split = ranges(n, parts);
+                assert!(!split.is_empty() && split.len() <= parts.max(1), "{n} in {parts}: {split:?}");
+                // Every position once, in order.
+                assert!(split.iter().flat_map(|r| r.clone()).eq(0..n), "{n} in {parts}: {split:?}");
                 // About the same length: none longer than the first, none less than half of it.
-                let len = split[0].1.len();
-                assert!(split.iter().all(|(_, run)| run.len() <= len && 2 * run.len() + 1 >= len), "{n} in {parts}");
+                let len = split[0].len();
+                assert!(split.iter().all(|r| r.len() <= len && 2 * r.len() + 1 >= len), "{n} in {parts}: {split:?}");
             }
         }
     }

@@ -155,45 +155,20 @@ impl<'c> Registries<'c> {
             .ok_or_else(|| crate::exit::fail(Failure::Registry, format!("{name}@{version} is not in registry {url}")))
     }
 
-    /// What ebpkg.lock pins of each `(url, name, version)`'s entry, in order (each as
-    /// the resolution chose it, from `origin`), each line checked whole as
-    /// [`Registries::entry`] does. The lines a resolution read are parsed on every
-    /// CPU (a large resolution locks thousands), and only the first time: the
-    /// resolution cache keeps what they pin.
-    pub fn pins(&self, wanted: &[(&RegistryUrl, &PackageName, &semver::Version, &Origin)]) -> Vec<Result<EntryPin>> {
-        // Each index is found where the resolution read it, not looked up again.
-        let parse = |k: usize| {
-            let (_, _, version, origin) = wanted[k];
-            let index = origin.lists.as_any().and_then(|a| a.downcast_ref::<ebpkg_resolution_cache::LoadedIndex>());
-            (index.and_then(|index| index.pin_of(origin.position, version)), index)
-        };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(wanted.len().div_ceil(256));
-        let chunk = wanted.len().div_ceil(threads.max(1)).max(1);
-        let parsed: Vec<_> = std::thread::scope(|scope| {
-            let mut chunks = (0..wanted.len()).step_by(chunk).map(|start| start..(start + chunk).min(wanted.len()));
-            let first = chunks.next();
-            let others: Vec<_> =
-                chunks.map(|range| scope.spawn(move || range.map(parse).collect::<Vec<_>>())).collect();
-            let mut parsed: Vec<_> = first.into_iter().flatten().map(parse).collect();
-            for other in others {
-                // A panic in a parser is a bug: surface it as the parse's.
-                match other.join() {
-                    Ok(more) => parsed.extend(more),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            parsed
-        });
-        parsed
-            .into_iter()
-            .zip(wanted)
-            .map(|((pin, index), (url, name, version, _))| match (pin, index) {
-                (Some(pin), Some(index)) => {
-                    pin.map_err(|problem| DamagedLine::new(url, name, version, index, problem).into())
-                }
-                _ => self.entry(url, name, version).map(|entry| EntryPin::from(&entry)),
-            })
-            .collect()
+    /// What ebpkg.lock pins of `name@version` (of `url`), found in the index the resolution
+    /// read it from (`origin`), its line checked whole as [`Registries::entry`] does (only
+    /// the first time: the resolution cache keeps what lines pin). Needs no `Registries`, so
+    /// that the thousands of packages of a large resolution are pinned on every CPU. `None`
+    /// when `origin` is no such index or has no line of `version`: [`Registries::entry`] then.
+    pub fn pin_where_read(
+        url: &RegistryUrl,
+        name: &PackageName,
+        version: &semver::Version,
+        origin: &Origin,
+    ) -> Option<std::result::Result<EntryPin, DamagedLine>> {
+        let index = origin.lists.as_any()?.downcast_ref::<ebpkg_resolution_cache::LoadedIndex>()?;
+        let pin = index.pin_of(origin.position, version)?;
+        Some(pin.map_err(|problem| DamagedLine::new(url, name, version, index, problem)))
     }
 
     /// Whether cached records turned out damaged since last asked: their index
