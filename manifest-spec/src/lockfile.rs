@@ -141,7 +141,8 @@ impl Lockfile {
     /// The canonical text of the lockfile.
     pub fn to_toml_string(&self) -> String {
         let mut out = String::with_capacity(HEADER.len() + 16 + self.packages.len() * 256);
-        self.write_text(&mut out);
+        // Taking nothing from a string cannot fail.
+        let _ = self.write_text(&mut out, |_| Ok(()));
         out
     }
 
@@ -149,53 +150,64 @@ impl Lockfile {
     /// 10,000-package lockfile is ~2 MB, which need not be held whole).
     pub fn write_toml(&self, out: &mut impl io::Write) -> io::Result<()> {
         const CHUNK: usize = 64 * 1024;
-        // A large lock's second half is made on another CPU meanwhile, and written after the
-        // first: making the text is mostly reading every name where it was allocated, which
-        // for ~10,000 packages took as long as the rest of writing the file.
-        const SPLIT_FROM: usize = 2048;
-        let half = match self.packages.len() >= SPLIT_FROM {
-            true => self.packages.len() / 2,
-            false => self.packages.len(),
+        let mut buf = String::with_capacity(CHUNK + 4096);
+        let mut flush = |buf: &mut String| {
+            out.write_all(buf.as_bytes())?;
+            buf.clear();
+            Ok(())
         };
-        let (first, second) = self.packages.split_at(half);
-        std::thread::scope(|scope| {
-            let make_second = || {
-                let mut text = String::with_capacity(second.len() * 128);
-                // Taking nothing from a string cannot fail.
-                let _ = write_packages(second, &mut text, |_| Ok(()));
-                text
-            };
-            let helper = match second.is_empty() {
-                true => None,
-                // Without a thread, it is made here after the first half.
-                false => std::thread::Builder::new().spawn_scoped(scope, make_second).ok(),
-            };
-            let mut buf = String::with_capacity(CHUNK + 4096);
-            let mut flush = |buf: &mut String| {
-                out.write_all(buf.as_bytes())?;
-                buf.clear();
-                Ok(())
-            };
-            write_header(&mut buf);
-            write_packages(first, &mut buf, |buf| match buf.len() >= CHUNK {
-                true => flush(buf),
-                false => Ok(()),
-            })?;
-            flush(&mut buf)?;
-            let second_text = match helper {
-                Some(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None if second.is_empty() => return Ok(()),
-                None => make_second(),
-            };
-            out.write_all(second_text.as_bytes())
-        })
+        self.write_text(&mut buf, |buf| match buf.len() >= CHUNK {
+            true => flush(buf),
+            false => Ok(()),
+        })?;
+        flush(&mut buf)
     }
 
-    /// Appends the text to `out`.
-    fn write_text(&self, out: &mut String) {
-        write_header(out);
-        // Taking nothing from a string cannot fail.
-        let _ = write_packages(&self.packages, out, |_| Ok(()));
+    /// Appends the text to `out`, calling `chunk` after each package (which may take what
+    /// `out` holds so far).
+    fn write_text(&self, out: &mut String, mut chunk: impl FnMut(&mut String) -> io::Result<()>) -> io::Result<()> {
+        // Written straight into one buffer: a temporary string per value made this a
+        // tenth of `ebpkg lock`'s time.
+        let mut scratch = String::new();
+        out.push_str(HEADER);
+        let _ = writeln!(out, "version = {LOCK_VERSION}");
+        let mut value = |out: &mut String, value: &dyn std::fmt::Display| {
+            scratch.clear();
+            let _ = write!(scratch, "{value}");
+            push_quoted(out, &scratch);
+        };
+        for p in &self.packages {
+            // Names (`[a-z0-9_-]`), versions (digits, dots, `[0-9A-Za-z.-]` after `-` and `+`) and hex
+            // need no escape: written directly, with no formatting machinery (a 10,000-package lock
+            // has ~30,000 versions).
+            out.push_str("\n[[package]]\nname = \"");
+            out.push_str(p.name.as_str());
+            out.push_str("\"\nversion = \"");
+            push_version(out, &p.version);
+            out.push_str("\"\nsource = ");
+            push_quoted(out, &p.source);
+            out.push_str("\nchecksum = \"");
+            push_hex(out, &p.checksum.0);
+            out.push_str("\"\n");
+            if let Some(signer) = &p.signer {
+                out.push_str("signer = ");
+                value(out, signer);
+                out.push('\n');
+            }
+            if !p.dependencies.is_empty() {
+                out.push_str("dependencies = [\n");
+                for d in &p.dependencies {
+                    out.push_str("    \"");
+                    out.push_str(d.name.as_str());
+                    out.push(' ');
+                    push_version(out, &d.version);
+                    out.push_str("\",\n");
+                }
+                out.push_str("]\n");
+            }
+            chunk(out)?;
+        }
+        Ok(())
     }
 
     /// Parses lockfile text. `file` is the name used in errors.
@@ -445,61 +457,6 @@ fn push_quoted(out: &mut String, s: &str) {
     } else {
         out.push_str(&toml::Value::String(s.to_owned()).to_string());
     }
-}
-
-/// The text before the packages.
-fn write_header(out: &mut String) {
-    out.push_str(HEADER);
-    let _ = writeln!(out, "version = {LOCK_VERSION}");
-}
-
-/// Appends `packages`' text to `out`, calling `chunk` after each package (which may take what
-/// `out` holds so far).
-fn write_packages(
-    packages: &[LockedPackage],
-    out: &mut String,
-    mut chunk: impl FnMut(&mut String) -> io::Result<()>,
-) -> io::Result<()> {
-    // Written straight into one buffer: a temporary string per value made this a
-    // tenth of `ebpkg lock`'s time.
-    let mut scratch = String::new();
-    let mut value = |out: &mut String, value: &dyn std::fmt::Display| {
-        scratch.clear();
-        let _ = write!(scratch, "{value}");
-        push_quoted(out, &scratch);
-    };
-    for p in packages {
-        // Names (`[a-z0-9_-]`), versions (digits, dots, `[0-9A-Za-z.-]` after `-` and `+`) and hex
-        // need no escape: written directly, with no formatting machinery (a 10,000-package lock
-        // has ~30,000 versions).
-        out.push_str("\n[[package]]\nname = \"");
-        out.push_str(p.name.as_str());
-        out.push_str("\"\nversion = \"");
-        push_version(out, &p.version);
-        out.push_str("\"\nsource = ");
-        push_quoted(out, &p.source);
-        out.push_str("\nchecksum = \"");
-        push_hex(out, &p.checksum.0);
-        out.push_str("\"\n");
-        if let Some(signer) = &p.signer {
-            out.push_str("signer = ");
-            value(out, signer);
-            out.push('\n');
-        }
-        if !p.dependencies.is_empty() {
-            out.push_str("dependencies = [\n");
-            for d in &p.dependencies {
-                out.push_str("    \"");
-                out.push_str(d.name.as_str());
-                out.push(' ');
-                push_version(out, &d.version);
-                out.push_str("\",\n");
-            }
-            out.push_str("]\n");
-        }
-        chunk(out)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
