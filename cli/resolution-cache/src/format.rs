@@ -300,7 +300,9 @@ pub(crate) fn decode(
     let n_versions = r.count(VERSION_BYTES)?;
     let table_start = r.pos;
     let table = r.take(n_versions.checked_mul(VERSION_BYTES)?)?;
-    let mut extras: Vec<(u32, Prerelease, BuildMetadata)> = Vec::new();
+    // (Counted first: most records have one or none, and a vector grown for one holds four.)
+    let with_extras = table.chunks_exact(VERSION_BYTES).filter(|e| VersionEntry::of(e).flags & EXTRAS != 0).count();
+    let mut extras: Vec<(u32, Prerelease, BuildMetadata)> = Vec::with_capacity(with_extras);
     // Whether the versions strictly ascend, found in the same pass as the checks (the
     // order semver's own: numbers, then pre-release, then build metadata).
     let (mut ascending, mut last) = (true, None);

@@ -177,10 +177,11 @@ fn lock_packages(
         if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
             ebpkg_sources::check_locked(&pin, prev)?;
         }
-        let dependencies = resolution
-            .named(&rp.deps)
-            .map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() })
-            .collect();
+        // (Sized exactly: collected, thousands of small lists would each hold room for four.)
+        let mut dependencies = Vec::with_capacity(rp.deps.len());
+        let named = resolution.named(&rp.deps);
+        dependencies
+            .extend(named.map(|(d, version)| LockedDependency { name: d.name.clone(), version: version.clone() }));
         Ok(LockedPackage {
             name: pin.name,
             version: rp.version.clone(),

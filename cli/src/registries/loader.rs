@@ -164,8 +164,8 @@ impl SlotState {
 /// Each registry's slots (by URL: a command reads a few registries at most), by
 /// normalized package name. Looked up for every package a resolution touches,
 /// from several threads: the names are hashed with FxHash and looked up without
-/// building a key.
-type Slots = Vec<(String, RegistrySlots)>;
+/// building a key. The URL is shared by the registry's reads (a read ahead names it).
+type Slots = Vec<(Arc<RegistryUrl>, RegistrySlots)>;
 type RegistrySlots = HashMap<Box<str>, Arc<Slot>, FxBuildHasher>;
 
 /// `name` as slots are keyed: normalized, borrowed when it already is (names are
@@ -177,23 +177,24 @@ fn slot_name(name: &PackageName) -> Cow<'_, str> {
     }
 }
 
-/// The slots of registry `url`, made on first use.
-fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> &'s mut RegistrySlots {
-    let at = match slots.iter().position(|(u, _)| u == url.as_str()) {
+/// The slots of registry `url`, made on first use, and its shared URL.
+fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> (&'s Arc<RegistryUrl>, &'s mut RegistrySlots) {
+    let at = match slots.iter().position(|(u, _)| u.as_str() == url.as_str()) {
         Some(at) => at,
         None => {
-            slots.push((url.to_string(), RegistrySlots::default()));
+            slots.push((Arc::new(url.clone()), RegistrySlots::default()));
             slots.len() - 1
         }
     };
-    &mut slots[at].1
+    let (url, of_registry) = &mut slots[at];
+    (url, of_registry)
 }
 
 impl Shared {
     /// The slot of `name` in `url`, if any.
     fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
         let slots = lock(&self.slots);
-        let (_, of_registry) = slots.iter().find(|(u, _)| u == url.as_str())?;
+        let (_, of_registry) = slots.iter().find(|(u, _)| u.as_str() == url.as_str())?;
         of_registry.get(&*slot_name(name)).cloned()
     }
 }
@@ -204,7 +205,7 @@ fn new_slot() -> Arc<Slot> {
 
 struct Job {
     registry: Arc<dyn Registry>,
-    url: RegistryUrl,
+    url: Arc<RegistryUrl>,
     name: PackageName,
     slot: Arc<Slot>,
 }
@@ -273,7 +274,7 @@ impl Loader {
     ) -> Result<Option<Arc<LoadedIndex>>> {
         let slot = {
             let mut slots = lock(&self.shared.slots);
-            let of_registry = slots_of(&mut slots, url);
+            let (_, of_registry) = slots_of(&mut slots, url);
             let key = slot_name(name);
             match of_registry.get(&*key) {
                 Some(slot) => Arc::clone(slot),
@@ -316,7 +317,7 @@ impl Loader {
         let mut again = false;
         for (url, name) in self.shared.caches.damaged() {
             let mut slots = lock(&self.shared.slots);
-            let of_registry = slots_of(&mut slots, &url);
+            let (_, of_registry) = slots_of(&mut slots, &url);
             if of_registry.get(&*name).is_some_and(|slot| slot.skip_cache) {
                 continue;
             }
@@ -390,10 +391,10 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     // Decoded here, off the resolver's thread: the list it will most likely ask for.
     let Ok(deps) = index.list(newest.deps) else { return 0 };
     let own = (*url != shared.default).then(|| url.to_string());
-    let mut jobs = Vec::new();
+    let mut jobs = Vec::with_capacity(deps.len());
     {
         let mut slots = lock(&shared.slots);
-        let of_registry = slots_of(&mut slots, url);
+        let (shared_url, of_registry) = slots_of(&mut slots, url);
         for dep in deps.iter().filter(|d| d.pkg.registry == own) {
             let key = slot_name(&dep.pkg.name);
             if of_registry.contains_key(&*key) {
@@ -401,7 +402,8 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
             }
             let slot = new_slot();
             of_registry.insert(key.into(), Arc::clone(&slot));
-            jobs.push(Job { registry: Arc::clone(registry), url: url.clone(), name: dep.pkg.name.clone(), slot });
+            let url = Arc::clone(shared_url);
+            jobs.push(Job { registry: Arc::clone(registry), url, name: dep.pkg.name.clone(), slot });
         }
     }
     let n = jobs.len();
