@@ -193,9 +193,21 @@ fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> (&'s Arc<RegistryUrl
 impl Shared {
     /// The slot of `name` in `url`, if any.
     fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
-        let slots = lock(&self.slots);
+        let key = slot_name(name);
+        let slots = lock(self.shard(&key));
         let (_, of_registry) = slots.iter().find(|(u, _)| u.as_str() == url.as_str())?;
-        of_registry.get(&*slot_name(name)).cloned()
+        of_registry.get(&*key).cloned()
+    }
+
+    /// The shard of the slots that holds `key`'s (see [`Shared::slots`]).
+    fn shard(&self, key: &str) -> &Mutex<Slots> {
+        use std::hash::BuildHasher;
+        &self.slots[FxBuildHasher.hash_one(key) as usize % SHARDS]
+    }
+
+    /// The next read waiting for a worker, if any.
+    fn next_job(&self) -> Option<Job> {
+        lock(&self.queue).jobs.pop_front()
     }
 }
 
@@ -218,10 +230,16 @@ struct Queue {
     idle: usize,
 }
 
+/// See [`Shared::slots`].
+const SHARDS: usize = 16;
+
 struct Shared {
     default: RegistryUrl,
     caches: ResolutionCaches,
-    slots: Mutex<Slots>,
+    /// In shards by name, each locked on its own: every thread looks slots up for every
+    /// package, and with more threads than CPUs, one preempted while holding a single lock
+    /// stalled the others for a scheduler tick, the resolver's thread most of all.
+    slots: [Mutex<Slots>; SHARDS],
     queue: Mutex<Queue>,
     work: Condvar,
     stop: AtomicBool,
@@ -256,7 +274,7 @@ impl Loader {
         let shared = Shared {
             caches: ResolutionCaches::new(cache_dir, default.clone()),
             default,
-            slots: Mutex::default(),
+            slots: Default::default(),
             queue: Mutex::default(),
             work: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -273,27 +291,37 @@ impl Loader {
         name: &PackageName,
     ) -> Result<Option<Arc<LoadedIndex>>> {
         let slot = {
-            let mut slots = lock(&self.shared.slots);
-            let (_, of_registry) = slots_of(&mut slots, url);
             let key = slot_name(name);
+            let mut slots = lock(self.shared.shard(&key));
+            let (_, of_registry) = slots_of(&mut slots, url);
             match of_registry.get(&*key) {
                 Some(slot) => Arc::clone(slot),
                 None => Arc::clone(of_registry.entry(key.into()).or_insert_with(new_slot)),
             }
         };
-        let mut state = lock(&slot.state);
         loop {
+            let mut state = lock(&slot.state);
             match &state.state {
                 State::Loaded(index) => return Ok(index.clone()),
-                State::Loading => {
-                    state.waited_for = true;
-                    state = slot.done.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+                State::Queued | State::Failed => {
+                    state.state = State::Loading;
+                    break;
                 }
-                State::Queued | State::Failed => break,
+                State::Loading => {}
+            }
+            drop(state);
+            // A worker is reading it. Rather than sleep, do a read waiting for a worker: with
+            // more threads than CPUs, that worker may not even be running.
+            if let Some(job) = self.shared.next_job() {
+                run(&self.shared, job);
+                continue;
+            }
+            let mut state = lock(&slot.state);
+            if matches!(state.state, State::Loading) {
+                state.waited_for = true;
+                drop(slot.done.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner));
             }
         }
-        state.state = State::Loading;
-        drop(state);
         let index = match load(registry.as_ref(), url, &self.shared.default, &self.shared.caches, name, slot.skip_cache)
         {
             Ok(index) => index,
@@ -316,7 +344,7 @@ impl Loader {
     pub fn reread_damaged(&self) -> bool {
         let mut again = false;
         for (url, name) in self.shared.caches.damaged() {
-            let mut slots = lock(&self.shared.slots);
+            let mut slots = lock(self.shared.shard(&name));
             let (_, of_registry) = slots_of(&mut slots, &url);
             if of_registry.get(&*name).is_some_and(|slot| slot.skip_cache) {
                 continue;
@@ -370,7 +398,9 @@ impl Drop for Loader {
         // large resolution: hundreds of thousands of small values) is left to the
         // process's exit: freeing it one value at a time, in whichever thread
         // held the last reference, only competed with the command's last writes.
-        std::mem::forget(std::mem::take(&mut *lock(&self.shared.slots)));
+        for shard in &self.shared.slots {
+            std::mem::forget(std::mem::take(&mut *lock(shard)));
+        }
     }
 }
 
@@ -392,19 +422,17 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     let Ok(deps) = index.list(newest.deps) else { return 0 };
     let own = (*url != shared.default).then(|| url.to_string());
     let mut jobs = Vec::with_capacity(deps.len());
-    {
-        let mut slots = lock(&shared.slots);
+    for dep in deps.iter().filter(|d| d.pkg.registry == own) {
+        let key = slot_name(&dep.pkg.name);
+        let mut slots = lock(shared.shard(&key));
         let (shared_url, of_registry) = slots_of(&mut slots, url);
-        for dep in deps.iter().filter(|d| d.pkg.registry == own) {
-            let key = slot_name(&dep.pkg.name);
-            if of_registry.contains_key(&*key) {
-                continue;
-            }
-            let slot = new_slot();
-            of_registry.insert(key.into(), Arc::clone(&slot));
-            let url = Arc::clone(shared_url);
-            jobs.push(Job { registry: Arc::clone(registry), url, name: dep.pkg.name.clone(), slot });
+        if of_registry.contains_key(&*key) {
+            continue;
         }
+        let slot = new_slot();
+        of_registry.insert(key.into(), Arc::clone(&slot));
+        let url = Arc::clone(shared_url);
+        jobs.push(Job { registry: Arc::clone(registry), url, name: dep.pkg.name.clone(), slot });
     }
     let n = jobs.len();
     if n > 0 {
@@ -437,25 +465,30 @@ fn work(shared: &Shared) {
                 queue.idle -= 1;
             }
         };
-        {
-            let mut state = lock(&job.slot.state);
-            // The resolver's thread got to it first.
-            if !matches!(state.state, State::Queued) {
-                continue;
-            }
-            state.state = State::Loading;
+        run(shared, job);
+    }
+}
+
+/// Does a read that was waiting for a worker (on a worker, or on the resolver's thread
+/// while it waits for another read), unless someone got to it first.
+fn run(shared: &Shared, job: Job) {
+    {
+        let mut state = lock(&job.slot.state);
+        if !matches!(state.state, State::Queued) {
+            return;
         }
-        match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, job.slot.skip_cache) {
-            Ok(index) => {
-                finish(&job.slot, State::Loaded(index.clone()));
-                if let Some(index) = index {
-                    next_jobs(shared, &job.registry, &job.url, &index);
-                }
+        state.state = State::Loading;
+    }
+    match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, job.slot.skip_cache) {
+        Ok(index) => {
+            finish(&job.slot, State::Loaded(index.clone()));
+            if let Some(index) = index {
+                next_jobs(shared, &job.registry, &job.url, &index);
             }
-            Err(e) => {
-                tracing::debug!("reading ahead the index of `{}`: {e:#}", job.name);
-                finish(&job.slot, State::Failed);
-            }
+        }
+        Err(e) => {
+            tracing::debug!("reading ahead the index of `{}`: {e:#}", job.name);
+            finish(&job.slot, State::Failed);
         }
     }
 }
@@ -469,29 +502,71 @@ mod tests {
     use ebpkg_spec::index::IndexEntry;
     use semver::Version;
 
-    /// A directory registry whose reads say they came from another file than the
-    /// one fingerprinted (as when the path is swapped between the two).
-    struct Swapped(FileRegistry);
+    /// A directory registry with hooks: reads that say they came from another file than
+    /// the one fingerprinted (`swapped`: as when the path is swapped between the two), and
+    /// fingerprints taken only past a `gate`.
+    struct Tapped {
+        inner: FileRegistry,
+        swapped: bool,
+        gate: Option<Arc<Gate>>,
+    }
 
-    impl Registry for Swapped {
+    /// Holds the read of `held` until the thread `main` has read another package; every
+    /// other thread's read of another package takes 20 ms.
+    struct Gate {
+        held: PackageName,
+        main: std::thread::ThreadId,
+        /// (the held read has started, `main` has read another package)
+        seen: Mutex<(bool, bool)>,
+        changed: Condvar,
+    }
+
+    impl Gate {
+        fn pass(&self, name: &PackageName) {
+            let mut seen = self.seen.lock().unwrap();
+            if *name == self.held {
+                seen.0 = true;
+                self.changed.notify_all();
+                let wait = std::time::Duration::from_secs(20);
+                drop(self.changed.wait_timeout_while(seen, wait, |seen| !seen.1).unwrap());
+            } else if std::thread::current().id() == self.main {
+                // (Counted from the held read on: the resolver's thread read the first package itself.)
+                seen.1 |= seen.0;
+                self.changed.notify_all();
+            } else {
+                drop(seen);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+
+        fn wait_for_held_read(&self) {
+            let seen = self.seen.lock().unwrap();
+            drop(self.changed.wait_timeout_while(seen, std::time::Duration::from_secs(20), |seen| !seen.0).unwrap());
+        }
+    }
+
+    impl Registry for Tapped {
         fn url(&self) -> &RegistryUrl {
-            self.0.url()
+            self.inner.url()
         }
         fn index_text(&self, name: &PackageName) -> SourceResult<Option<ebpkg_sources::IndexText>> {
-            let mut text = self.0.index_text(name)?;
-            if let Some(fp) = text.as_mut().and_then(|t| t.fingerprint.as_mut()) {
+            let mut text = self.inner.index_text(name)?;
+            if let Some(fp) = text.as_mut().and_then(|t| t.fingerprint.as_mut()).filter(|_| self.swapped) {
                 fp.ino += 1;
             }
             Ok(text)
         }
         fn index_fingerprint(&self, name: &PackageName) -> SourceResult<Option<IndexFingerprint>> {
-            self.0.index_fingerprint(name)
+            if let Some(gate) = &self.gate {
+                gate.pass(name);
+            }
+            self.inner.index_fingerprint(name)
         }
         fn names(&self) -> SourceResult<Vec<PackageName>> {
-            self.0.names()
+            self.inner.names()
         }
         fn download(&self, entry: &IndexEntry) -> SourceResult<Vec<u8>> {
-            self.0.download(entry)
+            self.inner.download(entry)
         }
         fn publish(
             &self,
@@ -499,19 +574,19 @@ mod tests {
             manifest: &Manifest,
             signature: Option<&ebpkg_sources::PublishSignature>,
         ) -> SourceResult<IndexEntry> {
-            self.0.publish(archive, manifest, signature)
+            self.inner.publish(archive, manifest, signature)
         }
         fn bundle(&self, version: &ebpkg_sources::SignedVersion) -> SourceResult<Vec<u8>> {
-            self.0.bundle(version)
+            self.inner.bundle(version)
         }
         fn publisher_key(&self, id: &ebpkg_spec::types::KeyId) -> SourceResult<ebpkg_sources::KeyRecord> {
-            self.0.publisher_key(id)
+            self.inner.publisher_key(id)
         }
         fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> SourceResult<IndexEntry> {
-            self.0.set_yanked(name, version, yanked)
+            self.inner.set_yanked(name, version, yanked)
         }
         fn search(&self, query: &str, limit: usize) -> SourceResult<Vec<ebpkg_sources::SearchHit>> {
-            self.0.search(query, limit)
+            self.inner.search(query, limit)
         }
     }
 
@@ -540,8 +615,58 @@ mod tests {
             file.exists()
         };
         let swapped = tempfile::tempdir().unwrap();
-        assert!(!cached(&Swapped(FileRegistry::at(&root).unwrap()), swapped.path()), "cached under another file");
+        let registry = Tapped { inner: FileRegistry::at(&root).unwrap(), swapped: true, gate: None };
+        assert!(!cached(&registry, swapped.path()), "cached under another file");
         let honest = tempfile::tempdir().unwrap();
         assert!(cached(&FileRegistry::at(&root).unwrap(), honest.path()));
+    }
+
+    /// Waiting for a read a worker is doing, the resolver's thread does reads that wait for
+    /// a worker rather than sleep.
+    #[test]
+    fn the_resolver_does_queued_reads_while_a_worker_reads_what_it_waits_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("registry");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("config.json"), "{\"ebpkg-registry\":1}\n").unwrap();
+        let line = |name: &str, deps: &[String]| {
+            let deps: Vec<String> =
+                deps.iter().map(|d| format!("{{\"name\":\"{d}\",\"req\":\"^1\",\"registry\":null}}")).collect();
+            let cksum = "ab".repeat(32);
+            let deps = deps.join(",");
+            format!(
+                "{{\"v\":1,\"name\":\"{name}\",\"vers\":\"1.0.0\",\"deps\":[{deps}],\"cksum\":\"{cksum}\",\"yanked\":false}}\n"
+            )
+        };
+        // `app` depends on `net`, read ahead first, then on thirty more.
+        let others: Vec<String> = (0..30).map(|k| format!("b{k:02}")).collect();
+        let mut app_deps = vec!["net".to_owned()];
+        app_deps.extend(others.iter().cloned());
+        let mut files = vec![("app".to_owned(), app_deps), ("net".to_owned(), Vec::new())];
+        files.extend(others.into_iter().map(|name| (name, Vec::new())));
+        for (name, deps) in &files {
+            let index = root.join("index").join(ebpkg_spec::index_path(name));
+            std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+            std::fs::write(&index, line(name, deps)).unwrap();
+        }
+        let url = RegistryUrl::from_path(&root).unwrap();
+        let gate = Arc::new(Gate {
+            held: PackageName::new("net").unwrap(),
+            main: std::thread::current().id(),
+            seen: Mutex::new((false, false)),
+            changed: Condvar::new(),
+        });
+        let registry: Arc<dyn Registry> =
+            Arc::new(Tapped { inner: FileRegistry::at(&root).unwrap(), swapped: false, gate: Some(Arc::clone(&gate)) });
+        let cache = tempfile::tempdir().unwrap();
+        let loader = Loader::new(url.clone(), cache.path());
+        // The resolver's thread reads `app` itself, and queues what it depends on, which the
+        // workers it starts read, `net` first.
+        loader.get(&registry, &url, &PackageName::new("app").unwrap()).unwrap().unwrap();
+        assert!(!gate.seen.lock().unwrap().1);
+        gate.wait_for_held_read();
+        let net = loader.get(&registry, &url, &PackageName::new("net").unwrap()).unwrap();
+        assert!(net.is_some());
+        assert!(gate.seen.lock().unwrap().1, "the resolver's thread slept while reads waited for a worker");
     }
 }
