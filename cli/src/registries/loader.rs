@@ -17,8 +17,8 @@
 //! which reads an index file again only if it changed.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::Result;
@@ -207,7 +207,7 @@ impl Shared {
 
     /// The next read waiting for a worker, if any.
     fn next_job(&self) -> Option<Job> {
-        lock(&self.queue).jobs.pop_front()
+        self.jobs.pop()
     }
 }
 
@@ -222,14 +222,6 @@ struct Job {
     slot: Arc<Slot>,
 }
 
-/// Reads waiting for a worker, and how many workers wait for reads (whom a new
-/// read must wake: waking nobody would still cost a system call per read).
-#[derive(Default)]
-struct Queue {
-    jobs: VecDeque<Job>,
-    idle: usize,
-}
-
 /// See [`Shared::slots`].
 const SHARDS: usize = 16;
 
@@ -240,7 +232,12 @@ struct Shared {
     /// package, and with more threads than CPUs, one preempted while holding a single lock
     /// stalled the others for a scheduler tick, the resolver's thread most of all.
     slots: [Mutex<Slots>; SHARDS],
-    queue: Mutex<Queue>,
+    /// Reads waiting for a worker, queued and taken without a lock, for the same reason.
+    jobs: crossbeam_queue::SegQueue<Job>,
+    /// How many workers wait for reads (whom a new read must wake: waking nobody would
+    /// still cost a system call per read), and the lock under which they wait.
+    idle: AtomicUsize,
+    sleep: Mutex<()>,
     work: Condvar,
     stop: AtomicBool,
 }
@@ -275,7 +272,9 @@ impl Loader {
             caches: ResolutionCaches::new(cache_dir, default.clone()),
             default,
             slots: Default::default(),
-            queue: Mutex::default(),
+            jobs: crossbeam_queue::SegQueue::new(),
+            idle: AtomicUsize::new(0),
+            sleep: Mutex::new(()),
             work: Condvar::new(),
             stop: AtomicBool::new(false),
         };
@@ -390,8 +389,10 @@ impl Loader {
 
 impl Drop for Loader {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        lock(&self.shared.queue).jobs.clear();
+        self.shared.stop.store(true, Ordering::SeqCst);
+        while self.shared.jobs.pop().is_some() {}
+        // (Under the lock workers wait under: one about to wait sees `stop` first.)
+        drop(lock(&self.shared.sleep));
         self.shared.work.notify_all();
         self.shared.caches.save();
         // A loader lives as long as its command, which ends here. What it read (a
@@ -435,13 +436,16 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
         jobs.push(Job { registry: Arc::clone(registry), url, name: dep.pkg.name.clone(), slot });
     }
     let n = jobs.len();
-    if n > 0 {
-        let mut queue = lock(&shared.queue);
-        queue.jobs.extend(jobs);
-        let idle = queue.idle;
-        drop(queue);
+    for job in jobs {
+        shared.jobs.push(job);
+    }
+    // A worker going idle sees these reads, or is seen idle here (see `work`), and woken
+    // under the lock it waits under, so never between its look at the queue and its wait.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let idle = if n > 0 { shared.idle.load(Ordering::SeqCst) } else { 0 };
+    if idle > 0 {
+        let _sleeping = lock(&shared.sleep);
         match idle {
-            0 => {}
             1 => shared.work.notify_one(),
             _ => shared.work.notify_all(),
         }
@@ -451,21 +455,23 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
 
 fn work(shared: &Shared) {
     loop {
-        let job = {
-            let mut queue = lock(&shared.queue);
-            loop {
-                if shared.stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                if let Some(job) = queue.jobs.pop_front() {
-                    break job;
-                }
-                queue.idle += 1;
-                queue = shared.work.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
-                queue.idle -= 1;
-            }
-        };
-        run(shared, job);
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(job) = shared.jobs.pop() {
+            run(shared, job);
+            continue;
+        }
+        let sleeping = lock(&shared.sleep);
+        shared.idle.fetch_add(1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // (See `next_jobs`: a read queued from now on finds this worker counted.)
+        if shared.jobs.is_empty() && !shared.stop.load(Ordering::SeqCst) {
+            drop(shared.work.wait(sleeping).unwrap_or_else(std::sync::PoisonError::into_inner));
+        } else {
+            drop(sleeping);
+        }
+        shared.idle.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
