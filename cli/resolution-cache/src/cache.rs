@@ -294,7 +294,7 @@ mod tests {
             ascending: true,
             versions: VersionTable::Owned(candidates),
             lists: Lists::Parsed(vec![shared, Box::from([])]),
-            problems: Vec::new(),
+            problems: Box::default(),
             pins: Vec::new(),
             learned: Default::default(),
             second: None,

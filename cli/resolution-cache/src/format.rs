@@ -397,7 +397,7 @@ pub(crate) fn decode(
             context: Arc::clone(context),
             package: Arc::clone(package),
         },
-        problems: Vec::new(),
+        problems: Box::default(),
         pins,
         learned: Default::default(),
         second: Some(second),
