@@ -151,6 +151,36 @@ fn a_chosen_version_whose_line_is_damaged_is_left_out_and_resolved_again() {
     assert!(run.stderr.contains("c@1.5.0 cannot be used"), "{}", run.stderr);
 }
 
+/// A damaged line is left out before anything else of the same resolution is held
+/// against the lock: resolved without it, a version whose pin no longer holds may
+/// not be chosen at all.
+#[test]
+fn a_damaged_line_is_left_out_before_a_pin_that_no_longer_holds_is_an_error() {
+    let sb = Sandbox::new("damaged-then-drift");
+    sb.publish_manifest("x", "1.0.0", &[]);
+    sb.publish_manifest("c", "1.4.0", &[]);
+    sb.publish_manifest("c", "1.5.0", &[("x", "^1")]);
+    let app = project(&sb, &[("c", "^1")]);
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.5.0", "x 1.0.0"]);
+    // x's locked checksum no longer matches its index line...
+    let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
+    let at = lock.find("name = \"x\"").unwrap();
+    let sum = at + lock[at..].find("checksum = \"").unwrap() + 12;
+    let flipped = if &lock[sum..sum + 1] == "0" { "1" } else { "0" };
+    std::fs::write(app.join("ebpkg.lock"), format!("{}{flipped}{}", &lock[..sum], &lock[sum + 1..])).unwrap();
+    // ...and c 1.5.0, the only version that needs x, has a damaged line.
+    let index = sb.path("registry").join("index").join(ebpkg_spec::index_path("c"));
+    let text = std::fs::read_to_string(&index).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines[1].find("\"cksum\":\"").unwrap() + 9;
+    lines[1].replace_range(at..at + 2, "ZZ");
+    std::fs::write(&index, lines.join("\n") + "\n").unwrap();
+    let run = sb.run(&app, &["lock"]).ok();
+    assert!(run.stderr.contains("resolving again without it"), "{}", run.stderr);
+    assert_eq!(locked_versions(&app), ["c 1.4.0"]);
+}
+
 #[test]
 fn locked_fails_on_drift_and_the_lock_is_written_only_when_it_changes() {
     let sb = Sandbox::new("drift");

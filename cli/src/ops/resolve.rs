@@ -195,48 +195,57 @@ fn lock_packages(
     // packages, while the index reading threads have nothing left to do. What a worker
     // cannot pin (a package whose index was not read by the loader) is pinned here after.
     let n = resolution.packages.len();
-    let run = |range: Range<usize>, capacity: usize| -> Result<LockRun> {
+    let run = |range: Range<usize>, capacity: usize| -> LockRun {
         let mut done = LockRun { packages: Vec::with_capacity(capacity), ..LockRun::default() };
         for at in range {
             let (id, rp) = &resolution.packages[at];
             match Registries::pin_where_read(&urls[url_of[at]].1, &id.name, &rp.version, &rp.origin) {
-                Some(Ok(pin)) => done.packages.push(package(at, pin)?),
+                Some(Ok(pin)) => match package(at, pin) {
+                    Ok(package) => done.packages.push(package),
+                    // (The rest is still pinned: a damaged line among it must still be found.)
+                    Err(e) => done.failed = done.failed.take().or(Some(e)),
+                },
                 Some(Err(damaged)) => done.damaged.push(damaged),
                 None => done.elsewhere.push(at),
             }
         }
-        Ok(done)
+        done
     };
     let parts = std::thread::available_parallelism().map_or(1, |p| p.get()).min(n.div_ceil(1024));
     let mut ranges = ranges(n, parts).into_iter();
     let mine = ranges.next().unwrap_or_default();
-    let mut all = std::thread::scope(|scope| -> Result<LockRun> {
+    let mut all = std::thread::scope(|scope| {
         let run = &run;
         let others: Vec<_> = ranges.map(|range| scope.spawn(move || run(range.clone(), range.len()))).collect();
         // The first run's vector holds them all: the others are moved into it once.
-        let mut all = run(mine, n)?;
+        let mut all = run(mine, n);
         for other in others {
             match other.join() {
-                Ok(more) => all.absorb(more?),
+                Ok(more) => all.absorb(more),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        Ok(all)
-    })?;
+        all
+    });
     for at in std::mem::take(&mut all.elsewhere) {
         let (id, rp) = &resolution.packages[at];
         match regs.entry(&urls[url_of[at]].1, &id.name, &rp.version) {
-            Ok(entry) => all.packages.push(package(at, EntryPin::from(&entry))?),
+            Ok(entry) => match package(at, EntryPin::from(&entry)) {
+                Ok(package) => all.packages.push(package),
+                Err(e) => all.failed = all.failed.or(Some(e)),
+            },
             Err(e) => match e.downcast::<DamagedLine>() {
                 Ok(damaged) => all.damaged.push(damaged),
-                Err(e) => return Err(e),
+                Err(e) => all.failed = all.failed.or(Some(e)),
             },
         }
     }
-    Ok(match all.damaged.is_empty() {
-        true => Ok(all.packages),
-        false => Err(all.damaged),
-    })
+    // Damaged lines first: the resolution without them may not choose what failed here.
+    match (all.damaged.is_empty(), all.failed) {
+        (false, _) => Ok(Err(all.damaged)),
+        (true, Some(e)) => Err(e),
+        (true, None) => Ok(Ok(all.packages)),
+    }
 }
 
 /// What one thread made of a run of a resolution's packages (see [`lock_packages`]).
@@ -246,6 +255,9 @@ struct LockRun {
     damaged: Vec<DamagedLine>,
     /// Positions of packages to pin on the command's thread.
     elsewhere: Vec<usize>,
+    /// What stopped the run (a pin that no longer holds), reported unless a damaged line
+    /// makes the resolution start again.
+    failed: Option<anyhow::Error>,
 }
 
 impl LockRun {
@@ -253,6 +265,7 @@ impl LockRun {
         self.packages.extend(other.packages);
         self.damaged.extend(other.damaged);
         self.elsewhere.extend(other.elsewhere);
+        self.failed = self.failed.take().or(other.failed);
     }
 }
 
