@@ -19,6 +19,16 @@ fn project(sb: &Sandbox, deps: &[(&str, &str)]) -> std::path::PathBuf {
     dir
 }
 
+/// Makes line `k` (from 0) of `name`'s index file no index entry: its checksum is no longer hex.
+fn damage_checksum(sb: &Sandbox, name: &str, k: usize) {
+    let index = sb.path("registry").join("index").join(ebpkg_spec::index_path(name));
+    let text = std::fs::read_to_string(&index).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines[k].find("\"cksum\":\"").unwrap() + 9;
+    lines[k].replace_range(at..at + 2, "ZZ");
+    std::fs::write(&index, lines.join("\n") + "\n").unwrap();
+}
+
 fn locked_versions(dir: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(dir.join("ebpkg.lock")).unwrap();
     let mut out = Vec::new();
@@ -134,12 +144,7 @@ fn a_chosen_version_whose_line_is_damaged_is_left_out_and_resolved_again() {
     sb.publish_manifest("c", "1.4.0", &[]);
     sb.publish_manifest("c", "1.5.0", &[]);
     sb.publish_manifest("b", "1.0.0", &[("c", "^1")]);
-    let index = sb.path("registry").join("index").join(ebpkg_spec::index_path("c"));
-    let text = std::fs::read_to_string(&index).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let at = lines[1].find("\"cksum\":\"").unwrap() + 9;
-    lines[1].replace_range(at..at + 2, "ZZ");
-    std::fs::write(&index, lines.join("\n") + "\n").unwrap();
+    damage_checksum(&sb, "c", 1);
     let app = project(&sb, &[("b", "^1")]);
     let run = sb.run(&app, &["lock"]).ok();
     assert_eq!(locked_versions(&app), ["b 1.0.0", "c 1.4.0"]);
@@ -170,12 +175,7 @@ fn a_damaged_line_is_left_out_before_a_pin_that_no_longer_holds_is_an_error() {
     let flipped = if &lock[sum..sum + 1] == "0" { "1" } else { "0" };
     std::fs::write(app.join("ebpkg.lock"), format!("{}{flipped}{}", &lock[..sum], &lock[sum + 1..])).unwrap();
     // ...and c 1.5.0, the only version that needs x, has a damaged line.
-    let index = sb.path("registry").join("index").join(ebpkg_spec::index_path("c"));
-    let text = std::fs::read_to_string(&index).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let at = lines[1].find("\"cksum\":\"").unwrap() + 9;
-    lines[1].replace_range(at..at + 2, "ZZ");
-    std::fs::write(&index, lines.join("\n") + "\n").unwrap();
+    damage_checksum(&sb, "c", 1);
     let run = sb.run(&app, &["lock"]).ok();
     assert!(run.stderr.contains("resolving again without it"), "{}", run.stderr);
     assert_eq!(locked_versions(&app), ["c 1.4.0"]);

@@ -203,7 +203,7 @@ fn lock_packages(
                 Some(Ok(pin)) => match package(at, pin) {
                     Ok(package) => done.packages.push(package),
                     // (The rest is still pinned: a damaged line among it must still be found.)
-                    Err(e) => done.failed = done.failed.take().or(Some(e)),
+                    Err(e) => done.fail(e),
                 },
                 Some(Err(damaged)) => done.damaged.push(damaged),
                 None => done.elsewhere.push(at),
@@ -232,11 +232,11 @@ fn lock_packages(
         match regs.entry(&urls[url_of[at]].1, &id.name, &rp.version) {
             Ok(entry) => match package(at, EntryPin::from(&entry)) {
                 Ok(package) => all.packages.push(package),
-                Err(e) => all.failed = all.failed.or(Some(e)),
+                Err(e) => all.fail(e),
             },
             Err(e) => match e.downcast::<DamagedLine>() {
                 Ok(damaged) => all.damaged.push(damaged),
-                Err(e) => all.failed = all.failed.or(Some(e)),
+                Err(e) => all.fail(e),
             },
         }
     }
@@ -265,7 +265,14 @@ impl LockRun {
         self.packages.extend(other.packages);
         self.damaged.extend(other.damaged);
         self.elsewhere.extend(other.elsewhere);
-        self.failed = self.failed.take().or(other.failed);
+        if let Some(e) = other.failed {
+            self.fail(e);
+        }
+    }
+
+    /// Keeps the first failure.
+    fn fail(&mut self, e: anyhow::Error) {
+        self.failed.get_or_insert(e);
     }
 }
 
