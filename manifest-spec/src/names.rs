@@ -221,6 +221,15 @@ impl PackageName {
         normalize(&self.0)
     }
 
+    /// [`PackageName::normalized`], shared with the name when it already is: kept for
+    /// every package a resolution touches, where a copy each was fresh memory.
+    pub fn normalized_shared(&self) -> std::sync::Arc<str> {
+        match self.normalized_key() {
+            std::borrow::Cow::Borrowed(_) => std::sync::Arc::clone(&self.0),
+            std::borrow::Cow::Owned(normalized) => normalized.into(),
+        }
+    }
+
     /// [`PackageName::normalized`], borrowed when the name already is (no `-`,
     /// no uppercase): looked up for every package a resolution touches.
     pub fn normalized_key(&self) -> std::borrow::Cow<'_, str> {
@@ -382,6 +391,10 @@ mod tests {
             let key = name.normalized_key();
             assert_eq!(key, name.normalized(), "{n}");
             assert_eq!(matches!(key, std::borrow::Cow::Borrowed(_)), name.normalized() == n, "{n}");
+            // Shared with the name, not copied, when the name is its own normalized form.
+            let shared = name.normalized_shared();
+            assert_eq!(&*shared, name.normalized(), "{n}");
+            assert_eq!(std::ptr::eq(shared.as_ptr(), name.as_str().as_ptr()), name.normalized() == n, "{n}");
         }
     }
 

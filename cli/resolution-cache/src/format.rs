@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
+use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Req, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
-use semver::{BuildMetadata, Prerelease, Version, VersionReq};
+use semver::{BuildMetadata, Prerelease, Version};
 
-use crate::loaded::{IndexBytes, Line, Lines, Lists, LoadedIndex, StoredList, StoredPin, VersionTable};
+use crate::loaded::{IndexBytes, Line, Lines, Lists, LoadedIndex, StoredList, VersionTable};
 
 pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
@@ -256,14 +256,30 @@ pub(crate) struct ListContext {
     own: Option<String>,
     default: String,
     pub(crate) damaged: std::sync::Mutex<Vec<Arc<str>>>,
+    /// Each requirement decoded so far, by its text, kept once: a registry's records repeat
+    /// the same few requirements, and a warm resolution of ten thousand packages decodes
+    /// some forty thousand of them (parsed and allocated one by one, a tenth of its fresh
+    /// memory, and their parsing a tenth of a reading thread's work).
+    reqs: std::sync::Mutex<HashMap<Box<str>, Req, rustc_hash::FxBuildHasher>>,
 }
 
 impl ListContext {
     /// For records of registry `url` read by a command whose default registry is `default`.
     pub(crate) fn new(url: &RegistryUrl, default: &RegistryUrl) -> ListContext {
         let own = (url != default).then(|| url.to_string());
-        ListContext { own, default: default.to_string(), damaged: Default::default() }
+        ListContext { own, default: default.to_string(), damaged: Default::default(), reqs: Default::default() }
     }
+}
+
+/// The requirement `text` states, parsed the first time only (`known`: a [`ListContext`]'s);
+/// `None` if it does not parse.
+fn interned_req(known: &mut HashMap<Box<str>, Req, rustc_hash::FxBuildHasher>, text: &str) -> Option<Req> {
+    if let Some(req) = known.get(text) {
+        return Some(req.clone());
+    }
+    let req = Req::parse(text).ok()?;
+    known.insert(text.into(), req.clone());
+    Some(req)
 }
 
 /// The loader's view of one record (`record`'s parts in `file`) of `package`
@@ -345,30 +361,30 @@ pub(crate) fn decode(
         extras: extras.into(),
     };
     let version = |k: usize| versions.get(k).into_owned().version;
-    let n_pins = r.count(4 + 4 + 4 + 32 + 1)?;
-    let mut pins: Vec<StoredPin> = reserve(n_pins);
+    let n_pins = u32::try_from(r.count(4 + 4 + 4 + 32 + 1)?).ok()?;
+    let pins_start = r.pos;
+    let mut last_line = None;
     for _ in 0..n_pins {
         // A pin names its line, and says again which version and package it is of:
         // a damaged position or name is a miss, never another version's checksum.
-        let k = r.u32()?;
-        let pinned = Version::parse(r.str()?).ok()?;
-        if k as usize >= n_versions || pins.last().is_some_and(|last| last.line >= k) || pinned != version(k as usize) {
+        let pin = read_pin(&mut r)?;
+        let k = pin.line;
+        if k as usize >= n_versions || last_line.is_some_and(|last| last >= k) {
             return None;
         }
-        let name = PackageName::new(r.str()?).ok()?;
+        if Version::parse(pin.version).ok()? != version(k as usize) {
+            return None;
+        }
+        // (Its name checked, and the pin dropped: it is made again for the version locked.)
+        pin.pin()?;
         // (As `PackageName::normalized`, without making the string: a warm resolution decodes a pin per package.)
-        let normalized = name.as_str().bytes().map(|b| if b == b'-' { b'_' } else { b.to_ascii_lowercase() });
+        let normalized = pin.name.bytes().map(|b| if b == b'-' { b'_' } else { b.to_ascii_lowercase() });
         if !normalized.eq(package.bytes()) {
             return None;
         }
-        let cksum = Sha256Digest(r.take(32)?.try_into().ok()?);
-        let signed_by = match r.u8()? {
-            0 => None,
-            1 => Some(KeyId(r.take(32)?.try_into().ok()?)),
-            _ => return None,
-        };
-        pins.push(StoredPin { line: k, version: pinned, pin: EntryPin { name, cksum, signed_by } });
+        last_line = Some(k);
     }
+    let pins = StoredPins::In { file: Arc::clone(file), start: body.start + pins_start, len: n_pins };
     // The second part is laid out from lengths kept in the first, and not read here: it
     // is read for the lines not pinned yet (each checked then) and for messages.
     let (origin_len, text_len, cold_crc) = (r.usize()?, r.usize()?, r.u32()?);
@@ -404,12 +420,70 @@ pub(crate) fn decode(
     })
 }
 
+/// A stored pin, as laid out (see the crate documentation).
+struct RawPin<'a> {
+    line: u32,
+    version: &'a str,
+    name: &'a str,
+    cksum: Sha256Digest,
+    signed_by: Option<KeyId>,
+}
+
+impl RawPin<'_> {
+    /// The pin; `None` if its name is not a package name.
+    fn pin(&self) -> Option<EntryPin> {
+        let name = PackageName::new(self.name).ok()?;
+        Some(EntryPin { name, cksum: self.cksum.clone(), signed_by: self.signed_by.clone() })
+    }
+}
+
+fn read_pin<'a>(r: &mut Reader<'a>) -> Option<RawPin<'a>> {
+    let (line, version, name) = (r.u32()?, r.str()?, r.str()?);
+    let cksum = Sha256Digest(r.take(32)?.try_into().ok()?);
+    let signed_by = match r.u8()? {
+        0 => None,
+        1 => Some(KeyId(r.take(32)?.try_into().ok()?)),
+        _ => return None,
+    };
+    Some(RawPin { line, version, name, cksum, signed_by })
+}
+
+/// The pins of a stored record: `len` from `start` in `file`, each checked when the record
+/// was decoded, and made again only for the versions a resolution locks (kept decoded, they
+/// were a tenth of a kilobyte of fresh memory a package, for a command that uses one).
+pub(crate) enum StoredPins {
+    None,
+    In { file: Arc<Stored>, start: usize, len: u32 },
+}
+
+impl StoredPins {
+    /// Each pin with its line, by line.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, EntryPin)> + '_ {
+        self.raw().filter_map(|p| Some((p.line, p.pin()?)))
+    }
+
+    /// The pin of line `line`, if one is stored.
+    pub(crate) fn get(&self, line: u32) -> Option<EntryPin> {
+        self.raw().find(|p| p.line == line)?.pin()
+    }
+
+    fn raw(&self) -> impl Iterator<Item = RawPin<'_>> {
+        let (bytes, pos, len) = match self {
+            StoredPins::None => (&[][..], 0, 0),
+            StoredPins::In { file, start, len } => (file.bytes(), *start, *len),
+        };
+        let mut r = Reader { bytes, pos };
+        (0..len).map_while(move |_| read_pin(&mut r))
+    }
+}
+
 /// A stored dependency list (`bytes`, as [`decode`] found it); `None` if it does
 /// not decode.
 pub(crate) fn decode_list(bytes: &[u8], context: &ListContext) -> Option<Box<[Requirement]>> {
     let mut r = Reader { bytes, pos: 0 };
     let n = r.count(9)?;
     let mut deps = reserve(n);
+    let mut known = crate::cache::lock(&context.reqs);
     for _ in 0..n {
         let name = PackageName::new(r.str()?).ok()?;
         let registry = match r.u8()? {
@@ -417,9 +491,8 @@ pub(crate) fn decode_list(bytes: &[u8], context: &ListContext) -> Option<Box<[Re
             1 => Some(r.str()?).filter(|u| *u != context.default).map(str::to_owned),
             _ => return None,
         };
-        let req_text = r.str()?;
-        let req = VersionReq::parse(req_text).ok()?;
-        deps.push(Requirement { pkg: QualifiedName::in_registry(name, registry), req, req_text: req_text.to_owned() });
+        let req = interned_req(&mut known, r.str()?)?;
+        deps.push(Requirement { pkg: QualifiedName::in_registry(name, registry), req });
     }
     (r.pos == bytes.len()).then(|| deps.into())
 }
@@ -461,10 +534,10 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
                 put_str(&mut out, abs.as_bytes())?;
             }
             // Stored as text and parsed back: only if that gives the same requirement.
-            if VersionReq::parse(&d.req_text).ok()? != d.req {
+            if Req::parse(d.req.text()).ok()? != d.req {
                 return None;
             }
-            put_str(&mut out, d.req_text.as_bytes())?;
+            put_str(&mut out, d.req.text().as_bytes())?;
         }
     }
     let n_versions = index.versions.len();
@@ -610,7 +683,7 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
                     assert!(l.bytes.start <= l.bytes.end && l.bytes.end <= text.len(), "a line outside its text");
                 }
             }
-            assert!(index.pins.iter().all(|p| (p.line as usize) < n), "a pin of no version");
+            assert!(index.pins.iter().all(|(line, _)| (line as usize) < n), "a pin of no version");
             // Pins, stored or parsed from whatever text the record holds.
             for k in 0..n {
                 let _ = index.pin(&index.versions.get(k).version);

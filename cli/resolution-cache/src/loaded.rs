@@ -31,7 +31,7 @@ pub struct LoadedIndex {
     pub problems: Box<[IndexError]>,
     /// What ebpkg.lock pins of usable lines (by their index in `lines`) whose
     /// whole entry was found valid: read from the cache record...
-    pub(crate) pins: Vec<StoredPin>,
+    pub(crate) pins: crate::format::StoredPins,
     /// ...or learned by this command, to be kept in the cache.
     pub(crate) learned: Mutex<Vec<(u32, EntryPin)>>,
     /// A stored record's second part: `origin`, `text` and `lines` lie in it.
@@ -110,16 +110,6 @@ impl CandidateList for LoadedIndex {
     fn yanked(&self, i: usize) -> bool {
         self.versions.yanked(i)
     }
-}
-
-/// What ebpkg.lock pins of a usable line, read from a cache record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StoredPin {
-    pub(crate) line: u32,
-    /// The line's version (checked when the record was decoded): a resolution's
-    /// choice is matched with it without reading the version table again.
-    pub(crate) version: Version,
-    pub(crate) pin: EntryPin,
 }
 
 /// Where a usable line is in the file's text.
@@ -260,7 +250,7 @@ impl LoadedIndex {
             versions: VersionTable::Owned(candidates),
             lists: Lists::Parsed(lists),
             problems: problems.into_boxed_slice(),
-            pins: Vec::new(),
+            pins: crate::format::StoredPins::None,
             learned: Mutex::default(),
             second: None,
         }
@@ -344,12 +334,6 @@ impl LoadedIndex {
     pub fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let at = position as usize;
         // The line, if the first with its version (always, when the versions ascend).
-        if self.ascending
-            && let Some(stored) = self.pins.iter().find(|p| p.line == position)
-            && stored.version == *version
-        {
-            return Some(Ok(stored.pin.clone()));
-        }
         match self.ascending && at < self.versions.len() && self.versions.get(at).version == *version {
             true => self.pin_at(at, version),
             false => self.pin(version),
@@ -372,8 +356,8 @@ impl LoadedIndex {
 
     fn pin_at(&self, k: usize, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let k32 = u32::try_from(k).ok()?;
-        if let Some(stored) = self.pins.iter().find(|p| p.line == k32) {
-            return Some(Ok(stored.pin.clone()));
+        if let Some(stored) = self.pins.get(k32) {
+            return Some(Ok(stored));
         }
         let mut learned = crate::cache::lock(&self.learned);
         if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
@@ -393,7 +377,7 @@ impl LoadedIndex {
 
     /// Every pin known, stored or learned, by line.
     pub(crate) fn all_pins(&self) -> Vec<(u32, EntryPin)> {
-        let mut all: Vec<(u32, EntryPin)> = self.pins.iter().map(|p| (p.line, p.pin.clone())).collect();
+        let mut all: Vec<(u32, EntryPin)> = self.pins.iter().collect();
         all.extend(crate::cache::lock(&self.learned).iter().cloned());
         all.sort_unstable_by_key(|(k, _)| *k);
         all.dedup_by_key(|(k, _)| *k);

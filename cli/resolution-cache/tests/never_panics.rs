@@ -32,11 +32,11 @@ fn seed() -> &'static [u8] {
             };
             let text = format!("{}\n{}\n", line("1.0.0"), line("2.0.0-rc.1+b"));
             let split = text.find('\n').unwrap();
-            let dep = Requirement {
-                pkg: QualifiedName::in_registry(PackageName::new("meter").unwrap(), Some("file:///other/".into())),
-                req: VersionReq::parse("^1.2, <1.9").unwrap(),
-                req_text: "^1.2, <1.9".into(),
-            };
+            let dep = Requirement::parse(
+                QualifiedName::in_registry(PackageName::new("meter").unwrap(), Some("file:///other/".into())),
+                "^1.2, <1.9",
+            )
+            .unwrap();
             let lists: Vec<Box<[Requirement]>> = vec![Box::from(vec![dep]), Box::from([])];
             let candidates = [("1.0.0", false, 0), ("2.0.0-rc.1+b", true, 1)]
                 .map(|(v, yanked, deps)| Candidate { version: Version::parse(v).unwrap(), yanked, deps });

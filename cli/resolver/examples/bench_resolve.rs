@@ -55,9 +55,7 @@ fn id(i: usize) -> QualifiedName {
 }
 
 fn caret(pkg: QualifiedName, major: u64, minor: u64) -> Requirement {
-    let text = format!("^{major}.{minor}");
-    let req = VersionReq::parse(&text).unwrap_or_else(|e| panic!("{e}"));
-    Requirement { pkg, req, req_text: text }
+    Requirement::parse(pkg, &format!("^{major}.{minor}")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Builds the registry and the project's request.

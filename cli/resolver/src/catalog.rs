@@ -513,7 +513,7 @@ impl<'a> Catalog<'a> {
         let hash = self.ids.hasher().hash_one(req);
         let mut at = self.entries[pkg.0 as usize].known_head;
         while let Some(k) = self.known.get(at as usize) {
-            if k.hash == hash && self.requirement(k.loc).is_some_and(|r| r.req == *req) {
+            if k.hash == hash && self.requirement(k.loc).is_some_and(|r| *r.req == *req) {
                 return k.set.clone();
             }
             at = k.next;

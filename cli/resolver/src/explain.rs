@@ -92,7 +92,7 @@ impl Texts {
         let set = matching(cat.entry(d), &r.req);
         let list = self.0.entry(d).or_default();
         if !list.iter().any(|(s, _)| *s == set) {
-            list.push((set, r.req_text.clone()));
+            list.push((set, r.req.text().to_owned()));
         }
     }
 
@@ -514,7 +514,7 @@ fn own_req_text(cat: &Catalog<'_>, p: Pkg, sp: &IndexSet, d: Pkg, real: &IndexSe
         }
         let set = reqs.iter().fold(IndexSet::full().clamp(de.len()), |acc, r| acc.intersection(&matching(de, &r.req)));
         if set == *real {
-            let texts: Vec<&str> = reqs.iter().map(|r| r.req_text.as_str()).collect();
+            let texts: Vec<&str> = reqs.iter().map(|r| r.req.text()).collect();
             return Some(texts.join(", "));
         }
     }
@@ -633,7 +633,7 @@ impl Helper<'_, '_> {
     /// The requirement(s) of candidate `v` of `p` on `d`, as written.
     fn req_text(&self, p: Pkg, v: u32, d: Pkg) -> Option<String> {
         let id = self.cat.id(d)?;
-        let texts: Vec<&str> = self.cat.entry(p).deps_on(v, id).map(|r| r.req_text.as_str()).collect();
+        let texts: Vec<&str> = self.cat.entry(p).deps_on(v, id).map(|r| r.req.text()).collect();
         (!texts.is_empty()).then(|| texts.join(", "))
     }
 
@@ -769,7 +769,7 @@ impl Helper<'_, '_> {
         let entry = self.cat.entry(p);
         let set =
             reqs.iter().fold(IndexSet::interval(0, entry.len()), |acc, r| acc.intersection(&matching(entry, &r.req)));
-        let text: Vec<&str> = reqs.iter().map(|r| r.req_text.as_str()).collect();
+        let text: Vec<&str> = reqs.iter().map(|r| r.req.text()).collect();
         Some((text.join(", "), set))
     }
 
@@ -820,7 +820,7 @@ impl Helper<'_, '_> {
             }
         });
         if let (Some(ver), false) = (hit, reqs.is_empty()) {
-            let texts: Vec<&str> = reqs.iter().map(|r| r.req_text.as_str()).collect();
+            let texts: Vec<&str> = reqs.iter().map(|r| r.req.text()).collect();
             self.push(format!(
                 "{} {ver} exists but is a pre-release, and pre-releases are only chosen when the requirement names one (e.g. `>={ver}` instead of `{}`)",
                 cat.name(e.d),

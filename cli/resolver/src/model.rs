@@ -111,22 +111,77 @@ impl fmt::Display for QualifiedName {
 pub struct Requirement {
     /// The package required.
     pub pkg: QualifiedName,
-    /// The versions accepted (cargo semantics, see [`VersionReq::matches`]).
-    pub req: VersionReq,
-    /// The requirement as written (`"^1.2"`, `"1.2"`), quoted back in explanations.
-    pub req_text: String,
+    /// The versions accepted.
+    pub req: Req,
 }
 
 impl Requirement {
     /// A requirement whose text is `req`'s canonical display form.
     pub fn new(pkg: QualifiedName, req: VersionReq) -> Self {
-        let req_text = req.to_string();
-        Requirement { pkg, req, req_text }
+        Requirement { pkg, req: Req::from(req) }
     }
 
     /// Parses `text` with cargo's requirement syntax and keeps it as written.
     pub fn parse(pkg: QualifiedName, text: &str) -> Result<Self, semver::Error> {
-        Ok(Requirement { pkg, req: VersionReq::parse(text)?, req_text: text.trim().to_owned() })
+        Ok(Requirement { pkg, req: Req::parse(text)? })
+    }
+}
+
+/// The versions a requirement accepts: as parsed (cargo semantics, see
+/// [`VersionReq::matches`], through `Deref`), and as written (`"^1.2"`, `"1.2"`),
+/// quoted back in explanations.
+///
+/// Shared, not copied, when cloned: the index files of a registry repeat the same few
+/// requirements tens of thousands of times, and a source that reads them can keep
+/// each one once.
+#[derive(Clone)]
+pub struct Req(Arc<ReqParts>);
+
+struct ReqParts {
+    parsed: VersionReq,
+    text: Box<str>,
+}
+
+impl Req {
+    /// Parses `text` (cargo's requirement syntax) and keeps it as written, trimmed.
+    pub fn parse(text: &str) -> Result<Req, semver::Error> {
+        Ok(Req(Arc::new(ReqParts { parsed: VersionReq::parse(text)?, text: text.trim().into() })))
+    }
+
+    /// The requirement as written.
+    pub fn text(&self) -> &str {
+        &self.0.text
+    }
+}
+
+/// A requirement whose text is its canonical display form.
+impl From<VersionReq> for Req {
+    fn from(parsed: VersionReq) -> Req {
+        let text = parsed.to_string().into_boxed_str();
+        Req(Arc::new(ReqParts { parsed, text }))
+    }
+}
+
+impl std::ops::Deref for Req {
+    type Target = VersionReq;
+
+    fn deref(&self) -> &VersionReq {
+        &self.0.parsed
+    }
+}
+
+/// Equal when both the versions accepted and the text are.
+impl PartialEq for Req {
+    fn eq(&self, other: &Req) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || (self.0.parsed == other.0.parsed && self.0.text == other.0.text)
+    }
+}
+
+impl Eq for Req {}
+
+impl fmt::Debug for Req {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.text())
     }
 }
 

@@ -2,7 +2,6 @@
 //! registries' indexes, preferring what ebpkg.lock already pins.
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 
 use anyhow::Result;
 use ebpkg_resolver::{QualifiedName, Requirement, Resolution, ResolveRequest, UpdatePolicy};
@@ -97,11 +96,10 @@ impl Root {
             .iter()
             .map(|(name, d)| {
                 let url = regs.url(d.registry.as_deref())?;
-                Ok(Requirement {
-                    pkg: QualifiedName::in_registry(name.clone(), regs.id_registry(&url)),
-                    req: d.version.clone(),
-                    req_text: d.version.to_string(),
-                })
+                Ok(Requirement::new(
+                    QualifiedName::in_registry(name.clone(), regs.id_registry(&url)),
+                    d.version.clone(),
+                ))
             })
             .collect::<Result<_>>()?;
         Ok(Root { name: manifest.package.name.clone(), version: manifest.package.version.clone(), deps })
@@ -111,11 +109,10 @@ impl Root {
     /// it (the root stands for the command, not for a package).
     pub fn of_package(name: PackageName, req: semver::VersionReq) -> Result<Root> {
         let root = PackageName::new("ebpkg-install").map_err(|e| anyhow::anyhow!("{e}"))?;
-        let req_text = req.to_string();
         Ok(Root {
             name: root,
             version: semver::Version::new(0, 0, 0),
-            deps: vec![Requirement { pkg: QualifiedName::in_registry(name, None), req, req_text }],
+            deps: vec![Requirement::new(QualifiedName::in_registry(name, None), req)],
         })
     }
 }
@@ -194,14 +191,18 @@ fn lock_packages(
     // Pinned and made in one pass, on every CPU: a large resolution locks thousands of
     // packages, while the index reading threads have nothing left to do. What a worker
     // cannot pin (a package whose index was not read by the loader) is pinned here after.
+    // Each thread fills its own part of one vector: a vector of its own would be fresh
+    // memory, then copied.
     let n = resolution.packages.len();
-    let run = |range: Range<usize>, capacity: usize| -> LockRun {
-        let mut done = LockRun { packages: Vec::with_capacity(capacity), ..LockRun::default() };
-        for at in range {
+    let mut made: Vec<Option<LockedPackage>> = Vec::with_capacity(n);
+    made.resize_with(n, || None);
+    let run = |first: usize, out: &mut [Option<LockedPackage>]| -> LockRun {
+        let mut done = LockRun::default();
+        for (at, slot) in (first..).zip(out) {
             let (id, rp) = &resolution.packages[at];
             match Registries::pin_where_read(&urls[url_of[at]].1, &id.name, &rp.version, &rp.origin) {
                 Some(Ok(pin)) => match package(at, pin) {
-                    Ok(package) => done.packages.push(package),
+                    Ok(package) => *slot = Some(package),
                     // (The rest is still pinned: a damaged line among it must still be found.)
                     Err(e) => done.fail(e),
                 },
@@ -212,13 +213,13 @@ fn lock_packages(
         done
     };
     let parts = std::thread::available_parallelism().map_or(1, |p| p.get()).min(n.div_ceil(1024));
-    let mut ranges = ranges(n, parts).into_iter();
-    let mine = ranges.next().unwrap_or_default();
+    let per = n.div_ceil(parts.max(1)).max(1);
     let mut all = std::thread::scope(|scope| {
         let run = &run;
-        let others: Vec<_> = ranges.map(|range| scope.spawn(move || run(range.clone(), range.len()))).collect();
-        // The first run's vector holds them all: the others are moved into it once.
-        let mut all = run(mine, n);
+        let mut chunks = made.chunks_mut(per).enumerate();
+        let mine = chunks.next();
+        let others: Vec<_> = chunks.map(|(k, out)| scope.spawn(move || run(k * per, out))).collect();
+        let mut all = mine.map(|(_, out)| run(0, out)).unwrap_or_default();
         for other in others {
             match other.join() {
                 Ok(more) => all.absorb(more),
@@ -231,7 +232,7 @@ fn lock_packages(
         let (id, rp) = &resolution.packages[at];
         match regs.entry(&urls[url_of[at]].1, &id.name, &rp.version) {
             Ok(entry) => match package(at, EntryPin::from(&entry)) {
-                Ok(package) => all.packages.push(package),
+                Ok(package) => made[at] = Some(package),
                 Err(e) => all.fail(e),
             },
             Err(e) => match e.downcast::<DamagedLine>() {
@@ -244,14 +245,15 @@ fn lock_packages(
     match (all.damaged.is_empty(), all.failed) {
         (false, _) => Ok(Err(all.damaged)),
         (true, Some(e)) => Err(e),
-        (true, None) => Ok(Ok(all.packages)),
+        // Every package was made (none damaged, none failed). (`map_while` collects in place,
+        // where `flatten` would copy them all.)
+        (true, None) => Ok(Ok(made.into_iter().map_while(|p| p).collect())),
     }
 }
 
 /// What one thread made of a run of a resolution's packages (see [`lock_packages`]).
 #[derive(Default)]
 struct LockRun {
-    packages: Vec<LockedPackage>,
     damaged: Vec<DamagedLine>,
     /// Positions of packages to pin on the command's thread.
     elsewhere: Vec<usize>,
@@ -262,7 +264,6 @@ struct LockRun {
 
 impl LockRun {
     fn absorb(&mut self, other: LockRun) {
-        self.packages.extend(other.packages);
         self.damaged.extend(other.damaged);
         self.elsewhere.extend(other.elsewhere);
         if let Some(e) = other.failed {
@@ -274,17 +275,6 @@ impl LockRun {
     fn fail(&mut self, e: anyhow::Error) {
         self.failed.get_or_insert(e);
     }
-}
-
-/// `0..n` as at most `parts` consecutive ranges of about the same length, in order
-/// (one, empty, when `n` is 0).
-fn ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
-    let per = n.div_ceil(parts.max(1)).max(1);
-    let mut ranges: Vec<Range<usize>> = (0..n).step_by(per).map(|start| start..(start + per).min(n)).collect();
-    if ranges.is_empty() {
-        ranges.push(0..0);
-    }
-    ranges
 }
 
 /// Resolves the project and writes ebpkg.lock when it changes; under --locked a
@@ -366,24 +356,4 @@ pub fn diff(old: &Lockfile, new: &Lockfile) -> String {
         out.push_str("  (the same versions with other dependencies or checksums)\n");
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ranges;
-
-    #[test]
-    fn positions_are_split_into_ranges_in_order() {
-        for n in [0, 1, 2, 1023, 1024, 1025, 8572] {
-            for parts in [0, 1, 2, 3, 16] {
-                let split = ranges(n, parts);
-                assert!(!split.is_empty() && split.len() <= parts.max(1), "{n} in {parts}: {split:?}");
-                // Every position once, in order.
-                assert!(split.iter().flat_map(|r| r.clone()).eq(0..n), "{n} in {parts}: {split:?}");
-                // About the same length: none longer than the first, none less than half of it.
-                let len = split[0].len();
-                assert!(split.iter().all(|r| r.len() <= len && 2 * r.len() + 1 >= len), "{n} in {parts}: {split:?}");
-            }
-        }
-    }
 }

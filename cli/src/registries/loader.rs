@@ -16,7 +16,6 @@
 //! registry's files is kept for the next command ([`ebpkg_resolution_cache`]),
 //! which reads an index file again only if it changed.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -121,8 +120,7 @@ fn requirements(
                 Some(u) => RegistryUrl::parse(u).map_err(|e| invalid(format!("dependency `{}`: {e}", d.name)))?,
             };
             let registry = (url != *default).then(|| url.to_string());
-            let req_text = d.req.to_string();
-            Ok(Requirement { pkg: QualifiedName::in_registry(d.name, registry), req: d.req, req_text })
+            Ok(Requirement::new(QualifiedName::in_registry(d.name, registry), d.req))
         })
         .collect()
 }
@@ -166,23 +164,22 @@ impl SlotState {
 /// from several threads: the names are hashed with FxHash and looked up without
 /// building a key. The URL is shared by the registry's reads (a read ahead names it).
 type Slots = Vec<(Arc<RegistryUrl>, RegistrySlots)>;
-type RegistrySlots = HashMap<Box<str>, Arc<Slot>, FxBuildHasher>;
+/// Keyed by the normalized name, shared with the package's name when it is its own.
+type RegistrySlots = HashMap<Arc<str>, Arc<Slot>, FxBuildHasher>;
 
-/// `name` as slots are keyed: normalized, borrowed when it already is (names are
-/// lowercase; only `-` differs).
-fn slot_name(name: &PackageName) -> Cow<'_, str> {
-    match name.as_str().contains('-') {
-        true => Cow::Owned(name.normalized()),
-        false => Cow::Borrowed(name.as_str()),
-    }
-}
-
-/// The slots of registry `url`, made on first use, and its shared URL.
-fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> (&'s Arc<RegistryUrl>, &'s mut RegistrySlots) {
+/// The slots of registry `url` in one shard, made on first use with room for a shard's
+/// part of `expected` packages (a large resolution's tables, grown by doubling, were
+/// rehashed and asked for fresh memory a dozen times over), and its shared URL.
+fn slots_of<'s>(
+    slots: &'s mut Slots,
+    url: &RegistryUrl,
+    expected: impl FnOnce() -> usize,
+) -> (&'s Arc<RegistryUrl>, &'s mut RegistrySlots) {
     let at = match slots.iter().position(|(u, _)| u.as_str() == url.as_str()) {
         Some(at) => at,
         None => {
-            slots.push((Arc::new(url.clone()), RegistrySlots::default()));
+            let of_registry = RegistrySlots::with_capacity_and_hasher(expected() / SHARDS, FxBuildHasher);
+            slots.push((Arc::new(url.clone()), of_registry));
             slots.len() - 1
         }
     };
@@ -193,7 +190,7 @@ fn slots_of<'s>(slots: &'s mut Slots, url: &RegistryUrl) -> (&'s Arc<RegistryUrl
 impl Shared {
     /// The slot of `name` in `url`, if any.
     fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
-        let key = slot_name(name);
+        let key = name.normalized_key();
         let slots = lock(self.shard(&key));
         let (_, of_registry) = slots.iter().find(|(u, _)| u.as_str() == url.as_str())?;
         of_registry.get(&*key).cloned()
@@ -203,6 +200,13 @@ impl Shared {
     fn shard(&self, key: &str) -> &Mutex<Slots> {
         use std::hash::BuildHasher;
         &self.slots[FxBuildHasher.hash_one(key) as usize % SHARDS]
+    }
+
+    /// The slots of `url` in a shard made on first use hold room for about as many
+    /// packages as the registry's resolution cache has records: a resolution as large
+    /// as the ones before it.
+    fn expected(&self, url: &RegistryUrl) -> usize {
+        self.caches.registry(url).records()
     }
 
     /// The next read waiting for a worker, if any.
@@ -249,12 +253,15 @@ pub struct Loader {
 }
 
 /// Worker threads for a registry of each kind: directories are read as fast as
-/// the CPUs parse; servers are waited on, so more requests are kept in flight.
+/// the CPUs parse, the resolver's own thread being one of them (it reads whatever
+/// is queued while it waits: one worker per CPU left a third thread preempting the
+/// resolver's on two CPUs, and each thread's heap took fresh pages of its own);
+/// servers are waited on, so more requests are kept in flight.
 fn workers_for(kind: RegistryKind) -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     match kind {
-        RegistryKind::File => cpus,
+        RegistryKind::File => cpus.saturating_sub(1).max(1),
         RegistryKind::Http => 16,
     }
 }
@@ -290,12 +297,12 @@ impl Loader {
         name: &PackageName,
     ) -> Result<Option<Arc<LoadedIndex>>> {
         let slot = {
-            let key = slot_name(name);
+            let key = name.normalized_key();
             let mut slots = lock(self.shared.shard(&key));
-            let (_, of_registry) = slots_of(&mut slots, url);
+            let (_, of_registry) = slots_of(&mut slots, url, || self.shared.expected(url));
             match of_registry.get(&*key) {
                 Some(slot) => Arc::clone(slot),
-                None => Arc::clone(of_registry.entry(key.into()).or_insert_with(new_slot)),
+                None => Arc::clone(of_registry.entry(name.normalized_shared()).or_insert_with(new_slot)),
             }
         };
         loop {
@@ -344,13 +351,13 @@ impl Loader {
         let mut again = false;
         for (url, name) in self.shared.caches.damaged() {
             let mut slots = lock(self.shared.shard(&name));
-            let (_, of_registry) = slots_of(&mut slots, &url);
+            let (_, of_registry) = slots_of(&mut slots, &url, || self.shared.expected(&url));
             if of_registry.get(&*name).is_some_and(|slot| slot.skip_cache) {
                 continue;
             }
             tracing::warn!("the resolution cache's record of `{name}` in {url} is damaged: reading its index file");
             let slot = Slot { state: SlotState::new(), done: Condvar::new(), skip_cache: true };
-            of_registry.insert(name.as_ref().into(), Arc::new(slot));
+            of_registry.insert(name, Arc::new(slot));
             again = true;
         }
         again
@@ -424,14 +431,14 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     let own = (*url != shared.default).then(|| url.to_string());
     let mut jobs = Vec::with_capacity(deps.len());
     for dep in deps.iter().filter(|d| d.pkg.registry == own) {
-        let key = slot_name(&dep.pkg.name);
+        let key = dep.pkg.name.normalized_key();
         let mut slots = lock(shared.shard(&key));
-        let (shared_url, of_registry) = slots_of(&mut slots, url);
+        let (shared_url, of_registry) = slots_of(&mut slots, url, || shared.expected(url));
         if of_registry.contains_key(&*key) {
             continue;
         }
         let slot = new_slot();
-        of_registry.insert(key.into(), Arc::clone(&slot));
+        of_registry.insert(dep.pkg.name.normalized_shared(), Arc::clone(&slot));
         let url = Arc::clone(shared_url);
         jobs.push(Job { registry: Arc::clone(registry), url, name: dep.pkg.name.clone(), slot });
     }
