@@ -294,7 +294,7 @@ mod tests {
             versions: VersionTable::Owned(candidates),
             lists: Lists::Parsed(vec![shared, Box::from([])]),
             problems: Box::default(),
-            pins: Vec::new(),
+            pins: crate::format::StoredPins::None,
             learned: Default::default(),
             second: None,
         }
@@ -310,6 +310,27 @@ mod tests {
 
     fn cache_file(dir: &Path) -> PathBuf {
         ebpkg_spec::cache_layout::CacheLayout::new(dir).resolution_cache(url("file:///own/").as_str())
+    }
+
+    #[test]
+    fn a_requirement_is_parsed_once_for_all_the_records_of_a_registry_that_state_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        caches.registry(&url("file:///own/")).remember(&name("first"), fingerprint(1), Arc::new(index()));
+        caches.registry(&url("file:///own/")).remember(&name("second"), fingerprint(2), Arc::new(index()));
+        caches.save();
+        let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
+        let own = caches.registry(&url("file:///own/"));
+        let (first, second) = (own.get(&name("first"), &fingerprint(1)), own.get(&name("second"), &fingerprint(2)));
+        let (first, second) = (first.unwrap(), second.unwrap());
+        let (a, b) = (first.list(0).unwrap(), second.list(0).unwrap());
+        assert_eq!(a.len(), 3);
+        for (x, y) in a.iter().zip(b) {
+            assert_eq!(x, y);
+            // The same text in two records: one requirement, shared.
+            assert!(std::ptr::eq(x.req.text(), y.req.text()), "`{}` parsed twice", x.req.text());
+        }
+        assert!(!std::ptr::eq(a[0].req.text(), a[1].req.text()));
     }
 
     #[test]
@@ -341,7 +362,7 @@ mod tests {
                 ("elsewhere", Some("file:///other/"), "=0.1.0-pre"),
             ]
         );
-        assert_eq!(deps[2].req, VersionReq::parse("=0.1.0-pre").unwrap());
+        assert_eq!(*deps[2].req, VersionReq::parse("=0.1.0-pre").unwrap());
         assert_eq!(got.lines.len(), 3);
         for k in 0..3 {
             assert_eq!(got.lines.get(k), original.lines.get(k));

@@ -15,7 +15,7 @@ use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 use proptest::prelude::*;
-use semver::{Version, VersionReq};
+use semver::Version;
 
 /// A cache file of three packages, written by the crate itself.
 fn seed() -> &'static [u8] {
