@@ -231,12 +231,12 @@ impl CacheFile {
 mod tests {
     use super::*;
     use crate::format::{MAGIC, STAMP};
-    use crate::loaded::{IndexBytes, Line, Lines, Lists, VersionTable};
+    use crate::loaded::{Body, Line};
     use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
     use semver::{Version, VersionReq};
 
     fn stored_pins(index: &LoadedIndex) -> Vec<(u32, ebpkg_spec::index::EntryPin)> {
-        index.pins.iter().collect()
+        index.stored_pins().collect()
     }
 
     /// Makes the checksum of `name`'s first part in cache file `bytes` hold again.
@@ -286,18 +286,16 @@ mod tests {
             Line { bytes: 17..36, line_no: 2 },
             Line { bytes: 37..59, line_no: 3 },
         ];
-        LoadedIndex {
-            origin: IndexBytes::Owned(b"/own/index/3/p/pkg".to_vec()),
-            text: IndexBytes::Owned(text.as_bytes().to_vec()),
-            lines: Lines::Owned(lines),
-            ascending: true,
-            versions: VersionTable::Owned(candidates),
-            lists: Lists::Parsed(vec![shared, Box::from([])]),
-            problems: Box::default(),
-            pins: crate::format::StoredPins::None,
-            learned: Default::default(),
-            second: None,
-        }
+        let index = LoadedIndex::parsed(
+            "/own/index/3/p/pkg".into(),
+            text.as_bytes().to_vec(),
+            lines,
+            candidates,
+            vec![shared, Box::from([])],
+            Vec::new(),
+        );
+        assert!(index.ascending);
+        index
     }
 
     /// Writes `index` as package `pkg` of `file:///own/` into a cache in `dir`,
@@ -342,7 +340,7 @@ mod tests {
         let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
         let got = caches.registry(&url("file:///own/")).get(&name("my-pkg"), &fingerprint(1)).unwrap();
         assert_eq!(got.origin(), original.origin());
-        assert_eq!(got.text.as_slice(), original.text.as_slice());
+        assert_eq!(got.text(), original.text());
         // Every field of every version, the pre-release and the build metadata included.
         assert!(got.candidates().eq(original.candidates()));
         assert_eq!(got.candidates().map(|c| c.deps).collect::<Vec<_>>(), [0, 0, 1], "shared lists stay shared");
@@ -363,11 +361,11 @@ mod tests {
             ]
         );
         assert_eq!(*deps[2].req, VersionReq::parse("=0.1.0-pre").unwrap());
-        assert_eq!(got.lines.len(), 3);
+        assert_eq!(got.n_lines(), 3);
         for k in 0..3 {
-            assert_eq!(got.lines.get(k), original.lines.get(k));
+            assert_eq!(got.line(k), original.line(k));
         }
-        assert_eq!(got.lines.get(3), None);
+        assert_eq!(got.line(3), None);
         assert_eq!(got.line_text(1), Some("{\"vers\":\"1.1.0+b7\"}"));
         // Another fingerprint: the file changed, the record is not used.
         assert!(caches.registry(&url("file:///own/")).get(&name("my_pkg"), &fingerprint(2)).is_none());
@@ -394,7 +392,8 @@ mod tests {
         let caches = ResolutionCaches::new(dir.path(), url("file:///own/"));
         let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1)).unwrap();
         assert_eq!(got.candidates().count(), 3);
-        let Lists::Stored { lists, .. } = &got.lists else { panic!("a stored record's lists are stored") };
+        let Body::Stored(record) = &got.body else { panic!("a stored record is stored") };
+        let lists = &record.lists;
         assert!(lists.iter().all(|l| l.decoded.get().is_none()), "nothing decoded before it is asked for");
         assert!(caches.damaged().is_empty());
         let err = got.list(0).unwrap_err().to_string();
@@ -489,7 +488,7 @@ mod tests {
                         caches.save();
                         let caches = ResolutionCaches::new(dir.path(), own.clone());
                         let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
-                        assert!(got.pins.iter().next().is_some());
+                        assert!(got.stored_pins().next().is_some());
                         assert_eq!(got.ascending, ascending, "{versions:?} read back");
                         got
                     }
@@ -635,7 +634,7 @@ mod tests {
             let record = crate::format::Record { fingerprint: fingerprint(1), hot, cold };
             crate::format::decode(&file(bytes.to_vec()), &Arc::from(package), &record, &context)
         };
-        assert_eq!(read(&body, "my_pkg").unwrap().pins.iter().count(), 1);
+        assert_eq!(read(&body, "my_pkg").unwrap().stored_pins().count(), 1);
         assert!(read(&body, "other").is_none(), "a pin of another package");
         // The pin's position damaged to name 1.0.0's line while it says 1.1.0.
         let at = |pattern: &[u8]| body.windows(pattern.len()).position(|w| w == pattern).unwrap();
@@ -686,7 +685,7 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             let caches = ResolutionCaches::new(dir.path(), url("file:///default/"));
             let got = caches.registry(&url("file:///own/")).get(&name("pkg"), &fingerprint(1));
-            got.map(|index| (index.candidates().count(), index.text.as_slice().to_vec()))
+            got.map(|index| (index.candidates().count(), index.text().to_vec()))
         };
         assert_eq!(read_back(&good).map(|g| g.0), Some(3));
         for len in 0..good.len() {

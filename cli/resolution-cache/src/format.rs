@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Req, Requirement};
+use ebpkg_resolver::{Candidate, CandidateList, DepLists, QualifiedName, Req, Requirement};
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::{BuildMetadata, Prerelease, Version};
 
-use crate::loaded::{IndexBytes, Line, Lines, Lists, LoadedIndex, StoredList, VersionTable};
+use crate::loaded::{Body, Line, LoadedIndex, StoredList, StoredRecord};
 
 pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
@@ -124,7 +124,7 @@ pub(crate) const EXTRAS: u8 = HAS_PRE | HAS_BUILD;
 
 /// A version's place in a record's version table: major, minor and patch (u64 each), its
 /// dependency list (u32), flags (u8). Fixed, so that the resolver can read any one of them
-/// where it is (see [`crate::loaded::VersionTable`]).
+/// where it is (see [`crate::loaded::StoredRecord`]).
 pub(crate) const VERSION_BYTES: usize = 29;
 
 /// The version at `at` in `bytes`, a version table checked when its record was decoded;
@@ -311,7 +311,8 @@ pub(crate) fn decode(
             }
             r.skip_str()?;
         }
-        lists.push(StoredList { bytes: body.start + start..body.start + r.pos, decoded: Default::default() });
+        let (at, len) = (u32::try_from(body.start + start).ok()?, u32::try_from(r.pos - start).ok()?);
+        lists.push(StoredList { at, len, decoded: Default::default() });
     }
     let n_versions = r.count(VERSION_BYTES)?;
     let table_start = r.pos;
@@ -354,15 +355,24 @@ pub(crate) fn decode(
         }
         last = Some((numbers, has_extras));
     }
-    let versions = VersionTable::Stored {
+    let mut stored = StoredRecord {
         file: Arc::clone(file),
-        start: body.start + table_start,
-        len: n_versions,
+        context: Arc::clone(context),
+        package: Arc::clone(package),
+        versions_at: u32::try_from(body.start + table_start).ok()?,
+        n_versions: u32::try_from(n_versions).ok()?,
         extras: extras.into(),
+        lists: lists.into(),
+        pins_at: 0,
+        n_pins: 0,
+        cold_at: 0,
+        origin_len: 0,
+        text_len: 0,
+        cold_crc: 0,
+        intact: OnceLock::new(),
     };
-    let version = |k: usize| versions.get(k).into_owned().version;
     let n_pins = u32::try_from(r.count(4 + 4 + 4 + 32 + 1)?).ok()?;
-    let pins_start = r.pos;
+    let pins_at = u32::try_from(body.start + r.pos).ok()?;
     let mut last_line = None;
     for _ in 0..n_pins {
         // A pin names its line, and says again which version and package it is of:
@@ -372,7 +382,7 @@ pub(crate) fn decode(
         if k as usize >= n_versions || last_line.is_some_and(|last| last >= k) {
             return None;
         }
-        if Version::parse(pin.version).ok()? != version(k as usize) {
+        if Version::parse(pin.version).ok()? != stored.version(k as usize).version {
             return None;
         }
         // (Its name checked, and the pin dropped: it is made again for the version locked.)
@@ -384,7 +394,6 @@ pub(crate) fn decode(
         }
         last_line = Some(k);
     }
-    let pins = StoredPins::In { file: Arc::clone(file), start: body.start + pins_start, len: n_pins };
     // The second part is laid out from lengths kept in the first, and not read here: it
     // is read for the lines not pinned yet (each checked then) and for messages.
     let (origin_len, text_len, cold_crc) = (r.usize()?, r.usize()?, r.u32()?);
@@ -392,37 +401,24 @@ pub(crate) fn decode(
         return None;
     }
     let cold = record.cold.clone();
-    let line_table = cold.start.checked_add(origin_len)?;
-    let text_start = line_table.checked_add(n_versions.checked_mul(LINE_BYTES)?)?;
+    let text_start = cold.start.checked_add(origin_len)?.checked_add(n_versions.checked_mul(LINE_BYTES)?)?;
     if text_start.checked_add(text_len)? != cold.end {
         return None;
     }
-    let origin = cold.start..line_table;
-    let second =
-        crate::loaded::SecondPart { file: Arc::clone(file), bytes: cold, crc: cold_crc, intact: OnceLock::new() };
-    let text = IndexBytes::Stored(Arc::clone(file), text_start..text_start + text_len);
-    Some(LoadedIndex {
-        origin: IndexBytes::Stored(Arc::clone(file), origin),
-        text,
-        lines: Lines::Stored { file: Arc::clone(file), start: line_table, len: n_versions, text_len },
-        ascending,
-        versions,
-        lists: Lists::Stored {
-            file: Arc::clone(file),
-            lists: lists.into(),
-            context: Arc::clone(context),
-            package: Arc::clone(package),
-        },
-        problems: Box::default(),
-        pins,
-        learned: Default::default(),
-        second: Some(second),
-    })
+    stored.pins_at = pins_at;
+    stored.n_pins = n_pins;
+    stored.cold_at = u32::try_from(cold.start).ok()?;
+    // (All within the file, which is smaller than 4 GiB: its end was checked to fit in u32 above.)
+    stored.origin_len = u32::try_from(origin_len).ok()?;
+    stored.text_len = u32::try_from(text_len).ok()?;
+    u32::try_from(cold.end).ok()?;
+    stored.cold_crc = cold_crc;
+    Some(LoadedIndex { ascending, learned: Default::default(), body: Body::Stored(stored) })
 }
 
 /// A stored pin, as laid out (see the crate documentation).
-struct RawPin<'a> {
-    line: u32,
+pub(crate) struct RawPin<'a> {
+    pub(crate) line: u32,
     version: &'a str,
     name: &'a str,
     cksum: Sha256Digest,
@@ -431,7 +427,7 @@ struct RawPin<'a> {
 
 impl RawPin<'_> {
     /// The pin; `None` if its name is not a package name.
-    fn pin(&self) -> Option<EntryPin> {
+    pub(crate) fn pin(&self) -> Option<EntryPin> {
         let name = PackageName::new(self.name).ok()?;
         Some(EntryPin { name, cksum: self.cksum.clone(), signed_by: self.signed_by.clone() })
     }
@@ -448,33 +444,10 @@ fn read_pin<'a>(r: &mut Reader<'a>) -> Option<RawPin<'a>> {
     Some(RawPin { line, version, name, cksum, signed_by })
 }
 
-/// The pins of a stored record: `len` from `start` in `file`, each checked when the record
-/// was decoded, and made again only for the versions a resolution locks (kept decoded, they
-/// were a tenth of a kilobyte of fresh memory a package, for a command that uses one).
-pub(crate) enum StoredPins {
-    None,
-    In { file: Arc<Stored>, start: usize, len: u32 },
-}
-
-impl StoredPins {
-    /// Each pin with its line, by line.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, EntryPin)> + '_ {
-        self.raw().filter_map(|p| Some((p.line, p.pin()?)))
-    }
-
-    /// The pin of line `line`, if one is stored.
-    pub(crate) fn get(&self, line: u32) -> Option<EntryPin> {
-        self.raw().find(|p| p.line == line)?.pin()
-    }
-
-    fn raw(&self) -> impl Iterator<Item = RawPin<'_>> {
-        let (bytes, pos, len) = match self {
-            StoredPins::None => (&[][..], 0, 0),
-            StoredPins::In { file, start, len } => (file.bytes(), *start, *len),
-        };
-        let mut r = Reader { bytes, pos };
-        (0..len).map_while(move |_| read_pin(&mut r))
-    }
+/// The `n` pins from `at` in `bytes` (a stored record's, each checked when it was decoded).
+pub(crate) fn pins_at(bytes: &[u8], at: usize, n: u32) -> impl Iterator<Item = RawPin<'_>> {
+    let mut r = Reader { bytes, pos: at };
+    (0..n).map_while(move |_| read_pin(&mut r))
 }
 
 /// A stored dependency list (`bytes`, as [`decode`] found it); `None` if it does
@@ -518,10 +491,10 @@ pub(crate) struct Encoded {
 /// The record of `index`, read from registry `url` by a command whose default
 /// registry is `default`; `None` if it cannot be stored faithfully.
 pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryUrl) -> Option<Encoded> {
-    let text = index.text.as_slice();
-    let mut out = Vec::with_capacity(64 * index.versions.len());
-    put_u32(&mut out, index.lists.len())?;
-    for k in 0..index.lists.len() {
+    let text = index.text();
+    let mut out = Vec::with_capacity(64 * index.len());
+    put_u32(&mut out, index.n_lists())?;
+    for k in 0..index.n_lists() {
         let deps = index.list(u32::try_from(k).ok()?).ok()?;
         put_u32(&mut out, deps.len())?;
         for d in deps {
@@ -540,12 +513,12 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
             put_str(&mut out, d.req.text().as_bytes())?;
         }
     }
-    let n_versions = index.versions.len();
-    if index.lines.len() != n_versions {
+    let n_versions = index.len();
+    if index.n_lines() != n_versions {
         return None;
     }
     put_u32(&mut out, n_versions)?;
-    let candidates = (0..n_versions).map(|k| index.versions.get(k));
+    let candidates = (0..n_versions).map(|k| index.get(k));
     for c in candidates.clone() {
         let v = &c.version;
         for n in [v.major, v.minor, v.patch] {
@@ -568,7 +541,7 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
     for (k, pin) in &pins {
         out.extend_from_slice(&k.to_le_bytes());
         let k = usize::try_from(*k).ok().filter(|&k| k < n_versions)?;
-        let version = index.versions.get(k).version.to_string();
+        let version = index.get(k).version.to_string();
         put_str(&mut out, version.as_bytes())?;
         put_str(&mut out, pin.name.as_str().as_bytes())?;
         out.extend_from_slice(&pin.cksum.0);
@@ -584,13 +557,13 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
     if !index.second_part_intact() {
         return None;
     }
-    let origin = index.origin.as_slice();
+    let origin = index.origin_bytes();
     put_u32(&mut out, origin.len())?;
     put_u32(&mut out, text.len())?;
     let mut cold = Vec::with_capacity(origin.len() + LINE_BYTES * n_versions + text.len());
     cold.extend_from_slice(origin);
     for k in 0..n_versions {
-        let line = index.lines.get(k)?;
+        let line = index.line(k)?;
         put_u32(&mut cold, line.bytes.start)?;
         put_u32(&mut cold, line.bytes.end)?;
         put_u32(&mut cold, line.line_no)?;
@@ -669,24 +642,24 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     let indexes = records.into_iter().filter_map(|(name, record)| decode(&file, &name, &record, &context));
     indexes
         .inspect(|index| {
-            let text = index.text.as_slice();
-            let n = index.versions.len();
-            assert_eq!(index.lines.len(), n);
-            assert!((0..n).all(|k| (index.versions.get(k).deps as usize) < index.lists.len()), "a list of no version");
+            let text = index.text();
+            let n = index.len();
+            assert_eq!(index.n_lines(), n);
+            assert!((0..n).all(|k| (index.get(k).deps as usize) < index.n_lists()), "a list of no version");
             // Every list, decoded or found damaged.
-            for k in 0..index.lists.len() {
+            for k in 0..index.n_lists() {
                 let _ = index.list(k as u32);
             }
             // A line is read only when used: one that does not lie within its text is none.
-            for k in 0..index.lines.len() {
-                if let Some(l) = index.lines.get(k) {
+            for k in 0..index.n_lines() {
+                if let Some(l) = index.line(k) {
                     assert!(l.bytes.start <= l.bytes.end && l.bytes.end <= text.len(), "a line outside its text");
                 }
             }
-            assert!(index.pins.iter().all(|(line, _)| (line as usize) < n), "a pin of no version");
+            assert!(index.stored_pins().all(|(line, _)| (line as usize) < n), "a pin of no version");
             // Pins, stored or parsed from whatever text the record holds.
             for k in 0..n {
-                let _ = index.pin(&index.versions.get(k).version);
+                let _ = index.pin(&index.get(k).version);
             }
         })
         .collect()

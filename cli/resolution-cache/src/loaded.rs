@@ -6,146 +6,178 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use ebpkg_resolver::{Candidate, CandidateList, DepLists, Requirement, SourceError};
 use ebpkg_spec::index::{EntryPin, IndexEntry, IndexError};
-use semver::Version;
+use semver::{BuildMetadata, Prerelease, Version};
+
+use crate::format::{LINE_BYTES, ListContext, Stored, VERSION_BYTES, read_line, read_version, read_yanked};
 
 /// A package's index as a resolution reads it: the resolver's candidates, and
 /// the file's text for the whole entry of the versions it chooses.
+///
+/// Small: a warm resolution holds one for each of thousands of packages, and a stored
+/// record's is a few places in the mapped cache file (see [`StoredRecord`]). A test holds
+/// it, with its `Arc`'s counts, to the allocator's 160-byte size.
 pub struct LoadedIndex {
-    /// Where the file was read from, for messages: a stored record's is left in
-    /// the cache file (a warm resolution decodes thousands of records and says nothing).
-    pub(crate) origin: IndexBytes,
-    pub(crate) text: IndexBytes,
-    /// Where the usable lines are, in file order.
-    pub(crate) lines: Lines,
-    /// The resolver's view of those lines, in the same order (see [`CandidateList`]).
-    pub(crate) versions: VersionTable,
     /// Whether the versions are in strictly ascending order (see
     /// [`ebpkg_resolver::Versions::ascending`]): found out where they are read, off
     /// the resolver's thread.
     pub ascending: bool,
-    /// Their dependency lists (see [`DepLists`]).
-    pub(crate) lists: Lists,
-    /// Lines left out, to warn about when the resolver uses this package. (A boxed slice: one
-    /// word less puts the whole index in the allocator's next smaller size, 320 bytes rather
-    /// than 384, for each of a large resolution's thousands of packages.)
-    pub problems: Box<[IndexError]>,
-    /// What ebpkg.lock pins of usable lines (by their index in `lines`) whose
-    /// whole entry was found valid: read from the cache record...
-    pub(crate) pins: crate::format::StoredPins,
-    /// ...or learned by this command, to be kept in the cache.
+    /// What ebpkg.lock pins of usable lines whose whole entry this command found valid
+    /// (a stored record's own are read from it), to be kept in the cache.
     pub(crate) learned: Mutex<Vec<(u32, EntryPin)>>,
-    /// A stored record's second part: `origin`, `text` and `lines` lie in it.
-    pub(crate) second: Option<SecondPart>,
+    pub(crate) body: Body,
 }
 
-/// A stored record's second part (see [`crate::format::Record`]), checked against its
-/// checksum the first time it is read: a damaged offset or byte there would otherwise
-/// read as another line, or another package's.
-pub(crate) struct SecondPart {
-    pub(crate) file: Arc<crate::format::Stored>,
-    pub(crate) bytes: Range<usize>,
-    pub(crate) crc: u32,
+pub(crate) enum Body {
+    Parsed(Box<Parsed>),
+    Stored(StoredRecord),
+}
+
+/// An index file read and parsed.
+pub(crate) struct Parsed {
+    /// Where the file was read from, for messages.
+    pub(crate) origin: String,
+    pub(crate) text: Vec<u8>,
+    /// Where the usable lines are in `text`, in file order; `candidates[k]` is read from `lines[k]`.
+    pub(crate) lines: Vec<Line>,
+    pub(crate) candidates: Vec<Candidate>,
+    /// What the candidates depend on (see [`DepLists`]).
+    pub(crate) lists: Vec<Box<[Requirement]>>,
+    /// Lines left out, to warn about when the resolver uses this package.
+    pub(crate) problems: Vec<IndexError>,
+}
+
+/// A resolution cache record, read where it lies in the mapped cache file (the layout is in
+/// the crate documentation):
+/// - each version when the resolver asks for it (a warm resolution reads one or two versions
+///   of each of thousands of packages: decoding them all was a tenth of its work, and holding
+///   them most of its fresh memory);
+/// - each dependency list the first time it is asked for;
+/// - each pin again for the version locked;
+/// - the second part (where the file came from, its line table and text) for the lines not
+///   pinned yet and for messages, checked against its checksum the first time: a damaged
+///   offset or byte there would otherwise read as another line, or another package's.
+///
+/// Every place was checked against the file when the record was decoded.
+pub(crate) struct StoredRecord {
+    pub(crate) file: Arc<Stored>,
+    pub(crate) context: Arc<ListContext>,
+    /// The record's package (normalized), noted in `context` when a part of it is damaged.
+    pub(crate) package: Arc<str>,
+    /// [`VERSION_BYTES`] a version from `versions_at`.
+    pub(crate) versions_at: u32,
+    pub(crate) n_versions: u32,
+    /// The pre-releases and build metadata of the few versions that have them, by position.
+    pub(crate) extras: Box<[(u32, Prerelease, BuildMetadata)]>,
+    pub(crate) lists: Box<[StoredList]>,
+    /// `n_pins` pins from `pins_at`.
+    pub(crate) pins_at: u32,
+    pub(crate) n_pins: u32,
+    /// The second part, from `cold_at`: `origin_len` bytes of origin, the line table
+    /// ([`LINE_BYTES`] a version), `text_len` bytes of text; `cold_crc` its checksum.
+    pub(crate) cold_at: u32,
+    pub(crate) origin_len: u32,
+    pub(crate) text_len: u32,
+    pub(crate) cold_crc: u32,
     pub(crate) intact: OnceLock<bool>,
 }
 
-/// An index's versions: as parsed, or a stored record's table of them, each read
-/// when the resolver asks for it (a warm resolution reads one or two versions of
-/// each of thousands of packages; decoding all of them was a tenth of its work,
-/// and holding them most of its fresh memory).
-pub(crate) enum VersionTable {
-    Owned(Vec<Candidate>),
-    /// [`crate::format::VERSION_BYTES`] per version from `start` in `file`, every
-    /// one checked when the record was decoded; the pre-releases and build metadata
-    /// of the few versions that have them, by position, decoded then.
-    Stored {
-        file: Arc<crate::format::Stored>,
-        start: usize,
-        len: usize,
-        extras: Box<[(u32, semver::Prerelease, semver::BuildMetadata)]>,
-    },
-}
-
-impl VersionTable {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            VersionTable::Owned(candidates) => candidates.len(),
-            VersionTable::Stored { len, .. } => *len,
-        }
+impl StoredRecord {
+    fn bytes(&self, at: usize, len: usize) -> &[u8] {
+        self.file.bytes().get(at..at + len).unwrap_or_default()
     }
 
-    pub(crate) fn get(&self, i: usize) -> Cow<'_, Candidate> {
-        match self {
-            VersionTable::Owned(candidates) => Cow::Borrowed(&candidates[i]),
-            VersionTable::Stored { file, start, len, extras } => {
-                assert!(i < *len, "version {i} of {len}");
-                Cow::Owned(crate::format::read_version(file.bytes(), start + i * crate::format::VERSION_BYTES, || {
-                    let at = extras.binary_search_by_key(&(i as u32), |(k, _, _)| *k).ok()?;
-                    extras.get(at).map(|(_, pre, build)| (pre.clone(), build.clone()))
-                }))
-            }
-        }
-    }
-
-    /// Whether version `i` is yanked: in a stored table, its flags byte alone.
-    pub(crate) fn yanked(&self, i: usize) -> bool {
-        match self {
-            VersionTable::Owned(candidates) => candidates[i].yanked,
-            VersionTable::Stored { file, start, len, .. } => {
-                assert!(i < *len, "version {i} of {len}");
-                crate::format::read_yanked(file.bytes(), start + i * crate::format::VERSION_BYTES)
-            }
-        }
-    }
-}
-
-impl CandidateList for LoadedIndex {
-    fn len(&self) -> usize {
-        self.versions.len()
-    }
-
-    fn get(&self, i: usize) -> Cow<'_, Candidate> {
-        self.versions.get(i)
+    pub(crate) fn version(&self, i: usize) -> Candidate {
+        assert!(i < self.n_versions as usize, "version {i} of {}", self.n_versions);
+        let extras = || {
+            let at = self.extras.binary_search_by_key(&(i as u32), |(k, _, _)| *k).ok()?;
+            self.extras.get(at).map(|(_, pre, build)| (pre.clone(), build.clone()))
+        };
+        read_version(self.file.bytes(), self.versions_at as usize + i * VERSION_BYTES, extras)
     }
 
     fn yanked(&self, i: usize) -> bool {
-        self.versions.yanked(i)
+        assert!(i < self.n_versions as usize, "version {i} of {}", self.n_versions);
+        read_yanked(self.file.bytes(), self.versions_at as usize + i * VERSION_BYTES)
     }
-}
 
-/// Where a usable line is in the file's text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
-    pub bytes: Range<usize>,
-    /// Its line number (from 1), for messages.
-    pub line_no: usize,
-}
+    fn origin(&self) -> &[u8] {
+        self.bytes(self.cold_at as usize, self.origin_len as usize)
+    }
 
-/// An index's dependency lists: as parsed, or in a stored record, each decoded
-/// the first time it is asked for (a warm resolution asks for the lists of one
-/// or two versions of each package; decoding every list of every version was
-/// most of reading a record).
-pub(crate) enum Lists {
-    Parsed(Vec<Box<[Requirement]>>),
-    Stored {
-        file: Arc<crate::format::Stored>,
-        lists: Box<[StoredList]>,
-        context: Arc<crate::format::ListContext>,
-        /// The record's package (normalized), noted in `context` when a list is damaged.
-        package: Arc<str>,
-    },
+    fn line_table_at(&self) -> usize {
+        self.cold_at as usize + self.origin_len as usize
+    }
+
+    fn text_at(&self) -> usize {
+        self.line_table_at() + self.n_versions as usize * LINE_BYTES
+    }
+
+    fn text(&self) -> &[u8] {
+        self.bytes(self.text_at(), self.text_len as usize)
+    }
+
+    /// Line `k`, checked to lie within the text.
+    fn line(&self, k: usize) -> Option<Line> {
+        let at = self.line_table_at().checked_add(k.checked_mul(LINE_BYTES)?)?;
+        (k < self.n_versions as usize).then(|| read_line(self.file.bytes().get(at..)?, self.text_len as usize))?
+    }
+
+    fn pins(&self) -> impl Iterator<Item = crate::format::RawPin<'_>> {
+        crate::format::pins_at(self.file.bytes(), self.pins_at as usize, self.n_pins)
+    }
+
+    fn second_part_intact(&self) -> bool {
+        *self.intact.get_or_init(|| {
+            let len = self.text_at() + self.text_len as usize - self.cold_at as usize;
+            let intact = crc32fast::hash(self.bytes(self.cold_at as usize, len)) == self.cold_crc;
+            if !intact {
+                crate::cache::lock(&self.context.damaged).push(Arc::clone(&self.package));
+            }
+            intact
+        })
+    }
+
+    fn list(&self, k: u32) -> Option<&[Requirement]> {
+        let list = self.lists.get(k as usize)?;
+        let decode = || {
+            let bytes = self.bytes(list.at as usize, list.len as usize);
+            let decoded = crate::format::decode_list(bytes, &self.context);
+            if decoded.is_none() {
+                crate::cache::lock(&self.context.damaged).push(Arc::clone(&self.package));
+            }
+            decoded
+        };
+        list.decoded.get_or_init(decode).as_deref()
+    }
 }
 
 /// Where a stored list is in its file, and the list once decoded (`None`: damaged).
 pub(crate) struct StoredList {
-    pub(crate) bytes: Range<usize>,
+    pub(crate) at: u32,
+    pub(crate) len: u32,
     pub(crate) decoded: OnceLock<Option<Box<[Requirement]>>>,
 }
 
-impl Lists {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Lists::Parsed(lists) => lists.len(),
-            Lists::Stored { lists, .. } => lists.len(),
+impl CandidateList for LoadedIndex {
+    fn len(&self) -> usize {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.candidates.len(),
+            Body::Stored(record) => record.n_versions as usize,
+        }
+    }
+
+    fn get(&self, i: usize) -> Cow<'_, Candidate> {
+        match &self.body {
+            Body::Parsed(parsed) => Cow::Borrowed(&parsed.candidates[i]),
+            Body::Stored(record) => Cow::Owned(record.version(i)),
+        }
+    }
+
+    /// A stored version's flags byte alone.
+    fn yanked(&self, i: usize) -> bool {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.candidates[i].yanked,
+            Body::Stored(record) => record.yanked(i),
         }
     }
 }
@@ -156,19 +188,9 @@ impl DepLists for LoadedIndex {
     }
 
     fn list(&self, k: u32) -> Result<&[Requirement], SourceError> {
-        let found = match &self.lists {
-            Lists::Parsed(lists) => lists.get(k as usize).map(|l| &**l),
-            Lists::Stored { file, lists, context, package } => lists.get(k as usize).and_then(|list| {
-                let decode = || {
-                    let decoded =
-                        file.bytes().get(list.bytes.clone()).and_then(|b| crate::format::decode_list(b, context));
-                    if decoded.is_none() {
-                        crate::cache::lock(&context.damaged).push(Arc::clone(package));
-                    }
-                    decoded
-                };
-                list.decoded.get_or_init(decode).as_deref()
-            }),
+        let found = match &self.body {
+            Body::Parsed(parsed) => parsed.lists.get(k as usize).map(|l| &**l),
+            Body::Stored(record) => record.list(k),
         };
         found.ok_or_else(|| {
             format!(
@@ -181,54 +203,12 @@ impl DepLists for LoadedIndex {
     }
 }
 
-/// Where an index's usable lines are: as parsed, or a stored record's table of
-/// them, read only for the few lines a resolution locks (a warm resolution
-/// decodes thousands of records and would otherwise copy every line's place).
-pub(crate) enum Lines {
-    Owned(Vec<Line>),
-    /// [`crate::format::LINE_BYTES`] per line from `start` in `file`, each checked
-    /// against its record's text (`text_len` bytes) when read.
-    Stored {
-        file: Arc<crate::format::Stored>,
-        start: usize,
-        len: usize,
-        text_len: usize,
-    },
-}
-
-impl Lines {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Lines::Owned(lines) => lines.len(),
-            Lines::Stored { len, .. } => *len,
-        }
-    }
-
-    pub(crate) fn get(&self, k: usize) -> Option<Line> {
-        match self {
-            Lines::Owned(lines) => lines.get(k).cloned(),
-            Lines::Stored { file, start, len, text_len } => {
-                let at = start.checked_add(k.checked_mul(crate::format::LINE_BYTES)?)?;
-                (k < *len).then(|| crate::format::read_line(file.bytes().get(at..)?, *text_len))?
-            }
-        }
-    }
-}
-
-/// An index file's bytes: as read, or inside a mapped cache file.
-pub(crate) enum IndexBytes {
-    Owned(Vec<u8>),
-    Stored(Arc<crate::format::Stored>, Range<usize>),
-}
-
-impl IndexBytes {
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        match self {
-            IndexBytes::Owned(bytes) => bytes,
-            // The range was checked against the file when the record was decoded.
-            IndexBytes::Stored(file, range) => file.bytes().get(range.clone()).unwrap_or_default(),
-        }
-    }
+/// Where a usable line is in the file's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub bytes: Range<usize>,
+    /// Its line number (from 1), for messages.
+    pub line_no: usize,
 }
 
 impl LoadedIndex {
@@ -243,16 +223,18 @@ impl LoadedIndex {
         problems: Vec<IndexError>,
     ) -> LoadedIndex {
         LoadedIndex {
-            origin: IndexBytes::Owned(origin.into_bytes()),
-            text: IndexBytes::Owned(text),
-            lines: Lines::Owned(lines),
             ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
-            versions: VersionTable::Owned(candidates),
-            lists: Lists::Parsed(lists),
-            problems: problems.into_boxed_slice(),
-            pins: crate::format::StoredPins::None,
             learned: Mutex::default(),
-            second: None,
+            body: Body::Parsed(Box::new(Parsed { origin, text, lines, candidates, lists, problems })),
+        }
+    }
+
+    /// Lines left out, to warn about when the resolver uses this package (a stored
+    /// record's file had none).
+    pub fn problems(&self) -> &[IndexError] {
+        match &self.body {
+            Body::Parsed(parsed) => &parsed.problems,
+            Body::Stored(_) => &[],
         }
     }
 
@@ -260,15 +242,10 @@ impl LoadedIndex {
     /// written: always for a parsed file; for a stored record, checked once, a damaged
     /// one noted (its index file is read instead, and the record dropped from the cache file).
     pub(crate) fn second_part_intact(&self) -> bool {
-        let Some(second) = &self.second else { return true };
-        *second.intact.get_or_init(|| {
-            let bytes = second.file.bytes().get(second.bytes.clone());
-            let intact = bytes.is_some_and(|b| crc32fast::hash(b) == second.crc);
-            if let (false, Lists::Stored { context, package, .. }) = (intact, &self.lists) {
-                crate::cache::lock(&context.damaged).push(Arc::clone(package));
-            }
-            intact
-        })
+        match &self.body {
+            Body::Parsed(_) => true,
+            Body::Stored(record) => record.second_part_intact(),
+        }
     }
 
     /// Where the file was read from, for messages.
@@ -277,9 +254,58 @@ impl LoadedIndex {
         // thousands of records came from.
         const DAMAGED: &str = "(a damaged resolution cache record)";
         match self.second_part_intact() {
-            true => std::str::from_utf8(self.origin.as_slice()).unwrap_or(DAMAGED),
+            true => std::str::from_utf8(self.origin_bytes()).unwrap_or(DAMAGED),
             false => DAMAGED,
         }
+    }
+
+    pub(crate) fn origin_bytes(&self) -> &[u8] {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.origin.as_bytes(),
+            Body::Stored(record) => record.origin(),
+        }
+    }
+
+    /// The index file's text (a stored record's as it lies in the cache file: see
+    /// [`LoadedIndex::second_part_intact`]).
+    pub(crate) fn text(&self) -> &[u8] {
+        match &self.body {
+            Body::Parsed(parsed) => &parsed.text,
+            Body::Stored(record) => record.text(),
+        }
+    }
+
+    /// How many usable lines there are (as many as versions).
+    pub(crate) fn n_lines(&self) -> usize {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.lines.len(),
+            Body::Stored(record) => record.n_versions as usize,
+        }
+    }
+
+    /// Where usable line `k` is in the text.
+    pub(crate) fn line(&self, k: usize) -> Option<Line> {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.lines.get(k).cloned(),
+            Body::Stored(record) => record.line(k),
+        }
+    }
+
+    /// How many dependency lists there are.
+    pub(crate) fn n_lists(&self) -> usize {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.lists.len(),
+            Body::Stored(record) => record.lists.len(),
+        }
+    }
+
+    /// The pins a stored record holds, with their lines, by line.
+    pub(crate) fn stored_pins(&self) -> impl Iterator<Item = (u32, EntryPin)> + '_ {
+        let record = match &self.body {
+            Body::Parsed(_) => None,
+            Body::Stored(record) => Some(record),
+        };
+        record.into_iter().flat_map(|r| r.pins()).filter_map(|p| Some((p.line, p.pin()?)))
     }
 
     /// The whole entry of `version`, every field checked. `None`: no usable line
@@ -292,13 +318,13 @@ impl LoadedIndex {
     fn line_of(&self, version: &Version) -> Option<usize> {
         // A resolution asks for every package it locks, long after reading it: a search reads
         // a few of its versions back into the cache, a scan all of them.
-        let n = self.versions.len();
+        let n = self.len();
         match self.ascending {
             true => {
                 let (mut low, mut high) = (0, n);
                 while low < high {
                     let mid = low + (high - low) / 2;
-                    match self.versions.get(mid).version.cmp(version) {
+                    match self.get(mid).version.cmp(version) {
                         std::cmp::Ordering::Less => low = mid + 1,
                         std::cmp::Ordering::Greater => high = mid,
                         std::cmp::Ordering::Equal => return Some(mid),
@@ -306,7 +332,7 @@ impl LoadedIndex {
                 }
                 None
             }
-            false => (0..n).find(|&k| self.versions.get(k).version == *version),
+            false => (0..n).find(|&k| self.get(k).version == *version),
         }
     }
 
@@ -316,7 +342,7 @@ impl LoadedIndex {
         if !self.second_part_intact() {
             return None;
         }
-        let line = self.lines.get(k)?;
+        let line = self.line(k)?;
         let text = std::str::from_utf8(self.line_bytes(&line))
             .map_err(|e| IndexError::Invalid { line: line.line_no, message: e.to_string() });
         Some(text.and_then(|text| IndexEntry::parse_chosen(text, line.line_no, version)))
@@ -334,7 +360,7 @@ impl LoadedIndex {
     pub fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let at = position as usize;
         // The line, if the first with its version (always, when the versions ascend).
-        match self.ascending && at < self.versions.len() && self.versions.get(at).version == *version {
+        match self.ascending && at < self.len() && self.get(at).version == *version {
             true => self.pin_at(at, version),
             false => self.pin(version),
         }
@@ -342,7 +368,7 @@ impl LoadedIndex {
 
     /// Every version, in the order of the usable lines.
     pub fn candidates(&self) -> impl DoubleEndedIterator<Item = Cow<'_, Candidate>> {
-        (0..self.versions.len()).map(|k| self.versions.get(k))
+        (0..self.len()).map(|k| self.get(k))
     }
 
     /// The newest version that is not yanked, if any.
@@ -356,8 +382,10 @@ impl LoadedIndex {
 
     fn pin_at(&self, k: usize, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let k32 = u32::try_from(k).ok()?;
-        if let Some(stored) = self.pins.get(k32) {
-            return Some(Ok(stored));
+        if let Body::Stored(record) = &self.body
+            && let Some(stored) = record.pins().find(|p| p.line == k32)
+        {
+            return stored.pin().map(Ok);
         }
         let mut learned = crate::cache::lock(&self.learned);
         if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
@@ -377,7 +405,7 @@ impl LoadedIndex {
 
     /// Every pin known, stored or learned, by line.
     pub(crate) fn all_pins(&self) -> Vec<(u32, EntryPin)> {
-        let mut all: Vec<(u32, EntryPin)> = self.pins.iter().collect();
+        let mut all: Vec<(u32, EntryPin)> = self.stored_pins().collect();
         all.extend(crate::cache::lock(&self.learned).iter().cloned());
         all.sort_unstable_by_key(|(k, _)| *k);
         all.dedup_by_key(|(k, _)| *k);
@@ -385,22 +413,22 @@ impl LoadedIndex {
     }
 
     fn line_bytes(&self, line: &Line) -> &[u8] {
-        self.text.as_slice().get(line.bytes.clone()).unwrap_or_default()
+        self.text().get(line.bytes.clone()).unwrap_or_default()
     }
 
     /// The text of the `k`th usable line, if it is UTF-8.
     #[cfg(test)]
     pub(crate) fn line_text(&self, k: usize) -> Option<&str> {
-        std::str::from_utf8(self.line_bytes(&self.lines.get(k)?)).ok()
+        std::str::from_utf8(self.line_bytes(&self.line(k)?)).ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    /// An index with its `Arc`'s two counts fits the allocator's 320-byte size: each word
-    /// past it costs a large resolution 64 bytes of fresh memory a package.
+    /// An index with its `Arc`'s two counts fits the allocator's 160-byte size: each word
+    /// past it costs a large resolution 32 bytes of fresh memory a package.
     #[test]
-    fn an_index_fits_in_320_bytes_with_its_counts() {
-        assert!(std::mem::size_of::<super::LoadedIndex>() + 2 * std::mem::size_of::<usize>() <= 320);
+    fn an_index_fits_in_160_bytes_with_its_counts() {
+        assert!(std::mem::size_of::<super::LoadedIndex>() + 2 * std::mem::size_of::<usize>() <= 160);
     }
 }

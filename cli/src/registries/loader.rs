@@ -53,7 +53,7 @@ pub fn load(
     let Some((index, read)) = parse(registry, url, default, name)? else { return Ok(None) };
     let index = Arc::new(index);
     if let Some((cache, fingerprint)) = cache
-        && index.problems.is_empty()
+        && index.problems().is_empty()
         // The file read is the one fingerprinted, and did not change while it was read.
         && read == Some(fingerprint)
     {

@@ -206,8 +206,8 @@ impl VersionSource for Registries<'_> {
             return Ok(Versions::none());
         };
         let key = || (url.to_string(), pkg.name.normalized());
-        if !index.problems.is_empty() && self.warned.borrow_mut().insert(key()) {
-            for problem in &index.problems {
+        if !index.problems().is_empty() && self.warned.borrow_mut().insert(key()) {
+            for problem in index.problems() {
                 warn_skipped_line(&url, index.origin(), problem);
             }
         }
