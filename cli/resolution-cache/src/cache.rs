@@ -294,7 +294,7 @@ mod tests {
             vec![shared, Box::from([])],
             Vec::new(),
         );
-        assert!(index.ascending);
+        assert!(index.ascending());
         index
     }
 
@@ -473,9 +473,15 @@ mod tests {
             (&["1.0.0-rc.1+b3", "1.0.0+b1", "1.0.0+b2"][..], true),
             (&["2.0.0-rc.1", "1.9.0"][..], false),
             (&["2.0.0-rc.1", "2.0.0-rc.1"][..], false),
+            // Numbers stored in two, four and eight bytes (the narrowest that holds a record's).
+            // (Each before the 9.0.0 that `whole_index` adds.)
+            (&["0.0.65535", "1.65535.0"][..], true),
+            (&["1.0.65535", "2.65536.0"][..], true),
+            (&["4294967296.0.1-rc.1", "1.2.3", "4294967295.4294967295.4294967295"][..], false),
+            (&["1.2.3", "3.18446744073709551615.0"][..], true),
         ] {
             let index = Arc::new(whole_index(versions));
-            assert_eq!(index.ascending, ascending, "{versions:?}");
+            assert_eq!(index.ascending(), ascending, "{versions:?}");
             // As parsed, then as read back from a cache file with every line's pin stored.
             let dir = tempfile::tempdir().unwrap();
             let own = url("file:///own/");
@@ -489,7 +495,8 @@ mod tests {
                         let caches = ResolutionCaches::new(dir.path(), own.clone());
                         let got = caches.registry(&own).get(&name("my_pkg"), &fingerprint(1)).unwrap();
                         assert!(got.stored_pins().next().is_some());
-                        assert_eq!(got.ascending, ascending, "{versions:?} read back");
+                        assert_eq!(got.ascending(), ascending, "{versions:?} read back");
+                        assert!(got.candidates().eq(index.candidates()), "{versions:?} read back");
                         got
                     }
                 };
@@ -606,14 +613,18 @@ mod tests {
             decode(&Arc::new(Stored::Owned(bytes)), &Arc::from("my_pkg"), &record, &context)
         };
         assert!(read(&encoded.hot).is_some());
-        // 1.0.0's entry in the version table: numbers, its list (0), its flags (none).
-        let entry = [&1u64.to_le_bytes()[..], &[0; 16], &0u32.to_le_bytes(), &[0]].concat();
-        let at = encoded.hot.windows(entry.len()).position(|w| w == entry).unwrap();
+        // The table's three versions, two bytes a number, then 1.0.0's entry: numbers, its list
+        // (0), its flags (none).
+        let entry = [&3u32.to_le_bytes()[..], &[2], &1u16.to_le_bytes(), &[0; 6], &[0]].concat();
+        let at = encoded.hot.windows(entry.len()).position(|w| w == entry).unwrap() + 5;
         let mut flags = encoded.hot.clone();
-        flags[at + 28] = 8;
+        flags[at + 8] = 8;
         assert!(read(&flags).is_none(), "a flag no ebpkg writes");
+        let mut width = encoded.hot.clone();
+        width[at - 1] = 3;
+        assert!(read(&width).is_none(), "a width no ebpkg writes");
         let mut list = encoded.hot.clone();
-        list[at + 24] = 2;
+        list[at + 6] = 2;
         assert!(read(&list).is_none(), "list 2 of a record with two");
         let mut cut = encoded.hot.clone();
         cut.pop();

@@ -18,7 +18,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
 /// Changes whenever the layout or what the loader makes of an index file does:
 /// a file written by another ebpkg is ignored, never misread.
-pub(crate) const STAMP: &str = concat!("resolution cache 5, ebpkg ", env!("CARGO_PKG_VERSION"));
+pub(crate) const STAMP: &str = concat!("resolution cache 6, ebpkg ", env!("CARGO_PKG_VERSION"));
 
 /// A cache file's bytes, mapped (or, for tests and fuzzing, in memory).
 pub(crate) enum Stored {
@@ -122,51 +122,85 @@ const HAS_PRE: u8 = 2;
 const HAS_BUILD: u8 = 4;
 pub(crate) const EXTRAS: u8 = HAS_PRE | HAS_BUILD;
 
-/// A version's place in a record's version table: major, minor and patch (u64 each), its
-/// dependency list (u32), flags (u8). Fixed, so that the resolver can read any one of them
-/// where it is (see [`crate::loaded::StoredRecord`]).
-pub(crate) const VERSION_BYTES: usize = 29;
+/// How wide a record's numbers are stored in its version table: major, minor, patch and the
+/// dependency list, each in the narrowest of 2, 4 or 8 bytes that holds all of the record's.
+/// A version is then `4 * width + 1` bytes (the flags last): fixed within a record, so that
+/// the resolver reads any one where it is (see [`crate::loaded::StoredRecord`]). Most
+/// versions' numbers are small, and the table is most of what a warm resolution reads of the
+/// file: with 8 bytes each, it read twice as much, nearly all of it zeros.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VersionWidth(u8);
 
-/// The version at `at` in `bytes`, a version table checked when its record was decoded;
-/// `extras` gives its pre-release and build metadata, for a version whose flags say it has them.
+impl VersionWidth {
+    /// A width as stored; `None` if it is not one.
+    pub(crate) fn new(width: u8) -> Option<VersionWidth> {
+        matches!(width, 2 | 4 | 8).then_some(VersionWidth(width))
+    }
+
+    /// The narrowest that holds `max`.
+    fn holding(max: u64) -> VersionWidth {
+        match max {
+            0..=0xFFFF => VersionWidth(2),
+            0x1_0000..=0xFFFF_FFFF => VersionWidth(4),
+            _ => VersionWidth(8),
+        }
+    }
+
+    /// The bytes of one version.
+    pub(crate) fn entry_bytes(self) -> usize {
+        4 * usize::from(self.0) + 1
+    }
+
+    fn put(self, out: &mut Vec<u8>, n: u64) {
+        out.extend_from_slice(&n.to_le_bytes()[..usize::from(self.0)]);
+    }
+}
+
+/// The version at `at` in `bytes`, a version table of `width` checked when its record was
+/// decoded; `extras` gives its pre-release and build metadata, for a version whose flags say
+/// it has them.
 pub(crate) fn read_version(
     bytes: &[u8],
     at: usize,
+    width: VersionWidth,
     extras: impl FnOnce() -> Option<(Prerelease, BuildMetadata)>,
 ) -> Candidate {
-    let e = VersionEntry::of(&bytes[at..at + VERSION_BYTES]);
+    let e = VersionEntry::of(&bytes[at..at + width.entry_bytes()], width);
     let (pre, build) = match e.flags & EXTRAS {
         0 => (Prerelease::EMPTY, BuildMetadata::EMPTY),
         // (Always found: the record was decoded with them.)
         _ => extras().unwrap_or((Prerelease::EMPTY, BuildMetadata::EMPTY)),
     };
     let (major, minor, patch) = e.numbers;
-    Candidate { version: Version { major, minor, patch, pre, build }, yanked: e.flags & YANKED != 0, deps: e.list }
+    // (The list was checked to be one of the record's, which are counted in a u32.)
+    let deps = u32::try_from(e.list).unwrap_or(u32::MAX);
+    Candidate { version: Version { major, minor, patch, pre, build }, yanked: e.flags & YANKED != 0, deps }
 }
 
 /// Whether the version at `at` in `bytes` (as [`read_version`]) is yanked.
-pub(crate) fn read_yanked(bytes: &[u8], at: usize) -> bool {
-    VersionEntry::of(&bytes[at..at + VERSION_BYTES]).flags & YANKED != 0
+pub(crate) fn read_yanked(bytes: &[u8], at: usize, width: VersionWidth) -> bool {
+    bytes[at + width.entry_bytes() - 1] & YANKED != 0
 }
 
 /// The fields of one version table entry, as laid out in the crate documentation.
 pub(crate) struct VersionEntry {
     /// Major, minor, patch.
     pub(crate) numbers: (u64, u64, u64),
-    pub(crate) list: u32,
+    pub(crate) list: u64,
     pub(crate) flags: u8,
 }
 
 impl VersionEntry {
-    /// The entry `e`, [`VERSION_BYTES`] long (a shorter one is a bug and panics, as
-    /// a slice index past its end).
-    pub(crate) fn of(e: &[u8]) -> VersionEntry {
-        let number = |k: usize| u64::from_le_bytes(std::array::from_fn(|j| e[k + j]));
-        VersionEntry {
-            numbers: (number(0), number(8), number(16)),
-            list: u32::from_le_bytes(std::array::from_fn(|j| e[24 + j])),
-            flags: e[28],
-        }
+    /// The entry `e`, of `width` (a shorter one is a bug and panics, as a slice index past
+    /// its end).
+    pub(crate) fn of(e: &[u8], width: VersionWidth) -> VersionEntry {
+        let w = usize::from(width.0);
+        let number = |k: usize| {
+            let mut n = [0; 8];
+            n[..w].copy_from_slice(&e[k * w..(k + 1) * w]);
+            u64::from_le_bytes(n)
+        };
+        VersionEntry { numbers: (number(0), number(1), number(2)), list: number(3), flags: e[4 * w] }
     }
 }
 
@@ -314,19 +348,21 @@ pub(crate) fn decode(
         let (at, len) = (u32::try_from(body.start + start).ok()?, u32::try_from(r.pos - start).ok()?);
         lists.push(StoredList { at, len, decoded: Default::default() });
     }
-    let n_versions = r.count(VERSION_BYTES)?;
+    let n_versions = r.count(VersionWidth(2).entry_bytes())?;
+    let width = VersionWidth::new(r.u8()?)?;
     let table_start = r.pos;
-    let table = r.take(n_versions.checked_mul(VERSION_BYTES)?)?;
+    let table = r.take(n_versions.checked_mul(width.entry_bytes())?)?;
+    let entries = || table.chunks_exact(width.entry_bytes());
     // (Counted first: most records have one or none, and a vector grown for one holds four.)
-    let with_extras = table.chunks_exact(VERSION_BYTES).filter(|e| VersionEntry::of(e).flags & EXTRAS != 0).count();
+    let with_extras = entries().filter(|e| e[e.len() - 1] & EXTRAS != 0).count();
     let mut extras: Vec<(u32, Prerelease, BuildMetadata)> = Vec::with_capacity(with_extras);
     // Whether the versions strictly ascend, found in the same pass as the checks (the
     // order semver's own: numbers, then pre-release, then build metadata).
     let (mut ascending, mut last) = (true, None);
     let none = (0, Prerelease::EMPTY, BuildMetadata::EMPTY);
-    for (k, e) in table.chunks_exact(VERSION_BYTES).enumerate() {
-        let VersionEntry { numbers, flags, list } = VersionEntry::of(e);
-        if flags & !(YANKED | EXTRAS) != 0 || list as usize >= n_lists {
+    for (k, e) in entries().enumerate() {
+        let VersionEntry { numbers, flags, list } = VersionEntry::of(e, width);
+        if flags & !(YANKED | EXTRAS) != 0 || list >= n_lists as u64 {
             return None;
         }
         let has_extras = flags & EXTRAS != 0;
@@ -361,6 +397,8 @@ pub(crate) fn decode(
         package: Arc::clone(package),
         versions_at: u32::try_from(body.start + table_start).ok()?,
         n_versions: u32::try_from(n_versions).ok()?,
+        width,
+        ascending,
         extras: extras.into(),
         lists: lists.into(),
         pins_at: 0,
@@ -413,7 +451,7 @@ pub(crate) fn decode(
     stored.text_len = u32::try_from(text_len).ok()?;
     u32::try_from(cold.end).ok()?;
     stored.cold_crc = cold_crc;
-    Some(LoadedIndex { ascending, learned: Default::default(), body: Body::Stored(stored) })
+    Some(LoadedIndex { learned: Default::default(), body: Body::Stored(stored) })
 }
 
 /// A stored pin, as laid out (see the crate documentation).
@@ -519,12 +557,14 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
     }
     put_u32(&mut out, n_versions)?;
     let candidates = (0..n_versions).map(|k| index.get(k));
+    let numbers = |c: &Candidate| [c.version.major, c.version.minor, c.version.patch, u64::from(c.deps)];
+    let width = VersionWidth::holding(candidates.clone().flat_map(|c| numbers(&c)).max().unwrap_or(0));
+    out.push(width.0);
     for c in candidates.clone() {
         let v = &c.version;
-        for n in [v.major, v.minor, v.patch] {
-            out.extend_from_slice(&n.to_le_bytes());
+        for n in numbers(&c) {
+            width.put(&mut out, n);
         }
-        out.extend_from_slice(&c.deps.to_le_bytes());
         let flags = [(c.yanked, YANKED), (!v.pre.is_empty(), HAS_PRE), (!v.build.is_empty(), HAS_BUILD)];
         out.push(flags.iter().filter(|(set, _)| *set).fold(0, |f, (_, bit)| f | bit));
     }

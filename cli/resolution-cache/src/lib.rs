@@ -29,7 +29,8 @@
 //! the command that wrote the file read them, and what only errors and lines not pinned yet read (the
 //! index file's text), after all of them. A warm resolution then touches a few megabytes, several
 //! records to a page, rather than a page per record between texts of several KiB. Versions have a
-//! fixed size, so that the resolver reads the one it asks for where it is
+//! fixed size within a record (its numbers each in the narrowest of 2, 4 or 8 bytes that holds all
+//! of them: most are small), so that the resolver reads the one it asks for where it is
 //! ([`ebpkg_resolver::CandidateList`]) rather than every version of every package being decoded:
 //!
 //! ```text
@@ -38,7 +39,8 @@
 //!                        | first part offset, length: u64 | second part offset, length: u64
 //! first parts, per record:
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
-//!   versions: u32, each: major, minor, patch: u64 | list: u32 | flags: u8 (1: yanked, 2: pre-release, 4: build)
+//!   versions: u32 | width: u8 (2, 4 or 8) | each: major, minor, patch, list: width bytes each
+//!                        | flags: u8 (1: yanked, 2: pre-release, 4: build)
 //!   then, for each version with a pre-release or build metadata, in order: [pre: str] | [build: str]
 //!   pins: u32, each (by increasing index): version (its index above): u32 | that version again: str | name: str
 //!                        | cksum: 32 bytes | signer: u8 (1: present) [32 bytes]

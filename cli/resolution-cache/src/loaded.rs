@@ -8,7 +8,7 @@ use ebpkg_resolver::{Candidate, CandidateList, DepLists, Requirement, SourceErro
 use ebpkg_spec::index::{EntryPin, IndexEntry, IndexError};
 use semver::{BuildMetadata, Prerelease, Version};
 
-use crate::format::{LINE_BYTES, ListContext, Stored, VERSION_BYTES, read_line, read_version, read_yanked};
+use crate::format::{LINE_BYTES, ListContext, Stored, VersionWidth, read_line, read_version, read_yanked};
 
 /// A package's index as a resolution reads it: the resolver's candidates, and
 /// the file's text for the whole entry of the versions it chooses.
@@ -17,10 +17,6 @@ use crate::format::{LINE_BYTES, ListContext, Stored, VERSION_BYTES, read_line, r
 /// record's is a few places in the mapped cache file (see [`StoredRecord`]). A test holds
 /// it, with its `Arc`'s counts, to the allocator's 160-byte size.
 pub struct LoadedIndex {
-    /// Whether the versions are in strictly ascending order (see
-    /// [`ebpkg_resolver::Versions::ascending`]): found out where they are read, off
-    /// the resolver's thread.
-    pub ascending: bool,
     /// What ebpkg.lock pins of usable lines whose whole entry this command found valid
     /// (a stored record's own are read from it), to be kept in the cache.
     pub(crate) learned: Mutex<Vec<(u32, EntryPin)>>,
@@ -44,6 +40,8 @@ pub(crate) struct Parsed {
     pub(crate) lists: Vec<Box<[Requirement]>>,
     /// Lines left out, to warn about when the resolver uses this package.
     pub(crate) problems: Vec<IndexError>,
+    /// See [`LoadedIndex::ascending`].
+    pub(crate) ascending: bool,
 }
 
 /// A resolution cache record, read where it lies in the mapped cache file (the layout is in
@@ -63,9 +61,12 @@ pub(crate) struct StoredRecord {
     pub(crate) context: Arc<ListContext>,
     /// The record's package (normalized), noted in `context` when a part of it is damaged.
     pub(crate) package: Arc<str>,
-    /// [`VERSION_BYTES`] a version from `versions_at`.
+    /// `width.entry_bytes()` a version from `versions_at`.
     pub(crate) versions_at: u32,
     pub(crate) n_versions: u32,
+    pub(crate) width: VersionWidth,
+    /// See [`LoadedIndex::ascending`].
+    pub(crate) ascending: bool,
     /// The pre-releases and build metadata of the few versions that have them, by position.
     pub(crate) extras: Box<[(u32, Prerelease, BuildMetadata)]>,
     pub(crate) lists: Box<[StoredList]>,
@@ -92,12 +93,12 @@ impl StoredRecord {
             let at = self.extras.binary_search_by_key(&(i as u32), |(k, _, _)| *k).ok()?;
             self.extras.get(at).map(|(_, pre, build)| (pre.clone(), build.clone()))
         };
-        read_version(self.file.bytes(), self.versions_at as usize + i * VERSION_BYTES, extras)
+        read_version(self.file.bytes(), self.versions_at as usize + i * self.width.entry_bytes(), self.width, extras)
     }
 
     fn yanked(&self, i: usize) -> bool {
         assert!(i < self.n_versions as usize, "version {i} of {}", self.n_versions);
-        read_yanked(self.file.bytes(), self.versions_at as usize + i * VERSION_BYTES)
+        read_yanked(self.file.bytes(), self.versions_at as usize + i * self.width.entry_bytes(), self.width)
     }
 
     fn origin(&self) -> &[u8] {
@@ -222,10 +223,18 @@ impl LoadedIndex {
         lists: Vec<Box<[Requirement]>>,
         problems: Vec<IndexError>,
     ) -> LoadedIndex {
-        LoadedIndex {
-            ascending: ebpkg_resolver::Versions::is_ascending(&candidates),
-            learned: Mutex::default(),
-            body: Body::Parsed(Box::new(Parsed { origin, text, lines, candidates, lists, problems })),
+        let ascending = ebpkg_resolver::Versions::is_ascending(&candidates);
+        let parsed = Parsed { origin, text, lines, candidates, lists, problems, ascending };
+        LoadedIndex { learned: Mutex::default(), body: Body::Parsed(Box::new(parsed)) }
+    }
+
+    /// Whether the versions are in strictly ascending order (see
+    /// [`ebpkg_resolver::Versions::ascending`]): found out where they are read, off
+    /// the resolver's thread.
+    pub fn ascending(&self) -> bool {
+        match &self.body {
+            Body::Parsed(parsed) => parsed.ascending,
+            Body::Stored(record) => record.ascending,
         }
     }
 
@@ -319,7 +328,7 @@ impl LoadedIndex {
         // A resolution asks for every package it locks, long after reading it: a search reads
         // a few of its versions back into the cache, a scan all of them.
         let n = self.len();
-        match self.ascending {
+        match self.ascending() {
             true => {
                 let (mut low, mut high) = (0, n);
                 while low < high {
@@ -360,7 +369,7 @@ impl LoadedIndex {
     pub fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let at = position as usize;
         // The line, if the first with its version (always, when the versions ascend).
-        match self.ascending && at < self.len() && self.get(at).version == *version {
+        match self.ascending() && at < self.len() && self.get(at).version == *version {
             true => self.pin_at(at, version),
             false => self.pin(version),
         }
@@ -374,7 +383,7 @@ impl LoadedIndex {
     /// The newest version that is not yanked, if any.
     pub fn newest(&self) -> Option<Cow<'_, Candidate>> {
         let all = self.candidates();
-        match self.ascending {
+        match self.ascending() {
             true => all.rev().find(|c| !c.yanked),
             false => all.filter(|c| !c.yanked).max_by(|a, b| a.version.cmp(&b.version)),
         }

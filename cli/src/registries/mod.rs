@@ -212,7 +212,7 @@ impl VersionSource for Registries<'_> {
             }
         }
         // (Leaving rejected versions out keeps the order.)
-        let mut versions = Versions { candidates: index.clone(), deps: index.clone(), ascending: index.ascending };
+        let mut versions = Versions { candidates: index.clone(), deps: index.clone(), ascending: index.ascending() };
         let rejected = self.rejected.borrow();
         if rejected.is_empty() {
             return Ok(versions);
