@@ -243,8 +243,8 @@ mod tests {
     fn reseal(bytes: &mut [u8], name: &str) {
         let key = [&(name.len() as u32).to_le_bytes()[..], name.as_bytes()].concat();
         let entry = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len() + IndexFingerprint::BYTES;
-        let number = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-        let (start, len) = (number(entry), number(entry + 8));
+        let number = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let (start, len) = (number(entry), number(entry + 4));
         let crc = crc32fast::hash(&bytes[start..start + len - 4]);
         bytes[start + len - 4..start + len].copy_from_slice(&crc.to_le_bytes());
     }
@@ -585,8 +585,8 @@ mod tests {
         // Any other byte of it, or where the directory says it starts, is caught the same way.
         bytes[origin] = b'/';
         let entry = bytes.windows(10).position(|w| w == b"\x06\x00\x00\x00my_pkg").unwrap();
-        let second_at = entry + 10 + IndexFingerprint::BYTES + 16;
-        let second = u64::from_le_bytes(bytes[second_at..second_at + 8].try_into().unwrap());
+        let second_at = entry + 10 + IndexFingerprint::BYTES + 8;
+        let second = u32::from_le_bytes(bytes[second_at..second_at + 4].try_into().unwrap());
         for (what, at, to) in [
             ("nothing", origin, b'/'),
             ("a text byte", origin + 40, bytes[origin + 40] ^ 1),

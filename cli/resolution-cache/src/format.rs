@@ -18,7 +18,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
 /// Changes whenever the layout or what the loader makes of an index file does:
 /// a file written by another ebpkg is ignored, never misread.
-pub(crate) const STAMP: &str = concat!("resolution cache 6, ebpkg ", env!("CARGO_PKG_VERSION"));
+pub(crate) const STAMP: &str = concat!("resolution cache 7, ebpkg ", env!("CARGO_PKG_VERSION"));
 
 /// A cache file's bytes, mapped (or, for tests and fuzzing, in memory).
 pub(crate) enum Stored {
@@ -68,10 +68,6 @@ impl<'a> Reader<'a> {
 
     fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
     fn usize(&mut self) -> Option<usize> {
@@ -204,19 +200,26 @@ impl VersionEntry {
     }
 }
 
-pub(crate) const DIRECTORY_ENTRY_MIN: usize = 4 + IndexFingerprint::BYTES + 32;
+pub(crate) const DIRECTORY_ENTRY_MIN: usize = 4 + IndexFingerprint::BYTES + 16;
 
-/// A cache file's directory: its records by package name, the names left in the
-/// file. Read on every command before the first package, so nothing is copied
-/// or allocated per record (10,000 names, each its own allocation in a map of
-/// strings, were milliseconds before the resolution could start).
+/// How far a lookup probes the directory's table before it gives up (a miss): the writer
+/// makes the table large enough that no name is further from its slot, so a damaged table
+/// costs a lookup this many reads at most.
+const MAX_PROBES: usize = 32;
+
+/// A cache file's directory: its records by package name, the names left in the file.
+/// Opened by every command before its first package, so opening it reads nothing per
+/// record: the file holds a hash table of its entries, which a lookup probes where it
+/// lies (building a map of 10,000 entries was milliseconds, and 300 KB of fresh memory,
+/// on the resolver's thread before any index could be read ahead).
 pub(crate) struct Directory {
     /// Where the first entry is, and how many there are.
     first: usize,
     len: usize,
-    /// The FxHash of each name → where its entry is (the first, if names collide or
-    /// repeat: another record is then never found, only read from its index file).
-    by_hash: HashMap<u64, usize, rustc_hash::FxBuildHasher>,
+    /// Where the table is, and its slots (a power of two): each the offset of an entry
+    /// (the first with its name's hash there, or further on), or 0 for none.
+    table: usize,
+    slots: usize,
 }
 
 fn name_hash(name: &[u8]) -> u64 {
@@ -224,15 +227,15 @@ fn name_hash(name: &[u8]) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(name)
 }
 
-/// The directory entry at the start of `r`: its name and record; `None` if it does
-/// not fit `map_len` bytes.
+/// The directory entry at the start of `r`: its name and record; `None` if it does not
+/// fit `map_len` bytes.
 fn read_entry<'a>(r: &mut Reader<'a>, map_len: usize) -> Option<(&'a [u8], Record)> {
     let n = r.usize()?;
     let name = r.take(n)?;
     let fingerprint = IndexFingerprint::from_bytes(r.take(IndexFingerprint::BYTES)?.try_into().ok()?);
     let mut part = || {
-        let start = usize::try_from(r.u64()?).ok()?;
-        let range = start..start.checked_add(usize::try_from(r.u64()?).ok()?)?;
+        let start = r.usize()?;
+        let range = start..start.checked_add(r.usize()?)?;
         (range.end <= map_len).then_some(range)
     };
     let (hot, cold) = (part()?, part()?);
@@ -246,9 +249,21 @@ impl Directory {
 
     /// The record of `name` in `map` (the file the directory was read from).
     pub(crate) fn get(&self, map: &[u8], name: &str) -> Option<Record> {
-        let &at = self.by_hash.get(&name_hash(name.as_bytes()))?;
-        let (stored, record) = read_entry(&mut Reader { bytes: map, pos: at }, map.len())?;
-        (stored == name.as_bytes()).then_some(record)
+        let mask = self.slots - 1;
+        let mut slot = name_hash(name.as_bytes()) as usize & mask;
+        for _ in 0..MAX_PROBES.min(self.slots) {
+            let at = Reader { bytes: map, pos: self.table + 4 * slot }.usize()?;
+            if at == 0 {
+                return None;
+            }
+            if let Some((stored, record)) = read_entry(&mut Reader { bytes: map, pos: at }, map.len())
+                && stored == name.as_bytes()
+            {
+                return Some(record);
+            }
+            slot = (slot + 1) & mask;
+        }
+        None
     }
 
     /// Every record with its name, in file order.
@@ -261,24 +276,45 @@ impl Directory {
     }
 }
 
-/// The directory of a cache file, every entry checked (names UTF-8, bodies within the
-/// file) but only their places kept: it is read before the first package of every
-/// command, and a command looks up only the packages it resolves.
+/// The directory of a cache file: its header checked, nothing read per record (see
+/// [`Directory`]; each entry is checked when it is looked up or listed).
 pub(crate) fn read_directory(map: &[u8]) -> Option<Directory> {
     let mut r = Reader { bytes: map, pos: 0 };
     if r.take(MAGIC.len())? != MAGIC || r.str()? != STAMP {
         return None;
     }
     let len = r.count(DIRECTORY_ENTRY_MIN)?;
-    let first = r.pos;
-    let mut by_hash = HashMap::with_capacity_and_hasher(len, rustc_hash::FxBuildHasher);
-    for _ in 0..len {
-        let at = r.pos;
-        let (name, _) = read_entry(&mut r, map.len())?;
-        std::str::from_utf8(name).ok()?;
-        by_hash.entry(name_hash(name)).or_insert(at);
+    let slots = r.count(4).filter(|s| s.is_power_of_two())?;
+    let table = r.pos;
+    r.take(4 * slots)?;
+    Some(Directory { first: r.pos, len, table, slots })
+}
+
+/// Where the entries whose names have `hashes` go in a [`Directory`]'s table: how many slots
+/// it has (twice the entries or more, as few as keep every name within [`MAX_PROBES`] of its
+/// own), and each entry's slot. Package names are chosen by whoever publishes them, and many
+/// with the same hash cannot all be near it whatever the size: past 16 times the entries, an
+/// entry that does not fit has no slot (its record is a miss, read from its index file).
+fn directory_slots(hashes: &[u64]) -> (usize, Vec<Option<usize>>) {
+    let least = (2 * hashes.len()).next_power_of_two().max(2);
+    let mut slots = least;
+    loop {
+        let mask = slots - 1;
+        let mut taken = vec![false; slots];
+        let places: Vec<Option<usize>> = hashes
+            .iter()
+            .map(|&hash| {
+                let start = hash as usize & mask;
+                let slot = (0..MAX_PROBES).map(|k| (start + k) & mask).find(|&slot| !taken[slot])?;
+                taken[slot] = true;
+                Some(slot)
+            })
+            .collect();
+        if places.iter().all(Option::is_some) || slots >= 16 * least {
+            return (slots, places);
+        }
+        slots *= 2;
     }
-    Some(Directory { first, len, by_hash })
 }
 
 /// What decoding a record's requirements needs to know of the command: the
@@ -625,25 +661,42 @@ pub(crate) struct RecordBytes<'a> {
 /// A whole cache file: header, directory, then the records' first parts in the same
 /// order, then their second parts (see [`Record`]).
 pub(crate) fn write_file(records: &[RecordBytes<'_>]) -> Vec<u8> {
+    // Offsets are u32: the file is at most `MAX_FILE_BYTES` (1 GiB), which the command checks
+    // before writing it (an offset that does not fit is written as one past any file: a miss).
+    let offset = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let header = MAGIC.len() + 4 + STAMP.len() + 4 + 4;
+    let hashes: Vec<u64> = records.iter().map(|r| name_hash(r.name.as_bytes())).collect();
+    let (slots, places) = directory_slots(&hashes);
+    let first = header + 4 * slots;
+    let mut table = vec![0u32; slots];
+    let mut at = first;
+    for (r, &slot) in records.iter().zip(&places) {
+        if let Some(slot) = slot {
+            table[slot] = offset(at);
+        }
+        at += 4 + r.name.len() + IndexFingerprint::BYTES + 16;
+    }
+    let directory_len = at - first;
     let bodies: usize = records.iter().map(|r| r.hot.len() + r.cold.len()).sum();
-    let mut bytes = Vec::with_capacity(bodies + records.len() * (DIRECTORY_ENTRY_MIN + 16) + 64);
+    let mut bytes = Vec::with_capacity(first + directory_len + bodies);
     let out = &mut bytes;
     out.extend_from_slice(MAGIC);
-    let directory_len: usize =
-        records.iter().map(|r| r.name.len()).sum::<usize>() + records.len() * DIRECTORY_ENTRY_MIN;
-    let header = MAGIC.len() + 4 + STAMP.len() + 4;
-    let mut hot = (header + directory_len) as u64;
-    let mut cold = hot + records.iter().map(|r| r.hot.len() as u64).sum::<u64>();
+    let mut hot = first + directory_len;
+    let mut cold = hot + records.iter().map(|r| r.hot.len()).sum::<usize>();
     // Names are normalized package names and the stamp is short: these always fit.
     let _ = put_str(out, STAMP.as_bytes());
     let _ = put_u32(out, records.len());
+    let _ = put_u32(out, table.len());
+    for slot in &table {
+        out.extend_from_slice(&slot.to_le_bytes());
+    }
     for r in records {
         let _ = put_str(out, r.name.as_bytes());
         out.extend_from_slice(&r.fingerprint.to_bytes());
-        for (offset, part) in [(&mut hot, r.hot), (&mut cold, r.cold)] {
-            out.extend_from_slice(&offset.to_le_bytes());
-            out.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            *offset += part.len() as u64;
+        for (at, part) in [(&mut hot, r.hot), (&mut cold, r.cold)] {
+            out.extend_from_slice(&offset(*at).to_le_bytes());
+            out.extend_from_slice(&offset(part.len()).to_le_bytes());
+            *at += part.len();
         }
     }
     for r in records {
@@ -716,5 +769,59 @@ mod tests {
         assert_eq!(read_line(&entry(2, 11), 10), None);
         assert_eq!(read_line(&entry(5, 4), 10), None);
         assert_eq!(read_line(&entry(0, 0)[..11], 10), None);
+    }
+
+    fn fingerprint(n: u64) -> IndexFingerprint {
+        IndexFingerprint { dev: 1, ino: n, size: n, mtime_ns: 2, ctime_ns: 3 }
+    }
+
+    #[test]
+    fn each_record_is_found_through_the_directory_s_table_and_a_damaged_table_is_a_miss_never_another() {
+        let names: Vec<String> = (0..500).map(|k| format!("p{k:05}")).collect();
+        let bodies: Vec<Vec<u8>> = (0..500u32).map(|k| k.to_le_bytes().to_vec()).collect();
+        let records: Vec<RecordBytes<'_>> = (0..500)
+            .map(|k| RecordBytes { name: &names[k], fingerprint: fingerprint(k as u64), hot: &bodies[k], cold: &[] })
+            .collect();
+        let bytes = write_file(&records);
+        let directory = read_directory(&bytes).unwrap();
+        assert_eq!(directory.len(), 500);
+        assert!(directory.slots >= 1000 && directory.slots.is_power_of_two());
+        for (k, name) in names.iter().enumerate() {
+            let record = directory.get(&bytes, name).unwrap();
+            assert_eq!(record.fingerprint, fingerprint(k as u64));
+            assert_eq!(bytes[record.hot], bodies[k][..], "{name}");
+        }
+        assert!(directory.get(&bytes, "p00500").is_none());
+        assert_eq!(directory.iter(&bytes).count(), 500);
+        // Every slot naming the first entry: it is still found, no other name is.
+        let first = u32::try_from(directory.first).unwrap().to_le_bytes();
+        let mut damaged = bytes.clone();
+        for slot in 0..directory.slots {
+            damaged[directory.table + 4 * slot..][..4].copy_from_slice(&first);
+        }
+        assert!(directory.get(&damaged, "p00000").is_some());
+        assert!(names[1..].iter().all(|name| directory.get(&damaged, name).is_none()));
+        // Every slot past the end of the file: nothing is found.
+        for slot in 0..directory.slots {
+            damaged[directory.table + 4 * slot..][..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        }
+        assert!(names.iter().all(|name| directory.get(&damaged, name).is_none()));
+    }
+
+    #[test]
+    fn names_of_one_hash_are_placed_within_reach_of_it_or_left_out() {
+        // Distinct hashes: all placed, each within reach of its own slot.
+        let hashes: Vec<u64> = (0..1000u64).map(|k| name_hash(&k.to_le_bytes())).collect();
+        let (slots, places) = directory_slots(&hashes);
+        assert_eq!(slots, 2048);
+        for (hash, place) in hashes.iter().zip(&places) {
+            let distance = place.unwrap().wrapping_sub(*hash as usize) & (slots - 1);
+            assert!(distance < MAX_PROBES);
+        }
+        // A hundred names of one hash (which a publisher could choose): the table stops growing,
+        // and only the names within reach have a slot.
+        let (slots, places) = directory_slots(&[7; 100]);
+        assert_eq!(slots, 16 * 256);
+        assert_eq!(places.iter().flatten().count(), MAX_PROBES);
     }
 }

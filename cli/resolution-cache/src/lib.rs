@@ -34,9 +34,11 @@
 //! ([`ebpkg_resolver::CandidateList`]) rather than every version of every package being decoded:
 //!
 //! ```text
-//! magic "EBPKGRES" | stamp: str | records: u32
+//! magic "EBPKGRES" | stamp: str | records: u32 | slots: u32 (a power of two)
+//! table, per slot: u32 (0: none; else where a directory entry is: the entries with a name's
+//!                        FxHash at slot `hash % slots`, then at the slots after it, 32 at most)
 //! directory, per record: name (normalized): str | fingerprint: 56 bytes
-//!                        | first part offset, length: u64 | second part offset, length: u64
+//!                        | first part offset, length: u32 | second part offset, length: u32
 //! first parts, per record:
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str
 //!   versions: u32 | width: u8 (2, 4 or 8) | each: major, minor, patch, list: width bytes each
