@@ -189,14 +189,22 @@ pub(crate) struct VersionEntry {
 impl VersionEntry {
     /// The entry `e`, of `width` (a shorter one is a bug and panics, as a slice index past
     /// its end).
+    #[inline]
     pub(crate) fn of(e: &[u8], width: VersionWidth) -> VersionEntry {
-        let w = usize::from(width.0);
-        let number = |k: usize| {
-            let mut n = [0; 8];
-            n[..w].copy_from_slice(&e[k * w..(k + 1) * w]);
-            u64::from_le_bytes(n)
-        };
-        VersionEntry { numbers: (number(0), number(1), number(2)), list: number(3), flags: e[4 * w] }
+        // One read per width: a warm resolution checks every version of thousands of records.
+        fn at<const W: usize>(e: &[u8]) -> VersionEntry {
+            let number = |k: usize| {
+                let mut n = [0; 8];
+                n[..W].copy_from_slice(&e[k * W..(k + 1) * W]);
+                u64::from_le_bytes(n)
+            };
+            VersionEntry { numbers: (number(0), number(1), number(2)), list: number(3), flags: e[4 * W] }
+        }
+        match width.0 {
+            2 => at::<2>(e),
+            4 => at::<4>(e),
+            _ => at::<8>(e),
+        }
     }
 }
 
