@@ -184,6 +184,22 @@ fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
     Ok(())
 }
 
+/// The package name rules (see [`PackageName::new`]).
+fn check(name: &str) -> Result<(), NameError> {
+    check_chars(name, true)?;
+    // Compared without building the normalized form: index files name hundreds of
+    // thousands of packages, nearly none of them reserved.
+    let is =
+        |word: &str| word.len() == name.len() && word.bytes().zip(name.bytes()).all(|(w, n)| w == normalize_byte(n));
+    if let Some((_, reason)) = RESERVED.iter().find(|(r, _)| is(r)) {
+        return Err(NameError::Reserved { name: name.to_owned(), reason });
+    }
+    if CHAIN_KEYWORDS.iter().any(|k| is(k)) {
+        return Err(NameError::Reserved { name: name.to_owned(), reason: "it is a keyword of the chain language" });
+    }
+    Ok(())
+}
+
 /// A valid package name. Compare with [`PackageName::normalized`] to detect
 /// collisions; `Eq`/`Ord` compare the exact spelling.
 ///
@@ -195,19 +211,14 @@ pub struct PackageName(std::sync::Arc<str>);
 impl PackageName {
     /// Checks `name` against the package name rules.
     pub fn new(name: &str) -> Result<Self, NameError> {
-        check_chars(name, true)?;
-        // Compared without building the normalized form: index files name hundreds of
-        // thousands of packages, nearly none of them reserved.
-        let is = |word: &str| {
-            word.len() == name.len() && word.bytes().zip(name.bytes()).all(|(w, n)| w == normalize_byte(n))
-        };
-        if let Some((_, reason)) = RESERVED.iter().find(|(r, _)| is(r)) {
-            return Err(NameError::Reserved { name: name.to_owned(), reason });
-        }
-        if CHAIN_KEYWORDS.iter().any(|k| is(k)) {
-            return Err(NameError::Reserved { name: name.to_owned(), reason: "it is a keyword of the chain language" });
-        }
+        check(name)?;
         Ok(PackageName(name.into()))
+    }
+
+    /// [`PackageName::new`] of a name already shared, kept rather than copied when valid.
+    pub fn from_shared(name: std::sync::Arc<str>) -> Result<Self, NameError> {
+        check(&name)?;
+        Ok(PackageName(name))
     }
 
     /// The exact spelling.
@@ -395,6 +406,18 @@ mod tests {
             let shared = name.normalized_shared();
             assert_eq!(&*shared, name.normalized(), "{n}");
             assert_eq!(std::ptr::eq(shared.as_ptr(), name.as_str().as_ptr()), name.normalized() == n, "{n}");
+        }
+    }
+
+    #[test]
+    fn a_shared_name_is_checked_as_any_and_kept_rather_than_copied() {
+        for n in ["net", "my-pkg", "Bad", "a b", "", "ebpkg", "def"] {
+            let shared: std::sync::Arc<str> = n.into();
+            let got = PackageName::from_shared(std::sync::Arc::clone(&shared));
+            assert_eq!(got, PackageName::new(n), "{n}");
+            if let Ok(name) = got {
+                assert!(std::ptr::eq(name.as_str().as_ptr(), shared.as_ptr()), "{n} copied");
+            }
         }
     }
 

@@ -468,7 +468,7 @@ pub(crate) fn decode(
             return None;
         }
         // (Its name checked, and the pin dropped: it is made again for the version locked.)
-        pin.pin()?;
+        pin.pin(package)?;
         // (As `PackageName::normalized`, without making the string: a warm resolution decodes a pin per package.)
         let normalized = pin.name.bytes().map(|b| if b == b'-' { b'_' } else { b.to_ascii_lowercase() });
         if !normalized.eq(package.bytes()) {
@@ -508,9 +508,14 @@ pub(crate) struct RawPin<'a> {
 }
 
 impl RawPin<'_> {
-    /// The pin; `None` if its name is not a package name.
-    pub(crate) fn pin(&self) -> Option<EntryPin> {
-        let name = PackageName::new(self.name).ok()?;
+    /// The pin; `None` if its name is not a package name. `package` is the record's (normalized)
+    /// name, shared with the pin when it is spelled the same: a large resolution locks thousands.
+    pub(crate) fn pin(&self, package: &Arc<str>) -> Option<EntryPin> {
+        let name = match self.name == &**package {
+            true => PackageName::from_shared(Arc::clone(package)),
+            false => PackageName::new(self.name),
+        };
+        let name = name.ok()?;
         Some(EntryPin { name, cksum: self.cksum.clone(), signed_by: self.signed_by.clone() })
     }
 }

@@ -314,7 +314,10 @@ impl LoadedIndex {
             Body::Parsed(_) => None,
             Body::Stored(record) => Some(record),
         };
-        record.into_iter().flat_map(|r| r.pins()).filter_map(|p| Some((p.line, p.pin()?)))
+        record
+            .into_iter()
+            .flat_map(|r| r.pins().map(|p| (p, &r.package)))
+            .filter_map(|(p, package)| Some((p.line, p.pin(package)?)))
     }
 
     /// The whole entry of `version`, every field checked. `None`: no usable line
@@ -394,7 +397,7 @@ impl LoadedIndex {
         if let Body::Stored(record) = &self.body
             && let Some(stored) = record.pins().find(|p| p.line == k32)
         {
-            return stored.pin().map(Ok);
+            return stored.pin(&record.package).map(Ok);
         }
         let mut learned = crate::cache::lock(&self.learned);
         if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
