@@ -109,9 +109,10 @@ impl RegistryCache {
             }
         };
         let context = Arc::new(ListContext::new(&url, &default));
-        // Room for every record at once: a warm resolution uses thousands, one per
-        // package read, and a growing list would be copied under its lock.
-        let used = Mutex::new(Vec::with_capacity(file.as_ref().map_or(0, |f| f.records.len())));
+        // Room for every record at once (up to 65,536: the count comes from the file): a warm
+        // resolution uses thousands, one per package read, and a growing list would be copied
+        // under its lock.
+        let used = Mutex::new(Vec::with_capacity(file.as_ref().map_or(0, |f| f.records.len().min(1 << 16))));
         RegistryCache { path, url, default, context, file, fresh: Mutex::default(), used }
     }
 

@@ -70,6 +70,10 @@ impl<'a> Reader<'a> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
     fn usize(&mut self) -> Option<usize> {
         usize::try_from(self.u32()?).ok()
     }
@@ -228,11 +232,16 @@ pub(crate) struct Directory {
     /// (the first with its name's hash there, or further on), or 0 for none.
     table: usize,
     slots: usize,
+    /// The file's own hash seed (see [`name_hash`]).
+    seed: u64,
 }
 
-fn name_hash(name: &[u8]) -> u64 {
+/// A name's hash in a file written with `seed`, chosen at random by each writer: package names
+/// are chosen by whoever publishes them, and names made to share a hash would each be a miss
+/// (past a slot's reach) and read from their index files, by every command.
+fn name_hash(seed: u64, name: &[u8]) -> u64 {
     use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(name)
+    rustc_hash::FxBuildHasher.hash_one((seed, name))
 }
 
 /// The directory entry at the start of `r`: its name and record; `None` if it does not
@@ -257,21 +266,26 @@ impl Directory {
 
     /// The record of `name` in `map` (the file the directory was read from).
     pub(crate) fn get(&self, map: &[u8], name: &str) -> Option<Record> {
+        self.find(map, name).0
+    }
+
+    /// [`Directory::get`], and how many slots it read (at most [`MAX_PROBES`], whatever the table holds).
+    fn find(&self, map: &[u8], name: &str) -> (Option<Record>, usize) {
         let mask = self.slots - 1;
-        let mut slot = name_hash(name.as_bytes()) as usize & mask;
-        for _ in 0..MAX_PROBES.min(self.slots) {
-            let at = Reader { bytes: map, pos: self.table + 4 * slot }.usize()?;
+        let mut slot = name_hash(self.seed, name.as_bytes()) as usize & mask;
+        for probes in 1..=MAX_PROBES.min(self.slots) {
+            let Some(at) = (Reader { bytes: map, pos: self.table + 4 * slot }).usize() else { return (None, probes) };
             if at == 0 {
-                return None;
+                return (None, probes);
             }
             if let Some((stored, record)) = read_entry(&mut Reader { bytes: map, pos: at }, map.len())
                 && stored == name.as_bytes()
             {
-                return Some(record);
+                return (Some(record), probes);
             }
             slot = (slot + 1) & mask;
         }
-        None
+        (None, MAX_PROBES.min(self.slots))
     }
 
     /// Every record with its name, in file order.
@@ -292,10 +306,12 @@ pub(crate) fn read_directory(map: &[u8]) -> Option<Directory> {
         return None;
     }
     let len = r.count(DIRECTORY_ENTRY_MIN)?;
-    let slots = r.count(4).filter(|s| s.is_power_of_two())?;
+    // (At least twice the entries, as written: the count sizes what a command reserves.)
+    let slots = r.count(4).filter(|s| s.is_power_of_two() && *s >= 2 * len)?;
+    let seed = r.u64()?;
     let table = r.pos;
     r.take(4 * slots)?;
-    Some(Directory { first: r.pos, len, table, slots })
+    Some(Directory { first: r.pos, len, table, slots, seed })
 }
 
 /// Where the entries whose names have `hashes` go in a [`Directory`]'s table: how many slots
@@ -489,11 +505,11 @@ pub(crate) fn decode(
     }
     stored.pins_at = pins_at;
     stored.n_pins = n_pins;
+    // (Where the record's places end fits in u32 too: each sum of them does.)
+    u32::try_from(cold.end).ok()?;
     stored.cold_at = u32::try_from(cold.start).ok()?;
-    // (All within the file, which is smaller than 4 GiB: its end was checked to fit in u32 above.)
     stored.origin_len = u32::try_from(origin_len).ok()?;
     stored.text_len = u32::try_from(text_len).ok()?;
-    u32::try_from(cold.end).ok()?;
     stored.cold_crc = cold_crc;
     Some(LoadedIndex { learned: Default::default(), body: Body::Stored(stored) })
 }
@@ -516,7 +532,7 @@ impl RawPin<'_> {
             false => PackageName::new(self.name),
         };
         let name = name.ok()?;
-        Some(EntryPin { name, cksum: self.cksum.clone(), signed_by: self.signed_by.clone() })
+        Some(EntryPin { name, cksum: self.cksum, signed_by: self.signed_by })
     }
 }
 
@@ -677,8 +693,12 @@ pub(crate) fn write_file(records: &[RecordBytes<'_>]) -> Vec<u8> {
     // Offsets are u32: the file is at most `MAX_FILE_BYTES` (1 GiB), which the command checks
     // before writing it (an offset that does not fit is written as one past any file: a miss).
     let offset = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    let header = MAGIC.len() + 4 + STAMP.len() + 4 + 4;
-    let hashes: Vec<u64> = records.iter().map(|r| name_hash(r.name.as_bytes())).collect();
+    let header = MAGIC.len() + 4 + STAMP.len() + 4 + 4 + 8;
+    let seed = {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(records.len())
+    };
+    let hashes: Vec<u64> = records.iter().map(|r| name_hash(seed, r.name.as_bytes())).collect();
     let (slots, places) = directory_slots(&hashes);
     let first = header + 4 * slots;
     let mut table = vec![0u32; slots];
@@ -700,6 +720,7 @@ pub(crate) fn write_file(records: &[RecordBytes<'_>]) -> Vec<u8> {
     let _ = put_str(out, STAMP.as_bytes());
     let _ = put_u32(out, records.len());
     let _ = put_u32(out, table.len());
+    out.extend_from_slice(&seed.to_le_bytes());
     for slot in &table {
         out.extend_from_slice(&slot.to_le_bytes());
     }
@@ -744,6 +765,11 @@ pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     let Ok(url) = RegistryUrl::parse("file:///registry/") else { return Vec::new() };
     let context = Arc::new(ListContext::new(&url, &url));
     let records: Vec<(Arc<str>, Record)> = directory.iter(&bytes).map(|(name, r)| (Arc::from(name), r)).collect();
+    // Each listed name looked up through the table too, and names no file holds: found or a
+    // miss, in at most `MAX_PROBES` slots.
+    for name in records.iter().map(|(name, _)| &**name).chain(["absent", "p00000", ""]) {
+        assert!(directory.find(&bytes, name).1 <= MAX_PROBES);
+    }
     let file = Arc::new(Stored::Owned(bytes));
     let indexes = records.into_iter().filter_map(|(name, record)| decode(&file, &name, &record, &context));
     indexes
@@ -813,7 +839,11 @@ mod tests {
             damaged[directory.table + 4 * slot..][..4].copy_from_slice(&first);
         }
         assert!(directory.get(&damaged, "p00000").is_some());
-        assert!(names[1..].iter().all(|name| directory.get(&damaged, name).is_none()));
+        for name in &names[1..] {
+            // Not found, after reading as many slots as a lookup may and no more.
+            let (found, probes) = directory.find(&damaged, name);
+            assert!(found.is_none() && probes == MAX_PROBES, "{name}: {probes} slots");
+        }
         // Every slot past the end of the file: nothing is found.
         for slot in 0..directory.slots {
             damaged[directory.table + 4 * slot..][..4].copy_from_slice(&u32::MAX.to_le_bytes());
@@ -824,7 +854,7 @@ mod tests {
     #[test]
     fn names_of_one_hash_are_placed_within_reach_of_it_or_left_out() {
         // Distinct hashes: all placed, each within reach of its own slot.
-        let hashes: Vec<u64> = (0..1000u64).map(|k| name_hash(&k.to_le_bytes())).collect();
+        let hashes: Vec<u64> = (0..1000u64).map(|k| name_hash(7, &k.to_le_bytes())).collect();
         let (slots, places) = directory_slots(&hashes);
         assert_eq!(slots, 2048);
         for (hash, place) in hashes.iter().zip(&places) {

@@ -34,9 +34,10 @@
 //! ([`ebpkg_resolver::CandidateList`]) rather than every version of every package being decoded:
 //!
 //! ```text
-//! magic "EBPKGRES" | stamp: str | records: u32 | slots: u32 (a power of two)
-//! table, per slot: u32 (0: none; else where a directory entry is: the entries with a name's
-//!                        FxHash at slot `hash % slots`, then at the slots after it, 32 at most)
+//! magic "EBPKGRES" | stamp: str | records: u32 | slots: u32 (a power of two, at least twice the
+//!                        records) | seed: u64 (random, each file its own)
+//! table, per slot: u32 (0: none; else where a directory entry is: the entries whose name's
+//!                        FxHash with the seed is `hash % slots` at that slot or the 31 after it)
 //! directory, per record: name (normalized): str | fingerprint: 56 bytes
 //!                        | first part offset, length: u32 | second part offset, length: u32
 //! first parts, per record:

@@ -83,8 +83,10 @@ pub(crate) struct StoredRecord {
 }
 
 impl StoredRecord {
-    fn bytes(&self, at: usize, len: usize) -> &[u8] {
-        self.file.bytes().get(at..at + len).unwrap_or_default()
+    /// `len` bytes from `at` (every place was checked against the file when the record was
+    /// decoded: `None` would be a bug, which the callers take as damage).
+    fn bytes(&self, at: usize, len: usize) -> Option<&[u8]> {
+        self.file.bytes().get(at..at.checked_add(len)?)
     }
 
     pub(crate) fn version(&self, i: usize) -> Candidate {
@@ -102,7 +104,7 @@ impl StoredRecord {
     }
 
     fn origin(&self) -> &[u8] {
-        self.bytes(self.cold_at as usize, self.origin_len as usize)
+        self.bytes(self.cold_at as usize, self.origin_len as usize).unwrap_or_default()
     }
 
     fn line_table_at(&self) -> usize {
@@ -114,7 +116,7 @@ impl StoredRecord {
     }
 
     fn text(&self) -> &[u8] {
-        self.bytes(self.text_at(), self.text_len as usize)
+        self.bytes(self.text_at(), self.text_len as usize).unwrap_or_default()
     }
 
     /// Line `k`, checked to lie within the text.
@@ -130,7 +132,8 @@ impl StoredRecord {
     fn second_part_intact(&self) -> bool {
         *self.intact.get_or_init(|| {
             let len = self.text_at() + self.text_len as usize - self.cold_at as usize;
-            let intact = crc32fast::hash(self.bytes(self.cold_at as usize, len)) == self.cold_crc;
+            let bytes = self.bytes(self.cold_at as usize, len);
+            let intact = bytes.is_some_and(|bytes| crc32fast::hash(bytes) == self.cold_crc);
             if !intact {
                 crate::cache::lock(&self.context.damaged).push(Arc::clone(&self.package));
             }
@@ -142,7 +145,7 @@ impl StoredRecord {
         let list = self.lists.get(k as usize)?;
         let decode = || {
             let bytes = self.bytes(list.at as usize, list.len as usize);
-            let decoded = crate::format::decode_list(bytes, &self.context);
+            let decoded = bytes.and_then(|bytes| crate::format::decode_list(bytes, &self.context));
             if decoded.is_none() {
                 crate::cache::lock(&self.context.damaged).push(Arc::clone(&self.package));
             }
@@ -395,7 +398,8 @@ impl LoadedIndex {
     fn pin_at(&self, k: usize, version: &Version) -> Option<Result<EntryPin, IndexError>> {
         let k32 = u32::try_from(k).ok()?;
         if let Body::Stored(record) = &self.body
-            && let Some(stored) = record.pins().find(|p| p.line == k32)
+            // (Stored by line, ascending.)
+            && let Some(stored) = record.pins().take_while(|p| p.line <= k32).find(|p| p.line == k32)
         {
             return stored.pin(&record.package).map(Ok);
         }

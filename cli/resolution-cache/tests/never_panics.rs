@@ -108,8 +108,9 @@ proptest! {
     #[test]
     fn arbitrary_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..512)) {
         let seed = seed();
-        // The header (magic, stamp, count) is 12 bytes and the stamp.
-        let header = 8 + 4 + u32::from_le_bytes(seed[8..12].try_into().unwrap()) as usize + 4;
+        // The header (magic, stamp, count, slots, hash seed) is 28 bytes and the stamp: the
+        // table, the directory and the records are arbitrary (three records: eight slots).
+        let header = 8 + 4 + u32::from_le_bytes(seed[8..12].try_into().unwrap()) as usize + 4 + 4 + 8;
         let mut bytes = seed[..header].to_vec();
         bytes.extend(tail);
         check(&bytes);

@@ -19,7 +19,7 @@ use ebpkg_resolver::{
     QualifiedName, Requirement, ResolveRequest, Shortcut, SourceError, VersionSource, Versions, resolve, resolve_with,
 };
 use ebpkg_spec::PackageName;
-use semver::{Version, VersionReq};
+use semver::Version;
 
 /// splitmix64: a fixed seed gives the same registry on every run.
 struct Rng(u64);

@@ -213,13 +213,12 @@ fn lock_packages(
         done
     };
     let parts = std::thread::available_parallelism().map_or(1, |p| p.get()).min(n.div_ceil(1024));
-    let per = n.div_ceil(parts.max(1)).max(1);
     let mut all = std::thread::scope(|scope| {
         let run = &run;
-        let mut chunks = made.chunks_mut(per).enumerate();
+        let mut chunks = chunks_at(&mut made, parts);
         let mine = chunks.next();
-        let others: Vec<_> = chunks.map(|(k, out)| scope.spawn(move || run(k * per, out))).collect();
-        let mut all = mine.map(|(_, out)| run(0, out)).unwrap_or_default();
+        let others: Vec<_> = chunks.map(|(first, out)| scope.spawn(move || run(first, out))).collect();
+        let mut all = mine.map(|(first, out)| run(first, out)).unwrap_or_default();
         for other in others {
             match other.join() {
                 Ok(more) => all.absorb(more),
@@ -245,10 +244,19 @@ fn lock_packages(
     match (all.damaged.is_empty(), all.failed) {
         (false, _) => Ok(Err(all.damaged)),
         (true, Some(e)) => Err(e),
-        // Every package was made (none damaged, none failed). (`map_while` collects in place,
-        // where `flatten` would copy them all.)
-        (true, None) => Ok(Ok(made.into_iter().map_while(|p| p).collect())),
+        // Every package was made: none damaged, none failed. (Collected in place.)
+        (true, None) => match made.into_iter().collect::<Option<Vec<_>>>() {
+            Some(packages) => Ok(Ok(packages)),
+            None => Err(anyhow::anyhow!("internal error: a package of the resolution was neither locked nor refused")),
+        },
     }
+}
+
+/// `slots` as at most `parts` consecutive runs of about the same length, each with the
+/// position of its first slot.
+fn chunks_at<T>(slots: &mut [T], parts: usize) -> impl Iterator<Item = (usize, &mut [T])> {
+    let per = slots.len().div_ceil(parts.max(1)).max(1);
+    slots.chunks_mut(per).enumerate().map(move |(k, run)| (k * per, run))
 }
 
 /// What one thread made of a run of a resolution's packages (see [`lock_packages`]).
@@ -356,4 +364,27 @@ pub fn diff(old: &Lockfile, new: &Lockfile) -> String {
         out.push_str("  (the same versions with other dependencies or checksums)\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks_at;
+
+    #[test]
+    fn slots_are_split_into_runs_that_know_where_they_start() {
+        for n in [0, 1, 2, 1023, 1024, 1025, 8572] {
+            for parts in [0, 1, 2, 3, 16] {
+                let mut slots: Vec<usize> = (0..n).collect();
+                let runs: Vec<(usize, Vec<usize>)> =
+                    chunks_at(&mut slots, parts).map(|(at, run)| (at, run.to_vec())).collect();
+                assert!(runs.len() <= parts.max(1) && runs.is_empty() == (n == 0), "{n} in {parts}: {}", runs.len());
+                // Each run starts where its slots are, and the runs cover every slot once, in order.
+                assert!(runs.iter().all(|(at, run)| run.first() == Some(at)), "{n} in {parts}");
+                assert!(runs.iter().flat_map(|(_, run)| run.iter().copied()).eq(0..n), "{n} in {parts}");
+                // About the same length: none longer than the first, none less than half of it.
+                let len = runs.first().map_or(0, |(_, run)| run.len());
+                assert!(runs.iter().all(|(_, r)| r.len() <= len && 2 * r.len() + 1 >= len), "{n} in {parts}");
+            }
+        }
+    }
 }

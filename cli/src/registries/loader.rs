@@ -203,10 +203,13 @@ impl Shared {
     }
 
     /// The slots of `url` in a shard made on first use hold room for about as many
-    /// packages as the registry's resolution cache has records: a resolution as large
-    /// as the ones before it.
+    /// packages as the resolution cache has records of the registry (the packages earlier
+    /// resolutions read from it), up to 65,536; none for a registry it does not cache.
     fn expected(&self, url: &RegistryUrl) -> usize {
-        self.caches.registry(url).records()
+        match url.kind() {
+            RegistryKind::File => self.caches.registry(url).records().min(MOST_EXPECTED),
+            RegistryKind::Http => 0,
+        }
     }
 
     /// The next read waiting for a worker, if any.
@@ -228,6 +231,10 @@ struct Job {
 
 /// See [`Shared::slots`].
 const SHARDS: usize = 16;
+
+/// The most packages the slots of a registry are made with room for (see [`Shared::expected`]):
+/// the count comes from a file, and past it, tables grow as they fill.
+const MOST_EXPECTED: usize = 1 << 16;
 
 struct Shared {
     default: RegistryUrl,
