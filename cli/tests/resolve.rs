@@ -317,6 +317,15 @@ fn resolution_caches(sb: &Sandbox) -> Vec<std::path::PathBuf> {
     entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "resolution")).collect()
 }
 
+/// A resolution cache file without its hash seed and table, which each writer chooses anew:
+/// its records as written (where they lie included, while the table keeps its size).
+fn cache_records(bytes: &[u8]) -> Vec<u8> {
+    let number = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let slots_at = 12 + number(8) + 4;
+    let first = slots_at + 4 + 8 + 4 * number(slots_at);
+    [&bytes[..slots_at + 4], &bytes[first..]].concat()
+}
+
 /// Index files written within the last two seconds are never taken from the
 /// resolution cache (a write in the same timestamp tick could go unseen).
 fn let_index_files_settle() {
@@ -395,7 +404,8 @@ fn a_damaged_dependency_list_in_the_cache_is_read_from_the_index_file_again_and_
     let run = sb.run(&app, &["lock"]).ok();
     assert_eq!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap(), cold, "the same resolution");
     assert!(!run.stderr.contains("damaged"), "{}", run.stderr);
-    assert_eq!(std::fs::read(&caches[0]).unwrap(), good, "a's record written again from its index file");
+    let rewritten = std::fs::read(&caches[0]).unwrap();
+    assert_eq!(cache_records(&rewritten), cache_records(&good), "a's record written again from its index file");
     // With the checksum made to hold (as a writer's bug would leave it), the record still
     // loads and the list does not decode: read from the index file, with a warning.
     ebpkg_resolution_cache::reseal(&mut cache);
