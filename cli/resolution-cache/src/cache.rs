@@ -606,8 +606,15 @@ mod tests {
     fn a_version_with_unknown_flags_or_a_list_that_does_not_exist_is_a_miss() {
         let own = url("file:///own/");
         let encoded = crate::format::encode(&index(), &own, &own).unwrap();
+        // Each damaged first part resealed (its checksum made to hold): the check that refuses it
+        // must be the one the case names, not the checksum.
         let read = |hot: &[u8]| {
-            let bytes = [hot, &encoded.cold].concat();
+            let mut hot = hot.to_vec();
+            if let Some(body) = hot.len().checked_sub(4) {
+                let crc = crc32fast::hash(&hot[..body]);
+                hot[body..].copy_from_slice(&crc.to_le_bytes());
+            }
+            let bytes = [&hot[..], &encoded.cold].concat();
             let record =
                 crate::format::Record { fingerprint: fingerprint(1), hot: 0..hot.len(), cold: hot.len()..bytes.len() };
             let context = Arc::new(ListContext::new(&own, &own));
