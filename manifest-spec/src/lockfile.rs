@@ -5,7 +5,7 @@
 //! Parsing that text and writing it again gives the same bytes, so a lockfile only
 //! changes in version control when the resolution changed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -35,13 +35,24 @@ pub struct Lockfile {
     packages: Vec<LockedPackage>,
 }
 
+/// `source` as one of `sources` (the sources seen so far), added when new.
+fn shared_source(sources: &mut HashSet<std::sync::Arc<str>>, source: String) -> std::sync::Arc<str> {
+    if let Some(seen) = sources.get(source.as_str()) {
+        return std::sync::Arc::clone(seen);
+    }
+    let new: std::sync::Arc<str> = source.into();
+    sources.insert(std::sync::Arc::clone(&new));
+    new
+}
+
 /// One resolved package.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LockedPackage {
     pub name: PackageName,
     pub version: Version,
-    /// URL of the registry it came from.
-    pub source: String,
+    /// URL of the registry it came from (shared: a lock names one or two registries
+    /// for thousands of packages).
+    pub source: std::sync::Arc<str>,
     /// SHA-256 of the package archive.
     pub checksum: Sha256Digest,
     /// The key that signed the archive, as the registry's index line named it
@@ -259,6 +270,7 @@ impl Lockfile {
             .into());
         }
         let mut packages = Vec::new();
+        let mut sources = HashSet::new();
         let mut dep_refs = Vec::new();
         // A set, not a search of the packages so far: a lock may list 100,000 packages.
         let mut listed: BTreeSet<(PackageName, Version)> = BTreeSet::new();
@@ -336,7 +348,7 @@ impl Lockfile {
                 packages.push(LockedPackage {
                     name,
                     version,
-                    source: p.source.into_inner(),
+                    source: shared_source(&mut sources, p.source.into_inner()),
                     checksum,
                     signer: p.signer,
                     dependencies,

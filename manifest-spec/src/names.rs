@@ -59,6 +59,27 @@ const RESERVED: &[(&str, &str)] = &[
     ("lpt3", "it is a Windows device name"),
 ];
 
+/// The length of the longest word of [`RESERVED`] and [`CHAIN_KEYWORDS`]: longer
+/// names are none of them.
+const LONGEST_RESERVED: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < RESERVED.len() {
+        if RESERVED[i].0.len() > longest {
+            longest = RESERVED[i].0.len();
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < CHAIN_KEYWORDS.len() {
+        if CHAIN_KEYWORDS[i].len() > longest {
+            longest = CHAIN_KEYWORDS[i].len();
+        }
+        i += 1;
+    }
+    longest
+};
+
 /// Words of the chain language, which cannot name packages (they are path
 /// components of imports) nor items (they are called by name).
 pub const CHAIN_KEYWORDS: &[&str] = &[
@@ -165,6 +186,15 @@ fn ascii_lookalike(c: char) -> Option<char> {
 }
 
 fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
+    // One pass over the bytes for the names that pass (index files and caches name
+    // hundreds of thousands); the rules are spelled out below for the ones that do not.
+    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || (allow_dash && b == b'-');
+    if name.len() <= MAX_NAME_LEN
+        && name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && name.bytes().all(allowed)
+    {
+        return Ok(());
+    }
     if name.is_empty() {
         return Err(NameError::Empty);
     }
@@ -187,6 +217,9 @@ fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
 /// The package name rules (see [`PackageName::new`]).
 fn check(name: &str) -> Result<(), NameError> {
     check_chars(name, true)?;
+    if name.len() > LONGEST_RESERVED {
+        return Ok(());
+    }
     // Compared without building the normalized form: index files name hundreds of
     // thousands of packages, nearly none of them reserved.
     let is =
@@ -470,6 +503,19 @@ mod tests {
             "name `import` is reserved: it is a keyword of the chain language"
         );
         assert!(PackageName::new("nul").is_err());
+    }
+
+    #[test]
+    fn every_reserved_word_and_keyword_is_refused_in_either_spelling() {
+        let words = RESERVED.iter().map(|(w, _)| *w).chain(CHAIN_KEYWORDS.iter().copied());
+        for word in words {
+            for spelling in [word.to_owned(), word.replace('_', "-")] {
+                let e = PackageName::new(&spelling).unwrap_err();
+                assert!(matches!(e, NameError::Reserved { .. }), "`{spelling}`: {e}");
+            }
+            // One letter more is another name (the longest words included).
+            assert!(PackageName::new(&format!("{word}s")).is_ok() || word == "test", "{word}s");
+        }
     }
 
     #[test]

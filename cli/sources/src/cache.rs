@@ -367,7 +367,7 @@ pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
             version: locked.version.clone(),
             locked: locked.signer,
             index: entry.signed_by,
-            registry: locked.source.clone(),
+            registry: locked.source.to_string(),
         }
         .into());
     }
@@ -379,7 +379,7 @@ pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
         version: locked.version.clone(),
         locked: locked.checksum,
         index: entry.cksum,
-        registry: locked.source.clone(),
+        registry: locked.source.to_string(),
     }
     .into())
 }

@@ -108,7 +108,7 @@ struct Node {
 fn packages_json(lock: &Lockfile) -> Vec<serde_json::Value> {
     lock.packages()
         .iter()
-        .map(|p| serde_json::json!({ "name": p.name, "version": p.version.to_string(), "source": p.source, "checksum": p.checksum.to_hex() }))
+        .map(|p| serde_json::json!({ "name": p.name, "version": p.version.to_string(), "source": &*p.source, "checksum": p.checksum.to_hex() }))
         .collect()
 }
 
@@ -128,7 +128,7 @@ fn node<'l>(lock: &'l Lockfile, p: &'l LockedPackage, shown: &mut HashSet<(&'l s
     Node {
         name: p.name.to_string(),
         version: p.version.to_string(),
-        source: p.source.clone(),
+        source: p.source.to_string(),
         dependencies,
         repeated: !first && !p.dependencies.is_empty(),
     }

@@ -207,7 +207,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
         .zip(&objects)
         .map(|(f, objs): (&Fetched, _)| PlannedPackage {
             id: f.manifest.id(),
-            source: f.locked.source.clone(),
+            source: f.locked.source.to_string(),
             checksum: f.locked.checksum,
             root: f.root.clone(),
             manifest: f.manifest.clone(),

@@ -62,7 +62,7 @@ fn satisfies(manifest: &Manifest, lock: &Lockfile, regs: &Registries<'_>) -> Res
         let url = regs.url(dep.registry.as_deref())?.to_string();
         let mut matching = by_name.get(&name.normalized()).into_iter().flatten();
         let (Some(&p), None) = (matching.next(), matching.next()) else { return Ok(false) };
-        if p.source != url || !dep.version.matches(&p.version) {
+        if *p.source != *url || !dep.version.matches(&p.version) {
             return Ok(false);
         }
         pending.push(p);
@@ -166,7 +166,7 @@ fn lock_packages(
             }
         }
     }
-    let sources: Vec<String> = urls.iter().map(|(_, url)| url.to_string()).collect();
+    let sources: Vec<std::sync::Arc<str>> = urls.iter().map(|(_, url)| url.to_string().into()).collect();
     let package = |at: usize, pin: EntryPin| -> Result<LockedPackage> {
         let (_, rp) = &resolution.packages[at];
         let source = sources[url_of[at]].clone();

@@ -175,7 +175,8 @@ fn slots_of<'s>(
     url: &RegistryUrl,
     expected: impl FnOnce() -> usize,
 ) -> (&'s Arc<RegistryUrl>, &'s mut RegistrySlots) {
-    let at = match slots.iter().position(|(u, _)| u.as_str() == url.as_str()) {
+    // (The same URL, shared with the reads ahead, mostly: compared by address first.)
+    let at = match slots.iter().position(|(u, _)| std::ptr::eq(&**u, url) || u.as_str() == url.as_str()) {
         Some(at) => at,
         None => {
             let of_registry = RegistrySlots::with_capacity_and_hasher(expected() / SHARDS, FxBuildHasher);
@@ -199,7 +200,7 @@ impl Shared {
     /// The shard of the slots that holds `key`'s (see [`Shared::slots`]).
     fn shard(&self, key: &str) -> &Mutex<Slots> {
         use std::hash::BuildHasher;
-        &self.slots[FxBuildHasher.hash_one(key) as usize % SHARDS]
+        &self.slots[FxBuildHasher.hash_one(key) as usize % SHARDS].0
     }
 
     /// The slots of `url` in a shard made on first use hold room for about as many
@@ -232,6 +233,12 @@ struct Job {
 /// See [`Shared::slots`].
 const SHARDS: usize = 16;
 
+/// One shard's slots, alone in its cache line: two threads locking neighbouring
+/// shards in one line each took the line from the other's CPU.
+#[derive(Default)]
+#[repr(align(64))]
+struct Shard(Mutex<Slots>);
+
 /// The most packages the slots of a registry are made with room for (see [`Shared::expected`]):
 /// the count comes from a file, and past it, tables grow as they fill.
 const MOST_EXPECTED: usize = 1 << 16;
@@ -242,7 +249,7 @@ struct Shared {
     /// In shards by name, each locked on its own: every thread looks slots up for every
     /// package, and with more threads than CPUs, one preempted while holding a single lock
     /// stalled the others for a scheduler tick, the resolver's thread most of all.
-    slots: [Mutex<Slots>; SHARDS],
+    slots: [Shard; SHARDS],
     /// Reads waiting for a worker, queued and taken without a lock, for the same reason.
     jobs: crossbeam_queue::SegQueue<Job>,
     /// How many workers wait for reads (whom a new read must wake: waking nobody would
@@ -414,7 +421,7 @@ impl Drop for Loader {
         // process's exit: freeing it one value at a time, in whichever thread
         // held the last reference, only competed with the command's last writes.
         for shard in &self.shared.slots {
-            std::mem::forget(std::mem::take(&mut *lock(shard)));
+            std::mem::forget(std::mem::take(&mut *lock(&shard.0)));
         }
     }
 }
