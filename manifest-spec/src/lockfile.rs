@@ -593,7 +593,7 @@ mod tests {
                 .iter()
                 .map(|(n, m, source)| {
                     let mut p = pkg(&format!("p{n}"), &format!("1.{m}.0"), &[]);
-                    p.source = format!("file:///srv/registry{source}");
+                    p.source = format!("file:///srv/registry{source}").into();
                     p
                 })
                 .collect();
@@ -646,6 +646,18 @@ mod tests {
     fn unknown_keys_are_refused() {
         let e = Lockfile::parse("version = 1\n[[package]]\nnme = \"x\"\n", "ebpkg.lock").unwrap_err();
         assert!(e.to_string().starts_with("ebpkg.lock:3:1: unknown key `nme`; did you mean `name`?"), "{e}");
+    }
+
+    #[test]
+    fn packages_of_one_registry_share_its_url_when_read() {
+        let mut other = pkg("meter", "1.0.0", &[]);
+        other.source = "file:///srv/other".into();
+        let lock = Lockfile::new(vec![pkg("ddos", "1.4.0", &[]), pkg("net", "1.0.0", &[]), other]);
+        let read = Lockfile::parse(&lock.to_toml_string(), "ebpkg.lock").unwrap();
+        assert_eq!(read, lock);
+        let [ddos, meter, net] = read.packages() else { panic!("{read:?}") };
+        assert!(std::sync::Arc::ptr_eq(&ddos.source, &net.source));
+        assert!(!std::sync::Arc::ptr_eq(&ddos.source, &meter.source));
     }
 
     /// Found by the lockfile fuzzer: a package whose source is not a URL was kept

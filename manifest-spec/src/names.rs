@@ -80,6 +80,42 @@ const LONGEST_RESERVED: usize = {
     longest
 };
 
+/// For each length up to [`LONGEST_RESERVED`] and each first letter, the last
+/// characters (normalized, see [`last_char`]) of the reserved words and keywords of that
+/// shape: a name of no such shape is none of them, which most names show at once.
+static RESERVED_SHAPES: [[u64; 26]; LONGEST_RESERVED + 1] = {
+    let mut shapes = [[0u64; 26]; LONGEST_RESERVED + 1];
+    let mut i = 0;
+    while i < RESERVED.len() + CHAIN_KEYWORDS.len() {
+        let word = if i < RESERVED.len() { RESERVED[i].0 } else { CHAIN_KEYWORDS[i - RESERVED.len()] }.as_bytes();
+        // (Every word starts with a lowercase letter: a `-` or `_` first would panic here, at build time.)
+        shapes[word.len()][(word[0] - b'a') as usize] |= 1 << last_char(word[word.len() - 1]);
+        i += 1;
+    }
+    shapes
+};
+
+/// A name's last character (lowercase letter, digit, `_` or `-`) as a bit position
+/// (`-` as `_`, as names are compared).
+const fn last_char(b: u8) -> u32 {
+    match b {
+        b'a'..=b'z' => (b - b'a') as u32,
+        b'0'..=b'9' => 26 + (b - b'0') as u32,
+        _ => 36,
+    }
+}
+
+/// Whether `name` (valid characters, a lowercase letter first) has the shape of a
+/// reserved word or keyword (see [`RESERVED_SHAPES`]).
+fn may_be_reserved(name: &[u8]) -> bool {
+    match (RESERVED_SHAPES.get(name.len()), name.first(), name.last()) {
+        (Some(shapes), Some(&first), Some(&last)) if first.is_ascii_lowercase() => {
+            shapes[(first - b'a') as usize] & (1 << last_char(last)) != 0
+        }
+        _ => false,
+    }
+}
+
 /// Words of the chain language, which cannot name packages (they are path
 /// components of imports) nor items (they are called by name).
 pub const CHAIN_KEYWORDS: &[&str] = &[
@@ -217,7 +253,7 @@ fn check_chars(name: &str, allow_dash: bool) -> Result<(), NameError> {
 /// The package name rules (see [`PackageName::new`]).
 fn check(name: &str) -> Result<(), NameError> {
     check_chars(name, true)?;
-    if name.len() > LONGEST_RESERVED {
+    if !may_be_reserved(name.as_bytes()) {
         return Ok(());
     }
     // Compared without building the normalized form: index files name hundreds of

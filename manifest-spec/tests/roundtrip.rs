@@ -76,7 +76,7 @@ fn lockfile_packages() -> impl Strategy<Value = Vec<LockedPackage>> {
             .map(|(((name, version), (source, checksum, signer)), dep_idx)| LockedPackage {
                 name,
                 version,
-                source,
+                source: source.into(),
                 checksum,
                 signer,
                 dependencies: dep_idx

@@ -263,7 +263,7 @@ fn check_locked_catches_a_republished_version() {
     let mut locked = LockedPackage {
         name: name("net"),
         version: version("1.0.0"),
-        source: s.reg.url().to_string(),
+        source: s.reg.url().to_string().into(),
         checksum: s.entry.cksum,
         signer: None,
         dependencies: vec![],

@@ -19,7 +19,7 @@ fn locked(entry: &IndexEntry, source: &FileRegistry) -> LockedPackage {
     LockedPackage {
         name: entry.name.clone(),
         version: entry.vers.clone(),
-        source: source.url().to_string(),
+        source: source.url().to_string().into(),
         checksum: entry.cksum,
         signer: None,
         dependencies: vec![],
