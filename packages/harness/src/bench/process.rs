@@ -1,6 +1,6 @@
 //! Running a command the way a benchmark measures it: wall time, and the peak
-//! resident memory of that one process (from `wait4`'s resource usage, which
-//! covers the process until it exits, unlike sampling /proc).
+//! resident memory, CPU time and page faults of that one process (from `wait4`'s
+//! resource usage, which covers the process until it exits, unlike sampling /proc).
 
 use std::io::Read;
 use std::process::{Command, ExitStatus, Stdio};
@@ -16,6 +16,12 @@ pub struct Measured {
     pub elapsed: Duration,
     /// Peak resident set size, in KiB.
     pub peak_rss_kib: u64,
+    /// CPU time, user and system, of all its threads.
+    pub cpu: Duration,
+    /// Page faults served without reading a disk: mostly the fresh memory it touched.
+    /// Nearly the same from run to run, where the time each costs is not (see
+    /// `bench/resolve.md`), so a change's effect on it shows through a noisy machine.
+    pub minor_faults: u64,
 }
 
 /// Runs `cmd` to completion, its output captured.
@@ -54,5 +60,12 @@ pub fn run(cmd: &mut Command) -> Result<Measured> {
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
         elapsed,
         peak_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        cpu: duration(usage.ru_utime) + duration(usage.ru_stime),
+        minor_faults: u64::try_from(usage.ru_minflt).unwrap_or(0),
     })
+}
+
+fn duration(t: libc::timeval) -> Duration {
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    Duration::from_secs(secs) + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
 }

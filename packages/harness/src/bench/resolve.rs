@@ -150,8 +150,10 @@ pub struct SizeResult {
     /// `ebpkg lock` from scratch with no resolution cache (ms): every index file
     /// read and parsed, and the cache written.
     pub uncached_ms: Summary,
-    /// Its peak resident memory (MiB).
+    /// Its peak resident memory (MiB), CPU time (ms, all threads) and minor page faults.
     pub lock_rss_mib: Summary,
+    pub lock_cpu_ms: Summary,
+    pub lock_minor_faults: Summary,
     /// `ebpkg lock` again with the ebpkg.lock it wrote (ms): the lock read and
     /// kept as preferences, the resolution done again, nothing written.
     pub relock_ms: Summary,
@@ -198,24 +200,39 @@ fn for_each_file(dir: &Path, mut f: impl FnMut(&Path) -> Result<()>) -> Result<(
 /// twice as fast as any user saw it (a warm 10,000-package lock: 80 ms against 225).
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// One `ebpkg lock` from scratch in `dir` (with `flags`), after [`SETTLE`]: (ms,
-/// succeeded, stderr, peak RSS in MiB).
-fn lock_with(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<(f64, bool, String, f64)> {
+/// What one `ebpkg lock` gave.
+struct Locked {
+    ms: f64,
+    succeeded: bool,
+    stderr: String,
+    rss_mib: f64,
+    cpu_ms: f64,
+    minor_faults: f64,
+}
+
+/// One `ebpkg lock` from scratch in `dir` (with `flags`), after [`SETTLE`].
+fn lock_with(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<Locked> {
     let _ = std::fs::remove_file(dir.join("ebpkg.lock"));
     lock_again(ebpkg, env, dir, flags)
 }
 
 /// [`lock_with`], keeping the ebpkg.lock in `dir`.
-fn lock_again(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<(f64, bool, String, f64)> {
+fn lock_again(ebpkg: &Path, env: &[(String, String)], dir: &Path, flags: &[&str]) -> Result<Locked> {
     std::thread::sleep(SETTLE);
     let mut cmd = Command::new(ebpkg);
     cmd.current_dir(dir).args(["-q", "lock"]).args(flags).envs(env.iter().cloned());
     let run = process::run(&mut cmd)?;
-    let ms = run.elapsed.as_secs_f64() * 1e3;
-    Ok((ms, run.status.success(), run.stderr, run.peak_rss_kib as f64 / 1024.0))
+    Ok(Locked {
+        ms: run.elapsed.as_secs_f64() * 1e3,
+        succeeded: run.status.success(),
+        stderr: run.stderr,
+        rss_mib: run.peak_rss_kib as f64 / 1024.0,
+        cpu_ms: run.cpu.as_secs_f64() * 1e3,
+        minor_faults: run.minor_faults as f64,
+    })
 }
 
-fn lock(ebpkg: &Path, env: &[(String, String)], dir: &Path) -> Result<(f64, bool, String, f64)> {
+fn lock(ebpkg: &Path, env: &[(String, String)], dir: &Path) -> Result<Locked> {
     lock_with(ebpkg, env, dir, &[])
 }
 
@@ -248,6 +265,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
         std::thread::sleep(std::time::Duration::from_millis(2100));
         let resolution_caches = dir.path().join("cache/index");
         let (mut read, mut locks, mut conflicts, mut rss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut cpu, mut faults) = (Vec::new(), Vec::new());
         let mut relocks = Vec::new();
         let mut uncached = Vec::new();
         let mut index_bytes = 0;
@@ -261,30 +279,32 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
             if resolution_caches.exists() {
                 std::fs::remove_dir_all(&resolution_caches)?;
             }
-            let (u, ok_lock, err, _) = lock(ebpkg, &env, &ok)?;
-            if !ok_lock {
-                bail!("ebpkg lock failed on the {n}-package registry: {err}");
+            let u = lock(ebpkg, &env, &ok)?;
+            if !u.succeeded {
+                bail!("ebpkg lock failed on the {n}-package registry: {}", u.stderr);
             }
-            let (l, ok_lock, err, mib) = lock(ebpkg, &env, &ok)?;
-            if !ok_lock {
-                bail!("ebpkg lock failed on the {n}-package registry: {err}");
+            let l = lock(ebpkg, &env, &ok)?;
+            if !l.succeeded {
+                bail!("ebpkg lock failed on the {n}-package registry: {}", l.stderr);
             }
-            let (again, ok_lock, err, _) = lock_again(ebpkg, &env, &ok, &[])?;
-            if !ok_lock {
-                bail!("ebpkg lock with its ebpkg.lock failed on the {n}-package registry: {err}");
+            let again = lock_again(ebpkg, &env, &ok, &[])?;
+            if !again.succeeded {
+                bail!("ebpkg lock with its ebpkg.lock failed on the {n}-package registry: {}", again.stderr);
             }
-            let (c, ok_clash, why, _) = lock(ebpkg, &env, &clash)?;
-            if ok_clash || !why.contains("deep5") {
-                bail!("the {n}-package conflict was not explained (it should name deep5): {why}");
+            let c = lock(ebpkg, &env, &clash)?;
+            if c.succeeded || !c.stderr.contains("deep5") {
+                bail!("the {n}-package conflict was not explained (it should name deep5): {}", c.stderr);
             }
-            explanation = why;
+            explanation = c.stderr;
             if round > 0 {
                 read.push(r);
-                uncached.push(u);
-                locks.push(l);
-                conflicts.push(c);
-                rss.push(mib);
-                relocks.push(again);
+                uncached.push(u.ms);
+                locks.push(l.ms);
+                conflicts.push(c.ms);
+                rss.push(l.rss_mib);
+                cpu.push(l.cpu_ms);
+                faults.push(l.minor_faults);
+                relocks.push(again.ms);
             }
         }
         let lockfile = std::fs::read_to_string(ok.join("ebpkg.lock"))?;
@@ -298,6 +318,8 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
             read_ms,
             lock_ms,
             lock_rss_mib: Summary::of(&rss),
+            lock_cpu_ms: Summary::of(&cpu),
+            lock_minor_faults: Summary::of(&faults),
             relock_ms: Summary::of(&relocks),
             uncached_ms: Summary::of(&uncached),
             conflict_ms,
@@ -359,24 +381,25 @@ pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<
     let env = ebpkg_env(&served.url, dir.path());
     let ok = dir.path().join("ok");
     project(&ok, n, false)?;
-    let (cold_ms, done, err, _) = lock(ebpkg, &env, &ok)?;
-    if !done {
-        bail!("ebpkg lock against the registry server failed: {err}");
+    let cold = lock(ebpkg, &env, &ok)?;
+    if !cold.succeeded {
+        bail!("ebpkg lock against the registry server failed: {}", cold.stderr);
     }
+    let cold_ms = cold.ms;
     let (mut warm, mut offline, mut rss) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..=rounds {
-        let (w, done, err, mib) = lock(ebpkg, &env, &ok)?;
-        if !done {
-            bail!("ebpkg lock against the registry server failed: {err}");
+        let w = lock(ebpkg, &env, &ok)?;
+        if !w.succeeded {
+            bail!("ebpkg lock against the registry server failed: {}", w.stderr);
         }
-        let (o, done, err, _) = lock_with(ebpkg, &env, &ok, &["--offline"])?;
-        if !done {
-            bail!("ebpkg lock --offline against the cached index failed: {err}");
+        let o = lock_with(ebpkg, &env, &ok, &["--offline"])?;
+        if !o.succeeded {
+            bail!("ebpkg lock --offline against the cached index failed: {}", o.stderr);
         }
         if round > 0 {
-            warm.push(w);
-            offline.push(o);
-            rss.push(mib);
+            warm.push(w.ms);
+            offline.push(o.ms);
+            rss.push(w.rss_mib);
         }
     }
     let lockfile = std::fs::read_to_string(ok.join("ebpkg.lock"))?;

@@ -88,7 +88,7 @@ fn run(args: &Args) -> Result<bool> {
          done again, nothing written: what `ebpkg lock` and `ebpkg install` do in a project that has a lock). Each timed run starts after the machine sat idle for 3 s, as a user's command \
          does: run within about 2 s of another command, a run gets the memory that command freed back still \
          mapped (this virtual machine hands freed memory back to its host after that), which made warm \
-         resolutions look more than twice as fast as they are. Median (min–max) of {rounds} rounds after a warm-up. The target's anchor is uv's published figure (jupyter resolved warm in about 44 ms), not \
+         resolutions look more than twice as fast as they are. Its CPU time (all threads, user and system) and page faults (fresh memory touched, and pages of files mapped) are the process's own resource usage: the faults barely move from run to run while the time each costs here moves tenfold with the host, so they show what a change did where the times cannot. Median (min–max) of {rounds} rounds after a warm-up. The target's anchor is uv's published figure (jupyter resolved warm in about 44 ms), not \
          measured here: uv resolves Python packages, and no index of this shape exists for it.\n"
     );
     if !args.quick {
@@ -102,13 +102,13 @@ fn run(args: &Args) -> Result<bool> {
     }
     let _ = writeln!(
         s,
-        "| packages | index | locked | read the index (floor) | `ebpkg lock`, no cache | `ebpkg lock` | × floor | peak RSS | with its lock | conflict explained | × floor |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| packages | index | locked | read the index (floor) | `ebpkg lock`, no cache | `ebpkg lock` | × floor | its CPU time | its page faults | peak RSS | with its lock | conflict explained | × floor |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in &results {
         let _ = writeln!(
             s,
-            "| {} | {:.1} MB | {} | {} ms | {} ms | {} ms | {:.2} | {:.0} MiB | {} ms | {} ms | {:.2} |",
+            "| {} | {:.1} MB | {} | {} ms | {} ms | {} ms | {:.2} | {} ms | {} | {:.0} MiB | {} ms | {} ms | {:.2} |",
             r.packages,
             r.index_bytes as f64 / 1e6,
             r.locked,
@@ -116,6 +116,8 @@ fn run(args: &Args) -> Result<bool> {
             r.uncached_ms.show(1),
             r.lock_ms.show(1),
             r.lock_ratio,
+            r.lock_cpu_ms.show(1),
+            r.lock_minor_faults.show(0),
             r.lock_rss_mib.median,
             r.relock_ms.show(1),
             r.conflict_ms.show(1),
