@@ -110,6 +110,7 @@ impl Project {
             // Nothing (usable) to compare with: written as it is made, never held whole.
             ebpkg_fs::write_atomic_with(&path, 0o644, |file| lock.write_toml(file))
                 .with_context(|| format!("cannot write {}", path.display()))?;
+            tidy(&path);
             return Ok(true);
         };
         let text = lock.to_toml_string();
@@ -123,5 +124,17 @@ impl Project {
 
 /// Replaces a project file (ebpkg.toml, ebpkg.lock) atomically and durably.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    ebpkg_fs::write_atomic(path, bytes, 0o644).with_context(|| format!("cannot write {}", path.display()))
+    ebpkg_fs::write_atomic(path, bytes, 0o644).with_context(|| format!("cannot write {}", path.display()))?;
+    tidy(path);
+    Ok(())
+}
+
+/// Removes the temporary files that commands killed while replacing a file in
+/// `path`'s directory left there: in a project, they would stay beside ebpkg.toml
+/// until someone committed them.
+fn tidy(path: &Path) {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    for removed in ebpkg_fs::temp::remove_stale_files(dir) {
+        tracing::info!("removed {}, left by a command that was killed while writing", removed.display());
+    }
 }

@@ -332,6 +332,32 @@ fn let_index_files_settle() {
     std::thread::sleep(std::time::Duration::from_millis(2100));
 }
 
+/// What `kill -9` leaves while ebpkg.lock or a resolution cache is being replaced: the
+/// temporary file, named for its writer's pid. The next command that writes there removes
+/// it, and leaves a running writer's alone.
+#[test]
+fn temporaries_left_by_killed_commands_are_removed_by_the_next_write() {
+    let sb = Sandbox::new("killedtmp");
+    sb.publish_manifest("c", "1.0.0", &[]);
+    let app = project(&sb, &[("c", "^1")]);
+    let index = sb.cache.join("index");
+    std::fs::create_dir_all(&index).unwrap();
+    // pid_max is at most 2^22: these writers cannot be running. This test's process is.
+    let killed = [app.join(".tmp-4194305-Dus3de"), index.join(".tmp-4194306-x8Kq2p")];
+    let running = app.join(format!(".tmp-{}-abcdef", std::process::id()));
+    for p in killed.iter().chain([&running]) {
+        std::fs::write(p, b"half a lockfile").unwrap();
+    }
+    // (Settled, so that the resolution cache is written too.)
+    let_index_files_settle();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.0.0"]);
+    let left: Vec<_> = killed.iter().filter(|p| p.exists()).collect();
+    assert!(left.is_empty(), "left: {left:?}");
+    assert!(running.exists(), "a running writer's temporary file was removed");
+    assert_eq!(resolution_caches(&sb).len(), 1);
+}
+
 #[test]
 fn a_resolution_cache_is_used_only_while_the_index_file_is_unchanged() {
     let sb = Sandbox::new("rcache");

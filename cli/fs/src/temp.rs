@@ -2,7 +2,7 @@
 //! so what a killed process left can be told from what a running one is writing,
 //! and removed by whoever comes next.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The prefix every temporary name starts with; no file a reader looks for does.
 pub const TEMP_PREFIX: &str = ".tmp-";
@@ -30,6 +30,20 @@ pub fn is_stale(name: &str) -> bool {
     owner(name).is_some_and(|pid| !alive(pid))
 }
 
+/// Removes the temporary files directly in `dir` whose writers are gone (a command
+/// killed while replacing a file there); returns what it removed. Directories are
+/// left alone, and so is whatever cannot be removed: this is tidying, never a failure.
+pub fn remove_stale_files(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let stale = entry.file_name().to_str().is_some_and(is_stale);
+        if stale && entry.file_type().is_ok_and(|t| t.is_file()) && std::fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +58,21 @@ mod tests {
         assert_eq!(owner("index.json"), None);
         // pid_max is at most 2^22: this one cannot be running.
         assert!(is_stale(".tmp-4294967-abc"));
+    }
+
+    #[test]
+    fn only_the_files_of_gone_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".tmp-4294967-Dus3de");
+        let mine = dir.path().join(format!("{}abc", prefix()));
+        let kept = dir.path().join("ebpkg.lock");
+        let dead_dir = dir.path().join(".tmp-4294968-dir");
+        for p in [&dead, &mine, &kept] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        std::fs::create_dir(&dead_dir).unwrap();
+        assert_eq!(remove_stale_files(dir.path()), vec![dead.clone()]);
+        assert!(!dead.exists() && mine.exists() && kept.exists() && dead_dir.exists());
+        assert!(remove_stale_files(&dir.path().join("missing")).is_empty());
     }
 }

@@ -200,7 +200,14 @@ impl RegistryCache {
             .map_or(Ok(()), |dir| ebpkg_fs::create_dirs(dir, 0o700))
             .and_then(|()| ebpkg_fs::write_atomic(&self.path, &bytes, 0o600));
         match written {
-            Ok(()) => tracing::debug!("resolution cache {}: {} packages written", self.path.display(), records.len()),
+            Ok(()) => {
+                tracing::debug!("resolution cache {}: {} packages written", self.path.display(), records.len());
+                // (A command killed while writing one left its whole temporary file.)
+                let dir = self.path.parent().map(ebpkg_fs::temp::remove_stale_files).unwrap_or_default();
+                for removed in dir {
+                    tracing::debug!("removed {}, left by a command that was killed", removed.display());
+                }
+            }
             // A cache that cannot be written only costs the next command the reading.
             Err(e) => tracing::warn!("could not write the resolution cache {}: {e}", self.path.display()),
         }
