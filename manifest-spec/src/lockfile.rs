@@ -15,6 +15,8 @@ use semver::Version;
 use serde::Deserialize;
 use toml::Spanned;
 
+mod canonical;
+
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::manifest::{ManifestError, read_capped};
 use crate::names::PackageName;
@@ -43,6 +45,14 @@ fn shared_source(sources: &mut HashSet<std::sync::Arc<str>>, source: String) -> 
     let new: std::sync::Arc<str> = source.into();
     sources.insert(std::sync::Arc::clone(&new));
     new
+}
+
+/// How lockfile text is read (see [`canonical`]).
+#[derive(Clone, Copy)]
+enum Read {
+    /// In the layout ebpkg writes when it is in it, else as a TOML document.
+    LayoutFirst,
+    Toml,
 }
 
 /// One resolved package.
@@ -223,7 +233,19 @@ impl Lockfile {
 
     /// Parses lockfile text. `file` is the name used in errors.
     pub fn parse(source: &str, file: &str) -> Result<Lockfile, Diagnostics> {
-        let (packages, diags) = Self::parse_parts(source, file)?;
+        Self::parse_read(source, file, Read::LayoutFirst)
+    }
+
+    /// [`Lockfile::parse`] reading the text as a TOML document whatever its layout, as
+    /// it does for text not laid out as ebpkg writes it: for the tests and the fuzz target
+    /// that hold the two readings to the same result.
+    #[doc(hidden)]
+    pub fn parse_as_toml(source: &str, file: &str) -> Result<Lockfile, Diagnostics> {
+        Self::parse_read(source, file, Read::Toml)
+    }
+
+    fn parse_read(source: &str, file: &str, read: Read) -> Result<Lockfile, Diagnostics> {
+        let (packages, diags) = Self::parse_parts(source, file, read)?;
         match Diagnostics::from_vec(diags) {
             Some(d) => Err(d),
             None => Ok(Lockfile::new(packages)),
@@ -235,7 +257,7 @@ impl Lockfile {
     /// the well-formed packages listed once, without dependencies on packages the
     /// file does not list. Text that is not a lockfile at all gives an empty one.
     pub fn salvage(source: &str, file: &str) -> Lockfile {
-        let Ok((packages, _)) = Self::parse_parts(source, file) else { return Lockfile::default() };
+        let Ok((packages, _)) = Self::parse_parts(source, file, Read::LayoutFirst) else { return Lockfile::default() };
         let mut seen = BTreeSet::new();
         let mut kept: Vec<LockedPackage> =
             packages.into_iter().filter(|p| seen.insert((p.name.clone(), p.version.clone()))).collect();
@@ -248,9 +270,16 @@ impl Lockfile {
 
     /// The well-formed packages of lockfile text and the problems found; `Err` when
     /// the text is not a lockfile of this format at all.
-    fn parse_parts(source: &str, file: &str) -> Result<(Vec<LockedPackage>, Vec<Diagnostic>), Diagnostics> {
+    fn parse_parts(source: &str, file: &str, read: Read) -> Result<(Vec<LockedPackage>, Vec<Diagnostic>), Diagnostics> {
         let source = toml_input::decode(source.as_bytes(), file, toml_input::MAX_LOCK_BYTES)?;
-        let raw: RawLockfile = toml_input::from_str(source, file)?;
+        let canonical = match read {
+            Read::LayoutFirst => canonical::read(source),
+            Read::Toml => None,
+        };
+        let raw: RawLockfile = match canonical {
+            Some(raw) => raw,
+            None => toml_input::from_str(source, file)?,
+        };
         let mut diags = Problems::default();
         let err = |span: std::ops::Range<usize>, m: String, h: &str| {
             Diagnostic::new(file, source, span, m).with_help(h.to_owned())

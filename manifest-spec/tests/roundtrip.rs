@@ -99,6 +99,24 @@ proptest! {
         prop_assert_eq!(parsed.to_toml_string(), text);
     }
 
+    /// Read in the layout ebpkg writes or as a TOML document, any lockfile text gives the
+    /// same lockfile or the same diagnostics (spans included), damaged in one place or not.
+    #[test]
+    fn lockfile_text_reads_the_same_in_its_layout_as_in_toml(
+        pkgs in lockfile_packages(),
+        at in any::<prop::sample::Index>(),
+        damage in prop::sample::select(vec!["", "x", "\"", "0", "-", " ", "\n", "Z", "é", "[", "\\", "#"]),
+    ) {
+        let mut text = Lockfile::new(pkgs).to_toml_string();
+        let mut cut = at.index(text.len() + 1);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.insert_str(cut, damage);
+        let (fast, toml) = (Lockfile::parse(&text, "ebpkg.lock"), Lockfile::parse_as_toml(&text, "ebpkg.lock"));
+        prop_assert_eq!(fast, toml, "{}", text);
+    }
+
     #[test]
     fn lockfile_text_ignores_insertion_order(pkgs in lockfile_packages(), seed in any::<u64>()) {
         let mut shuffled = pkgs.clone();
