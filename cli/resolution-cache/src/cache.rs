@@ -28,7 +28,27 @@ pub struct ResolutionCaches {
     layout: ebpkg_spec::cache_layout::CacheLayout,
     /// The command's default registry, which requirements name as `None`.
     default: RegistryUrl,
+    /// The default registry's, looked up without a lock: a resolution asks for it for
+    /// every package it reads, from every thread reading.
+    of_default: std::sync::OnceLock<RegistryCache>,
+    /// The others'.
     by_registry: Mutex<HashMap<String, Arc<RegistryCache>>>,
+}
+
+/// One registry's cache, as [`ResolutionCaches::registry`] hands it out.
+pub enum CacheRef<'a> {
+    Default(&'a RegistryCache),
+    Other(Arc<RegistryCache>),
+}
+
+impl std::ops::Deref for CacheRef<'_> {
+    type Target = RegistryCache;
+    fn deref(&self) -> &RegistryCache {
+        match self {
+            CacheRef::Default(cache) => cache,
+            CacheRef::Other(cache) => cache,
+        }
+    }
 }
 
 impl ResolutionCaches {
@@ -36,37 +56,44 @@ impl ResolutionCaches {
         ResolutionCaches {
             layout: ebpkg_spec::cache_layout::CacheLayout::new(cache_dir),
             default,
+            of_default: std::sync::OnceLock::new(),
             by_registry: Mutex::default(),
         }
     }
 
     /// The cache of the registry at `url`, opened on first use.
-    pub fn registry(&self, url: &RegistryUrl) -> Arc<RegistryCache> {
+    pub fn registry(&self, url: &RegistryUrl) -> CacheRef<'_> {
+        let open =
+            || RegistryCache::open(self.layout.resolution_cache(url.as_str()), url.clone(), self.default.clone());
+        if url.as_str() == self.default.as_str() {
+            return CacheRef::Default(self.of_default.get_or_init(open));
+        }
         let mut by_registry = lock(&self.by_registry);
         // Asked for every package read: the key is built only the first time.
         if let Some(cache) = by_registry.get(url.as_str()) {
-            return Arc::clone(cache);
+            return CacheRef::Other(Arc::clone(cache));
         }
-        let cache = by_registry.entry(url.to_string()).or_insert_with(|| {
-            let path = self.layout.resolution_cache(url.as_str());
-            Arc::new(RegistryCache::open(path, url.clone(), self.default.clone()))
-        });
-        Arc::clone(cache)
+        CacheRef::Other(Arc::clone(by_registry.entry(url.to_string()).or_insert_with(|| Arc::new(open()))))
+    }
+
+    /// Every registry's cache opened so far.
+    fn opened(&self) -> Vec<CacheRef<'_>> {
+        let others = lock(&self.by_registry).values().map(|c| CacheRef::Other(Arc::clone(c))).collect::<Vec<_>>();
+        self.of_default.get().map(CacheRef::Default).into_iter().chain(others).collect()
     }
 
     /// The packages whose records turned out damaged (a dependency list that does
     /// not decode), by registry: to be read from their index files again. Each
     /// is dropped from the cache file when it is next written, which is then at once.
     pub fn damaged(&self) -> Vec<(RegistryUrl, Arc<str>)> {
-        let by_registry = lock(&self.by_registry);
-        let each =
-            by_registry.values().flat_map(|c| lock(&c.context.damaged).clone().into_iter().map(|n| (c.url.clone(), n)));
+        let opened = self.opened();
+        let each = opened.iter().flat_map(|c| lock(&c.context.damaged).clone().into_iter().map(|n| (c.url.clone(), n)));
         each.collect()
     }
 
     /// Writes the cache of each registry whose index files were parsed afresh.
     pub fn save(&self) {
-        for cache in lock(&self.by_registry).values() {
+        for cache in self.opened() {
             cache.save();
         }
     }

@@ -59,7 +59,7 @@ mod cache;
 mod format;
 mod loaded;
 
-pub use cache::{RegistryCache, ResolutionCaches};
+pub use cache::{CacheRef, RegistryCache, ResolutionCaches};
 pub use loaded::{Line, LoadedIndex};
 
 /// Every record of a cache file given as bytes that decodes, as a command whose

@@ -223,11 +223,12 @@ fn new_slot() -> Arc<Slot> {
     Arc::new(Slot { state: SlotState::new(), done: Condvar::new(), skip_cache: false })
 }
 
+/// The reads one index queued (its newest version's dependencies), taken one at a time (see
+/// [`run`]): a job per read cost fresh memory and shared counts touched from both threads.
 struct Job {
     registry: Arc<dyn Registry>,
     url: Arc<RegistryUrl>,
-    name: PackageName,
-    slot: Arc<Slot>,
+    reads: Vec<(PackageName, Arc<Slot>)>,
 }
 
 /// See [`Shared::slots`].
@@ -443,7 +444,8 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
     // Decoded here, off the resolver's thread: the list it will most likely ask for.
     let Ok(deps) = index.list(newest.deps) else { return 0 };
     let own = (*url != shared.default).then(|| url.to_string());
-    let mut jobs = Vec::with_capacity(deps.len());
+    let mut reads = Vec::with_capacity(deps.len());
+    let mut url_of_reads = None;
     for dep in deps.iter().filter(|d| d.pkg.registry == own) {
         let key = dep.pkg.name.normalized_key();
         let mut slots = lock(shared.shard(&key));
@@ -453,12 +455,14 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
         }
         let slot = new_slot();
         of_registry.insert(dep.pkg.name.normalized_shared(), Arc::clone(&slot));
-        let url = Arc::clone(shared_url);
-        jobs.push(Job { registry: Arc::clone(registry), url, name: dep.pkg.name.clone(), slot });
+        url_of_reads.get_or_insert_with(|| Arc::clone(shared_url));
+        reads.push((dep.pkg.name.clone(), slot));
     }
-    let n = jobs.len();
-    for job in jobs {
-        shared.jobs.push(job);
+    let n = reads.len();
+    // (Taken from the end, in the order the dependencies are listed.)
+    reads.reverse();
+    if let Some(url) = url_of_reads {
+        shared.jobs.push(Job { registry: Arc::clone(registry), url, reads });
     }
     // A worker going idle sees these reads, or is seen idle here (see `work`), and woken
     // under the lock it waits under, so never between its look at the queue and its wait.
@@ -496,26 +500,42 @@ fn work(shared: &Shared) {
     }
 }
 
-/// Does a read that was waiting for a worker (on a worker, or on the resolver's thread
-/// while it waits for another read), unless someone got to it first.
+/// Does the next read of a job (on a worker, or on the resolver's thread while it waits
+/// for another read), unless someone got to it first; the job's other reads are queued
+/// again first, for any thread to take: behind a slow read, they would wait.
 fn run(shared: &Shared, job: Job) {
+    let Job { registry, url, mut reads } = job;
+    let Some((name, slot)) = reads.pop() else { return };
+    let (registry, url) = match reads.is_empty() {
+        true => (registry, url),
+        false => {
+            let again = Job { registry: Arc::clone(&registry), url: Arc::clone(&url), reads };
+            shared.jobs.push(again);
+            (registry, url)
+        }
+    };
+    read_queued(shared, &registry, &url, &name, &slot);
+}
+
+/// One read of a job (see [`run`]).
+fn read_queued(shared: &Shared, registry: &Arc<dyn Registry>, url: &Arc<RegistryUrl>, name: &PackageName, slot: &Slot) {
     {
-        let mut state = lock(&job.slot.state);
+        let mut state = lock(&slot.state);
         if !matches!(state.state, State::Queued) {
             return;
         }
         state.state = State::Loading;
     }
-    match load(job.registry.as_ref(), &job.url, &shared.default, &shared.caches, &job.name, job.slot.skip_cache) {
+    match load(registry.as_ref(), url, &shared.default, &shared.caches, name, slot.skip_cache) {
         Ok(index) => {
-            finish(&job.slot, State::Loaded(index.clone()));
+            finish(slot, State::Loaded(index.clone()));
             if let Some(index) = index {
-                next_jobs(shared, &job.registry, &job.url, &index);
+                next_jobs(shared, registry, url, &index);
             }
         }
         Err(e) => {
-            tracing::debug!("reading ahead the index of `{}`: {e:#}", job.name);
-            finish(&job.slot, State::Failed);
+            tracing::debug!("reading ahead the index of `{name}`: {e:#}");
+            finish(slot, State::Failed);
         }
     }
 }
