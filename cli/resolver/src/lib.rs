@@ -187,13 +187,22 @@ fn resolution(catalog: &Catalog<'_>, selected: impl IntoIterator<Item = (Pkg, u3
         out
     };
     let root_deps = deps_of(ROOT);
-    let packages = picked
-        .iter()
-        .map(|&(_, p, id)| {
-            let v = chosen[p.0 as usize];
+    // Made in the order the packages were met, which is about the order their versions lie in
+    // the source's memory (a resolution cache is laid out in the order they were read), and
+    // put in place by rank: made in name order, reading the chosen versions was a cache miss
+    // each, a tenth of the resolution's time.
+    let mut packages: Vec<Option<(QualifiedName, ResolvedPackage)>> = Vec::with_capacity(picked.len());
+    packages.resize_with(picked.len(), || None);
+    for p in (1..catalog.len()).map(Pkg) {
+        let (r, v) = (rank[p.0 as usize], chosen[p.0 as usize]);
+        if let (Some(place), Some(id)) = (packages.get_mut(r as usize), catalog.id(p)) {
             let version = catalog.version(p, v).into_owned();
-            (id.clone(), ResolvedPackage { version, deps: deps_of(p), origin: catalog.origin(p, v) })
-        })
-        .collect();
+            *place = Some((id.clone(), ResolvedPackage { version, deps: deps_of(p), origin: catalog.origin(p, v) }));
+        }
+    }
+    // Every place was filled (each picked package has its rank and an id). Collected in place.
+    let packages = packages.into_iter().collect::<Option<Vec<_>>>().unwrap_or_else(|| {
+        unreachable!("a package picked by the resolution has no place in it");
+    });
     Resolution { root_deps, packages }
 }

@@ -62,6 +62,9 @@ pub fn lock(ctx: &Ctx, _args: LockArgs) -> Result<ExitCode> {
     } else if !locked.written {
         ctx.ui.status("Fresh", format!("{} is up to date", project.lock_path().display()));
     }
+    // The command ends here: its lock (thousands of packages, each a few values) is left to the
+    // process's exit, as the resolution's reads are (`registries::loader`).
+    std::mem::forget(locked);
     Ok(ExitCode::SUCCESS)
 }
 

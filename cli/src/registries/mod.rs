@@ -192,17 +192,19 @@ impl VersionSource for Registries<'_> {
             None => std::borrow::Cow::Borrowed(&self.default),
             Some(u) => std::borrow::Cow::Owned(self.url(Some(u)).map_err(SourceFailure::boxed)?),
         };
+        // (Borrowed: its count is touched by every read ahead, on other threads.)
+        let opened;
         let registry = match (pkg.registry.is_none(), self.default_opened.get()) {
-            (true, Some(registry)) => Arc::clone(registry),
+            (true, Some(registry)) => registry,
             (is_default, _) => {
-                let registry = self.open(&url).map_err(SourceFailure::boxed)?;
+                opened = self.open(&url).map_err(SourceFailure::boxed)?;
                 if is_default {
-                    let _ = self.default_opened.set(Arc::clone(&registry));
+                    let _ = self.default_opened.set(Arc::clone(&opened));
                 }
-                registry
+                &opened
             }
         };
-        let Some(index) = self.loader.get(&registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
+        let Some(index) = self.loader.get(registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
             return Ok(Versions::none());
         };
         let key = || (url.to_string(), pkg.name.normalized());
