@@ -224,7 +224,7 @@ fn new_slot() -> Arc<Slot> {
 }
 
 /// The reads one index queued (its newest version's dependencies), taken one at a time (see
-/// [`run`]): a job per read cost fresh memory and shared counts touched from both threads.
+/// [`run`]), the rest queued again each time.
 struct Job {
     registry: Arc<dyn Registry>,
     url: Arc<RegistryUrl>,
@@ -506,14 +506,9 @@ fn work(shared: &Shared) {
 fn run(shared: &Shared, job: Job) {
     let Job { registry, url, mut reads } = job;
     let Some((name, slot)) = reads.pop() else { return };
-    let (registry, url) = match reads.is_empty() {
-        true => (registry, url),
-        false => {
-            let again = Job { registry: Arc::clone(&registry), url: Arc::clone(&url), reads };
-            shared.jobs.push(again);
-            (registry, url)
-        }
-    };
+    if !reads.is_empty() {
+        shared.jobs.push(Job { registry: Arc::clone(&registry), url: Arc::clone(&url), reads });
+    }
     read_queued(shared, &registry, &url, &name, &slot);
 }
 
