@@ -202,6 +202,7 @@ fn index_entry() -> impl Strategy<Value = IndexEntry> {
             min: min.map(|(major, minor)| KernelVersion { major, minor, patch: 0 }),
             program_types: vec![],
             helpers: helpers.into_iter().map(|h| format!("bpf_{h}")).collect(),
+            build: Default::default(),
         },
     );
     (

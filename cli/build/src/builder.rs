@@ -4,21 +4,22 @@
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use ebpkg_spec::manifest::KernelBuild;
 use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
 
 use crate::btf::Btf;
 use crate::cache::{self, object_path, warnings_path};
-use crate::cache_key::{CacheKeyInput, cache_key};
+use crate::cache_key::{CacheKeyInput, KeyKernel, cache_key};
 use crate::compile::{self, Dirs};
 use crate::elf_check::check_bpf_object;
-use crate::error::{BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
+use crate::error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
 use crate::plan::{BuildUnit, UnitInput};
 use crate::sdk;
-use crate::toolchain::{ToolSource, Toolchain};
+use crate::toolchain::{ToolSource, Toolchain, ToolchainOptions, target_arch};
 
 /// Largest warning text kept per object; more is cut (clang repeats itself).
 const MAX_WARNINGS_BYTES: usize = 64 * 1024;
@@ -59,11 +60,20 @@ pub struct BuiltObject {
 }
 
 /// Builds units into a cache directory.
+///
+/// The toolchain is looked for only when something has to be compiled (or a
+/// local-kernel unit's key needs the exact clang): a build whose portable
+/// objects are all in the cache, or shipped in the packages, runs no clang and
+/// works on a machine without one.
 #[derive(Debug, Clone)]
 pub struct Builder {
     cache_dir: PathBuf,
-    toolchain: Toolchain,
-    btf: Btf,
+    toolchain: OnceLock<Result<Toolchain, ToolchainError>>,
+    tool_options: ToolchainOptions,
+    /// The `__TARGET_ARCH_*` name, known without the toolchain.
+    arch: Result<String, ToolchainError>,
+    /// The kernel BTF local-kernel units are built against; portable units need none.
+    btf: Option<Btf>,
     jobs: NonZeroUsize,
     extra_cflags: Vec<String>,
 }
@@ -93,11 +103,40 @@ struct Job {
 type JobResult = Result<(PathBuf, String), BuildError>;
 
 impl Builder {
-    /// A builder writing into `cache_dir` (created when needed). `jobs` is how many
-    /// clang processes run at once; `None` means one per available CPU.
+    /// A builder writing into `cache_dir` (created when needed) with a toolchain
+    /// already found. `jobs` is how many clang processes run at once; `None` means
+    /// one per available CPU.
     pub fn new(cache_dir: impl Into<PathBuf>, toolchain: Toolchain, btf: Btf, jobs: Option<NonZeroUsize>) -> Builder {
+        let arch = Ok(toolchain.arch.clone());
+        let mut b = Builder::detecting(cache_dir, ToolchainOptions::default(), Some(btf), jobs);
+        b.arch = arch;
+        b.toolchain = OnceLock::from(Ok(toolchain));
+        b
+    }
+
+    /// A builder that looks for the toolchain described by `options` the first time
+    /// it needs it. `btf` is the kernel local-kernel units are built against;
+    /// without it, only portable units can be built.
+    pub fn detecting(
+        cache_dir: impl Into<PathBuf>,
+        options: ToolchainOptions,
+        btf: Option<Btf>,
+        jobs: Option<NonZeroUsize>,
+    ) -> Builder {
         let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
-        Builder { cache_dir: cache_dir.into(), toolchain, btf, jobs, extra_cflags: Vec::new() }
+        let host = std::env::consts::ARCH;
+        let arch = target_arch(host)
+            .map(str::to_owned)
+            .ok_or_else(|| ToolchainError::UnsupportedArch { arch: host.to_owned() });
+        Builder {
+            cache_dir: cache_dir.into(),
+            toolchain: OnceLock::new(),
+            tool_options: options,
+            arch,
+            btf,
+            jobs,
+            extra_cflags: Vec::new(),
+        }
     }
 
     /// Extra compiler arguments appended to every compile (e.g. `-DDEBUG`); they
@@ -111,76 +150,108 @@ impl Builder {
         &self.cache_dir
     }
 
-    pub fn toolchain(&self) -> &Toolchain {
-        &self.toolchain
+    /// The toolchain, found now if it was not yet.
+    pub fn toolchain(&self) -> Result<&Toolchain, ToolchainError> {
+        self.toolchain.get_or_init(|| Toolchain::detect(&self.tool_options)).as_ref().map_err(Clone::clone)
     }
 
-    pub fn btf(&self) -> &Btf {
-        &self.btf
+    /// The kernel BTF local-kernel units are built against, when there is one.
+    pub fn btf(&self) -> Option<&Btf> {
+        self.btf.as_ref()
+    }
+
+    fn arch(&self) -> Result<&str, ToolchainError> {
+        self.arch.as_deref().map_err(Clone::clone)
+    }
+
+    fn local_btf(&self) -> Result<&Btf, BuildError> {
+        self.btf.as_ref().ok_or(BuildError::Btf(BtfError::NotGiven))
     }
 
     pub fn jobs(&self) -> NonZeroUsize {
         self.jobs
     }
 
-    /// The compiler arguments for a unit's hook as they enter the cache key
-    /// (paths as `<root>`, `<sdk>`, `<vmlinux>`), before `-c <source> -o <object>`.
-    pub fn flags(&self, unit: &BuildUnit) -> Vec<String> {
-        compile::key_flags(&compile::args(&self.toolchain.arch, unit.hook, &self.extra_cflags))
+    /// The compiler arguments for a hook as they enter the cache key (paths as
+    /// `<root>`, `<sdk>`, `<vmlinux>`), before `-c <source> -o <object>`.
+    pub fn flags(&self, hook: Hook) -> Result<Vec<String>, BuildError> {
+        Ok(compile::key_flags(&compile::args(self.arch()?, hook, &self.extra_cflags)))
     }
 
     /// The compiler arguments for sources of `hook` under `root` with real paths
-    /// (the SDK headers and `vmlinux.h` put in the cache first): what native
+    /// (the SDK headers and the kernel types put in the cache first): what native
     /// chains compile package sources with, beside their own flags.
-    pub fn resolved_args(&self, hook: Hook, root: &Path) -> Result<Vec<std::ffi::OsString>, BuildError> {
-        let sdk_include = sdk::install(&self.cache_dir).map_err(|cause| BuildError::Cache {
-            path: ebpkg_spec::cache_layout::CacheLayout::new(&self.cache_dir).sdk(),
-            cause,
-        })?;
-        let vmlinux = self.btf.vmlinux_h(&self.cache_dir, &self.toolchain.bpftool)?;
+    pub fn resolved_args(
+        &self,
+        hook: Hook,
+        kernel: KernelBuild,
+        root: &Path,
+    ) -> Result<Vec<std::ffi::OsString>, BuildError> {
+        let sdk = self.install_sdk()?;
+        let types = self.kernel_types_dir(kernel, &sdk)?;
         Ok(compile::resolve(
-            &compile::args(&self.toolchain.arch, hook, &self.extra_cflags),
-            &Dirs { root, sdk: &sdk_include, vmlinux: &vmlinux.dir },
+            &compile::args(self.arch()?, hook, &self.extra_cflags),
+            &Dirs { root, sdk: &sdk.include, vmlinux: &types },
         ))
     }
 
     /// The cache key of compiling `source` of the package with `package_digest`
-    /// for `hook` with `extra` arguments after the usual ones (native chains'
-    /// modules: the same source built another way is another entry).
+    /// for `hook` against `kernel`'s types, with `extra` arguments after the usual
+    /// ones (native chains' modules: the same source built another way is another
+    /// entry).
     pub fn cache_key_with(
         &self,
         package_digest: Sha256Digest,
         source: &str,
         hook: Hook,
+        kernel: KernelBuild,
         extra: &[&str],
-    ) -> Sha256Digest {
-        let mut flags = compile::key_flags(&compile::args(&self.toolchain.arch, hook, &self.extra_cflags));
+    ) -> Result<Sha256Digest, BuildError> {
+        let mut flags = self.flags(hook)?;
         flags.extend(extra.iter().map(|f| (*f).to_owned()));
-        cache_key(&CacheKeyInput {
+        let key_kernel = match kernel {
+            KernelBuild::Portable => KeyKernel::Portable,
+            KernelBuild::Local => {
+                let toolchain = self.toolchain()?;
+                KeyKernel::Local {
+                    clang: &toolchain.clang,
+                    clang_version: &toolchain.clang_version,
+                    btf_digest: self.local_btf()?.digest(),
+                }
+            }
+        };
+        Ok(cache_key(&CacheKeyInput {
             package_digest,
             source,
             hook,
-            clang: &self.toolchain.clang,
-            clang_version: &self.toolchain.clang_version,
             flags: &flags,
             sdk_digest: sdk::digest(),
-            btf_digest: self.btf.digest(),
-        })
+            kernel: key_kernel,
+        }))
     }
 
     /// The cache key of compiling `source` for `unit`.
-    pub fn cache_key(&self, unit: &BuildUnit, source: &RelPath) -> Sha256Digest {
-        let flags = self.flags(unit);
-        cache_key(&CacheKeyInput {
-            package_digest: unit.package_digest,
-            source: source.as_str(),
-            hook: unit.hook,
-            clang: &self.toolchain.clang,
-            clang_version: &self.toolchain.clang_version,
-            flags: &flags,
-            sdk_digest: sdk::digest(),
-            btf_digest: self.btf.digest(),
+    pub fn cache_key(&self, unit: &BuildUnit, source: &RelPath) -> Result<Sha256Digest, BuildError> {
+        self.cache_key_with(unit.package_digest, source.as_str(), unit.hook, unit.kernel, &[])
+    }
+
+    fn install_sdk(&self) -> Result<sdk::InstalledSdk, BuildError> {
+        sdk::install(&self.cache_dir).map_err(|cause| BuildError::Cache {
+            path: ebpkg_spec::cache_layout::CacheLayout::new(&self.cache_dir).sdk(),
+            cause,
         })
+    }
+
+    /// The directory holding the `vmlinux.h` that `kernel` units include: the SDK's
+    /// reference types, or the kernel's own, generated from its BTF.
+    fn kernel_types_dir(&self, kernel: KernelBuild, sdk: &sdk::InstalledSdk) -> Result<PathBuf, BuildError> {
+        match kernel {
+            KernelBuild::Portable => Ok(sdk.reference.clone()),
+            KernelBuild::Local => {
+                let bpftool = &self.toolchain()?.bpftool;
+                Ok(self.local_btf()?.vmlinux_h(&self.cache_dir, bpftool)?.dir)
+            }
+        }
     }
 
     /// Produces an object for every unit, in the order given. Prebuilt objects
@@ -218,7 +289,14 @@ impl Builder {
                     }
                 },
             };
-            let key = self.cache_key(unit, &source);
+            let key = match self.cache_key(unit, &source) {
+                Ok(key) => key,
+                Err(e) => {
+                    on_event(BuildEvent::Failed(unit));
+                    slots.push(Slot::Failed(e));
+                    continue;
+                }
+            };
             if let Some(built) = self.lookup(unit, &key, &note) {
                 on_event(BuildEvent::Cached(unit));
                 let replayed = &built.warnings[note.len()..];
@@ -375,16 +453,19 @@ impl Builder {
         jobs: &[Job],
         on_event: &(dyn Fn(BuildEvent<'_>) + Sync),
     ) -> Result<Vec<JobResult>, BuildError> {
-        let clang = &self.toolchain.clang;
+        let clang = &self.toolchain()?.clang;
         if !clang.is_file() {
             // Checked once here rather than failing every unit the same way.
             return Err(ToolchainError::ClangNotFound { requested: clang.clone(), how: ToolSource::Detected }.into());
         }
-        let sdk_include = sdk::install(&self.cache_dir).map_err(|cause| BuildError::Cache {
-            path: ebpkg_spec::cache_layout::CacheLayout::new(&self.cache_dir).sdk(),
-            cause,
-        })?;
-        let vmlinux = self.btf.vmlinux_h(&self.cache_dir, &self.toolchain.bpftool)?;
+        let sdk = self.install_sdk()?;
+        // Each kind of kernel types that some job needs, prepared once.
+        let portable = sdk.reference.clone();
+        let local = if jobs.iter().any(|j| units[j.unit].kernel == KernelBuild::Local) {
+            Some(self.kernel_types_dir(KernelBuild::Local, &sdk)?)
+        } else {
+            None
+        };
 
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<Option<JobResult>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -399,7 +480,12 @@ impl Builder {
                             on_event(BuildEvent::Started(&units[u]));
                         }
                         let started = Instant::now();
-                        let result = self.compile_one(&units[job.unit], job, &sdk_include, &vmlinux.dir);
+                        let unit = &units[job.unit];
+                        let types = match unit.kernel {
+                            KernelBuild::Local => local.as_deref().unwrap_or(&portable),
+                            KernelBuild::Portable => &portable,
+                        };
+                        let result = self.compile_one(unit, job, &sdk.include, types);
                         let took = started.elapsed();
                         for &u in &job.waiting {
                             let unit = &units[u];
@@ -435,12 +521,13 @@ impl Builder {
     /// the object, then renames it into place.
     fn compile_one(&self, unit: &BuildUnit, job: &Job, sdk_include: &Path, vmlinux_dir: &Path) -> JobResult {
         let source = &job.source;
+        let toolchain = self.toolchain()?;
         package_file(unit, source)?;
         // clang compares the prefix map with its real working directory, so map
         // the canonical root (the source check above proved it exists).
         let root = unit.root.canonicalize().map_err(|e| file_error(unit, source, format!("cannot resolve: {e}")))?;
         let args = compile::resolve(
-            &compile::args(&self.toolchain.arch, unit.hook, &self.extra_cflags),
+            &compile::args(&toolchain.arch, unit.hook, &self.extra_cflags),
             &Dirs { root: &root, sdk: sdk_include, vmlinux: vmlinux_dir },
         );
 
@@ -456,23 +543,22 @@ impl Builder {
             .into_temp_path();
 
         tracing::debug!(unit = %unit, "compiling");
-        let out = compile::run(&self.toolchain.clang, &args, &root, source.as_str(), &tmp).map_err(|e| {
-            BuildError::RunClang {
+        let out =
+            compile::run(&toolchain.clang, &args, &root, source.as_str(), &tmp).map_err(|e| BuildError::RunClang {
                 package: unit.package.clone(),
                 file: source.clone(),
-                clang: self.toolchain.clang.clone(),
+                clang: toolchain.clang.clone(),
                 cause: e,
-            }
-        })?;
+            })?;
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if !out.status.success() {
             return Err(BuildError::Compile(Box::new(CompileError {
                 package: unit.package.clone(),
                 file: source.clone(),
                 hook: unit.hook,
-                clang_release: self.toolchain.clang_release.clone(),
+                clang_release: toolchain.clang_release.clone(),
                 stderr,
-                command: compile::display_command(&self.toolchain.clang, &args, source.as_str()),
+                command: compile::display_command(&toolchain.clang, &args, source.as_str()),
             })));
         }
         let bytes = ebpkg_fs::read(&tmp, MAX_OBJECT_BYTES).map_err(|e| BuildError::Cache {

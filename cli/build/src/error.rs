@@ -17,7 +17,7 @@ pub const MAX_SHOWN_LINES: usize = 40;
 pub const MAX_SHOWN_CHARS: usize = 6000;
 
 /// The toolchain is missing or unusable.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ToolchainError {
     #[error(
         "cannot find clang (`{}`, {how}): HIKe programs are compiled with clang {MIN_CLANG_MAJOR} or newer; \
@@ -76,6 +76,13 @@ pub enum BtfError {
 
     #[error("{0}; it cannot be used as the BTF file")]
     Read(ebpkg_fs::ReadError),
+
+    #[error(
+        "this package is built against the kernel's own types (`build = \"local\"` in [package.kernel] of its \
+         ebpkg.toml), but no kernel BTF was given to build against; build on the target kernel, or pass its BTF \
+         with --btf FILE"
+    )]
+    NotGiven,
 
     #[error(
         "{} is not a raw BTF file (it does not start with the BTF magic 0xeB9F); pass the kernel's BTF, \

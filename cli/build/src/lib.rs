@@ -32,7 +32,7 @@ mod toolchain;
 pub use btf::{Btf, KERNEL_BTF, VmlinuxHeader};
 pub use builder::{BuildEvent, Builder, BuiltObject};
 pub use cache::object_path;
-pub use cache_key::{CacheKeyInput, FORMAT_VERSION, cache_key};
+pub use cache_key::{CacheKeyInput, FORMAT_VERSION, KeyKernel, cache_key};
 pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object};
 pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
 pub use plan::{BuildUnit, PackageToBuild, UnitInput, plan};
@@ -43,5 +43,5 @@ pub use toolchain::{
 
 /// The HIKe SDK headers this build of ebpkg carries.
 pub mod sdk_headers {
-    pub use crate::sdk::{HEADERS, digest, install};
+    pub use crate::sdk::{HEADERS, InstalledSdk, REFERENCE_VMLINUX_H, digest, install};
 }

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use ebpkg_spec::manifest::KernelBuild;
 use ebpkg_spec::names::ItemName;
 use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageId};
@@ -53,6 +54,9 @@ pub struct BuildUnit {
     pub root: PathBuf,
     pub hook: Hook,
     pub input: UnitInput,
+    /// Compiled against the SDK's reference kernel types (one object for every
+    /// kernel) or the building kernel's own (`[package.kernel] build`).
+    pub kernel: KernelBuild,
     /// The programs whose code is in this object, in manifest order.
     pub programs: Vec<ItemName>,
     /// The loaders whose code is in this object, in manifest order.
@@ -101,6 +105,7 @@ pub fn plan(package: &PackageToBuild<'_>) -> Vec<BuildUnit> {
                     root: package.root.to_owned(),
                     hook,
                     input,
+                    kernel: m.package.kernel.build,
                     programs: Vec::new(),
                     loaders: Vec::new(),
                 });
@@ -181,6 +186,14 @@ hook = "xdp"
         );
         assert_eq!(units[0].loaders.len(), 1);
         assert_eq!(units[0].package_digest, Sha256Digest([7; 32]));
+        assert!(units.iter().all(|u| u.kernel == KernelBuild::Portable), "portable unless the manifest says");
+        let local = MANIFEST.replace("version = \"1.0.0\"", "version = \"1.0.0\"\nkernel = { build = \"local\" }");
+        let m = Manifest::parse(&local, "ebpkg.toml").unwrap();
+        assert!(
+            plan(&PackageToBuild::new(Path::new("/p"), Sha256Digest([7; 32]), &m))
+                .iter()
+                .all(|u| u.kernel == KernelBuild::Local)
+        );
         assert!(matches!(&units[3].input, UnitInput::Prebuilt { source: Some(s), .. } if s.as_str() == "src/p4.bpf.c"));
     }
 }

@@ -1,6 +1,7 @@
-//! The HIKe SDK headers, carried inside the ebpkg binary so an installed ebpkg
-//! builds packages without an SDK checkout, and written into the cache under
-//! their digest so every ebpkg version keeps its own copy.
+//! The HIKe SDK headers and its reference kernel types, carried inside the ebpkg
+//! binary so an installed ebpkg builds packages without an SDK checkout, and
+//! written into the cache under their digest so every ebpkg version keeps its
+//! own copy.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -8,10 +9,10 @@ use std::sync::OnceLock;
 use ebpkg_spec::digest::FieldHasher;
 use ebpkg_spec::types::Sha256Digest;
 
-pub use hike_sdk_headers::HEADERS;
+pub use hike_sdk_headers::{HEADERS, REFERENCE_VMLINUX_H};
 
-/// SHA-256 over the headers' names and contents (each length-prefixed, so no two
-/// different header sets hash alike).
+/// SHA-256 over the headers' names and contents and the reference kernel types
+/// (each length-prefixed, so no two different header sets hash alike).
 pub fn digest() -> Sha256Digest {
     static DIGEST: OnceLock<Sha256Digest> = OnceLock::new();
     *DIGEST.get_or_init(|| {
@@ -19,22 +20,33 @@ pub fn digest() -> Sha256Digest {
         for (name, text) in HEADERS {
             h.field(name, text.as_bytes());
         }
+        h.field("reference/vmlinux.h", REFERENCE_VMLINUX_H.as_bytes());
         h.finish()
     })
 }
 
+/// The SDK in the cache: the directories clang gets with `-I`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledSdk {
+    /// `<cache>/sdk/<digest>/include`, holding `hike/*.h`.
+    pub include: PathBuf,
+    /// `<cache>/sdk/<digest>/reference`, holding the reference `vmlinux.h`.
+    pub reference: PathBuf,
+}
+
 /// Makes sure `<cache>/sdk/<digest>/include/hike/*.h` holds exactly [`HEADERS`]
-/// and returns `<cache>/sdk/<digest>/include`, the directory for `-I`.
+/// and `<cache>/sdk/<digest>/reference/vmlinux.h` the reference types, and
+/// returns both directories.
 ///
-/// The headers are written into a fresh temporary directory that is renamed into
+/// The files are written into a fresh temporary directory that is renamed into
 /// place, so a concurrent builder sees either no directory or a complete one. A
 /// directory whose contents differ (damaged by hand) is replaced.
-pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
+pub fn install(cache_dir: &Path) -> std::io::Result<InstalledSdk> {
     let sdk_root = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).sdk();
     let dir = sdk_root.join(digest().to_hex());
-    let include = dir.join("include");
-    if is_intact(&include) {
-        return Ok(include);
+    let installed = InstalledSdk { include: dir.join("include"), reference: dir.join("reference") };
+    if is_intact(&installed) {
+        return Ok(installed);
     }
     std::fs::create_dir_all(&sdk_root)?;
     let tmp = tempfile::Builder::new().prefix(&crate::temps::prefix()).tempdir_in(&sdk_root)?;
@@ -43,6 +55,9 @@ pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
     for (name, text) in HEADERS {
         std::fs::write(hike.join(name), text)?;
     }
+    let reference = tmp.path().join("reference");
+    std::fs::create_dir(&reference)?;
+    std::fs::write(reference.join("vmlinux.h"), REFERENCE_VMLINUX_H)?;
     if dir.exists() {
         // Damaged: move it aside first (a rename cannot replace a non-empty
         // directory), then drop it.
@@ -56,19 +71,19 @@ pub fn install(cache_dir: &Path) -> std::io::Result<PathBuf> {
         Ok(()) => {
             // The directory is in place; nothing left for the TempDir to delete.
             let _ = tmp.keep();
-            Ok(include)
+            Ok(installed)
         }
         // Lost a race with another builder that installed the same headers.
-        Err(_) if is_intact(&include) => Ok(include),
+        Err(_) if is_intact(&installed) => Ok(installed),
         Err(e) => Err(e),
     }
 }
 
-fn is_intact(include: &Path) -> bool {
-    let hike = include.join("hike");
-    HEADERS
-        .iter()
-        .all(|(name, text)| ebpkg_fs::read(&hike.join(name), text.len() as u64).is_ok_and(|b| b == text.as_bytes()))
+fn is_intact(sdk: &InstalledSdk) -> bool {
+    let same = |path: &Path, text: &str| ebpkg_fs::read(path, text.len() as u64).is_ok_and(|b| b == text.as_bytes());
+    let hike = sdk.include.join("hike");
+    HEADERS.iter().all(|(name, text)| same(&hike.join(name), text))
+        && same(&sdk.reference.join("vmlinux.h"), REFERENCE_VMLINUX_H)
 }
 
 #[cfg(test)]
@@ -78,13 +93,18 @@ mod tests {
     #[test]
     fn installs_once_and_repairs() {
         let cache = tempfile::tempdir().unwrap();
-        let inc = install(cache.path()).unwrap();
+        let sdk = install(cache.path()).unwrap();
+        let inc = &sdk.include;
         assert!(inc.ends_with(Path::new(&digest().to_hex()).join("include")));
         assert!(inc.join("hike/program.h").is_file());
-        assert_eq!(install(cache.path()).unwrap(), inc);
+        assert_eq!(std::fs::read_to_string(sdk.reference.join("vmlinux.h")).unwrap(), REFERENCE_VMLINUX_H);
+        assert_eq!(install(cache.path()).unwrap(), sdk);
         std::fs::write(inc.join("hike/vm.h"), "damaged").unwrap();
-        assert_eq!(install(cache.path()).unwrap(), inc);
-        assert!(is_intact(&inc));
+        assert_eq!(install(cache.path()).unwrap(), sdk);
+        assert!(is_intact(&sdk));
+        std::fs::write(sdk.reference.join("vmlinux.h"), "struct damaged;").unwrap();
+        assert_eq!(install(cache.path()).unwrap(), sdk);
+        assert!(is_intact(&sdk), "damaged reference types are replaced too");
         let leftovers: Vec<_> = std::fs::read_dir(cache.path().join("sdk")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "temporary directories are cleaned up");
     }

@@ -249,15 +249,16 @@ fn builds_xdp_and_tc_and_a_rebuild_runs_no_clang() {
     assert!(contains(&xdp, b"./src/count.bpf.c"));
     assert!(contains(&xdp, b"return hike_result(event + 1);"));
 
+    // Portable objects need neither a compiler nor the kernel's BTF to be found
+    // again: a builder that looks for the (removed) clang only when it must.
     std::fs::remove_file(&clang_link).unwrap();
     let started = std::time::Instant::now();
-    let btf = kernel_btf();
-    let read_btf = started.elapsed();
-    let builder = Builder::new(cache.path(), tc, btf, None);
+    let options = ToolchainOptions { clang: Some(ToolRequest::configured(&clang_link)), bpftool: None };
+    let builder = Builder::detecting(cache.path(), options, None, None);
     let (result, events) = run(&builder, &units);
     let again = result.unwrap();
-    let warm = started.elapsed() - read_btf;
-    eprintln!("cold build of 3 units: {cold:?}; cached rebuild: {warm:?} (+ {read_btf:?} reading and hashing the BTF)");
+    let warm = started.elapsed();
+    eprintln!("cold build of 3 units: {cold:?}; cached rebuild: {warm:?}");
     assert_eq!(events, ["cached src/count.bpf.c", "cached src/count_tc.bpf.c", "cached src/loader.bpf.c"]);
     for (a, b) in built.iter().zip(&again) {
         assert!(b.cached);
@@ -266,12 +267,26 @@ fn builds_xdp_and_tc_and_a_rebuild_runs_no_clang() {
     }
 }
 
+/// A package of one xdp program in `src/count.bpf.c`, with `[package.kernel]` `build`.
+fn one_program(build: &str) -> Pkg {
+    Pkg::new(
+        &format!(
+            "[package]\nname = \"meter\"\nversion = \"1.0.0\"\nkernel = {{ build = \"{build}\" }}\n\n[[program]]\nname = \"count_a\"\nsource = \"src/count.bpf.c\"\nhook = \"xdp\"\n"
+        ),
+        &[("src/count.bpf.c", COUNT_C)],
+    )
+}
+
+/// Another name for the main clang (the same compiler, another path).
+fn clang_elsewhere(dir: &Path) -> Toolchain {
+    let link = dir.join("clang");
+    std::os::unix::fs::symlink(&toolchain().clang, &link).unwrap();
+    Toolchain::detect(&ToolchainOptions { clang: Some(ToolRequest::configured(&link)), bpftool: None }).unwrap()
+}
+
 #[test]
 fn every_key_input_rebuilds_and_only_those() {
-    let pkg = Pkg::new(
-        "[package]\nname = \"meter\"\nversion = \"1.0.0\"\n\n[[program]]\nname = \"count_a\"\nsource = \"src/count.bpf.c\"\nhook = \"xdp\"\n",
-        &[("src/count.bpf.c", COUNT_C)],
-    );
+    let pkg = one_program("local");
     let cache = tempfile::tempdir().unwrap();
     let builder = Builder::new(cache.path(), toolchain(), kernel_btf(), None);
     let base = pkg.units(digest(1));
@@ -290,7 +305,10 @@ fn every_key_input_rebuilds_and_only_those() {
 
     // The flags.
     let flagged = builder.clone().with_extra_cflags(vec!["-DEBPKG_TEST_FLAG=1".to_owned()]);
-    assert_ne!(builder.cache_key(&base[0], base[0].file()), flagged.cache_key(&base[0], base[0].file()));
+    assert_ne!(
+        builder.cache_key(&base[0], base[0].file()).unwrap(),
+        flagged.cache_key(&base[0], base[0].file()).unwrap()
+    );
     assert_eq!(compiles(&flagged, &base), 1);
     assert_eq!(compiles(&flagged, &base), 0);
 
@@ -308,6 +326,63 @@ fn every_key_input_rebuilds_and_only_those() {
     let other = Builder::new(cache.path(), toolchain(), other, None);
     assert_eq!(compiles(&other, &base), 1);
     assert_eq!(compiles(&other, &base), 0);
+
+    // The clang, named by another path.
+    let bin = tempfile::tempdir().unwrap();
+    let elsewhere = Builder::new(cache.path(), clang_elsewhere(bin.path()), kernel_btf(), None);
+    assert_eq!(compiles(&elsewhere, &base), 1);
+
+    // Without a BTF to build against, a local-kernel unit is an error that says so.
+    let no_btf = Builder::detecting(cache.path(), ToolchainOptions::default(), None, None);
+    let text = run(&no_btf, &base).0.unwrap_err().to_string();
+    assert!(text.contains("build = \"local\"") && text.contains("--btf FILE"), "{text}");
+}
+
+#[test]
+fn portable_objects_are_keyed_without_the_kernel_or_the_compiler() {
+    let pkg = one_program("portable");
+    let units = pkg.units(digest(1));
+    let cache = tempfile::tempdir().unwrap();
+    let compiles = |b: &Builder| {
+        let (r, events) = run(b, &units);
+        (r.unwrap(), count(&events, "started"))
+    };
+    let (built, n) = compiles(&Builder::new(cache.path(), toolchain(), kernel_btf(), None));
+    assert_eq!(n, 1);
+    let object = std::fs::read(&built[0].object).unwrap();
+
+    // Another kernel's BTF, another clang path, no BTF at all: the same object.
+    let dir = tempfile::tempdir().unwrap();
+    let mut longer = std::fs::read(ebpkg_build::KERNEL_BTF).unwrap();
+    longer.push(0);
+    std::fs::write(dir.path().join("other"), &longer).unwrap();
+    let other = Btf::from_file(dir.path().join("other")).unwrap();
+    for b in [
+        Builder::new(cache.path(), toolchain(), other, None),
+        Builder::new(cache.path(), clang_elsewhere(dir.path()), kernel_btf(), None),
+        Builder::detecting(cache.path(), ToolchainOptions::default(), None, None),
+    ] {
+        let (again, n) = compiles(&b);
+        assert_eq!((n, again[0].object.as_path()), (0, built[0].object.as_path()));
+    }
+    // Nothing of the running kernel was needed: no vmlinux.h was generated.
+    assert!(!cache.path().join("vmlinux").exists(), "a portable build generated the kernel's vmlinux.h");
+
+    // Compiled again from scratch without any kernel BTF: the same bytes, which
+    // carry CO-RE relocations for libbpf to apply on whatever kernel loads them.
+    std::fs::remove_dir_all(cache.path().join("objects")).unwrap();
+    let (rebuilt, n) = compiles(&Builder::detecting(cache.path(), ToolchainOptions::default(), None, None));
+    assert_eq!(n, 1);
+    assert_eq!(std::fs::read(&rebuilt[0].object).unwrap(), object, "a portable object depends on no kernel");
+    assert!(contains(&object, b".BTF.ext"), "no BTF.ext (CO-RE relocations)");
+
+    // The local-kernel build of the same source is another object, compiled
+    // against the kernel's own vmlinux.h.
+    let local = one_program("local");
+    let (r, events) = run(&Builder::new(cache.path(), toolchain(), kernel_btf(), None), &local.units(digest(1)));
+    assert_eq!(count(&events, "started"), 1);
+    assert_ne!(r.unwrap()[0].object, built[0].object);
+    assert!(cache.path().join("vmlinux").join(kernel_btf().digest().to_hex()).join("vmlinux.h").is_file());
 }
 
 #[test]

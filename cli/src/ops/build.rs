@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Result;
-use ebpkg_build::{Btf, BuildEvent, Builder, PackageToBuild, Toolchain};
+use ebpkg_build::{Btf, BuildEvent, Builder, PackageToBuild};
 use ebpkg_deploy::PlannedObject;
 use ebpkg_spec::Manifest;
+use ebpkg_spec::manifest::KernelBuild;
 use ebpkg_spec::types::Sha256Digest;
 
 use crate::Ctx;
@@ -23,8 +24,19 @@ pub struct BuildInput<'a> {
 /// Build settings from the command line.
 #[derive(Debug, Default, Clone)]
 pub struct BuildOptions {
-    /// Build against this BTF instead of the running kernel's.
+    /// Build packages that ask for the kernel's own types against this BTF
+    /// instead of the running kernel's.
     pub btf: Option<PathBuf>,
+}
+
+impl BuildOptions {
+    /// The BTF local-kernel packages are built against.
+    pub fn btf(&self) -> Result<Btf, ebpkg_build::BtfError> {
+        match &self.btf {
+            Some(p) => Btf::from_file(p),
+            None => Btf::kernel(),
+        }
+    }
 }
 
 /// Builds every package; returns each package's objects, in the order given.
@@ -35,13 +47,11 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     if units.is_empty() {
         return Ok(vec![Vec::new(); inputs.len()]);
     }
-    let toolchain = Toolchain::detect(&ctx.config.tools)?;
-    let btf = match &opts.btf {
-        Some(p) => Btf::from_file(p),
-        None => Btf::kernel(),
-    }?;
+    // Only packages built against the kernel's own types need its BTF; clang is
+    // looked for only when something is not in the cache or shipped prebuilt.
+    let btf = if units.iter().any(|u| u.kernel == KernelBuild::Local) { Some(opts.btf()?) } else { None };
     let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
-    let builder = Builder::new(ctx.config.cache_dir.clone(), toolchain, btf, jobs);
+    let builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
     let progress = Mutex::new(ctx.ui.progress("Building", units.len() as u64));
     let ui = &ctx.ui;
     let on_event = |e: BuildEvent<'_>| {

@@ -9,8 +9,11 @@ use std::num::NonZeroUsize;
 use std::time::Instant;
 
 use anyhow::Result;
-use ebpkg_build::{Btf, Builder, Toolchain};
+use ebpkg_build::Builder;
 use ebpkg_deploy::{NativeBuild, NativeCompiler, NativeRequest, PlannedPackage};
+use ebpkg_spec::digest::FieldHasher;
+use ebpkg_spec::manifest::KernelBuild;
+use ebpkg_spec::types::Sha256Digest;
 use hike_bytecode::{Insn, Op, decode};
 use hike_native::{ChainUnit, LinkInput, Tools};
 use hike_runtime::NativeModule;
@@ -18,11 +21,15 @@ use hike_runtime::NativeModule;
 use crate::Ctx;
 use crate::ops::build::BuildOptions;
 
-/// Compiles with the build's clang, against the same BTF as the packages' objects.
+/// Compiles with the build's clang, against the same kernel types as the
+/// packages' objects. Native objects are cached like the packages' objects (a
+/// portable one by what it is made of, not by kernel or compiler), so a machine
+/// without clang still runs a chain natively when its object was built before.
 #[derive(Debug)]
 pub struct ClangCompiler {
     builder: Builder,
-    tools: Tools,
+    /// llvm-link and opt of the build's clang, found when a link is needed.
+    tools: std::sync::OnceLock<std::result::Result<Tools, String>>,
 }
 
 /// What stands in when the tools are missing: every chain stays interpreted
@@ -38,15 +45,85 @@ impl NativeCompiler for Unavailable {
 
 impl ClangCompiler {
     pub fn new(ctx: &Ctx, opts: &BuildOptions) -> Result<ClangCompiler> {
-        let toolchain = Toolchain::detect(&ctx.config.tools)?;
-        let tools = Tools::for_clang(&toolchain.clang, toolchain.clang_major)?;
-        let btf = match &opts.btf {
-            Some(p) => Btf::from_file(p),
-            None => Btf::kernel(),
-        }?;
+        // A kernel without BTF only stops the chains that call local-kernel packages.
+        let btf = opts.btf().ok();
         let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
-        Ok(ClangCompiler { builder: Builder::new(ctx.config.cache_dir.clone(), toolchain, btf, jobs), tools })
+        let builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
+        Ok(ClangCompiler { builder, tools: std::sync::OnceLock::new() })
     }
+
+    fn tools(&self) -> std::result::Result<&Tools, String> {
+        self.tools
+            .get_or_init(|| {
+                let toolchain = self.builder.toolchain().map_err(|e| e.to_string())?;
+                Tools::for_clang(&toolchain.clang, toolchain.clang_major).map_err(|e| format!("{e:#}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The cache key of the native object for `req` made of `modules`: the chains'
+    /// bytecode, the program symbols, and each module's own key (its package,
+    /// source, flags, SDK and kernel types). Reading it needs no compiler for
+    /// portable packages.
+    fn native_key(
+        &self,
+        req: &NativeRequest<'_>,
+        modules: &[(&PlannedPackage, String)],
+        symbols: &BTreeMap<u32, String>,
+        kernel: KernelBuild,
+    ) -> std::result::Result<Sha256Digest, String> {
+        let mut h = FieldHasher::new();
+        h.field("native-format", &NATIVE_FORMAT.to_le_bytes());
+        h.field("hook", req.hook.name().as_bytes());
+        h.field("chain", &req.chain.0.to_le_bytes());
+        for (id, insns) in req.chains {
+            h.field("chain-id", &id.to_le_bytes());
+            h.field("chain-insns", &Insn::encode_all(insns));
+        }
+        for (id, symbol) in symbols {
+            h.field("program-id", &id.to_le_bytes());
+            h.field("symbol", symbol.as_bytes());
+        }
+        for (pkg, source) in modules {
+            let key = self
+                .builder
+                .cache_key_with(
+                    pkg.checksum,
+                    source,
+                    req.hook,
+                    pkg.manifest.package.kernel.build,
+                    &hike_native::MODULE_FLAGS,
+                )
+                .map_err(|e| e.to_string())?;
+            h.field("module", &key.0);
+        }
+        // The chain's own module: compiled with the flags of `kernel` units.
+        let own = self
+            .builder
+            .cache_key_with(Sha256Digest([0; 32]), "<chain>", req.hook, kernel, &hike_native::MODULE_FLAGS)
+            .map_err(|e| e.to_string())?;
+        h.field("chain-module", &own.0);
+        Ok(h.finish())
+    }
+}
+
+/// Bumped when what a cached native object is made of changes in a way its key
+/// does not show (hike-native's generated code, the link steps).
+const NATIVE_FORMAT: u32 = 1;
+
+/// Largest native object read back from the cache.
+const MAX_NATIVE_BYTES: u64 = ebpkg_spec::MAX_OBJECT_BYTES;
+
+/// A cached native object and what its build said: the entry symbol and the
+/// steps budget of its longest path (`<key>.native.meta` beside `<key>.native.o`).
+fn cached_native(object: &std::path::Path) -> Option<(Vec<u8>, String, u32)> {
+    let meta = ebpkg_fs::read_text(&object.with_extension("meta"), 4096).ok()?;
+    let (entry, steps) = meta.trim_end().split_once('\n')?;
+    let worst_steps = steps.parse().ok()?;
+    let elf = ebpkg_fs::read(object, MAX_NATIVE_BYTES).ok()?;
+    ebpkg_build::check_bpf_object(&elf).ok()?;
+    Some((elf, entry.to_owned(), worst_steps))
 }
 
 /// The kernel's GPL-compatible license strings (`license_is_gpl_compatible`).
@@ -117,7 +194,14 @@ impl ClangCompiler {
         n: usize,
         work: &std::path::Path,
     ) -> std::result::Result<String, String> {
-        let key = self.builder.cache_key_with(pkg.checksum, source, hook, &hike_native::MODULE_FLAGS);
+        let kernel = pkg.manifest.package.kernel.build;
+        // IR text is only read by the LLVM that wrote it: unlike objects, a
+        // module is cached per compiler, named as an extra key input.
+        let toolchain = self.builder.toolchain().map_err(|e| e.to_string())?;
+        let compiler = format!("<ir of {} at {}>", toolchain.clang_version, toolchain.clang.display());
+        let mut extra: Vec<&str> = hike_native::MODULE_FLAGS.to_vec();
+        extra.push(&compiler);
+        let key = self.builder.cache_key_with(pkg.checksum, source, hook, kernel, &extra).map_err(|e| e.to_string())?;
         let cached = ebpkg_build::object_path(self.builder.cache_dir(), &key).with_extension("ll");
         if let Ok(bytes) = ebpkg_fs::read(&cached, MAX_MODULE_BYTES)
             && let Ok(text) = String::from_utf8(bytes)
@@ -125,9 +209,9 @@ impl ClangCompiler {
             return Ok(text);
         }
         let root = pkg.root.canonicalize().map_err(|e| format!("{}: {e}", pkg.root.display()))?;
-        let args = self.builder.resolved_args(hook, &root).map_err(|e| e.to_string())?;
+        let args = self.builder.resolved_args(hook, kernel, &root).map_err(|e| e.to_string())?;
         let out = work.join(format!("src{n}.ll"));
-        let ir = hike_native::compile_module(&self.tools, &args, &root, source, &out)
+        let ir = hike_native::compile_module(self.tools()?, &args, &root, source, &out)
             .map_err(|e| format!("{source} of {}: {e}", pkg.id))?;
         if let Some(dir) = cached.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -172,6 +256,24 @@ impl NativeCompiler for ClangCompiler {
             };
             symbols.insert(id, hike_native::program_symbol(index, program));
         }
+        let kernel = if modules.iter().any(|(p, _)| p.manifest.package.kernel.build == KernelBuild::Local) {
+            KernelBuild::Local
+        } else {
+            KernelBuild::Portable
+        };
+        let key = self.native_key(req, &modules, &symbols, kernel)?;
+        let cached = ebpkg_build::object_path(self.builder.cache_dir(), &key).with_extension("native.o");
+        if let Some((elf, entry, worst_steps)) = cached_native(&cached) {
+            tracing::debug!(chain = req.name, object = %cached.display(), "native object from the build cache");
+            return Ok(NativeBuild {
+                elf,
+                entry,
+                modules: native_modules(&modules),
+                worst_steps,
+                build_time: started.elapsed(),
+            });
+        }
+        let tools = self.tools()?;
         // The modules compile in parallel, each at most once per cache key.
         let dir = work.path();
         let irs: Vec<std::result::Result<String, String>> = std::thread::scope(|scope| {
@@ -189,10 +291,12 @@ impl NativeCompiler for ClangCompiler {
         let unit =
             ChainUnit { hook: req.hook, chain: req.chain.0, chains: req.chains, programs: &symbols, license: &license };
         let generated = hike_native::generate(&unit).map_err(|e| e.to_string())?;
-        // The chain's own module needs the SDK and vmlinux.h like any source.
-        let args: Vec<OsString> = self.builder.resolved_args(req.hook, work.path()).map_err(|e| e.to_string())?;
+        // The chain's own module needs the SDK and kernel types like any source:
+        // the kernel's own when a package it links asks for them.
+        let args: Vec<OsString> =
+            self.builder.resolved_args(req.hook, kernel, work.path()).map_err(|e| e.to_string())?;
         let elf = hike_native::link(
-            &self.tools,
+            tools,
             &LinkInput {
                 chain_source: &generated.source,
                 entry: &generated.entry,
@@ -203,17 +307,29 @@ impl NativeCompiler for ClangCompiler {
         )
         .map_err(|e| e.to_string())?;
         tracing::debug!(chain = req.name, modules = modules.len(), "compiled natively");
+        // The description first: a reader that finds the object finds it too. A
+        // cache that cannot be written only costs the next install a link.
+        if let Some(dir) = cached.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let meta = format!("{}\n{}\n", generated.entry, generated.worst.steps);
+        let stored = ebpkg_fs::write_atomic(&cached.with_extension("meta"), meta.as_bytes(), 0o644)
+            .and_then(|()| ebpkg_fs::write_atomic(&cached, &elf, 0o644));
+        if let Err(e) = stored {
+            tracing::debug!(path = %cached.display(), "not cached: {e}");
+        }
         Ok(NativeBuild {
             elf,
             entry: generated.entry,
-            modules: modules
-                .iter()
-                .map(|(p, _)| NativeModule { package: p.name().to_owned(), version: p.version() })
-                .collect(),
+            modules: native_modules(&modules),
             worst_steps: generated.worst.steps,
             build_time: started.elapsed(),
         })
     }
+}
+
+fn native_modules(modules: &[(&PlannedPackage, String)]) -> Vec<NativeModule> {
+    modules.iter().map(|(p, _)| NativeModule { package: p.name().to_owned(), version: p.version() }).collect()
 }
 
 #[cfg(test)]

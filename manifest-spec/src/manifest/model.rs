@@ -62,12 +62,43 @@ pub struct KernelReq {
     pub program_types: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub helpers: Vec<String>,
+    /// Which kernel types the C code is compiled against.
+    #[serde(skip_serializing_if = "KernelBuild::is_portable", default)]
+    pub build: KernelBuild,
 }
 
 impl KernelReq {
     /// True when the package states no requirement.
     pub fn is_empty(&self) -> bool {
-        self.min.is_none() && self.program_types.is_empty() && self.helpers.is_empty()
+        self.min.is_none() && self.program_types.is_empty() && self.helpers.is_empty() && self.build.is_portable()
+    }
+}
+
+/// Which kernel types a package's C code is compiled against (`[package.kernel] build`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelBuild {
+    /// Against the SDK's reference kernel types: one object, relocated by libbpf
+    /// (CO-RE) on whatever kernel loads it, so it is built once and can be cached,
+    /// shipped and signed independently of the kernel.
+    #[default]
+    Portable,
+    /// Against the `vmlinux.h` of the kernel it is built on, for code that needs
+    /// types only that kernel has; built again for every kernel.
+    Local,
+}
+
+impl KernelBuild {
+    pub fn is_portable(&self) -> bool {
+        *self == KernelBuild::Portable
+    }
+
+    /// As written in a manifest.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelBuild::Portable => "portable",
+            KernelBuild::Local => "local",
+        }
     }
 }
 

@@ -98,6 +98,11 @@ pub(crate) struct RawKernel {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub helpers: Vec<Spanned<String>>,
+    /// Which kernel types the C code is compiled against: "portable" (the default: the HIKe SDK's reference
+    /// types, one object for every kernel, relocated by libbpf at load) or "local" (the vmlinux.h of the kernel it
+    /// is built on, rebuilt for each kernel; for code that needs types only that kernel has).
+    #[schemars(with = "Option<crate::manifest::KernelBuild>")]
+    pub build: Option<Spanned<String>>,
 }
 
 /// A dependency: either a requirement string (`net = "^1.2"`) or a table.

@@ -312,7 +312,26 @@ impl<'a> Checker<'a> {
                 );
             }
         }
-        KernelReq { min, program_types, helpers }
+        let build = match raw.build {
+            None => KernelBuild::Portable,
+            Some(b) => match b.get_ref().as_str() {
+                "portable" => KernelBuild::Portable,
+                "local" => KernelBuild::Local,
+                other => {
+                    self.error(
+                        b.span(),
+                        format!("unknown build \"{other}\""),
+                        Some(
+                            "write \"portable\" (one object for every kernel, the default) or \"local\" (built \
+                             against the running kernel's own types)"
+                                .into(),
+                        ),
+                    );
+                    KernelBuild::Portable
+                }
+            },
+        };
+        KernelReq { min, program_types, helpers, build }
     }
 
     fn dependencies(

@@ -240,7 +240,7 @@ fn script(bench: &Bench, plan: &Plan, builder: &Builder, objects: &Path, compile
     let mut s = String::from("set -euo pipefail\nmount -t bpf bpf /sys/fs/bpf\nt0=$(date +%s%N)\n");
     if compile {
         for (i, (root, source, hook)) in plan.compiles.iter().enumerate() {
-            let args = builder.resolved_args(*hook, root)?;
+            let args = builder.resolved_args(*hook, ebpkg_spec::manifest::KernelBuild::Portable, root)?;
             let words: Vec<String> = args.iter().map(|a| quote(a)).collect();
             let _ = writeln!(
                 s,
@@ -249,7 +249,7 @@ fn script(bench: &Bench, plan: &Plan, builder: &Builder, objects: &Path, compile
                 quote(source.as_ref()),
                 quote(objects.join(format!("{i}.o")).as_os_str()),
                 root = quote(root.as_os_str()),
-                clang = quote(builder.toolchain().clang.as_os_str()),
+                clang = quote(builder.toolchain()?.clang.as_os_str()),
             );
         }
     }
