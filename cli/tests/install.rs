@@ -286,3 +286,28 @@ fn a_chain_that_cannot_go_native_runs_interpreted_and_native_mode_refuses_it() {
     assert!(text.stdout.contains("guard (chains/guard.eclat), 1 run(s), interpreted: "), "{}", text.stdout);
     sb.run(&app, &["uninstall"]).ok();
 }
+
+#[test]
+fn an_install_from_the_build_cache_runs_no_compiler() {
+    let (sb, app) = setup("nocc");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    sb.run(&app, &["uninstall"]).ok();
+
+    // No clang to be had: every object (the packages' and the native chain's) must
+    // come from the cache the first install filled.
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_CLANG", "/nonexistent/clang")], None);
+    let run = run.ok();
+    assert!(!run.stderr.contains("Compiled"), "{}", run.stderr);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+    let st = sb.status();
+    assert_eq!(st[0]["chains"][0]["tier"]["tier"], "native", "the native object came from the cache too: {st}");
+
+    // A package with something to compile says what is missing.
+    sb.run(&app, &["uninstall"]).ok();
+    publish_flow_1_1(&sb);
+    sb.run(&app, &["update"]).ok();
+    let run = sb.run_with(&app, &["install"], &[("EBPKG_CLANG", "/nonexistent/clang")], None);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("cannot find clang") && run.stderr.contains("/nonexistent/clang"), "{}", run.stderr);
+}

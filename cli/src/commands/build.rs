@@ -12,10 +12,14 @@ use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg build                 objects for the running kernel (in the build cache)\n  ebpkg build --btf vmlinux   against another kernel's BTF\n  ebpkg build --out-dir out   and copy the objects there"
+    after_help = "Objects are portable: compiled once against the HIKe SDK's reference kernel types, they load on \
+every kernel with BTF (libbpf relocates them), so a cached one is reused by any kernel and needs no clang. A \
+package with `build = \"local\"` in [package.kernel] is compiled against the running kernel's own types instead.\n\n\
+Examples:\n  ebpkg build                 portable objects (in the build cache)\n  ebpkg build --btf vmlinux   build = \"local\" packages against another kernel's BTF\n  ebpkg build --out-dir out   and copy the objects there"
 )]
 pub struct BuildArgs {
-    /// Build against this BTF file instead of the running kernel's.
+    /// Build packages with `build = "local"` against this BTF file instead of the
+    /// running kernel's (portable objects depend on no kernel).
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
     /// Copy the objects into this directory (named <file>.<hook>.o).

@@ -34,7 +34,8 @@ pub struct InstallArgs {
     /// The deployment's name (default: the package's name).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
-    /// Build against this BTF file instead of the running kernel's.
+    /// Build packages with `build = "local"` against this BTF file instead of the
+    /// running kernel's (portable objects depend on no kernel).
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
     /// How chains run: `auto` compiles each chain a loader starts to one native

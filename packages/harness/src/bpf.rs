@@ -13,18 +13,45 @@ use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder};
 
 use crate::netns::Netns;
 
-/// Compiles a plain (non-HIKe) BPF C file against the running kernel's BTF, with
-/// the toolchain packages are built with. `cache` holds the generated vmlinux.h.
+/// Compiles a plain (non-HIKe) BPF C file, portable like packages' objects: against
+/// the SDK's reference kernel types (`#include "vmlinux.h"`), so libbpf relocates
+/// it on whatever kernel loads it. The object is kept in `cache` (a build cache)
+/// under the digest of the source, the flags and the SDK, so a machine (or a test
+/// guest) that has it runs no compiler; clang is looked for only to build it.
 pub fn compile(source: &Path, cache: &Path) -> Result<Vec<u8>> {
+    let text = ebpkg_fs::read(source, ebpkg_spec::MAX_OBJECT_BYTES).with_context(|| format!("read {}", source.display()))?;
+    let host = std::env::consts::ARCH;
+    let arch = ebpkg_build::target_arch(host).with_context(|| format!("no BPF target for {host}"))?;
+    let mut flags: Vec<String> = hike_sdk_headers::CFLAGS.iter().map(|f| (*f).to_owned()).collect();
+    flags.extend([format!("-D__TARGET_ARCH_{arch}"), "-Wall".to_owned(), "-Werror".to_owned()]);
+    let mut key = ebpkg_spec::digest::FieldHasher::new();
+    key.field("harness-object", &1u32.to_le_bytes());
+    key.field("source", &text);
+    for f in &flags {
+        key.field("flag", f.as_bytes());
+    }
+    key.field("sdk", &ebpkg_build::sdk_headers::digest().0);
+    let object = ebpkg_build::object_path(cache, &key.finish());
+    if let Ok(bytes) = ebpkg_fs::read(&object, ebpkg_spec::MAX_OBJECT_BYTES)
+        && ebpkg_build::check_bpf_object(&bytes).is_ok()
+    {
+        return Ok(bytes);
+    }
+
     let tools = ebpkg_build::Toolchain::detect(&ebpkg_build::ToolchainOptions::default())?;
-    let btf = ebpkg_build::Btf::kernel()?;
-    let vmlinux = btf.vmlinux_h(cache, &tools.bpftool)?;
-    let out = tempfile_path(source)?;
+    let sdk = ebpkg_build::sdk_headers::install(cache).with_context(|| format!("install the SDK in {}", cache.display()))?;
+    let dir = object.parent().with_context(|| format!("{} has no directory", object.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let out = tempfile::Builder::new()
+        .prefix(&ebpkg_build::temps::prefix())
+        .suffix(".o")
+        .tempfile_in(dir)
+        .with_context(|| format!("a temporary file in {}", dir.display()))?
+        .into_temp_path();
     let run = Command::new(&tools.clang)
-        .args(hike_sdk_headers::CFLAGS)
-        .args([&format!("-D__TARGET_ARCH_{}", tools.arch), "-Wall", "-Werror"])
+        .args(&flags)
         .arg("-I")
-        .arg(&vmlinux.dir)
+        .arg(&sdk.reference)
         .arg("-c")
         .arg(source)
         .arg("-o")
@@ -35,13 +62,8 @@ pub fn compile(source: &Path, cache: &Path) -> Result<Vec<u8>> {
         bail!("clang failed on {}:\n{}", source.display(), String::from_utf8_lossy(&run.stderr));
     }
     let bytes = std::fs::read(&out).with_context(|| format!("read {}", out.display()))?;
-    let _ = std::fs::remove_file(&out);
+    out.persist(&object).with_context(|| format!("keep {}", object.display()))?;
     Ok(bytes)
-}
-
-fn tempfile_path(source: &Path) -> Result<std::path::PathBuf> {
-    let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(std::env::temp_dir().join(format!("{stem}-{}-{:?}.o", std::process::id(), std::thread::current().id())))
 }
 
 /// A loaded object; its attachments go when it is dropped.
