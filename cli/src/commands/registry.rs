@@ -18,7 +18,7 @@ use crate::ops::resolve::{Root, resolve};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, publish nothing\n  ebpkg publish --dry-run --out pkg.tar.gz     the archive, to sign elsewhere (cosign sign-blob)\n  ebpkg publish --bundle b.json --public-key cosign.pub"
+    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, publish nothing\n  ebpkg publish --with-objects  ship the portable objects too: installs need no clang\n  ebpkg publish --dry-run --out pkg.tar.gz     the archive, to sign elsewhere (cosign sign-blob)\n  ebpkg publish --bundle b.json --public-key cosign.pub"
 )]
 pub struct PublishArgs {
     /// Pack and verify only.
@@ -53,6 +53,13 @@ pub struct PublishArgs {
     /// what makes a pipeline's publish step safe to run again.
     #[arg(long)]
     skip_existing: bool,
+    /// Ship the package's portable objects: build them and publish a copy of the
+    /// package with each in `prebuilt/` and named in its ebpkg.toml (`prebuilt =
+    /// { object, sha256 }`, SPEC.md §4.7), covered by the archive's digest and
+    /// signature, so nodes without clang can install it. `source` stays: a node
+    /// whose object does not match compiles it. Not for `build = "local"` packages.
+    #[arg(long)]
+    with_objects: bool,
 }
 
 #[derive(Args)]
@@ -93,6 +100,10 @@ pub struct MirrorArgs {
 
 pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
+    // With --with-objects, a copy of the package holding its objects is what is
+    // packed, verified and published.
+    let staged = if args.with_objects { Some(crate::ops::ship_objects::stage(ctx, &project)?) } else { None };
+    let project = staged.as_ref().map_or(&project, |s| &s.project);
     let m = &project.manifest;
     let id = format!("{}@{}", m.package.name, m.package.version);
     ctx.ui.status("Packing", &id);
@@ -134,7 +145,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Skipped", format!("verifying {id} (--no-verify): not built, not checked by the kernel"));
     } else {
         ctx.ui.status("Verifying", &id);
-        verify_package(ctx, &project, packed.sha256, &regs, &lock)?;
+        verify_package(ctx, project, packed.sha256, &regs, &lock)?;
     }
     if args.dry_run {
         ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));

@@ -6,6 +6,7 @@ pub mod fetch;
 pub mod install;
 pub mod native;
 pub mod resolve;
+pub mod ship_objects;
 pub mod test;
 
 use anyhow::Result;
