@@ -19,7 +19,8 @@ use crate::netns::Netns;
 /// under the digest of the source, the flags and the SDK, so a machine (or a test
 /// guest) that has it runs no compiler; clang is looked for only to build it.
 pub fn compile(source: &Path, cache: &Path) -> Result<Vec<u8>> {
-    let text = ebpkg_fs::read(source, ebpkg_spec::MAX_OBJECT_BYTES).with_context(|| format!("read {}", source.display()))?;
+    let text =
+        ebpkg_fs::read(source, ebpkg_spec::MAX_OBJECT_BYTES).with_context(|| format!("read {}", source.display()))?;
     let host = std::env::consts::ARCH;
     let arch = ebpkg_build::target_arch(host).with_context(|| format!("no BPF target for {host}"))?;
     let mut flags: Vec<String> = hike_sdk_headers::CFLAGS.iter().map(|f| (*f).to_owned()).collect();
@@ -39,7 +40,8 @@ pub fn compile(source: &Path, cache: &Path) -> Result<Vec<u8>> {
     }
 
     let tools = ebpkg_build::Toolchain::detect(&ebpkg_build::ToolchainOptions::default())?;
-    let sdk = ebpkg_build::sdk_headers::install(cache).with_context(|| format!("install the SDK in {}", cache.display()))?;
+    let sdk =
+        ebpkg_build::sdk_headers::install(cache).with_context(|| format!("install the SDK in {}", cache.display()))?;
     let dir = object.parent().with_context(|| format!("{} has no directory", object.display()))?;
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let out = tempfile::Builder::new()
