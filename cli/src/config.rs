@@ -292,6 +292,7 @@ impl Config {
             upload_progress: None,
             tuf: self.tuf_trust(url),
             tuf_online_key: self.tuf_online_key.clone(),
+            deadlines: ebpkg_sources::Deadlines::from_env(),
         }
     }
 

@@ -61,9 +61,9 @@ fn assert_ships(files: &BTreeMap<String, Vec<u8>>, object: &str, source: &str, i
 fn packages_published_with_their_objects_install_without_clang() {
     let mut sb = Sandbox::with_netns("ship");
     for (p, object, verified) in [
-        ("flow", "prebuilt/src_flow.bpf.c.xdp.o", 2),
-        ("verdict", "prebuilt/src_verdict.bpf.c.xdp.o", 2),
-        ("classify", "prebuilt/src_l3.bpf.c.xdp.o", 1),
+        ("flow", "prebuilt/xdp/src/flow.bpf.c.o", 2),
+        ("verdict", "prebuilt/xdp/src/verdict.bpf.c.o", 2),
+        ("classify", "prebuilt/xdp/src/l3.bpf.c.o", 1),
     ] {
         let dir = sb.package(p);
         let before = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
@@ -82,13 +82,13 @@ fn packages_published_with_their_objects_install_without_clang() {
         assert!(!dir.join("prebuilt").exists());
     }
     let flow = published_archive(&sb, "flow");
-    assert_ships(&flow, "prebuilt/src_flow.bpf.c.xdp.o", "src/flow.bpf.c", &["flow_match", "flow_count"]);
+    assert_ships(&flow, "prebuilt/xdp/src/flow.bpf.c.o", "src/flow.bpf.c", &["flow_match", "flow_count"]);
     assert!(flow.contains_key("src/flow.bpf.c"), "the sources are shipped too");
     let verdict_pkg = published_archive(&sb, "verdict");
-    assert_ships(&verdict_pkg, "prebuilt/src_verdict.bpf.c.xdp.o", "src/verdict.bpf.c", &["hike_drop", "hike_pass"]);
+    assert_ships(&verdict_pkg, "prebuilt/xdp/src/verdict.bpf.c.o", "src/verdict.bpf.c", &["hike_drop", "hike_pass"]);
     assert_ships(
         &published_archive(&sb, "classify"),
-        "prebuilt/src_l3.bpf.c.xdp.o",
+        "prebuilt/xdp/src/l3.bpf.c.o",
         "src/l3.bpf.c",
         &["l3_classifier"],
     );
@@ -99,9 +99,9 @@ fn packages_published_with_their_objects_install_without_clang() {
     let no_clang = [("EBPKG_CLANG", "/nonexistent/clang")];
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).ok();
     for (p, object) in [
-        ("flow", "prebuilt/src_flow.bpf.c.xdp.o"),
-        ("verdict", "prebuilt/src_verdict.bpf.c.xdp.o"),
-        ("classify", "prebuilt/src_l3.bpf.c.xdp.o"),
+        ("flow", "prebuilt/xdp/src/flow.bpf.c.o"),
+        ("verdict", "prebuilt/xdp/src/verdict.bpf.c.o"),
+        ("classify", "prebuilt/xdp/src/l3.bpf.c.o"),
     ] {
         assert!(run.stderr.contains(&format!("Prebuilt {object} (xdp) of {p}@1.0.0")), "{}", run.stderr);
     }
@@ -160,16 +160,32 @@ fn shipped_archives_are_reproducible_and_an_items_own_prebuilt_is_kept() {
         (path, bytes)
     };
     let (_, first) = out("first.tar.gz");
-    // Compiled again from nothing (same compiler, same cache directory), from
-    // another temporary copy: the same bytes.
+    // Compiled again from nothing (same compiler), from another temporary copy:
+    // the same bytes.
     std::fs::remove_dir_all(&sb.cache).unwrap();
     let (_, second) = out("second.tar.gz");
     assert_eq!(sha256_hex(&first), sha256_hex(&second), "packing with objects is reproducible");
+    // Another machine's cache directory (another user's home): the same bytes,
+    // and no path of the publisher's in them.
+    let elsewhere = sb.path("another-home/.cache/ebpkg");
+    let p = sb.path("elsewhere.tar.gz");
+    let run = sb
+        .cmd(&dir, &["publish", "--with-objects", "--dry-run", "--no-verify", "--out", p.to_str().unwrap()])
+        .env("EBPKG_CACHE_DIR", &elsewhere)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let third_party = std::fs::read(&p).unwrap();
+    assert_eq!(sha256_hex(&first), sha256_hex(&third_party), "the cache directory's path is not in the objects");
+    let object = &archive_files(&first)["prebuilt/xdp/src/flow.bpf.c.o"];
+    for path in [sb.cache.to_str().unwrap(), elsewhere.to_str().unwrap()] {
+        assert!(!object.windows(path.len()).any(|w| w == path.as_bytes()), "{path} is in the shipped object");
+    }
     let files = archive_files(&first);
-    assert_ships(&files, "prebuilt/src_flow.bpf.c.xdp.o", "src/flow.bpf.c", &["flow_match", "flow_count"]);
+    assert_ships(&files, "prebuilt/xdp/src/flow.bpf.c.o", "src/flow.bpf.c", &["flow_match", "flow_count"]);
 
     // flow_count ships an object of its own: it stays as written; flow_match gets one.
-    let own = files["prebuilt/src_flow.bpf.c.xdp.o"].clone();
+    let own = files["prebuilt/xdp/src/flow.bpf.c.o"].clone();
     std::fs::create_dir_all(dir.join("objs")).unwrap();
     std::fs::write(dir.join("objs/count.o"), &own).unwrap();
     let own_entry = format!("prebuilt = {{ object = \"objs/count.o\", sha256 = \"{}\" }}", sha256_hex(&own));
@@ -181,7 +197,7 @@ fn shipped_archives_are_reproducible_and_an_items_own_prebuilt_is_kept() {
     std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
     let (_, third) = out("third.tar.gz");
     let files = archive_files(&third);
-    assert_ships(&files, "prebuilt/src_flow.bpf.c.xdp.o", "src/flow.bpf.c", &["flow_match"]);
+    assert_ships(&files, "prebuilt/xdp/src/flow.bpf.c.o", "src/flow.bpf.c", &["flow_match"]);
     let manifest = String::from_utf8(files["ebpkg.toml"].clone()).unwrap();
     assert_eq!(manifest.matches("prebuilt = ").count(), 2, "{manifest}");
     let count = manifest.split("name = \"flow_count\"").nth(1).unwrap();
@@ -220,7 +236,7 @@ fn ci_publish_ships_objects_unless_source_only() {
     assert!(run.stderr.contains("Shipping 1 portable object(s) with flow@1.0.0"), "{}", run.stderr);
     assert!(!run.stderr.contains("with classify@1.0.0"), "{}", run.stderr);
     assert!(run.stderr.contains("Published classify@1.0.0"), "{}", run.stderr);
-    assert!(published_archive(&sb, "flow").contains_key("prebuilt/src_flow.bpf.c.xdp.o"));
+    assert!(published_archive(&sb, "flow").contains_key("prebuilt/xdp/src/flow.bpf.c.o"));
     assert!(!published_archive(&sb, "classify").keys().any(|k| k.starts_with("prebuilt/")));
 
     // Again: the same archive (skipped as already there).
@@ -234,4 +250,10 @@ fn ci_publish_ships_objects_unless_source_only() {
     let files = published_archive(&sb, "verdict");
     assert!(!files.keys().any(|k| k.starts_with("prebuilt/")), "{:?}", files.keys());
     assert!(!String::from_utf8(files["ebpkg.toml"].clone()).unwrap().contains("prebuilt"));
+
+    // A version published before without its objects is not a change without a
+    // version bump: it stays as it is.
+    let again = run_ci_publish(&sb, "--no-verify", &[&verdict_dir]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stderr.contains("published without its objects"), "{}", again.stderr);
 }

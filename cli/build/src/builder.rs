@@ -76,6 +76,8 @@ pub struct Builder {
     btf: Option<Btf>,
     jobs: NonZeroUsize,
     extra_cflags: Vec<String>,
+    /// Objects that name no path of this machine (see [`Builder::reproducible`]).
+    reproducible: bool,
 }
 
 /// What phase one decided for a unit.
@@ -136,7 +138,28 @@ impl Builder {
             btf,
             jobs,
             extra_cflags: Vec::new(),
+            reproducible: false,
         }
+    }
+
+    /// Objects that name no path of the machine that built them: the SDK's cache
+    /// directory is `/hike-sdk` in their debug info, so the same package built by
+    /// any machine (any user, any cache directory) with the same clang gives the
+    /// same bytes, and a shipped object leaks no home directory. The price: the
+    /// verifier cannot quote the VM's own lines (vm.h) for these objects, which is
+    /// why builds for this machine do not do it. Part of the cache key.
+    pub fn reproducible(mut self) -> Builder {
+        self.reproducible = true;
+        self
+    }
+
+    /// The compiler arguments of a `hook` unit, symbolic paths included.
+    fn args(&self, arch: &str, hook: Hook) -> Vec<compile::Arg> {
+        let mut args = compile::args(arch, hook, &self.extra_cflags);
+        if self.reproducible {
+            args.push(compile::Arg::PrefixMapSdk);
+        }
+        args
     }
 
     /// Extra compiler arguments appended to every compile (e.g. `-DDEBUG`); they
@@ -175,7 +198,7 @@ impl Builder {
     /// The compiler arguments for a hook as they enter the cache key (paths as
     /// `<root>`, `<sdk>`, `<vmlinux>`), before `-c <source> -o <object>`.
     pub fn flags(&self, hook: Hook) -> Result<Vec<String>, BuildError> {
-        Ok(compile::key_flags(&compile::args(self.arch()?, hook, &self.extra_cflags)))
+        Ok(compile::key_flags(&self.args(self.arch()?, hook)))
     }
 
     /// The compiler arguments for sources of `hook` under `root` with real paths
@@ -189,10 +212,7 @@ impl Builder {
     ) -> Result<Vec<std::ffi::OsString>, BuildError> {
         let sdk = self.install_sdk()?;
         let types = self.kernel_types_dir(kernel, &sdk)?;
-        Ok(compile::resolve(
-            &compile::args(self.arch()?, hook, &self.extra_cflags),
-            &Dirs { root, sdk: &sdk.include, vmlinux: &types },
-        ))
+        Ok(compile::resolve(&self.args(self.arch()?, hook), &Dirs { root, sdk: &sdk.include, vmlinux: &types }))
     }
 
     /// The cache key of compiling `source` of the package with `package_digest`
@@ -527,7 +547,7 @@ impl Builder {
         // the canonical root (the source check above proved it exists).
         let root = unit.root.canonicalize().map_err(|e| file_error(unit, source, format!("cannot resolve: {e}")))?;
         let args = compile::resolve(
-            &compile::args(&toolchain.arch, unit.hook, &self.extra_cflags),
+            &self.args(&toolchain.arch, unit.hook),
             &Dirs { root: &root, sdk: sdk_include, vmlinux: vmlinux_dir },
         );
 

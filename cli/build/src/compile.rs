@@ -28,6 +28,10 @@ pub enum Arg {
     Sdk,
     /// The directory holding `vmlinux.h`.
     Vmlinux,
+    /// `-ffile-prefix-map=<the SDK's cache directory>=/hike-sdk`: objects that
+    /// name no path of the machine that built them (shipped ones), at the cost of
+    /// the VM's line text in verifier messages (clang reads it under the mapped name).
+    PrefixMapSdk,
 }
 
 /// The arguments before `-c <source> -o <object>`.
@@ -73,9 +77,13 @@ pub fn key_flags(args: &[Arg]) -> Vec<String> {
             Arg::PrefixMapRoot => "-ffile-prefix-map=<root>=.".to_owned(),
             Arg::Sdk => "<sdk>".to_owned(),
             Arg::Vmlinux => "<vmlinux>".to_owned(),
+            Arg::PrefixMapSdk => format!("-ffile-prefix-map=<sdk-dir>={SHIPPED_SDK_DIR}"),
         })
         .collect()
 }
+
+/// What reproducible objects call the SDK's directory.
+pub const SHIPPED_SDK_DIR: &str = "/hike-sdk";
 
 /// Where the symbolic arguments point for one compile.
 pub struct Dirs<'a> {
@@ -100,6 +108,13 @@ pub fn resolve(args: &[Arg], dirs: &Dirs<'_>) -> Vec<OsString> {
             }
             Arg::Sdk => dirs.sdk.as_os_str().to_owned(),
             Arg::Vmlinux => dirs.vmlinux.as_os_str().to_owned(),
+            Arg::PrefixMapSdk => {
+                // <cache>/sdk/<digest>, holding include/ and reference/.
+                let mut s = OsString::from("-ffile-prefix-map=");
+                s.push(dirs.sdk.parent().unwrap_or(dirs.sdk));
+                s.push(format!("={SHIPPED_SDK_DIR}"));
+                s
+            }
         })
         .collect()
 }

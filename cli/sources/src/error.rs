@@ -232,6 +232,12 @@ pub enum ErrorKind {
     )]
     Network { what: String, method: &'static str, url: String, cause: String, attempts: u32 },
 
+    #[error(
+        "{what}: {method} {url} did not finish within {secs} s (the server kept sending too slowly); try again \
+         later or another mirror, or allow more time with ${var}"
+    )]
+    TooSlow { what: String, method: &'static str, url: String, secs: u64, var: &'static str },
+
     #[error("cannot set up HTTP for {url}: {cause}")]
     HttpClient { url: String, cause: String },
 

@@ -24,7 +24,10 @@ mod url;
 pub use cache::{Cache, CleanReport, VerifiedSignature, check_locked};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
-pub use http_registry::{HttpRegistry, OpenOptions, Progress, github_actions_oidc_token};
+pub use http_registry::{
+    ANSWER_DEADLINE_ENV, ARCHIVE_DEADLINE_ENV, Deadlines, HttpRegistry, OpenOptions, Progress,
+    github_actions_oidc_token,
+};
 pub use mirror::{MirrorReport, mirror};
 pub use registry::{
     IndexFingerprint, IndexText, KeyRecord, MatchedOn, NewTrustedPublisher, Owner, PublishSignature, PublisherKey,

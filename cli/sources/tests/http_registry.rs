@@ -357,11 +357,20 @@ fn connection_failures_are_retried_then_reported() {
 /// `config.json` as a registry serves it (`auth-required` as asked), every other
 /// request answered by `answer`. Keeps the heads of those other requests.
 fn hostile(auth_required: bool, answer: fn(&mut TcpStream)) -> (String, Arc<Mutex<Vec<String>>>) {
+    hostile_with_dl(auth_required, None, answer)
+}
+
+/// [`hostile`] whose `config.json` names `dl` as where archives are downloaded.
+fn hostile_with_dl(
+    auth_required: bool,
+    dl: Option<String>,
+    answer: fn(&mut TcpStream),
+) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let heads = Arc::new(Mutex::new(Vec::new()));
     let seen = heads.clone();
-    let base = url.clone();
+    let dl = dl.unwrap_or_else(|| format!("{url}dl"));
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -380,7 +389,7 @@ fn hostile(auth_required: bool, answer: fn(&mut TcpStream)) -> (String, Arc<Mute
             }
             let _ = std::io::copy(&mut (&mut reader).take(length as u64), &mut std::io::sink());
             if head.starts_with("GET /index/config.json") {
-                let body = format!("{{\"dl\":\"{base}dl\",\"auth-required\":{auth_required}}}");
+                let body = format!("{{\"dl\":\"{dl}\",\"auth-required\":{auth_required}}}");
                 let _ = write!(
                     stream,
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -414,6 +423,61 @@ fn a_token_goes_with_reads_only_where_the_registry_requires_it() {
             assert!(head.contains(concat!("ebpkg/", env!("CARGO_PKG_VERSION"))), "the user agent: {head}");
         }
     }
+}
+
+#[test]
+fn a_token_is_never_sent_to_another_origin() {
+    // Where the registry sends downloads (`dl`, e.g. a CDN or a bucket): another
+    // port of the same host is another origin already.
+    let (elsewhere, other_heads) = hostile(false, not_found);
+    let dl = format!("{elsewhere}dl/{{name}}/{{version}}");
+    let (url, heads) = hostile_with_dl(true, Some(dl), not_found);
+    let http = open(&url, Some("ebpkg_secret"), None, false);
+    assert_eq!(http.index(&name("meter")).unwrap(), None);
+    let entry: ebpkg_spec::IndexEntry = serde_json::from_str(&format!(
+        r#"{{"v":1,"name":"meter","vers":"1.0.0","deps":[],"cksum":"{}","yanked":false}}"#,
+        Sha256Digest::of(b"x")
+    ))
+    .unwrap();
+    let e = http.download(&entry).unwrap_err();
+    assert!(e.to_string().contains("404"), "{e}");
+    let other = other_heads.lock().unwrap();
+    assert!(other.iter().any(|h| h.starts_with("GET /dl/meter/1.0.0")), "the download went elsewhere: {other:?}");
+    for head in other.iter() {
+        assert!(!head.to_ascii_lowercase().contains("authorization"), "the token left its origin: {head}");
+    }
+    // The registry's own origin still gets it (its index is private).
+    let heads = heads.lock().unwrap();
+    assert!(heads.iter().all(|h| h.to_ascii_lowercase().contains("authorization: ebpkg_secret")), "{heads:?}");
+}
+
+#[test]
+fn a_server_that_never_finishes_is_given_up_on_at_the_deadline() {
+    // A byte a second: every read is well within its timeout, the answer never ends.
+    let (url, heads) = hostile(false, |s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n");
+        for _ in 0..120 {
+            if s.write_all(b"x").and_then(|()| s.flush()).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    let deadlines = ebpkg_sources::Deadlines { answer: Duration::from_secs(2), archive: Duration::from_secs(3) };
+    let options = OpenOptions { deadlines, ..OpenOptions::default() };
+    let http = HttpRegistry::open(&RegistryUrl::parse(&url).unwrap(), &options).unwrap();
+    let started = Instant::now();
+    let e = http.index(&name("meter")).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::TooSlow { secs: 2, .. }), "{e}");
+    let text = e.to_string();
+    assert!(text.contains(&format!("{url}index/")) && text.contains("EBPKG_HTTP_DEADLINE"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(heads.lock().unwrap().len(), 1, "a server this slow is not asked again");
+    // The default gives an index file two minutes, an archive ten.
+    assert_eq!(
+        ebpkg_sources::Deadlines::default(),
+        ebpkg_sources::Deadlines { answer: Duration::from_secs(120), archive: Duration::from_secs(600) }
+    );
 }
 
 #[test]

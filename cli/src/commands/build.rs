@@ -36,7 +36,7 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
     let objects = build_packages(
         ctx,
         &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: &project.manifest }],
-        &BuildOptions { btf: args.btf },
+        &BuildOptions { btf: args.btf, ..BuildOptions::default() },
     )?
     .pop()
     .unwrap_or_default();

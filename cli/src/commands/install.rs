@@ -96,7 +96,7 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
         params: parse_params(&args.set)?,
         force: args.force,
         deployment: args.name,
-        build: BuildOptions { btf: args.btf },
+        build: BuildOptions { btf: args.btf, ..BuildOptions::default() },
         chain_mode: args.chain_mode,
     };
     let (outcome, timings) = install(ctx, target, opts)?;

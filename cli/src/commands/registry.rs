@@ -100,6 +100,13 @@ pub struct MirrorArgs {
 
 pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
+    // A version published before without its objects stays so (versions never
+    // change): with --skip-existing, the source-only archive counts as the same.
+    let source_only = if args.with_objects && args.skip_existing {
+        Some(ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?.sha256)
+    } else {
+        None
+    };
     // With --with-objects, a copy of the package holding its objects is what is
     // packed, verified and published.
     let staged = if args.with_objects { Some(crate::ops::ship_objects::stage(ctx, &project)?) } else { None };
@@ -135,7 +142,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         })
         .into());
     }
-    if args.skip_existing && already_published(ctx, &regs, m, &packed.sha256)? {
+    if args.skip_existing && already_published(ctx, &regs, m, &packed.sha256, source_only)? {
         return Ok(ExitCode::SUCCESS);
     }
     // Every dependency must be available to whoever installs the package.
@@ -164,12 +171,14 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
 }
 
 /// Whether the registry has this version already with the same checksum (then
-/// there is nothing to do); an error when it has it with another checksum.
+/// there is nothing to do), or with `source_only`'s (published before without its
+/// objects); an error when it has it with another checksum.
 fn already_published(
     ctx: &Ctx,
     regs: &crate::registries::Registries<'_>,
     m: &ebpkg_spec::Manifest,
     sha256: &ebpkg_spec::types::Sha256Digest,
+    source_only: Option<ebpkg_spec::types::Sha256Digest>,
 ) -> Result<bool> {
     let id = format!("{}@{}", m.package.name, m.package.version);
     let registry = regs.open_origin(&regs.default, None)?;
@@ -184,6 +193,16 @@ fn already_published(
     };
     if existing.cksum == *sha256 {
         ctx.ui.status("Skipped", format!("{id}: {} has it already, with the same checksum", regs.default));
+        return Ok(true);
+    }
+    if source_only == Some(existing.cksum) {
+        ctx.ui.status(
+            "Skipped",
+            format!(
+                "{id}: {} has it already, published without its objects (the next version ships them)",
+                regs.default
+            ),
+        );
         return Ok(true);
     }
     Err(fail(

@@ -27,6 +27,9 @@ pub struct BuildOptions {
     /// Build packages that ask for the kernel's own types against this BTF
     /// instead of the running kernel's.
     pub btf: Option<PathBuf>,
+    /// Objects that name no path of this machine, to ship
+    /// ([`ebpkg_build::Builder::reproducible`]).
+    pub reproducible: bool,
 }
 
 impl BuildOptions {
@@ -47,11 +50,16 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     if units.is_empty() {
         return Ok(vec![Vec::new(); inputs.len()]);
     }
-    // Only packages built against the kernel's own types need its BTF; clang is
-    // looked for only when something is not in the cache or shipped prebuilt.
-    let btf = if units.iter().any(|u| u.kernel == KernelBuild::Local) { Some(opts.btf()?) } else { None };
+    // Only packages built against the kernel's own types need its BTF (a BTF file
+    // asked for by name must be readable all the same); clang is looked for only
+    // when something is not in the cache or shipped prebuilt.
+    let needs_btf = opts.btf.is_some() || units.iter().any(|u| u.kernel == KernelBuild::Local);
+    let btf = if needs_btf { Some(opts.btf()?) } else { None };
     let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
-    let builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
+    let mut builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
+    if opts.reproducible {
+        builder = builder.reproducible();
+    }
     let progress = Mutex::new(ctx.ui.progress("Building", units.len() as u64));
     let ui = &ctx.ui;
     let on_event = |e: BuildEvent<'_>| {

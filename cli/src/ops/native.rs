@@ -45,8 +45,16 @@ impl NativeCompiler for Unavailable {
 
 impl ClangCompiler {
     pub fn new(ctx: &Ctx, opts: &BuildOptions) -> Result<ClangCompiler> {
-        // A kernel without BTF only stops the chains that call local-kernel packages.
-        let btf = opts.btf().ok();
+        // A kernel without BTF only stops the chains that call local-kernel
+        // packages; a BTF file named with --btf must be readable.
+        let btf = match opts.btf() {
+            Ok(btf) => Some(btf),
+            Err(e) if opts.btf.is_some() => return Err(e.into()),
+            Err(e) => {
+                tracing::debug!("no kernel BTF for local-kernel packages' native chains: {e}");
+                None
+            }
+        };
         let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
         let builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
         Ok(ClangCompiler { builder, tools: std::sync::OnceLock::new() })
@@ -85,6 +93,12 @@ impl ClangCompiler {
             h.field("program-id", &id.to_le_bytes());
             h.field("symbol", symbol.as_bytes());
         }
+        // The code hike-native generates for the chain (its license aside, which
+        // the modules' sources decide): a change to the generator is a new key.
+        let unit = ChainUnit { hook: req.hook, chain: req.chain.0, chains: req.chains, programs: symbols, license: "" };
+        let generated = hike_native::generate(&unit).map_err(|e| e.to_string())?;
+        h.field("generated", generated.source.as_bytes());
+        h.field("entry", generated.entry.as_bytes());
         for (pkg, source) in modules {
             let key = self
                 .builder

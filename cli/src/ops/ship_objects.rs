@@ -4,10 +4,12 @@
 //! The copy is made of exactly the files the package packs to (its archive,
 //! unpacked in a temporary directory), so what is compiled is what is published.
 //! Each program and loader built from `source` gets its object as
-//! `prebuilt/<source path, / as _>.<hook>.o` and `prebuilt = { object, sha256 }` in
+//! `prebuilt/<hook>/<source path>.o` and `prebuilt = { object, sha256 }` in
 //! the copy's ebpkg.toml; `source` stays, so a node whose object does not match
 //! compiles it. Items with a `prebuilt` of their own are left as they are. The
-//! same sources and compiler give the same objects, hence the same archive.
+//! objects are built reproducibly (the SDK's cache directory named `/hike-sdk` in
+//! them, not the publisher's path): the same sources and compiler give the same
+//! objects on any machine, hence the same archive.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,14 +37,15 @@ pub struct Staged {
 
 /// An object to ship and the items it provides.
 struct Shipped {
-    /// Package path, `prebuilt/src_tb.bpf.c.xdp.o`.
+    /// Package path, `prebuilt/xdp/src/tb.bpf.c.o`.
     rel: String,
     sha256: Sha256Digest,
 }
 
-/// The file name a source's object at `hook` is shipped under.
+/// The path under `prebuilt/` a source's object at `hook` is shipped under: the
+/// source's own path below the hook's directory, so no two sources share one.
 pub fn object_name(source: &str, hook: Hook) -> String {
-    format!("{}.{}.o", source.replace('/', "_"), hook.name())
+    format!("{}/{source}.o", hook.name())
 }
 
 /// Refuses a package whose objects are built for one kernel.
@@ -88,7 +91,8 @@ pub fn stage(ctx: &Ctx, project: &Project) -> Result<Staged> {
 
     // The copy packs to the same archive, so this is the digest the cache knows.
     let input = BuildInput { root: &root, digest: packed.sha256, manifest: m };
-    let objects = build_packages(ctx, &[input], &BuildOptions::default())?.pop().unwrap_or_default();
+    let opts = BuildOptions { reproducible: true, ..BuildOptions::default() };
+    let objects = build_packages(ctx, &[input], &opts)?.pop().unwrap_or_default();
 
     // Which object each item built from source alone is in.
     let mut by_item: BTreeMap<(&'static str, String), Shipped> = BTreeMap::new();
@@ -210,8 +214,10 @@ mod tests {
 
     #[test]
     fn names_and_entries() {
-        assert_eq!(object_name("src/tb.bpf.c", Hook::Xdp), "src_tb.bpf.c.xdp.o");
-        assert_eq!(object_name("l3.bpf.c", Hook::Tc), "l3.bpf.c.tc.o");
+        assert_eq!(object_name("src/tb.bpf.c", Hook::Xdp), "xdp/src/tb.bpf.c.o");
+        assert_eq!(object_name("l3.bpf.c", Hook::Tc), "tc/l3.bpf.c.o");
+        // Names that a `/` → `_` spelling would have made one.
+        assert_ne!(object_name("src/a_b.bpf.c", Hook::Xdp), object_name("src_a/b.bpf.c", Hook::Xdp));
         let text = "[package]\nname = \"p\"\nversion = \"1.0.0\"\n\n# the meter\n[[program]]\nname = \"a\"\n\
                     source = \"src/a.bpf.c\"\nhook = \"xdp\"\n\n[[program.arg]]\nname = \"x\"\ntype = \"u8\"\n\
                     doc = \"x\"\n\n[[program]]\nname = \"own\"\nsource = \"src/b.bpf.c\"\nhook = \"xdp\"\n\
@@ -219,8 +225,8 @@ mod tests {
                     source = \"src/a.bpf.c\"\nhook = \"tc\"\n";
         let sha = Sha256Digest([0xab; 32]);
         let items: BTreeMap<_, _> = [
-            (("program", "a".to_owned()), Shipped { rel: "prebuilt/src_a.bpf.c.xdp.o".into(), sha256: sha }),
-            (("loader", "l".to_owned()), Shipped { rel: "prebuilt/src_a.bpf.c.tc.o".into(), sha256: sha }),
+            (("program", "a".to_owned()), Shipped { rel: "prebuilt/xdp/src/a.bpf.c.o".into(), sha256: sha }),
+            (("loader", "l".to_owned()), Shipped { rel: "prebuilt/tc/src/a.bpf.c.o".into(), sha256: sha }),
         ]
         .into();
         let out = add_prebuilt_entries(text, &items).unwrap();
@@ -228,12 +234,12 @@ mod tests {
         assert!(out.contains("# the meter\n[[program]]"), "{out}");
         assert!(
             out.contains(&format!(
-                "hook = \"xdp\"\nprebuilt = {{ object = \"prebuilt/src_a.bpf.c.xdp.o\", sha256 = \"{hex}\" }}\n\n[[program.arg]]"
+                "hook = \"xdp\"\nprebuilt = {{ object = \"prebuilt/xdp/src/a.bpf.c.o\", sha256 = \"{hex}\" }}\n\n[[program.arg]]"
             )),
             "{out}"
         );
         assert!(out.contains("prebuilt = { object = \"b.o\", sha256 = \"00\" }"), "{out}");
-        assert!(out.contains(&format!("object = \"prebuilt/src_a.bpf.c.tc.o\", sha256 = \"{hex}\"")), "{out}");
+        assert!(out.contains(&format!("object = \"prebuilt/tc/src/a.bpf.c.o\", sha256 = \"{hex}\"")), "{out}");
         let missing: BTreeMap<_, _> =
             [(("program", "zz".to_owned()), Shipped { rel: "prebuilt/x.o".into(), sha256: sha })].into();
         assert!(add_prebuilt_entries(text, &missing).is_err());

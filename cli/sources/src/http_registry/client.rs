@@ -21,6 +21,47 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Waiting for an answer's headers, and for each read of its body: a server that
 /// says nothing for this long is given up on (and asked again, when that is safe).
 pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one exchange may take in all, its answer's body included: each read
+/// is bounded by [`READ_TIMEOUT`], but a server sending a byte now and then would
+/// otherwise keep a command waiting forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// Index files, TUF metadata, API answers: small, wanted quickly.
+    pub answer: Duration,
+    /// Package archives and their signatures' bundles: up to the archive limit.
+    pub archive: Duration,
+}
+
+/// Sets [`Deadlines::answer`], in seconds.
+pub const ANSWER_DEADLINE_ENV: &str = "EBPKG_HTTP_DEADLINE";
+/// Sets [`Deadlines::archive`], in seconds.
+pub const ARCHIVE_DEADLINE_ENV: &str = "EBPKG_DOWNLOAD_DEADLINE";
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines { answer: Duration::from_secs(120), archive: Duration::from_secs(600) }
+    }
+}
+
+impl Deadlines {
+    /// The defaults, with [`ANSWER_DEADLINE_ENV`] and [`ARCHIVE_DEADLINE_ENV`]
+    /// applied (whole seconds above zero; anything else is ignored with a warning).
+    pub fn from_env() -> Deadlines {
+        let read = |var: &str, default: Duration| match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
+                Ok(secs) if secs > 0 => Duration::from_secs(secs),
+                _ => {
+                    tracing::warn!("${var}={v} is not a number of seconds above 0; using {} s", default.as_secs());
+                    default
+                }
+            },
+            _ => default,
+        };
+        let d = Deadlines::default();
+        Deadlines { answer: read(ANSWER_DEADLINE_ENV, d.answer), archive: read(ARCHIVE_DEADLINE_ENV, d.archive) }
+    }
+}
+
 /// A publish gets [`READ_TIMEOUT`] plus the time its body takes at this rate.
 const MIN_UPLOAD_BYTES_PER_SEC: u64 = 64 * 1024;
 /// Most of an error answer read: the server's `{"errors":…}` are a few hundred bytes.
@@ -137,11 +178,14 @@ pub struct Request<'a> {
     pub conditional: Option<&'a Validators>,
     /// Largest body accepted.
     pub max: u64,
+    /// An archive download: given [`Deadlines::archive`] rather than
+    /// [`Deadlines::answer`].
+    pub archive: bool,
 }
 
 impl<'a> Request<'a> {
     pub fn new(method: Method, url: &'a str, what: &'a str, max: u64) -> Request<'a> {
-        Request { method, url, what, body: None, token: None, conditional: None, max }
+        Request { method, url, what, body: None, token: None, conditional: None, max, archive: false }
     }
 }
 
@@ -161,8 +205,11 @@ pub struct Client {
     inner: reqwest::blocking::Client,
     /// The registry's URL, for the hints (`ebpkg login --registry …`).
     registry: String,
+    /// The registry's origin (scheme, host, port): the only one a token is sent to.
+    origin: url::Origin,
     progress: Option<Progress>,
     policy: RetryPolicy,
+    deadlines: Deadlines,
 }
 
 /// An upload body that reports how much of it was read.
@@ -196,7 +243,21 @@ impl Client {
             .timeout(READ_TIMEOUT)
             .build()
             .map_err(|e| ErrorKind::HttpClient { url: registry.to_owned(), cause: cause_of(&e) })?;
-        Ok(Client { inner, registry: registry.to_owned(), progress, policy: RETRY })
+        let origin = origin_of(registry);
+        Ok(Client {
+            inner,
+            registry: registry.to_owned(),
+            origin,
+            progress,
+            policy: RETRY,
+            deadlines: Deadlines::default(),
+        })
+    }
+
+    /// The same client with other deadlines.
+    pub fn with_deadlines(mut self, deadlines: Deadlines) -> Client {
+        self.deadlines = deadlines;
+        self
     }
 
     /// Sends a request; idempotent ones are repeated per the [`RetryPolicy`].
@@ -251,8 +312,19 @@ impl Client {
             Method::Post => self.inner.post(r.url),
             Method::Delete => self.inner.delete(r.url),
         };
+        // A token is bound to the registry's origin: a download from another host
+        // (a CDN, a bucket named by the registry's `dl` template) goes without it.
+        // (reqwest drops it too when a redirect leaves the origin.)
         if let Some(token) = r.token {
-            request = request.header(AUTHORIZATION, token);
+            if origin_of(r.url) == self.origin && self.origin.is_tuple() {
+                request = request.header(AUTHORIZATION, token);
+            } else {
+                tracing::debug!(
+                    url = r.url,
+                    registry = self.registry,
+                    "not sending the registry's token to another origin"
+                );
+            }
         }
         if let Some(v) = r.conditional {
             if let Some(etag) = &v.etag {
@@ -314,11 +386,34 @@ impl Client {
         if let Some(len) = announced.filter(|len| status.is_success() && *len > max) {
             return Err(Failure::Final(Box::new(too_large(r, len, max))));
         }
+        let (deadline, var) = if r.archive {
+            (self.deadlines.archive, ARCHIVE_DEADLINE_ENV)
+        } else {
+            (self.deadlines.answer, ANSWER_DEADLINE_ENV)
+        };
         let mut body = Vec::new();
-        response.take(max + 1).read_to_end(&mut body).map_err(|e| Failure::Retryable {
-            error: Box::new(network(format!("the answer broke off: {e}"))),
-            retry_after: None,
-        })?;
+        let mut reader = response.take(max + 1);
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = reader.read(&mut chunk).map_err(|e| Failure::Retryable {
+                error: Box::new(network(format!("the answer broke off: {e}"))),
+                retry_after: None,
+            })?;
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..n]);
+            // Not asked again: a server this slow would only be as slow again.
+            if started.elapsed() > deadline {
+                return Err(Failure::Final(Box::new(ErrorKind::TooSlow {
+                    what: r.what.to_owned(),
+                    method: r.method.name(),
+                    url: r.url.to_owned(),
+                    secs: deadline.as_secs(),
+                    var,
+                })));
+            }
+        }
         if body.len() as u64 > max {
             if status.is_success() {
                 return Err(Failure::Final(Box::new(too_large(r, body.len() as u64, max))));
@@ -342,6 +437,11 @@ impl Client {
             || (status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED);
         Err(if retryable { Failure::Retryable { error, retry_after } } else { Failure::Final(error) })
     }
+}
+
+/// The origin of a URL; an opaque one (never equal to another) when it does not parse.
+fn origin_of(url: &str) -> url::Origin {
+    url::Url::parse(url).map(|u| u.origin()).unwrap_or_else(|_| url::Origin::new_opaque())
 }
 
 fn too_large(r: &Request<'_>, len: u64, max: u64) -> ErrorKind {

@@ -25,8 +25,8 @@ use ebpkg_spec::types::KeyId;
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
+pub use self::client::{ANSWER_DEADLINE_ENV, ARCHIVE_DEADLINE_ENV, Deadlines, Progress, status_text};
 use self::client::{Client, Method, Request};
-pub use self::client::{Progress, status_text};
 use self::index_cache::IndexCache;
 pub use self::oidc::github_actions_oidc_token;
 use crate::error::{ErrorKind, Result};
@@ -68,6 +68,8 @@ pub struct OpenOptions {
     /// The registry's online TUF key, for writers: a publish to a registry with
     /// TUF metadata re-signs it (`EBPKG_TUF_ONLINE_KEY`).
     pub tuf_online_key: Option<PathBuf>,
+    /// How long one exchange with the server may take in all.
+    pub deadlines: Deadlines,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -98,7 +100,7 @@ impl HttpRegistry {
     pub fn open(url: &RegistryUrl, options: &OpenOptions) -> Result<HttpRegistry> {
         Ok(HttpRegistry {
             url: url.clone(),
-            client: Client::new(url.as_str(), options.upload_progress.clone())?,
+            client: Client::new(url.as_str(), options.upload_progress.clone())?.with_deadlines(options.deadlines),
             token: options.token.clone(),
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,
@@ -273,6 +275,8 @@ impl Registry for HttpRegistry {
         let cached = self.cache.as_ref().and_then(|c| c.read(name));
         let index_path = ebpkg_spec::index_path(name.as_str());
         let url = self.endpoint(&format!("{}{index_path}", registry_api::INDEX_PREFIX));
+        // A new answer's validators: it is cached only once it passed the trust check.
+        let mut fresh = None;
         let body = if self.offline {
             match cached {
                 Some(entry) => entry.body,
@@ -295,9 +299,7 @@ impl Registry for HttpRegistry {
                     }
                 },
                 Ok(response) => {
-                    if let Some(cache) = &self.cache {
-                        cache.write(name, &response.validators, &response.body);
-                    }
+                    fresh = Some(response.validators);
                     response.body
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
@@ -310,7 +312,17 @@ impl Registry for HttpRegistry {
                 Err(e) => return Err(e),
             }
         };
-        self.check_tuf(&format!("index/{index_path}"), &body)?;
+        if let Err(e) = self.check_tuf(&format!("index/{index_path}"), &body) {
+            // A refused copy (a forged answer, a proxy's) is never kept nor asked
+            // for again by its validators: the next request is unconditional.
+            if let Some(cache) = &self.cache {
+                cache.remove(name);
+            }
+            return Err(e);
+        }
+        if let (Some(cache), Some(validators)) = (&self.cache, fresh) {
+            cache.write(name, &validators, &body);
+        }
         Ok(Some(IndexText { bytes: body, origin: url, fingerprint: None }))
     }
 
@@ -331,6 +343,7 @@ impl Registry for HttpRegistry {
         let what = format!("downloading {}@{}", entry.name, entry.vers);
         let mut request = Request::new(Method::Get, &url, &what, max_archive_bytes());
         request.token = self.read_token()?;
+        request.archive = true;
         Ok(self.client.send(&request)?.body)
     }
 
