@@ -136,3 +136,35 @@ fn a_project_of_the_same_name_elsewhere_does_not_replace_the_deployment() {
     sb.run(&app, &["uninstall"]).ok();
     assert!(!Path::new(&sb.root).exists());
 }
+
+#[test]
+fn a_hike_root_another_user_could_change_is_refused_and_a_new_one_lets_no_one_in() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // Made by ebpkg: mode 0700, owned by the user running it.
+    let (sb, app) = installed_app("rootsafe");
+    let meta = std::fs::metadata(&sb.root).unwrap();
+    assert_eq!((meta.permissions().mode() & 0o7777, meta.uid()), (0o700, 0), "{}", sb.root.display());
+    sb.run(&app, &["uninstall"]).ok();
+
+    // Another user made the root first (bpffs is often mode 1777): refused, with
+    // the reason and the fix in one line, and nothing installed.
+    std::fs::create_dir(&sb.root).unwrap();
+    std::os::unix::fs::chown(&sb.root, Some(65534), Some(65534)).unwrap();
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).fails(7);
+    assert!(run.stderr.contains("is not safe to use") && run.stderr.contains("owned by uid 65534"), "{}", run.stderr);
+    assert!(run.stderr.contains("rm -r"), "{}", run.stderr);
+    assert!(sb.pins().is_empty(), "{:?}", sb.pins());
+
+    // Ours, but a directory in it others can write to: refused too. (The failed
+    // install may have removed the empty directory it refused.)
+    let _ = std::fs::create_dir(&sb.root);
+    std::os::unix::fs::chown(&sb.root, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&sb.root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let inside = sb.root.join("planted");
+    std::fs::create_dir(&inside).unwrap();
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).fails(7);
+    assert!(run.stderr.contains("planted") && run.stderr.contains("mode 777"), "{}", run.stderr);
+    std::fs::remove_dir(&inside).unwrap();
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+}

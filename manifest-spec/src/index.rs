@@ -500,7 +500,12 @@ impl IndexPath {
 
 /// The path of a package's index file inside the index, as cargo's sparse index
 /// lays it out: `1/a`, `2/ab`, `3/a/abc`, `me/te/meter`. Names are lowercased.
+/// Package names are ASCII; any other text has no index path (empty), rather than
+/// one cut inside a character.
 pub fn index_path(name: &str) -> String {
+    if !name.is_ascii() {
+        return String::new();
+    }
     let name = name.to_ascii_lowercase();
     match name.len() {
         0 => String::new(),
@@ -514,6 +519,13 @@ pub fn index_path(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_that_is_not_ascii_has_no_index_path() {
+        for text in ["🦁", "é", "aé", "abé", "ab🦁cd", "\u{80}bcd"] {
+            assert_eq!(index_path(text), "", "{text}");
+        }
+    }
 
     #[test]
     fn index_paths_built_on_the_stack_are_the_same() {

@@ -44,7 +44,14 @@ pub async fn issue_token(db: &sqlx::PgPool, user_id: i64, request: &NewToken) ->
         }
     }
     let expires_at = match request.expires_in_days {
-        Some(0) | None => None,
+        None => None,
+        // 0 meant "never" by accident: a token that never expires is asked for by
+        // leaving the expiry out, never by a number.
+        Some(0) => {
+            return Err(ApiError::bad_request(
+                "expires_in_days is from 1 to 3650; leave it out for a token that does not expire",
+            ));
+        }
         Some(days) if days > 3650 => return Err(ApiError::bad_request("a token expires within 3650 days at most")),
         Some(days) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(days))),
     };

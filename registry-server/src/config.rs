@@ -20,14 +20,15 @@ pub struct ConfigArgs {
     #[arg(long, env = "EBPKG_REGISTRY_CONFIG", value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
     /// PostgreSQL URL, e.g. postgres://ebpkg@db/ebpkg.
-    #[arg(long, env = "EBPKG_REGISTRY_DATABASE_URL", value_name = "URL", global = true)]
+    // Its value may hold a password: --help must not print it.
+    #[arg(long, env = "EBPKG_REGISTRY_DATABASE_URL", value_name = "URL", global = true, hide_env_values = true)]
     pub database_url: Option<String>,
     /// Where to listen [default: 127.0.0.1:8080].
     #[arg(long, env = "EBPKG_REGISTRY_LISTEN", value_name = "ADDR:PORT", global = true)]
     pub listen: Option<SocketAddr>,
     /// The blob store: file:///dir or s3://bucket/prefix (credentials and endpoint
     /// from the usual AWS_* environment).
-    #[arg(long, env = "EBPKG_REGISTRY_STORAGE", value_name = "URL", global = true)]
+    #[arg(long, env = "EBPKG_REGISTRY_STORAGE", value_name = "URL", global = true, hide_env_values = true)]
     pub storage: Option<String>,
     /// The URL clients reach this registry at [default: http://LISTEN/].
     #[arg(long, env = "EBPKG_REGISTRY_PUBLIC_URL", value_name = "URL", global = true)]

@@ -105,8 +105,8 @@ enum TokenCommand {
         /// Limit to packages matching this glob (repeatable).
         #[arg(long = "package", value_name = "GLOB")]
         packages: Vec<String>,
-        /// Expire after this many days.
-        #[arg(long, value_name = "DAYS")]
+        /// Expire after this many days (1 to 3650); without it the token never expires.
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=3650))]
         expires: Option<u32>,
     },
 }
@@ -208,7 +208,7 @@ async fn run(cli: Cli) -> Result<()> {
                 .await
                 .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
             eprintln!(
-                "token {} `{}` for `{}` ({}); the secret is shown this once:",
+                "token {} `{}` for `{}` ({}; {}); the secret is shown this once:",
                 created.token.id,
                 created.token.name,
                 user.login,
@@ -216,6 +216,10 @@ async fn run(cli: Cli) -> Result<()> {
                     "every power".to_owned()
                 } else {
                     created.token.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                },
+                match &created.token.expires_at {
+                    Some(at) => format!("expires {at}"),
+                    None => "never expires".to_owned(),
                 }
             );
             println!("{}", created.secret);

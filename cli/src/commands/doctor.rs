@@ -98,7 +98,7 @@ pub fn run(ctx: &Ctx, args: DoctorArgs) -> Result<ExitCode> {
         } else {
             format!("no bpffs mounted above {}", root.display())
         },
-        "`mount -t bpf bpf /sys/fs/bpf` (or choose a root on bpffs with --bpffs-root)",
+        "`mount -t bpf -o mode=0700 bpf /sys/fs/bpf` (or choose a root on bpffs with --bpffs-root)",
     ));
 
     let caps = crate::ops::effective_caps();

@@ -15,6 +15,8 @@ pub enum RuntimeError {
     Io { what: &'static str, path: PathBuf, cause: std::io::Error },
     #[error("{} is not a HIKe root ({reason}); create it with `init` first", root.display())]
     NotInitialized { root: PathBuf, reason: String },
+    #[error("the HIKe root {} is not safe to use: {} {reason}; {fix}", root.display(), path.display())]
+    UnsafeRoot { root: PathBuf, path: PathBuf, reason: String, fix: String },
     #[error(
         "{} was created by a HIKe runtime with ABI version {found}, but this runtime uses version {expected}; \
          uninstall what runs there with the runtime that created it, or use another root"

@@ -28,6 +28,7 @@ mod owner;
 mod package_maps;
 mod programs;
 mod repair;
+mod root_safety;
 mod runtime;
 mod scratch;
 pub mod signature;

@@ -83,7 +83,11 @@ impl Runtime {
     pub fn init(root: &Path, opts: InitOptions) -> Result<Runtime> {
         check_bpffs(root)?;
         let existed = root.exists();
-        std::fs::create_dir_all(root).io("cannot create the HIKe root", root)?;
+        if existed {
+            crate::root_safety::check_root(root)?;
+        } else {
+            crate::root_safety::create_root(root)?;
+        }
         let layout = Layout::new(root);
         let _lock = DirLock::acquire(root).io("cannot lock", root)?;
         let vm = layout.vm_dir();
@@ -116,6 +120,9 @@ impl Runtime {
 
     /// Opens an existing instance, repairing records a crashed process left pending.
     pub fn open(root: &Path) -> Result<Runtime> {
+        if root.exists() {
+            crate::root_safety::check_root(root)?;
+        }
         let _lock = DirLock::acquire(root)
             .map_err(|e| RuntimeError::NotInitialized { root: root.to_owned(), reason: e.to_string() })?;
         Runtime::open_locked(root)
@@ -308,7 +315,7 @@ fn check_bpffs(root: &Path) -> Result<()> {
         return Err(RuntimeError::NotInitialized {
             root: root.to_owned(),
             reason: format!(
-                "{} is not on a bpffs mount; mount one with `mount -t bpf bpf /sys/fs/bpf`",
+                "{} is not on a bpffs mount; mount one with `mount -t bpf -o mode=0700 bpf /sys/fs/bpf`",
                 probe.display()
             ),
         });

@@ -10,7 +10,7 @@ pub fn require_kernel() {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     assert!(
         mounts.lines().any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf") && l.contains(" bpf ")),
-        "kernel tests need bpffs at /sys/fs/bpf: mount it with `mount -t bpf bpf /sys/fs/bpf` (ci/setup does)"
+        "kernel tests need bpffs at /sys/fs/bpf: mount it with `mount -t bpf -o mode=0700 bpf /sys/fs/bpf` (ci/setup does)"
     );
 }
 

@@ -65,7 +65,7 @@ fn roots_outside_bpffs_are_refused() {
     require_kernel();
     let err = Runtime::init(std::path::Path::new("/tmp/not-bpffs-hike-root"), InitOptions::default()).err().unwrap();
     assert!(
-        err.to_string().contains("is not on a bpffs mount; mount one with `mount -t bpf bpf /sys/fs/bpf`"),
+        err.to_string().contains("is not on a bpffs mount; mount one with `mount -t bpf -o mode=0700 bpf /sys/fs/bpf`"),
         "{err}"
     );
     assert!(!std::path::Path::new("/tmp/not-bpffs-hike-root").exists());

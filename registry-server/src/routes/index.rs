@@ -53,8 +53,9 @@ pub async fn config(State(state): State<AppState>) -> Response {
         (status = 404, description = "No such package")))]
 pub async fn file(State(state): State<AppState>, Path(path): Path<String>, headers: HeaderMap) -> ApiResult<Response> {
     let name = path.rsplit('/').next().unwrap_or_default();
-    let wanted = ebpkg_spec::index_path(name);
-    if wanted.is_empty() || !path.eq_ignore_ascii_case(&wanted) || ebpkg_spec::PackageName::new(name).is_err() {
+    // The name is checked first: only a package name has an index path.
+    let wanted = if ebpkg_spec::PackageName::new(name).is_ok() { ebpkg_spec::index_path(name) } else { String::new() };
+    if wanted.is_empty() || !path.eq_ignore_ascii_case(&wanted) {
         return Err(ApiError::not_found(format!("`index/{path}` is not the index path of a package")));
     }
     let normalized = ebpkg_spec::names::normalize(name);

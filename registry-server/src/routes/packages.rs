@@ -22,10 +22,10 @@ pub struct SearchParams {
     /// Matched against names, keywords, program names and descriptions; empty: every package.
     #[serde(default)]
     pub q: String,
-    /// From 1.
+    /// From 1 to 10000 [default: 1].
     #[serde(default)]
     pub page: Option<u32>,
-    /// At most 100 [default: 20].
+    /// From 1 to 100 [default: 20].
     #[serde(default)]
     pub per_page: Option<u32>,
 }
@@ -33,7 +33,10 @@ pub struct SearchParams {
 /// Searches packages, ranked: exact name, name prefix, name substring, keyword,
 /// program name, description (full text), then by relevance and name.
 #[utoipa::path(get, path = "/api/v1/packages", tag = "packages", params(SearchParams),
-    responses((status = 200, description = "One page of matches", content_type = "application/json")))]
+    responses(
+        (status = 200, description = "One page of matches", content_type = "application/json"),
+        (status = 400, description = "A query longer than 256 bytes or with a control character, or `page` or \
+            `per_page` beyond their limits", content_type = "application/json")))]
 pub async fn search(
     State(state): State<AppState>,
     Query(params): Query<SearchParams>,
@@ -41,8 +44,18 @@ pub async fn search(
     if params.q.len() > 256 {
         return Err(ApiError::bad_request("the search query is longer than 256 bytes"));
     }
-    let page = params.page.unwrap_or(1).clamp(1, 10_000);
-    let per_page = params.per_page.unwrap_or(20).clamp(1, MAX_PER_PAGE);
+    // PostgreSQL's text holds no NUL, and no name or word has a control character.
+    if params.q.chars().any(char::is_control) {
+        return Err(ApiError::bad_request("the search query holds a control character; search for words"));
+    }
+    if params.per_page.is_some_and(|n| n == 0 || n > MAX_PER_PAGE) {
+        return Err(ApiError::bad_request(format!("per_page is from 1 to {MAX_PER_PAGE}")));
+    }
+    if params.page.is_some_and(|n| n == 0 || n > 10_000) {
+        return Err(ApiError::bad_request("page is from 1 to 10000"));
+    }
+    let page = params.page.unwrap_or(1);
+    let per_page = params.per_page.unwrap_or(20);
     let (packages, total) = db::packages::search(&state.db, &params.q, page, per_page).await?;
     Ok(axum::Json(SearchResponse { packages, meta: SearchMeta { total, page, per_page } }))
 }
