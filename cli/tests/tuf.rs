@@ -379,3 +379,117 @@ fn a_registry_server_with_tuf_is_checked_like_a_directory() {
     let offline = sb.run(&app, &["--offline", "update"]).ok();
     assert!(offline.stderr.contains("not checked"), "{}", offline.stderr);
 }
+
+/// A proxy (a CDN, say) in front of a registry server, on loopback: forwards each
+/// request and, while `forge` is set, adds a line to the answers for index files
+/// whose path ends with `forge_suffix`, keeping their headers (the ETag too).
+struct ForgingProxy {
+    url: String,
+    forge: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ForgingProxy {
+    fn start(upstream: &str, forge_suffix: &'static str) -> ForgingProxy {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_owned();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let forge = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let forging = forge.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { continue };
+                let mut reader = BufReader::new(client.try_clone().unwrap());
+                let (mut head, mut length) = (Vec::new(), 0usize);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    // Plain answers, so that a line can be added to them.
+                    if !lower.starts_with("connection:") && !lower.starts_with("accept-encoding:") {
+                        head.push(line);
+                    }
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_err() || head.is_empty() {
+                    continue;
+                }
+                let index_file = head[0].starts_with("GET /index/") && head[0].contains(forge_suffix);
+                let mut server = std::net::TcpStream::connect(&upstream).unwrap();
+                let request: String = head.concat() + "Connection: close\r\n\r\n";
+                server.write_all(request.as_bytes()).unwrap();
+                server.write_all(&body).unwrap();
+                let mut answer = Vec::new();
+                let _ = server.read_to_end(&mut answer);
+                let split = answer.windows(4).position(|w| w == b"\r\n\r\n").map_or(answer.len(), |p| p + 4);
+                if index_file
+                    && forging.load(std::sync::atomic::Ordering::SeqCst)
+                    && answer.starts_with(b"HTTP/1.1 200")
+                {
+                    let forged_line =
+                        b"{\"v\":1,\"name\":\"c\",\"vers\":\"9.9.9\",\"deps\":[],\"cksum\":\"00\",\"yanked\":false}\n";
+                    let mut forged_body = answer[split..].to_vec();
+                    forged_body.extend_from_slice(forged_line);
+                    let headers = String::from_utf8_lossy(&answer[..split]).to_string();
+                    let headers: String = headers
+                        .split_inclusive("\r\n")
+                        .map(|h| {
+                            if h.to_ascii_lowercase().starts_with("content-length:") {
+                                format!("content-length: {}\r\n", forged_body.len())
+                            } else {
+                                h.to_owned()
+                            }
+                        })
+                        .collect();
+                    answer = [headers.into_bytes(), forged_body].concat();
+                }
+                let _ = client.write_all(&answer);
+            }
+        });
+        ForgingProxy { url, forge }
+    }
+
+    fn forging(&self, on: bool) {
+        self.forge.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn one_forged_index_answer_does_not_stay_in_the_cache() {
+    let keys = tempfile::tempdir().unwrap();
+    let (root_key, online_key) = (keys.path().join("root.key"), keys.path().join("online.key"));
+    let online = online_key.clone();
+    let server =
+        ebpkg_registry::testing::TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
+    let mut sb = Sandbox::new("tufpoison");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    sb.publish_manifest("c", "1.0.0", &[]);
+    server.block_on(ebpkg_registry::tuf::init(server.pool(), std::slice::from_ref(&root_key), 1, &online_key)).unwrap();
+    let root = tuf_rows(&server).into_iter().find(|(n, _)| n == "root.json").unwrap().1;
+    std::fs::write(sb.path("root.json"), root).unwrap();
+    let dir = sb.dir.path().to_owned();
+    sb.run(&dir, &["registry", "add", "corp", server.url(), "--root", sb.path("root.json").to_str().unwrap()]).ok();
+
+    // Everything is read through the proxy (a mirror of the server, checked
+    // against the server's TUF root).
+    let proxy = ForgingProxy::start(server.url(), "/c ");
+    let through = |args: &[&str]| sb.run_with(&sb.path("app"), args, &[("EBPKG_MIRROR", proxy.url.as_str())], None);
+    let app = sb.app(&[("c", "1")]);
+    through(&["lock"]).ok();
+
+    // A new version, and one forged answer for its index file: refused.
+    sb.publish_manifest("c", "1.1.0", &[]);
+    proxy.forging(true);
+    let refused = through(&["update"]).fails(10);
+    assert!(refused.stderr.contains("index/1/c"), "{}", refused.stderr);
+    // The proxy is honest again: the next command gets the real file (it used to
+    // revalidate the forged copy by its ETag, get a 304, and refuse it forever).
+    proxy.forging(false);
+    through(&["update"]).ok();
+    assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
+}

@@ -272,58 +272,71 @@ impl Registry for HttpRegistry {
     /// One request per name (the server matches names in normalized form),
     /// revalidating the cached copy: a 304 costs no body.
     fn index_text(&self, name: &PackageName) -> Result<Option<IndexText>> {
-        let cached = self.cache.as_ref().and_then(|c| c.read(name));
         let index_path = ebpkg_spec::index_path(name.as_str());
         let url = self.endpoint(&format!("{}{index_path}", registry_api::INDEX_PREFIX));
-        // A new answer's validators: it is cached only once it passed the trust check.
-        let mut fresh = None;
-        let body = if self.offline {
-            match cached {
-                Some(entry) => entry.body,
-                None => return Err(ErrorKind::OfflineIndex { name: name.clone(), url: self.url.clone() }.into()),
-            }
-        } else {
-            let what = format!("reading the index of `{name}`");
-            let mut request = Request::new(Method::Get, &url, &what, MAX_INDEX_BYTES);
-            request.token = self.read_token()?;
-            request.conditional = cached.as_ref().map(|c| &c.validators);
-            match self.client.send(&request) {
-                Ok(response) if response.not_modified => match cached {
-                    Some(entry) => {
-                        tracing::debug!("{url}: index not modified (304); using the cached copy");
-                        entry.body
-                    }
-                    None => {
-                        let problem = "304 Not Modified to a request that had nothing to compare with".into();
-                        return Err(ErrorKind::BadResponse { url, problem }.into());
-                    }
-                },
-                Ok(response) => {
-                    fresh = Some(response.validators);
-                    response.body
+        let target = format!("index/{index_path}");
+        // Once more, unconditionally, when the cached copy a 304 confirmed is
+        // not the file the signed metadata describes.
+        let mut conditional = true;
+        loop {
+            let cached = self.cache.as_ref().and_then(|c| c.read(name)).filter(|_| conditional);
+            // A new answer's validators: it is cached only once it passed the trust check.
+            let mut fresh = None;
+            let body = if self.offline {
+                match cached {
+                    Some(entry) => entry.body,
+                    None => return Err(ErrorKind::OfflineIndex { name: name.clone(), url: self.url.clone() }.into()),
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
-                    if let Some(cache) = &self.cache {
-                        cache.remove(name);
+            } else {
+                let what = format!("reading the index of `{name}`");
+                let mut request = Request::new(Method::Get, &url, &what, MAX_INDEX_BYTES);
+                request.token = self.read_token()?;
+                request.conditional = cached.as_ref().map(|c| &c.validators);
+                match self.client.send(&request) {
+                    Ok(response) if response.not_modified => match cached {
+                        Some(entry) => {
+                            tracing::debug!("{url}: index not modified (304); using the cached copy");
+                            entry.body
+                        }
+                        None => {
+                            let problem = "304 Not Modified to a request that had nothing to compare with".into();
+                            return Err(ErrorKind::BadResponse { url, problem }.into());
+                        }
+                    },
+                    Ok(response) => {
+                        fresh = Some(response.validators);
+                        response.body
                     }
-                    self.check_tuf_absent(&format!("index/{index_path}"))?;
-                    return Ok(None);
+                    Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
+                        if let Some(cache) = &self.cache {
+                            cache.remove(name);
+                        }
+                        self.check_tuf_absent(&target)?;
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
+            };
+            // Metadata that cannot be trusted (a rollback, expiry) fails here and
+            // leaves the cache alone: its copies passed the check when they came.
+            if let Err(e) = self.check_tuf_file(&target)?(&body) {
+                // This file is not the signed one (a forged answer, a proxy's): it
+                // is never kept, nor asked for again by its validators.
+                if let Some(cache) = &self.cache {
+                    cache.remove(name);
+                }
+                if fresh.is_none() && !self.offline && conditional {
+                    tracing::info!("{url}: the cached index file is not the signed one; asking again unconditionally");
+                    conditional = false;
+                    continue;
+                }
+                return Err(e);
             }
-        };
-        if let Err(e) = self.check_tuf(&format!("index/{index_path}"), &body) {
-            // A refused copy (a forged answer, a proxy's) is never kept nor asked
-            // for again by its validators: the next request is unconditional.
-            if let Some(cache) = &self.cache {
-                cache.remove(name);
+            if let (Some(cache), Some(validators)) = (&self.cache, fresh) {
+                cache.write(name, &validators, &body);
             }
-            return Err(e);
+            return Ok(Some(IndexText { bytes: body, origin: url, fingerprint: None }));
         }
-        if let (Some(cache), Some(validators)) = (&self.cache, fresh) {
-            cache.write(name, &validators, &body);
-        }
-        Ok(Some(IndexText { bytes: body, origin: url, fingerprint: None }))
     }
 
     /// From the search API (the sparse index has no listing), at most 2000 names;

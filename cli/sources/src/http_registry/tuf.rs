@@ -87,10 +87,15 @@ impl HttpRegistry {
         Ok(Some(index))
     }
 
-    /// Checks an index file (`index/…`) against the signed metadata.
-    pub(super) fn check_tuf(&self, target: &str, bytes: &[u8]) -> Result<()> {
-        let Some(index) = self.trusted()? else { return Ok(()) };
-        index.check(target, bytes).map_err(|e| self.tuf_error(e))
+    /// Checks an index file (`index/…`) against the signed metadata, in two
+    /// steps: the metadata is loaded (its errors are the outer ones), then the
+    /// returned check says whether these bytes are the file it describes.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn check_tuf_file<'a>(&'a self, target: &'a str) -> Result<Box<dyn Fn(&[u8]) -> Result<()> + 'a>> {
+        match self.trusted()? {
+            None => Ok(Box::new(|_| Ok(()))),
+            Some(index) => Ok(Box::new(move |bytes| index.check(target, bytes).map_err(|e| self.tuf_error(e)))),
+        }
     }
 
     /// An index file the server says does not exist, but signed metadata lists.
