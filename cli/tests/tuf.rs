@@ -333,24 +333,30 @@ fn tuf_rows(server: &ebpkg_registry::testing::TestRegistry) -> Vec<(String, Vec<
     server.block_on(ebpkg_registry::db::tuf::all(server.pool())).unwrap()
 }
 
-#[test]
-fn a_registry_server_with_tuf_is_checked_like_a_directory() {
+/// A registry server with TUF metadata holding `c@1.0.0`, used by a sandbox that
+/// trusts its root (obtained out of band) as registry `corp`.
+fn tuf_server(tag: &str) -> (ebpkg_registry::testing::TestRegistry, Sandbox, tempfile::TempDir) {
     let keys = tempfile::tempdir().unwrap();
     let (root_key, online_key) = (keys.path().join("root.key"), keys.path().join("online.key"));
     let online = online_key.clone();
     let server =
         ebpkg_registry::testing::TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
-    let mut sb = Sandbox::new("tufhttp");
+    let mut sb = Sandbox::new(tag);
     sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
     sb.publish_manifest("c", "1.0.0", &[]);
     server.block_on(ebpkg_registry::tuf::init(server.pool(), std::slice::from_ref(&root_key), 1, &online_key)).unwrap();
-    // The root, obtained out of band.
     let root = tuf_rows(&server).into_iter().find(|(n, _)| n == "root.json").unwrap().1;
     std::fs::write(sb.path("root.json"), root).unwrap();
     let dir = sb.dir.path().to_owned();
     let added =
         sb.run(&dir, &["registry", "add", "corp", server.url(), "--root", sb.path("root.json").to_str().unwrap()]).ok();
     assert!(added.stderr.contains("Trusted the TUF root (v1)"), "{}", added.stderr);
+    (server, sb, keys)
+}
+
+#[test]
+fn a_registry_server_with_tuf_is_checked_like_a_directory() {
+    let (server, sb, _keys) = tuf_server("tufhttp");
 
     let app = sb.app(&[("c", "1")]);
     sb.run(&app, &["lock"]).ok();
@@ -461,19 +467,7 @@ impl ForgingProxy {
 
 #[test]
 fn one_forged_index_answer_does_not_stay_in_the_cache() {
-    let keys = tempfile::tempdir().unwrap();
-    let (root_key, online_key) = (keys.path().join("root.key"), keys.path().join("online.key"));
-    let online = online_key.clone();
-    let server =
-        ebpkg_registry::testing::TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
-    let mut sb = Sandbox::new("tufpoison");
-    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
-    sb.publish_manifest("c", "1.0.0", &[]);
-    server.block_on(ebpkg_registry::tuf::init(server.pool(), std::slice::from_ref(&root_key), 1, &online_key)).unwrap();
-    let root = tuf_rows(&server).into_iter().find(|(n, _)| n == "root.json").unwrap().1;
-    std::fs::write(sb.path("root.json"), root).unwrap();
-    let dir = sb.dir.path().to_owned();
-    sb.run(&dir, &["registry", "add", "corp", server.url(), "--root", sb.path("root.json").to_str().unwrap()]).ok();
+    let (server, sb, _keys) = tuf_server("tufpoison");
 
     // Everything is read through the proxy (a mirror of the server, checked
     // against the server's TUF root).
