@@ -487,3 +487,33 @@ fn one_forged_index_answer_does_not_stay_in_the_cache() {
     through(&["update"]).ok();
     assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
 }
+
+#[test]
+fn a_clock_that_was_once_ahead_is_reported_and_repaired_not_a_wedge() {
+    let t = Tuf::new("tufclock");
+    // What one command run with the clock two days ahead leaves: tough records the
+    // latest time it saw, and refuses every later load with the clock behind it.
+    let stores: Vec<PathBuf> = std::fs::read_dir(t.sb.cache.join("tuf")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    let file = stores[0].join("latest_known_time.json");
+    assert!(file.is_file(), "{}", file.display());
+    let ahead = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(48);
+    std::fs::write(&file, format!("\"{ahead}\"")).unwrap();
+
+    // The error names the file and the way out.
+    let run = t.refused("is behind the time an earlier command saw");
+    assert!(run.stderr.contains(file.to_str().unwrap()) && run.stderr.contains("ebpkg doctor --fix"), "{}", run.stderr);
+    // doctor says so; doctor --fix forgets the time; the next command works.
+    let dir = t.sb.dir.path().to_owned();
+    let doctor = t.sb.run(&dir, &["doctor"]);
+    assert!(
+        doctor.stdout.contains("TUF clock") && doctor.stdout.contains("ahead of this machine's clock"),
+        "{}",
+        doctor.stdout
+    );
+    let fixed = t.sb.run(&dir, &["doctor", "--fix"]);
+    assert!(fixed.stdout.contains("forgot:"), "{}", fixed.stdout);
+    t.sb.run(&t.app, &["update"]).ok();
+    let again = t.sb.run(&dir, &["doctor"]);
+    assert!(!again.stdout.contains("TUF clock"), "{}", again.stdout);
+}

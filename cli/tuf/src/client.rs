@@ -82,6 +82,18 @@ impl TrustedIndex {
     }
 }
 
+/// The file of a datastore where `tough` keeps the latest system time a load saw:
+/// a later load refuses to run with the clock behind it.
+pub const LATEST_KNOWN_TIME: &str = "latest_known_time.json";
+
+/// The time recorded in `datastore`, when it is ahead of this machine's clock
+/// (every load would then be refused until the clock passes it).
+pub fn recorded_time_ahead(datastore: &Path) -> Option<jiff::Timestamp> {
+    let bytes = ebpkg_fs::read(&datastore.join(LATEST_KNOWN_TIME), 4096).ok()?;
+    let recorded: jiff::Timestamp = serde_json::from_slice(&bytes).ok()?;
+    (recorded > jiff::Timestamp::now()).then_some(recorded)
+}
+
 /// Loads the metadata at `metadata_url` (a `file://` directory) starting from
 /// the root in `trusted_root`, keeping what it trusts in `datastore` (the
 /// previous timestamp and snapshot, against rollback). The caller persists
@@ -118,7 +130,14 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
             .load()
             .await
     })?
-    .map_err(Error::from_tough)?;
+    .map_err(|e| match e {
+        tough::error::Error::SystemTimeSteppedBackward { sys_time, latest_known_time } => Error::ClockBehind {
+            file: datastore.join(LATEST_KNOWN_TIME),
+            recorded: latest_known_time.to_string(),
+            now: sys_time.to_string(),
+        },
+        e => Error::from_tough(e),
+    })?;
     let targets = repo
         .all_targets()
         .map(|(name, t)| (name.raw().to_owned(), Listed { sha256: t.hashes.sha256.to_vec(), length: t.length }))

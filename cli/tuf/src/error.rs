@@ -43,6 +43,15 @@ pub enum Error {
 
     #[error("TUF metadata: {detail}")]
     Metadata { detail: String },
+
+    #[error(
+        "this machine's clock ({now}) is behind the time an earlier command saw ({recorded}), recorded in {}: either \
+         the clock was set back, which a freeze attack (replaying expired metadata) relies on, or an earlier command \
+         ran with the clock ahead. If the clock is right now (see `timedatectl`), run `ebpkg doctor --fix`: it \
+         forgets the recorded time",
+        file.display()
+    )]
+    ClockBehind { file: PathBuf, recorded: String, now: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -22,7 +22,7 @@ pub mod keys;
 pub mod repo;
 pub mod store;
 
-pub use client::{TrustedIndex, load, load_with};
+pub use client::{LATEST_KNOWN_TIME, TrustedIndex, load, load_with, recorded_time_ahead};
 pub use error::{Error, Result};
 pub use repo::Expiry;
 pub use store::{DirStore, MemStore, Store};
