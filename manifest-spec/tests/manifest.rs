@@ -177,6 +177,23 @@ fn metadata_rules() {
         errors(&with_head("homepage = \"ftp://example.org\"\n")),
         "ebpkg.toml:4:12: homepage URL \"ftp://example.org\" has scheme `ftp`; use one of: https, http"
     );
+    // Links are shown in the catalog: nothing that breaks out of an attribute,
+    // only the web's schemes, a host and no credentials.
+    for (url, says) in [
+        (r#"https://x.example/\"><script>alert(1)</script>"#, "which a URL may not hold as written"),
+        ("https://x.example/a b", "which a URL may not hold as written"),
+        ("git://github.com/me/p", "has scheme `git`"),
+        ("ssh://git@github.com/me/p", "has scheme `ssh`"),
+        ("https://me:secret@github.com/me/p", "no user name or password"),
+    ] {
+        let manifest = format!("repository = {}\n", toml::Value::String(url.to_owned()));
+        let text = errors(&with_head(&manifest));
+        assert!(text.contains(says), "{url}: {text}");
+    }
+    assert!(
+        errors(&with_head(&format!("homepage = \"https://x.example/{}\"\n", "a".repeat(2100))))
+            .contains("at most 2048")
+    );
     assert_eq!(
         errors(&with_head("keywords = [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]\n")),
         "ebpkg.toml:4:38: too many keywords: 6 (at most 5); keep the most specific ones"

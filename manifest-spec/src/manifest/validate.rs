@@ -124,7 +124,7 @@ impl<'a> Checker<'a> {
                 authors.push(a.get_ref().trim().to_owned());
             }
         }
-        let repository = raw.repository.and_then(|u| self.url(&u, "repository", &["https", "http", "git", "ssh"]));
+        let repository = raw.repository.and_then(|u| self.url(&u, "repository", &["https", "http"]));
         let homepage = raw.homepage.and_then(|u| self.url(&u, "homepage", &["https", "http"]));
         let keywords = self.keywords(raw.keywords);
         let readme = raw.readme.and_then(|r| self.rel_path(&r, "readme"));
@@ -206,11 +206,26 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A link shown to people (the catalog, `ebpkg info`): a web URL with a host,
+    /// no credentials, and no character a URL may not hold as written (quotes,
+    /// angle brackets, spaces: what would break out of an HTML attribute).
     fn url(&mut self, raw: &Spanned<String>, what: &str, schemes: &[&str]) -> Option<String> {
         let text = raw.get_ref();
+        let unsafe_char = text.chars().find(|c| c.is_whitespace() || c.is_control() || "\"'<>`{}|\\^".contains(*c));
+        if let Some(c) = unsafe_char {
+            self.error(
+                raw.span(),
+                format!("{what} URL \"{}\" holds {c:?}, which a URL may not hold as written", text.escape_debug()),
+                Some("percent-encode it (e.g. %22 for a quote), or leave it out".into()),
+            );
+            return None;
+        }
+        if text.len() > 2048 {
+            self.error(raw.span(), format!("{what} URL is {} bytes long (at most 2048)", text.len()), None);
+            return None;
+        }
         match url::Url::parse(text) {
-            Ok(u) if schemes.contains(&u.scheme()) => Some(text.clone()),
-            Ok(u) => {
+            Ok(u) if !schemes.contains(&u.scheme()) => {
                 self.error(
                     raw.span(),
                     format!("{what} URL \"{text}\" has scheme `{}`", u.scheme()),
@@ -218,6 +233,15 @@ impl<'a> Checker<'a> {
                 );
                 None
             }
+            Ok(u) if u.host_str().is_none_or(str::is_empty) || !u.username().is_empty() || u.password().is_some() => {
+                self.error(
+                    raw.span(),
+                    format!("{what} URL \"{text}\" must name a host and hold no user name or password"),
+                    Some("write a public web address, e.g. \"https://github.com/me/my-package\"".into()),
+                );
+                None
+            }
+            Ok(_) => Some(text.clone()),
             Err(e) => {
                 self.error(
                     raw.span(),
