@@ -517,3 +517,36 @@ fn a_clock_that_was_once_ahead_is_reported_and_repaired_not_a_wedge() {
     let again = t.sb.run(&dir, &["doctor"]);
     assert!(!again.stdout.contains("TUF clock"), "{}", again.stdout);
 }
+
+#[test]
+fn tuf_init_makes_an_empty_directory_a_signed_registry_and_writes_nothing_for_a_foreign_one() {
+    let sb = Sandbox::new("tufempty");
+    let dir = sb.dir.path().to_owned();
+    let reg = sb.path("empty-registry");
+    std::fs::create_dir_all(&reg).unwrap();
+    let keys = sb.path("keys/new");
+    let (root_key, online_key) = (keys.join("root.key"), keys.join("online.key"));
+    let args = |target: &std::path::Path, root: &std::path::Path, online: &std::path::Path| {
+        let (t, r, o) = (
+            target.to_str().unwrap().to_owned(),
+            root.to_str().unwrap().to_owned(),
+            online.to_str().unwrap().to_owned(),
+        );
+        vec!["registry".to_owned(), "tuf-init".to_owned(), "--root-key".to_owned(), r, "--online-key".to_owned(), o, t]
+    };
+    let run = |a: Vec<String>| sb.run(&dir, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    let done = run(args(&reg, &root_key, &online_key)).ok();
+    assert!(done.stderr.contains("Signed 1 file(s)"), "{}", done.stderr);
+    assert!(reg.join("config.json").is_file() && reg.join("tuf/root.json").is_file());
+    assert!(root_key.is_file() && online_key.is_file());
+
+    // A directory that is not a registry: refused before any key is made.
+    let foreign = sb.path("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+    let other = sb.path("keys/other");
+    let refused = run(args(&foreign, &other.join("root.key"), &other.join("online.key")));
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("is not an ebpkg registry"), "{}", refused.stderr);
+    assert!(!other.exists(), "keys were written for a directory that cannot be signed");
+}

@@ -206,17 +206,20 @@ fn write_registry_entry(ctx: &Ctx, name: &str, url: &str) -> Result<()> {
 }
 
 fn tuf_init(ctx: &Ctx, dir: &Path, root_keys: &[PathBuf], threshold: u64, online_key: &Path) -> Result<ExitCode> {
+    // The registry first (an empty or missing directory becomes an empty
+    // registry; any other directory is refused), so that nothing is written,
+    // keys included, for a directory that cannot be signed.
+    ebpkg_sources::FileRegistry::at(dir)?.create_if_missing()?;
     for key in root_keys.iter().map(PathBuf::as_path).chain([online_key]) {
         if !key.exists() {
+            if let Some(parent) = key.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+                    .create(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
             ebpkg_tuf::keys::generate(key).with_context(|| key.display().to_string())?;
             ctx.ui.status("Generated", format!("TUF key {} (mode 0600)", key.display()));
         }
-    }
-    if !dir.join(ebpkg_sources::CONFIG_FILE).is_file() {
-        return Err(fail(
-            Failure::Usage,
-            format!("{} is not a registry (no config.json); publish a package there first", dir.display()),
-        ));
     }
     let targets = registry_files(dir)?;
     let tuf = dir.join("tuf");

@@ -340,7 +340,7 @@ impl FileRegistry {
 
     /// Creates the registry if its directory is missing or empty; refuses a directory
     /// that is neither empty nor a registry.
-    pub(crate) fn create_if_missing(&self) -> Result<()> {
+    pub fn create_if_missing(&self) -> Result<()> {
         self.lock_for_writing().map(drop)
     }
 
