@@ -550,3 +550,76 @@ fn tuf_init_makes_an_empty_directory_a_signed_registry_and_writes_nothing_for_a_
     assert!(refused.stderr.contains("is not an ebpkg registry"), "{}", refused.stderr);
     assert!(!other.exists(), "keys were written for a directory that cannot be signed");
 }
+
+/// python-tuf (TUF's reference implementation), in the venv ci/setup makes
+/// (`EBPKG_TEST_PYTHON_TUF` names another python with it).
+fn python_tuf() -> PathBuf {
+    let python = std::env::var_os("EBPKG_TEST_PYTHON_TUF")
+        .map_or_else(|| PathBuf::from("/opt/ebpkg-ci/python-tuf/bin/python"), PathBuf::from);
+    assert!(python.is_file(), "python-tuf is not installed at {} (ci/setup installs it)", python.display());
+    python
+}
+
+/// cli/tests/conformance/python_tuf.py: `accept` or `refuse` the registry's
+/// metadata and `targets`; the script's JSON answer, after checking the outcome.
+fn python_tuf_run(mode: &str, registry: &str, root: &Path, targets: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/python_tuf.py");
+    let out = std::process::Command::new(python_tuf())
+        .arg(&script)
+        .args([mode, registry, root.to_str().unwrap()])
+        .args(targets)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "python-tuf did not {mode}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&stdout).unwrap()
+}
+
+#[test]
+fn python_tuf_reads_what_ebpkg_signs_and_refuses_what_ebpkg_refuses() {
+    use sha2::Digest as _;
+    let t = Tuf::new("pytuf");
+    let root = t.registry("tuf/root.json");
+    let registry = t.registry("");
+    let registry = registry.to_str().unwrap();
+    // A directory registry: the index file and config.json, byte for byte.
+    let got = python_tuf_run("accept", registry, &root, &["index/1/c", "config.json"]);
+    for name in ["index/1/c", "config.json"] {
+        let bytes = std::fs::read(t.registry(name)).unwrap();
+        assert_eq!(got["targets"][name], hex::encode(sha2::Sha256::digest(&bytes)), "{name}: {got}");
+    }
+    // A publish re-signs; python-tuf follows.
+    t.publish_signed("1.1.0");
+    python_tuf_run("accept", registry, &root, &["index/1/c"]);
+
+    // A line slipped into the index file: both refuse it.
+    let saved = snapshot_files(&t);
+    let index = t.registry("index/1/c");
+    let mut text = std::fs::read(&index).unwrap();
+    text.extend_from_slice(
+        b"{\"v\":1,\"name\":\"c\",\"vers\":\"9.0.0\",\"deps\":[],\"cksum\":\"00\",\"yanked\":false}\n",
+    );
+    std::fs::write(&index, &text).unwrap();
+    let refused = python_tuf_run("refuse", registry, &root, &["index/1/c"]);
+    assert!(refused["refused"].as_str().unwrap().contains("Length"), "{refused}");
+    t.refused("does not match the registry's signed metadata");
+    restore(&saved);
+
+    // A timestamp changed without its signature: both refuse it.
+    let ts = t.registry("tuf/timestamp.json");
+    let text = std::fs::read_to_string(&ts).unwrap();
+    let forged = text.replacen("\"version\": ", "\"version\": 1", 1);
+    assert_ne!(forged, text);
+    std::fs::write(&ts, forged).unwrap();
+    let refused = python_tuf_run("refuse", registry, &root, &["index/1/c"]);
+    assert!(refused["refused"].as_str().unwrap().contains("timestamp"), "{refused}");
+    t.refused("timestamp");
+    restore(&saved);
+}
+
+#[test]
+fn python_tuf_reads_a_registry_server() {
+    let (server, sb, _keys) = tuf_server("pytufhttp");
+    let got = python_tuf_run("accept", server.url(), &sb.path("root.json"), &["index/1/c"]);
+    assert!(got["targets"]["index/1/c"].as_str().is_some_and(|h| h.len() == 64), "{got}");
+}

@@ -125,8 +125,12 @@ fn offline_keys(keys: &[PathBuf], threshold: u64) -> Result<(Vec<PublicKey>, Non
     Ok((keys.iter().map(|k| keys::public(k)).collect::<Result<_>>()?, threshold))
 }
 
+/// `now + after`, in whole seconds: the specification writes `expires` as
+/// `YYYY-MM-DDTHH:MM:SSZ`, and python-tuf (the reference implementation) refuses
+/// every role whose `expires` has a fraction.
 fn expires(now: Time, after: SignedDuration) -> Result<Time> {
-    now.checked_add(after).map_err(|e| metadata_error("an expiry", e))
+    let at = now.checked_add(after).map_err(|e| metadata_error("an expiry", e))?;
+    Time::from_second(at.as_second()).map_err(|e| metadata_error("an expiry", e))
 }
 
 /// The online key's signing of bins, snapshot and timestamp.
@@ -511,4 +515,14 @@ pub fn check_online_key(store: &dyn Store, key: &Path) -> Result<()> {
             root.signed.version
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn expiries_are_whole_seconds_as_the_specification_writes_them() {
+        let now: super::Time = "2026-11-28T08:39:33.290918818Z".parse().unwrap();
+        let at = super::expires(now, jiff::SignedDuration::from_hours(24)).unwrap();
+        assert_eq!(serde_json::to_string(&at).unwrap(), "\"2026-11-29T08:39:33Z\"");
+    }
 }
