@@ -94,6 +94,20 @@ pub fn recorded_time_ahead(datastore: &Path) -> Option<jiff::Timestamp> {
     (recorded > jiff::Timestamp::now()).then_some(recorded)
 }
 
+/// A role's `spec_version`: `1.MINOR.PATCH`, the major version this client (and
+/// the specification it follows) reads.
+fn check_spec_version(role: &str, version: &str) -> Result<()> {
+    let mut parts = version.split('.');
+    let numeric = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let (major, minor, patch) = (parts.next(), parts.next(), parts.next());
+    if major == Some("1") && numeric(minor) && numeric(patch) && parts.next().is_none() {
+        return Ok(());
+    }
+    Err(Error::Metadata {
+        detail: format!("the {role} metadata says spec_version \"{version}\"; this client reads TUF 1.x metadata only"),
+    })
+}
+
 /// Loads the metadata at `metadata_url` (a `file://` directory) starting from
 /// the root in `trusted_root`, keeping what it trusts in `datastore` (the
 /// previous timestamp and snapshot, against rollback). The caller persists
@@ -138,6 +152,15 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
         },
         e => Error::from_tough(e),
     })?;
+    // tough reads any spec_version; the specification (and python-tuf) only 1.x.
+    for (role, version) in [
+        ("root", &repo.root().signed.spec_version),
+        ("timestamp", &repo.timestamp().signed.spec_version),
+        ("snapshot", &repo.snapshot().signed.spec_version),
+        ("targets", &repo.targets().signed.spec_version),
+    ] {
+        check_spec_version(role, version)?;
+    }
     let targets = repo
         .all_targets()
         .map(|(name, t)| (name.raw().to_owned(), Listed { sha256: t.hashes.sha256.to_vec(), length: t.length }))
@@ -151,4 +174,18 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
         timestamp_version: repo.timestamp().signed.version.get(),
         expires: repo.timestamp().signed.expires.to_string(),
     })
+}
+
+#[cfg(test)]
+mod spec_version_tests {
+    #[test]
+    fn only_the_first_major_version_is_read() {
+        for ok in ["1.0.0", "1.0.31", "1.2.3"] {
+            assert!(super::check_spec_version("root", ok).is_ok(), "{ok}");
+        }
+        for bad in ["2.0.0", "1.0", "1", "1.0.0.0", "01.0.0", "1.x.0", "", "1.0.0-rc1"] {
+            let e = super::check_spec_version("timestamp", bad).unwrap_err().to_string();
+            assert!(e.contains("spec_version") && e.contains("timestamp"), "{bad}: {e}");
+        }
+    }
 }
