@@ -29,14 +29,29 @@ fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
     let ci_key = ci.join("cosign.key");
     sb.run(&ci, &["owner", "key", "add", ci_key.to_str().unwrap()]).ok();
 
-    let pkg = sb.path("pkg");
+    // The package beside the key pair, as the README's recipe expects; its
+    // first three steps, run as written: pack, make an offline signing
+    // configuration, sign.
+    let pkg = ci.join("pkg");
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(pkg.join("ebpkg.toml"), "[package]\nname = \"cpkg\"\nversion = \"1.0.0\"\n").unwrap();
-    let archive = ci.join("cpkg.tar.gz");
-    let packed = sb.run(&pkg, &["publish", "--dry-run", "--no-verify", "--out", archive.to_str().unwrap()]).ok();
-    assert!(packed.stderr.contains("Wrote"), "{}", packed.stderr);
-    cosign.sign_blob(&ci, "cosign.key", "b.json", "cpkg.tar.gz").unwrap();
-    let bundle = ci.join("b.json");
+    let recipe = readme_cosign_recipe();
+    assert_eq!(recipe.len(), 4, "{recipe:?}");
+    for step in &recipe[..3] {
+        let words: Vec<&str> = step.iter().map(String::as_str).collect();
+        match words[0] {
+            "ebpkg" => {
+                let packed = sb.run(&pkg, &words[1..]).ok();
+                assert!(packed.stderr.contains("Wrote"), "{}", packed.stderr);
+            }
+            "cosign" => {
+                cosign.run(&pkg, &words[1..]).unwrap();
+            }
+            other => panic!("the recipe runs {other}"),
+        }
+    }
+    assert_eq!(recipe[3][..2], ["ebpkg", "publish"]);
+    let bundle = ci.join("pkg.bundle");
     let public = ci.join("cosign.pub");
     let with_bundle = |dir: &Path| {
         sb.run(
@@ -52,7 +67,8 @@ fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
     std::fs::remove_file(pkg.join("README.md")).unwrap();
 
     // Packing is reproducible: the archive cosign signed is the one published.
-    let published = with_bundle(&pkg).ok();
+    let last: Vec<&str> = recipe[3].iter().map(String::as_str).collect();
+    let published = sb.run(&pkg, &last[1..]).ok();
     assert!(published.stderr.contains("Published"), "{}", published.stderr);
 
     // An install trusting the cosign key (and only it) for cpkg accepts it.
@@ -62,4 +78,13 @@ fn a_pipeline_signs_with_cosign_and_the_registry_and_installs_accept_it() {
     assert!(refused.stderr.contains("cpkg@1.0.0"), "{}", refused.stderr);
     sb.run(&app, &["trust", "add", "cpkg", public.to_str().unwrap()]).ok();
     sb.run(&app, &["fetch"]).ok();
+}
+
+/// The README's cosign recipe: the commands of the `sh` block after its marker.
+fn readme_cosign_recipe() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let after =
+        readme.split("<!-- the cosign recipe: run as written by cli/tests/cosign_publish.rs -->").nth(1).unwrap();
+    let block = after.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    block.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().map(str::to_owned).collect()).collect()
 }

@@ -10,6 +10,9 @@ use std::process::{Command, Output};
 pub struct Cosign {
     path: PathBuf,
     password: String,
+    /// cosign's TUF cache (it never reaches for the public instance here): out of
+    /// the directories it runs in, which may be a package being signed.
+    tuf_root: tempfile::TempDir,
 }
 
 impl Cosign {
@@ -19,7 +22,8 @@ impl Cosign {
         if !path.is_file() {
             return Err(format!("cosign is not at {} (run ./ci/setup, or set EBPKG_TEST_COSIGN)", path.display()));
         }
-        Ok(Cosign { path, password: password.to_owned() })
+        let tuf_root = tempfile::tempdir().map_err(|e| format!("a temporary directory for cosign: {e}"))?;
+        Ok(Cosign { path, password: password.to_owned(), tuf_root })
     }
 
     /// Runs `cosign args…` in `dir`, offline; its output, or what it said when it failed.
@@ -29,7 +33,7 @@ impl Cosign {
             .current_dir(dir)
             .env("COSIGN_PASSWORD", &self.password)
             // Never reach for the public Sigstore instance or a TUF mirror.
-            .env("TUF_ROOT", dir.join("tuf"))
+            .env("TUF_ROOT", self.tuf_root.path())
             .env("SIGSTORE_NO_CACHE", "1")
             .output()
             .map_err(|e| format!("running {}: {e}", self.path.display()))?;
