@@ -595,6 +595,13 @@ impl Builder {
         // The warnings go in first: a reader that sees the object sees its warnings.
         if !warnings.trim().is_empty() {
             cache::write_atomic(&warnings_path(&object), warnings.as_bytes()).map_err(cache_err)?;
+        } else {
+            // A portable key names no compiler: an entry rebuilt by another clang
+            // (after damage, or in a race) must not replay the first one's warnings.
+            match std::fs::remove_file(warnings_path(&object)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(cache_err(e)),
+                _ => {}
+            }
         }
         tmp.persist(&object).map_err(|e| cache_err(e.error))?;
         Ok((object, warnings))

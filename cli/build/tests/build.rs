@@ -542,6 +542,20 @@ fn warnings_are_reported_and_replayed_from_the_cache() {
     assert!(again[0].cached);
     assert_eq!(again[0].warnings, built[0].warnings);
     assert_eq!(count(&events, "warning"), 1, "{events:#?}");
+
+    // An entry rebuilt without warnings (damaged, then compiled again, perhaps
+    // by another clang under the same portable key) replays none of the old ones.
+    let quiet = one_program("portable");
+    let units = quiet.units(digest(7));
+    let (r, _) = run(&builder, &units);
+    let object = r.unwrap()[0].object.clone();
+    let stale = object.with_extension("warnings");
+    std::fs::write(&stale, "src/count.bpf.c:1:1: warning: from another compiler\n").unwrap();
+    std::fs::write(&object, b"damaged").unwrap();
+    let (r, events) = run(&builder, &units);
+    assert!(r.unwrap()[0].warnings.is_empty());
+    assert_eq!(count(&events, "warning"), 0, "{events:#?}");
+    assert!(!stale.exists(), "the stale warnings were kept");
 }
 
 /// Compiles the count program once to get a genuine object to ship as prebuilt.
