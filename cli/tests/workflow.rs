@@ -313,11 +313,13 @@ fn doctor_explains_the_machine() {
     {
         assert!(names.contains(&n), "{n} in {names:?}");
     }
+    // Without clang a host still installs packages that ship their objects (or
+    // whose objects are cached): a warning that says so, not a failure.
     let run = sb.cmd(sb.dir.path(), &["doctor"]).env("EBPKG_CLANG", "/nonexistent/clang").output().unwrap();
-    assert_eq!(run.status.code(), Some(7));
     let out = String::from_utf8_lossy(&run.stdout);
-    assert!(out.contains("fail  toolchain"), "{out}");
-    assert!(out.contains("fix: install them with"), "{out}");
+    assert_eq!(run.status.code(), Some(0), "{out}");
+    assert!(out.contains("warn  toolchain"), "{out}");
+    assert!(out.contains("--with-objects") && out.contains("apt-get install clang"), "{out}");
 }
 
 mod sha2_digest {
