@@ -387,15 +387,16 @@ fn a_registry_server_with_tuf_is_checked_like_a_directory() {
 }
 
 /// A proxy (a CDN, say) in front of a registry server, on loopback: forwards each
-/// request and, while `forge` is set, adds a line to the answers for index files
-/// whose path ends with `forge_suffix`, keeping their headers (the ETag too).
+/// request and, while `forge` is set, passes the bodies of the 200 answers to the
+/// requests starting with `forged_request` (`GET /index/1/c `) through
+/// `forgery`, keeping their headers (the ETag too).
 struct ForgingProxy {
     url: String,
     forge: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ForgingProxy {
-    fn start(upstream: &str, forge_suffix: &'static str) -> ForgingProxy {
+    fn start(upstream: &str, forged_request: &'static str, forgery: fn(&[u8]) -> Vec<u8>) -> ForgingProxy {
         use std::io::{BufRead, BufReader, Read, Write};
         let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_owned();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -425,7 +426,7 @@ impl ForgingProxy {
                 if reader.read_exact(&mut body).is_err() || head.is_empty() {
                     continue;
                 }
-                let index_file = head[0].starts_with("GET /index/") && head[0].contains(forge_suffix);
+                let forged = head[0].starts_with(forged_request);
                 let mut server = std::net::TcpStream::connect(&upstream).unwrap();
                 let request: String = head.concat() + "Connection: close\r\n\r\n";
                 server.write_all(request.as_bytes()).unwrap();
@@ -433,14 +434,8 @@ impl ForgingProxy {
                 let mut answer = Vec::new();
                 let _ = server.read_to_end(&mut answer);
                 let split = answer.windows(4).position(|w| w == b"\r\n\r\n").map_or(answer.len(), |p| p + 4);
-                if index_file
-                    && forging.load(std::sync::atomic::Ordering::SeqCst)
-                    && answer.starts_with(b"HTTP/1.1 200")
-                {
-                    let forged_line =
-                        b"{\"v\":1,\"name\":\"c\",\"vers\":\"9.9.9\",\"deps\":[],\"cksum\":\"00\",\"yanked\":false}\n";
-                    let mut forged_body = answer[split..].to_vec();
-                    forged_body.extend_from_slice(forged_line);
+                if forged && forging.load(std::sync::atomic::Ordering::SeqCst) && answer.starts_with(b"HTTP/1.1 200") {
+                    let forged_body = forgery(&answer[split..]);
                     let headers = String::from_utf8_lossy(&answer[..split]).to_string();
                     let headers: String = headers
                         .split_inclusive("\r\n")
@@ -471,7 +466,10 @@ fn one_forged_index_answer_does_not_stay_in_the_cache() {
 
     // Everything is read through the proxy (a mirror of the server, checked
     // against the server's TUF root).
-    let proxy = ForgingProxy::start(server.url(), "/c ");
+    let proxy = ForgingProxy::start(server.url(), "GET /index/1/c ", |body| {
+        let line = b"{\"v\":1,\"name\":\"c\",\"vers\":\"9.9.9\",\"deps\":[],\"cksum\":\"00\",\"yanked\":false}\n";
+        [body, line.as_slice()].concat()
+    });
     let through = |args: &[&str]| sb.run_with(&sb.path("app"), args, &[("EBPKG_MIRROR", proxy.url.as_str())], None);
     let app = sb.app(&[("c", "1")]);
     through(&["lock"]).ok();
@@ -486,6 +484,27 @@ fn one_forged_index_answer_does_not_stay_in_the_cache() {
     proxy.forging(false);
     through(&["update"]).ok();
     assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
+}
+
+#[test]
+fn the_registry_servers_configuration_is_signed_and_a_forged_one_refused() {
+    let (server, sb, _keys) = tuf_server("tufconfig");
+    // The configuration says where archives come from: a proxy sending them
+    // elsewhere is caught by the signed metadata, as for an index file.
+    let proxy = ForgingProxy::start(server.url(), "GET /index/config.json ", |body| {
+        String::from_utf8_lossy(body).replace("/api/v1/packages", "/elsewhere").into_bytes()
+    });
+    let through = |args: &[&str]| sb.run_with(&sb.path("app"), args, &[("EBPKG_MIRROR", proxy.url.as_str())], None);
+    sb.app(&[("c", "1")]);
+    through(&["lock"]).ok();
+    proxy.forging(true);
+    let refused = through(&["fetch"]).fails(10);
+    assert!(refused.stderr.contains("index/config.json"), "{}", refused.stderr);
+    proxy.forging(false);
+    through(&["fetch"]).ok();
+    // python-tuf, too, finds it among the targets.
+    let got = python_tuf_run("accept", server.url(), &sb.path("root.json"), &["index/config.json"]);
+    assert!(got["targets"]["index/config.json"].as_str().is_some_and(|h| h.len() == 64), "{got}");
 }
 
 #[test]
@@ -614,6 +633,18 @@ fn python_tuf_reads_what_ebpkg_signs_and_refuses_what_ebpkg_refuses() {
     let refused = python_tuf_run("refuse", registry, &root, &["index/1/c"]);
     assert!(refused["refused"].as_str().unwrap().contains("timestamp"), "{refused}");
     t.refused("timestamp");
+    restore(&saved);
+
+    // The timestamp's signature under its key id in upper case (the signature
+    // itself still valid): python-tuf finds no such key; ebpkg used to decode
+    // the hex and accept it.
+    let mut timestamp: serde_json::Value = serde_json::from_slice(&std::fs::read(&ts).unwrap()).unwrap();
+    let id = timestamp["signatures"][0]["keyid"].as_str().unwrap().to_ascii_uppercase();
+    timestamp["signatures"][0]["keyid"] = id.into();
+    std::fs::write(&ts, serde_json::to_vec(&timestamp).unwrap()).unwrap();
+    let refused = python_tuf_run("refuse", registry, &root, &["index/1/c"]);
+    assert!(refused["refused"].as_str().unwrap().contains("timestamp"), "{refused}");
+    t.refused("lower-case");
     restore(&saved);
 }
 

@@ -190,6 +190,7 @@ impl Server {
                 readmes: Arc::default(),
                 pages: Arc::default(),
                 jwks: Arc::default(),
+                config_signed: Arc::default(),
             },
         })
     }

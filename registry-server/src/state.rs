@@ -28,4 +28,7 @@ pub struct AppState {
     pub pages: Arc<PageCache>,
     /// Trusted publishing: the OIDC issuers' keys.
     pub jwks: Arc<crate::trusted_publishing::JwksCache>,
+    /// Whether this process saw its `index/config.json` signed by the TUF
+    /// metadata (checked before the first metadata file is served).
+    pub config_signed: Arc<std::sync::atomic::AtomicBool>,
 }

@@ -12,6 +12,7 @@ use ebpkg_tuf::{Expiry, MemStore};
 use crate::config::Config;
 use crate::db;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 
 /// Re-signs the metadata for changed index files (`index/…`, bytes), in `tx`.
 /// Nothing to do when the registry has no TUF metadata.
@@ -31,6 +32,35 @@ pub async fn follow(tx: &mut sqlx::PgConnection, config: &Config, changes: Vec<(
     for (name, bytes) in store.written() {
         db::tuf::write(tx, name, bytes).await?;
     }
+    Ok(())
+}
+
+/// Makes the metadata sign this server's `index/config.json` (its bytes change
+/// with `--public-url`, `--dl-template`, `--auth-required`…): checked once per
+/// process, before the first metadata file is served, so a client that trusts
+/// the metadata can trust the configuration too.
+pub async fn sign_config(state: &AppState) -> ApiResult<()> {
+    use std::sync::atomic::Ordering;
+    if state.config_signed.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let bytes = crate::routes::index::config_bytes(&state.config);
+    let target = ebpkg_spec::registry_api::INDEX_CONFIG_PATH;
+    let mut tx = state.db.begin().await?;
+    let Some(files) = db::tuf::lock_all(&mut tx).await? else { return Ok(()) };
+    let store = MemStore::new(files);
+    let signed = ebpkg_tuf::repo::signs(&store, target, &bytes)
+        .map_err(|e| ApiError::internal(format!("reading TUF metadata: {e}")))?;
+    if !signed {
+        if state.config.tuf_online_key.is_none() {
+            tracing::warn!("index/config.json is not signed by the TUF metadata and there is no online key to sign it");
+            return Ok(());
+        }
+        follow(&mut tx, &state.config, vec![(target.to_owned(), bytes)]).await?;
+        tx.commit().await?;
+        tracing::info!("index/config.json signed by the TUF metadata");
+    }
+    state.config_signed.store(true, Ordering::Release);
     Ok(())
 }
 

@@ -108,6 +108,51 @@ fn check_spec_version(role: &str, version: &str) -> Result<()> {
     })
 }
 
+/// Key ids as the specification writes them: the lower-case hex of a SHA-256.
+/// `tough` compares their decoded bytes, so `ABCD…` would pass it; python-tuf
+/// compares the strings, and the two would disagree on what a role's keys are.
+fn check_key_ids<T: serde::Serialize>(role: &str, metadata: &T) -> Result<()> {
+    fn canonical(id: &str) -> bool {
+        id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+    fn walk<'a>(value: &'a serde_json::Value, bad: &mut Option<&'a str>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (field, v) in map {
+                    match (field.as_str(), v) {
+                        ("keyid", serde_json::Value::String(id)) if !canonical(id) => *bad = Some(id),
+                        ("keyids", serde_json::Value::Array(ids)) => {
+                            if let Some(id) = ids.iter().filter_map(|i| i.as_str()).find(|i| !canonical(i)) {
+                                *bad = Some(id);
+                            }
+                        }
+                        ("keys", serde_json::Value::Object(keys)) => {
+                            if let Some(id) = keys.keys().find(|i| !canonical(i)) {
+                                *bad = Some(id);
+                            }
+                        }
+                        _ => {}
+                    }
+                    walk(v, bad);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, bad)),
+            _ => {}
+        }
+    }
+    let value = serde_json::to_value(metadata).map_err(|e| Error::Metadata { detail: e.to_string() })?;
+    let mut bad = None;
+    walk(&value, &mut bad);
+    match bad {
+        None => Ok(()),
+        Some(id) => Err(Error::Metadata {
+            detail: format!(
+                "the {role} metadata names key id \"{id}\"; key ids are 64 lower-case hex digits (TUF specification)"
+            ),
+        }),
+    }
+}
+
 /// Loads the metadata at `metadata_url` (a `file://` directory) starting from
 /// the root in `trusted_root`, keeping what it trusts in `datastore` (the
 /// previous timestamp and snapshot, against rollback). The caller persists
@@ -161,6 +206,22 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
     ] {
         check_spec_version(role, version)?;
     }
+    check_key_ids("root", repo.root())?;
+    check_key_ids("timestamp", repo.timestamp())?;
+    check_key_ids("snapshot", repo.snapshot())?;
+    check_key_ids("targets", repo.targets())?;
+    let mut delegated: Vec<&tough::schema::DelegatedRole> = Vec::new();
+    if let Some(d) = &repo.targets().signed.delegations {
+        delegated.extend(d.roles.iter());
+    }
+    while let Some(role) = delegated.pop() {
+        if let Some(signed) = &role.targets {
+            check_key_ids(&role.name, signed)?;
+            if let Some(d) = &signed.signed.delegations {
+                delegated.extend(d.roles.iter());
+            }
+        }
+    }
     let targets = repo
         .all_targets()
         .map(|(name, t)| (name.raw().to_owned(), Listed { sha256: t.hashes.sha256.to_vec(), length: t.length }))
@@ -174,6 +235,25 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
         timestamp_version: repo.timestamp().signed.version.get(),
         expires: repo.timestamp().signed.expires.to_string(),
     })
+}
+
+#[cfg(test)]
+mod key_id_tests {
+    #[test]
+    fn key_ids_are_lower_case_hex_everywhere_they_appear() {
+        let id = "ab".repeat(32);
+        let good = serde_json::json!({"signatures": [{"keyid": id, "sig": "00"}],
+            "signed": {"keys": {id.clone(): {}}, "roles": {"root": {"keyids": [id]}}}});
+        assert!(super::check_key_ids("root", &good).is_ok());
+        for bad in [
+            serde_json::json!({"signatures": [{"keyid": "AB".repeat(32)}]}),
+            serde_json::json!({"signed": {"keys": {"AB".repeat(32): {}}}}),
+            serde_json::json!({"signed": {"delegations": {"roles": [{"keyids": [id.clone(), "ab".repeat(31)]}]}}}),
+        ] {
+            let e = super::check_key_ids("bins-3", &bad).unwrap_err().to_string();
+            assert!(e.contains("bins-3") && e.contains("lower-case"), "{e}");
+        }
+    }
 }
 
 #[cfg(test)]

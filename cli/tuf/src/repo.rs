@@ -307,6 +307,18 @@ pub fn update(store: &mut dyn Store, online_key: &Path, changes: &[Change], now:
     })?
 }
 
+/// Whether the metadata in `store` already signs `bytes` as `target` (so a
+/// change to it would re-sign nothing).
+pub fn signs(store: &dyn Store, target: &str, bytes: &[u8]) -> Result<bool> {
+    let role: Signed<Targets> = read(store, &format!("{}.json", bins::bin_of(target)))?;
+    let wanted = self::target(bytes);
+    Ok(role
+        .signed
+        .targets
+        .get(&target_name(target)?)
+        .is_some_and(|t| t.length == wanted.length && t.hashes.sha256 == wanted.hashes.sha256))
+}
+
 /// A new timestamp (and a new snapshot and bins when they would expire within
 /// a day): what keeps a registry that did not change from looking frozen.
 pub fn refresh(store: &mut dyn Store, online_key: &Path, now: Time, expiry: &Expiry) -> Result<()> {

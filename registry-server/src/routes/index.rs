@@ -30,18 +30,26 @@ pub fn immutable_cache_control(config: &crate::config::Config) -> HeaderValue {
 #[utoipa::path(get, path = "/index/config.json", tag = "index",
     responses((status = 200, description = "Where archives and the API are", content_type = "application/json")))]
 pub async fn config(State(state): State<AppState>) -> Response {
-    let public = state.config.public_url.as_str().trim_end_matches('/');
-    let config = IndexConfig {
-        dl: state.config.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
-        api: Some(public.to_owned()),
-        auth_required: state.config.auth_required,
-        require_signatures: !state.config.allow_unsigned,
-        trusted_publishing_audience: (!state.config.trusted_issuers.is_empty())
-            .then(|| state.config.trusted_audience.clone()),
-    };
-    let mut response = axum::Json(config).into_response();
+    let mut response =
+        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], config_bytes(&state.config))
+            .into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, index_cache_control(&state.config));
     response
+}
+
+/// The bytes of `index/config.json`: a TUF target, so the same configuration is
+/// always the same bytes.
+pub fn config_bytes(config: &crate::config::Config) -> Vec<u8> {
+    let public = config.public_url.as_str().trim_end_matches('/');
+    let index = IndexConfig {
+        dl: config.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
+        api: Some(public.to_owned()),
+        auth_required: config.auth_required,
+        require_signatures: !config.allow_unsigned,
+        trusted_publishing_audience: (!config.trusted_issuers.is_empty()).then(|| config.trusted_audience.clone()),
+    };
+    // A struct of strings and booleans always serializes.
+    serde_json::to_vec(&index).unwrap_or_default()
 }
 
 /// One package's index file: a JSON line per version (SPEC §6).
@@ -115,6 +123,9 @@ pub async fn tuf_file(State(state): State<AppState>, Path(file): Path<String>) -
     let plausible = file.len() <= 64
         && file.ends_with(".json")
         && file.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
+    if plausible {
+        crate::tuf::sign_config(&state).await?;
+    }
     let bytes = if plausible { db::tuf::file(&state.db, &file).await? } else { None };
     let Some(bytes) = bytes else {
         return Err(ApiError::not_found(format!("this registry has no TUF metadata file `{file}`")));

@@ -89,7 +89,10 @@ pub struct HttpRegistry {
     token: Option<String>,
     cache: Option<IndexCache>,
     offline: bool,
-    /// `index/config.json`, fetched on first need.
+    /// `index/config.json` as fetched (and its bytes), on first need.
+    fetched_config: OnceLock<(IndexConfig, Vec<u8>)>,
+    /// `index/config.json` once checked against the TUF metadata (when the
+    /// registry has a trusted root).
     config: OnceLock<IndexConfig>,
     /// A trusted TUF root, when the user configured one.
     tuf: Option<crate::tuf::TufReader>,
@@ -104,6 +107,7 @@ impl HttpRegistry {
             token: options.token.clone(),
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,
+            fetched_config: OnceLock::new(),
             config: OnceLock::new(),
             tuf: options.tuf.clone().map(crate::tuf::TufReader::new),
         })
@@ -153,10 +157,12 @@ impl HttpRegistry {
         self.endpoint(&format!("{}{path}", registry_api::API_PREFIX))
     }
 
-    /// `index/config.json`, fetched once.
-    fn config(&self) -> Result<&IndexConfig> {
-        if let Some(config) = self.config.get() {
-            return Ok(config);
+    /// `index/config.json`, fetched once, unchecked: only for whether reads need
+    /// the token (the TUF metadata itself may need it). A forged answer can at
+    /// worst withhold the token from, or show it to, this same origin.
+    fn fetched_config(&self) -> Result<&(IndexConfig, Vec<u8>)> {
+        if let Some(fetched) = self.fetched_config.get() {
+            return Ok(fetched);
         }
         self.online("reading the registry's config.json")?;
         let url = self.endpoint(registry_api::INDEX_CONFIG_PATH);
@@ -174,13 +180,25 @@ impl HttpRegistry {
             }
         };
         let config: IndexConfig = client::json(&url, &body)?;
-        Ok(self.config.get_or_init(|| config))
+        Ok(self.fetched_config.get_or_init(|| (config, body)))
+    }
+
+    /// `index/config.json`, fetched once and, with a trusted TUF root, checked
+    /// against the signed metadata like an index file (it says where archives
+    /// come from and where the API is).
+    fn config(&self) -> Result<&IndexConfig> {
+        if let Some(config) = self.config.get() {
+            return Ok(config);
+        }
+        let (config, bytes) = self.fetched_config()?;
+        self.check_tuf_file(registry_api::INDEX_CONFIG_PATH)?(bytes)?;
+        Ok(self.config.get_or_init(|| config.clone()))
     }
 
     /// The token for reads: only when the registry says it needs one (a token of
     /// one registry is not shown to another's download host needlessly).
     fn read_token(&self) -> Result<Option<&str>> {
-        Ok(if self.config()?.auth_required { self.token.as_deref() } else { None })
+        Ok(if self.fetched_config()?.0.auth_required { self.token.as_deref() } else { None })
     }
 
     fn write_token(&self, what: &'static str) -> Result<&str> {
