@@ -325,6 +325,23 @@ pub fn normalize(name: &str) -> String {
     name.chars().map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() }).collect()
 }
 
+/// What a name looks like, for refusing a new name too close to an existing
+/// one (`dd0s`, `dd_os`, `ddos_` beside `ddos`): lowercase, without `-` and
+/// `_`, with the look-alike characters made one (`0`→`o`, `1` and `i`→`l`,
+/// `5`→`s`). The registry server's `ebpkg_name_skeleton` SQL function is the
+/// same mapping (a test compares them).
+pub fn skeleton(name: &str) -> String {
+    name.chars()
+        .filter(|&c| c != '-' && c != '_')
+        .map(|c| match c.to_ascii_lowercase() {
+            '0' => 'o',
+            '1' | 'i' => 'l',
+            '5' => 's',
+            c => c,
+        })
+        .collect()
+}
+
 /// [`normalize`] of one byte of an ASCII name.
 fn normalize_byte(b: u8) -> u8 {
     if b == b'-' { b'_' } else { b.to_ascii_lowercase() }
@@ -558,6 +575,13 @@ mod tests {
     fn collisions_ignore_case_and_dash() {
         assert_eq!(PackageName::new("my-pkg").unwrap().normalized(), "my_pkg");
         assert_eq!(normalize("My-Pkg"), normalize("my_pkg"));
+        for close in ["dd_os", "ddos_", "dd0s", "DD-0S", "d-d-o-s"] {
+            assert_eq!(skeleton(close), skeleton("ddos"), "{close}");
+        }
+        assert_eq!(skeleton("fl1ters"), skeleton("filter5"));
+        for apart in ["ddos2", "dos", "ddoss", "meter"] {
+            assert_ne!(skeleton(apart), skeleton("ddos"), "{apart}");
+        }
     }
 
     #[test]

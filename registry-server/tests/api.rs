@@ -115,6 +115,18 @@ fn publishes_that_must_be_refused_change_nothing() {
         StatusCode::CONFLICT,
         "collides with the existing package `my-pkg`",
     );
+    // A new name that could pass for the existing one.
+    for close in ["my_pkg_", "mypkg", "my-pk9"] {
+        let impostor = pack_with(scratch.path(), close, "1.0.0", "", &[]).unwrap();
+        let body = publish_body(&impostor, close, "1.0.0").unwrap();
+        if close == "my-pk9" {
+            // (`9` is not a look-alike of `g`: a name apart.)
+            assert_eq!(publish(&reg, &token, &body).status(), StatusCode::OK);
+            continue;
+        }
+        refuse(body, StatusCode::CONFLICT, "too close to the existing package `my-pkg`");
+        assert_eq!(get(&reg, &format!("index/{}", ebpkg_spec::index_path(close))).status(), StatusCode::NOT_FOUND);
+    }
     // The metadata does not describe the archive.
     let v2 = pack_with(scratch.path(), "my-pkg", "2.0.0", "", &[]).unwrap();
     refuse(publish_body(&v2, "my-pkg", "2.0.1").unwrap(), StatusCode::BAD_REQUEST, "refused");
@@ -536,4 +548,16 @@ fn the_admin_command_prints_no_secret_and_refuses_a_token_expiry_of_zero() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--expires") && stderr.contains("1..=3650"), "{stderr}");
+}
+
+#[test]
+fn the_name_skeleton_in_sql_is_the_one_in_rust() {
+    let reg = TestRegistry::start().unwrap();
+    let names = ["ddos", "dd_os", "dd0s", "DD-0S", "fl1ter5", "i-1-l", "a_b-c", "x9", "hike_s5i0"];
+    for name in names {
+        let sql: String = reg
+            .block_on(sqlx::query_scalar("SELECT ebpkg_name_skeleton($1)").bind(name).fetch_one(reg.pool()))
+            .unwrap();
+        assert_eq!(sql, ebpkg_spec::names::skeleton(name), "{name}");
+    }
 }

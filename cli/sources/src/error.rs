@@ -102,6 +102,14 @@ pub enum ErrorKind {
     NameCollision { name: PackageName, existing: PackageName, url: RegistryUrl },
 
     #[error(
+        "cannot publish `{name}`: it is too close to `{existing}`, which the registry {url} already has (names are \
+         compared without `-` and `_`, with `0` as `o`, `1` and `i` as `l`, `5` as `s`), so one could pass for the \
+         other. Choose another name; if `{existing}` is yours, publish under it; to have a name released, ask the \
+         registry's operator"
+    )]
+    NameTooClose { name: PackageName, existing: PackageName, url: RegistryUrl },
+
+    #[error(
         "cannot publish {name}@{version}: {problem}. Pack the package again and publish exactly the archive \
          and manifest that packing produced"
     )]

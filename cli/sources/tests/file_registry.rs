@@ -112,6 +112,26 @@ fn names_colliding_after_normalization_are_refused() {
 }
 
 #[test]
+fn a_new_name_too_close_to_an_existing_one_is_refused_with_its_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = registry(&tmp);
+    let original = pack(tmp.path(), "ddos", "1.0.0");
+    reg.publish(&original.bytes, &original.manifest, None).unwrap();
+    for close in ["dd_os", "ddos_", "dd0s", "dd-0s"] {
+        let impostor = pack(tmp.path(), close, "1.0.0");
+        let e = reg.publish(&impostor.bytes, &impostor.manifest, None).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::NameTooClose { existing, .. } if existing.as_str() == "ddos"), "{e}");
+        assert!(e.to_string().contains("too close to `ddos`") && e.to_string().contains("operator"), "{e}");
+        assert!(reg.index(&name(close)).unwrap().is_none(), "{close}: nothing written");
+    }
+    // Names apart, and new versions of the existing package, are fine.
+    for (apart, version) in [("ddos2", "1.0.0"), ("ddos", "1.1.0")] {
+        let packed = pack(tmp.path(), apart, version);
+        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    }
+}
+
+#[test]
 fn dash_underscore_lookup_reaches_other_index_directories() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);

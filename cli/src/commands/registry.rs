@@ -147,7 +147,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     }
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
-    let lock = resolve(Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
+    let lock = resolve(ctx, Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
     if args.no_verify {
         ctx.ui.status("Skipped", format!("verifying {id} (--no-verify): not built, not checked by the kernel"));
     } else {

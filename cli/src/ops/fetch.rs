@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use ebpkg_signing::{Decision, TrustPolicy};
 use ebpkg_sources::{RegistryUrl, SignedVersion};
 use ebpkg_spec::manifest::MANIFEST_FILE;
 use ebpkg_spec::names::PackageGlob;
@@ -12,6 +11,7 @@ use ebpkg_spec::{LockedPackage, Lockfile, Manifest};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
+use crate::ops::trust::{Trust, Verdict};
 use crate::project::manifest_error;
 use crate::registries::Registries;
 
@@ -59,22 +59,8 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
     Ok(out)
 }
 
-/// The trust policy in force for this command, and what it decided.
-struct Trust {
-    policy: TrustPolicy,
-    /// The user's policy file, where --trust-new-keys records first uses.
-    user_path: std::path::PathBuf,
-}
-
+/// The trust policy, checked over each fetched archive.
 impl Trust {
-    fn load(ctx: &Ctx) -> Result<Trust> {
-        let project = ctx.project().ok();
-        Ok(Trust {
-            policy: crate::commands::keys::effective_policy(ctx, project.as_ref())?,
-            user_path: ctx.config.trust_path.clone(),
-        })
-    }
-
     /// Refuses `p` unless the policy accepts its signer (or its being unsigned)
     /// and, when signed, its bundle verifies over the archive at `archive`.
     fn check(
@@ -86,32 +72,16 @@ impl Trust {
         archive: &std::path::Path,
     ) -> Result<()> {
         let id = format!("{}@{}", p.name, p.version);
-        let key = match self.policy.decide(p.name.as_str(), p.signer.as_ref()) {
-            Decision::UnsignedAllowed { by } => {
+        let key = match self.judge(&p.name, p.signer.as_ref()) {
+            Verdict::UnsignedAllowed { by } => {
                 tracing::info!("{id} is unsigned; allowed by the trust policy's `{by}`");
                 return Ok(());
             }
-            Decision::Unsigned => {
-                return Err(fail(
-                    Failure::Trust,
-                    format!(
-                        "{id} from {url} is not signed, and no trust policy allows it unsigned; nothing was installed. \
-                         Ask its publisher to sign it, or allow it: `ebpkg trust allow-unsigned {}` (add --project \
-                         to record it in the project's ebpkg-trust.toml)",
-                        p.name
-                    ),
-                ));
+            Verdict::Refused { why, fix } => {
+                let from = if p.signer.is_none() { format!(" from {url}") } else { String::new() };
+                return Err(fail(Failure::Trust, format!("{id}{from} {why}; nothing was installed. {fix}")));
             }
-            Decision::Revoked { key, reason } => {
-                return Err(fail(
-                    Failure::Trust,
-                    format!(
-                        "{id} is signed only by key {key}, which the trust policy revokes ({reason}); nothing was \
-                         installed. Use a version signed by another key"
-                    ),
-                ));
-            }
-            Decision::Untrusted { key, trusted } if trusted.is_empty() && ctx.trust_new_keys => {
+            Verdict::TrustedOnFirstUse { key } => {
                 let exact = PackageGlob::new(p.name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
                 let mut user = crate::commands::keys::read_policy(&self.user_path)?;
                 user.trust(exact.clone(), key);
@@ -124,31 +94,7 @@ impl Trust {
                 ));
                 key
             }
-            Decision::Untrusted { key, trusted } if trusted.is_empty() => {
-                return Err(fail(
-                    Failure::Trust,
-                    format!(
-                        "{id} is signed by key {key}, and the trust policy trusts no key for {}; nothing was \
-                         installed. Check with the publisher that the key is theirs, then `ebpkg trust add {} {key}` \
-                         (or install once with --trust-new-keys to trust it on first use)",
-                        p.name, p.name
-                    ),
-                ));
-            }
-            Decision::Untrusted { key, trusted } => {
-                let trusted: Vec<String> = trusted.iter().map(ToString::to_string).collect();
-                return Err(fail(
-                    Failure::Trust,
-                    format!(
-                        "{id} is signed by key {key}, but the trust policy trusts only {} for {}; nothing was \
-                         installed. If the publisher rotated keys, confirm it with them, then `ebpkg trust add {} {key}`",
-                        trusted.join(", "),
-                        p.name,
-                        p.name
-                    ),
-                ));
-            }
-            Decision::Trusted { key, .. } => key,
+            Verdict::Trusted { key } => key,
         };
         let bytes = ebpkg_fs::read(archive, ebpkg_archive::Limits::default().max_archive_bytes)?;
         let registry = regs.open(url)?;

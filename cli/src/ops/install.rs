@@ -166,7 +166,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
                 ));
             }
             ctx.ui.status("Resolving", format!("{name}@{req}"));
-            resolve(Root::of_package(name.clone(), req.clone())?, None, UpdatePolicy::Nothing, &regs)?
+            resolve(ctx, Root::of_package(name.clone(), req.clone())?, None, UpdatePolicy::Nothing, &regs)?
         }
     };
     clock.lap("resolve");

@@ -8,6 +8,7 @@ pub mod native;
 pub mod resolve;
 pub mod ship_objects;
 pub mod test;
+pub mod trust;
 
 use anyhow::Result;
 

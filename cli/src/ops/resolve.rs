@@ -11,6 +11,7 @@ use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageNam
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
+use crate::ops::trust::{Trust, Verdict};
 use crate::project::{LockState, Project};
 use crate::registries::{DamagedLine, Registries};
 
@@ -118,31 +119,76 @@ impl Root {
 }
 
 /// Resolves what `root` requires (`old` is the previous lock) into a lockfile.
-pub fn resolve(root: Root, old: Option<&Lockfile>, update: UpdatePolicy, regs: &Registries<'_>) -> Result<Lockfile> {
+///
+/// Versions the trust policy refuses (signed by a key it does not trust for the
+/// package, or revoked, or unsigned where no rule allows it) are left out, each
+/// said once, as fetch would refuse them: a hostile publish is skipped rather
+/// than locked.
+pub fn resolve(
+    ctx: &Ctx,
+    root: Root,
+    old: Option<&Lockfile>,
+    update: UpdatePolicy,
+    regs: &Registries<'_>,
+) -> Result<Lockfile> {
     let mut locked = Vec::new();
     for p in old.map(Lockfile::packages).unwrap_or_default() {
         let url = regs.url(Some(&p.source))?;
         locked.push((QualifiedName::in_registry(p.name.clone(), regs.id_registry(&url)), p.version.clone()));
     }
     let request = ResolveRequest { root: root.name, root_version: root.version, deps: root.deps, locked, update };
+    let trust = Trust::load(ctx)?;
+    let mut skipped: Vec<(String, String)> = Vec::new();
     // Resolution reads only part of each index line; a chosen version whose line is
-    // damaged elsewhere is left out and the dependencies resolved again, as if the
-    // line had been skipped from the start. Each round leaves out at least one more.
+    // damaged elsewhere, or whose signer the policy refuses, is left out and the
+    // dependencies resolved again, as if the line had been skipped from the start.
+    // Each round leaves out at least one more.
     loop {
         let resolution = match ebpkg_resolver::resolve(&request, regs) {
             Ok(resolution) => resolution,
             // A cached record it met was damaged: resolved again from the index files.
             Err(_) if regs.reread_damaged() => continue,
+            Err(e) if !skipped.is_empty() => return Err(untrusted_only(e, &skipped)),
             Err(e) => return Err(e.into()),
         };
-        let damaged = match lock_packages(&resolution, old, regs)? {
-            Ok(packages) => return Ok(Lockfile::new(packages)),
-            Err(damaged) => damaged,
+        let packages = match lock_packages(&resolution, old, regs)? {
+            Ok(packages) => packages,
+            Err(damaged) => {
+                for line in &damaged {
+                    regs.reject(line);
+                }
+                continue;
+            }
         };
-        for line in &damaged {
-            regs.reject(line);
+        let mut refused = false;
+        for p in &packages {
+            if let Verdict::Refused { why, fix } = trust.judge(&p.name, p.signer.as_ref()) {
+                let id = format!("{}@{}", p.name, p.version);
+                ctx.ui.status("Skipping", format!("{id} ({}): it {why}", p.source));
+                regs.leave_out(&regs.url(Some(&p.source))?, &p.name, &p.version);
+                skipped.push((format!("{id} {why}"), fix));
+                refused = true;
+            }
+        }
+        if !refused {
+            return Ok(Lockfile::new(packages));
         }
     }
+}
+
+/// A resolution that failed once the versions the trust policy refuses were left
+/// out: the explanation, then which versions were left out and why.
+fn untrusted_only(e: ebpkg_resolver::ResolveError, skipped: &[(String, String)]) -> anyhow::Error {
+    let mut text = format!("{e}\n\nLeft out because the trust policy refuses them (fetching them would fail):");
+    for (what, _) in skipped {
+        text.push_str(&format!("\n  {what}"));
+    }
+    let mut fixes: Vec<&str> = skipped.iter().map(|(_, fix)| fix.as_str()).collect();
+    fixes.dedup();
+    for fix in fixes {
+        text.push_str(&format!("\nhelp: {fix}"));
+    }
+    fail(Failure::Trust, text)
 }
 
 /// ebpkg.lock's packages for `resolution` (`old` is the previous lock, whose pins must still
@@ -330,7 +376,7 @@ pub fn resolve_project(ctx: &Ctx, project: &Project, regs: &Registries<'_>, upda
         return Ok(Resolved { lock: lock.clone(), old, stale: false });
     }
     ctx.ui.status("Resolving", format!("dependencies of {}", project.manifest.package.name));
-    let lock = resolve(Root::of_manifest(&project.manifest, regs)?, old.as_ref(), update, regs)?;
+    let lock = resolve(ctx, Root::of_manifest(&project.manifest, regs)?, old.as_ref(), update, regs)?;
     let changed = damaged || old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
     if !changed {
         return Ok(Resolved { lock, old, stale: false });

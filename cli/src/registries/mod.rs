@@ -34,7 +34,8 @@ pub struct Registries<'c> {
     loader: loader::Loader,
     /// Packages whose skipped lines were warned about.
     warned: RefCell<HashSet<(String, String)>>,
-    /// Versions a resolution chose whose lines turned out damaged: not offered again.
+    /// Versions a resolution chose whose lines turned out damaged, or whose signer
+    /// the trust policy refuses: not offered again.
     rejected: RefCell<HashSet<(String, String, semver::Version)>>,
 }
 
@@ -180,8 +181,12 @@ impl<'c> Registries<'c> {
     /// Leaves a version whose line is damaged out of later resolutions, with a warning.
     pub fn reject(&self, damaged: &DamagedLine) {
         tracing::warn!("{damaged}; resolving again without it");
-        let key = (damaged.url.to_string(), damaged.name.normalized(), damaged.version.clone());
-        self.rejected.borrow_mut().insert(key);
+        self.leave_out(&damaged.url, &damaged.name, &damaged.version);
+    }
+
+    /// Leaves `name@version` of `url` out of later resolutions.
+    pub fn leave_out(&self, url: &RegistryUrl, name: &PackageName, version: &semver::Version) {
+        self.rejected.borrow_mut().insert((url.to_string(), name.normalized(), version.clone()));
     }
 }
 

@@ -35,6 +35,25 @@ pub async fn lock(tx: &mut PgConnection, normalized: &str) -> Result<Option<Pack
         .await
 }
 
+/// The existing package whose name looks like `name` (see
+/// `ebpkg_spec::names::skeleton`), under a lock on that look held until the
+/// transaction ends: two new names that look alike, published at once, cannot
+/// both pass.
+pub async fn too_close(tx: &mut PgConnection, name: &PackageName) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended(ebpkg_name_skeleton($1), 0))")
+        .bind(name.as_str())
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query_scalar(
+        "SELECT name FROM packages WHERE name_skeleton = ebpkg_name_skeleton($1) AND normalized_name <> $2 \
+         ORDER BY name LIMIT 1",
+    )
+    .bind(name.as_str())
+    .bind(name.normalized())
+    .fetch_optional(tx)
+    .await
+}
+
 /// Creates the package row (its index is filled by [`refresh`] in the same
 /// transaction); `None` when a concurrent publish created it first.
 pub async fn create(tx: &mut PgConnection, name: &PackageName) -> Result<Option<i64>, sqlx::Error> {

@@ -367,6 +367,13 @@ async fn commit(
     let normalized = name.normalized();
     let (pkg, new_package) = match db::packages::lock(&mut tx, &normalized).await? {
         Some(pkg) => (pkg, false),
+        None if let Some(existing) = db::packages::too_close(&mut tx, name).await? => {
+            return Err(ApiError::conflict(format!(
+                "{id}: the name is too close to the existing package `{existing}` (names are compared without `-` \
+                 and `_`, with `0` as `o`, `1` and `i` as `l`, `5` as `s`), so one could pass for the other; choose \
+                 another name, publish as `{existing}` if it is yours, or ask the registry's operator to release it"
+            )));
+        }
         None => match db::packages::create(&mut tx, name).await? {
             Some(created) => {
                 caller.require(Scope::PublishNew, name.as_str())?;

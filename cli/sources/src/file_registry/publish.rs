@@ -226,7 +226,16 @@ impl FileRegistry {
                 let (text, entries) = self.read_index_for_writing(&path, &existing)?;
                 Ok((path, text, entries))
             }
-            None => Ok((self.index_dir().join(index_path(name.as_str())), String::new(), Vec::new())),
+            None => {
+                // A new package: not one that could pass for another.
+                let look = ebpkg_spec::names::skeleton(name.as_str());
+                if let Some(existing) =
+                    self.list_names()?.into_iter().find(|n| ebpkg_spec::names::skeleton(n.as_str()) == look)
+                {
+                    return Err(ErrorKind::NameTooClose { name: name.clone(), existing, url: self.url.clone() }.into());
+                }
+                Ok((self.index_dir().join(index_path(name.as_str())), String::new(), Vec::new()))
+            }
         }
     }
 }

@@ -1,0 +1,87 @@
+//! The trust policy applied to versions of packages: what `fetch` refuses, a
+//! resolution leaves out beforehand, so that ebpkg.lock never pins a version the
+//! next install would refuse (one hostile publish must not block every update).
+
+use anyhow::Result;
+use ebpkg_signing::{Decision, TrustPolicy};
+use ebpkg_spec::PackageName;
+use ebpkg_spec::names::PackageGlob;
+use ebpkg_spec::types::KeyId;
+
+use crate::Ctx;
+
+/// What the policy says of one version, before anything of it is fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Unsigned, and a rule (`by`) allows it.
+    UnsignedAllowed { by: PackageGlob },
+    /// Signed by `key`, which is trusted for the package.
+    Trusted { key: KeyId },
+    /// Signed by `key`, trusted from now on (first use, --trust-new-keys).
+    TrustedOnFirstUse { key: KeyId },
+    /// Refused: `why` follows the version's `name@version`; `fix` says what
+    /// the user can do.
+    Refused { why: String, fix: String },
+}
+
+/// The trust policy in force for a command.
+pub struct Trust {
+    pub policy: TrustPolicy,
+    /// --trust-new-keys: a key is trusted on its first use for a package.
+    trust_new_keys: bool,
+    /// The user's policy file, where first uses are recorded.
+    pub user_path: std::path::PathBuf,
+}
+
+impl Trust {
+    /// The user's policy merged with the project's (of the current directory).
+    pub fn load(ctx: &Ctx) -> Result<Trust> {
+        let project = ctx.project().ok();
+        Ok(Trust {
+            policy: crate::commands::keys::effective_policy(ctx, project.as_ref())?,
+            trust_new_keys: ctx.trust_new_keys,
+            user_path: ctx.config.trust_path.clone(),
+        })
+    }
+
+    /// What the policy says of a version of `name` signed by `signer`.
+    pub fn judge(&self, name: &PackageName, signer: Option<&KeyId>) -> Verdict {
+        match self.policy.decide(name.as_str(), signer) {
+            Decision::UnsignedAllowed { by } => Verdict::UnsignedAllowed { by },
+            Decision::Trusted { key, .. } => Verdict::Trusted { key },
+            Decision::Untrusted { key, trusted } if trusted.is_empty() && self.trust_new_keys => {
+                Verdict::TrustedOnFirstUse { key }
+            }
+            Decision::Unsigned => Verdict::Refused {
+                why: "is not signed, and no trust policy allows it unsigned".into(),
+                fix: format!(
+                    "Ask its publisher to sign it, or allow it: `ebpkg trust allow-unsigned {name}` (add --project to \
+                     record it in the project's ebpkg-trust.toml)"
+                ),
+            },
+            Decision::Revoked { key, reason } => Verdict::Refused {
+                why: format!("is signed only by key {key}, which the trust policy revokes ({reason})"),
+                fix: "Use a version signed by another key".into(),
+            },
+            Decision::Untrusted { key, trusted } if trusted.is_empty() => Verdict::Refused {
+                why: format!("is signed by key {key}, and the trust policy trusts no key for {name}"),
+                fix: format!(
+                    "Check with the publisher that the key is theirs, then `ebpkg trust add {name} {key}` (or install \
+                     once with --trust-new-keys to trust it on first use)"
+                ),
+            },
+            Decision::Untrusted { key, trusted } => {
+                let trusted: Vec<String> = trusted.iter().map(ToString::to_string).collect();
+                Verdict::Refused {
+                    why: format!(
+                        "is signed by key {key}, but the trust policy trusts only {} for {name}",
+                        trusted.join(", ")
+                    ),
+                    fix: format!(
+                        "If the publisher rotated keys, confirm it with them, then `ebpkg trust add {name} {key}`"
+                    ),
+                }
+            }
+        }
+    }
+}
