@@ -105,6 +105,7 @@ pub struct NewPublisherKey {
     /// [`key_proof_message`] for the caller's login with it. Without it, anyone
     /// could register someone else's public key first and so block, or be
     /// credited with, their signatures.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub proof: serde_json::Value,
 }
 

@@ -74,7 +74,7 @@ pub fn router(state: AppState) -> Router {
         .split_for_parts();
     api.merge(rest);
     api.merge(<CatchAllDoc as utoipa::OpenApi>::openapi());
-    let document = Arc::new(crate::openapi::document(api).to_string());
+    let document = Arc::new(crate::openapi::document(api, &config, &OPEN).to_string());
     let unlimited = unlimited.route("/index/{*path}", axum::routing::get(index::file)).route(
         "/api/openapi.json",
         axum::routing::get(move || {
@@ -96,9 +96,13 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token_for_reads))
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::metrics::track))
         .fallback(|headers: axum::http::HeaderMap| async move { crate::catalog::fallback(&headers) })
-        .layer(CompressionLayer::new().compress_when(compress))
         .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
+        // Outside the layers and extractors that answer on their own (a body too
+        // large, a timeout, a rejected path or JSON body), so their answers take
+        // the API's error shape too.
+        .layer(middleware::from_fn(crate::error::json_errors))
+        .layer(CompressionLayer::new().compress_when(compress))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal("the registry hit a bug; the operator's logs have details").into_response()
         }))
@@ -116,11 +120,14 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// What a private registry serves without a token: what operators and clients
+/// need before they can have one.
+const OPEN: [&str; 5] = ["/index/config.json", "/healthz", "/readyz", "/metrics", "/api/openapi.json"];
+
 /// For a private registry (`--auth-required`): reads need a valid token too.
 /// Writes authenticate in their handlers; what operators and clients need before
 /// they can have a token (config.json, health, metrics, the API description) stays open.
 async fn require_token_for_reads(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    const OPEN: [&str; 5] = ["/index/config.json", "/healthz", "/readyz", "/metrics", "/api/openapi.json"];
     let is_read = matches!(*request.method(), axum::http::Method::GET | axum::http::Method::HEAD);
     if !state.config.auth_required || !is_read || OPEN.contains(&request.uri().path()) {
         return next.run(request).await;

@@ -82,6 +82,12 @@ impl From<sqlx::Error> for ApiError {
             sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")) => {
                 ApiError::unavailable(format!("the registry's database is unavailable ({e}); retry later"))
             }
+            // A value PostgreSQL cannot hold (a NUL in text, a number out of range)
+            // that no handler's check caught: the request's fault, not the server's.
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")) => {
+                tracing::warn!(error = %e, "a request held a value the database refused");
+                ApiError::bad_request(format!("the request holds a value the registry cannot store ({})", db.message()))
+            }
             _ => {
                 tracing::error!(error = %e, "database error");
                 ApiError::internal("internal error in the registry's database layer; the operator's logs have details")
@@ -98,3 +104,39 @@ impl From<object_store::Error> for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Gives the API's error shape (`{"errors": [{"detail": …}]}`) to the errors
+/// answered by axum's extractors and tower's layers (plain text or empty), on the
+/// API, index and TUF paths; the catalog's pages keep their HTML.
+pub async fn json_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let path = request.uri().path();
+    let api = ["/api/", "/index/", "/tuf/"].iter().any(|p| path.starts_with(p));
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !api || is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // What axum said (`Failed to deserialize the JSON body…: missing field`), bounded.
+    let said = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let said = String::from_utf8_lossy(&said).trim().to_owned();
+    let detail = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "the request body is larger than this registry accepts".to_owned(),
+        StatusCode::REQUEST_TIMEOUT => "the request took too long; retry, or send it faster".to_owned(),
+        StatusCode::METHOD_NOT_ALLOWED => "this path does not answer that method".to_owned(),
+        _ if !said.is_empty() => said,
+        _ => status.canonical_reason().unwrap_or("the request was refused").to_owned(),
+    };
+    let mut out = ApiError::new(status, detail).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH && name != header::CONTENT_ENCODING {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}

@@ -1,88 +1,174 @@
-//! `/api/openapi.json`: paths, parameters and statuses come from the handlers'
-//! `utoipa::path` attributes; the JSON bodies' schemas are the wire types' own
+//! `/api/openapi.json`: paths, parameters and each route's own statuses come from
+//! the handlers' `utoipa::path` attributes (each with its `operation_id`); the
+//! JSON bodies' schemas, requests and responses, are the wire types' own
 //! (schemars, the same ones ebpkg-spec publishes), added as components and
-//! referenced from the operations that return them.
+//! referenced from the operations by id. The statuses every route of a kind can
+//! answer (a timeout, a database outage, a rate limit, a body refused by its
+//! extractor) are added here, with the error body, so that the document lists
+//! everything the server can say: `openapi-spec-validator` and Schemathesis
+//! check it in `tests/conformance.rs`.
 
 use ebpkg_spec::registry_api as api;
 use schemars::JsonSchema;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-/// Which operation (by handler name) answers 200 with which wire type.
-fn bodies() -> Vec<(&'static str, &'static str, Value)> {
-    fn schema<T: JsonSchema>() -> Value {
-        serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
-    }
+use crate::config::Config;
+
+/// A wire type as a component: its name and its schema.
+type Body = (&'static str, fn() -> Value);
+
+/// What an operation takes and answers, beyond its attribute.
+struct Operation {
+    id: &'static str,
+    /// The JSON body it reads.
+    request: Option<Body>,
+    /// The JSON body of its 200.
+    response: Option<Body>,
+}
+
+fn schema<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+macro_rules! body {
+    ($t:ident) => {
+        Some((stringify!($t), schema::<api::$t> as fn() -> Value))
+    };
+}
+
+fn operations() -> Vec<Operation> {
+    let op = |id, request, response| Operation { id, request, response };
     vec![
-        ("config", "IndexConfig", schema::<api::IndexConfig>()),
-        ("publish", "PublishResponse", schema::<api::PublishResponse>()),
-        ("search", "SearchResponse", schema::<api::SearchResponse>()),
-        ("info", "PackageInfo", schema::<api::PackageInfo>()),
-        ("version", "VersionInfo", schema::<api::VersionInfo>()),
-        ("yank", "OkResponse", schema::<api::OkResponse>()),
-        ("unyank", "OkResponse", schema::<api::OkResponse>()),
-        ("list", "OwnersResponse", schema::<api::OwnersResponse>()),
-        ("add", "OkResponse", schema::<api::OkResponse>()),
-        ("remove", "OkResponse", schema::<api::OkResponse>()),
-        ("me", "Me", schema::<api::Me>()),
-        ("create", "TokenCreated", schema::<api::TokenCreated>()),
-        ("revoke", "OkResponse", schema::<api::OkResponse>()),
+        op("get_index_config", None, body!(IndexConfig)),
+        op("publish_version", None, body!(PublishResponse)),
+        op("search_packages", None, body!(SearchResponse)),
+        op("get_package", None, body!(PackageInfo)),
+        op("get_version", None, body!(VersionInfo)),
+        op("yank_version", None, body!(OkResponse)),
+        op("unyank_version", None, body!(OkResponse)),
+        op("list_owners", None, body!(OwnersResponse)),
+        op("add_owners", body!(OwnersRequest), body!(OkResponse)),
+        op("remove_owners", body!(OwnersRequest), body!(OkResponse)),
+        op("get_me", None, body!(Me)),
+        op("create_token", body!(NewToken), body!(TokenCreated)),
+        op("list_tokens", None, body!(TokenList)),
+        op("revoke_token", None, body!(OkResponse)),
+        op("list_my_keys", None, body!(PublisherKeyList)),
+        op("add_my_key", body!(NewPublisherKey), body!(PublisherKey)),
+        op("revoke_my_key", None, body!(PublisherKey)),
+        op("get_key", None, body!(PublisherKey)),
+        op("list_trusted_publishers", None, body!(TrustedPublisherList)),
+        op("add_trusted_publisher", body!(NewTrustedPublisher), body!(TrustedPublisherList)),
+        op("remove_trusted_publisher", None, body!(OkResponse)),
+        op("exchange_oidc_token", body!(TrustedPublishingExchange), body!(TrustedPublishingToken)),
     ]
 }
 
-/// Completes the generated document with the body schemas and the error body.
-pub fn document(generated: utoipa::openapi::OpenApi) -> Value {
+/// What no route chooses to say but any can: `(status, description)`.
+fn common_errors(path: &str, op: &Map<String, Value>, config: &Config, open: bool) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        ("408", format!("The request took longer than {} s", config.request_timeout.as_secs())),
+        ("500", "A bug in the registry; its logs have details".to_owned()),
+    ];
+    let api = path.starts_with("/api/");
+    let index = path.starts_with("/index/") || path.starts_with("/tuf/");
+    if api || index {
+        out.push(("503", "The registry's database or blob store is unavailable; retry after `Retry-After`".into()));
+    }
+    let has_params = op.get("parameters").and_then(Value::as_array).is_some_and(|p| !p.is_empty());
+    if has_params {
+        out.push(("400", "A path or query parameter that is not of its documented form".into()));
+    }
+    let has_body = op.contains_key("requestBody");
+    if has_body {
+        out.push(("400", "A body that is not JSON, or not of the documented form".into()));
+        out.push(("413", "A body larger than the registry accepts".into()));
+        out.push(("415", "A body that does not say it is JSON (`Content-Type: application/json`)".into()));
+        out.push(("422", "A JSON body without a field the operation needs, or with one of the wrong type".into()));
+    }
+    let secured = op.get("security").is_some_and(|s| s.as_array().is_some_and(|a| !a.is_empty()));
+    if secured || (config.auth_required && !open) {
+        out.push(("401", "No token, or one that is not valid (unknown, revoked, expired)".into()));
+    }
+    if api && !path.ends_with("/download") && !path.ends_with("/bundle") && config.ip_rate_per_minute > 0 {
+        out.push(("429", "Too many requests from this address; retry after `Retry-After` seconds".into()));
+    }
+    out
+}
+
+/// The generated document, completed: the project's `info`, the body schemas, the
+/// statuses every route can answer and the error body. `open` lists the paths a
+/// private registry serves without a token.
+pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&str]) -> Value {
     let mut doc = serde_json::to_value(&generated).unwrap_or(Value::Null);
-    let mut components = serde_json::Map::new();
+    doc["info"] = json!({
+        "title": "ebpkg registry",
+        "description": "The API of an ebpkg registry server (`ebpkg-registry`): the sparse index, TUF metadata, \
+            publishing, search, owners, tokens, publisher keys and trusted publishing. Errors answer \
+            `{\"errors\": [{\"detail\": \"…\"}]}`.",
+        "version": env!("CARGO_PKG_VERSION"),
+        "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
+    });
+    let mut components = Map::new();
     let mut add = |name: &str, mut schema: Value| {
-        if let Some(defs) = schema.as_object_mut().and_then(|o| o.remove("$defs")).and_then(|d| match d {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }) {
-            for (k, v) in defs {
-                components.insert(k, v);
-            }
+        if let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|o| o.remove("$defs")) {
+            components.extend(defs);
         }
         if let Some(o) = schema.as_object_mut() {
             o.remove("$schema");
         }
         components.insert(name.to_owned(), schema);
     };
-    let bodies = bodies();
-    for (_, name, schema) in &bodies {
-        add(name, schema.clone());
+    let operations = operations();
+    for op in &operations {
+        for (name, make) in op.request.iter().chain(op.response.iter()) {
+            add(name, make());
+        }
     }
-    add("TokenList", serde_json::to_value(schemars::schema_for!(api::TokenList)).unwrap_or(Value::Null));
-    add("ApiErrors", serde_json::to_value(schemars::schema_for!(api::ApiErrors)).unwrap_or(Value::Null));
+    add("ApiErrors", schema::<api::ApiErrors>());
     // schemars refers to `#/$defs/X`; in OpenAPI they live in components.
     let text = Value::Object(components).to_string().replace("#/$defs/", "#/components/schemas/");
-    let components: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    doc["components"]["schemas"] = components;
+    doc["components"]["schemas"] = serde_json::from_str(&text).unwrap_or(Value::Null);
     doc["components"]["securitySchemes"]["token"] = json!({"type": "apiKey", "in": "header", "name": "Authorization", "description": "An API token (`ebpkg login`)"});
+    let errors = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiErrors"}}});
+    let refer = |name: &str| json!({"schema": {"$ref": format!("#/components/schemas/{name}")}});
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
             let Some(item) = item.as_object_mut() else { continue };
             for (_, op) in item.iter_mut() {
+                let Some(op) = op.as_object_mut() else { continue };
                 let id = op.get("operationId").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let known = operations.iter().find(|o| o.id == id);
+                if let Some((name, _)) = known.and_then(|o| o.request.as_ref()) {
+                    op.insert(
+                        "requestBody".into(),
+                        json!({"required": true, "content": {"application/json": refer(name)}}),
+                    );
+                }
+                // A package name in a path is of the form SPEC §2.1 gives (checked
+                // by the handlers, which answer 404 to anything else).
+                for param in op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
+                    if param["in"] == "path" && param["name"] == "name" {
+                        param["schema"] = json!({"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$"});
+                    }
+                }
+                let extra = common_errors(path, op, config, open.contains(&path.as_str()));
                 let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else { continue };
+                for (status, description) in extra {
+                    responses.entry(status).or_insert_with(|| json!({"description": description}));
+                }
                 for (status, response) in responses.iter_mut() {
                     if status.starts_with('2') {
-                        // Owners' `list` and tokens' `list` share a handler name.
-                        let name = match (id.as_str(), path.as_str()) {
-                            ("list", "/api/v1/tokens") => Some("TokenList"),
-                            (id, _) => bodies.iter().find(|(op, _, _)| *op == id).map(|(_, n, _)| *n),
-                        };
-                        if let Some(name) = name
-                            .filter(|_| response.get("content").is_some_and(|c| c.get("application/json").is_some()))
+                        if let Some((name, _)) = known.and_then(|o| o.response.as_ref())
+                            && response.get("content").is_some_and(|c| c.get("application/json").is_some())
                         {
-                            response["content"]["application/json"]["schema"] =
-                                json!({"$ref": format!("#/components/schemas/{name}")});
+                            response["content"]["application/json"] = refer(name);
                         }
                     } else if status.starts_with('4') || status.starts_with('5') {
                         if response.get("description").and_then(Value::as_str).is_none_or(str::is_empty) {
                             response["description"] = json!("An error; the body says what and what to do");
                         }
-                        response["content"] =
-                            json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiErrors"}}});
+                        response["content"] = errors.clone();
                     }
                 }
             }

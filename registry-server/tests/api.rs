@@ -127,6 +127,19 @@ fn publishes_that_must_be_refused_change_nothing() {
         refuse(body, StatusCode::CONFLICT, "too close to the existing package `my-pkg`");
         assert_eq!(get(&reg, &format!("index/{}", ebpkg_spec::index_path(close))).status(), StatusCode::NOT_FOUND);
     }
+    // A JSON body over the limit, refused by the body limit: in the API's shape.
+    let huge = serde_json::json!({"users": vec!["x".repeat(1000); 200]});
+    let r = send(&reg, reqwest::Method::PUT, "api/v1/packages/my-pkg/owners", &token, Some(huge));
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(r.json::<ApiErrors>().unwrap().joined().contains("larger"));
+    // A user name the database could not hold (Schemathesis found the 500).
+    for users in [serde_json::json!({"users": ["al\u{0}ice"]}), serde_json::json!({"users": ["\u{e9}"]})] {
+        for method in [reqwest::Method::PUT, reqwest::Method::DELETE] {
+            let r = send(&reg, method, "api/v1/packages/my-pkg/owners", &token, Some(users.clone()));
+            assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{users}");
+            assert!(r.json::<ApiErrors>().unwrap().joined().contains("not a user name"), "{users}");
+        }
+    }
     // The metadata does not describe the archive.
     let v2 = pack_with(scratch.path(), "my-pkg", "2.0.0", "", &[]).unwrap();
     refuse(publish_body(&v2, "my-pkg", "2.0.1").unwrap(), StatusCode::BAD_REQUEST, "refused");
@@ -484,6 +497,47 @@ fn operations_endpoints_and_the_openapi_document_match_the_routes() {
     }
     let text = doc.to_string();
     assert!(!text.contains("#/$defs/"), "every reference resolves inside the document");
+    assert_eq!(doc["info"]["title"], "ebpkg registry");
+    assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    let mut ids: Vec<&str> = paths
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .map(|op| op["operationId"].as_str().unwrap())
+        .collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "operationIds are unique: {ids:?}");
+    let create = &paths["/api/v1/tokens"]["put"];
+    assert_eq!(create["requestBody"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/NewToken");
+
+    // What axum's extractors refuse (not JSON, the wrong type, no field) answers
+    // in the API's error shape, as documented.
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let url = format!("{}api/v1/tokens", reg.url());
+    let bad_requests = [
+        (Some("application/json"), "{", StatusCode::BAD_REQUEST),
+        (None, "{}", StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        (Some("application/json"), "{\"scopes\": 3}", StatusCode::UNPROCESSABLE_ENTITY),
+    ];
+    for (content_type, body, status) in bad_requests {
+        let mut request = http().put(&url).header("Authorization", &token).body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("Content-Type", content_type);
+        }
+        let r = request.send().unwrap();
+        assert_eq!(r.status(), status, "{body}");
+        assert!(create["responses"].get(status.as_str()).is_some(), "{status} is documented");
+        let errors: ApiErrors = r.json().unwrap_or_else(|e| panic!("{body}: {e}"));
+        assert!(!errors.joined().is_empty(), "{body}");
+    }
+    let r = http()
+        .delete(format!("{}api/v1/tokens/not-a-number", reg.url()))
+        .header("Authorization", &token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(!r.json::<ApiErrors>().unwrap().joined().is_empty(), "a path that is not a number, in the API's shape");
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub fn immutable_cache_control(config: &crate::config::Config) -> HeaderValue {
 }
 
 /// The sparse index configuration.
-#[utoipa::path(get, path = "/index/config.json", tag = "index",
+#[utoipa::path(get, path = "/index/config.json", operation_id = "get_index_config", tag = "index",
     responses((status = 200, description = "Where archives and the API are", content_type = "application/json")))]
 pub async fn config(State(state): State<AppState>) -> Response {
     let mut response =
@@ -53,7 +53,7 @@ pub fn config_bytes(config: &crate::config::Config) -> Vec<u8> {
 }
 
 /// One package's index file: a JSON line per version (SPEC §6).
-#[utoipa::path(get, path = "/index/{path}", tag = "index",
+#[utoipa::path(get, path = "/index/{path}", operation_id = "get_index_file", tag = "index",
     params(("path" = String, Path, description = "The package's index path: `1/a`, `3/n/net`, `me/te/meter`")),
     responses(
         (status = 200, description = "The index file", content_type = "text/plain"),
@@ -116,7 +116,7 @@ fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chro
 /// A TUF metadata file (`timestamp.json`, `snapshot.json`, `root.json`,
 /// `N.root.json`, `targets.json`, `bins-X.json`). Never cached without
 /// revalidation: the timestamp is what tells clients that nothing is withheld.
-#[utoipa::path(get, path = "/tuf/{file}", tag = "index", params(("file" = String, Path)),
+#[utoipa::path(get, path = "/tuf/{file}", operation_id = "get_tuf_metadata", tag = "index", params(("file" = String, Path)),
     responses((status = 200, description = "The metadata file", content_type = "application/json"),
         (status = 404, description = "No such file, or no TUF metadata")))]
 pub async fn tuf_file(State(state): State<AppState>, Path(file): Path<String>) -> ApiResult<Response> {

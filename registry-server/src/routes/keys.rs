@@ -22,7 +22,7 @@ fn path_key(hex: &str) -> ApiResult<KeyId> {
 }
 
 /// The caller's publisher keys, revoked ones included.
-#[utoipa::path(get, path = "/api/v1/me/keys", tag = "keys",
+#[utoipa::path(get, path = "/api/v1/me/keys", operation_id = "list_my_keys", tag = "keys",
     responses((status = 200, description = "The keys", content_type = "application/json"), (status = 401)),
     security(("token" = [])))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<axum::Json<PublisherKeyList>> {
@@ -33,7 +33,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<ax
 
 /// Registers a public key for the caller, who proves holding its private half
 /// by signing `key_proof_message` with it.
-#[utoipa::path(post, path = "/api/v1/me/keys", tag = "keys",
+#[utoipa::path(post, path = "/api/v1/me/keys", operation_id = "add_my_key", tag = "keys",
     request_body(content_type = "application/json", description = "{\"pem\", \"proof\"}: the public key and a Sigstore bundle signing the proof message"),
     responses((status = 200, description = "Registered (or already the caller's)", content_type = "application/json"),
         (status = 400, description = "Not a P-256 public key, or the proof does not verify"), (status = 401), (status = 403),
@@ -82,7 +82,7 @@ pub async fn add(
 
 /// Revokes one of the caller's keys: publishes signed with it are refused from
 /// then on, and clients that read the key see when it was revoked.
-#[utoipa::path(delete, path = "/api/v1/me/keys/{id}", tag = "keys", params(("id" = String, Path, description = "the key id in hex")),
+#[utoipa::path(delete, path = "/api/v1/me/keys/{id}", operation_id = "revoke_my_key", tag = "keys", params(("id" = String, Path, description = "the key id in hex")),
     responses((status = 200, description = "Revoked (or already revoked)", content_type = "application/json"),
         (status = 401), (status = 403), (status = 404)),
     security(("token" = [])))]
@@ -106,7 +106,7 @@ pub async fn revoke(
 }
 
 /// A publisher key: its PEM, its owner and whether it was revoked.
-#[utoipa::path(get, path = "/api/v1/keys/{id}", tag = "keys", params(("id" = String, Path, description = "the key id in hex")),
+#[utoipa::path(get, path = "/api/v1/keys/{id}", operation_id = "get_key", tag = "keys", params(("id" = String, Path, description = "the key id in hex")),
     responses((status = 200, description = "The key", content_type = "application/json"), (status = 404)))]
 pub async fn show(State(state): State<AppState>, Path(hex): Path<String>) -> ApiResult<axum::Json<PublisherKey>> {
     let id = path_key(&hex)?;

@@ -7,13 +7,13 @@ use axum::response::{IntoResponse, Response};
 use crate::state::AppState;
 
 /// The process is up.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive")))]
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, description = "Alive")))]
 pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
 /// The database (with the current schema) and the blob store answer.
-#[utoipa::path(get, path = "/readyz", tag = "operations",
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses((status = 200, description = "Ready"), (status = 503, description = "What is not reachable")))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let mut problems = Vec::new();
@@ -33,7 +33,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 /// Prometheus text exposition.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Metrics", content_type = "text/plain")))]
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "Metrics", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut response = crate::metrics::render(&state).into_response();
     response

@@ -13,7 +13,7 @@ use crate::state::AppState;
 const MAX_USERS: usize = 100;
 
 /// Lists a package's owners.
-#[utoipa::path(get, path = "/api/v1/packages/{name}/owners", tag = "owners",
+#[utoipa::path(get, path = "/api/v1/packages/{name}/owners", operation_id = "list_owners", tag = "owners",
     params(("name" = String, Path)),
     responses((status = 200, description = "The owners", content_type = "application/json"), (status = 404)))]
 pub async fn list(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<axum::Json<OwnersResponse>> {
@@ -25,7 +25,7 @@ pub async fn list(State(state): State<AppState>, Path(name): Path<String>) -> Ap
 }
 
 /// Adds owners.
-#[utoipa::path(put, path = "/api/v1/packages/{name}/owners", tag = "owners",
+#[utoipa::path(put, path = "/api/v1/packages/{name}/owners", operation_id = "add_owners", tag = "owners",
     params(("name" = String, Path)), request_body(content_type = "application/json", description = "{\"users\": [login, …]}"),
     responses((status = 200, description = "Added", content_type = "application/json"), (status = 401), (status = 403), (status = 404)),
     security(("token" = [])))]
@@ -39,7 +39,7 @@ pub async fn add(
 }
 
 /// Removes owners (never the last one).
-#[utoipa::path(delete, path = "/api/v1/packages/{name}/owners", tag = "owners",
+#[utoipa::path(delete, path = "/api/v1/packages/{name}/owners", operation_id = "remove_owners", tag = "owners",
     params(("name" = String, Path)), request_body(content_type = "application/json", description = "{\"users\": [login, …]}"),
     responses((status = 200, description = "Removed", content_type = "application/json"), (status = 400), (status = 401), (status = 403), (status = 404)),
     security(("token" = [])))]
@@ -63,6 +63,13 @@ async fn change(
     caller.require(Scope::ChangeOwners, name.as_str())?;
     if request.users.is_empty() || request.users.len() > MAX_USERS {
         return Err(ApiError::bad_request(format!("name between 1 and {MAX_USERS} users")));
+    }
+    // Checked before the database sees them (it holds no NUL, for one).
+    if let Some(bad) = request.users.iter().find(|login| !db::users::valid_login(login)) {
+        return Err(ApiError::bad_request(format!(
+            "`{}` is not a user name: letters, digits, `-` and `_`, at most 39",
+            bad.escape_debug()
+        )));
     }
     let mut tx = state.db.begin().await?;
     let Some(pkg) = db::packages::lock(&mut tx, &name.normalized()).await? else {

@@ -19,20 +19,24 @@ pub const MAX_PER_PAGE: u32 = 100;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub struct SearchParams {
-    /// Matched against names, keywords, program names and descriptions; empty: every package.
+    /// Matched against names, keywords, program names and descriptions; empty:
+    /// every package. At most 256 bytes, no control character.
     #[serde(default)]
+    #[param(max_length = 256, pattern = "^[^\\x00-\\x1f\\x7f]*$")]
     pub q: String,
     /// From 1 to 10000 [default: 1].
     #[serde(default)]
+    #[param(minimum = 1, maximum = 10000)]
     pub page: Option<u32>,
     /// From 1 to 100 [default: 20].
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub per_page: Option<u32>,
 }
 
 /// Searches packages, ranked: exact name, name prefix, name substring, keyword,
 /// program name, description (full text), then by relevance and name.
-#[utoipa::path(get, path = "/api/v1/packages", tag = "packages", params(SearchParams),
+#[utoipa::path(get, path = "/api/v1/packages", operation_id = "search_packages", tag = "packages", params(SearchParams),
     responses(
         (status = 200, description = "One page of matches", content_type = "application/json"),
         (status = 400, description = "A query longer than 256 bytes or with a control character, or `page` or \
@@ -68,7 +72,7 @@ async fn package_row(state: &AppState, name: &str) -> ApiResult<db::packages::Pa
 }
 
 /// A package: owners and every version.
-#[utoipa::path(get, path = "/api/v1/packages/{name}", tag = "packages",
+#[utoipa::path(get, path = "/api/v1/packages/{name}", operation_id = "get_package", tag = "packages",
     params(("name" = String, Path)),
     responses((status = 200, description = "The package", content_type = "application/json"), (status = 404)))]
 pub async fn info(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<axum::Json<PackageInfo>> {
@@ -85,7 +89,7 @@ pub async fn info(State(state): State<AppState>, Path(name): Path<String>) -> Ap
 }
 
 /// One version: its index entry (programs' signatures, loaders' maps), licence and README.
-#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}", tag = "packages",
+#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}", operation_id = "get_version", tag = "packages",
     params(("name" = String, Path), ("version" = String, Path)),
     responses((status = 200, description = "The version", content_type = "application/json"), (status = 404)))]
 pub async fn version(
@@ -101,7 +105,7 @@ pub async fn version(
 }
 
 /// The archive of a version.
-#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}/download", tag = "packages",
+#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}/download", operation_id = "download_version", tag = "packages",
     params(("name" = String, Path), ("version" = String, Path)),
     responses((status = 200, description = "The archive", content_type = "application/gzip"), (status = 404)))]
 pub async fn download(
@@ -160,7 +164,7 @@ pub async fn download(
 /// The Sigstore bundle a version was published with, as published. Immutable,
 /// like the archive it signs; clients verify it against the key the index line
 /// names, so serving it needs no trust in this server.
-#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}/bundle", tag = "packages",
+#[utoipa::path(get, path = "/api/v1/packages/{name}/{version}/bundle", operation_id = "get_bundle", tag = "packages",
     params(("name" = String, Path), ("version" = String, Path)),
     responses((status = 200, description = "The bundle (Sigstore v0.3 JSON)", content_type = "application/json"),
         (status = 404, description = "No such version, or it was published unsigned")))]
@@ -199,7 +203,7 @@ async fn collect(
 }
 
 /// Yanks a version: new resolutions avoid it, lockfiles naming it keep working.
-#[utoipa::path(delete, path = "/api/v1/packages/{name}/{version}/yank", tag = "packages",
+#[utoipa::path(delete, path = "/api/v1/packages/{name}/{version}/yank", operation_id = "yank_version", tag = "packages",
     params(("name" = String, Path), ("version" = String, Path)),
     responses((status = 200, description = "Yanked", content_type = "application/json"), (status = 401), (status = 403), (status = 404)),
     security(("token" = [])))]
@@ -212,7 +216,7 @@ pub async fn yank(
 }
 
 /// Un-yanks a version.
-#[utoipa::path(put, path = "/api/v1/packages/{name}/{version}/unyank", tag = "packages",
+#[utoipa::path(put, path = "/api/v1/packages/{name}/{version}/unyank", operation_id = "unyank_version", tag = "packages",
     params(("name" = String, Path), ("version" = String, Path)),
     responses((status = 200, description = "Un-yanked", content_type = "application/json"), (status = 401), (status = 403), (status = 404)),
     security(("token" = [])))]

@@ -31,7 +31,7 @@ const MAX_README_BYTES: u64 = 512 * 1024;
 const MAX_CHAIN_SOURCE_BYTES: u64 = 256 * 1024;
 
 /// Publishes a new version.
-#[utoipa::path(put, path = "/api/v1/packages/new", tag = "packages",
+#[utoipa::path(put, path = "/api/v1/packages/new", operation_id = "publish_version", tag = "packages",
     request_body(content_type = "application/octet-stream",
         description = "u32 LE metadata length, metadata JSON, u32 LE archive length, archive (.tar.gz)"),
     responses(

@@ -10,7 +10,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// Who the token belongs to, and what it may do.
-#[utoipa::path(get, path = "/api/v1/me", tag = "tokens",
+#[utoipa::path(get, path = "/api/v1/me", operation_id = "get_me", tag = "tokens",
     responses((status = 200, description = "The token's user", content_type = "application/json"), (status = 401)),
     security(("token" = [])))]
 pub async fn me(caller: Caller) -> axum::Json<Me> {
@@ -18,7 +18,7 @@ pub async fn me(caller: Caller) -> axum::Json<Me> {
 }
 
 /// Creates a token for the caller; its secret is in the response, and only there.
-#[utoipa::path(put, path = "/api/v1/tokens", tag = "tokens",
+#[utoipa::path(put, path = "/api/v1/tokens", operation_id = "create_token", tag = "tokens",
     request_body(content_type = "application/json", description = "{\"name\", \"scopes\", \"packages\", \"expires_in_days\"}"),
     responses((status = 200, description = "The token and its secret", content_type = "application/json"), (status = 400), (status = 401), (status = 403)),
     security(("token" = [])))]
@@ -34,7 +34,7 @@ pub async fn create(
 }
 
 /// The caller's live tokens (never their secrets).
-#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
+#[utoipa::path(get, path = "/api/v1/tokens", operation_id = "list_tokens", tag = "tokens",
     responses((status = 200, description = "The tokens", content_type = "application/json"), (status = 401), (status = 403)),
     security(("token" = [])))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<axum::Json<TokenList>> {
@@ -44,7 +44,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<ax
 }
 
 /// Revokes one of the caller's tokens.
-#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", params(("id" = i64, Path)),
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", operation_id = "revoke_token", tag = "tokens", params(("id" = i64, Path)),
     responses((status = 200, description = "Revoked", content_type = "application/json"), (status = 401), (status = 403), (status = 404)),
     security(("token" = [])))]
 pub async fn revoke(

@@ -30,7 +30,7 @@ async fn owned_package(state: &AppState, caller: &Caller, name: &str) -> ApiResu
 }
 
 /// The CI identities that may publish a package.
-#[utoipa::path(get, path = "/api/v1/packages/{name}/trusted_publishers", tag = "trusted publishing",
+#[utoipa::path(get, path = "/api/v1/packages/{name}/trusted_publishers", operation_id = "list_trusted_publishers", tag = "trusted publishing",
     params(("name" = String, Path)),
     responses((status = 200, description = "The trusted publishers", content_type = "application/json"),
         (status = 401), (status = 403), (status = 404)),
@@ -46,7 +46,7 @@ pub async fn list(
 }
 
 /// Lets a CI identity publish a package (owners, with an unrestricted token).
-#[utoipa::path(post, path = "/api/v1/packages/{name}/trusted_publishers", tag = "trusted publishing",
+#[utoipa::path(post, path = "/api/v1/packages/{name}/trusted_publishers", operation_id = "add_trusted_publisher", tag = "trusted publishing",
     params(("name" = String, Path)),
     request_body(content_type = "application/json",
         description = "{\"issuer\", \"repository\": \"owner/repo\", \"workflow\": \"publish.yml\", \"environment\"?}"),
@@ -97,7 +97,7 @@ fn valid_part(s: &str) -> bool {
 }
 
 /// Stops a CI identity from publishing a package.
-#[utoipa::path(delete, path = "/api/v1/packages/{name}/trusted_publishers/{id}", tag = "trusted publishing",
+#[utoipa::path(delete, path = "/api/v1/packages/{name}/trusted_publishers/{id}", operation_id = "remove_trusted_publisher", tag = "trusted publishing",
     params(("name" = String, Path), ("id" = i64, Path)),
     responses((status = 200, description = "Removed", content_type = "application/json"),
         (status = 401), (status = 403), (status = 404)),
@@ -117,7 +117,7 @@ pub async fn remove(
 
 /// Exchanges a CI pipeline's OIDC token for a publish token (30 minutes, the
 /// `publish-update` scope, only the packages that trust that pipeline).
-#[utoipa::path(post, path = "/api/v1/trusted_publishing/tokens", tag = "trusted publishing",
+#[utoipa::path(post, path = "/api/v1/trusted_publishing/tokens", operation_id = "exchange_oidc_token", tag = "trusted publishing",
     request_body(content_type = "application/json", description = "{\"jwt\": \"<the OIDC token>\"}"),
     responses((status = 200, description = "The publish token", content_type = "application/json"),
         (status = 400), (status = 401, description = "The OIDC token was refused"),
