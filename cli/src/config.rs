@@ -97,6 +97,8 @@ pub struct Config {
     pub tuf_dir: PathBuf,
     /// A writer's online TUF key (`EBPKG_TUF_ONLINE_KEY`).
     pub tuf_online_key: Option<PathBuf>,
+    /// `EBPKG_TUF_TRUST_CLOCK=1`: see `ebpkg_sources::TufTrust::trust_clock`.
+    pub tuf_trust_clock: bool,
     /// Tokens by canonical registry URL, from the credentials file.
     credentials: BTreeMap<String, String>,
     /// Original registry URL → URL to fetch from instead.
@@ -212,6 +214,7 @@ impl Config {
             trust_path: path.parent().map_or_else(|| PathBuf::from("trust.toml"), |d| d.join("trust.toml")),
             tuf_dir: path.parent().map_or_else(|| PathBuf::from("tuf"), |d| d.join("tuf")),
             tuf_online_key: env("EBPKG_TUF_ONLINE_KEY").map(PathBuf::from),
+            tuf_trust_clock: env("EBPKG_TUF_TRUST_CLOCK").is_some_and(|v| v == "1"),
             credentials_path,
             credentials,
             mirrors,
@@ -305,8 +308,11 @@ impl Config {
     /// The TUF trust configured for `url` (`ebpkg registry add … --root`), if any.
     pub fn tuf_trust(&self, url: &RegistryUrl) -> Option<ebpkg_sources::TufTrust> {
         let root = self.tuf_root_path(url);
-        root.is_file()
-            .then(|| ebpkg_sources::TufTrust { root, datastore: self.cache_dir.join("tuf").join(registry_id(url)) })
+        root.is_file().then(|| ebpkg_sources::TufTrust {
+            root,
+            datastore: self.cache_dir.join("tuf").join(registry_id(url)),
+            trust_clock: self.tuf_trust_clock,
+        })
     }
 
     pub fn cache_dir(&self) -> &Path {

@@ -43,7 +43,9 @@ Exit codes:
   9 a HIKe VM limit (no free program or chain id, chain calls too deep)
 
 Environment: EBPKG_CONFIG, EBPKG_REGISTRY, EBPKG_REGISTRY_TOKEN, EBPKG_MIRROR, EBPKG_CACHE_DIR,
-EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT, EBPKG_CLANG, EBPKG_JOBS, EBPKG_LOG (tracing filter).";
+EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT, EBPKG_CLANG, EBPKG_JOBS, EBPKG_HTTP_DEADLINE and EBPKG_DOWNLOAD_DEADLINE
+(seconds), EBPKG_TUF_TRUST_CLOCK=1 (a time service keeps this clock: see docs/SECURITY.md), EBPKG_LOG
+(tracing filter).";
 
 #[derive(Parser)]
 #[command(

@@ -535,6 +535,14 @@ fn a_clock_that_was_once_ahead_is_reported_and_repaired_not_a_wedge() {
     t.sb.run(&t.app, &["update"]).ok();
     let again = t.sb.run(&dir, &["doctor"]);
     assert!(!again.stdout.contains("TUF clock"), "{}", again.stdout);
+
+    // A fleet's node, whose clock a time service keeps (its unit says
+    // EBPKG_TUF_TRUST_CLOCK=1): the clock is believed and the node recovers alone.
+    std::fs::write(&file, format!("\"{ahead}\"")).unwrap();
+    t.refused("is behind the time an earlier command saw");
+    let run = t.sb.run_with(&t.app, &["update"], &[("EBPKG_TUF_TRUST_CLOCK", "1")], None).ok();
+    assert!(run.stderr.contains("EBPKG_TUF_TRUST_CLOCK") && run.stderr.contains("forgotten"), "{}", run.stderr);
+    t.sb.run(&t.app, &["update"]).ok();
 }
 
 #[test]

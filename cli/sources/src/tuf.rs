@@ -14,6 +14,11 @@ pub struct TufTrust {
     pub root: PathBuf,
     /// Where the last trusted timestamp and snapshot are kept, against rollback.
     pub datastore: PathBuf,
+    /// This host's clock is kept by a time service its operator trusts
+    /// (`EBPKG_TUF_TRUST_CLOCK=1`, a fleet's unit): a clock behind the latest time
+    /// a load recorded is believed, and the recorded time forgotten, rather than
+    /// every load refused until the clock passes it.
+    pub trust_clock: bool,
 }
 
 /// A registry reader's TUF state: what it trusts, and the metadata, loaded and
@@ -60,6 +65,18 @@ pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + 'static>(
     url: &url::Url,
     transport: T,
 ) -> Result<TrustedIndex, ebpkg_tuf::Error> {
+    if trust.trust_clock
+        && let Some(recorded) = ebpkg_tuf::recorded_time_ahead(&trust.datastore)
+    {
+        let file = trust.datastore.join(ebpkg_tuf::LATEST_KNOWN_TIME);
+        tracing::warn!(
+            "{} recorded {recorded}, ahead of this machine's clock; forgotten, as EBPKG_TUF_TRUST_CLOCK says the \
+             clock is right",
+            file.display()
+        );
+        std::fs::remove_file(&file)
+            .map_err(|e| ebpkg_tuf::Error::Io { what: format!("removing {}", file.display()), source: e })?;
+    }
     let index = ebpkg_tuf::load_with(&trust.root, url, &trust.datastore, transport)?;
     if ebpkg_fs::read(&trust.root, 1 << 20).ok().as_deref() != Some(&index.root_json[..]) {
         ebpkg_fs::write_atomic(&trust.root, &index.root_json, 0o644).map_err(|e| ebpkg_tuf::Error::Io {
