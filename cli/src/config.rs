@@ -347,6 +347,7 @@ mod tests {
             trust_path: PathBuf::from("trust.toml"),
             tuf_dir: PathBuf::from("tuf"),
             tuf_online_key: None,
+            tuf_trust_clock: false,
             credentials,
             mirrors: BTreeMap::new(),
             tools: ebpkg_build::ToolchainOptions::default(),
