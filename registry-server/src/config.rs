@@ -53,7 +53,8 @@ pub struct ConfigArgs {
     /// API requests per minute per client IP (0: no limit) [default: 600].
     #[arg(long, env = "EBPKG_REGISTRY_IP_RATE", value_name = "N", global = true)]
     pub ip_rate_per_minute: Option<u32>,
-    /// New packages a user may publish at once, then one per --new-package-interval [default: 5].
+    /// New packages a user may publish at once, then one per --new-package-interval [default: 30].
+    /// Takes effect at once, also for users who spent the old bucket.
     #[arg(long, env = "EBPKG_REGISTRY_NEW_PACKAGE_BURST", value_name = "N", global = true)]
     pub new_package_burst: Option<u32>,
     /// Seconds per new package after the burst [default: 600].
@@ -278,7 +279,9 @@ impl Config {
         let public = args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("http://{listen}/"));
         let public_url = parse_public_url(&public)?;
         let new_package = Bucket {
-            burst: args.new_package_burst.or(file.new_package_burst).unwrap_or(5),
+            // A team's first import of its packages fits (the first-party set is 8);
+            // a token spraying names is still stopped within minutes.
+            burst: args.new_package_burst.or(file.new_package_burst).unwrap_or(30),
             interval: Duration::from_secs(args.new_package_interval.or(file.new_package_interval).unwrap_or(600)),
         };
         let new_version = Bucket {

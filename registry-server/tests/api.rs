@@ -455,6 +455,34 @@ fn publish_rate_limits_answer_429_with_retry_after() {
 }
 
 #[test]
+fn a_larger_new_package_burst_takes_effect_at_once() {
+    let small = ebpkg_registry::config::Bucket { burst: 2, interval: std::time::Duration::from_secs(3600) };
+    let reg = TestRegistry::start_with(Box::new(move |c| c.new_package = small)).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let body =
+        |name: &str| publish_body(&pack_with(scratch.path(), name, "1.0.0", "", &[]).unwrap(), name, "1.0.0").unwrap();
+    for name in ["alpha", "bravo"] {
+        assert_eq!(publish(&reg, &token, &body(name)).status(), StatusCode::OK, "{name}");
+    }
+    assert_eq!(publish(&reg, &token, &body("charlie")).status(), StatusCode::TOO_MANY_REQUESTS);
+    // The operator restarts with a bucket of 5 (a replica on the same database):
+    // three more at once, not an hour's wait for the old bucket to refill.
+    let database_url = reg.config().database_url.clone();
+    let bigger = TestRegistry::start_with(Box::new(move |c| {
+        c.database_url = database_url;
+        c.new_package = ebpkg_registry::config::Bucket { burst: 5, interval: std::time::Duration::from_secs(3600) };
+    }))
+    .unwrap();
+    for name in ["charlie", "delta", "echo"] {
+        assert_eq!(publish(&bigger, &token, &body(name)).status(), StatusCode::OK, "{name}");
+    }
+    let refused = publish(&bigger, &token, &body("foxtrot"));
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key(RETRY_AFTER));
+}
+
+#[test]
 fn operations_endpoints_and_the_openapi_document_match_the_routes() {
     let reg = TestRegistry::start().unwrap();
     assert_eq!(get(&reg, "healthz").status(), StatusCode::OK);

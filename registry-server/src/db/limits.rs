@@ -22,43 +22,85 @@ impl Action {
 }
 
 /// Takes one token; `Err(seconds)` when the bucket is empty, with the wait until
-/// the next token.
+/// the next token. The row keeps the tokens spent and when: what is left is
+/// `burst` minus what was spent, less what refilled since, so a bucket resized
+/// by the operator counts from its new size at once.
 pub async fn take(
     tx: &mut PgConnection,
     user_id: i64,
     action: Action,
     bucket: Bucket,
 ) -> Result<Result<(), u64>, sqlx::Error> {
-    let burst = f64::from(bucket.burst);
     sqlx::query(
-        "INSERT INTO publish_limit_buckets (user_id, action, tokens, last_refill) VALUES ($1, $2, $3, now()) \
+        "INSERT INTO publish_limit_buckets (user_id, action, spent, spent_at) VALUES ($1, $2, 0, now()) \
          ON CONFLICT DO NOTHING",
     )
     .bind(user_id)
     .bind(action.key())
-    .bind(burst)
     .execute(&mut *tx)
     .await?;
-    let (tokens, elapsed): (f64, f64) = sqlx::query_as(
-        "SELECT tokens, extract(epoch FROM now() - last_refill)::float8 FROM publish_limit_buckets \
+    let (spent, elapsed): (f64, f64) = sqlx::query_as(
+        "SELECT spent, extract(epoch FROM now() - spent_at)::float8 FROM publish_limit_buckets \
          WHERE user_id = $1 AND action = $2 FOR UPDATE",
     )
     .bind(user_id)
     .bind(action.key())
     .fetch_one(&mut *tx)
     .await?;
-    let interval = bucket.interval.as_secs_f64().max(f64::MIN_POSITIVE);
-    let available = (tokens + elapsed.max(0.0) / interval).min(burst);
-    if available < 1.0 {
-        let wait = ((1.0 - available) * interval).ceil();
-        // Whole seconds, at least one; the cast saturates.
-        return Ok(Err((wait as u64).max(1)));
+    match spend(spent, elapsed, bucket) {
+        Err(wait) => Ok(Err(wait)),
+        Ok(spent) => {
+            sqlx::query(
+                "UPDATE publish_limit_buckets SET spent = $3, spent_at = now() WHERE user_id = $1 AND action = $2",
+            )
+            .bind(user_id)
+            .bind(action.key())
+            .bind(spent)
+            .execute(&mut *tx)
+            .await?;
+            Ok(Ok(()))
+        }
     }
-    sqlx::query("UPDATE publish_limit_buckets SET tokens = $3, last_refill = now() WHERE user_id = $1 AND action = $2")
-        .bind(user_id)
-        .bind(action.key())
-        .bind(available - 1.0)
-        .execute(&mut *tx)
-        .await?;
-    Ok(Ok(()))
+}
+
+/// One more token from a bucket that had spent `spent` tokens `elapsed` seconds
+/// ago: the new amount spent, or the whole seconds to wait (at least one).
+fn spend(spent: f64, elapsed: f64, bucket: Bucket) -> Result<f64, u64> {
+    let interval = bucket.interval.as_secs_f64().max(f64::MIN_POSITIVE);
+    let now_spent = (spent - elapsed.max(0.0) / interval).max(0.0);
+    let burst = f64::from(bucket.burst);
+    if now_spent + 1.0 > burst {
+        let wait = ((now_spent + 1.0 - burst) * interval).ceil();
+        // The cast saturates.
+        return Err((wait as u64).max(1));
+    }
+    Ok(now_spent + 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::spend;
+    use crate::config::Bucket;
+
+    #[test]
+    fn a_bucket_refills_and_a_resized_one_counts_from_its_new_size() {
+        let five = Bucket { burst: 5, interval: Duration::from_secs(600) };
+        let mut spent = 0.0;
+        for _ in 0..5 {
+            spent = spend(spent, 0.0, five).unwrap();
+        }
+        assert_eq!(spend(spent, 0.0, five), Err(600));
+        assert_eq!(spend(spent, 300.0, five), Err(300));
+        assert!(spend(spent, 600.0, five).is_ok());
+        // The operator makes it 20: fifteen more at once, no waiting out the old size.
+        let twenty = Bucket { burst: 20, interval: Duration::from_secs(600) };
+        for _ in 0..15 {
+            spent = spend(spent, 0.0, twenty).unwrap();
+        }
+        assert!(spend(spent, 0.0, twenty).is_err());
+        // And made smaller again: what was spent is over it, so the wait is longer.
+        assert_eq!(spend(20.0, 0.0, five), Err(16 * 600));
+    }
 }
