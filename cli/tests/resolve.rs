@@ -129,11 +129,42 @@ fn yanked_versions_stay_locked_but_are_not_chosen_again() {
     assert!(run.stderr.contains("Yanked c@1.5.0"), "{}", run.stderr);
     sb.run(&app, &["lock", "--locked"]).ok();
     assert_eq!(locked_versions(&app), ["c 1.5.0"], "a locked yanked version keeps working");
+    // ... with a warning whenever it is fetched.
+    let fetched = sb.run(&app, &["fetch"]).ok();
+    assert!(
+        fetched.stderr.contains("c@1.5.0 is yanked") && fetched.stderr.contains("ebpkg update c"),
+        "{}",
+        fetched.stderr
+    );
+    // A requirement only a yanked version matches says so.
+    let only = sb.run(&app, &["add", "c@=1.5.0"]).fails(3);
+    assert!(only.stderr.contains("(published: 1.4.0, 1.5.0 (yanked)); 1.5.0 matches but is yanked"), "{}", only.stderr);
     sb.run(&app, &["update"]).ok();
     assert_eq!(locked_versions(&app), ["c 1.4.0"], "a new resolution avoids it");
     sb.run(&app, &["yank", "--undo", "c@1.5.0"]).ok();
     sb.run(&app, &["update", "c"]).ok();
     assert_eq!(locked_versions(&app), ["c 1.5.0"]);
+}
+
+#[test]
+fn update_names_a_newer_version_the_requirement_does_not_allow() {
+    let sb = Sandbox::new("newer");
+    for v in ["1.0.0", "1.1.0", "2.0.0", "3.0.0-rc.1"] {
+        sb.publish_manifest("c", v, &[]);
+    }
+    let app = project(&sb, &[("c", "^1")]);
+    let run = sb.run(&app, &["update"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.1.0"]);
+    assert!(
+        run.stderr.contains("Available c 2.0.0, which ebpkg.toml's `^1` does not allow (locked: 1.1.0)")
+            && run.stderr.contains("ebpkg add c@2.0.0"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("3.0.0-rc.1"), "pre-releases only for a pre-release: {}", run.stderr);
+    sb.run(&app, &["add", "c@2"]).ok();
+    let run = sb.run(&app, &["update"]).ok();
+    assert!(!run.stderr.contains("Available"), "{}", run.stderr);
 }
 
 /// Resolution reads only part of each index line; a chosen version whose line is

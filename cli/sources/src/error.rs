@@ -153,10 +153,11 @@ pub enum ErrorKind {
     },
 
     #[error(
-        "ebpkg.lock pins {package}@{version} to sha256 {locked}, but the registry {registry} now lists {index}. \
-         The version was republished or the registry's index was altered, so the archive would not be the one \
-         that was locked. Report it to the registry's maintainers; only if you know why it changed, run \
-         `ebpkg update {package}` to lock the new archive"
+        "ebpkg.lock and the registry {registry} disagree about {package}@{version}: the lock pins sha256 {locked}, \
+         the registry lists {index}. Either ebpkg.lock was edited (see `git diff ebpkg.lock`; restore it with \
+         `git checkout ebpkg.lock`), or the version was republished or the registry's index altered (report it to \
+         the registry's maintainers). Nothing was installed; only if you know why they differ, run \
+         `ebpkg update {package}` to lock the registry's archive"
     )]
     LockDrift { package: PackageName, version: Version, locked: Sha256Digest, index: Sha256Digest, registry: String },
 

@@ -83,10 +83,18 @@ pub fn add(ctx: &Ctx, args: AddArgs) -> Result<ExitCode> {
             .filter(|e| !e.yanked && req.matches(&e.vers) && (explicit || e.vers.pre.is_empty()))
             .max_by(|a, b| a.vers.cmp(&b.vers))
             .ok_or_else(|| {
-                let all: Vec<String> = entries.iter().map(|e| e.vers.to_string()).collect();
+                let all: Vec<String> =
+                    entries.iter().map(|e| format!("{}{}", e.vers, if e.yanked { " (yanked)" } else { "" })).collect();
+                let yanked: Vec<String> =
+                    entries.iter().filter(|e| e.yanked && req.matches(&e.vers)).map(|e| e.vers.to_string()).collect();
+                let why = match yanked.len() {
+                    0 => String::new(),
+                    1 => format!("; {} matches but is yanked: its publisher asks not to use it", yanked[0]),
+                    _ => format!("; {} match but are yanked: their publisher asks not to use them", yanked.join(", ")),
+                };
                 fail(
                     Failure::Resolution,
-                    format!("no version of {name} matches `{req}` in {url} (published: {})", all.join(", ")),
+                    format!("no version of {name} matches `{req}` in {url} (published: {}){why}", all.join(", ")),
                 )
             })?;
         let req_text = if explicit { req.to_string() } else { format!("^{}", newest.vers) };

@@ -13,7 +13,8 @@ use serde::Serialize;
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::ops::resolve::lock_project;
-use crate::project::LockState;
+use crate::project::{LockState, Project};
+use crate::registries::Registries;
 
 #[derive(Args)]
 #[command(
@@ -48,7 +49,8 @@ pub fn fetch(ctx: &Ctx, _args: FetchArgs) -> Result<ExitCode> {
     if ctx.ui.json {
         ctx.ui.json(&serde_json::json!({ "packages": packages_json(&locked.lock) }))?;
     } else {
-        ctx.ui.status("Fetched", format!("{} package(s) are in the cache", fetched.len()));
+        let n = fetched.len();
+        ctx.ui.status("Ready", format!("{n} package{} in the cache", if n == 1 { "" } else { "s" }));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -91,10 +93,42 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
     let locked = lock_project(ctx, &project, &regs, policy)?;
     if ctx.ui.json {
         ctx.ui.json(&serde_json::json!({ "written": locked.written, "packages": packages_json(&locked.lock) }))?;
-    } else if !locked.written {
-        ctx.ui.status("Fresh", "every dependency is at its newest allowed version");
+    } else {
+        if !locked.written {
+            ctx.ui.status("Fresh", "every dependency is at its newest allowed version");
+        }
+        for newer in newer_incompatible(&project, &regs, &locked.lock)? {
+            ctx.ui.status("Available", newer);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// For each direct dependency, a newer version than the one locked that its
+/// requirement does not allow (as cargo's "latest: 0.2.0"): not yanked, and a
+/// pre-release only when the locked version is one.
+fn newer_incompatible(project: &Project, regs: &Registries<'_>, lock: &Lockfile) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    let by_name = lock.by_normalized_name();
+    for (name, dep) in &project.manifest.dependencies {
+        let url = regs.url(dep.registry.as_deref())?;
+        let Some(&locked) = by_name.get(&name.normalized()).and_then(|v| v.first()) else { continue };
+        let Some(entries) = regs.index(&url, name)? else { continue };
+        let newest = entries
+            .iter()
+            .filter(|e| !e.yanked && e.vers > locked.version && !dep.version.matches(&e.vers))
+            .filter(|e| e.vers.pre.is_empty() || !locked.version.pre.is_empty())
+            .map(|e| &e.vers)
+            .max();
+        if let Some(newest) = newest {
+            notes.push(format!(
+                "{name} {newest}, which ebpkg.toml's `{}` does not allow (locked: {}); `ebpkg add {name}@{newest}` \
+                 moves to it",
+                dep.version, locked.version
+            ));
+        }
+    }
+    Ok(notes)
 }
 
 #[derive(Serialize)]

@@ -27,6 +27,7 @@ pub struct Fetched {
 pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Vec<Fetched>> {
     let cache = ctx.cache();
     let mut trust = Trust::load(ctx)?;
+    let mut unchecked = Vec::new();
     let progress = ctx.ui.progress("Fetching", lock.packages().len() as u64);
     let mut out = Vec::new();
     for p in lock.packages() {
@@ -44,10 +45,17 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
             let registry = regs.open(&url)?;
             let entry = regs.entry(&url, &p.name, &p.version)?;
             ebpkg_sources::check_locked(&(&entry).into(), p)?;
+            if entry.yanked {
+                ctx.ui.warn(format!(
+                    "{id} is yanked in {url}: ebpkg.lock keeps it, but its publisher asks not to use it; \
+                     `ebpkg update {}` moves to another version",
+                    p.name
+                ));
+            }
             cache.fetch(registry.as_ref(), &p.name, &p.version, &p.checksum, ctx.offline)?
         };
         // Checked before the archive is unpacked: nothing of a refused package is used.
-        trust.check(ctx, regs, &url, p, &archive)?;
+        trust.check(ctx, regs, &url, p, &archive, &mut unchecked)?;
         let root = cache.unpack(&p.name, &p.version, &p.checksum, &archive)?;
         let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
         progress.inc(id.clone());
@@ -56,13 +64,26 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         }
         out.push(Fetched { locked: p.clone(), root, manifest });
     }
+    // Said once for the command, not once per package.
+    if let Some(first) = unchecked.first() {
+        let which = match unchecked.len() {
+            1 => first.clone(),
+            n => format!("{n} packages ({first}, …)"),
+        };
+        ctx.ui.warn(format!(
+            "the signatures of {which} were verified with cached keys; the registry was not asked (offline) or could \
+             not be reached, so whether those keys were revoked since was not checked"
+        ));
+    }
     Ok(out)
 }
 
 /// The trust policy, checked over each fetched archive.
 impl Trust {
     /// Refuses `p` unless the policy accepts its signer (or its being unsigned)
-    /// and, when signed, its bundle verifies over the archive at `archive`.
+    /// and, when signed, its bundle verifies over the archive at `archive`; a
+    /// signature whose key could not be checked for revocation (offline, the
+    /// registry unreachable) is added to `unchecked`.
     fn check(
         &mut self,
         ctx: &Ctx,
@@ -70,6 +91,7 @@ impl Trust {
         url: &RegistryUrl,
         p: &LockedPackage,
         archive: &std::path::Path,
+        unchecked: &mut Vec<String>,
     ) -> Result<()> {
         let id = format!("{}@{}", p.name, p.version);
         let key = match self.judge(&p.name, p.signer.as_ref()) {
@@ -110,10 +132,8 @@ impl Trust {
             ));
         }
         if !verified.revocation_checked {
-            ctx.ui.warn(format!(
-                "{id}: signature by key {key} verified with the cached key; the registry was not asked (offline) or \
-                 could not be reached, so whether the key was revoked since was not checked"
-            ));
+            tracing::info!("{id}: signature by key {key} verified with the cached key; revocation not checked");
+            unchecked.push(id.clone());
         }
         tracing::info!("{id}: signature by key {key} verified over the archive; the key is trusted and not revoked");
         Ok(())
