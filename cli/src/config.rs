@@ -46,6 +46,57 @@ pub struct ConfigFile {
     pub paths: PathsSection,
 }
 
+/// A project's own configuration, committed with it: the registries it uses, so
+/// that every command works in a new shell and on every machine (as cargo's
+/// `.cargo/config.toml` and npm's `.npmrc`). Found in the current directory or
+/// the nearest parent that has one; it holds no token.
+pub const PROJECT_CONFIG: &str = ".ebpkg/config.toml";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectConfigFile {
+    #[serde(default)]
+    registry: ProjectRegistry,
+    #[serde(default)]
+    registries: BTreeMap<String, ProjectNamedRegistry>,
+    #[serde(default)]
+    mirrors: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectRegistry {
+    default: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectNamedRegistry {
+    url: String,
+}
+
+/// The project configuration that applies in `dir`, if any, and what it says.
+fn project_config(dir: &Path) -> Result<Option<(PathBuf, ProjectConfigFile)>> {
+    let Some(path) = dir.ancestors().map(|d| d.join(PROJECT_CONFIG)).find(|p| p.is_file()) else { return Ok(None) };
+    let text = ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
+    let parsed: ProjectConfigFile = toml::from_str(&text).map_err(|e| {
+        let e = e.to_string();
+        let hint = if e.contains("`token`") {
+            "; a project's configuration is committed with it, so it holds no token: `ebpkg login` keeps tokens"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("{}: {}{hint}", path.display(), e.trim_end())
+    })?;
+    Ok(Some((path, parsed)))
+}
+
+/// The registry a user gets without configuring one: a directory under their data home.
+pub fn builtin_registry() -> String {
+    let dir = xdg("XDG_DATA_HOME", ".local/share").join("ebpkg/registry");
+    format!("file://{}/", dir.display())
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegistrySection {
@@ -78,6 +129,8 @@ pub struct PathsSection {
 /// The settings every command works with.
 #[derive(Debug)]
 pub struct Config {
+    /// The project's `.ebpkg/config.toml`, when one applies.
+    pub project_file: Option<PathBuf>,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
     /// The default registry's URL.
@@ -181,9 +234,10 @@ impl Config {
             Err(e) if e.is_not_found() => (None, ConfigFile::default()),
             Err(e) => return Err(e.into()),
         };
-        let default_registry = || {
-            let dir = xdg("XDG_DATA_HOME", ".local/share").join("ebpkg/registry");
-            format!("file://{}/", dir.display())
+        let default_registry = builtin_registry;
+        let project = match std::env::current_dir() {
+            Ok(cwd) => project_config(&cwd)?,
+            Err(_) => None,
         };
         // The registry `[registry] token` is for: the file's own default.
         let file_default = cfg
@@ -192,13 +246,29 @@ impl Config {
             .clone()
             .map(|d| cfg.registries.get(&d).map_or(d, |named| named.url.clone()))
             .unwrap_or_else(default_registry);
-        let mut registry =
-            over.registry.or_else(|| env("EBPKG_REGISTRY")).or(cfg.registry.default).unwrap_or_else(default_registry);
+        // The project's registries over the user's: the command line, then the
+        // environment, then the project, then the user's file.
+        let mut registries = cfg.registries;
+        let mut mirrors = cfg.mirrors;
+        let mut project_default = None;
+        let project_file = project.map(|(path, p)| {
+            for (name, named) in p.registries {
+                registries.insert(name, NamedRegistry { url: named.url, token: None });
+            }
+            mirrors.extend(p.mirrors);
+            project_default = p.registry.default;
+            path
+        });
+        let mut registry = over
+            .registry
+            .or_else(|| env("EBPKG_REGISTRY"))
+            .or(project_default)
+            .or(cfg.registry.default)
+            .unwrap_or_else(default_registry);
         // `--registry corp` names a configured registry.
-        if let Some(named) = cfg.registries.get(&registry) {
+        if let Some(named) = registries.get(&registry) {
             registry = named.url.clone();
         }
-        let mut mirrors = cfg.mirrors;
         if let Some(all) = env("EBPKG_MIRROR") {
             mirrors.insert("*".into(), all);
         }
@@ -207,8 +277,9 @@ impl Config {
         let credentials = read_credentials(&credentials_path)?;
         Ok(Config {
             file,
+            project_file,
             registry,
-            registries: cfg.registries,
+            registries,
             token: cfg.registry.token.map(|token| (token, file_default)),
             keys_dir: path.parent().map_or_else(|| PathBuf::from("keys"), |d| d.join("keys")),
             trust_path: path.parent().map_or_else(|| PathBuf::from("trust.toml"), |d| d.join("trust.toml")),
@@ -339,6 +410,7 @@ mod tests {
         credentials.insert("https://login.example/".to_owned(), "l".to_owned());
         Config {
             file: None,
+            project_file: None,
             registry: registry.into(),
             registries,
             token: file_token.map(|(t, u)| (t.to_owned(), u.to_owned())),

@@ -94,3 +94,45 @@ fn look_alike_letters_in_names_are_explained() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("write `app`"), "{stderr}");
 }
+
+/// A [[program]] renamed in ebpkg.toml but not in its C source: `build` (and so
+/// `test` and `install`) says so, as publish did, instead of running or refusing
+/// it far from the cause.
+#[test]
+fn a_manifest_that_does_not_match_its_object_is_refused_by_build_and_test() {
+    let sb = Sandbox::new("mismatch");
+    sb.run(sb.dir.path(), &["new", "pktcount", "--program"]).ok();
+    let dir = sb.path("pktcount");
+    sb.run(&dir, &["build"]).ok();
+    let manifest = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    let renamed = manifest.replacen("name = \"pktcount\"\nsource", "name = \"pktcount2\"\nsource", 1);
+    assert_ne!(renamed, manifest, "{manifest}");
+    std::fs::write(dir.join("ebpkg.toml"), renamed).unwrap();
+    for command in ["build", "test"] {
+        let run = sb.run(&dir, &[command]).fails(1);
+        assert!(
+            run.stderr.contains("ebpkg.toml declares `pktcount2` but the object does not define it")
+                && run.stderr.contains("the object defines `pktcount` but ebpkg.toml does not declare it"),
+            "{command}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
+    }
+}
+
+/// A wrong key passphrase is named as such, and before anything is built (it read
+/// "Unsupported key type", after the whole build and verification).
+#[test]
+fn a_wrong_key_passphrase_is_said_before_the_build() {
+    let sb = Sandbox::new("passphrase");
+    sb.run(sb.dir.path(), &["new", "pktcount", "--program"]).ok();
+    let dir = sb.path("pktcount");
+    let run = sb.run_with(&dir, &["publish", "--dry-run"], &[("EBPKG_KEY_PASSWORD", "not-the-one")], None).fails(2);
+    assert!(
+        run.stderr.contains("the passphrase does not open this key (it came from EBPKG_KEY_PASSWORD)"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("Compiled") && !run.stderr.contains("Verifying"), "{}", run.stderr);
+    assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
+}

@@ -253,7 +253,7 @@ fn a_mirror_of_a_server_installs_frozen_without_it() {
     sb.cache = sb.path("cache-2");
     let url = format!("file://{}/", mirror.display());
     let fetched = sb.run_with(&app, &["--frozen", "fetch"], &[("EBPKG_MIRROR", &url)], None).ok();
-    assert!(fetched.stderr.contains("2 package(s)"), "{}", fetched.stderr);
+    assert!(fetched.stderr.contains("Ready 2 packages in the cache"), "{}", fetched.stderr);
 }
 
 #[test]

@@ -147,6 +147,35 @@ fn yanked_versions_stay_locked_but_are_not_chosen_again() {
 }
 
 #[test]
+fn a_project_remembers_its_registry_in_a_new_shell() {
+    let sb = Sandbox::new("remember");
+    sb.publish_manifest("c", "1.0.0", &[]);
+    let dir = sb.path("guard");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Made with the registry in the environment ...
+    let init = sb.run(&dir, &["init"]).ok();
+    assert!(init.stderr.contains("Remembered"), "{}", init.stderr);
+    let remembered = std::fs::read_to_string(dir.join(".ebpkg/config.toml")).unwrap();
+    assert!(remembered.contains(&format!("default = \"{}\"", sb.registry_url())), "{remembered}");
+    sb.run(&dir, &["add", "c"]).ok();
+    // ... and used in a shell without it: online, offline, from a subdirectory.
+    let bare = |args: &[&str], cwd: &std::path::Path| {
+        let out = sb.cmd(cwd, args).env_remove("EBPKG_REGISTRY").output().unwrap();
+        let run = Run::from(out);
+        run.ok()
+    };
+    bare(&["lock"], &dir);
+    assert_eq!(locked_versions(&dir), ["c 1.0.0"]);
+    let tree = bare(&["--offline", "tree"], &dir);
+    assert!(tree.stdout.contains("c 1.0.0"), "{}", tree.stdout);
+    bare(&["tree"], &dir.join("chains"));
+    // A token in it is refused: the file is committed with the project.
+    std::fs::write(dir.join(".ebpkg/config.toml"), format!("{remembered}token = \"secret\"\n")).unwrap();
+    let refused = Run::from(sb.cmd(&dir, &["tree"]).output().unwrap()).fails(1);
+    assert!(refused.stderr.contains("holds no token"), "{}", refused.stderr);
+}
+
+#[test]
 fn update_names_a_newer_version_the_requirement_does_not_allow() {
     let sb = Sandbox::new("newer");
     for v in ["1.0.0", "1.1.0", "2.0.0", "3.0.0-rc.1"] {

@@ -289,7 +289,24 @@ pub fn signing_key(ctx: &Ctx, named: Option<&str>) -> Result<Option<SigningKey>>
         }
     })?;
     let pass = passphrase(false)?;
-    let key = SigningKey::from_encrypted_pem(&pem, pass.as_bytes()).with_context(|| path.display().to_string())?;
+    let key = SigningKey::from_encrypted_pem(&pem, pass.as_bytes()).map_err(|e| {
+        // sigstore says "Unsupported key type" when the passphrase is wrong: the
+        // box does not open, and what it then parses is not a key.
+        let encrypted = pem.contains("ENCRYPTED SIGSTORE PRIVATE KEY") || pem.contains("ENCRYPTED COSIGN PRIVATE KEY");
+        if encrypted {
+            fail(
+                Failure::Usage,
+                format!(
+                    "{}: the passphrase does not open this key (it came from {}); give the one the key was made \
+                     with ({e})",
+                    path.display(),
+                    if std::env::var_os(PASSWORD_ENV).is_some() { PASSWORD_ENV } else { "the terminal" }
+                ),
+            )
+        } else {
+            fail(Failure::Input, format!("{}: not an encrypted cosign or ebpkg private key: {e}", path.display()))
+        }
+    })?;
     Ok(Some(key))
 }
 

@@ -106,6 +106,18 @@ fn create(ctx: &Ctx, dir: &Path, name: &PackageName, program: bool) -> Result<Ex
     }
     // The manifest must be valid as written: check it like any other.
     ebpkg_spec::Manifest::load(&dir.join(MANIFEST_FILE)).map_err(crate::project::manifest_error)?;
+    // A registry given for this command (or by the environment) is remembered
+    // with the project, so that it works in a new shell and on other machines.
+    let builtin = crate::config::builtin_registry();
+    if ctx.config.registry != builtin && ctx.config.project_file.is_none() {
+        let text = format!(
+            "# The registry this project's dependencies come from (commit this file; tokens stay in `ebpkg login`).\n\
+             [registry]\ndefault = {}\n",
+            toml::Value::String(ctx.config.registry.clone())
+        );
+        write_new(&dir.join(crate::config::PROJECT_CONFIG), &text)?;
+        ctx.ui.status("Remembered", format!("{} in {}", ctx.config.registry, crate::config::PROJECT_CONFIG));
+    }
     ctx.ui.status(
         "Created",
         format!("{} package `{name}` in {}", if program { "program" } else { "chain" }, dir.display()),

@@ -145,6 +145,9 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     if args.skip_existing && already_published(ctx, &regs, m, &packed.sha256, source_only)? {
         return Ok(ExitCode::SUCCESS);
     }
+    // Signed first: a key that does not open (a wrong passphrase) is said before
+    // the build and the kernel's verification, not after them; --dry-run too.
+    let signature = publish_signature(ctx, &args, &id, &packed.bytes)?;
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
     let lock = resolve(ctx, Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
@@ -158,7 +161,6 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
         return Ok(ExitCode::SUCCESS);
     }
-    let signature = publish_signature(ctx, &args, &id, &packed.bytes)?;
     // Over HTTP the upload shows as a bar on a terminal.
     let registry = regs.open_origin(&regs.default, ctx.ui.upload_bar("Uploading"))?;
     let entry = registry.publish(&packed.bytes, m, signature.as_ref())?;

@@ -88,6 +88,12 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
     if let Ok(p) = progress.lock() {
         p.finish();
     }
+    // What was built must define what the manifest declares, no more and no less
+    // (publish's check, for build, test and install too): a renamed [[program]]
+    // would otherwise run, or be refused, far from its cause.
+    for b in &built {
+        check_declared(&b.unit, &b.object)?;
+    }
     // The builder gives one object per unit, in the units' order: each input's
     // objects are the next as many as its plan has units.
     let mut built = built.into_iter();
@@ -126,4 +132,33 @@ pub fn verify_objects(
         out.extend(stats.into_iter().map(|s| (o.object_name.clone(), s)));
     }
     Ok(out)
+}
+
+/// Refuses an object whose programs are not the ones its unit declares.
+fn check_declared(unit: &ebpkg_build::BuildUnit, object: &Path) -> Result<()> {
+    let elf = ebpkg_fs::read(object, ebpkg_spec::MAX_OBJECT_BYTES)?;
+    let defined = hike_runtime::object_programs(&unit.to_string(), &elf)?;
+    let declared: Vec<String> = unit.programs.iter().chain(&unit.loaders).map(|p| p.to_string()).collect();
+    let missing: Vec<&String> = declared.iter().filter(|d| !defined.contains(d)).collect();
+    let extra: Vec<&String> = defined.iter().filter(|d| !declared.contains(d)).collect();
+    if missing.is_empty() && extra.is_empty() {
+        return Ok(());
+    }
+    let list = |names: &[&String]| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let mut problems = Vec::new();
+    if !missing.is_empty() {
+        problems.push(format!("ebpkg.toml declares {} but the object does not define it", list(&missing)));
+    }
+    if !extra.is_empty() {
+        problems.push(format!("the object defines {} but ebpkg.toml does not declare it", list(&extra)));
+    }
+    Err(crate::exit::fail(
+        crate::exit::Failure::Input,
+        format!(
+            "{unit}: {}. The name of a [[program]] or [[loader]] is its C function's: rename one to match the \
+             other (the object defines: {})",
+            problems.join("; "),
+            defined.join(", ")
+        ),
+    ))
 }

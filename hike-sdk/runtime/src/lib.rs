@@ -46,6 +46,7 @@ pub use error::{Result, RuntimeError};
 pub use ids::{ChainId, ProgId};
 pub use layout::{DEFAULT_ROOT, Layout};
 pub use link::AttachMode;
+pub use load::object_programs;
 pub use loaders::{Attachment, ConfigMapSpec, LoaderInfo, LoaderObject, MapEntry};
 pub use native::{NativeInstalled, NativeModule, NativeObject};
 pub use package_maps::PackageMap;

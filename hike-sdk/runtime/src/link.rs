@@ -26,6 +26,32 @@ fn attach_type_and_flags(mode: AttachMode) -> (libbpf_sys::bpf_attach_type, u32)
     }
 }
 
+/// The XDP program already on `ifindex`, if any: its id and name (for an error
+/// that says what is in the way).
+pub fn attached_xdp(ifindex: u32) -> Option<(u32, String)> {
+    // SAFETY: a zeroed opts struct with its size set is what libbpf expects; the
+    // pointer is valid for the call.
+    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
+    opts.sz = std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
+    check(unsafe { libbpf_sys::bpf_xdp_query(i32::try_from(ifindex).ok()?, 0, &mut opts) }).ok()?;
+    let id = [opts.prog_id, opts.drv_prog_id, opts.skb_prog_id].into_iter().find(|&id| id != 0)?;
+    Some((id, prog_name(id).unwrap_or_default()))
+}
+
+/// The name the kernel keeps for program `id`.
+fn prog_name(id: u32) -> Option<String> {
+    // SAFETY: libbpf returns a new fd that nothing else owns, or an error.
+    let fd = check(unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) }).ok()?;
+    // SAFETY: the fd was just returned to us.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: a zeroed info struct and its length, valid for the call.
+    let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    check(unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) }).ok()?;
+    let bytes: Vec<u8> = info.name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains a NUL byte"))
 }

@@ -189,6 +189,18 @@ fn open_and_load_with(
     open.load().kernel(|| format!("load {}", req.object_name))
 }
 
+/// The programs an object defines (libbpf's view: functions in a `SEC`), read
+/// without loading anything: no privileges or kernel needed.
+pub fn object_programs(object_name: &str, elf: &[u8]) -> Result<Vec<String>> {
+    let mut builder = ObjectBuilder::default();
+    builder.name(object_name).kernel(|| format!("open {object_name}"))?;
+    let open = builder.open_memory(elf).map_err(|e| RuntimeError::BadObject {
+        name: object_name.to_owned(),
+        reason: format!("libbpf cannot read it: {e}"),
+    })?;
+    Ok(program_names(&open))
+}
+
 fn program_names(open: &libbpf_rs::OpenObject) -> Vec<String> {
     open.progs().map(|p| p.name().to_string_lossy().into_owned()).collect()
 }

@@ -318,9 +318,7 @@ impl Runtime {
         crate::crashpoint::hit("attaching");
         link::attach_and_pin(&dir.join("prog"), ifindex, mode, &pin).map_err(|e| {
             bad(match e.raw_os_error() {
-                Some(16) | Some(17) => {
-                    format!("interface {ifname} already has a program attached for {}: {e}", mode.name())
-                }
+                Some(16) | Some(17) => in_the_way(ifname, ifindex, mode, &e),
                 Some(95) => format!("interface {ifname} does not support mode {}: {e}", mode.name()),
                 _ => format!("cannot attach to {ifname}: {e}"),
             })
@@ -503,4 +501,29 @@ fn link_pins(dir: &Path) -> Result<Vec<PathBuf>> {
 fn link_pin(dir: &Path, ifname: &str) -> Result<Option<PathBuf>> {
     let prefix = format!("link@{ifname}@");
     Ok(link_pins(dir)?.into_iter().find(|p| p.file_name().is_some_and(|f| f.to_string_lossy().starts_with(&prefix))))
+}
+
+/// Why an attachment was refused because something else is attached: what it is
+/// and who likely put it there, and how to see and remove it.
+fn in_the_way(ifname: &str, ifindex: u32, mode: AttachMode, e: &std::io::Error) -> String {
+    let what = match mode.hook() {
+        Hook::Xdp => match link::attached_xdp(ifindex) {
+            Some((id, name)) => {
+                // libxdp's multi-program dispatcher: xdp-loader (or an application on libxdp) put it there.
+                let by = if name.starts_with("xdp_dispatcher") {
+                    "; it is libxdp's dispatcher (`xdp-loader status`; `xdp-loader unload --all` removes it)".to_owned()
+                } else {
+                    format!("; `ip link set dev {ifname} xdp off` removes it if nothing else owns it")
+                };
+                format!("XDP program {id} `{name}`{by}")
+            }
+            None => "an XDP program".to_owned(),
+        },
+        Hook::Tc => "a tc program".to_owned(),
+    };
+    format!(
+        "interface {ifname} already has {what} attached for {} ({e}); `bpftool net show dev {ifname}` shows what is \
+         attached, by whom (a link's owner) and how",
+        mode.name()
+    )
 }

@@ -70,7 +70,10 @@ fn is_message(line: &str) -> bool {
     if first.chars().all(|c| c.is_ascii_digit()) || t.starts_with("from ") || t.starts_with("func#") {
         return false;
     }
-    !t.starts_with("last_idx") && !t.starts_with("regs=") && !t.starts_with("mark_precise")
+    // Register states the verifier prints after its message ("infinite loop
+    // detected at insn 5" is followed by "cur state: R1=…" and "old state: …").
+    let state_dump = ["cur state:", "old state:", "frame"].iter().any(|p| t.starts_with(p)) && t.contains('=');
+    !state_dump && !t.starts_with("last_idx") && !t.starts_with("regs=") && !t.starts_with("mark_precise")
 }
 
 /// `; return x; @ vm.h:55` → the file, line and text.
@@ -125,5 +128,22 @@ processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_stat
             "the kernel verifier rejected program `reader` of demo@1.0.0: R2 offset is outside of the packet\n  at prog.bpf.c:14: return data[40];"
         ), "{text}");
         assert!(text.contains("    processed 2 insns"));
+    }
+
+    #[test]
+    fn an_infinite_loop_is_named_not_the_states_printed_after_it() {
+        let log = "\
+func#0 @0
+0: R1=ctx() R10=fp0
+; for (;;) @ loop.bpf.c:5
+0: (05) goto pc-1
+infinite loop detected at insn 0
+cur state: R1=ctx() R10=fp0
+old state: R1=ctx() R10=fp0
+processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 1 peak_states 1 mark_read 0
+";
+        let f = VerifierFailure::from_log("spin", "demo@1.0.0", "Permission denied (os error 13)", log);
+        assert_eq!(f.reason.as_deref(), Some("infinite loop detected at insn 0"));
+        assert_eq!(f.source.map(|s| s.line), Some(5));
     }
 }

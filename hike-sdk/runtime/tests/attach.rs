@@ -151,6 +151,34 @@ fn drop_icmp(verdict_prog: u32, verdict: u32) -> Vec<hike_bytecode::Insn> {
     .unwrap()
 }
 
+/// An interface that already has an XDP program: the refusal names it (id and
+/// name) and says how to see and remove it.
+#[test]
+fn an_interface_taken_by_another_program_is_named_in_the_refusal() {
+    let t = TestRoot::new("taken");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let insns = drop_icmp(id_of(&progs, "test_verdict"), 1);
+    let c =
+        t.rt.install_chain(&ChainSpec { name: "drop_icmp", owner: "taken", hook: Hook::Xdp, insns: &insns, nargs: 0 })
+            .unwrap();
+    for instance in ["first", "second"] {
+        t.load_test_loader(instance, Hook::Xdp);
+        t.point_test_loader(instance, c);
+    }
+    let net = Netns::new("tk");
+    let p = t.path.clone();
+    Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&p).unwrap().attach_loader("first", "vb", AttachMode::XdpGeneric).unwrap()
+    });
+    let p = t.path.clone();
+    let err = Netns::run_in(&net.b, move || {
+        hike_runtime::Runtime::open(&p).unwrap().attach_loader("second", "vb", AttachMode::XdpGeneric).unwrap_err()
+    })
+    .to_string();
+    assert!(err.contains("interface vb already has XDP program "), "{err}");
+    assert!(err.contains("`ip link set dev vb xdp off`") && err.contains("`bpftool net show dev vb`"), "{err}");
+}
+
 #[test]
 fn generic_xdp_and_tc_attachments_run_chains_too() {
     let t = TestRoot::new("modes");
