@@ -66,6 +66,10 @@ fn every_command_is_completed_in_every_shell() {
         // A flag of a subcommand, too.
         assert!(script.contains("no-verify"), "{shell}");
     }
+    // A flag with a fixed set of values completes them, not file names.
+    let fish = ebpkg(&["completions", "fish"]);
+    let line = fish.lines().find(|l| l.contains("-l chain-mode")).unwrap_or_default();
+    assert!(line.contains("auto") && line.contains("native") && line.contains("interpreted"), "{line}");
     let out = Command::new(env!("CARGO_BIN_EXE_ebpkg")).args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -78,6 +78,11 @@ fn every_readme_documents_the_verifier_statistics_of_every_program() {
         if has_code {
             assert!(readme.contains("## Verifier statistics"), "{}", dir.display());
         }
+        // A README is read on the registry's pages, by people without this
+        // repository: no path of it (`cli/tests/…`, `./ci/bench`).
+        for inside in ["cli/", "./ci", "`ci/", "registry-server/", "hike-sdk/"] {
+            assert!(!readme.contains(inside), "{} names `{inside}…` of this repository", dir.display());
+        }
         for block in manifest.split("[[").filter(|b| b.starts_with("program]]") || b.starts_with("loader]]")) {
             let name = block.lines().find_map(|l| l.strip_prefix("name = \"")).unwrap().trim_end_matches('"');
             assert!(readme.contains(&format!("`{name}`")), "{} does not document `{name}`", dir.display());

@@ -279,10 +279,15 @@ fn publisher_keys_sign_publishes_and_revocation_reaches_installs() {
     let info = sb.run(&dir, &["info", "c", "--json"]).ok();
     assert!(info.stdout.contains(&id), "the index line names the key: {}", info.stdout);
 
-    let app = sb.app(&[("c", "1")]);
+    sb.publish_manifest("e", "1.0.0", &[]);
+    let app = sb.app(&[("c", "1"), ("e", "1")]);
     sb.run(&app, &["fetch"]).ok();
     let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
     assert!(lock.contains(&format!("signer = \"{id}\"")), "{lock}");
+    // Offline, revocation cannot be checked: said once for the command, naming how many.
+    let offline = sb.run(&app, &["--offline", "fetch"]).ok();
+    assert_eq!(offline.stderr.matches("whether those keys were revoked").count(), 1, "{}", offline.stderr);
+    assert!(offline.stderr.contains("the signatures of 2 packages ("), "{}", offline.stderr);
 
     // Revoked on the server: the next fetch (cache or not) refuses it.
     let removed = sb.run(&dir, &["owner", "key", "remove", &id]).ok();

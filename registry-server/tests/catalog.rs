@@ -198,13 +198,19 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
     let base = reg.url().trim_end_matches('/').to_owned();
     let mut browser = Browser::launch().unwrap();
     let pages = [
-        ("home", "/", vec!["Reusable eBPF programs", "New packages", "ddos"]),
+        // Nothing was published twice: nothing is "updated" yet (it listed the new packages again).
+        ("home", "/", vec!["Reusable eBPF programs", "New packages", "ddos", "No package has a new version since"]),
         ("search", "/search?q=ddos", vec!["Search: ddos", "ddos", "1.0.0"]),
         ("package", "/packages/ddos", vec!["ebpkg add ddos", "Dependencies", "net", "README", "GPL-2.0-only"]),
         (
             "docs",
             "/packages/net/docs",
-            vec!["l2_redirect(ifindex: u32)", "the interface index to send it out of", "Arguments"],
+            vec![
+                "l2_redirect(ifindex: u32)",
+                "the interface index to send it out of",
+                "Arguments",
+                "from prog.net import l2_redirect",
+            ],
         ),
     ];
     for (width, height, mobile, label) in [(1280, 900, false, "desktop"), (390, 844, true, "phone")] {
@@ -221,6 +227,19 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
             // Nothing wider than the screen: a phone scrolls down, not sideways.
             let overflow = browser.eval("document.documentElement.scrollWidth - window.innerWidth").unwrap();
             assert!(overflow.as_i64().unwrap_or(i64::MAX) <= 0, "{path} scrolls sideways by {overflow} px at {label}");
+            // Nor does the package page's table of items: on a phone, each row is stacked.
+            if *name == "package" {
+                let items = browser
+                    .eval("(() => { const w = document.querySelector('#items ~ .table-wrap, section[aria-labelledby=items] .table-wrap'); return w ? w.scrollWidth - w.clientWidth : -1 })()")
+                    .unwrap();
+                assert!(
+                    items.as_i64().is_some_and(|o| (0..=0).contains(&o)),
+                    "items table scrolls by {items} at {label}"
+                );
+                // The README's own title is the heading (ours is for screen readers only).
+                let shown = browser.eval("getComputedStyle(document.getElementById('readme')).position").unwrap();
+                assert_eq!(shown, "absolute", "the README heading is hidden when the README has a title");
+            }
             let file = out.join(format!("{name}-{label}.png"));
             browser.screenshot(&file).unwrap();
             assert!(std::fs::metadata(&file).unwrap().len() > 10_000, "{} is (nearly) empty", file.display());

@@ -41,6 +41,15 @@ fn unknown_package_message(required_by: &PackageName, pkg: &QualifiedName, sugge
         Some(url) => format!("registry {url}"),
     };
     let mut msg = format!("{required_by} depends on `{}`, which is not in {registry}", pkg.name);
+    // The registry lists the very name (its search), yet has no index file for it.
+    if suggestions.iter().any(|n| n.normalized() == pkg.name.normalized()) {
+        msg.push_str(&format!(
+            "; the registry lists `{}` but serves no index file for it: its index and its listing disagree \
+             (a redirect or a proxy in the way?); tell the registry's operator",
+            pkg.name
+        ));
+        return msg;
+    }
     if !suggestions.is_empty() {
         let names: Vec<String> = suggestions.iter().map(|n| format!("`{n}`")).collect();
         msg.push_str(&format!("; did you mean {}?", crate::explain::or_list(&names)));

@@ -56,4 +56,16 @@ mod tests {
         assert_eq!(close_names(&n("ddos_guard"), &known), [n("ddos-guard")]);
         assert!(close_names(&n("zzz"), &known).is_empty());
     }
+
+    #[test]
+    fn the_same_name_listed_is_told_apart_from_a_suggestion() {
+        let e = crate::ResolveError::UnknownPackage {
+            pkg: crate::QualifiedName::new(n("meter")),
+            required_by: n("app"),
+            suggestions: close_names(&n("meter"), &[n("meter"), n("metre")]),
+        };
+        let text = e.to_string();
+        assert!(!text.contains("did you mean"), "{text}");
+        assert!(text.contains("the registry lists `meter` but serves no index file for it"), "{text}");
+    }
 }

@@ -42,7 +42,9 @@ pub struct InstallArgs {
     /// program with the programs it calls (keeping the VM for chains the kernel
     /// refuses, with the reason in `ebpkg status`); `native` fails the install
     /// instead; `interpreted` keeps the VM.
-    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_chain_mode)]
+    // (Possible values, so that shells complete them rather than file names.)
+    #[arg(long, value_name = "MODE", default_value = "auto",
+        value_parser = clap::builder::TypedValueParser::map(clap::builder::PossibleValuesParser::new(["auto", "native", "interpreted"]), chain_mode))]
     chain_mode: ChainMode,
     /// Print how long each phase took (resolve, fetch, build, verify+register, chains, loaders, attach, native,
     /// commit); `--json` always includes them.
@@ -50,12 +52,12 @@ pub struct InstallArgs {
     timings: bool,
 }
 
-fn parse_chain_mode(s: &str) -> std::result::Result<ChainMode, String> {
-    match s {
-        "auto" => Ok(ChainMode::Auto),
-        "native" => Ok(ChainMode::Native),
-        "interpreted" => Ok(ChainMode::Interpreted),
-        other => Err(format!("`{other}`: use auto, native or interpreted")),
+/// One of the possible values of --chain-mode (clap refuses the others).
+fn chain_mode(s: String) -> ChainMode {
+    match s.as_str() {
+        "native" => ChainMode::Native,
+        "interpreted" => ChainMode::Interpreted,
+        _ => ChainMode::Auto,
     }
 }
 

@@ -134,31 +134,33 @@ pub fn verify_objects(
     Ok(out)
 }
 
-/// Refuses an object whose programs are not the ones its unit declares.
+/// Refuses an object that does not define every program and loader its unit
+/// declares. (It may define more: another item of the package can take a program
+/// of the same name from a prebuilt object of its own, and only declared
+/// programs are ever loaded.)
 fn check_declared(unit: &ebpkg_build::BuildUnit, object: &Path) -> Result<()> {
     let elf = ebpkg_fs::read(object, ebpkg_spec::MAX_OBJECT_BYTES)?;
     let defined = hike_runtime::object_programs(&unit.to_string(), &elf)?;
-    let declared: Vec<String> = unit.programs.iter().chain(&unit.loaders).map(|p| p.to_string()).collect();
-    let missing: Vec<&String> = declared.iter().filter(|d| !defined.contains(d)).collect();
-    let extra: Vec<&String> = defined.iter().filter(|d| !declared.contains(d)).collect();
-    if missing.is_empty() && extra.is_empty() {
+    let missing: Vec<String> = unit
+        .programs
+        .iter()
+        .chain(&unit.loaders)
+        .map(|p| p.to_string())
+        .filter(|d| !defined.contains(d))
+        .map(|d| format!("`{d}`"))
+        .collect();
+    if missing.is_empty() {
         return Ok(());
     }
-    let list = |names: &[&String]| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-    let mut problems = Vec::new();
-    if !missing.is_empty() {
-        problems.push(format!("ebpkg.toml declares {} but the object does not define it", list(&missing)));
-    }
-    if !extra.is_empty() {
-        problems.push(format!("the object defines {} but ebpkg.toml does not declare it", list(&extra)));
-    }
+    let defined: Vec<String> = defined.iter().map(|d| format!("`{d}`")).collect();
     Err(crate::exit::fail(
         crate::exit::Failure::Input,
         format!(
-            "{unit}: {}. The name of a [[program]] or [[loader]] is its C function's: rename one to match the \
-             other (the object defines: {})",
-            problems.join("; "),
-            defined.join(", ")
+            "{unit}: ebpkg.toml declares {} but the object does not define {}; it defines {}. The name of a \
+             [[program]] or [[loader]] is its C function's: rename one to match the other",
+            missing.join(", "),
+            if missing.len() == 1 { "it" } else { "them" },
+            if defined.is_empty() { "no program".to_owned() } else { defined.join(", ") }
         ),
     ))
 }

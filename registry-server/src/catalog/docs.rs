@@ -124,6 +124,7 @@ fn programs(loaded: &Loaded) -> Markup {
                 section.item id=(item_anchor("program", p.name.as_str())) aria-labelledby=(format!("h-program.{}", p.name)) {
                     h3 id=(format!("h-program.{}", p.name)) { code { (p.name) } }
                     p.sig { code { (call_signature(p.name.as_str(), &p.args, returns.as_deref())) } }
+                    (import_line("prog", &loaded.name, p.name.as_str()))
                     @if let Some(d) = doc.and_then(|d| d.description.as_deref()) { p { (layout::prose(d)) } }
                     dl {
                         dt { "Hook" } dd { (p.hook) }
@@ -174,15 +175,24 @@ fn program_maps(doc: Option<&Program>) -> Markup {
 }
 
 fn fields(caption: &str, fields: &[Field]) -> Markup {
+    // A column no field fills says nothing: left out.
+    let meanings = fields.iter().any(|f| f.doc.is_some());
     html! {
         div.table-wrap tabindex="0" { table {
             caption.visually-hidden { (caption) }
-            thead { tr { th scope="col" { (caption) " field" } th scope="col" { "Type" } th scope="col" { "Meaning" } } }
+            thead { tr { th scope="col" { (caption) " field" } th scope="col" { "Type" }
+                         @if meanings { th scope="col" { "Meaning" } } } }
             tbody { @for f in fields {
-                tr { td { code { (f.name) } } td { code { (f.ty) } } td { (f.doc.as_deref().unwrap_or("")) } }
+                tr { td { code { (f.name) } } td { code { (f.ty) } }
+                     @if meanings { td { (f.doc.as_deref().unwrap_or("")) } } }
             } }
         } }
     }
+}
+
+/// The line a chain script imports an item with (`from prog.my_pkg import x`).
+fn import_line(module: &str, package: &str, item: &str) -> Markup {
+    html! { p.import { "Import: " code { "from " (module) "." (ebpkg_spec::names::normalize(package)) " import " (item) } } }
 }
 
 fn loaders(loaded: &Loaded) -> Markup {
@@ -197,6 +207,7 @@ fn loaders(loaded: &Loaded) -> Markup {
                 @let doc: Option<&Loader> = loaded.manifest.as_ref().and_then(|m| m.loaders.iter().find(|d| d.name == l.name));
                 section.item id=(item_anchor("loader", l.name.as_str())) {
                     h3 { code { (l.name) } }
+                    (import_line("loaders", &loaded.name, l.name.as_str()))
                     @if let Some(d) = doc.and_then(|d| d.description.as_deref()) { p { (layout::prose(d)) } }
                     dl { dt { "Hook" } dd { (l.hook) } }
                     h4 { "Configuration maps" }

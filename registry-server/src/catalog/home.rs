@@ -32,6 +32,9 @@ pub async fn home(State(state): State<AppState>) -> PageResult {
             }
             section aria-labelledby="updated" {
                 h2 #updated { "Recently updated" }
+                @if updated.is_empty() && !created.is_empty() {
+                    p.muted { "No package has a new version since it was first published." }
+                }
                 (layout::package_list(&updated, "updated"))
             }
         }

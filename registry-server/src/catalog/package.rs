@@ -139,7 +139,12 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
                     }
                     (items_summary(&loaded))
                     section aria-labelledby="readme" {
-                        h2 #readme { "README" }
+                        // A README that starts with its own title needs no heading of ours above it.
+                        @if readme_has_title(loaded.info.readme.as_deref()) {
+                            h2 #readme .visually-hidden { "README" }
+                        } @else {
+                            h2 #readme { "README" }
+                        }
                         @match &readme {
                             Some(html) => div.readme { (PreEscaped(&**html)) },
                             None => p.muted { "This version has no README." },
@@ -189,28 +194,32 @@ fn items_summary(loaded: &Loaded) -> Markup {
                 && entry.reexports.is_empty() {
                 p.muted { "This package re-exports or depends on others; it defines no items itself." }
             } @else {
-                div.table-wrap tabindex="0" { table {
+                div.table-wrap tabindex="0" { table.stacked {
                     thead { tr { th scope="col" { "Item" } th scope="col" { "Kind" } th scope="col" { "Hook" }
                                  th scope="col" { "What it does" } } }
                     tbody {
                         @for p in &entry.programs {
                             tr { td { a href=(format!("{docs_url}#{}", item_anchor("program", p.name.as_str()))) {
                                     code { (p.name) } } }
-                                 td { "program" } td { (p.hook) } td { (describe("program", p.name.as_str())) } }
+                                 td data-label="Kind" { "program" } td data-label="Hook" { (p.hook) }
+                                 td { (describe("program", p.name.as_str())) } }
                         }
                         @for l in &entry.loaders {
                             tr { td { a href=(format!("{docs_url}#{}", item_anchor("loader", l.name.as_str()))) {
                                     code { (l.name) } } }
-                                 td { "loader" } td { (l.hook) } td { (describe("loader", l.name.as_str())) } }
+                                 td data-label="Kind" { "loader" } td data-label="Hook" { (l.hook) }
+                                 td { (describe("loader", l.name.as_str())) } }
                         }
                         @for c in &entry.chains {
                             tr { td { a href=(format!("{docs_url}#{}", item_anchor("chain", c.name.as_str()))) {
                                     code { (c.name) } } }
-                                 td { "chain" } td { "—" } td { (describe("chain", c.name.as_str())) } }
+                                 td data-label="Kind" { "chain" } td data-label="Hook" { "—" }
+                                 td { (describe("chain", c.name.as_str())) } }
                         }
                         @for (from, items) in &entry.reexports {
                             @for item in items {
-                                tr { td { code { (item) } } td { "re-export" } td { "—" }
+                                tr { td { code { (item) } } td data-label="Kind" { "re-export" }
+                                     td data-label="Hook" { "—" }
                                      td { "from " a href=(layout::package_url(from.as_str())) { (from) } } }
                             }
                         }
@@ -332,4 +341,13 @@ fn kib(bytes: u64) -> String {
 /// Only http(s) URLs become links (a manifest could say `javascript:`).
 fn is_web_url(url: &str) -> bool {
     url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+}
+
+/// Whether a README's first block is a heading (`# Title` or a setext title).
+fn readme_has_title(markdown: Option<&str>) -> bool {
+    let Some(markdown) = markdown else { return false };
+    let mut lines = markdown.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or_default();
+    let second = lines.next().unwrap_or_default().trim();
+    first.starts_with('#') || (!first.trim().is_empty() && !second.is_empty() && second.chars().all(|c| c == '='))
 }

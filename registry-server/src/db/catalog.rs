@@ -22,18 +22,19 @@ pub struct Listed {
 pub enum Recent {
     /// First published.
     Created,
-    /// Last changed (a publish or a yank).
+    /// Last changed (a publish or a yank) after its first publish: a package
+    /// published once is new, not updated.
     Updated,
 }
 
 pub async fn recent(db: impl PgExecutor<'_>, order: Recent, limit: i64) -> Result<Vec<Listed>, sqlx::Error> {
-    let column = match order {
-        Recent::Created => "created_at",
-        Recent::Updated => "updated_at",
+    let (column, updated_only) = match order {
+        Recent::Created => ("created_at", ""),
+        Recent::Updated => ("updated_at", "AND updated_at > created_at"),
     };
     sqlx::query_as(&format!(
         "SELECT name, described_version, description, all_yanked, {column} AS at FROM packages \
-         WHERE index_file <> '' ORDER BY {column} DESC, id DESC LIMIT $1"
+         WHERE index_file <> '' {updated_only} ORDER BY {column} DESC, id DESC LIMIT $1"
     ))
     .bind(limit)
     .fetch_all(db)
