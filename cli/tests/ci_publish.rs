@@ -78,6 +78,7 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     let dry = run("--dry-run --no-verify");
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     assert!(dry.stderr.contains("publishing meter@1.0.1 (--dry-run)"), "{}", dry.stderr);
+    assert!(dry.stderr.contains("8 package(s) checked; nothing was published (--dry-run)"), "{}", dry.stderr);
     assert_eq!(index_files(&registry), published, "a dry run publishes nothing");
     let real = run("--no-verify");
     assert_eq!(real.code, 0, "{}", real.stderr);
@@ -90,6 +91,15 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     assert_eq!(changed.code, 1, "{}", changed.stderr);
     assert!(changed.stderr.contains("changed without a version bump"), "{}", changed.stderr);
     assert!(changed.stderr.contains("stopped at"), "{}", changed.stderr);
+    assert!(
+        changed.stderr.contains("the packages before it are published or were already there"),
+        "{}",
+        changed.stderr
+    );
+    // A dry run that stops says that nothing was published (it said "the packages before it are published").
+    let dry = run("--dry-run --no-verify");
+    assert_eq!(dry.code, 1, "{}", dry.stderr);
+    assert!(dry.stderr.contains("nothing was published (--dry-run)"), "{}", dry.stderr);
 
     let usage = sb.shell(sb.dir.path(), &format!("{} --bogus", script().display()));
     assert_eq!(usage.code, 2, "{}", usage.stderr);

@@ -37,6 +37,18 @@ fn publish_flow(sb: &Sandbox, version: &str, args: &[&str]) -> PathBuf {
     dir
 }
 
+/// Makes the key `name` another publisher's: its private half leaves this user's
+/// keys directory (the user's own keys are trusted for every package), and is
+/// used by path. Returns that path.
+fn another_publishers_key(sb: &Sandbox, name: &str) -> String {
+    let elsewhere = sb.path("another-publisher");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let moved = elsewhere.join(format!("{name}.key"));
+    std::fs::rename(sb.path(&format!("keys/{name}.key")), &moved).unwrap();
+    std::fs::copy(sb.path(&format!("keys/{name}.pub")), elsewhere.join(format!("{name}.pub"))).unwrap();
+    moved.to_str().unwrap().to_owned()
+}
+
 /// The checksum ebpkg.lock pins for `package`.
 fn locked_sum(app: &Path, package: &str) -> String {
     let lock = std::fs::read_to_string(app.join("ebpkg.lock")).unwrap();
@@ -81,7 +93,8 @@ fn forged_untrusted_revoked_and_unsigned_packages_are_refused_and_the_deployment
     let run = sb.run(&app, &["key", "generate", "--name", "other", "--json"]).ok();
     let other: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let other_id = other["id"].as_str().unwrap().to_owned();
-    publish_flow(&sb, "1.1.0", &["--key", "other"]);
+    let other_key = another_publishers_key(&sb, "other");
+    publish_flow(&sb, "1.1.0", &["--key", &other_key]);
     std::fs::write(
         sb.path("trust.toml"),
         format!("[keys]\n\"flow\" = [\"{}\"]\n\"*\" = [\"{}\"]\n", sb.key_id(), sb.key_id()),
@@ -190,6 +203,12 @@ fn trust_on_first_use_happens_only_when_asked_and_never_for_a_changed_key() {
     }
     let app = sb.package("app");
     std::fs::remove_file(sb.path("trust.toml")).unwrap();
+    // The user's own key is trusted for every package without a word: the
+    // publisher installs their own packages.
+    sb.run(&app, &["fetch"]).ok();
+    std::fs::remove_dir_all(sb.path("cache")).unwrap();
+    // Packages by another publisher (the key's private half elsewhere).
+    another_publishers_key(&sb, "default");
     let run = sb.run(&app, &["fetch"]).fails(10);
     assert!(run.stderr.contains("trusts no key") && run.stderr.contains("--trust-new-keys"), "{}", run.stderr);
     assert!(!sb.path("cache/src").exists() || std::fs::read_dir(sb.path("cache/src")).unwrap().next().is_none());
@@ -209,7 +228,8 @@ fn trust_on_first_use_happens_only_when_asked_and_never_for_a_changed_key() {
 
     // A new version by another key is a key change, not a first use.
     sb.run(&app, &["key", "generate", "--name", "other"]).ok();
-    publish_flow(&sb, "1.1.0", &["--key", "other"]);
+    let other_key = another_publishers_key(&sb, "other");
+    publish_flow(&sb, "1.1.0", &["--key", &other_key]);
     let run = sb.run(&app, &["update", "flow", "--trust-new-keys"]).ok();
     assert!(run.stderr.contains("Skipping flow@1.1.0") && run.stderr.contains("trusts only"), "{}", run.stderr);
     assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.0.0\""));
