@@ -51,6 +51,16 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     };
     let registry = sb.path("registry");
 
+    // The README's pipeline on its first day: a dry run against a registry that
+    // has none of the packages (it stopped at the first whose dependency is in the
+    // set but not yet published).
+    let dry = run("--dry-run --no-verify");
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(dry.stderr.contains("checked against a scratch registry"), "{}", dry.stderr);
+    assert!(dry.stderr.contains("publishing ddos@1.0.0 (--dry-run)"), "{}", dry.stderr);
+    assert!(dry.stderr.contains("8 package(s) checked; nothing was published (--dry-run)"), "{}", dry.stderr);
+    assert!(!registry.join("index").exists() || index_files(&registry).is_empty(), "nothing published");
+
     let first = run("--no-verify");
     assert_eq!(first.code, 0, "{}", first.stderr);
     // Each after its dependencies: meter, sets and sampler before net; net and basic before ddos.
