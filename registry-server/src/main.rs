@@ -21,8 +21,7 @@ struct Cli {
 
 const AFTER_HELP: &str = "\
 A registry on a laptop:
-  ebpkg-registry --database-url postgres:///ebpkg migrate
-  ebpkg-registry --database-url postgres:///ebpkg user create alice
+  ebpkg-registry --database-url postgres:///ebpkg init --admin alice   # first run: prints alice's token
   ebpkg-registry --database-url postgres:///ebpkg token create --user alice
   ebpkg-registry --database-url postgres:///ebpkg --storage file:///srv/ebpkg serve --listen 127.0.0.1:8080
 
@@ -31,6 +30,14 @@ Log filter: EBPKG_REGISTRY_LOG (default `info`).";
 
 #[derive(Subcommand)]
 enum Command {
+    /// First run: apply the migrations, create the administrator (the first user)
+    /// and a token for them, printed once, and say what to do next. Run again, it
+    /// makes another token and changes nothing else.
+    Init {
+        /// The first user's login (letters, digits, `-`, `_`; at most 39).
+        #[arg(long, value_name = "LOGIN")]
+        admin: String,
+    },
     /// Apply the database migrations this binary carries.
     Migrate,
     /// Serve the index and the API until SIGTERM or Ctrl-C.
@@ -158,6 +165,59 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{applied} migration(s) applied; the schema is current");
         }
         Command::Serve { migrate } => serve(Config::load(&cli.config)?, migrate).await?,
+        Command::Init { admin: login } => {
+            if !db::users::valid_login(&login) {
+                bail!(
+                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
+                );
+            }
+            let config = admin()?;
+            let pool = db::pool(&config.database_url, 1)?;
+            let applied =
+                db::migrate(&pool).await.with_context(|| format!("migrating {}", config.masked_database_url()))?;
+            eprintln!(
+                "database {}: {applied} migration(s) applied; the schema is current",
+                config.masked_database_url()
+            );
+            let user = match db::users::create(&pool, &login).await.context("creating the user")? {
+                Some(user) => {
+                    eprintln!("created user `{}` (id {})", user.login, user.id);
+                    user
+                }
+                None => {
+                    let user = db::users::by_login(&pool, &login)
+                        .await
+                        .context("looking the user up")?
+                        .ok_or_else(|| anyhow::anyhow!("the user `{login}` exists and yet was not found; retry"))?;
+                    eprintln!("user `{}` exists already (id {}); making another token", user.login, user.id);
+                    user
+                }
+            };
+            let request =
+                NewToken { name: "init".into(), scopes: Vec::new(), packages: Vec::new(), expires_in_days: None };
+            let created = ebpkg_registry::auth::issue_token(&pool, user.id, &request)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            let url = cli.config.public_url.clone().unwrap_or_else(|| {
+                format!("http://{}/", cli.config.listen.map_or_else(|| "127.0.0.1:8080".to_owned(), |l| l.to_string()))
+            });
+            eprintln!(
+                "token {} `init` for `{}` (every power; never expires: keep it as the administrator's and give \
+                 publishers narrower ones, step 5); the secret is shown this once, on standard output:",
+                created.token.id, user.login
+            );
+            println!("{}", created.secret);
+            eprintln!(
+                "\nNext:\n  \
+                 1. serve (with the same database settings): ebpkg-registry --storage file:///srv/ebpkg-blobs serve \
+                 --public-url {url}\n  \
+                 2. on the publisher's machine: ebpkg login --registry {url}   (paste the token)\n  \
+                 3. a signing key, registered: ebpkg key generate && ebpkg owner key add default --registry {url}\n  \
+                 4. publish: ebpkg publish --registry {url} in a package, or ci/publish --registry {url} for a set\n  \
+                 5. users: ebpkg registry add NAME {url}; more publishers: ebpkg-registry user create LOGIN, then \
+                 ebpkg-registry token create --user LOGIN --scope publish-new --scope publish-update"
+            );
+        }
         Command::Tuf(TufCommand::Init { root_keys, threshold, online_key }) => {
             let pool = db::pool(&admin()?.database_url, 1)?;
             let count = ebpkg_registry::tuf::init(&pool, &root_keys, threshold, &online_key).await?;

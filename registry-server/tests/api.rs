@@ -599,6 +599,38 @@ fn a_private_registry_wants_a_token_for_reads_too() {
     }
 }
 
+/// The operator's first command: migrations, the administrator and a token that
+/// works, and what to do next; run again, it changes nothing but a new token.
+#[test]
+fn init_makes_the_administrator_and_a_working_token_and_says_what_next() {
+    let database = ebpkg_registry_testing::Postgres::shared().unwrap().database().unwrap();
+    let bin = env!("CARGO_BIN_EXE_ebpkg-registry");
+    let init = || {
+        std::process::Command::new(bin)
+            .args(["--database-url", &database.url(), "--public-url", "https://ebpkg.corp.example/", "init"])
+            .args(["--admin", "alice"])
+            .output()
+            .unwrap()
+    };
+    let first = init();
+    let said = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(first.status.success(), "{said}");
+    assert!(said.contains("migration(s) applied") && said.contains("created user `alice`"), "{said}");
+    assert!(said.contains("ebpkg login --registry https://ebpkg.corp.example/"), "{said}");
+    assert!(said.contains("ebpkg owner key add default --registry https://ebpkg.corp.example/"), "{said}");
+    let secret = String::from_utf8_lossy(&first.stdout).trim().to_owned();
+    // The token works against a server on that database.
+    let url = database.url();
+    let reg = TestRegistry::start_with(Box::new(move |c| c.database_url = url)).unwrap();
+    let me: serde_json::Value =
+        http().get(format!("{}api/v1/me", reg.url())).header("Authorization", &secret).send().unwrap().json().unwrap();
+    assert_eq!(me["login"], "alice", "{me}");
+    let again = init();
+    let said = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(again.status.success() && said.contains("exists already"), "{said}");
+    assert_ne!(String::from_utf8_lossy(&again.stdout).trim(), secret, "another token");
+}
+
 #[test]
 fn the_admin_command_prints_no_secret_and_refuses_a_token_expiry_of_zero() {
     let bin = env!("CARGO_BIN_EXE_ebpkg-registry");
