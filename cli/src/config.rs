@@ -59,8 +59,6 @@ struct ProjectConfigFile {
     registry: ProjectRegistry,
     #[serde(default)]
     registries: BTreeMap<String, ProjectNamedRegistry>,
-    #[serde(default)]
-    mirrors: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,9 +73,37 @@ struct ProjectNamedRegistry {
     url: String,
 }
 
-/// The project configuration that applies in `dir`, if any, and what it says.
+/// The configuration of the project `dir` is in, if it has one, and what it
+/// says: looked for in `dir` and its parents up to the project's root (the
+/// nearest directory with an `ebpkg.toml`), never above it, so a directory
+/// like `/tmp` cannot configure every project under it. A file another user
+/// owns, or can write, is refused (it could point the project elsewhere).
 fn project_config(dir: &Path) -> Result<Option<(PathBuf, ProjectConfigFile)>> {
-    let Some(path) = dir.ancestors().map(|d| d.join(PROJECT_CONFIG)).find(|p| p.is_file()) else { return Ok(None) };
+    let Some(root) = dir.ancestors().find(|d| d.join(ebpkg_spec::manifest::MANIFEST_FILE).is_file()) else {
+        return Ok(None);
+    };
+    let path = root.join(PROJECT_CONFIG);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::anyhow!("{}: {e}", path.display())),
+    };
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = rustix::process::geteuid().as_raw();
+        if (meta.uid() != me && meta.uid() != 0) || meta.mode() & 0o022 != 0 {
+            anyhow::bail!(
+                "{}: owned by uid {} with mode {:o}; a project's configuration must be yours (or root's) and writable \
+                 by no one else, since it chooses where packages come from. Fix: `chown $(id -u) {}` and \
+                 `chmod go-w {}`",
+                path.display(),
+                meta.uid(),
+                meta.mode() & 0o7777,
+                path.display(),
+                path.display()
+            );
+        }
+    }
     let text = ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
     let parsed: ProjectConfigFile = toml::from_str(&text).map_err(|e| {
         let e = e.to_string();
@@ -131,6 +157,8 @@ pub struct PathsSection {
 pub struct Config {
     /// The project's `.ebpkg/config.toml`, when one applies.
     pub project_file: Option<PathBuf>,
+    /// The default registry is the one the project's file names.
+    pub registry_from_project: bool,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
     /// The default registry's URL.
@@ -170,6 +198,8 @@ pub struct Overrides {
     pub registry: Option<String>,
     pub bpffs_root: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
+    /// Where the project is (--manifest-path's directory); else the current directory.
+    pub project_dir: Option<PathBuf>,
 }
 
 /// The credentials file's name, beside the config file.
@@ -235,8 +265,8 @@ impl Config {
             Err(e) => return Err(e.into()),
         };
         let default_registry = builtin_registry;
-        let project = match std::env::current_dir() {
-            Ok(cwd) => project_config(&cwd)?,
+        let project = match over.project_dir.clone().map_or_else(std::env::current_dir, Ok) {
+            Ok(dir) => project_config(&dir)?,
             Err(_) => None,
         };
         // The registry `[registry] token` is for: the file's own default.
@@ -253,18 +283,22 @@ impl Config {
         let mut project_default = None;
         let project_file = project.map(|(path, p)| {
             for (name, named) in p.registries {
-                registries.insert(name, NamedRegistry { url: named.url, token: None });
+                // The user's own entry for it keeps its token.
+                match registries.get(&name) {
+                    Some(mine) if mine.url == named.url => {}
+                    _ => {
+                        registries.insert(name, NamedRegistry { url: named.url, token: None });
+                    }
+                }
             }
-            mirrors.extend(p.mirrors);
             project_default = p.registry.default;
             path
         });
-        let mut registry = over
-            .registry
-            .or_else(|| env("EBPKG_REGISTRY"))
-            .or(project_default)
-            .or(cfg.registry.default)
-            .unwrap_or_else(default_registry);
+        let given = over.registry.or_else(|| env("EBPKG_REGISTRY"));
+        // EBPKG_REGISTRY_TOKEN goes to the registry its user chose (the command
+        // line, the environment, their file), never to one a project names.
+        let registry_from_project = given.is_none() && project_default.is_some();
+        let mut registry = given.or(project_default).or(cfg.registry.default).unwrap_or_else(default_registry);
         // `--registry corp` names a configured registry.
         if let Some(named) = registries.get(&registry) {
             registry = named.url.clone();
@@ -278,6 +312,7 @@ impl Config {
         Ok(Config {
             file,
             project_file,
+            registry_from_project,
             registry,
             registries,
             token: cfg.registry.token.map(|token| (token, file_default)),
@@ -331,7 +366,7 @@ impl Config {
     fn token_given(&self, url: &RegistryUrl, env_token: Option<String>) -> Option<String> {
         let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
         env_token
-            .filter(|_| same(&self.registry))
+            .filter(|_| same(&self.registry) && !self.registry_from_project)
             .or_else(|| self.credentials.get(url.as_str()).cloned())
             .or_else(|| self.registries.values().find(|r| same(&r.url)).and_then(|r| r.token.clone()))
             .or_else(|| self.token.as_ref().filter(|(_, for_url)| same(for_url)).map(|(token, _)| token.clone()))
@@ -346,7 +381,7 @@ impl Config {
     fn token_elsewhere_given(&self, url: &RegistryUrl, env_token: Option<String>) -> Option<String> {
         let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
         let file = || self.file.as_ref().map_or_else(|| "the config file".to_owned(), |f| f.display().to_string());
-        if env_token.is_some() && same(&self.registry) {
+        if env_token.is_some() && same(&self.registry) && !self.registry_from_project {
             Some("EBPKG_REGISTRY_TOKEN".to_owned())
         } else if let Some((name, _)) = self.registries.iter().find(|(_, r)| same(&r.url) && r.token.is_some()) {
             Some(format!("[registries.{name}] token in {}", file()))
@@ -411,6 +446,7 @@ mod tests {
         Config {
             file: None,
             project_file: None,
+            registry_from_project: false,
             registry: registry.into(),
             registries,
             token: file_token.map(|(t, u)| (t.to_owned(), u.to_owned())),
@@ -459,5 +495,10 @@ mod tests {
         );
         assert_eq!(elsewhere("https://evil.example/", env()).as_deref(), Some("EBPKG_REGISTRY_TOKEN"));
         assert_eq!(elsewhere("https://login.example/", env()), None);
+        // A registry a project's file names gets the environment's token only
+        // if the user named it too: a checked-out project cannot collect it.
+        let mut c = config("https://evil.example/", None);
+        c.registry_from_project = true;
+        assert_eq!(c.token_given(&url("https://evil.example/"), Some("e".to_owned())), None);
     }
 }

@@ -198,7 +198,13 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     let ui = ui::Ui::new(cli.json, cli.quiet, cli.verbose, color);
-    let overrides = config::Overrides { registry: cli.registry, bpffs_root: cli.bpffs_root, state_dir: cli.state_dir };
+    let overrides = config::Overrides {
+        registry: cli.registry,
+        bpffs_root: cli.bpffs_root,
+        state_dir: cli.state_dir,
+        // The project's own configuration is looked for from the project.
+        project_dir: cli.manifest_path.as_deref().and_then(|m| m.parent()).map(std::path::Path::to_path_buf),
+    };
     let result = config::Config::load(overrides).and_then(|config| {
         let ctx = Ctx {
             ui: ui.clone(),

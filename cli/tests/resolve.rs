@@ -169,6 +169,30 @@ fn a_project_remembers_its_registry_in_a_new_shell() {
     let tree = bare(&["--offline", "tree"], &dir);
     assert!(tree.stdout.contains("c 1.0.0"), "{}", tree.stdout);
     bare(&["tree"], &dir.join("chains"));
+    // Writable by others: refused, it chooses where packages come from.
+    use std::os::unix::fs::PermissionsExt;
+    let file = dir.join(".ebpkg/config.toml");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let refused = Run::from(sb.cmd(&dir, &["tree"]).output().unwrap()).fails(1);
+    assert!(
+        refused.stderr.contains("writable by no one else") && refused.stderr.contains("chmod go-w"),
+        "{}",
+        refused.stderr
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Above a project's root, a configuration configures nothing (a `/tmp/.ebpkg`
+    // must not reach every project under /tmp).
+    let other = sb.path("elsewhere/app");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("ebpkg.toml"), "[package]\nname = \"app\"\nversion = \"0.1.0\"\n").unwrap();
+    std::fs::create_dir_all(sb.path(".ebpkg")).unwrap();
+    std::fs::write(sb.path(".ebpkg/config.toml"), "[registry]\ndefault = \"file:///evil-registry/\"\n").unwrap();
+    let out = sb.cmd(&other, &["lock"]).env_remove("EBPKG_REGISTRY").output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("evil-registry"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A token in it is refused: the file is committed with the project.
     std::fs::write(dir.join(".ebpkg/config.toml"), format!("{remembered}token = \"secret\"\n")).unwrap();
     let refused = Run::from(sb.cmd(&dir, &["tree"]).output().unwrap()).fails(1);

@@ -24,7 +24,8 @@ fn installed(tag: &str) -> (Sandbox, PathBuf) {
     (sb, app)
 }
 
-/// Publishes flow at `version`, with extra `publish` arguments (a key, --no-sign).
+/// Publishes flow at `version` as another publisher (their own configuration:
+/// what they trust is theirs), with extra `publish` arguments (a key, --no-sign).
 fn publish_flow(sb: &Sandbox, version: &str, args: &[&str]) -> PathBuf {
     let dir = sb.path(&format!("flow-{version}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -33,20 +34,9 @@ fn publish_flow(sb: &Sandbox, version: &str, args: &[&str]) -> PathBuf {
     std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
     let mut all = vec!["publish", "--no-verify"];
     all.extend_from_slice(args);
-    sb.run(&dir, &all).ok();
+    let theirs = sb.path("another-publisher/config.toml");
+    sb.run_with(&dir, &all, &[("EBPKG_CONFIG", theirs.to_str().unwrap())], None).ok();
     dir
-}
-
-/// Makes the key `name` another publisher's: its private half leaves this user's
-/// keys directory (the user's own keys are trusted for every package), and is
-/// used by path. Returns that path.
-fn another_publishers_key(sb: &Sandbox, name: &str) -> String {
-    let elsewhere = sb.path("another-publisher");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    let moved = elsewhere.join(format!("{name}.key"));
-    std::fs::rename(sb.path(&format!("keys/{name}.key")), &moved).unwrap();
-    std::fs::copy(sb.path(&format!("keys/{name}.pub")), elsewhere.join(format!("{name}.pub"))).unwrap();
-    moved.to_str().unwrap().to_owned()
 }
 
 /// The checksum ebpkg.lock pins for `package`.
@@ -93,8 +83,8 @@ fn forged_untrusted_revoked_and_unsigned_packages_are_refused_and_the_deployment
     let run = sb.run(&app, &["key", "generate", "--name", "other", "--json"]).ok();
     let other: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let other_id = other["id"].as_str().unwrap().to_owned();
-    let other_key = another_publishers_key(&sb, "other");
-    publish_flow(&sb, "1.1.0", &["--key", &other_key]);
+    let other_key = sb.path("keys/other.key");
+    publish_flow(&sb, "1.1.0", &["--key", other_key.to_str().unwrap()]);
     std::fs::write(
         sb.path("trust.toml"),
         format!("[keys]\n\"flow\" = [\"{}\"]\n\"*\" = [\"{}\"]\n", sb.key_id(), sb.key_id()),
@@ -197,18 +187,19 @@ fn locked_sum_in(lock: &str, package: &str) -> String {
 #[test]
 fn trust_on_first_use_happens_only_when_asked_and_never_for_a_changed_key() {
     let sb = Sandbox::new("tofu");
+    std::fs::remove_file(sb.path("trust.toml")).unwrap();
     for p in ["flow", "verdict", "classify"] {
         let dir = sb.package(p);
         sb.publish(&dir);
     }
     let app = sb.package("app");
-    std::fs::remove_file(sb.path("trust.toml")).unwrap();
-    // The user's own key is trusted for every package without a word: the
-    // publisher installs their own packages.
+    // The publisher's own publishes recorded their key for each package: they
+    // install what they published without a trust step.
     sb.run(&app, &["fetch"]).ok();
-    std::fs::remove_dir_all(sb.path("cache")).unwrap();
-    // Packages by another publisher (the key's private half elsewhere).
-    another_publishers_key(&sb, "default");
+    std::fs::remove_dir_all(&sb.cache).unwrap();
+    let recorded = std::fs::read_to_string(sb.path("trust.toml")).unwrap();
+    assert!(recorded.contains(&format!("\"flow\" = [\"{}\"]", sb.key_id())), "{recorded}");
+    std::fs::remove_file(sb.path("trust.toml")).unwrap();
     let run = sb.run(&app, &["fetch"]).fails(10);
     assert!(run.stderr.contains("trusts no key") && run.stderr.contains("--trust-new-keys"), "{}", run.stderr);
     assert!(!sb.path("cache/src").exists() || std::fs::read_dir(sb.path("cache/src")).unwrap().next().is_none());
@@ -228,8 +219,8 @@ fn trust_on_first_use_happens_only_when_asked_and_never_for_a_changed_key() {
 
     // A new version by another key is a key change, not a first use.
     sb.run(&app, &["key", "generate", "--name", "other"]).ok();
-    let other_key = another_publishers_key(&sb, "other");
-    publish_flow(&sb, "1.1.0", &["--key", &other_key]);
+    let other_key = sb.path("keys/other.key");
+    publish_flow(&sb, "1.1.0", &["--key", other_key.to_str().unwrap()]);
     let run = sb.run(&app, &["update", "flow", "--trust-new-keys"]).ok();
     assert!(run.stderr.contains("Skipping flow@1.1.0") && run.stderr.contains("trusts only"), "{}", run.stderr);
     assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.0.0\""));

@@ -82,11 +82,17 @@ impl From<sqlx::Error> for ApiError {
             sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")) => {
                 ApiError::unavailable(format!("the registry's database is unavailable ({e}); retry later"))
             }
-            // A value PostgreSQL cannot hold (a NUL in text, a number out of range)
-            // that no handler's check caught: the request's fault, not the server's.
-            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")) => {
+            // A value from the request PostgreSQL cannot hold — a NUL or bad byte in
+            // text, a string too long, a number out of range — that no handler's check
+            // caught: the request's fault. (Other data exceptions are the server's.)
+            sqlx::Error::Database(db)
+                if db.code().is_some_and(|c| matches!(c.as_ref(), "22021" | "22P05" | "22001" | "22003")) =>
+            {
                 tracing::warn!(error = %e, "a request held a value the database refused");
-                ApiError::bad_request(format!("the request holds a value the registry cannot store ({})", db.message()))
+                ApiError::bad_request(
+                    "the request holds a value the registry cannot store (a NUL character, text too long, or a \
+                     number out of range)",
+                )
             }
             _ => {
                 tracing::error!(error = %e, "database error");
@@ -135,7 +141,7 @@ pub async fn json_errors(request: axum::extract::Request, next: axum::middleware
     let mut out = ApiError::new(status, detail).into_response();
     for (name, value) in &parts.headers {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH && name != header::CONTENT_ENCODING {
-            out.headers_mut().insert(name.clone(), value.clone());
+            out.headers_mut().append(name.clone(), value.clone());
         }
     }
     out

@@ -46,16 +46,27 @@ pub async fn sign_config(state: &AppState) -> ApiResult<()> {
     }
     let bytes = crate::routes::index::config_bytes(&state.config);
     let target = ebpkg_spec::registry_api::INDEX_CONFIG_PATH;
+    // Read first, without locking: metadata readers must not queue behind one another.
+    let bin = format!("{}.json", ebpkg_tuf::bins::bin_of(target));
+    let Some(bin_bytes) = db::tuf::file(&state.db, &bin).await? else { return Ok(()) };
+    let signs = |store: &MemStore| {
+        ebpkg_tuf::repo::signs(store, target, &bytes)
+            .map_err(|e| ApiError::internal(format!("reading TUF metadata: {e}")))
+    };
+    if signs(&MemStore::new(BTreeMap::from([(bin, bin_bytes)])))? {
+        state.config_signed.store(true, Ordering::Release);
+        return Ok(());
+    }
+    if state.config.tuf_online_key.is_none() {
+        // Said once; clients that trust the metadata refuse the configuration.
+        state.config_signed.store(true, Ordering::Release);
+        tracing::warn!("index/config.json is not signed by the TUF metadata and there is no online key to sign it");
+        return Ok(());
+    }
     let mut tx = state.db.begin().await?;
     let Some(files) = db::tuf::lock_all(&mut tx).await? else { return Ok(()) };
-    let store = MemStore::new(files);
-    let signed = ebpkg_tuf::repo::signs(&store, target, &bytes)
-        .map_err(|e| ApiError::internal(format!("reading TUF metadata: {e}")))?;
-    if !signed {
-        if state.config.tuf_online_key.is_none() {
-            tracing::warn!("index/config.json is not signed by the TUF metadata and there is no online key to sign it");
-            return Ok(());
-        }
+    // Checked again under the lock: another replica may have signed it meanwhile.
+    if !signs(&MemStore::new(files))? {
         follow(&mut tx, &state.config, vec![(target.to_owned(), bytes)]).await?;
         tx.commit().await?;
         tracing::info!("index/config.json signed by the TUF metadata");

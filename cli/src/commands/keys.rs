@@ -357,15 +357,6 @@ pub fn effective_policy(ctx: &Ctx, project: Option<&Project>) -> Result<TrustPol
     if let Some(project) = project {
         policy.merge(&read_policy(&project.dir.join(PROJECT_TRUST_FILE))?);
     }
-    // The user's own keys (a private half in their keys directory): what they
-    // signed, the user signed, so a publisher installs their own packages without
-    // a `trust add`. A revocation still wins.
-    let everything = PackageGlob::new("*").map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (name, key) in list_keys(&ctx.config.keys_dir)? {
-        if key_paths(&ctx.config.keys_dir, &name).0.is_file() {
-            policy.trust(everything.clone(), *key.id());
-        }
-    }
     Ok(policy)
 }
 

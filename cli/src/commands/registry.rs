@@ -169,7 +169,29 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     } else {
         ctx.ui.status("Published", format!("{id} to {}", regs.default));
     }
+    if let Some(signature) = &signature {
+        trust_own_publish(ctx, &m.package.name, signature.key.id())?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The publisher trusts the key they just published `name` with, for `name`
+/// (in their own trust policy): their next install of it, or of a package
+/// depending on it, needs no `ebpkg trust add`. Nothing else is widened, so trust
+/// on first use and others' pins work as before.
+fn trust_own_publish(ctx: &Ctx, name: &PackageName, key: &ebpkg_spec::types::KeyId) -> Result<()> {
+    let path = &ctx.config.trust_path;
+    let mut policy = crate::commands::keys::read_policy(path)?;
+    let exact = ebpkg_spec::names::PackageGlob::new(name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Already trusted (by any rule), or revoked (then the publisher's own decision stands).
+    if !matches!(policy.decide(name.as_str(), Some(key)), ebpkg_signing::Decision::Untrusted { .. })
+        || !policy.trust(exact, *key)
+    {
+        return Ok(());
+    }
+    crate::commands::keys::write_policy(path, &policy)?;
+    ctx.ui.status("Trusted", format!("your key {key} for {name} (recorded in {})", path.display()));
+    Ok(())
 }
 
 /// Whether the registry has this version already with the same checksum (then

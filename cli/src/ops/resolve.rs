@@ -148,7 +148,12 @@ pub fn resolve(
             Ok(resolution) => resolution,
             // A cached record it met was damaged: resolved again from the index files.
             Err(_) if regs.reread_damaged() => continue,
-            Err(e) if !skipped.is_empty() => return Err(untrusted_only(e, &skipped)),
+            // (Every version of a package left out looks like no package at all.)
+            Err(
+                e @ (ebpkg_resolver::ResolveError::NoSolution(_) | ebpkg_resolver::ResolveError::UnknownPackage { .. }),
+            ) if !skipped.is_empty() => {
+                return Err(untrusted_only(e, &skipped));
+            }
             Err(e) => return Err(e.into()),
         };
         let packages = match lock_packages(&resolution, old, regs)? {

@@ -108,46 +108,38 @@ fn check_spec_version(role: &str, version: &str) -> Result<()> {
     })
 }
 
-/// Key ids as the specification writes them: the lower-case hex of a SHA-256.
-/// `tough` compares their decoded bytes, so `ABCD…` would pass it; python-tuf
-/// compares the strings, and the two would disagree on what a role's keys are.
+/// Key ids as the specification writes them: lower-case hex. `tough` compares
+/// their decoded bytes, so `ABCD…` would pass it; python-tuf compares the
+/// strings, and the two would disagree on what a role's keys are. Looked for
+/// where key ids live — the signatures, `keys`, the roles' and delegated roles'
+/// `keyids` — and nowhere else (a target's custom data may say anything).
 fn check_key_ids<T: serde::Serialize>(role: &str, metadata: &T) -> Result<()> {
+    use serde_json::Value;
     fn canonical(id: &str) -> bool {
-        id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     }
-    fn walk<'a>(value: &'a serde_json::Value, bad: &mut Option<&'a str>) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (field, v) in map {
-                    match (field.as_str(), v) {
-                        ("keyid", serde_json::Value::String(id)) if !canonical(id) => *bad = Some(id),
-                        ("keyids", serde_json::Value::Array(ids)) => {
-                            if let Some(id) = ids.iter().filter_map(|i| i.as_str()).find(|i| !canonical(i)) {
-                                *bad = Some(id);
-                            }
-                        }
-                        ("keys", serde_json::Value::Object(keys)) => {
-                            if let Some(id) = keys.keys().find(|i| !canonical(i)) {
-                                *bad = Some(id);
-                            }
-                        }
-                        _ => {}
-                    }
-                    walk(v, bad);
-                }
-            }
-            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, bad)),
-            _ => {}
-        }
+    fn role_keyids(roles: Option<&Value>) -> Vec<&str> {
+        let each: Vec<&Value> = match roles {
+            Some(Value::Object(map)) => map.values().collect(),
+            Some(Value::Array(items)) => items.iter().collect(),
+            _ => Vec::new(),
+        };
+        each.iter().filter_map(|r| r["keyids"].as_array()).flatten().filter_map(Value::as_str).collect()
     }
     let value = serde_json::to_value(metadata).map_err(|e| Error::Metadata { detail: e.to_string() })?;
-    let mut bad = None;
-    walk(&value, &mut bad);
-    match bad {
+    let signed = &value["signed"];
+    let mut ids: Vec<&str> =
+        value["signatures"].as_array().into_iter().flatten().filter_map(|s| s["keyid"].as_str()).collect();
+    for keys in [&signed["keys"], &signed["delegations"]["keys"]] {
+        ids.extend(keys.as_object().into_iter().flat_map(|m| m.keys().map(String::as_str)));
+    }
+    ids.extend(role_keyids(signed.get("roles")));
+    ids.extend(role_keyids(signed["delegations"].get("roles")));
+    match ids.into_iter().find(|id| !canonical(id)) {
         None => Ok(()),
         Some(id) => Err(Error::Metadata {
             detail: format!(
-                "the {role} metadata names key id \"{id}\"; key ids are 64 lower-case hex digits (TUF specification)"
+                "the {role} metadata names key id \"{id}\"; key ids are lower-case hex (TUF specification)"
             ),
         }),
     }
@@ -243,12 +235,14 @@ mod key_id_tests {
     fn key_ids_are_lower_case_hex_everywhere_they_appear() {
         let id = "ab".repeat(32);
         let good = serde_json::json!({"signatures": [{"keyid": id, "sig": "00"}],
-            "signed": {"keys": {id.clone(): {}}, "roles": {"root": {"keyids": [id]}}}});
-        assert!(super::check_key_ids("root", &good).is_ok());
+            "signed": {"keys": {id.clone(): {}}, "roles": {"root": {"keyids": [id]}},
+                       "targets": {"t": {"custom": {"keys": {"NOT-A-KEY": 1}, "keyid": "Whatever"}}}}});
+        assert!(super::check_key_ids("root", &good).is_ok(), "custom data is not metadata");
         for bad in [
             serde_json::json!({"signatures": [{"keyid": "AB".repeat(32)}]}),
             serde_json::json!({"signed": {"keys": {"AB".repeat(32): {}}}}),
-            serde_json::json!({"signed": {"delegations": {"roles": [{"keyids": [id.clone(), "ab".repeat(31)]}]}}}),
+            serde_json::json!({"signed": {"delegations": {"roles": [{"keyids": [id.clone(), "aB".repeat(32)]}]}}}),
+            serde_json::json!({"signed": {"delegations": {"keys": {"AB".repeat(32): {}}}}}),
         ] {
             let e = super::check_key_ids("bins-3", &bad).unwrap_err().to_string();
             assert!(e.contains("bins-3") && e.contains("lower-case"), "{e}");
