@@ -169,13 +169,14 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     } else {
         ctx.ui.status("Published", format!("{id} to {}", regs.default));
     }
-    if let Some(signature) = &signature {
+    // Signed with one of the publisher's own keys (not a bundle made elsewhere).
+    if let Some(signature) = signature.as_ref().filter(|_| args.bundle.is_none()) {
         trust_own_publish(ctx, &m.package.name, signature.key.id())?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The publisher trusts the key they just published `name` with, for `name`
+/// The publisher trusts their own key they just published `name` with, for `name`
 /// (in their own trust policy): their next install of it, or of a package
 /// depending on it, needs no `ebpkg trust add`. Nothing else is widened, so trust
 /// on first use and others' pins work as before.
