@@ -8,6 +8,7 @@ pub mod app;
 pub mod archive_cache;
 pub mod auth;
 pub mod catalog;
+pub mod command_line;
 pub mod config;
 pub mod db;
 pub mod downloads;

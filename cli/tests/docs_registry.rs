@@ -1,0 +1,339 @@
+//! The README's registry sections run as written, by a new user on a new host:
+//! the operator's first hour ("A registry for an organisation": PostgreSQL, `init`,
+//! `serve`, login, a key, a first package published), the publisher's pipeline
+//! ("Publishing from CI": the pipeline's key, `ci/publish --dry-run && ci/publish`
+//! of the whole first-party set) and then the README's first session, installing
+//! from that registry; and registry-server/README.md's "Running it". Nothing in
+//! the blocks is edited: they run in a network
+//! namespace of their own (so `127.0.0.1:8080` is free), against a PostgreSQL
+//! cluster of their own (found through PGHOST, as libpq and sqlx look for it), with
+//! a new HOME and nothing of ebpkg's in the environment but the isolation of the
+//! host's state (EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT), the passphrase a person
+//! would type, and `EBPKG` (the README: ci/publish builds ebpkg unless it is set).
+//!
+//! Not run by libtest (`harness = false`): this binary is also `ebpkg-registry`
+//! when called by that name, so the scripts run the server's real command line
+//! without depending on another package's binary being built.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{KEY_PASSWORD, Sandbox, copy_dir, first_party};
+use ebpkg_registry_testing::Postgres;
+
+const TESTS: [(&str, fn()); 2] = [
+    ("the_registry_readme_runs_verbatim", the_registry_readme_runs_verbatim),
+    ("the_registry_server_readme_runs_verbatim", the_registry_server_readme_runs_verbatim),
+];
+
+fn main() -> ExitCode {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    if Path::new(&argv0).file_name().is_some_and(|n| n == "ebpkg-registry") {
+        return ebpkg_registry::command_line::main();
+    }
+    // Honour a name filter as libtest would (`cargo test -- FILTER` reaches every binary).
+    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    if std::env::args().any(|a| a == "--list") {
+        for (name, _) in TESTS {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let chosen: Vec<_> = TESTS
+        .iter()
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+        .collect();
+    println!("\nrunning {} test(s)", chosen.len());
+    let started = Instant::now();
+    for (name, test) in &chosen {
+        test();
+        println!("test {name} ... ok");
+    }
+    println!(
+        "\ntest result: ok. {} passed; 0 failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        chosen.len(),
+        TESTS.len() - chosen.len(),
+        started.elapsed().as_secs_f64()
+    );
+    ExitCode::SUCCESS
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
+}
+
+/// The first ```sh block after `marker` in `text`.
+fn sh_block(text: &str, marker: &str) -> String {
+    let after = text.split(marker).nth(1).unwrap_or_else(|| panic!("README has {marker:?}"));
+    after.split("```sh\n").nth(1).and_then(|s| s.split("\n```").next()).expect("a sh block").to_owned()
+}
+
+/// A process group (a script and whatever it left running, such as the
+/// registry server), killed when dropped: the test never leaks a server.
+struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// A script running in the sandbox's network namespace, its output collected as it comes.
+struct Script {
+    child: Child,
+    _group: Group,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Script {
+    fn start(env: &Env, cwd: &Path, script: &str) -> Script {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net=/var/run/netns/{}", env.netns))
+            .args(["bash", "-e", "-c", script])
+            .current_dir(cwd)
+            .env_clear()
+            .envs(env.vars.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd.spawn().unwrap();
+        let group = Group(i32::try_from(child.id()).unwrap());
+        let collect = |from: Box<dyn Read + Send>| {
+            let into = Arc::new(Mutex::new(String::new()));
+            let sink = into.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(from).lines().map_while(Result::ok) {
+                    let mut text = sink.lock().unwrap();
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            });
+            into
+        };
+        let stdout = collect(Box::new(child.stdout.take().unwrap()));
+        let stderr = collect(Box::new(child.stderr.take().unwrap()));
+        Script { child, _group: group, stdout, stderr }
+    }
+
+    fn output(&self) -> (String, String) {
+        (self.stdout.lock().unwrap().clone(), self.stderr.lock().unwrap().clone())
+    }
+
+    /// Waits until `ready` holds of (stdout, stderr); panics with the output after `timeout`.
+    fn wait_for(&mut self, what: &str, timeout: Duration, ready: impl Fn(&str, &str) -> bool) {
+        let start = Instant::now();
+        loop {
+            let (out, err) = self.output();
+            if ready(&out, &err) {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the script ended ({status}) before {what}:\n{out}\n{err}");
+            }
+            assert!(start.elapsed() < timeout, "no {what} after {timeout:?}:\n{out}\n{err}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the script (not what it left in the background) to end, and
+    /// returns its exit code and output.
+    fn finish(&mut self, timeout: Duration) -> (i32, String, String) {
+        let start = Instant::now();
+        let code = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status.code().unwrap_or(-1);
+            }
+            if start.elapsed() > timeout {
+                let (out, err) = self.output();
+                panic!("the script did not end within {timeout:?}:\n{out}\n{err}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // What it printed last is read before the answer is judged.
+        std::thread::sleep(Duration::from_millis(200));
+        let (out, err) = self.output();
+        (code, out, err)
+    }
+}
+
+/// The environment of a new user on a new host.
+struct Env {
+    netns: String,
+    vars: Vec<(String, String)>,
+}
+
+/// A new host for a new user: a network namespace with `eth0` (its loopback up,
+/// so `127.0.0.1:8080` is free and private), a PostgreSQL cluster, an empty HOME,
+/// `sudo` and `ebpkg-registry` on the PATH.
+struct Host {
+    sb: Sandbox,
+    _pg: Postgres,
+    home: PathBuf,
+    vars: Vec<(String, String)>,
+}
+
+impl Host {
+    fn new(tag: &str) -> Host {
+        let sb = Sandbox::with_veth(tag, "eth0", "eth1");
+        let netns = sb.netns.clone().unwrap();
+        let up = Command::new("ip").args(["-n", &netns, "link", "set", "lo", "up"]).output().unwrap();
+        assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+        let pg = Postgres::start().unwrap();
+        let home = sb.path("home");
+        std::fs::create_dir_all(&home).unwrap();
+        // `sudo -u USER CMD` (the test is root) and `ebpkg-registry` (this binary).
+        let bin = sb.path("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let sudo = bin.join("sudo");
+        std::fs::write(
+            &sudo,
+            "#!/bin/sh\n[ \"$1\" = -u ] || exec \"$@\"\nuser=$2; shift 2\nexec runuser -u \"$user\" -- \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&sudo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(std::env::current_exe().unwrap(), bin.join("ebpkg-registry")).unwrap();
+        let ebpkg = PathBuf::from(env!("CARGO_BIN_EXE_ebpkg"));
+        let path = format!(
+            "{}:{}:/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            bin.display(),
+            ebpkg.parent().unwrap().display()
+        );
+        let vars = vec![
+            ("PATH".into(), path),
+            ("HOME".into(), home.display().to_string()),
+            ("USER".into(), "root".into()),
+            ("LOGNAME".into(), "root".into()),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("NO_COLOR".into(), "1".into()),
+            ("PGHOST".into(), pg.socket_dir().display().to_string()),
+            ("PGPORT".into(), pg.port().to_string()),
+            ("EBPKG_KEY_PASSWORD".into(), KEY_PASSWORD.into()),
+            ("EBPKG_STATE_DIR".into(), sb.path("state").display().to_string()),
+            ("EBPKG_BPFFS_ROOT".into(), sb.root.display().to_string()),
+            ("EBPKG".into(), ebpkg.display().to_string()),
+        ];
+        Host { sb, _pg: pg, home, vars }
+    }
+
+    fn env(&self) -> Env {
+        Env { netns: self.sb.netns.clone().unwrap(), vars: self.vars.clone() }
+    }
+
+    /// Runs `script` to its end in `cwd`; panics with its output unless it exits 0.
+    fn run(&self, what: &str, cwd: &Path, script: &str, timeout: Duration) -> (String, String) {
+        let mut run = Script::start(&self.env(), cwd, script);
+        let (code, out, err) = run.finish(timeout);
+        assert_eq!(code, 0, "{what} failed:\n{out}\n{err}");
+        (out, err)
+    }
+}
+
+/// Waits until `script` has printed a token (`ebpkg-registry init`) and its
+/// server says it serves, then pastes the token on its standard input, as a
+/// person would into `ebpkg login`; returns the token.
+fn paste_token(script: &mut Script) -> String {
+    script.wait_for("the token and a serving server", Duration::from_secs(120), |out, err| {
+        out.lines().any(|l| l.starts_with("ebpkg_")) && err.contains("serving")
+    });
+    let token = script.output().0.lines().find(|l| l.starts_with("ebpkg_")).unwrap().to_owned();
+    let mut stdin = script.child.stdin.take().unwrap();
+    stdin.write_all(format!("{token}\n").as_bytes()).unwrap();
+    token
+}
+
+fn the_registry_readme_runs_verbatim() {
+    let readme = readme();
+    let operator = sh_block(&readme, "<!-- the operator's and publisher's first hour");
+    let pipeline = sh_block(&readme, "<!-- run as written, against a fresh registry");
+    let session = sh_block(&readme, "A first session");
+    for (block, needs) in [
+        (&operator, "ebpkg-registry init --admin alice"),
+        (&pipeline, "ci/publish --dry-run && ci/publish"),
+        (&session, "ebpkg install --set DEVNAME=eth0"),
+    ] {
+        assert!(block.contains(needs), "{block}");
+    }
+    let mut host = Host::new("regdoc");
+    // The pipeline's working directory: a checkout with ci/ and packages/.
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let checkout = host.sb.path("checkout");
+    copy_dir(&repo.join("ci"), &checkout.join("ci"));
+    for p in first_party() {
+        copy_dir(&p, &checkout.join("packages").join(p.file_name().unwrap()));
+    }
+
+    // The operator and a first publish.
+    let mut first = Script::start(&host.env(), &host.home, &operator);
+    paste_token(&mut first);
+    let (code, out, err) = first.finish(Duration::from_secs(600));
+    assert_eq!(code, 0, "the operator's block failed:\n{out}\n{err}");
+    assert!(err.contains("created user `alice`"), "{err}");
+    assert!(err.contains("serve --public-url http://127.0.0.1:8080/"), "init's next steps: {err}");
+    assert!(err.contains("Published flowstats@0.1.0"), "{err}");
+    assert!(out.contains("flowstats"), "search finds it: {out}");
+
+    // The pipeline: the whole first-party set in one run, on the registry's first day.
+    let (_, err) = host.run("the pipeline's block", &checkout, &pipeline, Duration::from_secs(1200));
+    let count = first_party().len();
+    assert!(err.contains(&format!("{count} package(s) checked; nothing was published (--dry-run)")), "{err}");
+    assert!(err.contains(&format!("{count} package(s) published or already there")), "{err}");
+
+    // The README's first session on this host, from that registry.
+    host.vars.push(("EBPKG_REGISTRY".into(), "http://127.0.0.1:8080/".into()));
+    let (out, err) = host.run("the README's first session", &host.home, &session, Duration::from_secs(600));
+    assert!(out.contains("attached to eth0 (xdp)"), "{out}\n{err}");
+    assert!(err.contains("Uninstalled deployment guard"), "{err}");
+    assert!(err.contains("Locking net 1.0.0 (http://127.0.0.1:8080/)"), "{err}");
+    assert!(!err.contains("Skipping"), "every version is trusted (the publisher's own key): {err}");
+    assert!(host.sb.pins().is_empty(), "uninstall removed everything: {:?}", host.sb.pins());
+    drop(first);
+}
+
+/// registry-server/README.md's "Running it": the operator's commands (the
+/// server in the foreground, as in a terminal of its own), then the
+/// workstation's, in a package's directory.
+fn the_registry_server_readme_runs_verbatim() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../registry-server/README.md")).unwrap();
+    let block = sh_block(&text, "## Running it");
+    let (operator, workstation) = block.split_once("# on a workstation").expect("the workstation's part");
+    let workstation = workstation.split_once('\n').map_or("", |(_, rest)| rest);
+    let database = text
+        .split("(The database: `")
+        .nth(1)
+        .and_then(|s| s.split("` on Debian.)").next())
+        .expect("the database's command");
+    let host = Host::new("srvdoc");
+    host.run("the database's command", &host.home, database, Duration::from_secs(60));
+    let package = host.sb.path("meter");
+    copy_dir(&first_party()[0], &package);
+
+    let mut server = Script::start(&host.env(), &host.home, operator);
+    server.wait_for("the ci account's token", Duration::from_secs(120), |out, err| {
+        out.lines().filter(|l| l.starts_with("ebpkg_")).count() == 2 && err.contains("serving")
+    });
+    let alice = server.output().0.lines().find(|l| l.starts_with("ebpkg_")).unwrap().to_owned();
+    let (_, err) = server.output();
+    assert!(err.contains("created user `alice`"), "{err}");
+    assert!(err.contains("publish-new, publish-update; expires"), "{err}");
+
+    let mut publish = Script::start(&host.env(), &package, workstation);
+    {
+        let mut stdin = publish.child.stdin.take().unwrap();
+        stdin.write_all(format!("{alice}\n").as_bytes()).unwrap();
+    }
+    let (code, out, err) = publish.finish(Duration::from_secs(600));
+    assert_eq!(code, 0, "the workstation's commands failed:\n{out}\n{err}\nserver:\n{:?}", server.output());
+    assert!(err.contains("Published meter@1.0.0 to http://127.0.0.1:8080/"), "{err}");
+}

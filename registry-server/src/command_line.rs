@@ -1,0 +1,350 @@
+//! The `ebpkg-registry` command line: run the registry (`serve`), set up its
+//! database (`migrate`, `init`), and bootstrap an organisation without SQL
+//! (`user create`, `token create`). In the library so that a test binary can
+//! also be `ebpkg-registry` (the docs tests run the README's commands verbatim).
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+
+use crate::{AdminConfig, Config, ConfigArgs, Server, db};
+use clap::{Parser, Subcommand};
+use ebpkg_spec::registry_api::{NewToken, Scope};
+
+#[derive(Parser)]
+#[command(name = "ebpkg-registry", version, about = "The ebpkg registry server", after_help = AFTER_HELP)]
+struct Cli {
+    #[command(flatten)]
+    config: ConfigArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+const AFTER_HELP: &str = "\
+A registry on a laptop:
+  ebpkg-registry --database-url postgres:///ebpkg init --admin alice   # first run: prints alice's token
+  ebpkg-registry --database-url postgres:///ebpkg token create --user alice
+  ebpkg-registry --database-url postgres:///ebpkg --storage file:///srv/ebpkg serve --listen 127.0.0.1:8080
+
+Every flag can also be set as EBPKG_REGISTRY_<FLAG> or in --config FILE.toml.
+Log filter: EBPKG_REGISTRY_LOG (default `info`).";
+
+#[derive(Subcommand)]
+enum Command {
+    /// First run: apply the migrations, create the administrator (the first user)
+    /// and a token for them, printed once, and say what to do next. Run again, it
+    /// makes another token and changes nothing else.
+    Init {
+        /// The first user's login (letters, digits, `-`, `_`; at most 39).
+        #[arg(long, value_name = "LOGIN")]
+        admin: String,
+    },
+    /// Apply the database migrations this binary carries.
+    Migrate,
+    /// Serve the index and the API until SIGTERM or Ctrl-C.
+    Serve {
+        /// Apply migrations first.
+        #[arg(long)]
+        migrate: bool,
+    },
+    /// Users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// TUF metadata over the index.
+    #[command(subcommand)]
+    Tuf(TufCommand),
+}
+
+#[derive(Subcommand)]
+enum TufCommand {
+    /// Create the metadata over every index file: root and targets signed with the
+    /// offline root key, bins, snapshot and timestamp with the online key (keys
+    /// that do not exist are generated). Then serve with --tuf-online-key.
+    Init {
+        /// An offline key (repeatable: root and targets then need `--threshold` of them).
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// How many of the root keys must sign the root and targets roles.
+        #[arg(long, default_value_t = 1)]
+        threshold: u64,
+        #[arg(long, value_name = "FILE")]
+        online_key: PathBuf,
+    },
+    /// Re-sign the timestamp now (`serve` does it every hour) with --tuf-online-key.
+    Refresh,
+    /// Replace the offline keys (`--new-root-key`) and/or the online key
+    /// (`--new-online-key`; then serve with it). New keys are generated when missing.
+    Rotate {
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// The current online key.
+        #[arg(long, value_name = "FILE")]
+        online_key: PathBuf,
+        #[arg(long = "new-root-key", value_name = "FILE")]
+        new_root_keys: Vec<PathBuf>,
+        #[arg(long, default_value_t = 1)]
+        threshold: u64,
+        #[arg(long, value_name = "FILE")]
+        new_online_key: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user (letters, digits, `-`, `_`; at most 39).
+    Create { login: String },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token for a user and print its secret, once.
+    Create {
+        #[arg(long)]
+        user: String,
+        /// A name to recognize it by.
+        #[arg(long, default_value = "created by ebpkg-registry")]
+        name: String,
+        /// publish-new, publish-update, yank, change-owners (repeatable); none: every power.
+        #[arg(long = "scope", value_parser = parse_scope)]
+        scopes: Vec<Scope>,
+        /// Limit to packages matching this glob (repeatable).
+        #[arg(long = "package", value_name = "GLOB")]
+        packages: Vec<String>,
+        /// Expire after this many days (1 to 3650); without it the token never expires.
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=3650))]
+        expires: Option<u32>,
+    },
+}
+
+fn parse_scope(text: &str) -> Result<Scope, String> {
+    Scope::parse(text).ok_or_else(|| {
+        let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+        format!("`{text}` is not a scope; use one of {}", all.join(", "))
+    })
+}
+
+/// Parses the process's arguments and runs the command; the exit code is decided here.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logs(cli.config.log_json);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("EBPKG_REGISTRY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only for a person at a terminal: a log file or collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    if json { builder.json().init() } else { builder.init() }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    // Serving needs every setting; administration only the database (and a key).
+    let admin = || AdminConfig::load(&cli.config);
+    match cli.command {
+        Command::Migrate => {
+            let config = admin()?;
+            let pool = db::pool(&config.database_url, 1)?;
+            let applied =
+                db::migrate(&pool).await.with_context(|| format!("migrating {}", config.masked_database_url()))?;
+            println!("{applied} migration(s) applied; the schema is current");
+        }
+        Command::Serve { migrate } => serve(Config::load(&cli.config)?, migrate).await?,
+        Command::Init { admin: login } => {
+            if !db::users::valid_login(&login) {
+                bail!(
+                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
+                );
+            }
+            let config = admin()?;
+            let pool = db::pool(&config.database_url, 1)?;
+            let applied =
+                db::migrate(&pool).await.with_context(|| format!("migrating {}", config.masked_database_url()))?;
+            eprintln!(
+                "database {}: {applied} migration(s) applied; the schema is current",
+                config.masked_database_url()
+            );
+            let user = match db::users::create(&pool, &login).await.context("creating the user")? {
+                Some(user) => {
+                    eprintln!("created user `{}` (id {})", user.login, user.id);
+                    user
+                }
+                None => {
+                    let user = db::users::by_login(&pool, &login)
+                        .await
+                        .context("looking the user up")?
+                        .ok_or_else(|| anyhow::anyhow!("the user `{login}` exists and yet was not found; retry"))?;
+                    eprintln!("user `{}` exists already (id {}); making another token", user.login, user.id);
+                    user
+                }
+            };
+            let request =
+                NewToken { name: "init".into(), scopes: Vec::new(), packages: Vec::new(), expires_in_days: None };
+            let created = crate::auth::issue_token(&pool, user.id, &request)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            let url = cli.config.public_url.clone().unwrap_or_else(|| {
+                format!("http://{}/", cli.config.listen.map_or_else(|| "127.0.0.1:8080".to_owned(), |l| l.to_string()))
+            });
+            eprintln!(
+                "token {} `init` for `{}` (every power; never expires: keep it as the administrator's and give \
+                 publishers narrower ones, step 5); the secret is shown this once, on standard output:",
+                created.token.id, user.login
+            );
+            println!("{}", created.secret);
+            // The storage and address already given (flag, environment or file) are
+            // the ones to serve with; a placeholder only when none was.
+            let serve = if cli.config.storage.is_some() || cli.config.config.is_some() {
+                format!("ebpkg-registry serve --public-url {url}")
+            } else {
+                format!("ebpkg-registry --storage file:///srv/ebpkg-blobs serve --public-url {url}")
+            };
+            eprintln!(
+                "\nNext:\n  \
+                 1. serve (with the same database settings): {serve}\n  \
+                 2. on the publisher's machine: ebpkg login --registry {url}   (paste the token)\n  \
+                 3. a signing key, registered: ebpkg key generate && ebpkg owner key add default --registry {url}\n  \
+                 4. publish: ebpkg publish --registry {url} in a package, or ci/publish --registry {url} for a set\n  \
+                 5. users: ebpkg registry add NAME {url}; more publishers: ebpkg-registry user create LOGIN, then \
+                 ebpkg-registry token create --user LOGIN --scope publish-new --scope publish-update"
+            );
+        }
+        Command::Tuf(TufCommand::Init { root_keys, threshold, online_key }) => {
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            let count = crate::tuf::init(&pool, &root_keys, threshold, &online_key).await?;
+            println!(
+                "signed {count} index file(s); serve with --tuf-online-key {}; users trust /tuf/root.json \
+                 (`ebpkg registry add NAME URL --root root.json`); keep {} offline",
+                online_key.display(),
+                root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        Command::Tuf(TufCommand::Rotate { root_keys, online_key, new_root_keys, threshold, new_online_key }) => {
+            if new_root_keys.is_empty() && new_online_key.is_none() {
+                bail!("nothing to rotate: give --new-root-key and/or --new-online-key");
+            }
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            let rotation =
+                ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
+            crate::tuf::rotate(&pool, rotation).await?;
+            println!("TUF keys rotated; clients follow on their next read (serve with the new online key, if any)");
+        }
+        Command::Tuf(TufCommand::Refresh) => {
+            let Some(key) = admin()?.tuf_online_key else { bail!("--tuf-online-key is needed to re-sign") };
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            if !crate::tuf::refresh(&pool, &key).await? {
+                bail!("this registry has no TUF metadata; create it with `ebpkg-registry tuf init`");
+            }
+            println!("timestamp re-signed");
+        }
+        Command::User(UserCommand::Create { login }) => {
+            if !db::users::valid_login(&login) {
+                bail!(
+                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
+                );
+            }
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            match db::users::create(&pool, &login).await.context("creating the user")? {
+                Some(user) => println!("created user `{}` (id {})", user.login, user.id),
+                None => bail!("a user `{login}` exists already"),
+            }
+        }
+        Command::Token(TokenCommand::Create { user, name, scopes, packages, expires }) => {
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            let Some(user) = db::users::by_login(&pool, &user).await.context("looking the user up")? else {
+                bail!("no user `{user}`; create it with `ebpkg-registry user create {user}`");
+            };
+            let request = NewToken { name, scopes, packages, expires_in_days: expires };
+            let created = crate::auth::issue_token(&pool, user.id, &request)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            eprintln!(
+                "token {} `{}` for `{}` ({}; {}); the secret is shown this once:",
+                created.token.id,
+                created.token.name,
+                user.login,
+                if created.token.scopes.is_empty() {
+                    "every power".to_owned()
+                } else {
+                    created.token.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                },
+                match &created.token.expires_at {
+                    Some(at) => format!("expires {at}"),
+                    None => "never expires".to_owned(),
+                }
+            );
+            println!("{}", created.secret);
+        }
+    }
+    Ok(())
+}
+
+async fn serve(config: Config, migrate: bool) -> Result<()> {
+    tracing::info!("configuration:\n{config}");
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let server = Server::new(config)?;
+    if migrate {
+        let applied = db::migrate(&server.state().db).await.context("migrating the database")?;
+        tracing::info!(applied, "migrations applied");
+    }
+    match db::schema_is_current(&server.state().db).await {
+        Ok(true) => {}
+        Ok(false) => bail!("the database schema is not current; run `ebpkg-registry migrate` (or `serve --migrate`)"),
+        Err(e) => tracing::warn!(error = %e, "the database is not reachable yet; serving 503s until it is"),
+    }
+    if let Some(key) = server.state().config.tuf_online_key.clone() {
+        // The timestamp lives a day: re-signed every hour, a registry that does
+        // not change does not look frozen.
+        let pool = server.state().db.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+            loop {
+                tick.tick().await;
+                if let Err(e) = crate::tuf::refresh(&pool, &key).await {
+                    tracing::warn!(error = %e, "re-signing the TUF timestamp failed; will retry");
+                }
+            }
+        });
+    }
+    tracing::info!(address = %listener.local_addr()?, "serving");
+    server.run(listener, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    tracing::info!("shutting down: finishing the requests in flight");
+}
