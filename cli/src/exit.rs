@@ -106,6 +106,9 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
     if let Some(e) = e.downcast_ref::<ebpkg_sources::Error>() {
         return Some(source_failure(e));
     }
+    if let Some(e) = e.downcast_ref::<ebpkg_sources::UrlError>() {
+        return Some(url_failure(e));
+    }
     if let Some(e) = e.downcast_ref::<ResolveError>() {
         return Some(match e {
             // Why the source failed decides: a registry refused for trust
@@ -152,12 +155,18 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
     }
 }
 
+fn url_failure(e: &ebpkg_sources::UrlError) -> Failure {
+    match e {
+        ebpkg_sources::UrlError::CurrentDir { .. } => Failure::Environment,
+        ebpkg_sources::UrlError::Invalid { .. } | ebpkg_sources::UrlError::UnsupportedScheme { .. } => Failure::Input,
+    }
+}
+
 fn source_failure(e: &ebpkg_sources::Error) -> Failure {
     use ebpkg_sources::ErrorKind;
     match e.kind() {
-        ErrorKind::InvalidUrl { .. } | ErrorKind::UnsupportedScheme { .. } | ErrorKind::Signing { .. } => {
-            Failure::Input
-        }
+        ErrorKind::Url(e) => url_failure(e),
+        ErrorKind::Signing { .. } => Failure::Input,
         ErrorKind::SignerDrift { .. }
         | ErrorKind::BadSignature { .. }
         | ErrorKind::BundleMissing { .. }

@@ -8,7 +8,7 @@ use ebpkg_spec::PackageName;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::Version;
 
-use crate::url::RegistryUrl;
+use crate::url::{RegistryUrl, UrlError};
 
 /// Results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -31,17 +31,8 @@ pub enum ErrorKind {
         cause: io::Error,
     },
 
-    #[error(
-        "`{input}` is not a registry location: {reason}. Write a URL such as `https://registry.example.org/` \
-         or `file:///srv/ebpkg-registry/`, or the path of a registry directory"
-    )]
-    InvalidUrl { input: String, reason: String },
-
-    #[error(
-        "`{url}` uses the scheme `{scheme}:`, which ebpkg cannot fetch packages from; \
-         a registry is reached through `https://`, `http://` or `file://`"
-    )]
-    UnsupportedScheme { url: String, scheme: String },
+    #[error(transparent)]
+    Url(#[from] UrlError),
 
     #[error("{url}: {what}")]
     Unsupported { url: RegistryUrl, what: String },
@@ -217,7 +208,7 @@ pub enum ErrorKind {
 
     #[error(
         "{what}: {method} {url} answered {}: {detail}{}",
-        crate::http_registry::status_text(*status),
+        status_text(*status),
         hint.as_deref().map(|h| format!(". {h}")).unwrap_or_default()
     )]
     Http {
@@ -256,7 +247,7 @@ pub enum ErrorKind {
     #[error(
         "{url} is not an ebpkg registry server: GET {url}index/config.json answered {}. Check the registry URL \
          (a server's URL is the part before `index/` and `api/`)",
-        crate::http_registry::status_text(*status)
+        status_text(*status)
     )]
     NotARegistryServer { url: RegistryUrl, status: u16 },
 
@@ -331,6 +322,20 @@ impl Error {
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |cause| ErrorKind::Io { action, path, cause }.into()
+    }
+}
+
+/// The reason phrase of a status, for messages: "409 Conflict".
+pub fn status_text(status: u16) -> String {
+    match reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()) {
+        Some(reason) => format!("{status} {reason}"),
+        None => status.to_string(),
+    }
+}
+
+impl From<UrlError> for Error {
+    fn from(e: UrlError) -> Error {
+        ErrorKind::Url(e).into()
     }
 }
 

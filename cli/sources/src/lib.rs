@@ -17,6 +17,7 @@ mod error;
 mod file_registry;
 mod http_registry;
 mod mirror;
+mod open;
 mod registry;
 mod tuf;
 mod url;
@@ -29,9 +30,10 @@ pub use http_registry::{
     github_actions_oidc_token,
 };
 pub use mirror::{MirrorReport, mirror};
+pub use open::{check_root as check_tuf_root, open_registry};
 pub use registry::{
     IndexFingerprint, IndexText, KeyRecord, MatchedOn, NewTrustedPublisher, Owner, PublishSignature, PublisherKey,
-    Registry, SearchHit, SignedVersion, TrustedPublisher, open_registry, warn_skipped_line,
+    Registry, SearchHit, SignedVersion, TrustedPublisher, warn_skipped_line,
 };
-pub use tuf::{TufTrust, check_root as check_tuf_root};
-pub use url::{RegistryKind, RegistryUrl};
+pub use tuf::TufTrust;
+pub use url::{RegistryKind, RegistryUrl, UrlError};

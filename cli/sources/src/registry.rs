@@ -1,4 +1,4 @@
-//! The interface every kind of registry offers, and the one way to open one by URL.
+//! The interface every kind of registry offers (opening one by URL: `open`).
 
 use ebpkg_signing::{PublicKey, SignedBundle, SigningKey};
 use ebpkg_spec::index::IndexEntry;
@@ -8,8 +8,6 @@ use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
 use crate::error::{ErrorKind, Result};
-use crate::file_registry::FileRegistry;
-use crate::http_registry::{HttpRegistry, OpenOptions};
 use crate::url::{RegistryKind, RegistryUrl};
 
 /// A place packages are published to and fetched from.
@@ -238,15 +236,4 @@ pub struct KeyRecord {
     pub key: PublicKey,
     /// When its owner revoked it, if they did.
     pub revoked_at: Option<String>,
-}
-
-/// Opens the registry at `url`: a directory (`file://`) or a registry server
-/// (`http(s)://`).
-pub fn open_registry(url: &RegistryUrl, options: &OpenOptions) -> Result<Box<dyn Registry>> {
-    match url.kind() {
-        RegistryKind::File => {
-            Ok(Box::new(FileRegistry::open(url)?.with_tuf(options.tuf.clone(), options.tuf_online_key.clone())))
-        }
-        RegistryKind::Http => Ok(Box::new(HttpRegistry::open(url, options)?)),
-    }
 }

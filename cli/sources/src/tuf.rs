@@ -92,30 +92,3 @@ pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + 'static>(
     );
     Ok(index)
 }
-
-/// Loads the metadata the registry at `registry` serves from the root in
-/// `trust` (a candidate, for `ebpkg registry add --root`): a root that does not
-/// verify the registry is not worth trusting.
-pub fn check_root(
-    registry: &crate::RegistryUrl,
-    trust: &TufTrust,
-    token: Option<String>,
-) -> crate::Result<TrustedIndex> {
-    let refused = |cause: ebpkg_tuf::Error| -> crate::Error {
-        crate::ErrorKind::Tuf { registry: registry.clone(), cause }.into()
-    };
-    let not_a_url = |what: String| refused(ebpkg_tuf::Error::Metadata { detail: what });
-    match registry.kind() {
-        crate::RegistryKind::File => {
-            let dir = registry.file_path().unwrap_or_default().join("tuf");
-            let url = url::Url::from_directory_path(&dir).map_err(|()| not_a_url(format!("{}", dir.display())))?;
-            load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport).map_err(refused)
-        }
-        crate::RegistryKind::Http => {
-            let base = registry.as_str().trim_end_matches('/');
-            let url = url::Url::parse(&format!("{base}/tuf/")).map_err(|e| not_a_url(e.to_string()))?;
-            let transport = crate::http_registry::ClientTransport::new(registry.as_str(), token)?;
-            load_trusted(trust, &url, transport).map_err(refused)
-        }
-    }
-}

@@ -10,7 +10,27 @@ use std::str::FromStr;
 
 use url::Url;
 
-use crate::error::{Error, ErrorKind, Result};
+/// Why a registry location was refused. Its own type, below the crate's
+/// `Error` (which wraps it), since errors name registries by their `RegistryUrl`.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error(
+        "`{input}` is not a registry location: {reason}. Write a URL such as `https://registry.example.org/` \
+         or `file:///srv/ebpkg-registry/`, or the path of a registry directory"
+    )]
+    Invalid { input: String, reason: String },
+
+    #[error(
+        "`{url}` uses the scheme `{scheme}:`, which ebpkg cannot fetch packages from; \
+         a registry is reached through `https://`, `http://` or `file://`"
+    )]
+    UnsupportedScheme { url: String, scheme: String },
+
+    #[error("cannot find the current directory for {}: {cause}", path.display())]
+    CurrentDir { path: PathBuf, cause: std::io::Error },
+}
+
+type Result<T> = std::result::Result<T, UrlError>;
 
 /// Where a registry lives: a `file://` directory or an `http(s)://` server.
 ///
@@ -35,9 +55,7 @@ impl RegistryUrl {
     /// URL. Paths are normalized lexically (`.` and `..` removed) but symbolic links
     /// are not resolved, and the directory need not exist yet.
     pub fn parse(input: &str) -> Result<RegistryUrl> {
-        let invalid = |reason: &str| -> Error {
-            ErrorKind::InvalidUrl { input: input.to_owned(), reason: reason.to_owned() }.into()
-        };
+        let invalid = |reason: &str| UrlError::Invalid { input: input.to_owned(), reason: reason.to_owned() };
         if input.trim().is_empty() {
             return Err(invalid("it is empty"));
         }
@@ -62,10 +80,10 @@ impl RegistryUrl {
         let absolute = if path.is_absolute() {
             path.to_owned()
         } else {
-            std::env::current_dir().map_err(Error::io("find the current directory for", path))?.join(path)
+            std::env::current_dir().map_err(|cause| UrlError::CurrentDir { path: path.to_owned(), cause })?.join(path)
         };
         let normalized = normalize_lexically(&absolute);
-        let url = Url::from_directory_path(&normalized).map_err(|()| ErrorKind::InvalidUrl {
+        let url = Url::from_directory_path(&normalized).map_err(|()| UrlError::Invalid {
             input: path.display().to_string(),
             reason: "it cannot be written as a file:// URL".into(),
         })?;
@@ -73,9 +91,7 @@ impl RegistryUrl {
     }
 
     fn from_url(mut url: Url, input: &str) -> Result<RegistryUrl> {
-        let invalid = |reason: &str| -> Error {
-            ErrorKind::InvalidUrl { input: input.to_owned(), reason: reason.to_owned() }.into()
-        };
+        let invalid = |reason: &str| UrlError::Invalid { input: input.to_owned(), reason: reason.to_owned() };
         match url.scheme() {
             "file" => {
                 if url.host_str().is_some_and(|h| !h.is_empty() && h != "localhost") {
@@ -106,7 +122,7 @@ impl RegistryUrl {
                 }
                 Ok(RegistryUrl { url })
             }
-            scheme => Err(ErrorKind::UnsupportedScheme { url: input.to_owned(), scheme: scheme.to_owned() }.into()),
+            scheme => Err(UrlError::UnsupportedScheme { url: input.to_owned(), scheme: scheme.to_owned() }),
         }
     }
 
@@ -180,7 +196,7 @@ impl fmt::Display for RegistryUrl {
 }
 
 impl FromStr for RegistryUrl {
-    type Err = Error;
+    type Err = UrlError;
     fn from_str(s: &str) -> Result<Self> {
         RegistryUrl::parse(s)
     }

@@ -64,7 +64,7 @@ fn http_urls_are_canonical() {
 fn bad_urls_say_why() {
     let message = |input: &str| RegistryUrl::parse(input).unwrap_err().to_string();
     let e = RegistryUrl::parse("git://example.org/reg").unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::UnsupportedScheme { scheme, .. } if scheme == "git"), "{e}");
+    assert!(matches!(&e, ebpkg_sources::UrlError::UnsupportedScheme { scheme, .. } if scheme == "git"), "{e}");
     assert!(e.to_string().contains("`https://`, `http://` or `file://`"), "{e}");
     assert!(message("ftp://example.org").contains("scheme `ftp:`"));
     assert!(message("https://user:secret@example.org").contains("credentials"));

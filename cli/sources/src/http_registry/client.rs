@@ -284,7 +284,7 @@ impl Client {
                 .into());
             };
             let why = match &*error {
-                ErrorKind::Http { status, detail, .. } => format!("{}: {detail}", status_text(*status)),
+                ErrorKind::Http { status, detail, .. } => format!("{}: {detail}", crate::error::status_text(*status)),
                 ErrorKind::Network { cause, .. } => cause.clone(),
                 other => other.to_string(),
             };
@@ -512,14 +512,6 @@ fn hint(status: StatusCode, registry: &str, retry_after: Option<Duration>, detai
     Some(hint)
 }
 
-/// The reason phrase of a status, for messages: "409 Conflict".
-pub fn status_text(status: u16) -> String {
-    match StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()) {
-        Some(reason) => format!("{status} {reason}"),
-        None => status.to_string(),
-    }
-}
-
 /// Parses a JSON answer.
 pub fn json<T: serde::de::DeserializeOwned>(url: &str, body: &[u8]) -> Result<T> {
     serde_json::from_slice(body).map_err(|e| {
@@ -589,7 +581,7 @@ mod tests {
         assert_eq!(hint(StatusCode::TOO_MANY_REQUESTS, "", Some(Duration::from_secs(7)), "try again in 7 s"), None);
         assert!(hint(StatusCode::SERVICE_UNAVAILABLE, "", None, "").unwrap().contains("try again later"));
         assert_eq!(hint(StatusCode::NOT_FOUND, "", None, ""), None);
-        assert_eq!(status_text(409), "409 Conflict");
-        assert_eq!(status_text(599), "599");
+        assert_eq!(crate::error::status_text(409), "409 Conflict");
+        assert_eq!(crate::error::status_text(599), "599");
     }
 }

@@ -25,7 +25,7 @@ use ebpkg_spec::types::KeyId;
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
-pub use self::client::{ANSWER_DEADLINE_ENV, ARCHIVE_DEADLINE_ENV, Deadlines, Progress, status_text};
+pub use self::client::{ANSWER_DEADLINE_ENV, ARCHIVE_DEADLINE_ENV, Deadlines, Progress};
 use self::client::{Client, Method, Request};
 use self::index_cache::IndexCache;
 pub use self::oidc::github_actions_oidc_token;
