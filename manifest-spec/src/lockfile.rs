@@ -73,6 +73,13 @@ pub struct LockedPackage {
     pub dependencies: Vec<LockedDependency>,
 }
 
+impl LockedPackage {
+    /// `name@version`, typed.
+    pub fn id(&self) -> crate::PackageId {
+        crate::PackageId::new(self.name.clone(), self.version.clone())
+    }
+}
+
 /// A reference from one locked package to another.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LockedDependency {

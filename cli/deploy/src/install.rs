@@ -244,8 +244,8 @@ impl Deployer {
             on(&Event::LoaderLoaded { instance: instance.clone() });
             loaders.push(RecordedLoader {
                 instance,
-                package: pkg.name().to_owned(),
-                version: pkg.version(),
+                package: pkg.id.name.clone(),
+                version: pkg.id.version.clone(),
                 loader: loader.clone(),
                 hook: hook_of_loader(pkg, loader)?,
                 attachments: Vec::new(),
@@ -269,7 +269,7 @@ impl Deployer {
             })
             .collect();
         for l in &mut loaders {
-            let Some(w) = work.get(&(l.package.clone(), l.loader.clone())) else { continue };
+            let Some(w) = work.get(&(l.package.as_str().to_owned(), l.loader.clone())) else { continue };
             for (interface, mode) in &w.attaches {
                 let before =
                     previous.iter().find(|(i, _, m)| i == interface && m.attach_point() == mode.attach_point());
@@ -337,10 +337,10 @@ impl Deployer {
             .packages
             .iter()
             .map(|p| RecordedPackage {
-                name: p.name().to_owned(),
-                version: p.version(),
+                name: p.id.name.clone(),
+                version: p.id.version.clone(),
                 source: p.source.clone(),
-                checksum: p.checksum.to_hex(),
+                checksum: p.checksum,
                 maps: documented_maps(&p.manifest),
             })
             .collect();
@@ -389,7 +389,7 @@ impl Deployer {
             .collect();
         let mut refs: BTreeMap<u32, (&PlannedPackage, &str)> = BTreeMap::new();
         for p in programs {
-            if let Some(pkg) = plan.packages.iter().find(|k| k.name() == p.package && k.version() == p.version) {
+            if let Some(pkg) = plan.packages.iter().find(|k| k.id.name == p.package && k.id.version == p.version) {
                 refs.insert(p.id.0, (pkg, p.name.as_str()));
             }
         }
@@ -442,8 +442,8 @@ impl Deployer {
             }
             if !new.is_empty() {
                 journal.steps.push(Step::Register {
-                    package: pkg.name().to_owned(),
-                    version: pkg.version(),
+                    package: pkg.id.name.clone(),
+                    version: pkg.id.version.clone(),
                     hook: obj.hook,
                     programs: new,
                 });
@@ -463,8 +463,8 @@ impl Deployer {
                 ids.programs.insert((pkg.name().to_owned(), r.name.clone()), r.id.0);
                 on(&Event::Registered { package: pkg.id.clone(), program: r.name.clone(), id: r.id, reused: r.reused });
                 out.push(RecordedProgram {
-                    package: pkg.name().to_owned(),
-                    version: pkg.version(),
+                    package: pkg.id.name.clone(),
+                    version: pkg.id.version.clone(),
                     name: r.name,
                     hook: r.hook,
                     id: r.id,

@@ -41,7 +41,7 @@ pub struct Journal {
 #[serde(tag = "step", rename_all = "kebab-case")]
 pub enum Step {
     /// Programs of a package version that were not registered before.
-    Register { package: String, version: String, hook: Hook, programs: Vec<String> },
+    Register { package: ebpkg_spec::PackageName, version: semver::Version, hook: Hook, programs: Vec<String> },
     /// A new loader instance.
     LoadLoader { instance: String },
     /// The interface's link moves from the previous deployment's instance to `to`.

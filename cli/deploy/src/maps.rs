@@ -10,13 +10,13 @@ use serde_json::{Map, Value};
 
 use crate::deployer::{Deployer, open_existing};
 use crate::error::Result;
-use crate::record::{DeploymentRecord, RecordedMap};
+use crate::record::{DeploymentRecord, RecordedMap, RecordedPackage};
 
 /// One map's entries.
 #[derive(Debug, Clone, Serialize)]
 pub struct MapDump {
-    pub package: String,
-    pub version: String,
+    pub package: ebpkg_spec::PackageName,
+    pub version: semver::Version,
     pub map: String,
     pub entries: Vec<MapEntryView>,
     /// More entries exist than were read.
@@ -100,17 +100,18 @@ impl Deployer {
         let mut out = Vec::new();
         for p in &record.packages {
             for m in &p.maps {
-                out.push(dump(&rt, &p.name, &p.version, m, limit));
+                out.push(dump(&rt, p, m, limit));
             }
         }
         Ok(out)
     }
 }
 
-fn dump(rt: &hike_runtime::Runtime, package: &str, version: &str, m: &RecordedMap, limit: usize) -> MapDump {
+fn dump(rt: &hike_runtime::Runtime, p: &RecordedPackage, m: &RecordedMap, limit: usize) -> MapDump {
+    let (package, version) = (p.name.as_str(), &p.version.to_string());
     let mut d = MapDump {
-        package: package.to_owned(),
-        version: version.to_owned(),
+        package: p.name.clone(),
+        version: p.version.clone(),
         map: m.name.clone(),
         entries: Vec::new(),
         truncated: false,

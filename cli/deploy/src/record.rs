@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use hike_bytecode::Hook;
 use serde::{Deserialize, Serialize};
 
-use ebpkg_spec::PackageId;
+use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::{PackageId, PackageName};
+use semver::Version;
 
 /// Format version of records and journals.
 pub const FORMAT: u32 = 1;
@@ -43,14 +45,21 @@ pub struct DeploymentRecord {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RecordedPackage {
-    pub name: String,
-    pub version: String,
+    pub name: PackageName,
+    pub version: Version,
     pub source: String,
-    pub checksum: String,
+    pub checksum: Sha256Digest,
     /// The maps of its programs whose layouts the manifest documents, for
     /// `ebpkg status --maps`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<RecordedMap>,
+}
+
+impl RecordedPackage {
+    /// `name@version`, typed.
+    pub fn id(&self) -> PackageId {
+        PackageId::new(self.name.clone(), self.version.clone())
+    }
 }
 
 /// A program map and its layout: `(field name, field type)` lists as in the manifest.
@@ -65,8 +74,8 @@ pub struct RecordedMap {
 /// it is unregistered when the last one goes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RecordedProgram {
-    pub package: String,
-    pub version: String,
+    pub package: PackageName,
+    pub version: Version,
     pub name: String,
     pub hook: Hook,
     pub id: hike_runtime::ProgId,
@@ -88,8 +97,8 @@ pub struct RecordedChain {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedLoader {
     pub instance: String,
-    pub package: String,
-    pub version: String,
+    pub package: PackageName,
+    pub version: Version,
     pub loader: String,
     pub hook: Hook,
     pub attachments: Vec<RecordedAttachment>,
@@ -108,7 +117,7 @@ impl DeploymentRecord {
     }
 
     /// `(package, version, hook)` of every program version it registered.
-    pub fn program_versions(&self) -> Vec<(String, String, Hook)> {
+    pub fn program_versions(&self) -> Vec<(PackageName, Version, Hook)> {
         let mut v: Vec<_> = self.programs.iter().map(|p| (p.package.clone(), p.version.clone(), p.hook)).collect();
         v.sort();
         v.dedup();
@@ -124,4 +133,41 @@ pub fn chain_owner(deployment: &str, generation: u64) -> String {
 /// The name of a generation's loader instance (a pin-tree component).
 pub fn loader_instance(deployment: &str, generation: u64, package: &str, loader: &str) -> String {
     format!("{deployment}-{generation}-{package}-{loader}")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A record and a journal written by an earlier release (when names,
+    /// versions and checksums were plain strings in memory): the typed fields
+    /// read them, and write them back byte for byte the same JSON.
+    #[test]
+    fn records_and_journals_of_earlier_releases_still_load() {
+        let text = include_str!("../fuzz/seeds/state_files/record.json");
+        let record: DeploymentRecord = serde_json::from_str(text).unwrap();
+        let flow = record.packages.iter().find(|p| p.name.as_str() == "flow").unwrap();
+        assert_eq!(flow.id().to_string(), "flow@1.0.0");
+        assert_eq!(flow.checksum.to_hex(), "98d3fc30de4577561c33dbca395fd8dc46c35ec3c88bdfcac1b5034c10375d22");
+        assert!(record.programs.iter().all(|p| p.version == Version::new(1, 0, 0)));
+        let again: serde_json::Value = serde_json::to_value(&record).unwrap();
+        assert_eq!(again, serde_json::from_str::<serde_json::Value>(text).unwrap());
+
+        let text = include_str!("../fuzz/seeds/state_files/journal.json");
+        let journal: crate::journal::Journal = serde_json::from_str(text).unwrap();
+        let again: serde_json::Value = serde_json::to_value(&journal).unwrap();
+        assert_eq!(again, serde_json::from_str::<serde_json::Value>(text).unwrap());
+    }
+
+    /// What the types refuse, a string field took: a record naming a package
+    /// that cannot exist is damaged, and says where.
+    #[test]
+    fn a_record_with_an_impossible_package_is_refused() {
+        let text = include_str!("../fuzz/seeds/state_files/record.json").replacen("\"flow\"", "\"Flow Counter!\"", 1);
+        let e = serde_json::from_str::<DeploymentRecord>(&text).unwrap_err();
+        assert!(e.to_string().contains("line"), "{e}");
+        let text = include_str!("../fuzz/seeds/state_files/record.json").replacen("\"1.0.0\"", "\"one\"", 1);
+        assert!(serde_json::from_str::<DeploymentRecord>(&text).is_err());
+    }
 }

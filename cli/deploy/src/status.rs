@@ -116,7 +116,11 @@ pub(crate) fn problems(rt: &Runtime, record: &DeploymentRecord) -> Vec<String> {
     let mut out = Vec::new();
     for p in &record.programs {
         let ok = status.programs.iter().any(|s| {
-            s.id == p.id && s.name == p.name && s.package == p.package && s.version == p.version && s.hook == p.hook
+            s.id == p.id
+                && s.name == p.name
+                && s.package == p.package.as_str()
+                && s.version == p.version.to_string()
+                && s.hook == p.hook
         });
         if !ok {
             out.push(format!("program {}@{} {} (id {}) is not registered", p.package, p.version, p.name, p.id));

@@ -5,8 +5,10 @@
 
 use std::collections::BTreeSet;
 
+use ebpkg_spec::PackageName;
 use hike_bytecode::Hook;
 use hike_runtime::{AttachMode, Runtime, RuntimeError};
+use semver::Version;
 
 use crate::deployer::Deployer;
 use crate::error::{DeployError, Result};
@@ -72,7 +74,7 @@ impl UndoHost for KernelHost<'_> {
 pub(crate) fn undo_install(
     host: &dyn UndoHost,
     journal: &Journal,
-    in_use: std::result::Result<&BTreeSet<(String, String, Hook)>, String>,
+    in_use: std::result::Result<&BTreeSet<(PackageName, Version, Hook)>, String>,
 ) -> Vec<String> {
     let mut errors = Vec::new();
     let mut note = |r: std::result::Result<(), String>| {
@@ -127,7 +129,7 @@ pub(crate) fn undo_install(
                 continue;
             }
             for name in programs {
-                note(host.unregister(package, version, name, *hook));
+                note(host.unregister(package.as_str(), &version.to_string(), name, *hook));
             }
         }
     }
@@ -144,7 +146,7 @@ impl Deployer {
                 .iter()
                 .filter(|r| r.bpffs_root == journal.bpffs_root)
                 .flat_map(|r| r.program_versions())
-                .collect::<BTreeSet<(String, String, Hook)>>()
+                .collect::<BTreeSet<(PackageName, Version, Hook)>>()
         });
         let host = KernelHost { deployer: self, rt, netns: journal.netns.as_deref() };
         undo_install(&host, journal, in_use.as_ref().map_err(Clone::clone))
@@ -174,7 +176,7 @@ impl Deployer {
         if current.is_none_or(|c| c.chain_owner() != prev.chain_owner()) {
             remove_owned_chains(rt, &prev.chain_owner()).map_err(fail)?;
         }
-        let mut keep: BTreeSet<(String, String, Hook)> = BTreeSet::new();
+        let mut keep: BTreeSet<(PackageName, Version, Hook)> = BTreeSet::new();
         if let Some(c) = current {
             keep.extend(c.program_versions());
         }
@@ -185,7 +187,7 @@ impl Deployer {
         }
         for p in &prev.programs {
             if !keep.contains(&(p.package.clone(), p.version.clone(), p.hook)) {
-                unregister(rt, &p.package, &p.version, &p.name, p.hook).map_err(fail)?;
+                unregister(rt, p.package.as_str(), &p.version.to_string(), &p.name, p.hook).map_err(fail)?;
             }
         }
         Ok(())
@@ -348,8 +350,8 @@ mod tests {
         let mut j = Journal::install("app", 2, PathBuf::from("/sys/fs/bpf/hike"), None, None);
         j.steps = vec![
             Step::Register {
-                package: "p".into(),
-                version: "2.0.0".into(),
+                package: PackageName::new("p").unwrap(),
+                version: semver::Version::new(2, 0, 0),
                 hook: Hook::Xdp,
                 programs: vec!["a".into()],
             },
@@ -423,7 +425,7 @@ mod tests {
     #[test]
     fn programs_a_committed_deployment_uses_stay() {
         let h = host_after_install();
-        let in_use = BTreeSet::from([("p".to_owned(), "2.0.0".to_owned(), Hook::Xdp)]);
+        let in_use = BTreeSet::from([(PackageName::new("p").unwrap(), semver::Version::new(2, 0, 0), Hook::Xdp)]);
         assert!(undo_install(&h, &journal(), Ok(&in_use)).is_empty());
         assert!(h.m.borrow().programs.contains(&("p".into(), "2.0.0".into(), "a".into(), Hook::Xdp)));
         // Unknown use: no program goes, and that is reported.

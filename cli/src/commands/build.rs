@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
     .unwrap_or_default();
     let stats = if args.verify {
         crate::ops::require_privileges("build --verify")?;
-        let id = format!("{}@{}", project.manifest.package.name, project.manifest.package.version);
+        let id = project.manifest.package.id();
         verify_objects(ctx, &id, &objects)?
     } else {
         Vec::new()

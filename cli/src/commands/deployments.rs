@@ -81,7 +81,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
             r.bpffs_root.display(),
             r.netns.as_ref().map(|n| format!(" (netns {n})")).unwrap_or_default()
         ));
-        let pkgs: Vec<String> = r.packages.iter().map(|p| format!("{}@{}", p.name, p.version)).collect();
+        let pkgs: Vec<String> = r.packages.iter().map(|p| p.id().to_string()).collect();
         ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
         let shared = if d.shared_with.is_empty() {
             String::new()

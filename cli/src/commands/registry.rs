@@ -1,5 +1,6 @@
 //! Commands that talk to a registry: `publish`, `yank`, `search`, `info`, `mirror`.
 
+use ebpkg_spec::PackageId;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -112,7 +113,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
     let staged = if args.with_objects { Some(crate::ops::ship_objects::stage(ctx, &project)?) } else { None };
     let project = staged.as_ref().map_or(&project, |s| &s.project);
     let m = &project.manifest;
-    let id = format!("{}@{}", m.package.name, m.package.version);
+    let id = m.package.id();
     ctx.ui.status("Packing", &id);
     let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
     let size: u64 = packed.files.iter().map(|f| f.size).sum();
@@ -205,7 +206,7 @@ fn already_published(
     sha256: &ebpkg_spec::types::Sha256Digest,
     source_only: Option<ebpkg_spec::types::Sha256Digest>,
 ) -> Result<bool> {
-    let id = format!("{}@{}", m.package.name, m.package.version);
+    let id = m.package.id();
     let registry = regs.open_origin(&regs.default, None)?;
     let entries = match registry.index(&m.package.name) {
         Ok(entries) => entries.unwrap_or_default(),
@@ -246,7 +247,7 @@ fn already_published(
 fn publish_signature(
     ctx: &Ctx,
     args: &PublishArgs,
-    id: &str,
+    id: &PackageId,
     archive: &[u8],
 ) -> Result<Option<ebpkg_sources::PublishSignature>> {
     if args.no_sign {
@@ -294,7 +295,7 @@ fn verify_package(
     lock: &ebpkg_spec::Lockfile,
 ) -> Result<()> {
     let m = &project.manifest;
-    let id = format!("{}@{}", m.package.name, m.package.version);
+    let id = m.package.id();
     let fetched = crate::ops::fetch::fetch_all(ctx, regs, lock)?;
     let objects =
         build_packages(ctx, &[BuildInput { root: &project.dir, digest, manifest: m }], &BuildOptions::default())?

@@ -1,6 +1,7 @@
 //! Building packages' programs and loaders into CO-RE objects for this kernel,
 //! through the build cache, in parallel.
 
+use ebpkg_spec::PackageId;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -119,7 +120,7 @@ pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions)
 /// and collects what the verifier says.
 pub fn verify_objects(
     ctx: &Ctx,
-    id: &str,
+    id: &PackageId,
     objects: &[PlannedObject],
 ) -> Result<Vec<(String, hike_runtime::VerifierStats)>> {
     let root = crate::ops::TempRoot::create(ctx, "verify")?;

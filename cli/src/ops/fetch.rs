@@ -1,6 +1,7 @@
 //! Fetching the locked packages into the cache: each archive checked against the
 //! lockfile's checksum (and the index against the lockfile) before it is unpacked.
 
+use ebpkg_spec::PackageId;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -31,8 +32,8 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
     let progress = ctx.ui.progress("Fetching", lock.packages().len() as u64);
     let mut out = Vec::new();
     for p in lock.packages() {
-        let id = format!("{}@{}", p.name, p.version);
-        progress.message(id.clone());
+        let id = p.id();
+        progress.message(id.to_string());
         let url = RegistryUrl::parse(&p.source)
             .map_err(|e| fail(Failure::Input, format!("ebpkg.lock: {id} has source `{}`: {e}", p.source)))?;
         let cached = cache.archive_path(&p.checksum);
@@ -58,7 +59,7 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         trust.check(ctx, regs, &url, p, &archive, &mut unchecked)?;
         let root = cache.unpack(&p.name, &p.version, &p.checksum, &archive)?;
         let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
-        progress.inc(id.clone());
+        progress.inc(id.to_string());
         if !was_cached {
             progress.println(&ctx.ui, "Fetched", format!("{id} from {url}"));
         }
@@ -67,7 +68,7 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
     // Said once for the command, not once per package.
     if let Some(first) = unchecked.first() {
         let which = match unchecked.len() {
-            1 => first.clone(),
+            1 => first.to_string(),
             n => format!("{n} packages ({first}, …)"),
         };
         ctx.ui.warn(format!(
@@ -91,9 +92,9 @@ impl Trust {
         url: &RegistryUrl,
         p: &LockedPackage,
         archive: &std::path::Path,
-        unchecked: &mut Vec<String>,
+        unchecked: &mut Vec<PackageId>,
     ) -> Result<()> {
-        let id = format!("{}@{}", p.name, p.version);
+        let id = p.id();
         let key = match self.judge(&p.name, p.signer.as_ref()) {
             Verdict::UnsignedAllowed { by } => {
                 tracing::info!("{id} is unsigned; allowed by the trust policy's `{by}`");

@@ -1,6 +1,7 @@
 //! Resolving the project's dependencies into a lockfile: PubGrub over the
 //! registries' indexes, preferring what ebpkg.lock already pins.
 
+use ebpkg_spec::PackageId;
 use std::collections::BTreeSet;
 
 use anyhow::Result;
@@ -168,7 +169,7 @@ pub fn resolve(
         let mut refused = false;
         for p in &packages {
             if let Verdict::Refused { why, fix } = trust.judge(&p.name, p.signer.as_ref()) {
-                let id = format!("{}@{}", p.name, p.version);
+                let id = PackageId::new(p.name.clone(), p.version.clone());
                 ctx.ui.status("Skipping", format!("{id} ({}): it {why}", p.source));
                 regs.leave_out(&regs.url(Some(&p.source))?, &p.name, &p.version);
                 skipped.push((format!("{id} {why}"), fix));

@@ -72,7 +72,7 @@ pub fn check_portable(project: &Project) -> Result<()> {
 pub fn stage(ctx: &Ctx, project: &Project) -> Result<Staged> {
     check_portable(project)?;
     let m = &project.manifest;
-    let id = format!("{}@{}", m.package.name, m.package.version);
+    let id = m.package.id();
     let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
     let dir = tempfile::Builder::new()
         .prefix("ebpkg-publish-")

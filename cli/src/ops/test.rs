@@ -161,7 +161,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     crate::ops::require_privileges("test")?;
     let files = test_files(&project.dir)?;
     let m = &project.manifest;
-    let id = format!("{}@{}", m.package.name, m.package.version);
+    let id = m.package.id();
     if files.is_empty() {
         ctx.ui.warn(format!("{id} has no tests: add tests/<name>.test.toml (see `ebpkg test --help`)"));
         return Ok(Report::default());

@@ -53,6 +53,13 @@ pub struct Package {
     pub kernel: KernelReq,
 }
 
+impl Package {
+    /// `name@version`, typed.
+    pub fn id(&self) -> crate::PackageId {
+        crate::PackageId::new(self.name.clone(), self.version.clone())
+    }
+}
+
 /// What a package needs from the kernel.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct KernelReq {
