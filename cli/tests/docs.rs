@@ -44,14 +44,14 @@ fn every_command_has_a_manual_page() {
     for c in &commands {
         let page = out.join(format!("ebpkg-{}.1", c.join("-")));
         let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
-        assert!(text.starts_with(".ie \\n(.g .ds Aq") || text.contains(".TH"), "{}", page.display());
+        assert!(text.lines().any(|l| l.starts_with(".TH ")), "{}: has a title header", page.display());
         // roff escapes every hyphen, including those inside a command's own name.
         let roff_name = format!("ebpkg-{}", c.join("-")).replace('-', "\\-");
         assert!(text.contains(&roff_name), "{}: names its command", page.display());
     }
     let root = ebpkg(&["man"]);
     assert!(root.contains(".TH ebpkg 1"), "{root}");
-    assert!(root.contains("ebpkg\\-install(1)") || root.contains("install"), "{root}");
+    assert!(root.contains("ebpkg\\-install(1)"), "the root page names the commands' pages: {root}");
 }
 
 #[test]

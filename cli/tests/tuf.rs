@@ -93,7 +93,7 @@ fn publishes_re_sign_and_installs_check_every_index_file() {
     let key = t.online_key.to_str().unwrap();
     t.sb.run_with(&t.app, &["yank", "c@1.0.0"], &[("EBPKG_TUF_ONLINE_KEY", key)], None).ok();
     let info = t.sb.run(&t.app, &["info", "c"]).ok();
-    assert!(info.stdout.contains("1.0.0 (yanked)") || info.stdout.contains("yanked"), "{}", info.stdout);
+    assert!(info.stdout.contains("1.0.0 (yanked)"), "{}", info.stdout);
 }
 
 #[test]
@@ -241,7 +241,8 @@ fn a_mirror_carries_the_metadata_and_is_checked_against_the_origin_root() {
     // A mirror without the metadata is not trusted either.
     std::fs::remove_dir_all(mirror.join("tuf")).unwrap();
     let bare = t.sb.run_with(&t.app, &["update"], &env, None).fails(10);
-    assert!(bare.stderr.contains("TUF") || bare.stderr.contains("metadata"), "{}", bare.stderr);
+    assert!(bare.stderr.contains("the registry's metadata could not be fetched"), "{}", bare.stderr);
+    assert!(bare.stderr.contains("mirror/tuf/timestamp.json"), "{}", bare.stderr);
 }
 
 /// A real install from a TUF-signed registry; then the project needs a new

@@ -90,7 +90,9 @@ impl DeployPlan {
         #[derive(Serialize)]
         struct Inputs<'a> {
             format: u32,
-            root: &'a std::path::Path,
+            // A string, as before, for every root a person can name; lossy only
+            // for bytes that are not UTF-8 (which serde_json refuses in paths).
+            root: std::borrow::Cow<'a, str>,
             project: &'a PackageId,
             packages: Vec<(&'a str, String, &'a str, String)>,
             scripts: Vec<(&'a str, &'a str)>,
@@ -104,14 +106,52 @@ impl DeployPlan {
         scripts.sort();
         let inputs = Inputs {
             format: 1,
-            root: bpffs_root,
+            root: bpffs_root.to_string_lossy(),
             project: &self.project,
             packages,
             scripts,
             params: &self.params,
             chain_mode: self.chain_mode,
         };
-        let bytes = serde_json::to_vec(&inputs).unwrap_or_default();
-        ebpkg_spec::types::Sha256Digest::of(&bytes).to_hex()
+        match serde_json::to_vec(&inputs) {
+            Ok(bytes) => ebpkg_spec::types::Sha256Digest::of(&bytes).to_hex(),
+            // Never equal to a recorded digest (hex), so the plan is installed:
+            // a plan that cannot be described is never taken as "up to date".
+            Err(e) => format!("not comparable: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    fn plan(params: &[(&str, &str)]) -> DeployPlan {
+        DeployPlan {
+            deployment: "app".into(),
+            project: PackageId::new(ebpkg_spec::PackageName::new("app").unwrap(), semver::Version::new(0, 1, 0)),
+            project_dir: None,
+            packages: Vec::new(),
+            scripts: Vec::new(),
+            params: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            force: false,
+            chain_mode: crate::native::ChainMode::default(),
+        }
+    }
+
+    /// A root that is not UTF-8 once made every plan's digest the digest of
+    /// nothing, so any plan looked "up to date" with any other.
+    #[test]
+    fn plans_differ_in_digest_whatever_the_root_is_named() {
+        let odd = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/sys/fs/bpf/h\xffk"));
+        let a = plan(&[("DEVNAME", "eth0")]).inputs_digest(odd);
+        let b = plan(&[("DEVNAME", "eth1")]).inputs_digest(odd);
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 64, "{a}");
+        let normal = plan(&[]).inputs_digest(std::path::Path::new("/sys/fs/bpf/hike"));
+        assert!(normal.bytes().all(|c| c.is_ascii_hexdigit()) && normal.len() == 64, "{normal}");
     }
 }

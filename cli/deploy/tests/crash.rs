@@ -30,6 +30,7 @@ fn none(_: &Event) {}
 
 /// Not a test of its own: the process the crash test kills.
 #[test]
+#[ignore = "run by the crash tests, in a process of its own"]
 fn child() {
     let Ok(what) = std::env::var("EBPKG_TEST_CHILD") else { return };
     let var = |n: &str| std::env::var(n).unwrap();
@@ -71,7 +72,7 @@ struct Child<'a> {
 fn run_child(c: &Child<'_>, n: Option<usize>, log: &Path) -> (bool, Vec<String>) {
     let _ = std::fs::remove_file(log);
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+    cmd.args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
         .env("EBPKG_TEST_CHILD", c.what)
         .env("EBPKG_TEST_ROOT", c.root)
         .env("EBPKG_TEST_STATE", c.state)

@@ -246,10 +246,12 @@ fn replacing_a_chain_under_traffic_drops_no_packet() {
                 &ChainSpec { name: "c", owner: "lifecycle", hook: Hook::Xdp, insns: &insns, nargs: 0 },
             )
             .unwrap();
+        // Each chain carries packets for a while, so both verdicts are seen.
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let seen = traffic.stop();
     assert!(seen.keys().all(|v| *v == 1 || *v == 3), "only the two chains' verdicts: {seen:?}");
-    assert!(seen.len() == 2 || seen.values().sum::<u64>() > 0, "{seen:?}");
+    assert_eq!(seen.len(), 2, "packets ran through both chains while they were replaced: {seen:?}");
     let counters = t.rt.counters().unwrap();
     assert!(counters.aborts.iter().all(|n| *n == 0), "no packet aborted: {:?}", counters.aborts);
     let status = t.rt.status().unwrap();
