@@ -165,3 +165,23 @@ impl Journal {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A journal an earlier release wrote (names and versions were plain
+    /// strings in memory then) reads, and writes back the same JSON.
+    #[test]
+    fn journals_of_earlier_releases_still_load() {
+        let text = include_str!("../fuzz/seeds/state_files/journal.json");
+        let journal: Journal = serde_json::from_str(text).unwrap();
+        let again: serde_json::Value = serde_json::to_value(&journal).unwrap();
+        assert_eq!(again, serde_json::from_str::<serde_json::Value>(text).unwrap());
+        let register = r#"{"step":"register","package":"flow","version":"1.1.0","hook":"xdp","programs":["count"]}"#;
+        let step: Step = serde_json::from_str(register).unwrap();
+        assert!(matches!(&step, Step::Register { package, .. } if package.as_str() == "flow"), "{step:?}");
+        assert_eq!(serde_json::to_string(&step).unwrap(), register);
+    }
+}

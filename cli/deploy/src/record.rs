@@ -140,11 +140,11 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    /// A record and a journal written by an earlier release (when names,
+    /// A record written by an earlier release (when names,
     /// versions and checksums were plain strings in memory): the typed fields
     /// read them, and write them back byte for byte the same JSON.
     #[test]
-    fn records_and_journals_of_earlier_releases_still_load() {
+    fn records_of_earlier_releases_still_load() {
         let text = include_str!("../fuzz/seeds/state_files/record.json");
         let record: DeploymentRecord = serde_json::from_str(text).unwrap();
         let flow = record.packages.iter().find(|p| p.name.as_str() == "flow").unwrap();
@@ -152,11 +152,6 @@ mod tests {
         assert_eq!(flow.checksum.to_hex(), "98d3fc30de4577561c33dbca395fd8dc46c35ec3c88bdfcac1b5034c10375d22");
         assert!(record.programs.iter().all(|p| p.version == Version::new(1, 0, 0)));
         let again: serde_json::Value = serde_json::to_value(&record).unwrap();
-        assert_eq!(again, serde_json::from_str::<serde_json::Value>(text).unwrap());
-
-        let text = include_str!("../fuzz/seeds/state_files/journal.json");
-        let journal: crate::journal::Journal = serde_json::from_str(text).unwrap();
-        let again: serde_json::Value = serde_json::to_value(&journal).unwrap();
         assert_eq!(again, serde_json::from_str::<serde_json::Value>(text).unwrap());
     }
 
