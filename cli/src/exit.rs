@@ -180,9 +180,11 @@ fn source_failure(e: &ebpkg_sources::Error) -> Failure {
 
 fn build_failure(e: &BuildError) -> Failure {
     match e {
-        BuildError::Toolchain(_) | BuildError::Btf(_) | BuildError::Cache { .. } | BuildError::RunClang { .. } => {
-            Failure::Environment
-        }
+        BuildError::Toolchain(_)
+        | BuildError::Btf(_)
+        | BuildError::Cache { .. }
+        | BuildError::CacheRead { .. }
+        | BuildError::RunClang { .. } => Failure::Environment,
         BuildError::Multiple(all) => all.first().map_or(Failure::Input, build_failure),
         _ => Failure::Input,
     }

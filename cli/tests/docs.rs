@@ -68,8 +68,12 @@ fn every_command_is_completed_in_every_shell() {
     }
     // A flag with a fixed set of values completes them, not file names.
     let fish = ebpkg(&["completions", "fish"]);
-    let line = fish.lines().find(|l| l.contains("-l chain-mode")).unwrap_or_default();
-    assert!(line.contains("auto") && line.contains("native") && line.contains("interpreted"), "{line}");
+    // (Each value with its description, one per line, until the next `complete`.)
+    let from = fish.split("-l chain-mode").nth(1).unwrap_or_default();
+    let line = from.split("\ncomplete ").next().unwrap_or_default();
+    for value in ["auto\\t", "native\\t", "interpreted\\t"] {
+        assert!(line.contains(value), "{value:?} in {line}");
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_ebpkg")).args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

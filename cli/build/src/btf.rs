@@ -40,7 +40,7 @@ impl Btf {
         let path = PathBuf::from(KERNEL_BTF);
         match ebpkg_fs::read(&path, MAX_BTF_BYTES) {
             Ok(bytes) => Btf::from_bytes(path, &bytes),
-            Err(e) => Err(BtfError::KernelMissing { path, cause: std::io::Error::other(e.to_string()) }),
+            Err(cause) => Err(BtfError::KernelMissing { cause }),
         }
     }
 

@@ -581,10 +581,7 @@ impl Builder {
                 command: compile::display_command(&toolchain.clang, &args, source.as_str()),
             })));
         }
-        let bytes = ebpkg_fs::read(&tmp, MAX_OBJECT_BYTES).map_err(|e| BuildError::Cache {
-            path: e.path().to_owned(),
-            cause: std::io::Error::other(e.to_string()),
-        })?;
+        let bytes = ebpkg_fs::read(&tmp, MAX_OBJECT_BYTES).map_err(|cause| BuildError::CacheRead { cause })?;
         check_bpf_object(&bytes).map_err(|problem| BuildError::BadObject {
             package: unit.package.clone(),
             file: source.clone(),

@@ -68,11 +68,10 @@ pub enum ToolchainError {
 #[derive(Debug, thiserror::Error)]
 pub enum BtfError {
     #[error(
-        "the running kernel does not expose its BTF at {} ({cause}); CO-RE builds need a kernel built with \
-         CONFIG_DEBUG_INFO_BTF=y, or pass the kernel's BTF with --btf FILE",
-        path.display()
+        "the running kernel does not expose its BTF ({cause}); CO-RE builds need a kernel built with \
+         CONFIG_DEBUG_INFO_BTF=y, or pass the kernel's BTF with --btf FILE"
     )]
-    KernelMissing { path: PathBuf, cause: std::io::Error },
+    KernelMissing { cause: ebpkg_fs::ReadError },
 
     #[error("{0}; it cannot be used as the BTF file")]
     Read(ebpkg_fs::ReadError),
@@ -144,6 +143,10 @@ pub enum BuildError {
         path.display()
     )]
     Cache { path: PathBuf, cause: std::io::Error },
+
+    /// An object the compiler just wrote could not be read back.
+    #[error("cannot read the object the compiler wrote: {cause}; check the build cache's directory and free space")]
+    CacheRead { cause: ebpkg_fs::ReadError },
 
     /// Several units failed; each is reported.
     #[error("{}", list(.0))]

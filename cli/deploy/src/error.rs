@@ -11,6 +11,8 @@ use ebpkg_spec::PackageId;
 pub enum DeployError {
     #[error("{what} {}: {cause}", path.display())]
     Io { what: &'static str, path: PathBuf, cause: std::io::Error },
+    #[error("{what}: {cause}")]
+    Read { what: &'static str, cause: ebpkg_fs::ReadError },
     #[error(
         "{} is damaged ({reason}); move it away and run `ebpkg doctor`",
         path.display()

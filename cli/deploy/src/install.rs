@@ -569,11 +569,7 @@ fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> 
 
 fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {
     ebpkg_fs::read(path, ebpkg_spec::MAX_OBJECT_BYTES)
-        .map_err(|e| DeployError::Io {
-            what: "cannot read the object",
-            path: path.to_owned(),
-            cause: std::io::Error::other(e.to_string()),
-        })
+        .map_err(|cause| DeployError::Read { what: "cannot read the object", cause })
         .inspect_err(|_| tracing::debug!(package = %pkg.id, "object missing"))
 }
 

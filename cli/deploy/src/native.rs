@@ -16,6 +16,7 @@ use crate::plan::PlannedPackage;
 /// How `ebpkg install` runs chains (`--chain-mode`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ChainMode {
     /// The VM only.
     Interpreted,

@@ -184,8 +184,8 @@ pub enum ErrorKind {
     )]
     BundleMissing { package: PackageName, version: Version, registry: RegistryUrl },
 
-    #[error("{what}: {source}")]
-    Signing { what: String, source: ebpkg_signing::Error },
+    #[error("{what}: {cause}")]
+    Signing { what: String, cause: ebpkg_signing::Error },
 
     #[error("{registry}: {cause}; nothing from it was used")]
     Tuf { registry: RegistryUrl, cause: ebpkg_tuf::Error },

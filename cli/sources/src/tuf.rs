@@ -75,13 +75,13 @@ pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + 'static>(
             file.display()
         );
         std::fs::remove_file(&file)
-            .map_err(|e| ebpkg_tuf::Error::Io { what: format!("removing {}", file.display()), source: e })?;
+            .map_err(|e| ebpkg_tuf::Error::Io { what: format!("removing {}", file.display()), cause: e })?;
     }
     let index = ebpkg_tuf::load_with(&trust.root, url, &trust.datastore, transport)?;
     if ebpkg_fs::read(&trust.root, 1 << 20).ok().as_deref() != Some(&index.root_json[..]) {
         ebpkg_fs::write_atomic(&trust.root, &index.root_json, 0o644).map_err(|e| ebpkg_tuf::Error::Io {
             what: format!("writing the trusted root {}", trust.root.display()),
-            source: e,
+            cause: e,
         })?;
     }
     tracing::debug!(

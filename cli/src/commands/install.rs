@@ -38,27 +38,15 @@ pub struct InstallArgs {
     /// running kernel's (portable objects depend on no kernel).
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
-    /// How chains run: `auto` compiles each chain a loader starts to one native
-    /// program with the programs it calls (keeping the VM for chains the kernel
-    /// refuses, with the reason in `ebpkg status`); `native` fails the install
-    /// instead; `interpreted` keeps the VM.
-    // (Possible values, so that shells complete them rather than file names.)
-    #[arg(long, value_name = "MODE", default_value = "auto",
-        value_parser = clap::builder::TypedValueParser::map(clap::builder::PossibleValuesParser::new(["auto", "native", "interpreted"]), chain_mode))]
+    /// How chains run: each chain a loader starts is compiled, with the programs
+    /// it calls, to one native program (the reason a chain stays in the VM is in
+    /// `ebpkg status`).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = ChainMode::Auto)]
     chain_mode: ChainMode,
     /// Print how long each phase took (resolve, fetch, build, verify+register, chains, loaders, attach, native,
     /// commit); `--json` always includes them.
     #[arg(long)]
     timings: bool,
-}
-
-/// One of the possible values of --chain-mode (clap refuses the others).
-fn chain_mode(s: String) -> ChainMode {
-    match s.as_str() {
-        "native" => ChainMode::Native,
-        "interpreted" => ChainMode::Interpreted,
-        _ => ChainMode::Auto,
-    }
 }
 
 /// `NAME=VALUE` pairs.

@@ -193,7 +193,8 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
                 elf: &elf,
                 hook: obj.hook,
             })
-            .map_err(|e| fail(Failure::Kernel, format!("{id}: {e}")))?;
+            // The runtime's error decides the exit code (ids exhausted is a limit, not the kernel).
+            .map_err(|e| anyhow::Error::new(e).context(format!("registering the programs of {id}")))?;
         for r in regs {
             ids.insert(r.name.clone(), (r.id, r.hook));
         }

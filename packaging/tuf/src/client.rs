@@ -164,7 +164,7 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
     let root = ebpkg_fs::read(trusted_root, MAX_ROOT_BYTES)
         .map_err(|e| Error::BadFile { path: trusted_root.to_owned(), problem: e.to_string() })?;
     std::fs::create_dir_all(datastore)
-        .map_err(|e| Error::Io { what: format!("creating {}", datastore.display()), source: e })?;
+        .map_err(|e| Error::Io { what: format!("creating {}", datastore.display()), cause: e })?;
     let base = if metadata_url.path().ends_with('/') {
         metadata_url.clone()
     } else {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: std::io::Error },
 
     #[error("{path}: {problem}")]
     BadFile { path: PathBuf, problem: String },

@@ -26,7 +26,7 @@ pub fn generate(path: &Path) -> Result<()> {
         return Err(Error::BadFile { path: path.to_owned(), problem: "exists; refusing to overwrite a key".into() });
     }
     ebpkg_fs::write_atomic(path, pkcs8.as_ref(), 0o600)
-        .map_err(|e| Error::Io { what: format!("writing {}", path.display()), source: e })
+        .map_err(|e| Error::Io { what: format!("writing {}", path.display()), cause: e })
 }
 
 /// A key file, as `tough` signs with it.

@@ -41,6 +41,6 @@ fn block_on<F: std::future::Future>(f: F) -> Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Io { what: "starting a runtime for TUF".into(), source: e })?;
+        .map_err(|e| Error::Io { what: "starting a runtime for TUF".into(), cause: e })?;
     Ok(runtime.block_on(f))
 }

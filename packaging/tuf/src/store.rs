@@ -37,10 +37,10 @@ impl Store for DirStore {
 
     fn write(&mut self, file: &str, bytes: &[u8]) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
-            .map_err(|e| Error::Io { what: format!("creating {}", self.dir.display()), source: e })?;
+            .map_err(|e| Error::Io { what: format!("creating {}", self.dir.display()), cause: e })?;
         let path = self.dir.join(file);
         ebpkg_fs::write_atomic(&path, bytes, 0o644)
-            .map_err(|e| Error::Io { what: format!("writing {}", path.display()), source: e })
+            .map_err(|e| Error::Io { what: format!("writing {}", path.display()), cause: e })
     }
 
     fn exists(&self, file: &str) -> bool {

@@ -21,8 +21,8 @@ pub use spawn::{ServedRegistry, free_port, http, wait_listening};
 /// A harness failure, with what the server said.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: std::io::Error },
     #[error("{what} failed: {output}")]
     Command { what: String, output: String },
     #[error("{what} did not get ready within {secs} s; its log ends with:\n{log}")]
@@ -37,5 +37,5 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     let what = what.into();
-    move |source| Error::Io { what, source }
+    move |cause| Error::Io { what, cause }
 }

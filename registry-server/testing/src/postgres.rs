@@ -58,7 +58,7 @@ impl Postgres {
         // Removed on drop until it is ready, whichever kind it is.
         let mut pg = Postgres { dir, port, uid, gid, postmaster: Mutex::new(None), private: true };
         rustix::fs::chown(&pg.dir, Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)))
-            .map_err(|e| Error::Io { what: format!("chown {}", pg.dir.display()), source: e.into() })?;
+            .map_err(|e| Error::Io { what: format!("chown {}", pg.dir.display()), cause: e.into() })?;
         let out = pg
             .as_postgres(Command::new(Path::new(BIN).join("initdb")))
             .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C", "-D"])
@@ -231,7 +231,7 @@ fn psql(socket_dir: &Path, port: u16, database: &str, sql: &str) -> Result<Strin
             if e.kind() == std::io::ErrorKind::NotFound {
                 Error::Missing("psql is missing (Debian's postgresql-client)".into())
             } else {
-                Error::Io { what: "running psql".into(), source: e }
+                Error::Io { what: "running psql".into(), cause: e }
             }
         })?;
     if !out.status.success() {

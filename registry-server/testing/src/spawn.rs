@@ -106,7 +106,7 @@ pub(crate) fn spawn_guarded(mut command: Command, signal: Signal, what: &str) ->
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::Missing(format!("{what} is not installed ({e})"))
         } else {
-            Error::Io { what: format!("starting {what}"), source: e }
+            Error::Io { what: format!("starting {what}"), cause: e }
         }
     })
 }

@@ -462,10 +462,8 @@ impl Registry for HttpRegistry {
         let what = format!("registering publisher key {}", public.id());
         let me = self.whoami()?;
         let message = registry_api::key_proof_message(&me.login, public.id());
-        let proof = ebpkg_signing::sign(key, message.as_bytes()).map_err(|e| ErrorKind::Signing {
-            what: format!("proving possession of key {}", public.id()),
-            source: e,
-        })?;
+        let proof = ebpkg_signing::sign(key, message.as_bytes())
+            .map_err(|e| ErrorKind::Signing { what: format!("proving possession of key {}", public.id()), cause: e })?;
         let proof: serde_json::Value = serde_json::from_str(proof.json())
             .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
         let token = self.write_token("registering a publisher key")?;
