@@ -8,21 +8,21 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use ebpkg_signing::{PublicKey, SigningKey, TrustPolicy};
+use ebpkg_signing::{PublicKey, SigningKey};
 use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::types::KeyId;
 use zeroize::Zeroizing;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
-use crate::project::Project;
 
 /// The environment variable holding the private key's passphrase.
 pub const PASSWORD_ENV: &str = "EBPKG_KEY_PASSWORD";
 /// The key `ebpkg publish` signs with when none is named.
 pub const DEFAULT_KEY: &str = "default";
 /// A project's trust policy, beside its ebpkg.toml.
-pub const PROJECT_TRUST_FILE: &str = "ebpkg-trust.toml";
+use crate::ops::trust::PROJECT_TRUST_FILE;
+use crate::ops::trust::{effective_policy, read_policy, write_policy};
 
 #[derive(Args)]
 #[command(after_help = "Keys are cosign-compatible (ECDSA P-256; the private key is cosign's encrypted PEM): \
@@ -340,32 +340,6 @@ fn glob_arg(text: &str) -> Result<PackageGlob> {
     PackageGlob::new(text).map_err(|e| {
         fail(Failure::Usage, format!("`{text}` is not a package name or glob (`*` matches any run of characters): {e}"))
     })
-}
-
-/// Reads one policy file; a missing file is an empty policy.
-pub fn read_policy(path: &Path) -> Result<TrustPolicy> {
-    match ebpkg_fs::read_text(path, ebpkg_signing::policy::MAX_POLICY_BYTES) {
-        Ok(text) => TrustPolicy::parse(&text).map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display()))),
-        Err(e) if e.is_not_found() => Ok(TrustPolicy::default()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The policy in force: the user's, merged with the project's when there is one.
-pub fn effective_policy(ctx: &Ctx, project: Option<&Project>) -> Result<TrustPolicy> {
-    let mut policy = read_policy(&ctx.config.trust_path)?;
-    if let Some(project) = project {
-        policy.merge(&read_policy(&project.dir.join(PROJECT_TRUST_FILE))?);
-    }
-    Ok(policy)
-}
-
-pub fn write_policy(path: &Path, policy: &TrustPolicy) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    ebpkg_fs::write_atomic(path, policy.to_toml_string().as_bytes(), 0o644)
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {

@@ -183,15 +183,10 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
 /// on first use and others' pins work as before.
 fn trust_own_publish(ctx: &Ctx, name: &PackageName, key: &ebpkg_spec::types::KeyId) -> Result<()> {
     let path = &ctx.config.trust_path;
-    let mut policy = crate::commands::keys::read_policy(path)?;
-    let exact = ebpkg_spec::names::PackageGlob::new(name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
     // Already trusted (by any rule), or revoked (then the publisher's own decision stands).
-    if !matches!(policy.decide(name.as_str(), Some(key)), ebpkg_signing::Decision::Untrusted { .. })
-        || !policy.trust(exact, *key)
-    {
+    if !crate::ops::trust::record_trust(path, name, *key)? {
         return Ok(());
     }
-    crate::commands::keys::write_policy(path, &policy)?;
     ctx.ui.status("Trusted", format!("your key {key} for {name} (recorded in {})", path.display()));
     Ok(())
 }

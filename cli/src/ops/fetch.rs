@@ -105,10 +105,8 @@ impl Trust {
                 return Err(fail(Failure::Trust, format!("{id}{from} {why}; nothing was installed. {fix}")));
             }
             Verdict::TrustedOnFirstUse { key } => {
+                crate::ops::trust::record_trust(&self.user_path, &p.name, key)?;
                 let exact = PackageGlob::new(p.name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
-                let mut user = crate::commands::keys::read_policy(&self.user_path)?;
-                user.trust(exact.clone(), key);
-                crate::commands::keys::write_policy(&self.user_path, &user)?;
                 self.policy.trust(exact, key);
                 ctx.ui.warn(format!(
                     "trusting key {key} for {} from now on (first use, --trust-new-keys; recorded in {})",

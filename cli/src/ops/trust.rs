@@ -2,13 +2,20 @@
 //! resolution leaves out beforehand, so that ebpkg.lock never pins a version the
 //! next install would refuse (one hostile publish must not block every update).
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use ebpkg_signing::{Decision, TrustPolicy};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::types::KeyId;
 
 use crate::Ctx;
+use crate::exit::{Failure, fail};
+use crate::project::Project;
+
+/// A project's own trust policy, committed with it.
+pub const PROJECT_TRUST_FILE: &str = "ebpkg-trust.toml";
 
 /// What the policy says of one version, before anything of it is fetched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +45,7 @@ impl Trust {
     pub fn load(ctx: &Ctx) -> Result<Trust> {
         let project = ctx.project().ok();
         Ok(Trust {
-            policy: crate::commands::keys::effective_policy(ctx, project.as_ref())?,
+            policy: effective_policy(ctx, project.as_ref())?,
             trust_new_keys: ctx.trust_new_keys,
             user_path: ctx.config.trust_path.clone(),
         })
@@ -84,4 +91,43 @@ impl Trust {
             }
         }
     }
+}
+
+/// Reads one policy file; a missing file is an empty policy.
+pub fn read_policy(path: &Path) -> Result<TrustPolicy> {
+    match ebpkg_fs::read_text(path, ebpkg_signing::policy::MAX_POLICY_BYTES) {
+        Ok(text) => TrustPolicy::parse(&text).map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display()))),
+        Err(e) if e.is_not_found() => Ok(TrustPolicy::default()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The policy in force: the user's, merged with the project's when there is one.
+pub fn effective_policy(ctx: &Ctx, project: Option<&Project>) -> Result<TrustPolicy> {
+    let mut policy = read_policy(&ctx.config.trust_path)?;
+    if let Some(project) = project {
+        policy.merge(&read_policy(&project.dir.join(PROJECT_TRUST_FILE))?);
+    }
+    Ok(policy)
+}
+
+pub fn write_policy(path: &Path, policy: &TrustPolicy) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    ebpkg_fs::write_atomic(path, policy.to_toml_string().as_bytes(), 0o644)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Records in the policy file at `path` that `key` is trusted for exactly
+/// `name`, unless that file already decides otherwise (trusts it by some rule,
+/// or revokes it: then its owner's decision stands). Says whether it changed.
+pub fn record_trust(path: &Path, name: &PackageName, key: KeyId) -> Result<bool> {
+    let mut policy = read_policy(path)?;
+    let exact = PackageGlob::new(name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !matches!(policy.decide(name.as_str(), Some(&key)), Decision::Untrusted { .. }) || !policy.trust(exact, key) {
+        return Ok(false);
+    }
+    write_policy(path, &policy)?;
+    Ok(true)
 }
