@@ -68,7 +68,10 @@ fn schemathesis(reg: &TestRegistry, headers: &[String], report: &std::path::Path
         .args(["--report", "ndjson", "--report-dir"])
         .arg(report)
         .env("SCHEMATHESIS_HOOKS", "")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // Schemathesis keeps its example database (`.schemathesis/`) in the working
+        // directory: the run's own, never the source tree.
+        .current_dir(report);
     for h in headers {
         command.args(["--header", h]);
     }
