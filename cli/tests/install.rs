@@ -287,6 +287,20 @@ fn a_chain_that_cannot_go_native_runs_interpreted_and_native_mode_refuses_it() {
     sb.run(&app, &["uninstall"]).ok();
 }
 
+/// One command finds the toolchain once (its package builds and its native chains
+/// share a builder) and reads the kernel's BTF only for packages built against
+/// the kernel's own types: none here, so never.
+#[test]
+fn an_install_looks_for_the_toolchain_once_and_reads_no_btf_for_portable_packages() {
+    let (sb, app) = setup("once");
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_LOG", "ebpkg_build=debug")], None).ok();
+    assert!(run.stderr.contains("Compiled"), "the cache was empty, so clang ran: {}", run.stderr);
+    assert_eq!(run.stderr.matches("looking for the toolchain").count(), 1, "{}", run.stderr);
+    assert_eq!(run.stderr.matches("reading the running kernel's BTF").count(), 0, "{}", run.stderr);
+    assert_eq!(sb.status()[0]["chains"][0]["tier"]["tier"], "native");
+    sb.run(&app, &["uninstall"]).ok();
+}
+
 #[test]
 fn an_install_from_the_build_cache_runs_no_compiler() {
     let (sb, app) = setup("nocc");

@@ -37,6 +37,8 @@ const MAX_BTF_BYTES: u64 = 256 * 1024 * 1024;
 impl Btf {
     /// The running kernel's BTF, [`KERNEL_BTF`].
     pub fn kernel() -> Result<Btf, BtfError> {
+        // (A test counts these: a command reads the kernel's BTF at most once.)
+        tracing::debug!("reading the running kernel's BTF");
         let path = PathBuf::from(KERNEL_BTF);
         match ebpkg_fs::read(&path, MAX_BTF_BYTES) {
             Ok(bytes) => Btf::from_bytes(path, &bytes),

@@ -74,6 +74,9 @@ pub struct Builder {
     arch: Result<String, ToolchainError>,
     /// The kernel BTF local-kernel units are built against; portable units need none.
     btf: Option<Btf>,
+    /// Without `btf`: read the running kernel's the first time a local-kernel unit
+    /// needs it (once per builder: it is read and hashed, megabytes).
+    kernel_btf: Option<OnceLock<Option<Btf>>>,
     jobs: NonZeroUsize,
     extra_cflags: Vec<String>,
     /// Objects that name no path of this machine (see [`Builder::reproducible`]).
@@ -136,6 +139,7 @@ impl Builder {
             tool_options: options,
             arch,
             btf,
+            kernel_btf: None,
             jobs,
             extra_cflags: Vec::new(),
             reproducible: false,
@@ -188,7 +192,24 @@ impl Builder {
     }
 
     fn local_btf(&self) -> Result<&Btf, BuildError> {
-        self.btf.as_ref().ok_or(BuildError::Btf(BtfError::NotGiven))
+        if let Some(btf) = &self.btf {
+            return Ok(btf);
+        }
+        let Some(lazy) = &self.kernel_btf else { return Err(BuildError::Btf(BtfError::NotGiven)) };
+        match lazy.get_or_init(|| Btf::kernel().ok()) {
+            Some(btf) => Ok(btf),
+            // Read again only to say why (the failure is the rare path).
+            None => Err(BuildError::Btf(Btf::kernel().err().unwrap_or(BtfError::NotGiven))),
+        }
+    }
+
+    /// Without a BTF given, local-kernel units use the running kernel's, read
+    /// when the first of them needs it; portable builds never read it.
+    pub fn kernel_btf_when_needed(mut self) -> Builder {
+        if self.btf.is_none() {
+            self.kernel_btf = Some(OnceLock::new());
+        }
+        self
     }
 
     pub fn jobs(&self) -> NonZeroUsize {

@@ -10,7 +10,6 @@ use anyhow::Result;
 use ebpkg_build::{Btf, BuildEvent, Builder, PackageToBuild};
 use ebpkg_deploy::PlannedObject;
 use ebpkg_spec::Manifest;
-use ebpkg_spec::manifest::KernelBuild;
 use ebpkg_spec::types::Sha256Digest;
 
 use crate::Ctx;
@@ -33,33 +32,37 @@ pub struct BuildOptions {
     pub reproducible: bool,
 }
 
-impl BuildOptions {
-    /// The BTF local-kernel packages are built against.
-    pub fn btf(&self) -> Result<Btf, ebpkg_build::BtfError> {
-        match &self.btf {
-            Some(p) => Btf::from_file(p),
-            None => Btf::kernel(),
-        }
+/// The builder of one command, shared by its package builds and its native
+/// chains: clang is looked for only when something is not in the cache or
+/// shipped prebuilt, and the running kernel's BTF is read only when a package
+/// built against the kernel's own types needs it — each at most once. A BTF file
+/// asked for by name (`--btf`) must be readable at once.
+pub fn builder(ctx: &Ctx, opts: &BuildOptions) -> Result<std::sync::Arc<Builder>> {
+    let btf = match &opts.btf {
+        Some(p) => Some(Btf::from_file(p)?),
+        None => None,
+    };
+    let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
+    let mut builder =
+        Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs).kernel_btf_when_needed();
+    if opts.reproducible {
+        builder = builder.reproducible();
     }
+    Ok(std::sync::Arc::new(builder))
 }
 
 /// Builds every package; returns each package's objects, in the order given.
 pub fn build_packages(ctx: &Ctx, inputs: &[BuildInput<'_>], opts: &BuildOptions) -> Result<Vec<Vec<PlannedObject>>> {
+    build_with(ctx, &*builder(ctx, opts)?, inputs)
+}
+
+/// [`build_packages`] with the command's [`builder`].
+pub fn build_with(ctx: &Ctx, builder: &Builder, inputs: &[BuildInput<'_>]) -> Result<Vec<Vec<PlannedObject>>> {
     let plans: Vec<_> =
         inputs.iter().map(|i| ebpkg_build::plan(&PackageToBuild::new(i.root, i.digest, i.manifest))).collect();
     let units: Vec<_> = plans.iter().flatten().cloned().collect();
     if units.is_empty() {
         return Ok(vec![Vec::new(); inputs.len()]);
-    }
-    // Only packages built against the kernel's own types need its BTF (a BTF file
-    // asked for by name must be readable all the same); clang is looked for only
-    // when something is not in the cache or shipped prebuilt.
-    let needs_btf = opts.btf.is_some() || units.iter().any(|u| u.kernel == KernelBuild::Local);
-    let btf = if needs_btf { Some(opts.btf()?) } else { None };
-    let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
-    let mut builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
-    if opts.reproducible {
-        builder = builder.reproducible();
     }
     let progress = Mutex::new(ctx.ui.progress("Building", units.len() as u64));
     let ui = &ctx.ui;

@@ -10,7 +10,7 @@ use ebpkg_spec::Manifest;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
-use crate::ops::build::{BuildInput, BuildOptions, build_packages};
+use crate::ops::build::{BuildInput, BuildOptions};
 use crate::ops::chains::compile_chains;
 use crate::ops::fetch::{Fetched, fetch_all};
 use crate::ops::resolve::{Root, resolve, resolve_project};
@@ -136,13 +136,10 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<(Insta
 fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Clock) -> Result<InstallOutcome> {
     crate::ops::require_privileges("install")?;
     let mut deployer = ctx.deployer()?;
+    let builder = crate::ops::build::builder(ctx, &opts.build)?;
     if opts.chain_mode != ChainMode::Interpreted {
-        let compiler: std::sync::Arc<dyn ebpkg_deploy::NativeCompiler> =
-            match crate::ops::native::ClangCompiler::new(ctx, &opts.build) {
-                Ok(c) => std::sync::Arc::new(c),
-                Err(e) => std::sync::Arc::new(crate::ops::native::Unavailable(format!("{e:#}"))),
-            };
-        deployer = deployer.with_native_compiler(compiler);
+        let compiler = crate::ops::native::ClangCompiler::new(builder.clone());
+        deployer = deployer.with_native_compiler(std::sync::Arc::new(compiler));
     }
     deployer.recover(&|e| print_event(ctx, e))?;
     let regs = ctx.registries()?;
@@ -194,7 +191,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
     if let Some(digest) = project_digest {
         inputs.push(BuildInput { root: &chain_root, digest, manifest: &chain_pkg });
     }
-    let mut objects = build_packages(ctx, &inputs, &opts.build)?;
+    let mut objects = crate::ops::build::build_with(ctx, &builder, &inputs)?;
     clock.lap("build");
     let project_objects = objects.split_off(fetched.len()).pop().unwrap_or_default();
 

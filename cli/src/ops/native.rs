@@ -5,10 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::num::NonZeroUsize;
 use std::time::Instant;
 
-use anyhow::Result;
 use ebpkg_build::Builder;
 use ebpkg_deploy::{NativeBuild, NativeCompiler, NativeRequest, PlannedPackage};
 use ebpkg_spec::digest::FieldHasher;
@@ -18,46 +16,22 @@ use hike_bytecode::{Insn, Op, decode};
 use hike_native::{ChainUnit, LinkInput, Tools};
 use hike_runtime::NativeModule;
 
-use crate::Ctx;
-use crate::ops::build::BuildOptions;
-
 /// Compiles with the build's clang, against the same kernel types as the
 /// packages' objects. Native objects are cached like the packages' objects (a
 /// portable one by what it is made of, not by kernel or compiler), so a machine
 /// without clang still runs a chain natively when its object was built before.
 #[derive(Debug)]
 pub struct ClangCompiler {
-    builder: Builder,
+    builder: std::sync::Arc<Builder>,
     /// llvm-link and opt of the build's clang, found when a link is needed.
     tools: std::sync::OnceLock<std::result::Result<Tools, String>>,
 }
 
-/// What stands in when the tools are missing: every chain stays interpreted
-/// and says why.
-#[derive(Debug)]
-pub struct Unavailable(pub String);
-
-impl NativeCompiler for Unavailable {
-    fn compile(&self, _: &NativeRequest<'_>) -> std::result::Result<NativeBuild, String> {
-        Err(self.0.clone())
-    }
-}
-
 impl ClangCompiler {
-    pub fn new(ctx: &Ctx, opts: &BuildOptions) -> Result<ClangCompiler> {
-        // A kernel without BTF only stops the chains that call local-kernel
-        // packages; a BTF file named with --btf must be readable.
-        let btf = match opts.btf() {
-            Ok(btf) => Some(btf),
-            Err(e) if opts.btf.is_some() => return Err(e.into()),
-            Err(e) => {
-                tracing::debug!("no kernel BTF for local-kernel packages' native chains: {e}");
-                None
-            }
-        };
-        let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
-        let builder = Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs);
-        Ok(ClangCompiler { builder, tools: std::sync::OnceLock::new() })
+    /// Compiles with the command's builder (`ops::build::builder`): the
+    /// toolchain and the kernel's BTF are found once, for packages and chains.
+    pub fn new(builder: std::sync::Arc<Builder>) -> ClangCompiler {
+        ClangCompiler { builder, tools: std::sync::OnceLock::new() }
     }
 
     fn tools(&self) -> std::result::Result<&Tools, String> {

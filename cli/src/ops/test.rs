@@ -45,7 +45,7 @@ use serde::Deserialize;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
-use crate::ops::build::{BuildInput, BuildOptions, build_packages};
+use crate::ops::build::{BuildInput, BuildOptions};
 use crate::project::Project;
 
 /// What the chain leaves in r9 when the program returned to it.
@@ -168,13 +168,13 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     }
     // Every file is read and checked before anything is built or run.
     let suites = load_suites(project, &files, filter)?;
-    let objects = build_packages(
-        ctx,
-        &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: m }],
-        &BuildOptions::default(),
-    )?
-    .pop()
-    .unwrap_or_default();
+    let builder = crate::ops::build::builder(ctx, &BuildOptions::default())?;
+    // (Packing the project to hash it is not free: once.)
+    let digest = project.digest()?;
+    let objects =
+        crate::ops::build::build_with(ctx, &builder, &[BuildInput { root: &project.dir, digest, manifest: m }])?
+            .pop()
+            .unwrap_or_default();
 
     // Every run on one CPU, so per-CPU maps add up across the runs of a case.
     pin_to_current_cpu()?;
@@ -201,18 +201,14 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     }
 
     // The native tier: the same cases with each chain compiled with the body of
-    // the program it calls. Without the tools, say so and test the VM alone.
-    let native = match crate::ops::native::ClangCompiler::new(ctx, &BuildOptions::default()) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            ctx.ui.warn(format!("the native tier is not tested: {e:#}"));
-            None
-        }
-    };
+    // the program it calls, by the same builder (one toolchain, found once). A
+    // chain the native compiler cannot take is said and tested in the VM alone;
+    // a missing tool fails the tier.
+    let native = crate::ops::native::ClangCompiler::new(builder);
     let planned = ebpkg_deploy::PlannedPackage {
         id: m.id(),
         source: format!("path+file://{}", project.dir.display()),
-        checksum: project.digest()?,
+        checksum: digest,
         root: project.dir.clone(),
         manifest: m.clone(),
         objects: objects.clone(),
@@ -230,11 +226,9 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
             rt.clear_package_maps(&package, &version)?;
             let mut problems =
                 run_case(rt, project, &package, &version, &ids, &case, None).unwrap_or_else(|e| vec![format!("{e:#}")]);
-            if let Some(compiler) = &native
-                && !not_native.contains(&case.program)
-            {
+            if !not_native.contains(&case.program) {
                 rt.clear_package_maps(&package, &version)?;
-                match run_case(rt, project, &package, &version, &ids, &case, Some((compiler, &planned))) {
+                match run_case(rt, project, &package, &version, &ids, &case, Some((&native, &planned))) {
                     Ok(found) => problems.extend(found.into_iter().map(|p| format!("native tier: {p}"))),
                     Err(e) => match e.downcast_ref::<NotNative>() {
                         Some(NotNative(reason)) => {
