@@ -288,16 +288,29 @@ fn a_chain_that_cannot_go_native_runs_interpreted_and_native_mode_refuses_it() {
 }
 
 /// One command finds the toolchain once (its package builds and its native chains
-/// share a builder) and reads the kernel's BTF only for packages built against
-/// the kernel's own types: none here, so never.
+/// share a builder), reads the kernel's BTF only for packages built against the
+/// kernel's own types (none here, so never), and reads each archive once.
 #[test]
-fn an_install_looks_for_the_toolchain_once_and_reads_no_btf_for_portable_packages() {
+fn an_install_finds_the_toolchain_once_reads_no_btf_and_each_archive_once() {
     let (sb, app) = setup("once");
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_LOG", "ebpkg_build=debug")], None).ok();
     assert!(run.stderr.contains("Compiled"), "the cache was empty, so clang ran: {}", run.stderr);
     assert_eq!(run.stderr.matches("looking for the toolchain").count(), 1, "{}", run.stderr);
     assert_eq!(run.stderr.matches("reading the running kernel's BTF").count(), 0, "{}", run.stderr);
     assert_eq!(sb.status()[0]["chains"][0]["tier"]["tier"], "native");
+    sb.run(&app, &["uninstall"]).ok();
+
+    // From the cache, each package's archive is read once (through ebpkg_fs, which
+    // logs every open): checked against the lock, its signature verified and its
+    // tree compared from those bytes, not read again for each.
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_LOG", "ebpkg_fs=trace")], None).ok();
+    let mut reads = std::collections::BTreeMap::<&str, usize>::new();
+    for line in run.stderr.lines().filter(|l| l.contains("opening to read") && l.contains("/cache/archives/")) {
+        let path = line.split("path=").nth(1).unwrap_or(line).trim();
+        *reads.entry(path).or_default() += 1;
+    }
+    assert_eq!(reads.len(), 3, "flow, verdict and classify: {reads:?}\n{}", run.stderr);
+    assert!(reads.values().all(|n| *n == 1), "each archive read once: {reads:?}");
     sb.run(&app, &["uninstall"]).ok();
 }
 

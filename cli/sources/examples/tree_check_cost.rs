@@ -19,8 +19,9 @@ fn main() {
         let dir = entry.unwrap().path();
         if dir.join("ebpkg.toml").is_file() {
             let packed = ebpkg_archive::pack(&dir).unwrap();
-            let archive = tmp.path().join(packed.file_name());
-            std::fs::write(&archive, &packed.bytes).unwrap();
+            let archive =
+                ebpkg_archive::VerifiedArchive::check(packed.bytes.clone(), &packed.sha256, &Default::default())
+                    .unwrap();
             packages.push((packed, archive));
         }
     }
@@ -31,10 +32,10 @@ fn main() {
         for (p, archive) in &packages {
             let (name, version) = (&p.manifest.package.name, &p.manifest.package.version);
             let t = Instant::now();
-            cache.unpack(name, version, &p.sha256, archive).unwrap();
+            cache.unpack(name, version, archive).unwrap();
             fresh.push(t.elapsed().as_secs_f64());
             let t = Instant::now();
-            cache.unpack(name, version, &p.sha256, archive).unwrap();
+            cache.unpack(name, version, archive).unwrap();
             hit.push(t.elapsed().as_secs_f64());
         }
     }

@@ -14,7 +14,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use ebpkg_archive::{Limits, UnpackError};
+use ebpkg_archive::{Limits, UnpackError, VerifiedArchive};
 use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
 use ebpkg_spec::index::EntryPin;
@@ -93,11 +93,11 @@ impl Cache {
         version: &Version,
         expected: &Sha256Digest,
         offline: bool,
-    ) -> Result<PathBuf> {
+    ) -> Result<VerifiedArchive> {
         let path = self.archive_path(expected);
-        if content::holds(&path, expected)? {
+        if let Some(archive) = content::read_verified(&path, expected)? {
             tracing::debug!(package = %name, %version, path = %path.display(), "archive cache hit");
-            return Ok(path);
+            return Ok(archive);
         }
         if path.exists() {
             tracing::warn!(package = %name, %version, path = %path.display(), "cached archive is corrupted; fetching it again");
@@ -121,20 +121,32 @@ impl Cache {
             available: describe_versions(&entries),
         })?;
         let bytes = registry.download(entry)?;
-        let actual = Sha256Digest::of(&bytes);
-        if actual != *expected {
-            return Err(ErrorKind::ChecksumMismatch {
-                package: name.clone(),
-                version: version.clone(),
-                expected: *expected,
-                actual,
-                registry: registry.url().clone(),
+        let size = bytes.len();
+        let archive = VerifiedArchive::check(bytes, expected, &Limits::default()).map_err(|e| -> Error {
+            match e {
+                UnpackError::DigestMismatch { actual, .. } => ErrorKind::ChecksumMismatch {
+                    package: name.clone(),
+                    version: version.clone(),
+                    expected: *expected,
+                    actual,
+                    registry: registry.url().clone(),
+                }
+                .into(),
+                cause => {
+                    ErrorKind::Unpack { package: name.clone(), version: version.clone(), archive: path.clone(), cause }
+                        .into()
+                }
             }
-            .into());
-        }
-        write_atomic(&path, &bytes)?;
-        tracing::debug!(package = %name, %version, registry = %registry.url(), bytes = bytes.len(), "archive downloaded");
-        Ok(path)
+        })?;
+        write_atomic(&path, archive.bytes())?;
+        tracing::debug!(package = %name, %version, registry = %registry.url(), bytes = size, "archive downloaded");
+        Ok(archive)
+    }
+
+    /// The cached archive with digest `expected`, checked, when the cache holds it
+    /// (for an offline command, which must not ask a registry).
+    pub fn cached_archive(&self, expected: &Sha256Digest) -> Result<Option<VerifiedArchive>> {
+        content::read_verified(&self.archive_path(expected), expected)
     }
 
     /// The signature of a signed version over `archive` (its bytes, already
@@ -244,24 +256,20 @@ impl Cache {
         Ok(VerifiedSignature { bundle, key, revoked_at, revocation_checked })
     }
 
-    /// The package root of `name` `version` unpacked from `archive` (which must hash to
-    /// `digest`), unpacking it on first use. Concurrent callers may race to unpack the
-    /// same package; the first to finish wins and the others use its tree.
-    pub fn unpack(
-        &self,
-        name: &PackageName,
-        version: &Version,
-        digest: &Sha256Digest,
-        archive: &Path,
-    ) -> Result<PathBuf> {
+    /// The package root of `name` `version` unpacked from `archive` (checked,
+    /// from [`Cache::fetch`]), unpacking it on first use: from memory, not read or
+    /// hashed again. Concurrent callers may race to unpack the same package; the
+    /// first to finish wins and the others use its tree.
+    pub fn unpack(&self, name: &PackageName, version: &Version, archive: &VerifiedArchive) -> Result<PathBuf> {
+        let digest = archive.digest();
         let dest = self.source_dir(name, version, digest);
-        let bytes = content::read_archive(archive).map_err(|cause| ErrorKind::DamagedCache { cause })?;
+        let path = self.archive_path(digest);
         let limits = Limits::default();
         // Trees appear by rename, complete; but anyone who can write to the cache can
         // edit one afterwards, so a tree is compared with its verified archive before
         // every use and unpacked again when it differs.
         if fs::symlink_metadata(&dest).is_ok() {
-            match ebpkg_archive::verify_tree(&bytes, digest, name, version, &dest, &limits) {
+            match ebpkg_archive::verify_tree_verified(archive, name, version, &dest, &limits) {
                 Ok(()) => return Ok(dest),
                 Err(UnpackError::TreeModified { path, problem }) => {
                     tracing::warn!(
@@ -271,15 +279,15 @@ impl Cache {
                     );
                     remove_tree(&dest)?;
                 }
-                Err(source) => return Err(self.unpack_error(name, version, digest, archive, source)),
+                Err(source) => return Err(self.unpack_error(name, version, digest, &path, source)),
             }
         }
         let parent = self.layout.sources();
         crate::atomic::create_dirs(&parent)?;
-        match ebpkg_archive::unpack(&bytes, digest, name, version, &dest, &limits) {
+        match ebpkg_archive::unpack_verified(archive, name, version, &dest, &limits) {
             Ok(unpacked) => Ok(unpacked.root),
             Err(UnpackError::DestinationExists { .. }) => Ok(dest),
-            Err(source) => Err(self.unpack_error(name, version, digest, archive, source)),
+            Err(source) => Err(self.unpack_error(name, version, digest, &path, source)),
         }
     }
 

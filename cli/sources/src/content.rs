@@ -34,6 +34,22 @@ pub(crate) fn holds(path: &Path, digest: &Sha256Digest) -> Result<bool> {
     }
 }
 
+/// The archive at `path` when it is there and hashes to `digest`: read once and
+/// hashed once. Missing, wrong, or not a regular file of at most an archive's
+/// size (refused without being read) is `None`; the caller replaces it.
+pub(crate) fn read_verified(path: &Path, digest: &Sha256Digest) -> Result<Option<ebpkg_archive::VerifiedArchive>> {
+    let bytes = match read_archive(path) {
+        Ok(bytes) => bytes,
+        Err(ReadError::NotFound { .. }) => return Ok(None),
+        Err(e @ (ReadError::NotRegular { .. } | ReadError::TooLarge { .. })) => {
+            tracing::warn!("{e}; it is not the archive it is named after");
+            return Ok(None);
+        }
+        Err(ReadError::Io { path, cause }) => return Err(ErrorKind::Io { action: "read", path, cause }.into()),
+    };
+    Ok(ebpkg_archive::VerifiedArchive::check(bytes, digest, &Limits::default()).ok())
+}
+
 /// The archive at `path`, read whole but never more than an archive may be.
 pub(crate) fn read_archive(path: &Path) -> std::result::Result<Vec<u8>, ReadError> {
     ebpkg_fs::read(path, Limits::default().max_archive_bytes)

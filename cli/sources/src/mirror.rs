@@ -5,7 +5,6 @@
 //! archives the locked bytes, so the checksums in the lockfile hold for the mirror too:
 //! `ebpkg install --locked --registry file:///mirror` installs byte-identical packages.
 
-use crate::content;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::path::Path;
@@ -69,17 +68,17 @@ pub fn mirror(
         let entry = entries.into_iter().find(|e| e.vers == locked.version).ok_or_else(not_listed)?;
         check_locked(&(&entry).into(), locked)?;
         let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
-        let bytes = content::read_archive(&archive).map_err(|cause| ErrorKind::DamagedCache { cause })?;
+        let bytes = archive.bytes();
         let signature = match entry.signed_by {
             Some(key) => {
                 let signed =
                     SignedVersion { name: entry.name.clone(), version: entry.vers.clone(), cksum: entry.cksum, key };
-                let verified = cache.fetch_signature(source.as_ref(), &signed, &bytes, false)?;
+                let verified = cache.fetch_signature(source.as_ref(), &signed, bytes, false)?;
                 Some(PublishSignature { bundle: verified.bundle, key: verified.key })
             }
             None => None,
         };
-        match target.import(&entry, &bytes, signature.as_ref(), &url)? {
+        match target.import(&entry, bytes, signature.as_ref(), &url)? {
             Imported::Added => report.added.push(id),
             Imported::AlreadyPresent => report.already_present.push(id),
         }

@@ -92,24 +92,28 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn fetch_stores_a_verified_archive_and_then_hits() {
     let s = setup();
-    let path = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
-    assert_eq!(path, s.cache.archive_path(&s.entry.cksum));
+    let archive = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    assert_eq!(archive.bytes(), s.bytes.as_slice());
+    assert_eq!(archive.digest(), &s.entry.cksum);
+    let path = s.cache.archive_path(&s.entry.cksum);
     let hex = s.entry.cksum.to_hex();
     assert!(path.ends_with(format!("archives/{}/{hex}.tar.gz", &hex[..2])));
     assert_eq!(fs::read(&path).unwrap(), s.bytes);
 
     // A hit needs neither the registry's archive nor its index.
     fs::remove_dir_all(s.reg.root()).unwrap();
-    assert_eq!(s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap(), path);
+    let hit = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap();
+    assert_eq!(hit.bytes(), s.bytes.as_slice());
 }
 
 #[test]
 fn a_corrupted_cached_archive_is_fetched_again() {
     let s = setup();
-    let path = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    let path = s.cache.archive_path(&s.entry.cksum);
     fs::write(&path, b"bit rot").unwrap();
     let again = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
-    assert_eq!(again, path);
+    assert_eq!(again.bytes(), s.bytes.as_slice());
     assert_eq!(fs::read(&path).unwrap(), s.bytes);
 }
 
@@ -129,7 +133,8 @@ fn offline_mode_blocks_only_remote_registries() {
     assert!(e.to_string().contains("net@1.0.0 is not in the cache, and offline mode forbids downloading it"), "{e}");
 
     // A corrupted copy is not "in the cache" either, and is not kept.
-    let path = other.fetch(&remote, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    other.fetch(&remote, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    let path = other.archive_path(&s.entry.cksum);
     fs::write(&path, b"bit rot").unwrap();
     let e = other.fetch(&remote, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Offline { .. }), "{e}");
@@ -185,15 +190,16 @@ fn unpack_once_then_reuse() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
     let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    let root = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    let root = s.cache.unpack(&n, &v, &archive).unwrap();
     assert_eq!(root, s.cache.source_dir(&n, &v, &s.entry.cksum));
     assert!(root.ends_with(format!("src/net-1.0.0-{}", &s.entry.cksum.to_hex()[..16])));
     assert!(fs::read_to_string(root.join("ebpkg.toml")).unwrap().contains("name = \"net\""));
 
-    assert_eq!(s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap(), root);
-    // A hit is checked against the archive: without the archive, the tree is not trusted.
-    let e = s.cache.unpack(&n, &v, &s.entry.cksum, Path::new("/nonexistent/archive.tar.gz")).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::DamagedCache { .. }), "{e}");
+    assert_eq!(s.cache.unpack(&n, &v, &archive).unwrap(), root);
+    // The cached archive's bytes are not read again: the tree is checked against
+    // the archive in memory (already checked against its digest).
+    fs::remove_file(s.cache.archive_path(&s.entry.cksum)).unwrap();
+    assert_eq!(s.cache.unpack(&n, &v, &archive).unwrap(), root);
 }
 
 #[test]
@@ -202,11 +208,10 @@ fn concurrent_unpacks_of_one_package_agree() {
     let (n, v) = (name("net"), version("1.0.0"));
     let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
     let cache = Arc::new(s.cache.clone());
-    let cksum = s.entry.cksum;
     let threads: Vec<_> = (0..8)
         .map(|_| {
             let (cache, archive, n, v) = (Arc::clone(&cache), archive.clone(), n.clone(), v.clone());
-            std::thread::spawn(move || cache.unpack(&n, &v, &cksum, &archive).unwrap())
+            std::thread::spawn(move || cache.unpack(&n, &v, &archive).unwrap())
         })
         .collect();
     let roots: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -216,16 +221,19 @@ fn concurrent_unpacks_of_one_package_agree() {
     assert_eq!(fs::read_dir(&src).unwrap().count(), 1, "no temporary directories left behind");
 }
 
+/// Bytes that do not hash to the digest never become an archive to unpack: a
+/// corrupted cached copy is read, refused and fetched again before unpacking.
 #[test]
-fn a_corrupted_archive_is_not_unpacked_and_is_dropped() {
+fn a_corrupted_archive_is_never_unpacked() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
+    assert!(ebpkg_archive::VerifiedArchive::check(b"bit rot".to_vec(), &s.entry.cksum, &Default::default()).is_err());
+    s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    fs::write(s.cache.archive_path(&s.entry.cksum), b"bit rot").unwrap();
+    assert!(s.cache.cached_archive(&s.entry.cksum).unwrap().is_none(), "a corrupted copy is not the archive");
     let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    fs::write(&archive, b"bit rot").unwrap();
-    let e = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::Unpack { .. }), "{e}");
-    assert!(!archive.exists(), "the next fetch downloads it again");
-    assert!(!s.cache.source_dir(&n, &v, &s.entry.cksum).exists());
+    let root = s.cache.unpack(&n, &v, &archive).unwrap();
+    assert!(root.join("ebpkg.toml").is_file());
 }
 
 #[test]
@@ -237,8 +245,9 @@ fn clean_removes_what_it_is_asked_to_and_counts_it() {
         CleanReport::default(),
         "an empty cache"
     );
-    let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    let root = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    let fetched = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    let archive = s.cache.archive_path(&s.entry.cksum);
+    let root = s.cache.unpack(&n, &v, &fetched).unwrap();
     let unpacked_files = files_under(&root);
     let unpacked_bytes: u64 = unpacked_files.iter().map(|f| fs::metadata(f).unwrap().len()).sum();
 
@@ -250,8 +259,8 @@ fn clean_removes_what_it_is_asked_to_and_counts_it() {
     assert_eq!(report, CleanReport { files: 1, bytes: s.bytes.len() as u64 });
     assert!(!archive.exists());
 
-    s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    let fetched = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    s.cache.unpack(&n, &v, &fetched).unwrap();
     let report = s.cache.clean(&[CachePart::Archives, CachePart::Sources]).unwrap();
     assert_eq!(report.files, 1 + unpacked_files.len() as u64);
     assert!(files_under(s.cache.root()).is_empty());
@@ -291,13 +300,13 @@ fn an_edited_cached_tree_is_unpacked_again() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
     let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    let root = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    let root = s.cache.unpack(&n, &v, &archive).unwrap();
     let pristine = files_under(&root).into_iter().map(|f| (fs::read(&f).unwrap(), f)).collect::<Vec<_>>();
     let manifest = root.join("ebpkg.toml");
     let original = fs::read(&manifest).unwrap();
     fs::write(&manifest, [original.as_slice(), b"\n# edited\n"].concat()).unwrap();
     fs::write(root.join("planted.h"), b"#define EVIL 1\n").unwrap();
-    let again = s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    let again = s.cache.unpack(&n, &v, &archive).unwrap();
     assert_eq!(again, root);
     assert_eq!(fs::read(&manifest).unwrap(), original);
     assert!(!root.join("planted.h").exists());
@@ -310,7 +319,7 @@ fn an_edited_cached_tree_is_unpacked_again() {
     fs::write(elsewhere.join("keep"), b"mine").unwrap();
     fs::remove_dir_all(&root).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &root).unwrap();
-    s.cache.unpack(&n, &v, &s.entry.cksum, &archive).unwrap();
+    s.cache.unpack(&n, &v, &archive).unwrap();
     assert!(fs::symlink_metadata(&root).unwrap().is_dir());
     assert_eq!(fs::read(elsewhere.join("keep")).unwrap(), b"mine");
 }
@@ -321,7 +330,8 @@ fn an_edited_cached_tree_is_unpacked_again() {
 fn a_cached_archive_that_is_not_a_file_is_fetched_again_unread() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
-    let path = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    let path = s.cache.archive_path(&s.entry.cksum);
     type Plant = fn(&Path);
     let plants: &[Plant] = &[
         |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
@@ -332,7 +342,7 @@ fn a_cached_archive_that_is_not_a_file_is_fetched_again_unread() {
         fs::remove_file(&path).unwrap();
         plant(&path);
         let started = std::time::Instant::now();
-        assert_eq!(s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap(), path);
+        assert_eq!(s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap().bytes(), s.bytes.as_slice());
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
         assert_eq!(fs::read(&path).unwrap(), s.bytes);
     }

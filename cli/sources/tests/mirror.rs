@@ -106,7 +106,7 @@ fn a_mirror_holds_exactly_the_locked_packages() {
     let fresh = Cache::new(w.tmp.path().join("fresh-cache"));
     for p in w.lock.packages() {
         let archive = fresh.fetch(&m, &p.name, &p.version, &p.checksum, true).unwrap();
-        fresh.unpack(&p.name, &p.version, &p.checksum, &archive).unwrap();
+        fresh.unpack(&p.name, &p.version, &archive).unwrap();
     }
 }
 

@@ -36,12 +36,14 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         progress.message(id.to_string());
         let url = RegistryUrl::parse(&p.source)
             .map_err(|e| fail(Failure::Input, format!("ebpkg.lock: {id} has source `{}`: {e}", p.source)))?;
-        let cached = cache.archive_path(&p.checksum);
-        let was_cached = cached.exists();
-        // Offline, a cached archive is used as it is (unpacking checks it against the
-        // lockfile's checksum): the registry, even a local one, may be unreachable.
-        let archive = if ctx.offline && was_cached {
-            cached
+        let was_cached = cache.archive_path(&p.checksum).exists();
+        // Offline, a cached archive (checked against the lockfile's checksum) is used
+        // as it is: the registry, even a local one, may be unreachable. The archive
+        // is read and hashed once here; the signature check and the unpacking use
+        // these bytes.
+        let cached = if ctx.offline { cache.cached_archive(&p.checksum)? } else { None };
+        let archive = if let Some(archive) = cached {
+            archive
         } else {
             let registry = regs.open(&url)?;
             let entry = regs.entry(&url, &p.name, &p.version)?;
@@ -57,7 +59,7 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         };
         // Checked before the archive is unpacked: nothing of a refused package is used.
         trust.check(ctx, regs, &url, p, &archive, &mut unchecked)?;
-        let root = cache.unpack(&p.name, &p.version, &p.checksum, &archive)?;
+        let root = cache.unpack(&p.name, &p.version, &archive)?;
         let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
         progress.inc(id.to_string());
         if !was_cached {
@@ -91,7 +93,7 @@ impl Trust {
         regs: &Registries<'_>,
         url: &RegistryUrl,
         p: &LockedPackage,
-        archive: &std::path::Path,
+        archive: &ebpkg_archive::VerifiedArchive,
         unchecked: &mut Vec<PackageId>,
     ) -> Result<()> {
         let id = p.id();
@@ -117,10 +119,9 @@ impl Trust {
             }
             Verdict::Trusted { key } => key,
         };
-        let bytes = ebpkg_fs::read(archive, ebpkg_archive::Limits::default().max_archive_bytes)?;
         let registry = regs.open(url)?;
         let signed = SignedVersion { name: p.name.clone(), version: p.version.clone(), cksum: p.checksum, key };
-        let verified = ctx.cache().fetch_signature(registry.as_ref(), &signed, &bytes, ctx.offline)?;
+        let verified = ctx.cache().fetch_signature(registry.as_ref(), &signed, archive.bytes(), ctx.offline)?;
         if let Some(at) = verified.revoked_at {
             return Err(fail(
                 Failure::Trust,

@@ -21,10 +21,12 @@ mod references;
 mod select;
 mod stream;
 mod unpack;
+mod verified;
 
 pub use digest::sha256_file;
 pub use error::{PackError, UnpackError};
 pub use limits::{Limits, PackLimits};
 pub use pack::{Packed, PackedFile, pack, pack_with_limits};
 pub use paths::archive_prefix;
-pub use unpack::{Unpacked, unpack, verify_tree};
+pub use unpack::{Unpacked, unpack, unpack_verified, verify_tree, verify_tree_verified};
+pub use verified::VerifiedArchive;

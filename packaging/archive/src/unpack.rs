@@ -17,6 +17,7 @@ use crate::limits::Limits;
 use crate::paths::{PathRefusal, archive_prefix, display_bytes, parse_entry_path};
 use crate::references::referenced_files;
 use crate::stream::{MeteredGunzip, Tripped, Tripwire};
+use crate::verified::{VerifiedArchive, check_digest};
 
 /// A package unpacked by [`unpack`].
 #[derive(Debug, Clone)]
@@ -46,13 +47,28 @@ pub fn unpack(
     dest: &Path,
     limits: &Limits,
 ) -> Result<Unpacked, UnpackError> {
-    if bytes.len() as u64 > limits.max_archive_bytes {
-        return Err(UnpackError::ArchiveTooLarge { size: bytes.len() as u64, limit: limits.max_archive_bytes });
-    }
-    let actual = Sha256Digest::of(bytes);
-    if actual != *expected {
-        return Err(UnpackError::DigestMismatch { expected: *expected, actual });
-    }
+    check_digest(bytes, expected, limits)?;
+    unpack_checked(bytes, name, version, dest, limits)
+}
+
+/// [`unpack`] of an archive already checked: not hashed again.
+pub fn unpack_verified(
+    archive: &VerifiedArchive,
+    name: &PackageName,
+    version: &Version,
+    dest: &Path,
+    limits: &Limits,
+) -> Result<Unpacked, UnpackError> {
+    unpack_checked(archive.bytes(), name, version, dest, limits)
+}
+
+fn unpack_checked(
+    bytes: &[u8],
+    name: &PackageName,
+    version: &Version,
+    dest: &Path,
+    limits: &Limits,
+) -> Result<Unpacked, UnpackError> {
     let prefix = archive_prefix(name, version);
     let mut staging = Staging::new(dest)?;
     let contents = extract(bytes, &prefix, &mut staging, limits)?;
@@ -131,13 +147,28 @@ pub fn verify_tree(
     dir: &Path,
     limits: &Limits,
 ) -> Result<(), UnpackError> {
-    if bytes.len() as u64 > limits.max_archive_bytes {
-        return Err(UnpackError::ArchiveTooLarge { size: bytes.len() as u64, limit: limits.max_archive_bytes });
-    }
-    let actual = Sha256Digest::of(bytes);
-    if actual != *expected {
-        return Err(UnpackError::DigestMismatch { expected: *expected, actual });
-    }
+    check_digest(bytes, expected, limits)?;
+    verify_tree_checked(bytes, name, version, dir, limits)
+}
+
+/// [`verify_tree`] against an archive already checked: not hashed again.
+pub fn verify_tree_verified(
+    archive: &VerifiedArchive,
+    name: &PackageName,
+    version: &Version,
+    dir: &Path,
+    limits: &Limits,
+) -> Result<(), UnpackError> {
+    verify_tree_checked(archive.bytes(), name, version, dir, limits)
+}
+
+fn verify_tree_checked(
+    bytes: &[u8],
+    name: &PackageName,
+    version: &Version,
+    dir: &Path,
+    limits: &Limits,
+) -> Result<(), UnpackError> {
     if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) {
         return Err(UnpackError::TreeModified { path: dir.to_owned(), problem: "it is not a directory".into() });
     }

@@ -111,6 +111,9 @@ impl Read for Capped {
 
 /// Opens `path` if it is a regular file of at most `max` bytes.
 pub fn open(path: &Path, max: u64) -> Result<Regular, ReadError> {
+    // Every read of a file from outside passes here: `EBPKG_LOG=ebpkg_fs=trace`
+    // shows (and a test counts) what a command reads, and how often.
+    tracing::trace!(path = %path.display(), "opening to read");
     let owned = || path.to_owned();
     let file = OpenOptions::new()
         .read(true)
