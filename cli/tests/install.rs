@@ -303,7 +303,8 @@ fn an_install_finds_the_toolchain_once_reads_no_btf_and_each_archive_once() {
     // From the cache, each package's archive is read once (through ebpkg_fs, which
     // logs every open): checked against the lock, its signature verified and its
     // tree compared from those bytes, not read again for each.
-    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_LOG", "ebpkg_fs=trace")], None).ok();
+    let log = ("EBPKG_LOG", "ebpkg_fs=trace,hike_runtime::signature=trace");
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[log], None).ok();
     let mut reads = std::collections::BTreeMap::<&str, usize>::new();
     for line in run.stderr.lines().filter(|l| l.contains("opening to read") && l.contains("/cache/archives/")) {
         let path = line.split("path=").nth(1).unwrap_or(line).trim();
@@ -311,6 +312,13 @@ fn an_install_finds_the_toolchain_once_reads_no_btf_and_each_archive_once() {
     }
     assert_eq!(reads.len(), 3, "flow, verdict and classify: {reads:?}\n{}", run.stderr);
     assert!(reads.values().all(|n| *n == 1), "each archive read once: {reads:?}");
+    // And each object's programs are parsed once (checked before anything changes,
+    // then registered from what that check read).
+    let mut parsed = std::collections::BTreeMap::<&str, usize>::new();
+    for line in run.stderr.lines().filter(|l| l.contains("reading the HIKe programs of an object")) {
+        *parsed.entry(line.split("object=").nth(1).unwrap_or(line).trim()).or_default() += 1;
+    }
+    assert!(!parsed.is_empty() && parsed.values().all(|n| *n == 1), "{parsed:?}\n{}", run.stderr);
     sb.run(&app, &["uninstall"]).ok();
 }
 

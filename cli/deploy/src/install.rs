@@ -50,7 +50,7 @@ impl Deployer {
         check_params(plan)?;
         // Everything that can fail without the kernel fails here, before the
         // journal opens and anything changes.
-        preflight(plan)?;
+        let checked = preflight(plan)?;
         let netns = match (&self.netns, &previous) {
             (Some(n), _) => Some(n.clone()),
             (None, Some(p)) => {
@@ -85,7 +85,7 @@ impl Deployer {
         crash_point("begin");
         let applied = self
             .runtime_for_install(&self.root)
-            .and_then(|rt| self.apply(&rt, plan, &mut journal, &inputs, on).map(|record| (rt, record)));
+            .and_then(|rt| self.apply(&rt, plan, &checked, &mut journal, &inputs, on).map(|record| (rt, record)));
         let (rt, record) = match applied.and_then(|(rt, record)| {
             crash_point("switched");
             self.store.save_record(&record)?;
@@ -178,6 +178,7 @@ impl Deployer {
         &self,
         rt: &Runtime,
         plan: &DeployPlan,
+        checked: &Checked,
         journal: &mut Journal,
         inputs: &str,
         on: &dyn Fn(&Event),
@@ -186,7 +187,7 @@ impl Deployer {
         let mut ids = Ids::default();
         let mut programs = Vec::new();
         for pkg in &plan.packages {
-            programs.extend(self.register_package(rt, pkg, journal, &mut ids, on)?);
+            programs.extend(self.register_package(rt, pkg, checked, journal, &mut ids, on)?);
         }
         crash_point("registered");
 
@@ -421,16 +422,18 @@ impl Deployer {
         &self,
         rt: &Runtime,
         pkg: &PlannedPackage,
+        checked: &Checked,
         journal: &mut Journal,
         ids: &mut Ids,
         on: &dyn Fn(&Event),
     ) -> Result<Vec<RecordedProgram>> {
         let mut out = Vec::new();
         for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
-            let elf = read_object(pkg, &obj.path)?;
-            let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
-                .map_err(DeployError::runtime(format!("cannot read the programs of {}", pkg.id)))?;
-            check_signatures(pkg, &obj.programs, &sigs)?;
+            // Read and checked by preflight: not read or parsed again.
+            let CheckedObject { elf, sigs } = checked.objects.get(&obj.path).ok_or_else(|| DeployError::Package {
+                package: pkg.id.clone(),
+                reason: format!("its object {} was not checked before installing", obj.path.display()),
+            })?;
             let mut new = Vec::new();
             for name in sigs.keys() {
                 let known = rt
@@ -451,13 +454,16 @@ impl Deployer {
             }
             crash_point("registering");
             let regs = rt
-                .register_object(&ProgramObject {
-                    package: pkg.name(),
-                    version: &pkg.version(),
-                    object_name: &obj.object_name,
-                    elf: &elf,
-                    hook: obj.hook,
-                })
+                .register_read_object(
+                    &ProgramObject {
+                        package: pkg.name(),
+                        version: &pkg.version(),
+                        object_name: &obj.object_name,
+                        elf: &elf[..],
+                        hook: obj.hook,
+                    },
+                    sigs,
+                )
                 .map_err(|e| self.load_error(e, pkg))?;
             for r in regs {
                 ids.programs.insert((pkg.name().to_owned(), r.name.clone()), r.id.0);
@@ -573,17 +579,31 @@ fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> 
         .inspect_err(|_| tracing::debug!(package = %pkg.id, "object missing"))
 }
 
+/// What preflight read of each object with programs (by path): its bytes and
+/// the HIKe programs it holds, checked against its manifest. Registration uses
+/// them rather than reading and parsing each object a second time.
+struct Checked {
+    objects: BTreeMap<std::path::PathBuf, CheckedObject>,
+}
+
+struct CheckedObject {
+    elf: Vec<u8>,
+    sigs: BTreeMap<String, hike_runtime::Signature>,
+}
+
 /// What can be checked of a plan without the kernel: every object with programs
 /// holds the programs its manifest declares, with the declared argument counts,
 /// and every loader a script configures or attaches is one its package declares
 /// and was built.
-fn preflight(plan: &DeployPlan) -> Result<()> {
+fn preflight(plan: &DeployPlan) -> Result<Checked> {
+    let mut objects = BTreeMap::new();
     for pkg in &plan.packages {
         for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
             let elf = read_object(pkg, &obj.path)?;
             let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
                 .map_err(DeployError::runtime(format!("cannot read the programs of {}", pkg.id)))?;
             check_signatures(pkg, &obj.programs, &sigs)?;
+            objects.insert(obj.path.clone(), CheckedObject { elf, sigs });
         }
     }
     for script in &plan.scripts {
@@ -598,7 +618,7 @@ fn preflight(plan: &DeployPlan) -> Result<()> {
             loader_object(pkg, loader)?;
         }
     }
-    Ok(())
+    Ok(Checked { objects })
 }
 
 /// The manifest's loader `loader` of `pkg` and the object it was built into.

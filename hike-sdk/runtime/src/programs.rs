@@ -51,6 +51,18 @@ impl Runtime {
     /// program array entry remains.
     pub fn register_object(&self, obj: &ProgramObject<'_>) -> Result<Vec<RegisteredProgram>> {
         let sigs = signature::read(obj.object_name, obj.elf)?;
+        self.register_read_object(obj, &sigs)
+    }
+
+    /// [`Runtime::register_object`] for a caller that has already read the
+    /// object's programs: `sigs` must be what [`signature::read`] returned for
+    /// `obj.object_name` and `obj.elf` (an installer checks them against its
+    /// manifest first, and the object is not parsed twice).
+    pub fn register_read_object(
+        &self,
+        obj: &ProgramObject<'_>,
+        sigs: &std::collections::BTreeMap<String, Signature>,
+    ) -> Result<Vec<RegisteredProgram>> {
         if sigs.is_empty() {
             return Err(RuntimeError::BadObject {
                 name: obj.object_name.to_owned(),
@@ -62,7 +74,7 @@ impl Runtime {
         let records = self.prog_records()?;
         let mut out = Vec::new();
         let mut to_load = Vec::new();
-        for (name, sig) in &sigs {
+        for (name, sig) in sigs {
             let existing = records.iter().find(|(_, m)| {
                 m.state == RecordState::Ready
                     && m.name == *name

@@ -29,6 +29,8 @@ impl Signature {
 /// The HIKe programs of an ELF object and their signatures, by function name.
 /// Programs without the tags (loaders, plain eBPF) are not listed.
 pub fn read(object_name: &str, elf: &[u8]) -> Result<BTreeMap<String, Signature>> {
+    // (A test counts these: an install parses each object's programs once.)
+    tracing::trace!(object = object_name, "reading the HIKe programs of an object");
     let bad = |reason: String| RuntimeError::BadObject { name: object_name.to_owned(), reason };
     let btf = Btf::from_raw(object_name, elf)
         .map_err(|e| bad(format!("cannot read its BTF: {e}")))?
