@@ -119,6 +119,9 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
                     if let Some(s) = c.downcast_ref::<ebpkg_sources::Error>() {
                         return Some(source_failure(s));
                     }
+                    if let Some(u) = c.downcast_ref::<ebpkg_sources::UrlError>() {
+                        return Some(url_failure(u));
+                    }
                     next = c.source();
                 }
                 Failure::Registry

@@ -39,18 +39,38 @@ fn main() -> ExitCode {
     if Path::new(&argv0).file_name().is_some_and(|n| n == "ebpkg-registry") {
         return ebpkg_registry::command_line::main();
     }
-    // Honour a name filter as libtest would (`cargo test -- FILTER` reaches every binary).
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    if std::env::args().any(|a| a == "--list") {
-        for (name, _) in TESTS {
+    // The libtest options cargo and test runners pass, as libtest reads them.
+    let mut filters = Vec::new();
+    let mut skips = Vec::new();
+    let (mut exact, mut list, mut only_ignored) = (false, false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--exact" => exact = true,
+            "--list" => list = true,
+            // Neither test is ignored: `--ignored` runs none, `--include-ignored` both.
+            "--ignored" => only_ignored = true,
+            "--skip" => skips.extend(args.next()),
+            "--test-threads" | "--format" | "--color" | "-Z" | "--logfile" => {
+                args.next();
+            }
+            a if a.starts_with('-') => {}
+            _ => filters.push(arg),
+        }
+    }
+    let matches = |name: &str, pattern: &str| if exact { name == pattern } else { name.contains(pattern) };
+    let chosen: Vec<_> = TESTS
+        .iter()
+        .filter(|_| !only_ignored)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
+        .collect();
+    if list {
+        for (name, _) in &chosen {
             println!("{name}: test");
         }
         return ExitCode::SUCCESS;
     }
-    let chosen: Vec<_> = TESTS
-        .iter()
-        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
-        .collect();
     println!("\nrunning {} test(s)", chosen.len());
     let started = Instant::now();
     for (name, test) in &chosen {

@@ -136,12 +136,14 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<(Insta
 fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Clock) -> Result<InstallOutcome> {
     crate::ops::require_privileges("install")?;
     let mut deployer = ctx.deployer()?;
+    // An interrupted install is repaired first, whatever this one's options are
+    // (recovery compiles nothing).
+    deployer.recover(&|e| print_event(ctx, e))?;
     let builder = crate::ops::build::builder(ctx, &opts.build)?;
     if opts.chain_mode != ChainMode::Interpreted {
         let compiler = crate::ops::native::ClangCompiler::new(builder.clone());
         deployer = deployer.with_native_compiler(std::sync::Arc::new(compiler));
     }
-    deployer.recover(&|e| print_event(ctx, e))?;
     let regs = ctx.registries()?;
 
     // Resolve and fetch.
