@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{KEY_PASSWORD, Sandbox, copy_dir, first_party};
-use ebpkg_registry_testing::Postgres;
+use ebpkg_registry_testing::{Postgres, spawn_guarded};
 
 const TESTS: [(&str, fn()); 2] = [
     ("the_registry_readme_runs_verbatim", the_registry_readme_runs_verbatim),
@@ -97,7 +97,8 @@ fn sh_block(text: &str, marker: &str) -> String {
 }
 
 /// A process group (a script and whatever it left running, such as the
-/// registry server), killed when dropped: the test never leaks a server.
+/// registry server), killed when dropped (a failed assertion): the test never
+/// leaks a server.
 struct Group(i32);
 
 impl Drop for Group {
@@ -118,8 +119,11 @@ struct Script {
 
 impl Script {
     fn start(env: &Env, cwd: &Path, script: &str) -> Script {
+        // In the host's PID namespace (see `Host::new`) and network namespace.
         let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net=/var/run/netns/{}", env.netns))
+        cmd.arg(format!("--target={}", env.init))
+            .arg("--pid")
+            .arg(format!("--net=/var/run/netns/{}", env.netns))
             .args(["bash", "-e", "-c", script])
             .current_dir(cwd)
             .env_clear()
@@ -128,7 +132,7 @@ impl Script {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        let mut child = cmd.spawn().unwrap();
+        let mut child = spawn_guarded(cmd, rustix::process::Signal::KILL, "a README script").unwrap();
         let group = Group(i32::try_from(child.id()).unwrap());
         let collect = |from: Box<dyn Read + Send>| {
             let into = Arc::new(Mutex::new(String::new()));
@@ -191,6 +195,8 @@ impl Script {
 /// The environment of a new user on a new host.
 struct Env {
     netns: String,
+    /// The init of the host's PID namespace.
+    init: u32,
     vars: Vec<(String, String)>,
 }
 
@@ -198,6 +204,13 @@ struct Env {
 /// so `127.0.0.1:8080` is free and private), a PostgreSQL cluster, an empty HOME,
 /// `sudo` and `ebpkg-registry` on the PATH.
 struct Host {
+    /// `unshare --pid --fork --kill-child sleep infinity`: what the scripts run
+    /// under, and the server they leave running, dies with the namespace's init
+    /// (the `sleep`), which dies with `unshare` (--kill-child), which dies with
+    /// this test process however it dies (Ctrl-C, SIGKILL: spawn_guarded) or when
+    /// the host is dropped.
+    holder: Child,
+    init: u32,
     sb: Sandbox,
     _pg: Postgres,
     home: PathBuf,
@@ -244,11 +257,24 @@ impl Host {
             ("EBPKG_BPFFS_ROOT".into(), sb.root.display().to_string()),
             ("EBPKG".into(), ebpkg.display().to_string()),
         ];
-        Host { sb, _pg: pg, home, vars }
+        let mut holder = Command::new("unshare");
+        holder.args(["--pid", "--fork", "--kill-child", "sleep", "infinity"]);
+        let holder = spawn_guarded(holder, rustix::process::Signal::KILL, "the host's PID namespace").unwrap();
+        let children = format!("/proc/{0}/task/{0}/children", holder.id());
+        let started = Instant::now();
+        let init = loop {
+            let text = std::fs::read_to_string(&children).unwrap_or_default();
+            if let Some(pid) = text.split_whitespace().next().and_then(|p| p.parse().ok()) {
+                break pid;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "unshare started no namespace");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Host { holder, init, sb, _pg: pg, home, vars }
     }
 
     fn env(&self) -> Env {
-        Env { netns: self.sb.netns.clone().unwrap(), vars: self.vars.clone() }
+        Env { netns: self.sb.netns.clone().unwrap(), init: self.init, vars: self.vars.clone() }
     }
 
     /// Runs `script` to its end in `cwd`; panics with its output unless it exits 0.
@@ -263,6 +289,14 @@ impl Host {
 /// Waits until `script` has printed a token (`ebpkg-registry init`) and its
 /// server says it serves, then pastes the token on its standard input, as a
 /// person would into `ebpkg login`; returns the token.
+impl Drop for Host {
+    fn drop(&mut self) {
+        // The namespace's init goes with unshare, and everything in it with the init.
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
 fn paste_token(script: &mut Script) -> String {
     script.wait_for("the token and a serving server", Duration::from_secs(120), |out, err| {
         out.lines().any(|l| l.starts_with("ebpkg_")) && err.contains("serving")

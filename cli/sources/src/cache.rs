@@ -279,7 +279,7 @@ impl Cache {
                     );
                     remove_tree(&dest)?;
                 }
-                Err(source) => return Err(self.unpack_error(name, version, digest, &path, source)),
+                Err(source) => return Err(self.unpack_error(name, version, &path, source)),
             }
         }
         let parent = self.layout.sources();
@@ -287,24 +287,12 @@ impl Cache {
         match ebpkg_archive::unpack_verified(archive, name, version, &dest, &limits) {
             Ok(unpacked) => Ok(unpacked.root),
             Err(UnpackError::DestinationExists { .. }) => Ok(dest),
-            Err(source) => Err(self.unpack_error(name, version, digest, &path, source)),
+            Err(source) => Err(self.unpack_error(name, version, &path, source)),
         }
     }
 
-    fn unpack_error(
-        &self,
-        name: &PackageName,
-        version: &Version,
-        digest: &Sha256Digest,
-        archive: &Path,
-        source: UnpackError,
-    ) -> Error {
-        if matches!(source, UnpackError::DigestMismatch { .. }) && archive == self.archive_path(digest) {
-            // Corrupted since it was fetched: drop it so the next fetch downloads it again.
-            if let Err(e) = content::remove_if_present(archive) {
-                return e;
-            }
-        }
+    // (A digest mismatch cannot reach here: the archive was checked when read.)
+    fn unpack_error(&self, name: &PackageName, version: &Version, archive: &Path, source: UnpackError) -> Error {
         ErrorKind::Unpack {
             package: name.clone(),
             version: version.clone(),

@@ -57,9 +57,6 @@ pub enum ErrorKind {
     #[error("the registry {url} is damaged: {cause}. Restore the file from a backup or a mirror of the registry")]
     DamagedRegistry { url: RegistryUrl, cause: ebpkg_fs::ReadError },
 
-    #[error("the download cache is damaged: {cause}. Run `ebpkg cache clean` and try again")]
-    DamagedCache { cause: ebpkg_fs::ReadError },
-
     #[error(
         "index file {} is corrupt: {problem}. The registry needs repair: restore the file from a backup \
          (published lines never change except `yanked`)",

@@ -16,7 +16,7 @@ pub use browser::{Browser, Visit};
 pub use nginx::Nginx;
 pub use postgres::{Database, Postgres};
 pub use s3::S3Server;
-pub use spawn::{ServedRegistry, free_port, http, wait_listening};
+pub use spawn::{ServedRegistry, free_port, http, spawn_guarded, wait_listening};
 
 /// A harness failure, with what the server said.
 #[derive(Debug, thiserror::Error)]

@@ -65,7 +65,7 @@ pub(crate) fn alive(pid: u32) -> bool {
 /// `PR_SET_PDEATHSIG` fires when the *thread* that forked exits, so one thread
 /// that never exits forks every server. The signal is set in `pre_exec`, which
 /// std runs after it has applied `uid`/`gid` (a credential change clears it).
-pub(crate) fn spawn_guarded(mut command: Command, signal: Signal, what: &str) -> Result<Child> {
+pub fn spawn_guarded(mut command: Command, signal: Signal, what: &str) -> Result<Child> {
     let parent = rustix::process::getpid();
     // SAFETY: only async-signal-safe system calls between fork and exec.
     unsafe {
