@@ -20,7 +20,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
@@ -96,23 +95,10 @@ fn sh_block(text: &str, marker: &str) -> String {
     after.split("```sh\n").nth(1).and_then(|s| s.split("\n```").next()).expect("a sh block").to_owned()
 }
 
-/// A process group (a script and whatever it left running, such as the
-/// registry server), killed when dropped (a failed assertion): the test never
-/// leaks a server.
-struct Group(i32);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.0) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-/// A script running in the sandbox's network namespace, its output collected as it comes.
+/// A script running in the host's network and PID namespaces (so it, and what it
+/// leaves running, dies with the host), its output collected as it comes.
 struct Script {
     child: Child,
-    _group: Group,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
 }
@@ -130,10 +116,8 @@ impl Script {
             .envs(env.vars.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         let mut child = spawn_guarded(cmd, rustix::process::Signal::KILL, "a README script").unwrap();
-        let group = Group(i32::try_from(child.id()).unwrap());
         let collect = |from: Box<dyn Read + Send>| {
             let into = Arc::new(Mutex::new(String::new()));
             let sink = into.clone();
@@ -148,7 +132,7 @@ impl Script {
         };
         let stdout = collect(Box::new(child.stdout.take().unwrap()));
         let stderr = collect(Box::new(child.stderr.take().unwrap()));
-        Script { child, _group: group, stdout, stderr }
+        Script { child, stdout, stderr }
     }
 
     fn output(&self) -> (String, String) {

@@ -287,6 +287,19 @@ fn a_chain_that_cannot_go_native_runs_interpreted_and_native_mode_refuses_it() {
     sb.run(&app, &["uninstall"]).ok();
 }
 
+/// How many times each `field` value appears in the log lines saying `event`
+/// whose value contains `within`.
+fn logged_per<'a>(log: &'a str, event: &str, field: &str, within: &str) -> std::collections::BTreeMap<&'a str, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in log.lines().filter(|l| l.contains(event)) {
+        let value = line.split(field).nth(1).unwrap_or(line).trim();
+        if value.contains(within) {
+            *out.entry(value).or_default() += 1;
+        }
+    }
+    out
+}
+
 /// One command finds the toolchain once (its package builds and its native chains
 /// share a builder), reads the kernel's BTF only for packages built against the
 /// kernel's own types (none here, so never), and reads each archive once.
@@ -305,19 +318,12 @@ fn an_install_finds_the_toolchain_once_reads_no_btf_and_each_archive_once() {
     // tree compared from those bytes, not read again for each.
     let log = ("EBPKG_LOG", "ebpkg_fs=trace,hike_runtime::signature=trace");
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[log], None).ok();
-    let mut reads = std::collections::BTreeMap::<&str, usize>::new();
-    for line in run.stderr.lines().filter(|l| l.contains("opening to read") && l.contains("/cache/archives/")) {
-        let path = line.split("path=").nth(1).unwrap_or(line).trim();
-        *reads.entry(path).or_default() += 1;
-    }
+    let reads = logged_per(&run.stderr, "opening to read", "path=", "/cache/archives/");
     assert_eq!(reads.len(), 3, "flow, verdict and classify: {reads:?}\n{}", run.stderr);
     assert!(reads.values().all(|n| *n == 1), "each archive read once: {reads:?}");
     // And each object's programs are parsed once (checked before anything changes,
     // then registered from what that check read).
-    let mut parsed = std::collections::BTreeMap::<&str, usize>::new();
-    for line in run.stderr.lines().filter(|l| l.contains("reading the HIKe programs of an object")) {
-        *parsed.entry(line.split("object=").nth(1).unwrap_or(line).trim()).or_default() += 1;
-    }
+    let parsed = logged_per(&run.stderr, "reading the HIKe programs of an object", "object=", "");
     assert!(!parsed.is_empty() && parsed.values().all(|n| *n == 1), "{parsed:?}\n{}", run.stderr);
     sb.run(&app, &["uninstall"]).ok();
 }

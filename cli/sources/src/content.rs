@@ -23,36 +23,31 @@ pub(crate) use ebpkg_spec::cache_layout::archive_file as archive_path;
 /// is anything that is not a regular file of at most an archive's size (a link to
 /// a device, a FIFO, a huge sparse file), which is refused without being read.
 pub(crate) fn holds(path: &Path, digest: &Sha256Digest) -> Result<bool> {
-    match ebpkg_archive::sha256_file(path, Limits::default().max_archive_bytes) {
-        Ok(actual) => Ok(actual == *digest),
-        Err(ReadError::NotFound { .. }) => Ok(false),
-        Err(e @ (ReadError::NotRegular { .. } | ReadError::TooLarge { .. })) => {
-            tracing::warn!("{e}; it is not the archive it is named after");
-            Ok(false)
-        }
-        Err(ReadError::Io { path, cause }) => Err(ErrorKind::Io { action: "read", path, cause }.into()),
-    }
+    let actual = present(ebpkg_archive::sha256_file(path, Limits::default().max_archive_bytes))?;
+    Ok(actual.is_some_and(|actual| actual == *digest))
 }
 
 /// The archive at `path` when it is there and hashes to `digest`: read once and
 /// hashed once. Missing, wrong, or not a regular file of at most an archive's
 /// size (refused without being read) is `None`; the caller replaces it.
 pub(crate) fn read_verified(path: &Path, digest: &Sha256Digest) -> Result<Option<ebpkg_archive::VerifiedArchive>> {
-    let bytes = match read_archive(path) {
-        Ok(bytes) => bytes,
-        Err(ReadError::NotFound { .. }) => return Ok(None),
-        Err(e @ (ReadError::NotRegular { .. } | ReadError::TooLarge { .. })) => {
-            tracing::warn!("{e}; it is not the archive it is named after");
-            return Ok(None);
-        }
-        Err(ReadError::Io { path, cause }) => return Err(ErrorKind::Io { action: "read", path, cause }.into()),
-    };
+    let Some(bytes) = present(ebpkg_fs::read(path, Limits::default().max_archive_bytes))? else { return Ok(None) };
     Ok(ebpkg_archive::VerifiedArchive::check(bytes, digest, &Limits::default()).ok())
 }
 
-/// The archive at `path`, read whole but never more than an archive may be.
-pub(crate) fn read_archive(path: &Path) -> std::result::Result<Vec<u8>, ReadError> {
-    ebpkg_fs::read(path, Limits::default().max_archive_bytes)
+/// What was read of a file that should be an archive: nothing when it is missing,
+/// or is not a regular file of at most an archive's size (said, and left for the
+/// caller to replace); an error only when it could not be read.
+fn present<T>(read: std::result::Result<T, ReadError>) -> Result<Option<T>> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        Err(ReadError::NotFound { .. }) => Ok(None),
+        Err(e @ (ReadError::NotRegular { .. } | ReadError::TooLarge { .. })) => {
+            tracing::warn!("{e}; it is not the archive it is named after");
+            Ok(None)
+        }
+        Err(ReadError::Io { path, cause }) => Err(ErrorKind::Io { action: "read", path, cause }.into()),
+    }
 }
 
 /// Removes a file that may already be gone.
