@@ -7,8 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects};
+use crate::ops::build::{BuildOptions, BuildProjectOptions, BuiltObject, BuiltProject, build_project};
 
 #[derive(Args)]
 #[command(
@@ -33,32 +32,14 @@ pub struct BuildArgs {
 
 pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
-    let objects = build_packages(
-        ctx,
-        &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: &project.manifest }],
-        &BuildOptions { btf: args.btf, ..BuildOptions::default() },
-    )?
-    .pop()
-    .unwrap_or_default();
-    let stats = if args.verify {
-        crate::ops::require_privileges("build --verify")?;
-        let id = project.manifest.package.id();
-        verify_objects(ctx, &id, &objects)?
-    } else {
-        Vec::new()
+    let opts = BuildProjectOptions {
+        build: BuildOptions { btf: args.btf, ..BuildOptions::default() },
+        out_dir: args.out_dir,
+        verify: args.verify,
     };
+    let BuiltProject { objects, stats } = build_project(ctx, &project, opts)?;
     let mut out = Vec::new();
-    for o in &objects {
-        let path = match &args.out_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| fail(Failure::Input, format!("{}: {e}", dir.display())))?;
-                let name = format!("{}.{}.o", o.object_name.replace('/', "_"), o.hook.name());
-                let dest = dir.join(name);
-                std::fs::copy(&o.path, &dest).map_err(|e| fail(Failure::Input, format!("{}: {e}", dest.display())))?;
-                dest
-            }
-            None => o.path.clone(),
-        };
+    for BuiltObject { object: o, path } in &objects {
         let verified: Vec<&hike_runtime::VerifierStats> =
             stats.iter().filter(|(obj, _)| obj == &o.object_name).map(|(_, s)| s).collect();
         out.push(serde_json::json!({

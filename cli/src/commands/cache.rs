@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use ebpkg_spec::cache_layout::CachePart;
 
 use crate::Ctx;
+use crate::ops::cache::{cache_dir, clean};
 
 #[derive(Args)]
 pub struct CacheArgs {
@@ -38,9 +39,8 @@ enum Part {
 }
 
 pub fn run(ctx: &Ctx, args: CacheArgs) -> Result<ExitCode> {
-    let cache = ctx.cache();
     match args.command {
-        CacheCommand::Dir => ctx.ui.out(cache.root().display()),
+        CacheCommand::Dir => ctx.ui.out(cache_dir(ctx).display()),
         CacheCommand::Clean { only } => {
             let parts = match only {
                 Some(Part::Archives) => vec![CachePart::Archives],
@@ -49,13 +49,13 @@ pub fn run(ctx: &Ctx, args: CacheArgs) -> Result<ExitCode> {
                 Some(Part::Indexes) => vec![CachePart::Indexes],
                 None => vec![CachePart::Archives, CachePart::Sources, CachePart::Builds, CachePart::Indexes],
             };
-            let removed = cache.clean(&parts)?;
+            let removed = clean(ctx, &parts)?;
             if ctx.ui.json {
                 ctx.ui.json(&serde_json::json!({ "files": removed.files, "bytes": removed.bytes }))?;
             } else {
                 ctx.ui.status(
                     "Removed",
-                    format!("{} file(s), {} bytes from {}", removed.files, removed.bytes, cache.root().display()),
+                    format!("{} file(s), {} bytes from {}", removed.files, removed.bytes, cache_dir(ctx).display()),
                 );
             }
         }

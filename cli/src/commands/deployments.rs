@@ -6,8 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::install::print_event;
+use crate::ops::deployments::{self, Deployment, StatusOptions, UninstallOptions};
 
 #[derive(Args)]
 #[command(after_help = "Examples:\n  ebpkg status\n  ebpkg status --json | jq '.[0].chain_runs'")]
@@ -33,22 +32,11 @@ pub struct UninstallArgs {
 }
 
 pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
-    let deployer = ctx.deployer()?;
-    let mut all = deployer.status(&|e| print_event(ctx, e))?;
-    if let Some(n) = &args.name {
-        all.retain(|d| &d.record.name == n);
-        if all.is_empty() {
-            return Err(fail(Failure::Input, format!("no deployment named `{n}`")));
-        }
-    }
-    let mut dumps = Vec::new();
-    for d in &all {
-        dumps.push(if args.maps { deployer.map_dumps(&d.record, args.limit)? } else { Vec::new() });
-    }
+    let all = deployments::status(ctx, &StatusOptions { name: args.name, maps: args.maps, limit: args.limit })?;
     if ctx.ui.json {
         let mut values = Vec::new();
-        for (d, maps) in all.iter().zip(&dumps) {
-            let mut v = serde_json::to_value(d)?;
+        for Deployment { status, maps } in &all {
+            let mut v = serde_json::to_value(status)?;
             if args.maps
                 && let Some(o) = v.as_object_mut()
             {
@@ -63,7 +51,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         ctx.ui.out(format!("no deployments (state directory {})", ctx.config.state_dir.display()));
         return Ok(ExitCode::SUCCESS);
     }
-    for (d, maps) in all.iter().zip(&dumps) {
+    for Deployment { status: d, maps } in &all {
         let r = &d.record;
         ctx.ui.out(format!(
             "deployment {} (generation {}): {}",
@@ -140,6 +128,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
             };
             let sharing: Vec<&str> = all
                 .iter()
+                .map(|o| &o.status)
                 .filter(|o| o.record.name != r.name && o.record.bpffs_root == r.bpffs_root)
                 .filter(|o| o.record.packages.iter().any(|p| p.name == m.package && p.version == m.version))
                 .map(|o| o.record.name.as_str())
@@ -165,19 +154,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
 }
 
 pub fn uninstall(ctx: &Ctx, args: UninstallArgs) -> Result<ExitCode> {
-    crate::ops::require_privileges("uninstall")?;
-    let name = match args.name {
-        Some(n) => n,
-        None => ctx
-            .project()
-            .map_err(|e| fail(Failure::Usage, format!("{e:#}\nhelp: name the deployment: `ebpkg uninstall NAME`")))?
-            .manifest
-            .package
-            .name
-            .to_string(),
-    };
-    let deployer = ctx.deployer()?;
-    let record = deployer.uninstall(&name, &|e| print_event(ctx, e))?;
+    let record = deployments::uninstall(ctx, UninstallOptions { name: args.name })?;
     if ctx.ui.json {
         ctx.ui.json(&serde_json::json!({ "uninstalled": record }))?;
     } else {

@@ -6,15 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use ebpkg_resolver::UpdatePolicy;
-use ebpkg_spec::{Manifest, PackageName};
-use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
+use ebpkg_spec::PackageName;
 
 use crate::Ctx;
 use crate::commands::install::parse_package_spec;
-use crate::exit::{Failure, fail};
-use crate::ops::resolve::resolve_project;
-use crate::project::{Project, write_atomic};
+use crate::ops::edit::{self as ops, Requested};
 
 #[derive(Args)]
 #[command(
@@ -37,139 +33,25 @@ pub struct RemoveArgs {
     packages: Vec<String>,
 }
 
-fn load_doc(project: &Project) -> Result<(String, DocumentMut)> {
-    let path = project.manifest_path();
-    let text = ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
-    let doc: DocumentMut = text.parse().map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
-    Ok((text, doc))
-}
-
-fn deps_table(doc: &mut DocumentMut) -> Result<&mut Table> {
-    let item = doc.entry("dependencies").or_insert_with(|| Item::Table(Table::new()));
-    item.as_table_mut().ok_or_else(|| fail(Failure::Input, "[dependencies] in ebpkg.toml is not a table"))
-}
-
-/// Checks the edited manifest, resolves it, then writes manifest and lock.
-fn commit(ctx: &Ctx, project: &Project, doc: &DocumentMut) -> Result<()> {
-    let text = doc.to_string();
-    let path = project.manifest_path();
-    let manifest =
-        Manifest::parse(&text, &path.display().to_string()).map_err(|d| fail(Failure::Input, d.render(&text)))?;
-    let regs = ctx.registries()?;
-    let updated = Project { dir: project.dir.clone(), manifest };
-    // Resolved before anything is written: a change that cannot resolve (or that
-    // --locked forbids) leaves both files as they were.
-    let resolved = resolve_project(ctx, &updated, &regs, UpdatePolicy::Nothing)?;
-    write_atomic(&path, text.as_bytes())?;
-    resolved.save(ctx, &updated)?;
-    Ok(())
-}
-
 pub fn add(ctx: &Ctx, args: AddArgs) -> Result<ExitCode> {
-    let project = ctx.project()?;
-    let (_, mut doc) = load_doc(&project)?;
-    let regs = ctx.registries()?;
-    let from = args.from.as_deref().map(|u| regs.url(Some(u))).transpose()?;
-    let url = from.clone().unwrap_or_else(|| regs.default.clone());
-    for spec in &args.packages {
-        let explicit = spec.contains('@');
-        let (name, req) = parse_package_spec(spec)?;
-        if name.normalized() == project.manifest.package.name.normalized() {
-            return Err(fail(Failure::Usage, format!("a package cannot depend on itself (`{name}`)")));
-        }
-        let entries = regs.index(&url, &name)?.ok_or_else(|| unknown(&regs, &url, &name))?;
-        let newest = entries
-            .iter()
-            .filter(|e| !e.yanked && req.matches(&e.vers) && (explicit || e.vers.pre.is_empty()))
-            .max_by(|a, b| a.vers.cmp(&b.vers))
-            .ok_or_else(|| {
-                let all: Vec<String> =
-                    entries.iter().map(|e| format!("{}{}", e.vers, if e.yanked { " (yanked)" } else { "" })).collect();
-                let yanked: Vec<String> =
-                    entries.iter().filter(|e| e.yanked && req.matches(&e.vers)).map(|e| e.vers.to_string()).collect();
-                let why = match yanked.len() {
-                    0 => String::new(),
-                    1 => format!("; {} matches but is yanked: its publisher asks not to use it", yanked[0]),
-                    _ => format!("; {} match but are yanked: their publisher asks not to use them", yanked.join(", ")),
-                };
-                fail(
-                    Failure::Resolution,
-                    format!("no version of {name} matches `{req}` in {url} (published: {}){why}", all.join(", ")),
-                )
-            })?;
-        let req_text = if explicit { req.to_string() } else { format!("^{}", newest.vers) };
-        // The package's own spelling, as published.
-        let key = newest.name.to_string();
-        let deps = deps_table(&mut doc)?;
-        let existing: Vec<String> = deps
-            .iter()
-            .map(|(k, _)| k.to_owned())
-            .filter(|k| PackageName::new(k).is_ok_and(|n| n.normalized() == name.normalized()))
-            .collect();
-        for k in existing {
-            deps.remove(&k);
-        }
-        match &from {
-            None => {
-                deps.insert(&key, value(req_text.clone()));
-            }
-            Some(u) => {
-                let mut t = InlineTable::new();
-                t.insert("version", req_text.clone().into());
-                t.insert("registry", u.to_string().into());
-                deps.insert(&key, value(t));
-            }
-        }
-        ctx.ui.status(
-            "Adding",
-            format!("{key} {req_text}{}", from.as_ref().map(|u| format!(" from {u}")).unwrap_or_default()),
-        );
-    }
-    commit(ctx, &project, &doc)?;
+    let packages = args
+        .packages
+        .iter()
+        .map(|spec| {
+            let (name, req) = parse_package_spec(spec)?;
+            Ok(Requested { name, req, explicit: spec.contains('@') })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    ops::add(ctx, &packages, args.from.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn unknown(
-    regs: &crate::registries::Registries<'_>,
-    url: &ebpkg_sources::RegistryUrl,
-    name: &PackageName,
-) -> anyhow::Error {
-    let names = regs.open(url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
-    let mut close: Vec<(usize, String)> = names
-        .iter()
-        .map(|n| (strsim::levenshtein(&n.normalized(), &name.normalized()), n.to_string()))
-        .filter(|(d, _)| *d <= 2)
-        .collect();
-    close.sort();
-    let hint = match close.first() {
-        Some((_, n)) => format!("; did you mean `{n}`?"),
-        None => format!("; `ebpkg search {name}` lists similar packages"),
-    };
-    fail(Failure::Registry, format!("package `{name}` is not in {url}{hint}"))
-}
-
 pub fn remove(ctx: &Ctx, args: RemoveArgs) -> Result<ExitCode> {
-    let project = ctx.project()?;
-    let (_, mut doc) = load_doc(&project)?;
-    let deps = deps_table(&mut doc)?;
-    for spec in &args.packages {
-        let name = PackageName::new(spec).map_err(|e| crate::exit::bad_name(spec, &e))?;
-        let keys: Vec<String> = deps
-            .iter()
-            .map(|(k, _)| k.to_owned())
-            .filter(|k| PackageName::new(k).is_ok_and(|n| n.normalized() == name.normalized()))
-            .collect();
-        if keys.is_empty() {
-            return Err(fail(
-                Failure::Usage,
-                format!("`{spec}` is not a dependency of {}", project.manifest.package.name),
-            ));
-        }
-        for k in keys {
-            deps.remove(&k);
-            ctx.ui.status("Removing", &k);
-        }
-    }
-    commit(ctx, &project, &doc)?;
+    let names = args
+        .packages
+        .iter()
+        .map(|spec| PackageName::new(spec).map_err(|e| crate::exit::bad_name(spec, &e)))
+        .collect::<Result<Vec<_>>>()?;
+    ops::remove(ctx, &names)?;
     Ok(ExitCode::SUCCESS)
 }

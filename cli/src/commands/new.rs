@@ -1,16 +1,14 @@
 //! `ebpkg new` and `ebpkg init`: a package to start from — a chain project by
 //! default, or a package of HIKe programs with a test.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use ebpkg_spec::PackageName;
-use ebpkg_spec::manifest::MANIFEST_FILE;
 
 use crate::Ctx;
-use crate::exit::{Failure, fail};
+use crate::ops::new::{self as ops, Created, NewOptions};
 
 #[derive(Args)]
 #[command(
@@ -41,86 +39,29 @@ struct Kind {
 }
 
 pub fn new(ctx: &Ctx, args: NewArgs) -> Result<ExitCode> {
-    if args.path.exists() {
-        return Err(fail(
-            Failure::Usage,
-            format!("{} already exists; use `ebpkg init` inside it instead", args.path.display()),
-        ));
-    }
-    let name = package_name(&args.path, args.kind.name.as_deref())?;
-    std::fs::create_dir_all(&args.path).with_context(|| format!("cannot create {}", args.path.display()))?;
-    create(ctx, &args.path, &name, args.kind.program)
+    report(ctx, &ops::new(ctx, &args.path, &args.kind.options())?);
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn init(ctx: &Ctx, args: InitArgs) -> Result<ExitCode> {
-    let dir = std::env::current_dir().context("cannot read the current directory")?;
-    if dir.join(MANIFEST_FILE).exists() {
-        return Err(fail(Failure::Usage, format!("{} already has an {MANIFEST_FILE}", dir.display())));
-    }
-    let name = package_name(&dir, args.kind.name.as_deref())?;
-    create(ctx, &dir, &name, args.kind.program)
+    report(ctx, &ops::init(ctx, &args.kind.options())?);
+    Ok(ExitCode::SUCCESS)
 }
 
-fn package_name(dir: &Path, name: Option<&str>) -> Result<PackageName> {
-    let raw = match name {
-        Some(n) => n.to_owned(),
-        None => dir
-            .canonicalize()
-            .unwrap_or_else(|_| dir.to_owned())
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    };
-    PackageName::new(&raw).map_err(|e| {
-        fail(
-            Failure::Usage,
-            format!(
-                "`{raw}` cannot be a package name: {e}{}{}",
-                e.help().map(|h| format!("; {h}")).unwrap_or_default(),
-                if name.is_none() { "; give one with --name" } else { "" }
-            ),
-        )
-    })
+impl Kind {
+    fn options(self) -> NewOptions {
+        NewOptions { program: self.program, name: self.name }
+    }
 }
 
-/// Writes a file that must not exist yet.
-fn write_new(path: &Path, text: &str) -> Result<()> {
-    if path.exists() {
-        return Err(fail(Failure::Usage, format!("{} already exists; not overwriting it", path.display())));
-    }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn create(ctx: &Ctx, dir: &Path, name: &PackageName, program: bool) -> Result<ExitCode> {
-    if program {
-        let item = name.as_str().replace('-', "_");
-        write_new(&dir.join(MANIFEST_FILE), &program_manifest(name.as_str(), &item))?;
-        write_new(&dir.join(format!("src/{item}.bpf.c")), &program_source(&item))?;
-        write_new(&dir.join(format!("tests/{item}.test.toml")), &program_test(&item))?;
-    } else {
-        write_new(&dir.join(MANIFEST_FILE), &chain_manifest(name.as_str()))?;
-        write_new(&dir.join("chains/main.eclat"), CHAIN_TEMPLATE)?;
-    }
-    // The manifest must be valid as written: check it like any other.
-    ebpkg_spec::Manifest::load(&dir.join(MANIFEST_FILE)).map_err(crate::project::manifest_error)?;
-    // A registry given for this command (or by the environment) is remembered
-    // with the project, so that it works in a new shell and on other machines.
-    let builtin = crate::config::builtin_registry();
-    if ctx.config.registry != builtin && ctx.config.project_file.is_none() {
-        let text = format!(
-            "# The registry this project's dependencies come from (commit this file; tokens stay in `ebpkg login`).\n\
-             [registry]\ndefault = {}\n",
-            toml::Value::String(ctx.config.registry.clone())
-        );
-        write_new(&dir.join(crate::config::PROJECT_CONFIG), &text)?;
-        ctx.ui.status("Remembered", format!("{} in {}", ctx.config.registry, crate::config::PROJECT_CONFIG));
+fn report(ctx: &Ctx, created: &Created) {
+    let Created { name, dir, program, remembered_registry } = created;
+    if let Some(registry) = remembered_registry {
+        ctx.ui.status("Remembered", format!("{registry} in {}", crate::config::PROJECT_CONFIG));
     }
     ctx.ui.status(
         "Created",
-        format!("{} package `{name}` in {}", if program { "program" } else { "chain" }, dir.display()),
+        format!("{} package `{name}` in {}", if *program { "program" } else { "chain" }, dir.display()),
     );
     if !program {
         ctx.ui.status(
@@ -130,120 +71,4 @@ fn create(ctx: &Ctx, dir: &Path, name: &PackageName, program: bool) -> Result<Ex
     } else {
         ctx.ui.status("Next", "write the program in src/, then `sudo ebpkg test` and `ebpkg publish`");
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn chain_manifest(name: &str) -> String {
-    format!(
-        r#"[package]
-name = "{name}"
-version = "0.1.0"
-
-[dependencies]
-
-[[chain]]
-name = "main"
-source = "chains/main.eclat"
-"#
-    )
-}
-
-const CHAIN_TEMPLATE: &str = "\
-# The chains this project installs. Import programs and loaders of its
-# dependencies (`ebpkg add <package>`), write chains that call them, and say how
-# packets reach the chains. The language: hike-sdk/docs/CHAINS.md.
-#
-# from prog.net import hike_drop, hike_pass
-# from loaders.basic import ip6_sc
-#
-# ip6_sc[ip6_sc_map] = { (0): (main) }
-# ip6_sc.attach('DEVNAME', 'xdp')       # sudo ebpkg install --set DEVNAME=eth0
-#
-# def main():
-#     hike_pass()
-#     return 0
-";
-
-fn program_manifest(name: &str, item: &str) -> String {
-    format!(
-        r#"[package]
-name = "{name}"
-version = "0.1.0"
-description = "Counts packets per CPU"
-
-[[program]]
-name = "{item}"
-source = "src/{item}.bpf.c"
-hook = "xdp"
-ends-packet = "never"
-description = "Adds `step` to this CPU's packet counter and returns the new count"
-returns = {{ type = "u64", doc = "the count on this CPU after this packet" }}
-
-[[program.arg]]
-name = "step"
-type = "u64"
-doc = "how much to add"
-
-[[program.map]]
-name = "{item}_count"
-doc = "the count, per CPU"
-"#
-    )
-}
-
-fn program_source(item: &str) -> String {
-    format!(
-        r#"// SPDX-License-Identifier: GPL-2.0-only
-/* A HIKe program: chains call it like a function, `{item}(1)`. */
-#include <hike/program.h>
-
-struct {{
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-}} {item}_count SEC(".maps");
-
-HIKE_PROGRAM({item}, HIKE_ARG(u64, step))
-{{
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&{item}_count, &zero);
-
-	if (!n)
-		return hike_result(0);
-	*n += step;
-	return hike_result(*n);
-}}
-
-char LICENSE[] SEC("license") = "GPL";
-"#
-    )
-}
-
-fn program_test(item: &str) -> String {
-    format!(
-        r#"# Run with `sudo ebpkg test`; the format is in `ebpkg test --help`.
-
-[[case]]
-name = "adds the step to the count"
-program = "{item}"
-args = [3]
-packet = "02 00 00 00 00 02 02 00 00 00 00 01 08 00 45 00 00 14 00 00 00 00 40 11 00 00 0a 00 00 01 0a 00 00 02"
-
-[[case.setup]]
-map = "{item}_count"
-key = "00000000"
-value = "0400000000000000"
-
-[case.expect]
-returned = true
-result = 7
-verdict = "pass"
-
-[[case.expect.map]]
-map = "{item}_count"
-key = "00000000"
-value = "0700000000000000"
-"#
-    )
 }

@@ -13,6 +13,8 @@ use ebpkg_spec::Manifest;
 use ebpkg_spec::types::Sha256Digest;
 
 use crate::Ctx;
+use crate::exit::{Failure, fail};
+use crate::project::Project;
 
 /// A package to build.
 pub struct BuildInput<'a> {
@@ -167,4 +169,61 @@ fn check_declared(unit: &ebpkg_build::BuildUnit, object: &Path) -> Result<()> {
             if defined.is_empty() { "no program".to_owned() } else { defined.join(", ") }
         ),
     ))
+}
+
+/// What `ebpkg build` does beyond building.
+pub struct BuildProjectOptions {
+    pub build: BuildOptions,
+    /// Copy the objects into this directory (named `<file>.<hook>.o`).
+    pub out_dir: Option<PathBuf>,
+    /// Have the kernel verify every program and loader.
+    pub verify: bool,
+}
+
+/// One object of the project, and where it is.
+pub struct BuiltObject {
+    pub object: PlannedObject,
+    /// In the build cache, or the copy in `out_dir`.
+    pub path: PathBuf,
+}
+
+/// The project's objects, and (with `verify`) what the verifier said of each
+/// program, by object name, in the order verified.
+pub struct BuiltProject {
+    pub objects: Vec<BuiltObject>,
+    pub stats: Vec<(String, hike_runtime::VerifierStats)>,
+}
+
+/// Builds the project's objects (verified by the kernel with `verify`, copied
+/// into `out_dir` when given).
+pub fn build_project(ctx: &Ctx, project: &Project, opts: BuildProjectOptions) -> Result<BuiltProject> {
+    let objects = build_packages(
+        ctx,
+        &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: &project.manifest }],
+        &opts.build,
+    )?
+    .pop()
+    .unwrap_or_default();
+    let stats = if opts.verify {
+        crate::ops::require_privileges("build --verify")?;
+        verify_objects(ctx, &project.manifest.package.id(), &objects)?
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::new();
+    for object in objects {
+        let path = match &opts.out_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| fail(Failure::Input, format!("{}: {e}", dir.display())))?;
+                let name = format!("{}.{}.o", object.object_name.replace('/', "_"), object.hook.name());
+                let dest = dir.join(name);
+                std::fs::copy(&object.path, &dest)
+                    .map_err(|e| fail(Failure::Input, format!("{}: {e}", dest.display())))?;
+                dest
+            }
+            None => object.path.clone(),
+        };
+        out.push(BuiltObject { object, path });
+    }
+    Ok(BuiltProject { objects: out, stats })
 }
