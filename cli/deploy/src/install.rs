@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ebpkg_spec::types::FieldType;
 use hike_bytecode::AttachMode;
-use hike_chainc::link::{Ids, encode_entry, link_chain};
+use hike_chainc::link::{Ids, ProgramRef, encode_entry, link_chain};
 use hike_chainc::{Artifact, Device};
 use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObject, Runtime, RuntimeError};
 
@@ -210,7 +210,7 @@ impl Deployer {
                 let id = rt
                     .install_chain(&spec)
                     .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
-                sids.chains.insert(c.name.clone(), id.0);
+                sids.chains.insert(c.name.clone(), id);
                 linked.insert(id.0, insns.clone());
                 chains.push(RecordedChain {
                     script: script.file.clone(),
@@ -466,7 +466,7 @@ impl Deployer {
                 )
                 .map_err(|e| self.load_error(e, pkg))?;
             for r in regs {
-                ids.programs.insert((pkg.name().to_owned(), r.name.clone()), r.id.0);
+                ids.programs.insert(ProgramRef::new(pkg.name(), r.name.as_str()), r.id);
                 on(&Event::Registered { package: pkg.id.clone(), program: r.name.clone(), id: r.id, reused: r.reused });
                 out.push(RecordedProgram {
                     package: pkg.id.name.clone(),

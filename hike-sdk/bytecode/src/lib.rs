@@ -8,6 +8,7 @@
 
 pub mod asm;
 pub mod hook;
+pub mod ids;
 pub mod insn;
 pub mod interp;
 pub mod limits;
@@ -16,6 +17,7 @@ pub mod types;
 pub mod validate;
 
 pub use hook::Hook;
+pub use ids::{ChainId, ProgId};
 pub use insn::{Insn, build};
 pub use interp::{AbortReason, Ending, Memory, ProgramOutcome, Programs, Run};
 pub use op::{AluOp, Bank, Cond, Endian, Op, Operand, Size, decode};

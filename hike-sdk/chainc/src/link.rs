@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use hike_bytecode::Insn;
+use hike_bytecode::{ChainId, Insn, ProgId};
 
 use crate::artifact::{CompiledChain, FieldValue, MapEntry, Target};
 
@@ -16,13 +16,25 @@ pub enum LinkError {
     NoChain { from: String, name: String },
 }
 
+/// A program as chains call it: by its package's name and its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProgramRef {
+    pub package: String,
+    pub program: String,
+}
+
+impl ProgramRef {
+    pub fn new(package: impl Into<String>, program: impl Into<String>) -> ProgramRef {
+        ProgramRef { package: package.into(), program: program.into() }
+    }
+}
+
 /// Ids assigned by the runtime.
 #[derive(Debug, Clone, Default)]
 pub struct Ids {
-    /// `(package, program)` → program id.
-    pub programs: HashMap<(String, String), u32>,
+    pub programs: HashMap<ProgramRef, ProgId>,
     /// chain name → chain id.
-    pub chains: HashMap<String, u32>,
+    pub chains: HashMap<String, ChainId>,
 }
 
 /// The chain's instructions with every call target filled in.
@@ -31,16 +43,21 @@ pub fn link_chain(chain: &CompiledChain, ids: &Ids) -> Result<Vec<Insn>, LinkErr
     for r in &chain.relocations {
         let id = match &r.target {
             Target::Program { package, name } => {
-                *ids.programs.get(&(package.clone(), name.clone())).ok_or_else(|| LinkError::NoProgram {
-                    chain: chain.name.clone(),
-                    package: package.clone(),
-                    name: name.clone(),
-                })?
+                ids.programs
+                    .get(&ProgramRef::new(package.as_str(), name.as_str()))
+                    .ok_or_else(|| LinkError::NoProgram {
+                        chain: chain.name.clone(),
+                        package: package.clone(),
+                        name: name.clone(),
+                    })?
+                    .0
             }
-            Target::Chain { name } => *ids
-                .chains
-                .get(name)
-                .ok_or_else(|| LinkError::NoChain { from: chain.name.clone(), name: name.clone() })?,
+            Target::Chain { name } => {
+                ids.chains
+                    .get(name)
+                    .ok_or_else(|| LinkError::NoChain { from: chain.name.clone(), name: name.clone() })?
+                    .0
+            }
         };
         insns[r.insn].imm = id as i32;
     }
@@ -59,7 +76,7 @@ pub fn encode_entry(entry: &MapEntry, ids: &Ids, from: &str) -> Result<(Vec<u8>,
                         .chains
                         .get(name)
                         .ok_or_else(|| LinkError::NoChain { from: from.to_owned(), name: name.clone() })?;
-                    out.extend_from_slice(&id.to_le_bytes());
+                    out.extend_from_slice(&id.0.to_le_bytes());
                 }
                 FieldValue::Bytes(b) => out.extend_from_slice(b),
             }

@@ -186,7 +186,7 @@ fn chains_ending_in_a_verdict_program_are_still_well_formed() {
         let mut env = hike_bytecode::Env::default();
         let mut ids = hike_chainc::link::Ids::default();
         for (i, n) in ["drop", "tick"].iter().enumerate() {
-            ids.programs.insert(("t".into(), n.to_string()), i as u32 + 1);
+            ids.programs.insert(hike_chainc::link::ProgramRef::new("t", *n), hike_bytecode::ProgId(i as u32 + 1));
             let nargs = test_env().packages["t"].programs[*n].args.len() as u8;
             env.programs.insert(i as u32 + 1, hike_bytecode::ProgramSig { name: n.to_string(), nargs });
         }

@@ -182,17 +182,17 @@ fn chain_calls_deeper_than_the_vm_s_frames_are_refused() {
     let art = compile(&nested_chains(MAX_DEPTH), "d.eclat", &test_env()).unwrap().artifact;
     let mut ids = hike_chainc::link::Ids::default();
     let mut vm = hike_bytecode::Env::default();
-    ids.programs.insert(("net".into(), "monitor".into()), 1);
+    ids.programs.insert(hike_chainc::link::ProgramRef::new("net", "monitor"), hike_bytecode::ProgId(1));
     vm.programs.insert(1, hike_bytecode::ProgramSig { name: "monitor".into(), nargs: 1 });
     for (i, chain) in art.chains.iter().enumerate() {
         let id = i as u32 + 1;
         let insns = hike_chainc::link::link_chain(chain, &ids).unwrap();
         let facts = hike_bytecode::validate(&insns, &vm).unwrap_or_else(|e| panic!("{}: {e}", chain.name));
         vm.chains.insert(id, hike_bytecode::ChainSig { name: chain.name.clone(), nargs: 0, depth: facts.depth });
-        ids.chains.insert(chain.name.clone(), id);
+        ids.chains.insert(chain.name.clone(), hike_bytecode::ChainId(id));
     }
     // One frame more is what the validator refuses at install...
-    let top = ids.chains["c0"];
+    let top = ids.chains["c0"].0;
     let over = [hike_bytecode::build::call_chain(top, 0), hike_bytecode::build::exit()];
     assert!(hike_bytecode::validate(&over, &vm).is_err(), "the validator allows {} frames", MAX_DEPTH + 1);
     // ...and the compiler, at the call that makes it, naming the whole path.

@@ -9,7 +9,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use hike_bytecode::interp::{self, Ending, Memory, ProgramOutcome};
-use hike_chainc::link::{Ids, encode_entry, link_chain};
+use hike_bytecode::{ChainId, ProgId};
+use hike_chainc::link::{Ids, ProgramRef, encode_entry, link_chain};
 use hike_chainc::{Device, FieldValue, Target, compile};
 
 const SCRIPT: &str = include_str!("scripts/ddos.eclat");
@@ -29,7 +30,7 @@ struct Stubs {
 }
 
 fn run_packet(ids: &Ids, insns: &[hike_bytecode::Insn], stubs: &RefCell<Stubs>) -> Ending {
-    let names: HashMap<u32, String> = ids.programs.iter().map(|((_, n), id)| (*id, n.clone())).collect();
+    let names: HashMap<u32, String> = ids.programs.iter().map(|(r, id)| (id.0, r.program.clone())).collect();
     let mut progs = |id: u32, a: [u64; 4], _: &mut Memory| {
         let mut s = stubs.borrow_mut();
         let name = names.get(&id)?.clone();
@@ -85,13 +86,13 @@ fn link() -> (Ids, Vec<hike_bytecode::Insn>, hike_chainc::Artifact) {
     let mut next = 10;
     for r in &art.chains[0].relocations {
         if let Target::Program { package, name } = &r.target {
-            ids.programs.entry((package.clone(), name.clone())).or_insert_with(|| {
+            ids.programs.entry(ProgramRef::new(package.as_str(), name.as_str())).or_insert_with(|| {
                 next += 1;
-                next
+                ProgId(next)
             });
         }
     }
-    ids.chains.insert("ddos_tb_2_lev".into(), 1);
+    ids.chains.insert("ddos_tb_2_lev".into(), ChainId(1));
     let insns = link_chain(&art.chains[0], &ids).unwrap();
     (ids, insns, art)
 }
@@ -115,9 +116,9 @@ fn the_script_compiles_unchanged_with_its_loader_statements() {
     assert!(targets.contains(&&Target::Program { package: "meter".into(), name: "ip6_sd_tbmon".into() }));
     // The chain passes the VM's validator.
     let mut env = hike_bytecode::Env::default();
-    for ((_, name), id) in &ids.programs {
+    for (ProgramRef { program: name, .. }, id) in &ids.programs {
         let nargs = common::paper_env().packages["net"].programs[name].args.len() as u8;
-        env.programs.insert(*id, hike_bytecode::ProgramSig { name: name.clone(), nargs });
+        env.programs.insert(id.0, hike_bytecode::ProgramSig { name: name.clone(), nargs });
     }
     hike_bytecode::validate(&insns, &env).unwrap();
 }

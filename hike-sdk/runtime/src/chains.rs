@@ -8,10 +8,10 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::abi;
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
-use crate::ids::ChainId;
 use crate::meta::{ChainMeta, RecordState};
 use crate::runtime::{Runtime, key, now_ns};
 use crate::sys;
+use hike_bytecode::ChainId;
 
 /// A chain to install.
 #[derive(Debug, Clone, Copy)]

@@ -12,12 +12,12 @@ use hike_bytecode::Hook;
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
-use crate::ids::ChainId;
 use crate::load::{self, LoadRequest};
 use crate::meta::RecordState;
 use crate::runtime::{Runtime, key};
 use crate::sys;
 use crate::verify::VerifierStats;
+use hike_bytecode::ChainId;
 
 /// Which package version each module of a native object came from, in module
 /// order (module 1 first): its maps are that version's pinned maps.

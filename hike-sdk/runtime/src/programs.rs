@@ -9,12 +9,12 @@ use hike_bytecode::{Hook, Op, decode};
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
-use crate::ids::ProgId;
 use crate::load::{self, LoadRequest};
 use crate::meta::{ProgMeta, RecordState};
 use crate::runtime::{Runtime, key, now_ns, remove_tree};
 use crate::signature::{self, Signature};
 use crate::sys;
+use hike_bytecode::ProgId;
 
 /// An object file holding HIKe programs of one package version.
 #[derive(Debug, Clone, Copy)]

@@ -10,10 +10,10 @@ use serde::{Serialize, Serializer};
 
 use crate::abi::{self, state};
 use crate::error::{KernelContext, Result};
-use crate::ids::{ChainId, ProgId};
 use crate::loaders::LoaderInfo;
 use crate::meta::RecordState;
 use crate::runtime::{Runtime, key};
+use hike_bytecode::{ChainId, ProgId};
 
 pub(crate) fn ser_hook<S: Serializer>(h: &Hook, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(h.name())

@@ -12,10 +12,10 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::abi::{self, state};
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
-use crate::ids::ChainId;
 use crate::link;
 use crate::runtime::{Runtime, key};
 use crate::sys;
+use hike_bytecode::ChainId;
 
 /// Room left after the packet for programs that grow it.
 const HEADROOM: usize = 512;

@@ -113,15 +113,15 @@ pub fn run_with_budget(script: &str, entry: &str, packet: Vec<u8>, budget: u32) 
     let names =
         ["add", "echo", "neg8", "small", "drop", "verdict", "tick", "args4", "monitor", "hike_drop", "hike_pass"];
     for (i, n) in names.iter().enumerate() {
-        ids.programs.insert(("t".into(), n.to_string()), 100 + i as u32);
-        ids.programs.insert(("net".into(), n.to_string()), 100 + i as u32);
+        ids.programs.insert(hike_chainc::link::ProgramRef::new("t", *n), hike_bytecode::ProgId(100 + i as u32));
+        ids.programs.insert(hike_chainc::link::ProgramRef::new("net", *n), hike_bytecode::ProgId(100 + i as u32));
     }
     for (i, c) in art.chains.iter().enumerate() {
-        ids.chains.insert(c.name.clone(), i as u32 + 1);
+        ids.chains.insert(c.name.clone(), hike_bytecode::ChainId(i as u32 + 1));
     }
     let mut chains = std::collections::HashMap::new();
     for c in &art.chains {
-        chains.insert(ids.chains[&c.name], hike_chainc::link::link_chain(c, &ids).unwrap());
+        chains.insert(ids.chains[&c.name].0, hike_chainc::link::link_chain(c, &ids).unwrap());
     }
     let mut ticks = 0u64;
     let mut progs = |id: u32, a: [u64; 4], _: &mut Memory| {
@@ -143,7 +143,7 @@ pub fn run_with_budget(script: &str, entry: &str, packet: Vec<u8>, budget: u32) 
             _ => return None,
         })
     };
-    interp::run(&chains, &mut progs, ids.chains[entry], Memory::new(packet), budget)
+    interp::run(&chains, &mut progs, ids.chains[entry].0, Memory::new(packet), budget)
 }
 
 /// `run` for a script whose chain `f` computes the result.
