@@ -38,6 +38,54 @@ struct LoaderWork {
     attaches: BTreeSet<(String, AttachMode)>,
 }
 
+/// The chains of every script, linked and installed.
+struct InstalledChains {
+    chains: Vec<RecordedChain>,
+    /// Each chain's linked instructions, by id (for native chains).
+    linked: BTreeMap<u32, Vec<hike_bytecode::Insn>>,
+    /// Per script: the program ids and its own chains' ids.
+    script_ids: Vec<Ids>,
+}
+
+/// Links and installs the chains of every script (each script's chains see the
+/// programs and the chains it defines).
+fn install_chains(
+    rt: &Runtime,
+    plan: &DeployPlan,
+    journal: &Journal,
+    ids: &Ids,
+    on: &dyn Fn(&Event),
+) -> Result<InstalledChains> {
+    let owner = journal.chain_owner();
+    let mut chains = Vec::new();
+    let mut linked: BTreeMap<u32, Vec<hike_bytecode::Insn>> = BTreeMap::new();
+    let mut script_ids = Vec::new();
+    for script in &plan.scripts {
+        let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
+        for c in &script.artifact.chains {
+            let insns =
+                link_chain(c, &sids).map_err(|cause| DeployError::Link { script: script.file.clone(), cause })?;
+            let spec =
+                ChainSpec { name: &c.name, owner: &owner, hook: script.artifact.hook, insns: &insns, nargs: c.nargs };
+            let id = rt
+                .install_chain(&spec)
+                .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
+            sids.chains.insert(c.name.clone(), id);
+            linked.insert(id.0, insns.clone());
+            chains.push(RecordedChain {
+                script: script.file.clone(),
+                name: c.name.clone(),
+                id,
+                hook: script.artifact.hook,
+                tier: None,
+            });
+            on(&Event::ChainInstalled { script: script.file.clone(), chain: c.name.clone(), id });
+        }
+        script_ids.push(sids);
+    }
+    Ok(InstalledChains { chains, linked, script_ids })
+}
+
 impl Deployer {
     /// Installs `plan`, replacing the deployment of the same name if there is one.
     pub fn install(&self, plan: &DeployPlan, on: &dyn Fn(&Event)) -> Result<InstallOutcome> {
@@ -183,7 +231,6 @@ impl Deployer {
         inputs: &str,
         on: &dyn Fn(&Event),
     ) -> Result<DeploymentRecord> {
-        let generation = journal.generation;
         let mut ids = Ids::default();
         let mut programs = Vec::new();
         for pkg in &plan.packages {
@@ -191,38 +238,7 @@ impl Deployer {
         }
         crash_point("registered");
 
-        let owner = journal.chain_owner();
-        let mut chains = Vec::new();
-        let mut linked: BTreeMap<u32, Vec<hike_bytecode::Insn>> = BTreeMap::new();
-        let mut script_ids = Vec::new();
-        for script in &plan.scripts {
-            let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
-            for c in &script.artifact.chains {
-                let insns =
-                    link_chain(c, &sids).map_err(|cause| DeployError::Link { script: script.file.clone(), cause })?;
-                let spec = ChainSpec {
-                    name: &c.name,
-                    owner: &owner,
-                    hook: script.artifact.hook,
-                    insns: &insns,
-                    nargs: c.nargs,
-                };
-                let id = rt
-                    .install_chain(&spec)
-                    .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
-                sids.chains.insert(c.name.clone(), id);
-                linked.insert(id.0, insns.clone());
-                chains.push(RecordedChain {
-                    script: script.file.clone(),
-                    name: c.name.clone(),
-                    id,
-                    hook: script.artifact.hook,
-                    tier: None,
-                });
-                on(&Event::ChainInstalled { script: script.file.clone(), chain: c.name.clone(), id });
-            }
-            script_ids.push(sids);
-        }
+        let InstalledChains { mut chains, linked, script_ids } = install_chains(rt, plan, journal, &ids, on)?;
         crash_point("chains");
 
         let mut work: BTreeMap<(String, String), LoaderWork> = BTreeMap::new();
@@ -230,9 +246,58 @@ impl Deployer {
         for (script, sids) in plan.scripts.iter().zip(&script_ids) {
             collect_loader_work(&script.artifact, &script.file, sids, &plan.params, &mut work, &mut seen_keys)?;
         }
+        let mut loaders = self.load_loaders(rt, plan, journal, &work, on)?;
+        crash_point("loaders");
+
+        self.switch_interfaces(rt, journal, &mut loaders, &work, on)?;
+
+        self.tier_up_chains(rt, plan, &programs, &linked, &mut chains, on)?;
+        crash_point("native");
+
+        let mut packages: Vec<RecordedPackage> = plan
+            .packages
+            .iter()
+            .map(|p| RecordedPackage {
+                name: p.id.name.clone(),
+                version: p.id.version.clone(),
+                source: p.source.clone(),
+                checksum: p.checksum,
+                maps: documented_maps(&p.manifest),
+            })
+            .collect();
+        packages.sort();
+        programs.sort();
+        Ok(DeploymentRecord {
+            format: FORMAT,
+            name: plan.deployment.clone(),
+            generation: journal.generation,
+            bpffs_root: self.root.clone(),
+            netns: journal.netns.clone(),
+            project: plan.project.clone(),
+            project_dir: plan.project_dir.clone(),
+            inputs: inputs.to_owned(),
+            installed_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            packages,
+            programs,
+            chains,
+            loaders,
+            params: plan.params.clone(),
+        })
+    }
+
+    /// Loads and configures a loader instance of this generation for each loader
+    /// the scripts use.
+    fn load_loaders(
+        &self,
+        rt: &Runtime,
+        plan: &DeployPlan,
+        journal: &mut Journal,
+        work: &BTreeMap<(String, String), LoaderWork>,
+        on: &dyn Fn(&Event),
+    ) -> Result<Vec<RecordedLoader>> {
         let mut loaders = Vec::new();
-        for ((package, loader), w) in &work {
-            let instance = loader_instance(&plan.deployment, generation, package, loader);
+        for ((package, loader), w) in work {
+            let instance = loader_instance(&plan.deployment, journal.generation, package, loader);
             let pkg = package_of(plan, package)?;
             journal.steps.push(Step::LoadLoader { instance: instance.clone() });
             self.store.save_journal(journal)?;
@@ -252,11 +317,20 @@ impl Deployer {
                 attachments: Vec::new(),
             });
         }
-        crash_point("loaders");
+        Ok(loaders)
+    }
 
-        // The switch: each interface moves to its new loader in one link update.
-        // Links whose interface went away are not switched (nothing runs through
-        // them): the new loader is attached afresh and they go with the old one.
+    /// The switch: each interface moves to its new loader in one link update.
+    /// Links whose interface went away are not switched (nothing runs through
+    /// them): the new loader is attached afresh and they go with the old one.
+    fn switch_interfaces(
+        &self,
+        rt: &Runtime,
+        journal: &mut Journal,
+        loaders: &mut [RecordedLoader],
+        work: &BTreeMap<(String, String), LoaderWork>,
+        on: &dyn Fn(&Event),
+    ) -> Result<()> {
         let same_netns = journal.previous.as_ref().is_some_and(|p| p.netns == journal.netns);
         let previous: Vec<(String, String, AttachMode)> = journal
             .previous
@@ -269,7 +343,7 @@ impl Deployer {
                     .is_ok_and(|i| i.attachments.iter().any(|a| &a.interface == interface && !a.defunct))
             })
             .collect();
-        for l in &mut loaders {
+        for l in loaders.iter_mut() {
             let Some(w) = work.get(&(l.package.as_str().to_owned(), l.loader.clone())) else { continue };
             for (interface, mode) in &w.attaches {
                 let before =
@@ -330,39 +404,7 @@ impl Deployer {
                 l.attachments.push(RecordedAttachment { interface: interface.clone(), mode: *mode });
             }
         }
-
-        self.tier_up_chains(rt, plan, &programs, &linked, &mut chains, on)?;
-        crash_point("native");
-
-        let mut packages: Vec<RecordedPackage> = plan
-            .packages
-            .iter()
-            .map(|p| RecordedPackage {
-                name: p.id.name.clone(),
-                version: p.id.version.clone(),
-                source: p.source.clone(),
-                checksum: p.checksum,
-                maps: documented_maps(&p.manifest),
-            })
-            .collect();
-        packages.sort();
-        programs.sort();
-        Ok(DeploymentRecord {
-            format: FORMAT,
-            name: plan.deployment.clone(),
-            generation,
-            bpffs_root: self.root.clone(),
-            netns: journal.netns.clone(),
-            project: plan.project.clone(),
-            project_dir: plan.project_dir.clone(),
-            inputs: inputs.to_owned(),
-            installed_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-            packages,
-            programs,
-            chains,
-            loaders,
-            params: plan.params.clone(),
-        })
+        Ok(())
     }
 
     /// Moves each chain a loader starts to its native tier as the plan's chain
