@@ -38,7 +38,11 @@ pub fn manifest_error(e: ManifestError) -> anyhow::Error {
 
 impl Project {
     /// The digest of the project's files as they would be packed (what the build
-    /// cache and deployment records know it by).
+    /// cache and deployment records know it by). It is the checksum of the very
+    /// archive `ebpkg publish` would upload, gzip included, not a cheaper hash of
+    /// the files: objects built here before publishing are then found in the
+    /// build cache (and shipped with `--with-objects`) under the key an install of
+    /// the published archive computes.
     pub fn digest(&self) -> Result<ebpkg_spec::types::Sha256Digest> {
         let packed = ebpkg_archive::pack(&self.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
         Ok(packed.sha256)
