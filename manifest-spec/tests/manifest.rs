@@ -439,3 +439,27 @@ fn load_reports_missing_files_and_renders_source() {
     assert!(rendered.contains("^^^^^"), "{rendered}");
     assert!(rendered.contains("help: write \"1.2.0\""), "{rendered}");
 }
+
+#[test]
+fn program_maps_say_what_an_upgrade_does_with_their_contents() {
+    let map = |on: &str| {
+        with_head(&format!(
+            "{PROG}source = \"p.c\"\n[[program.map]]\nname = \"m\"\ndoc = \"d\"\n{on}"
+        ))
+    };
+    let parsed = |on: &str| Manifest::parse(&map(on), "ebpkg.toml").unwrap().programs[0].maps[0].on_upgrade;
+    assert_eq!(parsed(""), ebpkg_spec::manifest::OnUpgrade::Keep);
+    assert_eq!(parsed("on-upgrade = \"fresh\"\n"), ebpkg_spec::manifest::OnUpgrade::Fresh);
+    assert_eq!(parsed("on-upgrade = \"extend\"\n"), ebpkg_spec::manifest::OnUpgrade::Extend);
+    assert_eq!(
+        errors(&map("on-upgrade = \"migrate\"\n")),
+        "ebpkg.toml:11:14: unknown value \"migrate\"; expected one of \"keep\", \"fresh\", \"extend\""
+    );
+    let loader = "[[loader]]\nname = \"l\"\nsource = \"l.c\"\nhook = \"xdp\"\n";
+    assert_eq!(
+        errors(&with_head(&format!(
+            "{loader}[[loader.map]]\nname = \"m\"\ndoc = \"d\"\nkey = [{{ name = \"k\", type = \"u32\" }}]\nvalue = [{{ name = \"v\", type = \"u32\" }}]\non-upgrade = \"keep\"\n"
+        ))),
+        "ebpkg.toml:13:14: loader map `m` has `on-upgrade`; chain scripts fill loader maps on every install; `on-upgrade` is for program maps"
+    );
+}

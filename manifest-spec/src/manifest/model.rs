@@ -172,6 +172,41 @@ pub struct MapDoc {
     pub key: Option<Vec<Field>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Vec<Field>>,
+    /// What an upgrade from another version of the package does with the map's
+    /// contents (program maps only).
+    #[serde(rename = "on-upgrade", skip_serializing_if = "OnUpgrade::is_keep")]
+    pub on_upgrade: OnUpgrade,
+}
+
+/// What happens to a program map's contents when the package is upgraded (or
+/// rolled back) to this version while another version runs (`on-upgrade`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnUpgrade {
+    /// The new programs use the running map when its kind, sizes, flags and key
+    /// and value layouts (BTF) are unchanged; a changed one refuses the install
+    /// (unless `--reset-state`).
+    #[default]
+    Keep,
+    /// The map starts empty in this version, whatever ran before.
+    Fresh,
+    /// Like `keep`, and also across a value that gained fields after its last
+    /// one: entries are copied with the new fields zeroed.
+    Extend,
+}
+
+impl OnUpgrade {
+    pub fn is_keep(&self) -> bool {
+        *self == OnUpgrade::Keep
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OnUpgrade::Keep => "keep",
+            OnUpgrade::Fresh => "fresh",
+            OnUpgrade::Extend => "extend",
+        }
+    }
 }
 
 /// A field of a map key or value.

@@ -234,6 +234,12 @@ pub(crate) struct RawMap {
     pub key: Option<Vec<RawField>>,
     /// Fields of its value, in order. Required for loader configuration maps.
     pub value: Option<Vec<RawField>>,
+    /// What an upgrade does with its contents (program maps only): `keep` (the
+    /// default: kept while its layout is unchanged), `fresh` (starts empty), or
+    /// `extend` (kept, also when the value gained fields at its end, zeroed).
+    #[serde(rename = "on-upgrade")]
+    #[schemars(with = "Option<super::model::OnUpgrade>")]
+    pub on_upgrade: Option<Spanned<super::model::OnUpgrade>>,
 }
 
 /// A field of a map key or value.

@@ -554,8 +554,16 @@ impl<'a> Checker<'a> {
             }
             let key = m.key.map(|k| self.fields(k, &m.name, "key"));
             let value = m.value.map(|v| self.fields(v, &m.name, "value"));
+            if config && let Some(on_upgrade) = &m.on_upgrade {
+                self.error(
+                    on_upgrade.span(),
+                    format!("loader map `{}` has `on-upgrade`", m.name.get_ref()),
+                    Some("chain scripts fill loader maps on every install; `on-upgrade` is for program maps".into()),
+                );
+            }
+            let on_upgrade = m.on_upgrade.map(Spanned::into_inner).unwrap_or_default();
             if let (Some(name), Some(doc)) = (name, doc) {
-                out.push(MapDoc { name, doc, key, value });
+                out.push(MapDoc { name, doc, key, value, on_upgrade });
             }
         }
         out
