@@ -294,7 +294,7 @@ fn owner_key(ctx: &Ctx, registry: &dyn ebpkg_sources::Registry, command: OwnerKe
                     ),
                 ));
             }
-            let signing = crate::commands::keys::signing_key(ctx, Some(&key))?
+            let signing = crate::ops::keys::signing_key(ctx, Some(&key), &|| crate::commands::keys::passphrase(false))?
                 .ok_or_else(|| fail(Failure::Usage, format!("no key `{key}`")))?;
             let added = registry.add_key(&signing)?;
             if ctx.ui.json {

@@ -250,7 +250,7 @@ fn publish_signature(
         return Ok(None);
     }
     if let (Some(path), Some(public)) = (&args.bundle, &args.public_key) {
-        let key = crate::commands::keys::public_key_arg(ctx, public)?;
+        let key = crate::ops::keys::public_key_named(ctx, public)?;
         let bytes = ebpkg_fs::read(path, ebpkg_signing::MAX_BUNDLE_BYTES as u64)?;
         let bundle = ebpkg_signing::SignedBundle::parse(&bytes)
             .map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
@@ -267,7 +267,9 @@ fn publish_signature(
         ctx.ui.status("Signed", format!("{id} by key {} (bundle {})", key.id(), path.display()));
         return Ok(Some(ebpkg_sources::PublishSignature { bundle, key }));
     }
-    let Some(key) = crate::commands::keys::signing_key(ctx, args.key.as_deref())? else {
+    let Some(key) =
+        crate::ops::keys::signing_key(ctx, args.key.as_deref(), &|| crate::commands::keys::passphrase(false))?
+    else {
         ctx.ui.warn(format!(
             "{id} is published unsigned: you have no signing key. Create one with `ebpkg key generate` (and register \
              it with `ebpkg owner key add` on a registry server); installs need a trust policy exception for unsigned packages"

@@ -1,14 +1,23 @@
 //! The work behind the commands.
 
 pub mod build;
+pub mod cache;
+pub mod chain_script;
 pub mod chains;
+pub mod deployments;
+pub mod doctor;
+pub mod edit;
 pub mod fetch;
 pub mod install;
+pub mod keys;
+pub mod lock;
 pub mod native;
+pub mod new;
 pub mod resolve;
 pub mod ship_objects;
 pub mod test;
 pub mod trust;
+pub mod tuf;
 
 use anyhow::Result;
 

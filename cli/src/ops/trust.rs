@@ -1,8 +1,10 @@
 //! The trust policy applied to versions of packages: what `fetch` refuses, a
 //! resolution leaves out beforehand, so that ebpkg.lock never pins a version the
 //! next install would refuse (one hostile publish must not block every update).
+//! And the policy files themselves: read, merged, written, and edited by
+//! `ebpkg trust`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ebpkg_signing::{Decision, TrustPolicy};
@@ -12,6 +14,7 @@ use ebpkg_spec::types::KeyId;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
+use crate::ops::keys::key_id_named;
 use crate::project::Project;
 
 /// A project's own trust policy, committed with it.
@@ -130,4 +133,87 @@ pub fn record_trust(path: &Path, name: &PackageName, key: KeyId) -> Result<bool>
     }
     write_policy(path, &policy)?;
     Ok(true)
+}
+
+/// Which policy file `ebpkg trust` reads or edits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyScope {
+    /// The user's trust.toml.
+    User,
+    /// The project's ebpkg-trust.toml (`--project`).
+    Project,
+}
+
+/// A change `ebpkg trust` makes to a policy file. A key is named as on the
+/// command line: a key id, a public key file, or one of the user's key names.
+pub enum TrustChange {
+    /// Trust `key` to sign the packages `packages` covers.
+    Add {
+        packages: PackageGlob,
+        key: String,
+    },
+    /// Stop trusting `key` (or every key) for `packages`.
+    Remove {
+        packages: PackageGlob,
+        key: Option<String>,
+    },
+    AllowUnsigned {
+        packages: PackageGlob,
+    },
+    DisallowUnsigned {
+        packages: PackageGlob,
+    },
+    /// Revoke `key`: everything it signed is refused.
+    Revoke {
+        key: String,
+        reason: String,
+    },
+}
+
+/// What a change did to its policy file.
+pub struct PolicyEdit {
+    pub path: PathBuf,
+    /// False when the file already said so (and was left as it was).
+    pub changed: bool,
+}
+
+/// The policy `ebpkg trust list` shows: the one in force (the user's merged with
+/// the project's, when there is one), or the project's file alone.
+pub fn listed_policy(ctx: &Ctx, scope: PolicyScope) -> Result<TrustPolicy> {
+    match scope {
+        PolicyScope::User => effective_policy(ctx, ctx.project().ok().as_ref()),
+        PolicyScope::Project => read_policy(&policy_path(ctx, scope)?),
+    }
+}
+
+/// Makes `change` in the policy file, written only when it changed.
+pub fn edit_policy(ctx: &Ctx, scope: PolicyScope, change: TrustChange) -> Result<PolicyEdit> {
+    let path = policy_path(ctx, scope)?;
+    let mut policy = read_policy(&path)?;
+    let changed = apply(ctx, &mut policy, change)?;
+    if changed {
+        write_policy(&path, &policy)?;
+    }
+    Ok(PolicyEdit { path, changed })
+}
+
+fn policy_path(ctx: &Ctx, scope: PolicyScope) -> Result<PathBuf> {
+    Ok(match scope {
+        PolicyScope::User => ctx.config.trust_path.clone(),
+        PolicyScope::Project => ctx.project()?.dir.join(PROJECT_TRUST_FILE),
+    })
+}
+
+/// Applies `change` to `policy`; says whether it changed.
+fn apply(ctx: &Ctx, policy: &mut TrustPolicy, change: TrustChange) -> Result<bool> {
+    Ok(match change {
+        TrustChange::Add { packages, key } => policy.trust(packages, key_id_named(ctx, &key)?),
+        TrustChange::Remove { packages, key } => {
+            let key = key.map(|k| key_id_named(ctx, &k)).transpose()?;
+            policy.untrust(&packages, key.as_ref())
+        }
+        TrustChange::AllowUnsigned { packages } => policy.allow_unsigned(packages),
+        TrustChange::DisallowUnsigned { packages } => policy.disallow_unsigned(&packages),
+        TrustChange::Revoke { key, reason } => policy.revoke(key_id_named(ctx, &key)?, reason),
+    })
 }
