@@ -1,21 +1,24 @@
-//! Commands that talk to a registry: `publish`, `yank`, `search`, `info`, `mirror`.
+//! Commands that talk to a registry: `publish`, `yank`, `search`, `info`, `mirror`:
+//! their arguments and what they print. The work is `ops::publish::publish`,
+//! `ops::yank::yank`, `ops::search::search`, `ops::info::info` and
+//! `ops::mirror::mirror`.
 
-use ebpkg_spec::PackageId;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use ebpkg_resolver::UpdatePolicy;
-use ebpkg_sources::RegistryUrl;
+use ebpkg_sources::MirrorReport;
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::IndexEntry;
 
 use crate::Ctx;
 use crate::commands::install::parse_package_spec;
 use crate::exit::{Failure, fail};
-use crate::ops::build::{BuildInput, BuildOptions, build_packages, verify_objects};
-use crate::ops::resolve::{Root, resolve};
+use crate::ops::info::PackageInfo;
+use crate::ops::publish::{Existing, PublishOptions, Published, Signing};
+use crate::ops::search::Found;
+use crate::ops::yank::{YankOptions, Yanked};
 
 #[derive(Args)]
 #[command(
@@ -100,219 +103,47 @@ pub struct MirrorArgs {
 }
 
 pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
-    let project = ctx.project()?;
-    // A version published before without its objects stays so (versions never
-    // change): with --skip-existing, the source-only archive counts as the same.
-    let source_only = if args.with_objects && args.skip_existing {
-        Some(ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?.sha256)
-    } else {
-        None
+    let signing = match (args.no_sign, args.bundle, args.public_key) {
+        (true, _, _) => Signing::Unsigned,
+        (false, Some(bundle), Some(public_key)) => Signing::Bundle { bundle, public_key },
+        (false, _, _) => Signing::Key(args.key),
     };
-    // With --with-objects, a copy of the package holding its objects is what is
-    // packed, verified and published.
-    let staged = if args.with_objects { Some(crate::ops::ship_objects::stage(ctx, &project)?) } else { None };
-    let project = staged.as_ref().map_or(&project, |s| &s.project);
-    let m = &project.manifest;
-    let id = m.package.id();
-    ctx.ui.status("Packing", &id);
-    let packed = ebpkg_archive::pack(&project.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
-    let size: u64 = packed.files.iter().map(|f| f.size).sum();
-    ctx.ui.status(
-        "Packed",
-        format!(
-            "{} file(s), {size} bytes ({} compressed), sha256 {}",
-            packed.files.len(),
-            packed.bytes.len(),
-            packed.sha256
-        ),
-    );
-    if let Some(out) = &args.out {
-        ebpkg_fs::write_atomic(out, &packed.bytes, 0o644)
-            .with_context(|| format!("writing the archive to {}", out.display()))?;
-        ctx.ui.status("Wrote", format!("{id}'s archive to {}", out.display()));
-    }
-    let regs = ctx.registries()?;
-    // A server refuses a publish without a token: say so before verifying.
-    if !args.dry_run
-        && regs.default.kind() == ebpkg_sources::RegistryKind::Http
-        && ctx.config.token_for(&regs.default).is_none()
-    {
-        return Err(ebpkg_sources::Error::from(ebpkg_sources::ErrorKind::NeedsToken {
-            what: "publishing",
-            url: regs.default.clone(),
-        })
-        .into());
-    }
-    if args.skip_existing && already_published(ctx, &regs, m, &packed.sha256, source_only)? {
-        return Ok(ExitCode::SUCCESS);
-    }
-    // Signed first: a key that does not open (a wrong passphrase) is said before
-    // the build and the kernel's verification, not after them; --dry-run too.
-    let signature = publish_signature(ctx, &args, &id, &packed.bytes)?;
-    // Every dependency must be available to whoever installs the package.
-    ctx.ui.status("Resolving", format!("dependencies of {id}"));
-    let lock = resolve(ctx, Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
-    if args.no_verify {
-        ctx.ui.status("Skipped", format!("verifying {id} (--no-verify): not built, not checked by the kernel"));
-    } else {
-        ctx.ui.status("Verifying", &id);
-        verify_package(ctx, project, packed.sha256, &regs, &lock)?;
-    }
-    if args.dry_run {
-        ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"));
-        return Ok(ExitCode::SUCCESS);
-    }
-    // Over HTTP the upload shows as a bar on a terminal.
-    let registry = regs.open_origin(&regs.default, ctx.ui.upload_bar("Uploading"))?;
-    let entry = registry.publish(&packed.bytes, m, signature.as_ref())?;
-    if ctx.ui.json {
-        ctx.ui.json(&entry)?;
-    } else {
-        ctx.ui.status("Published", format!("{id} to {}", regs.default));
-    }
-    // Signed with one of the publisher's own keys (not a bundle made elsewhere).
-    if let Some(signature) = signature.as_ref().filter(|_| args.bundle.is_none()) {
-        trust_own_publish(ctx, &m.package.name, signature.key.id())?;
-    }
+    let opts = PublishOptions {
+        dry_run: args.dry_run,
+        no_verify: args.no_verify,
+        signing,
+        passphrase: &|| crate::commands::keys::passphrase(false),
+        out: args.out,
+        skip_existing: args.skip_existing,
+        with_objects: args.with_objects,
+    };
+    print_published(ctx, crate::ops::publish::publish(ctx, opts)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The publisher trusts their own key they just published `name` with, for `name`
-/// (in their own trust policy): their next install of it, or of a package
-/// depending on it, needs no `ebpkg trust add`. Nothing else is widened, so trust
-/// on first use and others' pins work as before.
-fn trust_own_publish(ctx: &Ctx, name: &PackageName, key: &ebpkg_spec::types::KeyId) -> Result<()> {
-    let path = &ctx.config.trust_path;
-    // Already trusted (by any rule), or revoked (then the publisher's own decision stands).
-    if !crate::ops::trust::record_trust(path, name, *key)? {
-        return Ok(());
-    }
-    ctx.ui.status("Trusted", format!("your key {key} for {name} (recorded in {})", path.display()));
-    Ok(())
-}
-
-/// Whether the registry has this version already with the same checksum (then
-/// there is nothing to do), or with `source_only`'s (published before without its
-/// objects); an error when it has it with another checksum.
-fn already_published(
-    ctx: &Ctx,
-    regs: &crate::registries::Registries<'_>,
-    m: &ebpkg_spec::Manifest,
-    sha256: &ebpkg_spec::types::Sha256Digest,
-    source_only: Option<ebpkg_spec::types::Sha256Digest>,
-) -> Result<bool> {
-    let id = m.package.id();
-    let registry = regs.open_origin(&regs.default, None)?;
-    let entries = match registry.index(&m.package.name) {
-        Ok(entries) => entries.unwrap_or_default(),
-        // A directory registry that does not exist yet has nothing; publishing creates it.
-        Err(e) if matches!(e.kind(), ebpkg_sources::ErrorKind::NoRegistry { .. }) => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
-    let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(&m.package.version).is_eq()) else {
-        return Ok(false);
-    };
-    if existing.cksum == *sha256 {
-        ctx.ui.status("Skipped", format!("{id}: {} has it already, with the same checksum", regs.default));
-        return Ok(true);
-    }
-    if source_only == Some(existing.cksum) {
-        ctx.ui.status(
+fn print_published(ctx: &Ctx, published: Published) -> Result<()> {
+    match published {
+        Published::AlreadyThere { id, registry, how: Existing::SameChecksum } => {
+            ctx.ui.status("Skipped", format!("{id}: {registry} has it already, with the same checksum"));
+        }
+        Published::AlreadyThere { id, registry, how: Existing::WithoutObjects } => ctx.ui.status(
             "Skipped",
-            format!(
-                "{id}: {} has it already, published without its objects (the next version ships them)",
-                regs.default
-            ),
-        );
-        return Ok(true);
-    }
-    Err(fail(
-        Failure::Input,
-        format!(
-            "{id} is already in {} with checksum {}, but this package packs to {sha256}: its files changed without a \
-             version bump. Bump `version` in ebpkg.toml (published versions never change)",
-            regs.default, existing.cksum
+            format!("{id}: {registry} has it already, published without its objects (the next version ships them)"),
         ),
-    ))
-}
-
-/// The signature a publish sends: a bundle given with --bundle (checked here
-/// first, so a wrong one is said before the upload), or one made with --key or the
-/// default key; none with --no-sign or when there is no key at all.
-fn publish_signature(
-    ctx: &Ctx,
-    args: &PublishArgs,
-    id: &PackageId,
-    archive: &[u8],
-) -> Result<Option<ebpkg_sources::PublishSignature>> {
-    if args.no_sign {
-        ctx.ui.warn(format!("{id} is published unsigned (--no-sign): installs need a trust policy exception for it"));
-        return Ok(None);
-    }
-    if let (Some(path), Some(public)) = (&args.bundle, &args.public_key) {
-        let key = crate::ops::keys::public_key_named(ctx, public)?;
-        let bytes = ebpkg_fs::read(path, ebpkg_signing::MAX_BUNDLE_BYTES as u64)?;
-        let bundle = ebpkg_signing::SignedBundle::parse(&bytes)
-            .map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
-        bundle.verify(&key, archive).map_err(|e| {
-            fail(
-                Failure::Trust,
-                format!(
-                    "{}: {e}; the bundle must sign this archive (sha256 {})",
-                    path.display(),
-                    ebpkg_spec::types::Sha256Digest::of(archive)
-                ),
-            )
-        })?;
-        ctx.ui.status("Signed", format!("{id} by key {} (bundle {})", key.id(), path.display()));
-        return Ok(Some(ebpkg_sources::PublishSignature { bundle, key }));
-    }
-    let Some(key) =
-        crate::ops::keys::signing_key(ctx, args.key.as_deref(), &|| crate::commands::keys::passphrase(false))?
-    else {
-        ctx.ui.warn(format!(
-            "{id} is published unsigned: you have no signing key. Create one with `ebpkg key generate` (and register \
-             it with `ebpkg owner key add` on a registry server); installs need a trust policy exception for unsigned packages"
-        ));
-        return Ok(None);
-    };
-    let bundle = ebpkg_signing::sign(&key, archive)?;
-    ctx.ui.status("Signed", format!("{id} with key {}", key.public().id()));
-    Ok(Some(ebpkg_sources::PublishSignature { bundle, key: key.public().clone() }))
-}
-
-/// Builds the package, compiles its chains against its dependencies, and, when this
-/// machine can load programs (root, bpffs), has the kernel verify every program and
-/// loader. Says which of these was done.
-fn verify_package(
-    ctx: &Ctx,
-    project: &crate::project::Project,
-    digest: ebpkg_spec::types::Sha256Digest,
-    regs: &crate::registries::Registries<'_>,
-    lock: &ebpkg_spec::Lockfile,
-) -> Result<()> {
-    let m = &project.manifest;
-    let id = m.package.id();
-    let fetched = crate::ops::fetch::fetch_all(ctx, regs, lock)?;
-    let objects =
-        build_packages(ctx, &[BuildInput { root: &project.dir, digest, manifest: m }], &BuildOptions::default())?
-            .pop()
-            .unwrap_or_default();
-    let deps: Vec<&ebpkg_spec::Manifest> = fetched.iter().map(|f| &f.manifest).collect();
-    let chains = crate::ops::chains::compile_chains(ctx, m, &project.dir, &deps)?;
-    let programs: usize = objects.iter().map(|o| o.programs.len() + o.loaders.len()).sum();
-    let compiled = format!("{} object(s) and {} chain script(s) compiled", objects.len(), chains.len());
-    if programs == 0 {
-        ctx.ui.status("Verified", format!("{id}: {compiled}; no programs for the kernel to check"));
-    } else if let Err(why) = crate::ops::require_privileges("publish") {
-        tracing::debug!("no kernel verification: {why:#}");
-        ctx.ui.warn(format!(
-            "{id}: {compiled}, but the kernel did not check its programs: that needs root (CAP_BPF and \
-             CAP_NET_ADMIN) and bpffs; publish as root to have them verified"
-        ));
-    } else {
-        verify_objects(ctx, &id, &objects)?;
-        ctx.ui.status("Verified", format!("{id}: {compiled}; the kernel verified {programs} program(s)"));
+        Published::DryRun { id } => ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)")),
+        Published::Sent { id, registry, entry, own_key } => {
+            if ctx.ui.json {
+                ctx.ui.json(&entry)?;
+            } else {
+                ctx.ui.status("Published", format!("{id} to {registry}"));
+            }
+            if let Some(t) = own_key? {
+                ctx.ui.status(
+                    "Trusted",
+                    format!("your key {} for {} (recorded in {})", t.key, t.package, t.policy.display()),
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -325,28 +156,37 @@ pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
     let name = PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
     let version = semver::Version::parse(version)
         .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
-    let regs = ctx.registries()?;
-    let entry = regs.open_origin(&regs.default, None)?.set_yanked(&name, &version, !args.undo)?;
-    if ctx.ui.json {
-        ctx.ui.json(&entry)?;
-    } else {
-        ctx.ui.status(if args.undo { "Unyanked" } else { "Yanked" }, format!("{name}@{version} in {}", regs.default));
-    }
+    let opts = YankOptions { name, version, undo: args.undo };
+    let yanked = crate::ops::yank::yank(ctx, &opts)?;
+    print_yanked(ctx, &opts, &yanked)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
-    let regs = ctx.registries()?;
-    let hits = regs.open(&regs.default)?.search(&args.query, args.limit)?;
+fn print_yanked(ctx: &Ctx, opts: &YankOptions, yanked: &Yanked) -> Result<()> {
     if ctx.ui.json {
-        ctx.ui.json(&hits)?;
-        return Ok(ExitCode::SUCCESS);
+        return ctx.ui.json(&yanked.entry);
+    }
+    let verb = if opts.undo { "Unyanked" } else { "Yanked" };
+    ctx.ui.status(verb, format!("{}@{} in {}", opts.name, opts.version, yanked.registry));
+    Ok(())
+}
+
+pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
+    let found = crate::ops::search::search(ctx, &args.query, args.limit)?;
+    print_found(ctx, &args.query, &found)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_found(ctx: &Ctx, query: &str, found: &Found) -> Result<()> {
+    let hits = &found.hits;
+    if ctx.ui.json {
+        return ctx.ui.json(hits);
     }
     if hits.is_empty() {
-        ctx.ui.out(format!("no package matches `{}` in {}", args.query, regs.default));
+        ctx.ui.out(format!("no package matches `{query}` in {}", found.registry));
     }
     let width = hits.iter().map(|h| h.name.as_str().len() + h.version.to_string().len() + 3).max().unwrap_or(0);
-    for h in &hits {
+    for h in hits {
         let head = format!("{} = \"{}\"", h.name, h.version);
         let mut desc = h.description.clone().unwrap_or_default();
         if h.yanked {
@@ -354,42 +194,27 @@ pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
         }
         ctx.ui.out(format!("{head:<width$}  # {}", desc.trim()));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 pub fn info(ctx: &Ctx, args: InfoArgs) -> Result<ExitCode> {
     let (name, req) = parse_package_spec(&args.package)?;
-    let regs = ctx.registries()?;
-    let url: RegistryUrl = regs.default.clone();
-    let entries = regs.index(&url, &name)?.ok_or_else(|| {
-        let names = regs.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
-        let close: Vec<String> = names
-            .iter()
-            .filter(|n| strsim::levenshtein(n.as_str(), name.as_str()) <= 2)
-            .map(|n| format!("`{n}`"))
-            .collect();
-        fail(
-            Failure::Registry,
-            format!(
-                "package `{name}` is not in {url}{}",
-                if close.is_empty() { String::new() } else { format!("; did you mean {}?", close.join(" or ")) }
-            ),
-        )
-    })?;
-    let pick = entries
-        .iter()
-        .filter(|e| req.matches(&e.vers))
-        .max_by(|a, b| (!a.yanked, &a.vers).cmp(&(!b.yanked, &b.vers)))
-        .ok_or_else(|| fail(Failure::Registry, format!("no version of {name} matches {req}")))?;
-    if ctx.ui.json {
-        ctx.ui.json(&serde_json::json!({ "entry": pick, "versions": entries.iter().map(|e| serde_json::json!({"version": e.vers.to_string(), "yanked": e.yanked})).collect::<Vec<_>>() }))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    print_entry(ctx, pick);
-    let versions: Vec<String> =
-        entries.iter().map(|e| if e.yanked { format!("{} (yanked)", e.vers) } else { e.vers.to_string() }).collect();
-    ctx.ui.out(format!("versions: {}", versions.join(", ")));
+    print_info(ctx, &crate::ops::info::info(ctx, &name, &req)?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_info(ctx: &Ctx, info: &PackageInfo) -> Result<()> {
+    let entries = info.versions.iter();
+    if ctx.ui.json {
+        let versions: Vec<_> =
+            entries.map(|e| serde_json::json!({"version": e.vers.to_string(), "yanked": e.yanked})).collect();
+        return ctx.ui.json(&serde_json::json!({ "entry": info.chosen, "versions": versions }));
+    }
+    print_entry(ctx, &info.chosen);
+    let versions: Vec<String> =
+        entries.map(|e| if e.yanked { format!("{} (yanked)", e.vers) } else { e.vers.to_string() }).collect();
+    ctx.ui.out(format!("versions: {}", versions.join(", ")));
+    Ok(())
 }
 
 fn print_entry(ctx: &Ctx, e: &IndexEntry) {
@@ -430,35 +255,30 @@ fn print_entry(ctx: &Ctx, e: &IndexEntry) {
 }
 
 pub fn mirror(ctx: &Ctx, args: MirrorArgs) -> Result<ExitCode> {
-    let project = ctx.project()?;
-    let regs = ctx.registries()?;
-    let lock = crate::ops::resolve::lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
-    let cache = ctx.cache();
-    let open = |url: &RegistryUrl| -> ebpkg_sources::Result<Box<dyn ebpkg_sources::Registry>> {
-        let fetch = RegistryUrl::parse(ctx.config.fetch_url(url.as_str()))?;
-        ebpkg_sources::open_registry(&fetch, &ctx.config.open_options(&fetch, ctx.offline))
-    };
-    let report = ebpkg_sources::mirror(&lock, open, &cache, &args.dir)?;
+    print_mirrored(ctx, &crate::ops::mirror::mirror(ctx, &args.dir)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_mirrored(ctx: &Ctx, report: &MirrorReport) -> Result<()> {
     if ctx.ui.json {
-        ctx.ui.json(&serde_json::json!({
+        return ctx.ui.json(&serde_json::json!({
             "url": report.url.to_string(),
             "added": report.added.iter().map(|(n, v)| format!("{n}@{v}")).collect::<Vec<_>>(),
             "already_present": report.already_present.iter().map(|(n, v)| format!("{n}@{v}")).collect::<Vec<_>>(),
-        }))?;
-    } else {
-        for (n, v) in &report.added {
-            ctx.ui.status("Mirrored", format!("{n}@{v}"));
-        }
-        ctx.ui.status(
-            "Finished",
-            format!(
-                "{} holds the {} package(s) of ebpkg.lock ({} added); install from it with EBPKG_MIRROR={} ebpkg install --frozen",
-                report.url,
-                report.added.len() + report.already_present.len(),
-                report.added.len(),
-                report.url
-            ),
-        );
+        }));
     }
-    Ok(ExitCode::SUCCESS)
+    for (n, v) in &report.added {
+        ctx.ui.status("Mirrored", format!("{n}@{v}"));
+    }
+    ctx.ui.status(
+        "Finished",
+        format!(
+            "{} holds the {} package(s) of ebpkg.lock ({} added); install from it with EBPKG_MIRROR={} ebpkg install --frozen",
+            report.url,
+            report.added.len() + report.already_present.len(),
+            report.added.len(),
+            report.url
+        ),
+    );
+    Ok(())
 }

@@ -8,16 +8,21 @@ pub mod deployments;
 pub mod doctor;
 pub mod edit;
 pub mod fetch;
+pub mod info;
 pub mod install;
 pub mod keys;
 pub mod lock;
+pub mod mirror;
 pub mod native;
 pub mod new;
+pub mod publish;
 pub mod resolve;
+pub mod search;
 pub mod ship_objects;
 pub mod test;
 pub mod trust;
 pub mod tuf;
+pub mod yank;
 
 use anyhow::Result;
 
