@@ -1,16 +1,20 @@
-//! Commands about who publishes: `login`, `logout`, `owner`.
+//! Commands about who publishes: `login`, `logout`, `owner`: their arguments,
+//! reading the token (standard input, or a prompt with echo off), and what they
+//! print. The work is `ops::account::{login, logout}` and `ops::owner`'s
+//! functions, one for each `owner` subcommand.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
-use std::os::unix::fs::DirBuilderExt;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use ebpkg_sources::{ErrorKind, HttpRegistry, OpenOptions, RegistryKind, RegistryUrl};
+use ebpkg_sources::{PublisherKey, RegistryUrl, TrustedPublisher};
+use ebpkg_spec::PackageName;
 
 use crate::Ctx;
-use crate::config::{Credential, read_credentials_file};
 use crate::exit::{Failure, fail};
+use crate::ops::account::{LoggedIn, LoggedOut, LoginWith};
+use crate::ops::owner::KeyChange;
 
 #[derive(Args)]
 #[command(
@@ -115,150 +119,64 @@ enum OwnerKeyCommand {
 /// Longest token accepted on standard input.
 const MAX_TOKEN_BYTES: u64 = 4096;
 
-fn http_registry(ctx: &Ctx, verb: &str) -> Result<RegistryUrl> {
-    let url =
-        RegistryUrl::parse(&ctx.config.registry).with_context(|| format!("registry `{}`", ctx.config.registry))?;
-    if url.kind() != RegistryKind::Http {
-        return Err(fail(
-            Failure::Usage,
-            format!(
-                "{url} is a directory registry: it has no accounts to {verb}; name a registry server with --registry URL|NAME"
-            ),
-        ));
-    }
-    Ok(url)
-}
-
 pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
-    let url = http_registry(ctx, "log in to")?;
-    if args.trusted_publishing {
-        return login_trusted(ctx, &url, args.oidc_token_file.as_deref());
-    }
-    let token = if args.token_stdin || !std::io::stdin().is_terminal() {
-        let mut line = String::new();
-        std::io::stdin()
-            .lock()
-            .take(MAX_TOKEN_BYTES)
-            .read_line(&mut line)
-            .context("reading the token from standard input")?;
-        line
+    let with = if args.trusted_publishing {
+        LoginWith::TrustedPublishing { oidc_token_file: args.oidc_token_file }
     } else {
-        prompt_hidden(&format!("API token for {url}: "))?
+        LoginWith::Token(&|url| read_token(url, args.token_stdin))
     };
-    let token = token.trim().to_owned();
-    if token.is_empty() {
-        return Err(fail(Failure::Usage, "no token given; create one on the registry (`ebpkg-registry token create`)"));
-    }
-    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(fail(Failure::Usage, "the token has spaces or control characters in it; paste the token alone"));
-    }
-    let options = OpenOptions { token: Some(token.clone()), offline: ctx.offline, ..OpenOptions::default() };
-    let registry = HttpRegistry::open(&url, &options)?;
-    // Checked before it is saved, so a mistyped token is said at once.
-    let me = registry.whoami().map_err(|e| match e.kind() {
-        ErrorKind::Http { status: 401, detail, .. } => fail(
-            Failure::Registry,
-            format!(
-                "{url} refused the token (401 Unauthorized: {detail}); nothing was saved. Check that it was \
-                 copied whole and has not expired or been revoked, or create a new one"
-            ),
-        ),
-        _ => e.into(),
-    })?;
-    save_token(ctx, &url, token)?;
-    ctx.ui.status(
-        "Logged in",
-        format!("to {url} as `{}`; token saved in {}", me.login, ctx.config.credentials_path.display()),
-    );
+    print_logged_in(ctx, &crate::ops::account::login(ctx, with)?);
     Ok(ExitCode::SUCCESS)
 }
 
-fn save_token(ctx: &Ctx, url: &RegistryUrl, token: String) -> Result<()> {
-    let path = &ctx.config.credentials_path;
-    let mut file = read_credentials_file(path)?;
-    file.registries.insert(url.to_string(), Credential { token });
-    write_credentials(path, &file)
+/// The API token: from standard input (--token-stdin, or when it is not a
+/// terminal), else asked for on the terminal.
+fn read_token(url: &RegistryUrl, from_stdin: bool) -> Result<String> {
+    if !from_stdin && std::io::stdin().is_terminal() {
+        return prompt_hidden(&format!("API token for {url}: "));
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_TOKEN_BYTES)
+        .read_line(&mut line)
+        .context("reading the token from standard input")?;
+    Ok(line)
 }
 
-/// Longest OIDC token read from a file or the environment.
-const MAX_OIDC_TOKEN_BYTES: u64 = 16 * 1024;
-
-/// `login --trusted-publishing`: the job's OIDC token exchanged for a publish token.
-fn login_trusted(ctx: &Ctx, url: &RegistryUrl, file: Option<&std::path::Path>) -> Result<ExitCode> {
-    let options = OpenOptions { offline: ctx.offline, ..OpenOptions::default() };
-    let registry = HttpRegistry::open(url, &options)?;
-    let Some(audience) = registry.trusted_publishing_audience()? else {
-        return Err(fail(
-            Failure::Usage,
-            format!("{url} does not do trusted publishing (its config.json names no audience); log in with a token"),
-        ));
-    };
-    let jwt = match (file, std::env::var("EBPKG_OIDC_TOKEN").ok()) {
-        (Some(path), _) => ebpkg_fs::read_text(path, MAX_OIDC_TOKEN_BYTES)
-            .with_context(|| format!("reading the OIDC token from {}", path.display()))?,
-        (None, Some(token)) => token,
-        (None, None) => {
-            let (Ok(request_url), Ok(request_token)) =
-                (std::env::var("ACTIONS_ID_TOKEN_REQUEST_URL"), std::env::var("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
-            else {
-                return Err(fail(
-                    Failure::Usage,
-                    "no OIDC token: give --oidc-token-file or EBPKG_OIDC_TOKEN, or run in a GitHub Actions job with \
-                     `permissions: id-token: write`",
-                ));
-            };
-            ebpkg_sources::github_actions_oidc_token(&request_url, &request_token, &audience)?
+fn print_logged_in(ctx: &Ctx, logged_in: &LoggedIn) {
+    match logged_in {
+        LoggedIn::WithToken { url, login, credentials } => {
+            ctx.ui.status("Logged in", format!("to {url} as `{login}`; token saved in {}", credentials.display()))
         }
-    };
-    let minted = registry.exchange_oidc_token(jwt.trim()).map_err(|e| match e.kind() {
-        ErrorKind::Http { status: 401 | 403, detail, .. } => {
-            fail(Failure::Trust, format!("{url} refused the OIDC token: {detail}; nothing was saved"))
+        LoggedIn::Trusted { url, acting_as, expires_at, packages } => {
+            let packages: Vec<&str> = packages.iter().map(|p| p.as_str()).collect();
+            ctx.ui.status(
+                "Logged in",
+                format!(
+                    "to {url} by trusted publishing, acting as `{acting_as}`, until {expires_at}: may publish {}",
+                    packages.join(", ")
+                ),
+            );
         }
-        _ => e.into(),
-    })?;
-    save_token(ctx, url, minted.token)?;
-    let packages: Vec<&str> = minted.packages.iter().map(|p| p.as_str()).collect();
-    ctx.ui.status(
-        "Logged in",
-        format!(
-            "to {url} by trusted publishing, acting as `{}`, until {}: may publish {}",
-            minted.acting_as,
-            minted.expires_at,
-            packages.join(", ")
-        ),
-    );
-    Ok(ExitCode::SUCCESS)
+    }
 }
 
 pub fn logout(ctx: &Ctx, _: LogoutArgs) -> Result<ExitCode> {
-    let url = http_registry(ctx, "log out of")?;
-    let path = &ctx.config.credentials_path;
-    let mut file = read_credentials_file(path)?;
-    if file.registries.remove(url.as_str()).is_some() {
-        write_credentials(path, &file)?;
-        ctx.ui.status("Logged out", format!("of {url}; its token is removed from {}", path.display()));
-    } else {
-        ctx.ui.status("Logged out", format!("of {url} already: {} holds no token for it", path.display()));
-    }
-    if let Some(source) = ctx.config.token_elsewhere(&url) {
-        ctx.ui.warn(format!("{source} still gives a token for {url}; remove it there too to stop using it"));
-    }
+    print_logged_out(ctx, &crate::ops::account::logout(ctx)?);
     Ok(ExitCode::SUCCESS)
 }
 
-/// The file holds secrets: mode 0600 in a 0700 directory, written atomically.
-fn write_credentials(path: &std::path::Path, file: &crate::config::CredentialsFile) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        // Directories created here are private too (an existing one is left as it is).
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("creating {}", dir.display()))?;
+fn print_logged_out(ctx: &Ctx, out: &LoggedOut) {
+    let (url, path) = (&out.url, out.credentials.display());
+    if out.removed {
+        ctx.ui.status("Logged out", format!("of {url}; its token is removed from {path}"));
+    } else {
+        ctx.ui.status("Logged out", format!("of {url} already: {path} holds no token for it"));
     }
-    let text = toml::to_string(file).context("writing the credentials")?;
-    ebpkg_fs::write_atomic(path, text.as_bytes(), 0o600).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    if let Some(source) = &out.token_elsewhere {
+        ctx.ui.warn(format!("{source} still gives a token for {url}; remove it there too to stop using it"));
+    }
 }
 
 /// Reads a line from the terminal with echo off.
@@ -278,107 +196,17 @@ pub(crate) fn prompt_hidden(prompt: &str) -> Result<String> {
     Ok(line)
 }
 
-fn owner_key(ctx: &Ctx, registry: &dyn ebpkg_sources::Registry, command: OwnerKeyCommand) -> Result<ExitCode> {
-    let show = |k: &ebpkg_sources::PublisherKey| {
-        let state = k.revoked_at.as_ref().map_or_else(|| "active".to_owned(), |at| format!("revoked {at}"));
-        format!("{}\t{}\tadded {}\t{state}", k.id, k.owner, k.added_at)
-    };
-    match command {
-        OwnerKeyCommand::Add { key } => {
-            if key.ends_with(".pub") {
-                return Err(fail(
-                    Failure::Usage,
-                    format!(
-                        "`{key}` is a public key; registering one needs its private key, to prove you hold it: \
-                         pass the `.key` file or the key's name (nothing but the public key is sent)"
-                    ),
-                ));
-            }
-            let signing = crate::ops::keys::signing_key(ctx, Some(&key), &|| crate::commands::keys::passphrase(false))?
-                .ok_or_else(|| fail(Failure::Usage, format!("no key `{key}`")))?;
-            let added = registry.add_key(&signing)?;
-            if ctx.ui.json {
-                ctx.ui.json(&added)?;
-            } else {
-                ctx.ui.status("Registered", format!("key {} with {}", added.id, registry.url()));
-            }
-        }
-        OwnerKeyCommand::Remove { id } => {
-            let id = ebpkg_spec::types::KeyId::parse(&id)
-                .ok_or_else(|| fail(Failure::Usage, format!("`{id}` is not a key id (44 characters of base64)")))?;
-            let revoked = registry.revoke_key(&id)?;
-            if ctx.ui.json {
-                ctx.ui.json(&revoked)?;
-            } else {
-                ctx.ui.status("Revoked", format!("key {} on {}", revoked.id, registry.url()));
-            }
-        }
-        OwnerKeyCommand::List => {
-            let keys = registry.my_keys()?;
-            if ctx.ui.json {
-                ctx.ui.json(&keys)?;
-            } else {
-                for k in &keys {
-                    ctx.ui.out(show(k));
-                }
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn trusted_publisher(
-    ctx: &Ctx,
-    registry: &dyn ebpkg_sources::Registry,
-    command: TrustedPublisherCommand,
-) -> Result<ExitCode> {
-    let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
-    let show = |t: &ebpkg_sources::TrustedPublisher| {
-        let env = t.identity.environment.as_deref().map(|e| format!(" environment {e}")).unwrap_or_default();
-        format!(
-            "{:>4}  {} workflow {}{env} from {} (added by {})",
-            t.id, t.identity.repository, t.identity.workflow, t.identity.issuer, t.added_by
-        )
-    };
-    let list = match command {
-        TrustedPublisherCommand::Add { package, repository, workflow, environment, issuer } => {
-            let new = ebpkg_sources::NewTrustedPublisher { issuer, repository, workflow, environment };
-            let list = registry.add_trusted_publisher(&name(&package)?, &new)?;
-            ctx.ui.status(
-                "Trusted",
-                format!(
-                    "{} ({}) may publish {package} from CI: `ebpkg login --trusted-publishing`",
-                    new.repository, new.workflow
-                ),
-            );
-            list
-        }
-        TrustedPublisherCommand::List { package } => registry.trusted_publishers(&name(&package)?)?,
-        TrustedPublisherCommand::Remove { package, id } => {
-            let msg = registry.remove_trusted_publisher(&name(&package)?, id)?;
-            ctx.ui.status("Removed", msg);
-            return Ok(ExitCode::SUCCESS);
-        }
-    };
-    if ctx.ui.json {
-        ctx.ui.json(&list)?;
-    } else {
-        for t in &list {
-            ctx.ui.out(show(t));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+/// A package name given on the command line.
+fn package_name(text: &str) -> Result<PackageName> {
+    PackageName::new(text).map_err(|e| crate::exit::bad_name(text, &e))
 }
 
 pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
-    let regs = ctx.registries()?;
-    let registry = regs.open_origin(&regs.default, None)?;
-    let name = |p: &str| ebpkg_spec::PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e));
     match args.command {
-        OwnerCommand::Key(command) => return owner_key(ctx, registry.as_ref(), command),
-        OwnerCommand::TrustedPublisher(command) => return trusted_publisher(ctx, registry.as_ref(), command),
+        OwnerCommand::Key(command) => owner_key(ctx, command)?,
+        OwnerCommand::TrustedPublisher(command) => trusted_publisher(ctx, command)?,
         OwnerCommand::List { package } => {
-            let owners = registry.owners(&name(&package)?)?;
+            let owners = crate::ops::owner::list(ctx, &package_name(&package)?)?;
             if ctx.ui.json {
                 ctx.ui.json(&owners)?;
             } else {
@@ -388,13 +216,85 @@ pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
             }
         }
         OwnerCommand::Add { package, users } => {
-            let msg = registry.add_owners(&name(&package)?, &users)?;
-            ctx.ui.status("Owners", msg);
+            ctx.ui.status("Owners", crate::ops::owner::add(ctx, &package_name(&package)?, &users)?);
         }
         OwnerCommand::Remove { package, users } => {
-            let msg = registry.remove_owners(&name(&package)?, &users)?;
-            ctx.ui.status("Owners", msg);
+            ctx.ui.status("Owners", crate::ops::owner::remove(ctx, &package_name(&package)?, &users)?);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn owner_key(ctx: &Ctx, command: OwnerKeyCommand) -> Result<()> {
+    match command {
+        OwnerKeyCommand::Add { key } => {
+            let added = crate::ops::owner::add_key(ctx, &key, &|| crate::commands::keys::passphrase(false))?;
+            print_key_change(ctx, "Registered", "with", &added)
+        }
+        OwnerKeyCommand::Remove { id } => {
+            let id = ebpkg_spec::types::KeyId::parse(&id)
+                .ok_or_else(|| fail(Failure::Usage, format!("`{id}` is not a key id (44 characters of base64)")))?;
+            print_key_change(ctx, "Revoked", "on", &crate::ops::owner::revoke_key(ctx, &id)?)
+        }
+        OwnerKeyCommand::List => print_publisher_keys(ctx, &crate::ops::owner::keys(ctx)?),
+    }
+}
+
+fn print_key_change(ctx: &Ctx, verb: &str, preposition: &str, change: &KeyChange) -> Result<()> {
+    if ctx.ui.json {
+        return ctx.ui.json(&change.key);
+    }
+    ctx.ui.status(verb, format!("key {} {preposition} {}", change.key.id, change.registry));
+    Ok(())
+}
+
+fn print_publisher_keys(ctx: &Ctx, keys: &[PublisherKey]) -> Result<()> {
+    if ctx.ui.json {
+        return ctx.ui.json(&keys);
+    }
+    for k in keys {
+        let state = k.revoked_at.as_ref().map_or_else(|| "active".to_owned(), |at| format!("revoked {at}"));
+        ctx.ui.out(format!("{}\t{}\tadded {}\t{state}", k.id, k.owner, k.added_at));
+    }
+    Ok(())
+}
+
+fn trusted_publisher(ctx: &Ctx, command: TrustedPublisherCommand) -> Result<()> {
+    let list = match command {
+        TrustedPublisherCommand::Add { package, repository, workflow, environment, issuer } => {
+            let new = ebpkg_sources::NewTrustedPublisher { issuer, repository, workflow, environment };
+            let list = crate::ops::owner::add_trusted_publisher(ctx, &package_name(&package)?, &new)?;
+            ctx.ui.status(
+                "Trusted",
+                format!(
+                    "{} ({}) may publish {package} from CI: `ebpkg login --trusted-publishing`",
+                    new.repository, new.workflow
+                ),
+            );
+            list
+        }
+        TrustedPublisherCommand::List { package } => {
+            crate::ops::owner::trusted_publishers(ctx, &package_name(&package)?)?
+        }
+        TrustedPublisherCommand::Remove { package, id } => {
+            let msg = crate::ops::owner::remove_trusted_publisher(ctx, &package_name(&package)?, id)?;
+            ctx.ui.status("Removed", msg);
+            return Ok(());
+        }
+    };
+    print_trusted_publishers(ctx, &list)
+}
+
+fn print_trusted_publishers(ctx: &Ctx, list: &[TrustedPublisher]) -> Result<()> {
+    if ctx.ui.json {
+        return ctx.ui.json(&list);
+    }
+    for t in list {
+        let env = t.identity.environment.as_deref().map(|e| format!(" environment {e}")).unwrap_or_default();
+        ctx.ui.out(format!(
+            "{:>4}  {} workflow {}{env} from {} (added by {})",
+            t.id, t.identity.repository, t.identity.workflow, t.identity.issuer, t.added_by
+        ));
+    }
+    Ok(())
 }

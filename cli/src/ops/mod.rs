@@ -1,5 +1,6 @@
 //! The work behind the commands.
 
+pub mod account;
 pub mod build;
 pub mod cache;
 pub mod chain_script;
@@ -15,6 +16,7 @@ pub mod lock;
 pub mod mirror;
 pub mod native;
 pub mod new;
+pub mod owner;
 pub mod publish;
 pub mod resolve;
 pub mod search;
