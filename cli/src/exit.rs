@@ -149,7 +149,10 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
         DeployError::MissingParam { .. } | DeployError::UnknownParam { .. } | DeployError::BadDeploymentName { .. } => {
             Failure::Usage
         }
-        DeployError::Package { .. } | DeployError::Link { .. } | DeployError::DuplicateEntry { .. } => Failure::Input,
+        DeployError::Package { .. }
+        | DeployError::MapLayout(_)
+        | DeployError::Link { .. }
+        | DeployError::DuplicateEntry { .. } => Failure::Input,
         DeployError::NotDeployed { .. } => Failure::Input,
         DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
             Failure::Usage

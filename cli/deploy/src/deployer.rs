@@ -66,6 +66,8 @@ pub enum Event {
         interface: String,
         how: Attached,
     },
+    /// A map of a package whose version changed: kept, extended or started anew.
+    MapState(crate::state::MapState),
     /// A setting of the current deployment carried over to the new generation.
     Kept {
         what: String,

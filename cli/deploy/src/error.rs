@@ -59,6 +59,8 @@ pub enum DeployError {
     UnknownParam { name: String, known: Vec<String> },
     #[error("{package}: {reason}")]
     Package { package: PackageId, reason: String },
+    #[error("{0}")]
+    MapLayout(Box<crate::state::LayoutRefusal>),
     #[error("chain scripts configure loader {package}::{loader} map `{map}` twice with the same key; keep one entry")]
     DuplicateEntry { package: String, loader: String, map: String },
     #[error("no deployment named `{name}`{}", if known.is_empty() { " (nothing is deployed)".to_owned() } else { format!("; deployed: {}", known.join(", ")) })]

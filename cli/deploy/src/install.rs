@@ -233,8 +233,18 @@ impl Deployer {
     ) -> Result<DeploymentRecord> {
         let mut ids = Ids::default();
         let mut programs = Vec::new();
+        let mut state = Vec::new();
         for pkg in &plan.packages {
-            programs.extend(self.register_package(rt, pkg, checked, journal, &mut ids, on)?);
+            let carry = self.carry_state(rt, pkg, checked, journal, plan.reset_state)?;
+            for p in self.register_package(rt, pkg, checked, journal, &carry.shared, on)? {
+                ids.programs.insert(ProgramRef::new(p.package.as_str(), p.name.as_str()), p.id);
+                programs.push(p);
+            }
+            state.extend(carry.states);
+        }
+        crate::state::copy_extended(rt, &state)?;
+        for s in &state {
+            on(&Event::MapState(s.clone()));
         }
         crash_point("registered");
 
@@ -282,7 +292,26 @@ impl Deployer {
             chains,
             loaders,
             params: plan.params.clone(),
+            state,
         })
+    }
+
+    /// What `pkg`'s registration keeps of the maps of the version the previous
+    /// generation runs.
+    fn carry_state(
+        &self,
+        rt: &Runtime,
+        pkg: &PlannedPackage,
+        checked: &Checked,
+        journal: &Journal,
+        reset_state: bool,
+    ) -> Result<crate::state::Carry> {
+        let elfs: Vec<(&str, &[u8])> = pkg
+            .objects
+            .iter()
+            .filter_map(|o| checked.objects.get(&o.path).map(|c| (o.object_name.as_str(), &c.elf[..])))
+            .collect();
+        crate::state::carry(rt, pkg, &elfs, journal.previous.as_ref(), reset_state)
     }
 
     /// Loads and configures a loader instance of this generation for each loader
@@ -466,7 +495,7 @@ impl Deployer {
         pkg: &PlannedPackage,
         checked: &Checked,
         journal: &mut Journal,
-        ids: &mut Ids,
+        shared: &hike_runtime::SharedMaps,
         on: &dyn Fn(&Event),
     ) -> Result<Vec<RecordedProgram>> {
         let mut out = Vec::new();
@@ -505,10 +534,10 @@ impl Deployer {
                         hook: obj.hook,
                     },
                     sigs,
+                    shared,
                 )
                 .map_err(|e| self.load_error(e, pkg))?;
             for r in regs {
-                ids.programs.insert(ProgramRef::new(pkg.name(), r.name.as_str()), r.id);
                 on(&Event::Registered { package: pkg.id.clone(), program: r.name.clone(), id: r.id, reused: r.reused });
                 out.push(RecordedProgram {
                     package: pkg.id.name.clone(),

@@ -32,6 +32,9 @@ pub struct DeployPlan {
     pub force: bool,
     /// How chains run (`--chain-mode`).
     pub chain_mode: crate::native::ChainMode,
+    /// Start empty the maps whose layout changed, instead of refusing the
+    /// upgrade (`--reset-state`).
+    pub reset_state: bool,
 }
 
 /// One package, with its built objects.
@@ -139,6 +142,7 @@ mod tests {
             params: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
             force: false,
             chain_mode: crate::native::ChainMode::default(),
+            reset_state: false,
         }
     }
 

@@ -41,6 +41,10 @@ pub struct DeploymentRecord {
     pub chains: Vec<RecordedChain>,
     pub loaders: Vec<RecordedLoader>,
     pub params: BTreeMap<String, String>,
+    /// What became of the maps of packages whose version changed with this
+    /// generation (absent in records written before ebpkg kept state).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state: Vec<crate::state::MapState>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -43,6 +43,10 @@ pub struct InstallArgs {
     /// `ebpkg status`).
     #[arg(long, value_name = "MODE", value_enum, default_value_t = ChainMode::Auto)]
     chain_mode: ChainMode,
+    /// Start empty the maps of an upgraded package whose layout changed, instead of
+    /// refusing the upgrade (what they held is lost; unchanged maps are kept).
+    #[arg(long)]
+    reset_state: bool,
     /// Print how long each phase took (resolve, fetch, build, verify+register, chains, loaders, attach, native,
     /// commit); `--json` always includes them.
     #[arg(long)]
@@ -88,6 +92,7 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
         deployment: args.name,
         build: BuildOptions { btf: args.btf, ..BuildOptions::default() },
         chain_mode: args.chain_mode,
+        reset_state: args.reset_state,
     };
     let (outcome, timings) = install(ctx, target, opts)?;
     if ctx.ui.json {

@@ -63,7 +63,7 @@ pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> 
         if name.normalized() == project.manifest.package.name.normalized() {
             return Err(fail(Failure::Usage, format!("a package cannot depend on itself (`{name}`)")));
         }
-        let entries = regs.index(&url, &name)?.ok_or_else(|| unknown(&regs, &url, &name))?;
+        let entries = regs.index(&url, name)?.ok_or_else(|| unknown(&regs, &url, name))?;
         let newest = entries
             .iter()
             .filter(|e| !e.yanked && req.matches(&e.vers) && (explicit || e.vers.pre.is_empty()))

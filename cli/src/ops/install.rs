@@ -31,6 +31,8 @@ pub struct InstallOptions {
     pub build: BuildOptions,
     /// How chains run (`--chain-mode`).
     pub chain_mode: ChainMode,
+    /// Start empty the maps whose layout changed instead of refusing (`--reset-state`).
+    pub reset_state: bool,
 }
 
 /// What a deployment event says, as a status line.
@@ -63,6 +65,23 @@ pub fn describe(e: &Event) -> (&'static str, String) {
             Tier::Interpreted { reason: Some(r) } => ("Interpreted", format!("chain {chain} ({id}): {r}")),
         },
         Event::Kept { what } => ("Keeping", what.clone()),
+        Event::MapState(s) => {
+            let what = format!("map {} of {} {} → {}", s.map, s.package, s.from, s.to);
+            match (s.fate, &s.reason) {
+                (ebpkg_deploy::Fate::Kept, _) => ("Kept", format!("{what}: the new programs use it as it is")),
+                (ebpkg_deploy::Fate::Extended, _) => {
+                    ("Extended", format!("{what}: entries copied, the fields the new version adds zeroed"))
+                }
+                (ebpkg_deploy::Fate::Fresh, _) => ("Fresh", format!("{what}: starts empty (`on-upgrade = \"fresh\"`)")),
+                (ebpkg_deploy::Fate::Reset, reason) => (
+                    "Reset",
+                    format!(
+                        "{what}: starts empty (--reset-state){}",
+                        reason.as_ref().map(|r| format!("; {r}")).unwrap_or_default()
+                    ),
+                ),
+            }
+        }
         Event::RecoveryFailed { deployment, error } => (
             "Warning",
             format!(
@@ -118,7 +137,7 @@ impl Clock {
 fn phase_of(e: &Event) -> Option<&'static str> {
     match e {
         Event::Recovered { .. } | Event::RecoveryFailed { .. } | Event::Kept { .. } => None,
-        Event::Registered { .. } => Some("verify+register"),
+        Event::Registered { .. } | Event::MapState(_) => Some("verify+register"),
         Event::ChainInstalled { .. } => Some("link+install chains"),
         Event::LoaderLoaded { .. } => Some("load+configure loaders"),
         Event::Attached { .. } => Some("attach"),
@@ -242,6 +261,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
         params,
         force: opts.force,
         chain_mode: opts.chain_mode,
+        reset_state: opts.reset_state,
     };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
     // Each deployment phase ends with its last event; a phase without events is

@@ -18,6 +18,7 @@ mod layout;
 mod link;
 mod load;
 mod loaders;
+pub mod map_shape;
 pub mod meta;
 mod native;
 #[cfg(feature = "test-objects")]
@@ -49,7 +50,7 @@ pub use load::object_programs;
 pub use loaders::{Attachment, ConfigMapSpec, LoaderInfo, LoaderObject, MapEntry};
 pub use native::{NativeInstalled, NativeModule, NativeObject};
 pub use package_maps::PackageMap;
-pub use programs::{ProgramObject, RegisteredProgram};
+pub use programs::{ProgramObject, RegisteredProgram, SharedMaps};
 pub use runtime::{InitOptions, Runtime};
 pub use scratch::{ScratchPath, ScratchRoot};
 pub use signature::Signature;

@@ -56,6 +56,11 @@ fn is_internal_map(name: &str) -> bool {
     name.contains('.')
 }
 
+/// A map that belongs to the package: not the VM's (`hike_*`), not the object's own.
+pub(crate) fn is_package_map(name: &str) -> bool {
+    !name.starts_with("hike_") && !is_internal_map(name)
+}
+
 /// Loads the requested programs of the object. On a verifier rejection the object
 /// is loaded again with logs enabled to explain it.
 pub(crate) fn load(req: &LoadRequest<'_>) -> Result<Object> {
@@ -122,7 +127,7 @@ fn open_and_load_with(
         let name = map.name().to_string_lossy().into_owned();
         match req.maps {
             Maps::Pin(pin) => {
-                if name.starts_with("hike_") || is_internal_map(&name) {
+                if !is_package_map(&name) {
                     continue;
                 }
                 if let Some(path) = pin(&name) {
@@ -229,7 +234,7 @@ fn pin_paths(req: &LoadRequest<'_>) -> Result<Vec<PathBuf>> {
     Ok(open
         .maps()
         .map(|m| m.name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with("hike_") && !is_internal_map(n))
+        .filter(|n| is_package_map(n))
         .filter_map(|n| pin(&n))
         .collect())
 }

@@ -5,7 +5,10 @@
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
+use std::collections::BTreeMap;
+
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
+use crate::map_shape::{MapShape, pinned_map_shape};
 use crate::runtime::Runtime;
 
 /// A map entry: the key, and the value of each CPU (one value for maps that are
@@ -102,6 +105,56 @@ impl PackageMap {
         Ok(out)
     }
 
+    /// Writes every entry of this map into `dest` (for each CPU of per-CPU maps),
+    /// each value zero-extended to `dest`'s value size: what moves entries into a
+    /// new version whose value gained fields at its end. Returns how many.
+    pub fn copy_into(&self, dest: &PackageMap) -> Result<usize> {
+        if self.key_size() != dest.key_size()
+            || self.value_size() > dest.value_size()
+            || self.per_cpu() != dest.per_cpu()
+        {
+            return Err(RuntimeError::BadObject {
+                name: dest.name.clone(),
+                reason: format!(
+                    "map `{}` ({}-byte keys, {}-byte values) cannot take the entries of `{}` ({}-byte keys, {}-byte values)",
+                    dest.name,
+                    dest.key_size(),
+                    dest.value_size(),
+                    self.name,
+                    self.key_size(),
+                    self.value_size()
+                ),
+            });
+        }
+        let widen = |mut v: Vec<u8>| {
+            v.resize(dest.value_size(), 0);
+            v
+        };
+        let keys: Vec<Vec<u8>> = self.handle.keys().collect();
+        let mut copied = 0;
+        for k in keys {
+            if self.per_cpu() {
+                let Some(values) =
+                    self.handle.lookup_percpu(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?
+                else {
+                    continue;
+                };
+                let values: Vec<Vec<u8>> = values.into_iter().map(widen).collect();
+                dest.handle.update_percpu(&k, &values, MapFlags::ANY)
+            } else {
+                let Some(value) =
+                    self.handle.lookup(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?
+                else {
+                    continue;
+                };
+                dest.handle.update(&k, &widen(value), MapFlags::ANY)
+            }
+            .kernel(|| format!("write map `{}`", dest.name))?;
+            copied += 1;
+        }
+        Ok(copied)
+    }
+
     /// Removes every entry (arrays, whose entries cannot be removed, are zeroed).
     pub fn clear(&self) -> Result<()> {
         let keys: Vec<Vec<u8>> = self.handle.keys().collect();
@@ -144,6 +197,17 @@ impl Runtime {
         }
         let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
         Ok(PackageMap { name: map.to_owned(), handle })
+    }
+
+    /// The shapes of the maps a registered package version has pinned, by name.
+    pub fn package_map_shapes(&self, package: &str, version: &str) -> Result<BTreeMap<String, MapShape>> {
+        let dir = self.layout.package_dir(package, version)?.join("maps");
+        let mut out = BTreeMap::new();
+        for name in self.package_maps(package, version)? {
+            let shape = pinned_map_shape(&dir.join(crate::layout::component(&name)?))?;
+            out.insert(name, shape);
+        }
+        Ok(out)
     }
 
     /// Clears every map of a package version (between test cases).

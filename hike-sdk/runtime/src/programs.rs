@@ -27,6 +27,14 @@ pub struct ProgramObject<'a> {
     pub hook: Hook,
 }
 
+/// Maps of another version of a package that a version being registered uses as
+/// its own, by name: `from` is that other version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedMaps {
+    pub from: Option<String>,
+    pub maps: Vec<String>,
+}
+
 /// A registered program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisteredProgram {
@@ -51,17 +59,20 @@ impl Runtime {
     /// program array entry remains.
     pub fn register_object(&self, obj: &ProgramObject<'_>) -> Result<Vec<RegisteredProgram>> {
         let sigs = signature::read(obj.object_name, obj.elf)?;
-        self.register_read_object(obj, &sigs)
+        self.register_read_object(obj, &sigs, &SharedMaps::default())
     }
 
     /// [`Runtime::register_object`] for a caller that has already read the
     /// object's programs: `sigs` must be what [`signature::read`] returned for
     /// `obj.object_name` and `obj.elf` (an installer checks them against its
-    /// manifest first, and the object is not parsed twice).
+    /// manifest first, and the object is not parsed twice). When the version's
+    /// maps are made, those `shared` names are the maps another version of the
+    /// package has pinned, used as they are (an upgrade keeping state).
     pub fn register_read_object(
         &self,
         obj: &ProgramObject<'_>,
         sigs: &std::collections::BTreeMap<String, Signature>,
+        shared: &SharedMaps,
     ) -> Result<Vec<RegisteredProgram>> {
         if sigs.is_empty() {
             return Err(RuntimeError::BadObject {
@@ -111,6 +122,11 @@ impl Runtime {
                 let _ = remove_tree(&pkg_dir);
             }
         };
+        // Pinned where this version's maps go before the load, which then uses
+        // them (libbpf reuses a pinned map, refusing one that does not match). A
+        // process killed before a program is recorded leaves a directory with no
+        // program, which the next open removes.
+        self.pin_shared_maps(obj.package, shared, &maps_dir).inspect_err(undo_dir)?;
         let vm_dir = self.layout.vm_dir();
         let loaded = load::load(&LoadRequest {
             object_name: &format!("{}@{} ({})", obj.package, obj.version, obj.object_name),
@@ -190,6 +206,23 @@ impl Runtime {
         out.extend(done);
         out.sort_by_key(|r| r.id);
         Ok(out)
+    }
+
+    fn pin_shared_maps(&self, package: &str, shared: &SharedMaps, maps_dir: &std::path::Path) -> Result<()> {
+        let Some(from) = &shared.from else { return Ok(()) };
+        let from_dir = self.layout.package_dir(package, from)?.join("maps");
+        for name in &shared.maps {
+            let component = crate::layout::component(name)?;
+            let (source, target) = (from_dir.join(component), maps_dir.join(component));
+            if target.exists() {
+                continue;
+            }
+            let mut map = libbpf_rs::MapHandle::from_pinned_path(&source)
+                .kernel(|| format!("open map `{name}` of {package}@{from}"))?;
+            map.pin(&target).kernel(|| format!("pin map `{name}` of {package}@{from} at {}", target.display()))?;
+        }
+        crate::crashpoint::hit("register-shared-maps");
+        Ok(())
     }
 
     /// Removes program `id` from the VM. Refused while an installed chain calls it;

@@ -175,6 +175,7 @@ pub fn plan_in(files: &Path, deployment: &str, version: &str, script: &str, para
         params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
         force: false,
         chain_mode: ebpkg_deploy::ChainMode::Auto,
+        reset_state: false,
     }
 }
 
