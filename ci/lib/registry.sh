@@ -5,10 +5,7 @@
 #                                        REGISTRY_ARGS (the flags every ebpkg-registry command needs)
 #   registry_stop DIR                    stops both and removes DIR
 
-PG_BIN=/usr/lib/postgresql/15/bin
-
-# As the postgres user, from a directory it may enter.
-as_postgres() { (cd / && runuser -u postgres -- "$@"); }
+source "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
 
 # A free TCP port on 127.0.0.1 (the kernel picks it).
 free_port() {
@@ -17,18 +14,8 @@ free_port() {
 
 registry_start() {
     local dir=$1 binary=$2
-    mkdir -p "$dir/pg"
-    # initdb refuses root: the cluster belongs to the postgres user, its socket
-    # lives in the cluster's directory (no TCP port).
-    chown postgres: "$dir/pg"
-    chmod 755 "$dir"
-    as_postgres "$PG_BIN/initdb" -A trust -U postgres --no-sync -E UTF8 --locale C -D "$dir/pg/data" \
-        >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; return 1; }
-    as_postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/postgres.log" -w \
-        -o "-k $dir/pg -c listen_addresses= -c fsync=off" start >/dev/null \
-        || { cat "$dir/pg/postgres.log"; return 1; }
-    as_postgres psql -h "$dir/pg" -U postgres -XAtq -c "CREATE DATABASE ebpkg" >/dev/null
-    REGISTRY_DB="postgres://postgres@localhost/ebpkg?host=$dir/pg"
+    postgres_start "$dir" || return 1
+    REGISTRY_DB=$POSTGRES_URL
     local port
     port=$(free_port)
     REGISTRY_URL="http://127.0.0.1:$port"
@@ -57,8 +44,5 @@ registry_stop() {
         kill "$(cat "$dir/registry.pid")" 2>/dev/null || true
         wait "$(cat "$dir/registry.pid")" 2>/dev/null || true
     fi
-    if [ -d "$dir/pg/data" ]; then
-        as_postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m immediate stop >/dev/null 2>&1 || true
-    fi
-    rm -rf "$dir"
+    postgres_stop "$dir"
 }

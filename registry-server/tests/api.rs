@@ -185,16 +185,20 @@ fn tokens_scopes_and_owners_decide_every_action() {
     // Token kinds: (label, secret or None for no token).
     let expired = reg.token("owner", &[], &[]).unwrap();
     reg.block_on(
-        sqlx::query("UPDATE api_tokens SET expires_at = now() - interval '1 day' WHERE token_sha256 = $1")
-            .bind(&ebpkg_registry::auth::digest(&expired)[..])
-            .execute(reg.pool()),
+        sqlx::query!(
+            "UPDATE api_tokens SET expires_at = now() - interval '1 day' WHERE token_sha256 = $1",
+            &ebpkg_registry::auth::digest(&expired)[..],
+        )
+        .execute(reg.pool()),
     )
     .unwrap();
     let revoked = reg.token("owner", &[], &[]).unwrap();
     reg.block_on(
-        sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE token_sha256 = $1")
-            .bind(&ebpkg_registry::auth::digest(&revoked)[..])
-            .execute(reg.pool()),
+        sqlx::query!(
+            "UPDATE api_tokens SET revoked_at = now() WHERE token_sha256 = $1",
+            &ebpkg_registry::auth::digest(&revoked)[..],
+        )
+        .execute(reg.pool()),
     )
     .unwrap();
     let kinds: Vec<(&str, Option<String>)> = vec![
@@ -341,9 +345,11 @@ fn yank_owners_and_tokens() {
     assert!(list.tokens.iter().any(|t| t.id == created.token.id && t.scopes == [Scope::PublishUpdate]));
     let stored: i64 = reg
         .block_on(
-            sqlx::query_scalar("SELECT count(*) FROM api_tokens WHERE token_sha256 = $1")
-                .bind(&ebpkg_registry::auth::digest(&created.secret)[..])
-                .fetch_one(reg.pool()),
+            sqlx::query_scalar!(
+                r#"SELECT count(*) AS "count!" FROM api_tokens WHERE token_sha256 = $1"#,
+                &ebpkg_registry::auth::digest(&created.secret)[..],
+            )
+            .fetch_one(reg.pool()),
         )
         .unwrap();
     assert_eq!(stored, 1, "stored as its SHA-256");
@@ -670,7 +676,9 @@ fn the_name_skeleton_in_sql_is_the_one_in_rust() {
     let names = ["ddos", "dd_os", "dd0s", "DD-0S", "fl1ter5", "i-1-l", "a_b-c", "x9", "hike_s5i0"];
     for name in names {
         let sql: String = reg
-            .block_on(sqlx::query_scalar("SELECT ebpkg_name_skeleton($1)").bind(name).fetch_one(reg.pool()))
+            .block_on(
+                sqlx::query_scalar!(r#"SELECT ebpkg_name_skeleton($1) AS "skeleton!""#, name).fetch_one(reg.pool()),
+            )
             .unwrap();
         assert_eq!(sql, ebpkg_spec::names::skeleton(name), "{name}");
     }

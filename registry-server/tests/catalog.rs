@@ -271,10 +271,10 @@ fn rendered_pages_are_cached_until_a_change_is_announced() {
         |page: &str| page.split("<dt>Downloads</dt><dd>").nth(1).and_then(|r| r.split('<').next()).map(str::to_owned);
     let (_, _, first) = html(&reg, "/packages/meter");
     assert_eq!(downloads(&first).as_deref(), Some("0"), "{first}");
-    reg.block_on(sqlx::query("UPDATE versions SET downloads = 4242").execute(reg.pool())).unwrap();
+    reg.block_on(sqlx::query!("UPDATE versions SET downloads = 4242").execute(reg.pool())).unwrap();
     let (_, _, cached) = html(&reg, "/packages/meter");
     assert_eq!(downloads(&cached).as_deref(), Some("0"), "served from the cache");
-    reg.block_on(sqlx::query("SELECT pg_notify('ebpkg_index', 'meter')").execute(reg.pool())).unwrap();
+    reg.block_on(sqlx::query!("SELECT pg_notify('ebpkg_index', 'meter')").execute(reg.pool())).unwrap();
     let start = std::time::Instant::now();
     loop {
         let (_, _, page) = html(&reg, "/packages/meter");

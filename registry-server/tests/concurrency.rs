@@ -105,7 +105,7 @@ fn two_hundred_downloads_in_flight_while_versions_are_published() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let counted: i64 = reg
-            .block_on(sqlx::query_scalar("SELECT downloads FROM packages WHERE name = 'busy'").fetch_one(reg.pool()))
+            .block_on(sqlx::query_scalar!("SELECT downloads FROM packages WHERE name = 'busy'").fetch_one(reg.pool()))
             .unwrap();
         if counted >= 211 {
             break;

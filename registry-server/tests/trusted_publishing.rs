@@ -118,7 +118,7 @@ fn a_pipeline_exchanges_its_oidc_token_for_a_scoped_short_lived_publish_token() 
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // And it expires.
     reg.block_on(
-        sqlx::query(
+        sqlx::query!(
             "UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name LIKE 'trusted publishing:%'",
         )
         .execute(reg.pool()),

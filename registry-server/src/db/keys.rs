@@ -7,7 +7,7 @@ use ebpkg_spec::registry_api::PublisherKey;
 use ebpkg_spec::types::KeyId;
 use sqlx::{PgConnection, PgExecutor};
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct KeyRow {
     pub key_id: Vec<u8>,
     pub user_id: i64,
@@ -36,13 +36,13 @@ impl KeyRow {
     }
 }
 
-const COLUMNS: &str = "k.key_id, k.user_id, u.login, k.spki_der, k.created_at, k.revoked_at";
-
 pub async fn by_id(db: impl PgExecutor<'_>, id: &KeyId) -> Result<Option<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM publisher_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = $1"
-    ))
-    .bind(&id.0[..])
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT k.key_id, k.user_id, u.login, k.spki_der, k.created_at, k.revoked_at \
+         FROM publisher_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = $1",
+        &id.0[..],
+    )
     .fetch_optional(db)
     .await
 }
@@ -50,32 +50,38 @@ pub async fn by_id(db: impl PgExecutor<'_>, id: &KeyId) -> Result<Option<KeyRow>
 /// The key, locked against revocation until the transaction ends: a publish
 /// signed with it and its owner revoking it are ordered.
 pub async fn by_id_for_share(tx: &mut PgConnection, id: &KeyId) -> Result<Option<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM publisher_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = $1 FOR SHARE OF k"
-    ))
-    .bind(&id.0[..])
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT k.key_id, k.user_id, u.login, k.spki_der, k.created_at, k.revoked_at \
+         FROM publisher_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = $1 FOR SHARE OF k",
+        &id.0[..],
+    )
     .fetch_optional(tx)
     .await
 }
 
 /// A user's keys, revoked ones included, oldest first.
 pub async fn of_user(db: impl PgExecutor<'_>, user_id: i64) -> Result<Vec<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM publisher_keys k JOIN users u ON u.id = k.user_id WHERE k.user_id = $1 \
-         ORDER BY k.created_at, k.key_id"
-    ))
-    .bind(user_id)
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT k.key_id, k.user_id, u.login, k.spki_der, k.created_at, k.revoked_at \
+         FROM publisher_keys k JOIN users u ON u.id = k.user_id WHERE k.user_id = $1 \
+         ORDER BY k.created_at, k.key_id",
+        user_id,
+    )
     .fetch_all(db)
     .await
 }
 
 /// The live keys of the users in `user_ids` (the owners a publish may be signed by).
 pub async fn live_of_users(db: impl PgExecutor<'_>, user_ids: &[i64]) -> Result<Vec<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM publisher_keys k JOIN users u ON u.id = k.user_id \
-         WHERE k.user_id = ANY($1) AND k.revoked_at IS NULL ORDER BY k.created_at, k.key_id"
-    ))
-    .bind(user_ids)
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT k.key_id, k.user_id, u.login, k.spki_der, k.created_at, k.revoked_at \
+         FROM publisher_keys k JOIN users u ON u.id = k.user_id \
+         WHERE k.user_id = ANY($1) AND k.revoked_at IS NULL ORDER BY k.created_at, k.key_id",
+        user_ids,
+    )
     .fetch_all(db)
     .await
 }
@@ -83,12 +89,12 @@ pub async fn live_of_users(db: impl PgExecutor<'_>, user_ids: &[i64]) -> Result<
 /// Registers `key` for `user_id`; `false` when the key id is already registered
 /// (by anyone, revoked or not).
 pub async fn insert(db: impl PgExecutor<'_>, user_id: i64, key: &PublicKey) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "INSERT INTO publisher_keys (key_id, user_id, spki_der) VALUES ($1, $2, $3) ON CONFLICT (key_id) DO NOTHING",
+        &key.id().0[..],
+        user_id,
+        key.der(),
     )
-    .bind(&key.id().0[..])
-    .bind(user_id)
-    .bind(key.der())
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -97,18 +103,18 @@ pub async fn insert(db: impl PgExecutor<'_>, user_id: i64, key: &PublicKey) -> R
 /// Revokes one of `user_id`'s keys; `None` when the user has no such key,
 /// `Some(false)` when it was already revoked.
 pub async fn revoke(tx: &mut PgConnection, user_id: i64, id: &KeyId) -> Result<Option<bool>, sqlx::Error> {
-    let was: Option<Option<DateTime<Utc>>> =
-        sqlx::query_scalar("SELECT revoked_at FROM publisher_keys WHERE key_id = $1 AND user_id = $2 FOR UPDATE")
-            .bind(&id.0[..])
-            .bind(user_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let was: Option<Option<DateTime<Utc>>> = sqlx::query_scalar!(
+        "SELECT revoked_at FROM publisher_keys WHERE key_id = $1 AND user_id = $2 FOR UPDATE",
+        &id.0[..],
+        user_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
     match was {
         None => Ok(None),
         Some(Some(_)) => Ok(Some(false)),
         Some(None) => {
-            sqlx::query("UPDATE publisher_keys SET revoked_at = now() WHERE key_id = $1")
-                .bind(&id.0[..])
+            sqlx::query!("UPDATE publisher_keys SET revoked_at = now() WHERE key_id = $1", &id.0[..])
                 .execute(tx)
                 .await?;
             Ok(Some(true))

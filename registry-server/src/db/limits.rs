@@ -31,31 +31,31 @@ pub async fn take(
     action: Action,
     bucket: Bucket,
 ) -> Result<Result<(), u64>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO publish_limit_buckets (user_id, action, spent, spent_at) VALUES ($1, $2, 0, now()) \
          ON CONFLICT DO NOTHING",
+        user_id,
+        action.key(),
     )
-    .bind(user_id)
-    .bind(action.key())
     .execute(&mut *tx)
     .await?;
-    let (spent, elapsed): (f64, f64) = sqlx::query_as(
-        "SELECT spent, extract(epoch FROM now() - spent_at)::float8 FROM publish_limit_buckets \
-         WHERE user_id = $1 AND action = $2 FOR UPDATE",
+    let row = sqlx::query!(
+        r#"SELECT spent, extract(epoch FROM now() - spent_at)::float8 AS "elapsed!" FROM publish_limit_buckets
+           WHERE user_id = $1 AND action = $2 FOR UPDATE"#,
+        user_id,
+        action.key(),
     )
-    .bind(user_id)
-    .bind(action.key())
     .fetch_one(&mut *tx)
     .await?;
-    match spend(spent, elapsed, bucket) {
+    match spend(row.spent, row.elapsed, bucket) {
         Err(wait) => Ok(Err(wait)),
         Ok(spent) => {
-            sqlx::query(
+            sqlx::query!(
                 "UPDATE publish_limit_buckets SET spent = $3, spent_at = now() WHERE user_id = $1 AND action = $2",
+                user_id,
+                action.key(),
+                spent,
             )
-            .bind(user_id)
-            .bind(action.key())
-            .bind(spent)
             .execute(&mut *tx)
             .await?;
             Ok(Ok(()))

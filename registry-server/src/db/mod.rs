@@ -1,5 +1,7 @@
-//! Everything the server keeps in PostgreSQL, one module per table family. The
-//! queries are plain `sqlx::query` calls (no compile-time database needed to build).
+//! Everything the server keeps in PostgreSQL, one module per table family. Every
+//! query is a `sqlx::query!` macro (or `query_as!`, `query_scalar!`), checked at
+//! compile time against the schema the migrations make; builds read that schema
+//! from `registry-server/.sqlx` (`ci/sqlx-prepare` writes it), never from a database.
 
 pub mod catalog;
 pub mod keys;
@@ -38,7 +40,7 @@ pub async fn migrate(pool: &PgPool) -> Result<usize, sqlx::migrate::MigrateError
 }
 
 async fn applied(pool: &PgPool) -> usize {
-    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM _sqlx_migrations WHERE success")
+    sqlx::query_scalar!(r#"SELECT count(*) AS "count!" FROM _sqlx_migrations WHERE success"#)
         .fetch_one(pool)
         .await
         .map_or(0, |n| usize::try_from(n).unwrap_or(0))
@@ -48,7 +50,7 @@ async fn applied(pool: &PgPool) -> usize {
 pub async fn schema_is_current(pool: &PgPool) -> Result<bool, sqlx::Error> {
     let newest = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
     let applied: Option<i64> =
-        sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success").fetch_one(pool).await?;
+        sqlx::query_scalar!("SELECT max(version) FROM _sqlx_migrations WHERE success").fetch_one(pool).await?;
     Ok(applied == Some(newest))
 }
 

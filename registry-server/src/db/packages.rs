@@ -9,7 +9,7 @@ use ebpkg_spec::{ItemName, PackageName};
 use semver::Version;
 use sqlx::{PgConnection, PgExecutor};
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct PackageRow {
     pub id: i64,
     pub name: String,
@@ -23,14 +23,15 @@ pub fn without_build(v: &Version) -> String {
 }
 
 pub async fn find(db: impl PgExecutor<'_>, normalized: &str) -> Result<Option<PackageRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, name FROM packages WHERE normalized_name = $1").bind(normalized).fetch_optional(db).await
+    sqlx::query_as!(PackageRow, "SELECT id, name FROM packages WHERE normalized_name = $1", normalized)
+        .fetch_optional(db)
+        .await
 }
 
 /// The package row, locked until the transaction ends: publishes, yanks and
 /// owner changes of one package are serialized here.
 pub async fn lock(tx: &mut PgConnection, normalized: &str) -> Result<Option<PackageRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, name FROM packages WHERE normalized_name = $1 FOR UPDATE")
-        .bind(normalized)
+    sqlx::query_as!(PackageRow, "SELECT id, name FROM packages WHERE normalized_name = $1 FOR UPDATE", normalized)
         .fetch_optional(tx)
         .await
 }
@@ -40,16 +41,15 @@ pub async fn lock(tx: &mut PgConnection, normalized: &str) -> Result<Option<Pack
 /// transaction ends: two new names that look alike, published at once, cannot
 /// both pass.
 pub async fn too_close(tx: &mut PgConnection, name: &PackageName) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended(ebpkg_name_skeleton($1), 0))")
-        .bind(name.as_str())
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtextextended(ebpkg_name_skeleton($1), 0))", name.as_str())
         .execute(&mut *tx)
         .await?;
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT name FROM packages WHERE name_skeleton = ebpkg_name_skeleton($1) AND normalized_name <> $2 \
          ORDER BY name LIMIT 1",
+        name.as_str(),
+        name.normalized(),
     )
-    .bind(name.as_str())
-    .bind(name.normalized())
     .fetch_optional(tx)
     .await
 }
@@ -57,33 +57,37 @@ pub async fn too_close(tx: &mut PgConnection, name: &PackageName) -> Result<Opti
 /// Creates the package row (its index is filled by [`refresh`] in the same
 /// transaction); `None` when a concurrent publish created it first.
 pub async fn create(tx: &mut PgConnection, name: &PackageName) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "INSERT INTO packages (name, normalized_name, index_file, index_sha256, index_modified_at, \
                                described_version, all_yanked, search) \
          VALUES ($1, $2, '', $3, now(), '', false, ''::tsvector) \
          ON CONFLICT (normalized_name) DO NOTHING RETURNING id",
+        name.as_str(),
+        name.normalized(),
+        &Sha256Digest::of(b"").0[..],
     )
-    .bind(name.as_str())
-    .bind(name.normalized())
-    .bind(&Sha256Digest::of(b"").0[..])
     .fetch_optional(tx)
     .await
 }
 
 pub async fn version_exists(db: impl PgExecutor<'_>, package_id: i64, version: &Version) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM versions WHERE package_id = $1 AND num_no_build = $2)")
-        .bind(package_id)
-        .bind(without_build(version))
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM versions WHERE package_id = $1 AND num_no_build = $2) AS "exists!""#,
+        package_id,
+        without_build(version),
+    )
+    .fetch_one(db)
+    .await
 }
 
 pub async fn is_owner(db: impl PgExecutor<'_>, package_id: i64, user_id: i64) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM package_owners WHERE package_id = $1 AND user_id = $2)")
-        .bind(package_id)
-        .bind(user_id)
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM package_owners WHERE package_id = $1 AND user_id = $2) AS "exists!""#,
+        package_id,
+        user_id,
+    )
+    .fetch_one(db)
+    .await
 }
 
 pub struct NewVersion<'a> {
@@ -103,24 +107,25 @@ pub struct NewVersion<'a> {
 }
 
 pub async fn insert_version(tx: &mut PgConnection, v: &NewVersion<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO versions (package_id, num, num_no_build, cksum, size, index_line, license, readme, published_by, \
                                signed_by, bundle, manifest, chain_sources) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        v.package_id,
+        v.entry.vers.to_string(),
+        without_build(&v.entry.vers),
+        v.entry.cksum.to_hex(),
+        i64::try_from(v.size).unwrap_or(i64::MAX),
+        v.entry.to_line(),
+        v.license,
+        v.readme,
+        v.published_by,
+        v.entry.signed_by.as_ref().map(|k| &k.0[..]),
+        v.bundle,
+        v.manifest,
+        // Unchecked (`as _`): the macros know JSONB only as serde_json::Value; `Json` encodes the map as JSONB.
+        sqlx::types::Json(v.chain_sources) as _,
     )
-    .bind(v.package_id)
-    .bind(v.entry.vers.to_string())
-    .bind(without_build(&v.entry.vers))
-    .bind(v.entry.cksum.to_hex())
-    .bind(i64::try_from(v.size).unwrap_or(i64::MAX))
-    .bind(v.entry.to_line())
-    .bind(v.license)
-    .bind(v.readme)
-    .bind(v.published_by)
-    .bind(v.entry.signed_by.as_ref().map(|k| &k.0[..]))
-    .bind(v.bundle)
-    .bind(v.manifest)
-    .bind(sqlx::types::Json(v.chain_sources))
     .execute(tx)
     .await?;
     Ok(())
@@ -128,8 +133,7 @@ pub async fn insert_version(tx: &mut PgConnection, v: &NewVersion<'_>) -> Result
 
 /// The users who own the package.
 pub async fn owner_ids(db: impl PgExecutor<'_>, package_id: i64) -> Result<Vec<i64>, sqlx::Error> {
-    sqlx::query_scalar("SELECT user_id FROM package_owners WHERE package_id = $1 ORDER BY user_id")
-        .bind(package_id)
+    sqlx::query_scalar!("SELECT user_id FROM package_owners WHERE package_id = $1 ORDER BY user_id", package_id)
         .fetch_all(db)
         .await
 }
@@ -141,42 +145,40 @@ pub async fn bundle(
     normalized: &str,
     version: &Version,
 ) -> Result<Option<Option<String>>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT v.bundle FROM versions v JOIN packages p ON p.id = v.package_id \
          WHERE p.normalized_name = $1 AND v.num_no_build = $2",
+        normalized,
+        without_build(version),
     )
-    .bind(normalized)
-    .bind(without_build(version))
     .fetch_optional(db)
     .await
 }
 
 pub async fn add_owner(tx: &mut PgConnection, package_id: i64, user_id: i64, by: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "INSERT INTO package_owners (package_id, user_id, added_by) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        package_id,
+        user_id,
+        by,
     )
-    .bind(package_id)
-    .bind(user_id)
-    .bind(by)
     .execute(tx)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn remove_owner(tx: &mut PgConnection, package_id: i64, user_id: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("DELETE FROM package_owners WHERE package_id = $1 AND user_id = $2")
-        .bind(package_id)
-        .bind(user_id)
+    let done = sqlx::query!("DELETE FROM package_owners WHERE package_id = $1 AND user_id = $2", package_id, user_id)
         .execute(tx)
         .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn owners(db: impl PgExecutor<'_>, package_id: i64) -> Result<Vec<Owner>, sqlx::Error> {
-    let logins: Vec<String> = sqlx::query_scalar(
+    let logins: Vec<String> = sqlx::query_scalar!(
         "SELECT u.login FROM package_owners o JOIN users u ON u.id = o.user_id WHERE o.package_id = $1 ORDER BY u.login",
+        package_id,
     )
-    .bind(package_id)
     .fetch_all(db)
     .await?;
     Ok(logins.into_iter().map(|login| Owner { login }).collect())
@@ -190,25 +192,25 @@ pub async fn set_yanked(
     version: &Version,
     yanked: bool,
 ) -> Result<Option<bool>, sqlx::Error> {
-    let row: Option<(i64, String, bool)> = sqlx::query_as(
+    let row = sqlx::query!(
         "SELECT id, index_line, yanked FROM versions WHERE package_id = $1 AND num_no_build = $2 FOR UPDATE",
+        package_id,
+        without_build(version),
     )
-    .bind(package_id)
-    .bind(without_build(version))
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((id, line, was)) = row else { return Ok(None) };
-    if was == yanked {
+    let Some(row) = row else { return Ok(None) };
+    if row.yanked == yanked {
         return Ok(Some(false));
     }
-    let mut entry = parse_stored_line(&line)?;
+    let mut entry = parse_stored_line(&row.index_line)?;
     entry.yanked = yanked;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE versions SET yanked = $2, index_line = $3, yanked_at = CASE WHEN $2 THEN now() END WHERE id = $1",
+        row.id,
+        yanked,
+        entry.to_line(),
     )
-    .bind(id)
-    .bind(yanked)
-    .bind(entry.to_line())
     .execute(tx)
     .await?;
     Ok(Some(true))
@@ -228,10 +230,10 @@ fn parse_stored_line(line: &str) -> Result<IndexEntry, sqlx::Error> {
 /// exactly the versions table. Returns the index file as a TUF target (its path
 /// under the registry, `index/…`, and its bytes), for the metadata to follow.
 pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(String, Vec<u8>)>, sqlx::Error> {
-    let lines: Vec<String> = sqlx::query_scalar("SELECT index_line FROM versions WHERE package_id = $1 ORDER BY id")
-        .bind(package_id)
-        .fetch_all(&mut *tx)
-        .await?;
+    let lines: Vec<String> =
+        sqlx::query_scalar!("SELECT index_line FROM versions WHERE package_id = $1 ORDER BY id", package_id)
+            .fetch_all(&mut *tx)
+            .await?;
     let mut file = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     let mut entries = Vec::with_capacity(lines.len());
     for line in &lines {
@@ -241,42 +243,44 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(S
     }
     let Some(described) = described(&entries) else { return Ok(None) };
     // Delivered at commit: every replica's index cache drops this package.
-    sqlx::query("SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2")
-        .bind(crate::index_cache::CHANNEL)
-        .bind(package_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2",
+        crate::index_cache::CHANNEL,
+        package_id
+    )
+    .execute(&mut *tx)
+    .await?;
     let all_yanked = entries.iter().all(|e| e.yanked);
-    let programs: Vec<&str> = described.programs.iter().map(|p| p.name.as_str()).collect();
+    let programs: Vec<String> = described.programs.iter().map(|p| p.name.as_str().to_owned()).collect();
     let depends_on: Vec<String> =
         described.deps.iter().filter(|d| d.registry.is_none()).map(|d| d.name.normalized()).collect();
     // The name's words (`ddos-guard` → `ddos guard`) are searchable as words too.
     let name_words = described.name.as_str().replace(['-', '_'], " ");
-    sqlx::query(
+    sqlx::query!(
         "UPDATE packages SET index_file = $2, index_sha256 = $3, index_modified_at = now(), updated_at = now(), \
              described_version = $4, all_yanked = $5, description = $6, keywords = $7, programs = $8, \
              search = setweight(to_tsvector('simple', $9), 'A') \
-                   || setweight(to_tsvector('simple', array_to_string($7, ' ')), 'B') \
-                   || setweight(to_tsvector('simple', array_to_string($8, ' ')), 'B') \
+                   || setweight(to_tsvector('simple', array_to_string($7::text[], ' ')), 'B') \
+                   || setweight(to_tsvector('simple', array_to_string($8::text[], ' ')), 'B') \
                    || setweight(to_tsvector('english', coalesce($6, '')), 'C'), \
              depends_on = $10 \
          WHERE id = $1",
+        package_id,
+        &file,
+        &Sha256Digest::of(file.as_bytes()).0[..],
+        described.vers.to_string(),
+        all_yanked,
+        described.description.as_deref(),
+        &described.keywords,
+        &programs,
+        format!("{} {name_words}", described.name),
+        &depends_on,
     )
-    .bind(package_id)
-    .bind(&file)
-    .bind(&Sha256Digest::of(file.as_bytes()).0[..])
-    .bind(described.vers.to_string())
-    .bind(all_yanked)
-    .bind(described.description.as_deref())
-    .bind(&described.keywords)
-    .bind(&programs)
-    .bind(format!("{} {name_words}", described.name))
-    .bind(&depends_on)
     .execute(&mut *tx)
     .await?;
     // The file is served at the published name's path (names are one per package).
     let published: String =
-        sqlx::query_scalar("SELECT name FROM packages WHERE id = $1").bind(package_id).fetch_one(&mut *tx).await?;
+        sqlx::query_scalar!("SELECT name FROM packages WHERE id = $1", package_id).fetch_one(&mut *tx).await?;
     Ok(Some((format!("index/{}", ebpkg_spec::index_path(&published)), file.into_bytes())))
 }
 
@@ -289,7 +293,7 @@ fn described(entries: &[IndexEntry]) -> Option<&IndexEntry> {
 }
 
 /// A package's index file as served.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct IndexFile {
     pub index_file: String,
     pub index_sha256: Vec<u8>,
@@ -297,11 +301,12 @@ pub struct IndexFile {
 }
 
 pub async fn index_file(db: impl PgExecutor<'_>, normalized: &str) -> Result<Option<IndexFile>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        IndexFile,
         "SELECT index_file, index_sha256, index_modified_at FROM packages WHERE normalized_name = $1 \
          AND index_file <> ''",
+        normalized,
     )
-    .bind(normalized)
     .fetch_optional(db)
     .await
 }
@@ -312,34 +317,34 @@ pub async fn download_target(
     normalized: &str,
     version: &Version,
 ) -> Result<Option<(i64, String)>, sqlx::Error> {
-    sqlx::query_as(
+    let row = sqlx::query!(
         "SELECT v.id, v.cksum FROM versions v JOIN packages p ON p.id = v.package_id \
          WHERE p.normalized_name = $1 AND v.num_no_build = $2",
+        normalized,
+        without_build(version),
     )
-    .bind(normalized)
-    .bind(without_build(version))
     .fetch_optional(db)
-    .await
+    .await?;
+    Ok(row.map(|r| (r.id, r.cksum)))
 }
 
 /// Adds counted downloads: `(version id, count)`.
 pub async fn add_downloads(tx: &mut PgConnection, counts: &[(i64, i64)]) -> Result<(), sqlx::Error> {
     let (ids, n): (Vec<i64>, Vec<i64>) = counts.iter().copied().unzip();
-    sqlx::query(
+    sqlx::query!(
         "WITH c AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS c(id, n)), \
               v AS (UPDATE versions SET downloads = downloads + c.n FROM c WHERE versions.id = c.id \
                     RETURNING versions.package_id, c.n) \
          UPDATE packages SET downloads = packages.downloads + s.n \
          FROM (SELECT package_id, sum(n)::bigint AS n FROM v GROUP BY package_id) s WHERE packages.id = s.package_id",
+        &ids,
+        &n,
     )
-    .bind(&ids)
-    .bind(&n)
     .execute(tx)
     .await?;
     Ok(())
 }
 
-#[derive(sqlx::FromRow)]
 struct SearchRow {
     name: String,
     described_version: String,
@@ -362,28 +367,29 @@ pub async fn search(
 ) -> Result<(Vec<SearchHit>, u64), sqlx::Error> {
     let query = query.trim();
     let normalized = ebpkg_spec::names::normalize(query);
-    let rows: Vec<SearchRow> = sqlx::query_as(
-        "WITH q AS (SELECT $1::text AS raw, lower($1) AS lq, $2::text AS nq, \
-                           plainto_tsquery('simple', $1) || plainto_tsquery('english', $1) AS ts) \
-         SELECT p.name, p.described_version, p.all_yanked, p.description, p.keywords, p.programs, m.rank, \
-                count(*) OVER () AS total \
-         FROM packages p CROSS JOIN q, LATERAL (SELECT CASE \
-                WHEN q.raw = '' THEN 6 \
-                WHEN p.normalized_name = q.nq THEN 0 \
-                WHEN starts_with(p.normalized_name, q.nq) THEN 1 \
-                WHEN strpos(p.normalized_name, q.nq) > 0 THEN 2 \
-                WHEN EXISTS (SELECT 1 FROM unnest(p.keywords) k WHERE strpos(lower(k), q.lq) > 0) THEN 3 \
-                WHEN EXISTS (SELECT 1 FROM unnest(p.programs) g WHERE strpos(lower(g), q.lq) > 0) THEN 4 \
-                WHEN strpos(lower(coalesce(p.description, '')), q.lq) > 0 OR p.search @@ q.ts THEN 5 \
-                ELSE NULL END AS rank) m \
-         WHERE p.index_file <> '' AND m.rank IS NOT NULL \
-         ORDER BY m.rank, ts_rank(p.search, q.ts) DESC, p.name \
-         LIMIT $3 OFFSET $4",
+    let rows: Vec<SearchRow> = sqlx::query_as!(
+        SearchRow,
+        r#"WITH q AS (SELECT $1::text AS raw, lower($1) AS lq, $2::text AS nq,
+                           plainto_tsquery('simple', $1) || plainto_tsquery('english', $1) AS ts)
+         SELECT p.name, p.described_version, p.all_yanked, p.description, p.keywords, p.programs, m.rank AS "rank!",
+                count(*) OVER () AS "total!"
+         FROM packages p CROSS JOIN q, LATERAL (SELECT CASE
+                WHEN q.raw = '' THEN 6
+                WHEN p.normalized_name = q.nq THEN 0
+                WHEN starts_with(p.normalized_name, q.nq) THEN 1
+                WHEN strpos(p.normalized_name, q.nq) > 0 THEN 2
+                WHEN EXISTS (SELECT 1 FROM unnest(p.keywords) k WHERE strpos(lower(k), q.lq) > 0) THEN 3
+                WHEN EXISTS (SELECT 1 FROM unnest(p.programs) g WHERE strpos(lower(g), q.lq) > 0) THEN 4
+                WHEN strpos(lower(coalesce(p.description, '')), q.lq) > 0 OR p.search @@ q.ts THEN 5
+                ELSE NULL END AS rank) m
+         WHERE p.index_file <> '' AND m.rank IS NOT NULL
+         ORDER BY m.rank, ts_rank(p.search, q.ts) DESC, p.name
+         LIMIT $3 OFFSET $4"#,
+        query,
+        &normalized,
+        i64::from(per_page),
+        i64::from(page.saturating_sub(1)) * i64::from(per_page),
     )
-    .bind(query)
-    .bind(&normalized)
-    .bind(i64::from(per_page))
-    .bind(i64::from(page.saturating_sub(1)) * i64::from(per_page))
     .fetch_all(db)
     .await?;
     let total = rows.first().map_or(0, |r| u64::try_from(r.total).unwrap_or(0));
@@ -412,7 +418,6 @@ fn search_hit(r: SearchRow) -> Option<SearchHit> {
     })
 }
 
-#[derive(sqlx::FromRow)]
 pub struct PackageDates {
     pub id: i64,
     pub name: String,
@@ -421,15 +426,15 @@ pub struct PackageDates {
 }
 
 pub async fn package(db: impl PgExecutor<'_>, normalized: &str) -> Result<Option<PackageDates>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        PackageDates,
         "SELECT id, name, created_at, updated_at FROM packages WHERE normalized_name = $1 AND index_file <> ''",
+        normalized,
     )
-    .bind(normalized)
     .fetch_optional(db)
     .await
 }
 
-#[derive(sqlx::FromRow)]
 struct VersionRow {
     num: String,
     yanked: bool,
@@ -442,9 +447,6 @@ struct VersionRow {
     license: Option<String>,
     readme: Option<String>,
 }
-
-const VERSION_COLUMNS: &str = "v.num, v.yanked, v.cksum, v.size, v.created_at, u.login, v.downloads, v.index_line, \
-                               v.license, v.readme";
 
 fn summary(r: &VersionRow) -> Result<VersionSummary, sqlx::Error> {
     let corrupt = |what: &str| sqlx::Error::Protocol(format!("stored {what} does not parse"));
@@ -460,11 +462,13 @@ fn summary(r: &VersionRow) -> Result<VersionSummary, sqlx::Error> {
 }
 
 pub async fn versions(db: impl PgExecutor<'_>, package_id: i64) -> Result<Vec<VersionSummary>, sqlx::Error> {
-    let rows: Vec<VersionRow> = sqlx::query_as(&format!(
-        "SELECT {VERSION_COLUMNS} FROM versions v JOIN users u ON u.id = v.published_by \
-         WHERE v.package_id = $1 ORDER BY v.id"
-    ))
-    .bind(package_id)
+    let rows: Vec<VersionRow> = sqlx::query_as!(
+        VersionRow,
+        "SELECT v.num, v.yanked, v.cksum, v.size, v.created_at, u.login, v.downloads, v.index_line, v.license, \
+                v.readme \
+         FROM versions v JOIN users u ON u.id = v.published_by WHERE v.package_id = $1 ORDER BY v.id",
+        package_id,
+    )
     .fetch_all(db)
     .await?;
     rows.iter().map(summary).collect()
@@ -476,12 +480,14 @@ pub async fn version(
     package_id: i64,
     version: &Version,
 ) -> Result<Option<ebpkg_spec::registry_api::VersionInfo>, sqlx::Error> {
-    let row: Option<VersionRow> = sqlx::query_as(&format!(
-        "SELECT {VERSION_COLUMNS} FROM versions v JOIN users u ON u.id = v.published_by \
-         WHERE v.package_id = $1 AND v.num_no_build = $2"
-    ))
-    .bind(package_id)
-    .bind(without_build(version))
+    let row: Option<VersionRow> = sqlx::query_as!(
+        VersionRow,
+        "SELECT v.num, v.yanked, v.cksum, v.size, v.created_at, u.login, v.downloads, v.index_line, v.license, \
+                v.readme \
+         FROM versions v JOIN users u ON u.id = v.published_by WHERE v.package_id = $1 AND v.num_no_build = $2",
+        package_id,
+        without_build(version),
+    )
     .fetch_optional(db)
     .await?;
     let Some(row) = row else { return Ok(None) };

@@ -8,43 +8,42 @@ use sqlx::{PgConnection, PgExecutor};
 /// each new snapshot and timestamp follows the previous one); `None` when the
 /// registry has no TUF metadata.
 pub async fn lock_all(tx: &mut PgConnection) -> Result<Option<BTreeMap<String, Vec<u8>>>, sqlx::Error> {
-    let rows: Vec<(String, Vec<u8>)> =
-        sqlx::query_as("SELECT name, bytes FROM tuf_files ORDER BY name FOR UPDATE").fetch_all(tx).await?;
-    if !rows.iter().any(|(name, _)| name == "root.json") {
+    let rows = sqlx::query!("SELECT name, bytes FROM tuf_files ORDER BY name FOR UPDATE").fetch_all(tx).await?;
+    if !rows.iter().any(|r| r.name == "root.json") {
         return Ok(None);
     }
-    Ok(Some(rows.into_iter().collect()))
+    Ok(Some(rows.into_iter().map(|r| (r.name, r.bytes)).collect()))
 }
 
 pub async fn write(tx: &mut PgConnection, name: &str, bytes: &[u8]) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO tuf_files (name, bytes) VALUES ($1, $2) \
          ON CONFLICT (name) DO UPDATE SET bytes = EXCLUDED.bytes, updated_at = now()",
+        name,
+        bytes,
     )
-    .bind(name)
-    .bind(bytes)
     .execute(tx)
     .await?;
     Ok(())
 }
 
 pub async fn file(db: impl PgExecutor<'_>, name: &str) -> Result<Option<Vec<u8>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT bytes FROM tuf_files WHERE name = $1").bind(name).fetch_optional(db).await
+    sqlx::query_scalar!("SELECT bytes FROM tuf_files WHERE name = $1", name).fetch_optional(db).await
 }
 
 /// Every package's index file as a TUF target (`index/…`, bytes).
 pub async fn index_targets(db: impl PgExecutor<'_>) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT name, index_file FROM packages WHERE index_file <> '' ORDER BY name")
-            .fetch_all(db)
-            .await?;
+    let rows = sqlx::query!("SELECT name, index_file FROM packages WHERE index_file <> '' ORDER BY name")
+        .fetch_all(db)
+        .await?;
     Ok(rows
         .into_iter()
-        .map(|(name, file)| (format!("index/{}", ebpkg_spec::index_path(&name)), file.into_bytes()))
+        .map(|r| (format!("index/{}", ebpkg_spec::index_path(&r.name)), r.index_file.into_bytes()))
         .collect())
 }
 
 /// Every file (for backups, and tests that replay old metadata).
 pub async fn all(db: impl PgExecutor<'_>) -> Result<Vec<(String, Vec<u8>)>, sqlx::Error> {
-    sqlx::query_as("SELECT name, bytes FROM tuf_files ORDER BY name").fetch_all(db).await
+    let rows = sqlx::query!("SELECT name, bytes FROM tuf_files ORDER BY name").fetch_all(db).await?;
+    Ok(rows.into_iter().map(|r| (r.name, r.bytes)).collect())
 }

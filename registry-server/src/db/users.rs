@@ -3,7 +3,7 @@
 
 use sqlx::PgExecutor;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct User {
     pub id: i64,
     pub login: String,
@@ -21,12 +21,15 @@ pub fn valid_login(login: &str) -> bool {
 
 /// Creates a user; `None` when the login is taken.
 pub async fn create(db: impl PgExecutor<'_>, login: &str) -> Result<Option<User>, sqlx::Error> {
-    sqlx::query_as("INSERT INTO users (login) VALUES ($1) ON CONFLICT (login) DO NOTHING RETURNING id, login")
-        .bind(login)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        User,
+        "INSERT INTO users (login) VALUES ($1) ON CONFLICT (login) DO NOTHING RETURNING id, login",
+        login
+    )
+    .fetch_optional(db)
+    .await
 }
 
 pub async fn by_login(db: impl PgExecutor<'_>, login: &str) -> Result<Option<User>, sqlx::Error> {
-    sqlx::query_as("SELECT id, login FROM users WHERE login = $1").bind(login).fetch_optional(db).await
+    sqlx::query_as!(User, "SELECT id, login FROM users WHERE login = $1", login).fetch_optional(db).await
 }
