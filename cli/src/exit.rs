@@ -153,7 +153,7 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
         | DeployError::MapLayout(_)
         | DeployError::Link { .. }
         | DeployError::DuplicateEntry { .. } => Failure::Input,
-        DeployError::NotDeployed { .. } => Failure::Input,
+        DeployError::NotDeployed { .. } | DeployError::NoGeneration { .. } => Failure::Input,
         DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
             Failure::Usage
         }

@@ -152,6 +152,8 @@ enum Command {
     Status(commands::deployments::StatusArgs),
     /// Remove a deployment: attachments, loaders, chains, and programs nothing else uses.
     Uninstall(commands::deployments::UninstallArgs),
+    /// Install an earlier generation of a deployment again (its exact objects, chains and parameters).
+    Rollback(commands::deployments::RollbackArgs),
     /// Check that this machine can build and load HIKe packages, and explain what is missing.
     Doctor(commands::doctor::DoctorArgs),
     /// Write a file:// registry holding exactly the packages of ebpkg.lock (for air-gapped sites).
@@ -253,6 +255,7 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Registry(a) => commands::tuf::registry(ctx, a),
         Command::Status(a) => commands::deployments::status(ctx, a),
         Command::Uninstall(a) => commands::deployments::uninstall(ctx, a),
+        Command::Rollback(a) => commands::deployments::rollback(ctx, a),
         Command::Doctor(a) => commands::doctor::run(ctx, a),
         Command::Mirror(a) => commands::registry::mirror(ctx, a),
         Command::Cache(a) => commands::cache::run(ctx, a),

@@ -244,3 +244,125 @@ fn an_upgrade_killed_while_it_shares_the_maps_leaves_the_running_version_whole()
     assert!(run.stderr.contains("Kept map flow_counters of flow 1.0.0 → 1.1.0"), "{}", run.stderr);
     assert_eq!(count(&sb, 0), 1);
 }
+
+/// `bpftool`'s tag of each program pinned under the package version's directory.
+fn tags(sb: &Sandbox, package_dir: &str) -> Vec<(String, String)> {
+    let dir = sb.root.join("progs").join(package_dir);
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
+        if e.path().is_dir() {
+            continue;
+        }
+        let shown =
+            Command::new("bpftool").args(["prog", "show", "pinned"]).arg(e.path()).arg("--json").output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        out.push((e.file_name().to_string_lossy().into_owned(), v["tag"].as_str().unwrap().to_owned()));
+    }
+    out.sort();
+    out
+}
+
+fn attachments(sb: &Sandbox) -> Vec<(String, String)> {
+    let st = sb.status();
+    st[0]["loaders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["attachments"].as_array().unwrap().clone())
+        .map(|a| (a["interface"].as_str().unwrap().to_owned(), a["mode"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_rollback_reinstalls_a_saved_generation_exactly_without_registry_or_cache() {
+    let (sb, app) = setup("rollback");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+    let first_tags = tags(&sb, "flow@1_0_0");
+    let first_attachments = attachments(&sb);
+    assert_eq!(first_tags.len(), 2, "{first_tags:?}");
+
+    publish_flow(&sb, "1.1.0", &["packets"], None, true);
+    update_and_install(&sb, &app, &[]).ok();
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_PASS, "1.1.0 matches the source port");
+    assert_eq!(count(&sb, 0), 2);
+
+    let run = sb.run(&app, &["status", "--generations"]).ok();
+    assert!(run.stdout.contains("generation 2  "), "{}", run.stdout);
+    assert!(run.stdout.contains("(running)"), "{}", run.stdout);
+    assert!(run.stdout.contains("  changed   flow 1.0.0 → 1.1.0"), "{}", run.stdout);
+    assert!(run.stdout.contains(&format!("flow@1.1.0 (signed by {})", sb.key_id())), "{}", run.stdout);
+
+    // Neither the registry nor the download and build cache is needed.
+    std::fs::remove_dir_all(sb.path("registry")).unwrap();
+    std::fs::remove_dir_all(&sb.cache).unwrap();
+    let run = sb.run(&app, &["rollback"]).ok();
+    assert!(run.stderr.contains("Kept map flow_counters of flow 1.1.0 → 1.0.0"), "{}", run.stderr);
+    assert!(run.stderr.contains("Switched va to app-3-"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Finished deployment app generation 3 (replaced generation 2), generation 1 again"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(tags(&sb, "flow@1_0_0"), first_tags, "the very programs of generation 1");
+    assert_eq!(attachments(&sb), first_attachments);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP, "1.0.0 matches the destination port again");
+    assert_eq!(count(&sb, 0), 2, "counters kept through the rollback");
+    assert_eq!(count(&sb, 1), 1);
+
+    let gens: serde_json::Value =
+        serde_json::from_str(&sb.run(&app, &["status", "--generations", "--json"]).ok().stdout).unwrap();
+    let listed: Vec<(u64, bool, Option<u64>)> = gens
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["generation"].as_u64().unwrap(), g["running"].as_bool().unwrap(), g["restores"].as_u64()))
+        .collect();
+    assert_eq!(listed, [(1, false, None), (2, false, None), (3, true, Some(1))]);
+    let run = sb.run(&app, &["rollback", "--to", "7"]).fails(1);
+    assert!(
+        run.stderr.contains("deployment `app` has no generation 7 to roll back to; kept: 1, 2, 3 (the newest 5"),
+        "{}",
+        run.stderr
+    );
+
+    // A rollback killed at any step is repaired by the next command.
+    for point in ["registered", "switching", "saved", "committed"] {
+        let out = sb.cmd(&app, &["rollback", "--to", "2"]).env("EBPKG_CRASH_AT", point).output().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "{point}: {out:?}");
+        let st = sb.status();
+        assert_eq!(st[0]["running"], true, "{point}: {st}");
+        let restored = st[0]["restores"].as_u64();
+        if point == "committed" {
+            assert_eq!(restored, Some(2), "{point}: {st}");
+        } else {
+            assert_eq!(restored, Some(1), "{point}: the previous generation runs on: {st}");
+            let kept: Vec<u64> = serde_json::from_str::<serde_json::Value>(
+                &sb.run(&app, &["status", "--generations", "--json"]).ok().stdout,
+            )
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["generation"].as_u64().unwrap())
+            .collect();
+            assert!(!kept.contains(&st[0]["generation"].as_u64().map_or(0, |g| g + 1)), "{point}: {kept:?}");
+        }
+    }
+
+    // The newest five are kept.
+    for _ in 0..3 {
+        sb.run(&app, &["rollback"]).ok();
+    }
+    let run = sb.run(&app, &["status", "--generations"]).ok();
+    let numbers: Vec<u64> =
+        run.stdout.lines().filter_map(|l| l.strip_prefix("generation ")?.split(' ').next()?.parse().ok()).collect();
+    assert_eq!(numbers.len(), 5, "{}", run.stdout);
+    assert!(!numbers.contains(&1) && !numbers.contains(&2), "the oldest went: {}", run.stdout);
+    sb.run(&app, &["uninstall"]).ok();
+    assert_eq!(
+        std::fs::read_dir(sb.path("state/generations")).map(|d| d.count()).unwrap_or(0),
+        0,
+        "an uninstall forgets its generations"
+    );
+}

@@ -94,6 +94,7 @@ pub const CRASH_POINTS: &[&str] = &[
     "loaders",
     "switching",
     "switched",
+    "saved",
     "native",
     "committed",
     "cleaned",
@@ -274,6 +275,7 @@ impl Deployer {
         on(&Event::Removed { what: format!("deployment {} (generation {})", record.name, record.generation) });
         self.store.remove_record(name)?;
         crash_point("uninstalled");
+        self.store.forget_generations(name)?;
         drop(rt);
         self.destroy_if_unused(&record.bpffs_root)?;
         self.store.remove_journal(name)?;

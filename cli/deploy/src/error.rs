@@ -65,6 +65,13 @@ pub enum DeployError {
     DuplicateEntry { package: String, loader: String, map: String },
     #[error("no deployment named `{name}`{}", if known.is_empty() { " (nothing is deployed)".to_owned() } else { format!("; deployed: {}", known.join(", ")) })]
     NotDeployed { name: String, known: Vec<String> },
+    #[error(
+        "deployment `{name}` has {}; kept: {} (the newest {} generations are kept)",
+        match wanted { Some(n) => format!("no generation {n} to roll back to"), None => "no generation before the running one to roll back to".to_owned() },
+        if kept.is_empty() { "none".to_owned() } else { kept.iter().map(u64::to_string).collect::<Vec<_>>().join(", ") },
+        crate::generations::KEEP
+    )]
+    NoGeneration { name: String, wanted: Option<u64>, kept: Vec<u64> },
     #[error("cannot enter network namespace `{name}`: {reason}")]
     Netns { name: String, reason: String },
     #[error(

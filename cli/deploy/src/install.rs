@@ -136,6 +136,8 @@ impl Deployer {
             .and_then(|rt| self.apply(&rt, plan, &checked, &mut journal, &inputs, on).map(|record| (rt, record)));
         let (rt, record) = match applied.and_then(|(rt, record)| {
             crash_point("switched");
+            self.store.save_generation(plan, &record)?;
+            crash_point("saved");
             self.store.save_record(&record)?;
             Ok((rt, record))
         }) {
@@ -166,6 +168,9 @@ impl Deployer {
                 self.store.remove_journal(&plan.deployment)?;
             }
             Err(e) => tracing::warn!("the new deployment runs, but removing the previous one failed: {e}"),
+        }
+        if let Err(e) = self.store.prune_generations(&plan.deployment) {
+            tracing::warn!("cannot remove old generations of {}: {e}", plan.deployment);
         }
         Ok(InstallOutcome::Installed { record, previous: previous.map(Box::new) })
     }
@@ -272,6 +277,7 @@ impl Deployer {
                 version: p.id.version.clone(),
                 source: p.source.clone(),
                 checksum: p.checksum,
+                signer: p.signer,
                 maps: documented_maps(&p.manifest),
             })
             .collect();
@@ -293,6 +299,7 @@ impl Deployer {
             loaders,
             params: plan.params.clone(),
             state,
+            restores: plan.restores,
         })
     }
 

@@ -12,6 +12,7 @@
 pub mod audit;
 mod deployer;
 mod error;
+pub mod generations;
 mod install;
 pub mod journal;
 mod maps;

@@ -35,6 +35,8 @@ pub struct DeployPlan {
     /// Start empty the maps whose layout changed, instead of refusing the
     /// upgrade (`--reset-state`).
     pub reset_state: bool,
+    /// The earlier generation this plan installs again (`ebpkg rollback`).
+    pub restores: Option<u64>,
 }
 
 /// One package, with its built objects.
@@ -49,6 +51,9 @@ pub struct PlannedPackage {
     pub root: PathBuf,
     pub manifest: Manifest,
     pub objects: Vec<PlannedObject>,
+    /// The key its archive's signature was verified with (`None`: unsigned, or
+    /// the project itself).
+    pub signer: Option<ebpkg_spec::types::KeyId>,
 }
 
 impl PlannedPackage {
@@ -143,6 +148,7 @@ mod tests {
             force: false,
             chain_mode: crate::native::ChainMode::default(),
             reset_state: false,
+            restores: None,
         }
     }
 

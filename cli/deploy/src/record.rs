@@ -45,6 +45,9 @@ pub struct DeploymentRecord {
     /// generation (absent in records written before ebpkg kept state).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub state: Vec<crate::state::MapState>,
+    /// The earlier generation this one installed again (`ebpkg rollback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -53,6 +56,9 @@ pub struct RecordedPackage {
     pub version: Version,
     pub source: String,
     pub checksum: Sha256Digest,
+    /// The key its archive's signature was verified with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<ebpkg_spec::types::KeyId>,
     /// The maps of its programs whose layouts the manifest documents, for
     /// `ebpkg status --maps`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

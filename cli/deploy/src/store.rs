@@ -60,7 +60,7 @@ impl Store {
             .create(dir)
             .map_err(io("cannot create the state directory", dir))?;
         safety::check_dir_and_ancestors(dir)?;
-        for (sub, mode) in [("deployments", 0o755), ("journal", 0o700), ("logs", 0o755)] {
+        for (sub, mode) in [("deployments", 0o755), ("journal", 0o700), ("logs", 0o755), ("generations", 0o755)] {
             let d = dir.join(sub);
             match fs::DirBuilder::new().mode(mode).create(&d) {
                 Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
@@ -214,7 +214,7 @@ fn json_names(dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-fn read_json<T: DeserializeOwned + HasFormat>(path: &Path) -> Result<Option<T>> {
+pub(crate) fn read_json<T: DeserializeOwned + HasFormat>(path: &Path) -> Result<Option<T>> {
     let file = match File::options()
         .read(true)
         .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
@@ -248,7 +248,7 @@ fn read_json<T: DeserializeOwned + HasFormat>(path: &Path) -> Result<Option<T>> 
     Ok(Some(value))
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| DeployError::CorruptState { path: path.to_owned(), reason: format!("cannot serialize: {e}") })?;
     bytes.push(b'\n');
@@ -276,11 +276,17 @@ fn remove_file(path: &Path) -> Result<()> {
     }
 }
 
-trait HasFormat {
+pub(crate) trait HasFormat {
     fn format(&self) -> u32;
 }
 
 impl HasFormat for DeploymentRecord {
+    fn format(&self) -> u32 {
+        self.format
+    }
+}
+
+impl HasFormat for crate::generations::SavedGeneration {
     fn format(&self) -> u32 {
         self.format
     }

@@ -149,7 +149,15 @@ impl Deployer {
                 .collect::<BTreeSet<(PackageName, Version, Hook)>>()
         });
         let host = KernelHost { deployer: self, rt, netns: journal.netns.as_deref() };
-        undo_install(&host, journal, in_use.as_ref().map_err(Clone::clone))
+        let mut errors = undo_install(&host, journal, in_use.as_ref().map_err(Clone::clone));
+        // The generation's saved copy goes with it, unless it was committed.
+        let committed = self.store.record(&journal.deployment).ok().flatten().map(|r| r.generation);
+        if committed != Some(journal.generation)
+            && let Err(e) = self.store.forget_generation(&journal.deployment, journal.generation)
+        {
+            errors.push(e.to_string());
+        }
+        errors
     }
 
     /// Removes what `previous` owned and `current` (the deployment replacing it, if

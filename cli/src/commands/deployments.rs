@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::Ctx;
-use crate::ops::deployments::{self, Deployment, StatusOptions, UninstallOptions};
+use crate::ops::deployments::{self, Deployment, RollbackOptions, StatusOptions, UninstallOptions};
 
 #[derive(Args)]
 #[command(after_help = "Examples:\n  ebpkg status\n  ebpkg status --json | jq '.[0].chain_runs'")]
@@ -20,6 +20,31 @@ pub struct StatusArgs {
     /// With --maps: at most this many entries per map.
     #[arg(long, default_value_t = 32)]
     limit: usize,
+    /// List the deployment's kept generations instead (the project's when no
+    /// name is given): when, what changed, who signed what; `ebpkg rollback` goes
+    /// back to one.
+    #[arg(long, conflicts_with_all = ["maps"])]
+    generations: bool,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "The newest 5 generations of each deployment are kept (`ebpkg status --generations` lists them). \
+A rollback is an install of the saved generation — its objects, chains, loader configuration and parameters — as a \
+new generation: interfaces switch over without losing packets, and maps are kept as an upgrade keeps them.\n\n\
+Examples:\n  sudo ebpkg rollback              the project's deployment, to the generation before the running one\n  \
+sudo ebpkg rollback ddos --to 3   deployment ddos, to its generation 3"
+)]
+pub struct RollbackArgs {
+    /// The deployment (default: the project's).
+    name: Option<String>,
+    /// The generation to go back to (default: the one before the running one).
+    #[arg(long, value_name = "GENERATION")]
+    to: Option<u64>,
+    /// Start empty the maps whose layout differs from the running version's,
+    /// instead of refusing.
+    #[arg(long)]
+    reset_state: bool,
 }
 
 #[derive(Args)]
@@ -32,6 +57,9 @@ pub struct UninstallArgs {
 }
 
 pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
+    if args.generations {
+        return generations(ctx, args.name);
+    }
     let all = deployments::status(ctx, &StatusOptions { name: args.name, maps: args.maps, limit: args.limit })?;
     if ctx.ui.json {
         let mut values = Vec::new();
@@ -151,6 +179,61 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `status --generations`.
+fn generations(ctx: &Ctx, name: Option<String>) -> Result<ExitCode> {
+    let (kept, running) = deployments::generations(ctx, name)?;
+    if ctx.ui.json {
+        let list: Vec<serde_json::Value> = kept
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                serde_json::json!({
+                    "generation": g.record.generation,
+                    "installed_at": g.record.installed_at,
+                    "running": Some(g.record.generation) == running,
+                    "restores": g.record.restores,
+                    "changes": g.changes_from(i.checked_sub(1).map(|j| &kept[j])),
+                    "packages": g.record.packages.iter().map(|p| serde_json::json!({
+                        "name": p.name, "version": p.version.to_string(), "signer": p.signer,
+                    })).collect::<Vec<_>>(),
+                    "params": g.record.params,
+                })
+            })
+            .collect();
+        ctx.ui.json(&list)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, g) in kept.iter().enumerate() {
+        let r = &g.record;
+        let mark = if Some(r.generation) == running { "  (running)" } else { "" };
+        let again = r.restores.map(|n| format!(", generation {n} again")).unwrap_or_default();
+        ctx.ui.out(format!("generation {}  {}{again}{mark}", r.generation, utc(r.installed_at)));
+        let changes = g.changes_from(i.checked_sub(1).map(|j| &kept[j]));
+        if !changes.is_empty() {
+            ctx.ui.out(format!("  changed   {}", changes.join(", ")));
+        }
+        let pkgs: Vec<String> = r
+            .packages
+            .iter()
+            .map(|p| match &p.signer {
+                Some(key) => format!("{} (signed by {key})", p.id()),
+                None => p.id().to_string(),
+            })
+            .collect();
+        ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
+    }
+    if kept.is_empty() {
+        ctx.ui.out("no generations kept (they are saved from the first install made by this version of ebpkg on)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn rollback(ctx: &Ctx, args: RollbackArgs) -> Result<ExitCode> {
+    let opts = RollbackOptions { name: args.name, to: args.to, reset_state: args.reset_state };
+    let outcome = deployments::rollback(ctx, opts)?;
+    crate::commands::install::report(ctx, &outcome, &crate::ops::install::Timings::default(), false)
 }
 
 pub fn uninstall(ctx: &Ctx, args: UninstallArgs) -> Result<ExitCode> {

@@ -11,7 +11,7 @@ use ebpkg_deploy::{ChainMode, InstallOutcome};
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::ops::build::BuildOptions;
-use crate::ops::install::{InstallOptions, Target, install};
+use crate::ops::install::{InstallOptions, Target, Timings, install};
 
 const EXAMPLES: &str = "Examples:
   sudo ebpkg install --set DEVNAME=eth0      deploy this project's chains on eth0
@@ -95,15 +95,20 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
         reset_state: args.reset_state,
     };
     let (outcome, timings) = install(ctx, target, opts)?;
+    report(ctx, &outcome, &timings, args.timings)
+}
+
+/// Prints what an install (or a rollback) did: `--json`, else status lines.
+pub fn report(ctx: &Ctx, outcome: &InstallOutcome, timings: &Timings, show_timings: bool) -> Result<ExitCode> {
     if ctx.ui.json {
-        let (state, record) = match &outcome {
+        let (state, record) = match outcome {
             InstallOutcome::Installed { record, .. } => ("installed", record),
             InstallOutcome::UpToDate(record) => ("up-to-date", record),
         };
         ctx.ui.json(&serde_json::json!({ "result": state, "deployment": record, "timings": timings }))?;
         return Ok(ExitCode::SUCCESS);
     }
-    if args.timings {
+    if show_timings {
         for (phase, ms) in &timings.phases {
             ctx.ui.out(format!("{phase:>24}  {ms:>9.1} ms"));
         }
@@ -119,13 +124,14 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
                 .iter()
                 .flat_map(|l| l.attachments.iter().map(|a| format!("{} ({})", a.interface, a.mode)))
                 .collect();
+            let restored = record.restores.map(|g| format!(", generation {g} again")).unwrap_or_default();
             ctx.ui.status(
                 "Finished",
                 format!(
-                    "deployment {} generation {}{}: {} package(s), {} program(s), {} chain(s){}",
+                    "deployment {} generation {}{}{restored}: {} package(s), {} program(s), {} chain(s){}",
                     record.name,
                     record.generation,
-                    previous.map(|p| format!(" (replaced generation {})", p.generation)).unwrap_or_default(),
+                    previous.as_ref().map(|p| format!(" (replaced generation {})", p.generation)).unwrap_or_default(),
                     record.packages.len(),
                     record.programs.len(),
                     record.chains.len(),

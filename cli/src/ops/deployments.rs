@@ -1,7 +1,8 @@
 //! `ebpkg status` and `ebpkg uninstall`: what the deployments are, and removing one.
 
 use anyhow::Result;
-use ebpkg_deploy::{DeploymentRecord, DeploymentStatus, MapDump};
+use ebpkg_deploy::generations::SavedGeneration;
+use ebpkg_deploy::{DeploymentRecord, DeploymentStatus, InstallOutcome, MapDump};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -50,15 +51,45 @@ pub struct UninstallOptions {
 /// Removes a deployment; returns its record.
 pub fn uninstall(ctx: &Ctx, opts: UninstallOptions) -> Result<DeploymentRecord> {
     crate::ops::require_privileges("uninstall")?;
-    let name = match opts.name {
-        Some(n) => n,
-        None => ctx
+    let name = deployment_name(ctx, opts.name, "uninstall")?;
+    Ok(ctx.deployer()?.uninstall(&name, &|e| print_event(ctx, e))?)
+}
+
+/// The deployment a command names, else the project's (its package's name).
+fn deployment_name(ctx: &Ctx, name: Option<String>, command: &str) -> Result<String> {
+    match name {
+        Some(n) => Ok(n),
+        None => Ok(ctx
             .project()
-            .map_err(|e| fail(Failure::Usage, format!("{e:#}\nhelp: name the deployment: `ebpkg uninstall NAME`")))?
+            .map_err(|e| fail(Failure::Usage, format!("{e:#}\nhelp: name the deployment: `ebpkg {command} NAME`")))?
             .manifest
             .package
             .name
-            .to_string(),
-    };
-    Ok(ctx.deployer()?.uninstall(&name, &|e| print_event(ctx, e))?)
+            .to_string()),
+    }
+}
+
+/// What `rollback` reinstalls.
+pub struct RollbackOptions {
+    /// The deployment (default: the project's).
+    pub name: Option<String>,
+    /// The generation (default: the one before the running one).
+    pub to: Option<u64>,
+    /// Start empty the maps whose layout differs, instead of refusing.
+    pub reset_state: bool,
+}
+
+/// Installs an earlier generation of a deployment again, from its saved copy.
+pub fn rollback(ctx: &Ctx, opts: RollbackOptions) -> Result<InstallOutcome> {
+    crate::ops::require_privileges("rollback")?;
+    let name = deployment_name(ctx, opts.name, "rollback")?;
+    Ok(ctx.deployer()?.restore(&name, opts.to, opts.reset_state, &|e| print_event(ctx, e))?)
+}
+
+/// The kept generations of a deployment, oldest first, and the running one's number.
+pub fn generations(ctx: &Ctx, name: Option<String>) -> Result<(Vec<SavedGeneration>, Option<u64>)> {
+    let name = deployment_name(ctx, name, "status --generations")?;
+    let deployer = ctx.deployer()?;
+    let running = deployer.store().record(&name)?.map(|r| r.generation);
+    Ok((deployer.store().generations(&name)?, running))
 }

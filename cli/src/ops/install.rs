@@ -230,6 +230,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
             root: f.root.clone(),
             manifest: f.manifest.clone(),
             objects: objs.clone(),
+            signer: f.locked.signer,
         })
         .collect();
     if let Some(digest) = project_digest {
@@ -243,6 +244,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
             root: chain_root.clone(),
             manifest: chain_pkg.clone(),
             objects: project_objects,
+            signer: None,
         });
     }
 
@@ -262,6 +264,7 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
         force: opts.force,
         chain_mode: opts.chain_mode,
         reset_state: opts.reset_state,
+        restores: None,
     };
     ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
     // Each deployment phase ends with its last event; a phase without events is

@@ -212,6 +212,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
         root: project.dir.clone(),
         manifest: m.clone(),
         objects: objects.clone(),
+        signer: None,
     };
     let mut not_native = std::collections::BTreeSet::new();
 

@@ -115,6 +115,7 @@ ends-packet = "never"
             programs: vec!["test_verdict".into(), "test_nop".into()],
             loaders: vec![],
         }],
+        signer: None,
     }
 }
 
@@ -153,6 +154,7 @@ value = [{ name = "chain", type = "chain" }]
             programs: vec![],
             loaders: vec!["test_loader".into()],
         }],
+        signer: None,
     }
 }
 
@@ -176,6 +178,7 @@ pub fn plan_in(files: &Path, deployment: &str, version: &str, script: &str, para
         force: false,
         chain_mode: ebpkg_deploy::ChainMode::Auto,
         reset_state: false,
+        restores: None,
     }
 }
 
