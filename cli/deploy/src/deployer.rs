@@ -67,7 +67,7 @@ pub enum Event {
         how: Attached,
     },
     /// A map of a package whose version changed: kept, extended or started anew.
-    MapState(crate::state::MapState),
+    MapState(crate::record::MapState),
     /// A setting of the current deployment carried over to the new generation.
     Kept {
         what: String,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use hike_runtime::{RuntimeError, VerifierFailure};
 
 use ebpkg_spec::PackageId;
+use semver::Version;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
@@ -60,7 +61,7 @@ pub enum DeployError {
     #[error("{package}: {reason}")]
     Package { package: PackageId, reason: String },
     #[error("{0}")]
-    MapLayout(Box<crate::state::LayoutRefusal>),
+    MapLayout(Box<LayoutRefusal>),
     #[error("chain scripts configure loader {package}::{loader} map `{map}` twice with the same key; keep one entry")]
     DuplicateEntry { package: String, loader: String, map: String },
     #[error("no deployment named `{name}`{}", if known.is_empty() { " (nothing is deployed)".to_owned() } else { format!("; deployed: {}", known.join(", ")) })]
@@ -69,9 +70,9 @@ pub enum DeployError {
         "deployment `{name}` has {}; kept: {} (the newest {} generations are kept)",
         match wanted { Some(n) => format!("no generation {n} to roll back to"), None => "no generation before the running one to roll back to".to_owned() },
         if kept.is_empty() { "none".to_owned() } else { kept.iter().map(u64::to_string).collect::<Vec<_>>().join(", ") },
-        crate::generations::KEEP
+        keep
     )]
-    NoGeneration { name: String, wanted: Option<u64>, kept: Vec<u64> },
+    NoGeneration { name: String, wanted: Option<u64>, kept: Vec<u64>, keep: usize },
     #[error("cannot enter network namespace `{name}`: {reason}")]
     Netns { name: String, reason: String },
     #[error(
@@ -79,6 +80,28 @@ pub enum DeployError {
         rollback.join("; ")
     )]
     RollbackFailed { error: Box<DeployError>, rollback: Vec<String> },
+}
+
+/// A map whose running contents the new version cannot use as they are, and
+/// that the package does not say may start fresh or be extended.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{package}: map `{map}` cannot keep what {}@{from} holds in it: {reason}; {}",
+    package.name,
+    if *extend_would_do {
+        "its value only gains fields at the end, so the package can declare `on-upgrade = \"extend\"` for it; or \
+         install with --reset-state to start it empty"
+    } else {
+        "install with --reset-state to start it empty (what it holds is lost)"
+    }
+)]
+pub struct LayoutRefusal {
+    pub package: PackageId,
+    pub from: Version,
+    pub map: String,
+    pub reason: String,
+    /// The new value only adds fields at its end.
+    pub extend_would_do: bool,
 }
 
 fn show_project(p: &Option<PathBuf>) -> String {

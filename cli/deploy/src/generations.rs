@@ -295,9 +295,15 @@ impl crate::Deployer {
         };
         let Some(target) = target else {
             let kept = saved.iter().map(|g| g.record.generation).collect();
-            return Err(DeployError::NoGeneration { name: name.to_owned(), wanted: to, kept });
+            return Err(DeployError::NoGeneration { name: name.to_owned(), wanted: to, kept, keep: KEEP });
         };
         self.install(&target.plan(&self.store, reset_state)?, on)
+    }
+}
+
+impl crate::store::HasFormat for SavedGeneration {
+    fn format(&self) -> u32 {
+        self.format
     }
 }
 

@@ -35,6 +35,6 @@ pub use maps::{MapDump, MapEntryView};
 pub use native::{ChainMode, NativeBuild, NativeCompiler, NativeRequest, Tier};
 pub use plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 pub use record::DeploymentRecord;
-pub use state::{Fate, MapState};
+pub use record::{Fate, MapState};
 pub use status::DeploymentStatus;
 pub use store::{DEFAULT_STATE_DIR, Store};

@@ -44,7 +44,7 @@ pub struct DeploymentRecord {
     /// What became of the maps of packages whose version changed with this
     /// generation (absent in records written before ebpkg kept state).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub state: Vec<crate::state::MapState>,
+    pub state: Vec<MapState>,
     /// The earlier generation this one installed again (`ebpkg rollback`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restores: Option<u64>,
@@ -143,6 +143,44 @@ pub fn chain_owner(deployment: &str, generation: u64) -> String {
 /// The name of a generation's loader instance (a pin-tree component).
 pub fn loader_instance(deployment: &str, generation: u64, package: &str, loader: &str) -> String {
     format!("{deployment}-{generation}-{package}-{loader}")
+}
+
+/// What happened to one map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fate {
+    /// The new version uses the running map: nothing was copied or lost.
+    Kept,
+    /// Copied into the new version's map, the fields it added zeroed.
+    Extended,
+    /// Started empty: its layout changed and `--reset-state` was given.
+    Reset,
+    /// Started empty: the package says so (`on-upgrade = "fresh"`).
+    Fresh,
+}
+
+impl Fate {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fate::Kept => "kept",
+            Fate::Extended => "extended",
+            Fate::Reset => "reset",
+            Fate::Fresh => "fresh",
+        }
+    }
+}
+
+/// A map of a package version that replaced another, and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapState {
+    pub package: PackageName,
+    pub from: Version,
+    pub to: Version,
+    pub map: String,
+    pub fate: Fate,
+    /// Why it was not kept (a changed layout, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[cfg(test)]

@@ -9,75 +9,13 @@
 use std::collections::BTreeMap;
 
 use ebpkg_spec::manifest::OnUpgrade;
-use ebpkg_spec::{PackageId, PackageName};
+
 use hike_runtime::map_shape::{MapShape, object_map_shapes};
 use hike_runtime::{Runtime, SharedMaps};
-use semver::Version;
-use serde::{Deserialize, Serialize};
 
-use crate::error::{DeployError, Result};
+use crate::error::{DeployError, LayoutRefusal, Result};
 use crate::plan::PlannedPackage;
-use crate::record::DeploymentRecord;
-
-/// What happened to one map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Fate {
-    /// The new version uses the running map: nothing was copied or lost.
-    Kept,
-    /// Copied into the new version's map, the fields it added zeroed.
-    Extended,
-    /// Started empty: its layout changed and `--reset-state` was given.
-    Reset,
-    /// Started empty: the package says so (`on-upgrade = "fresh"`).
-    Fresh,
-}
-
-impl Fate {
-    pub fn name(self) -> &'static str {
-        match self {
-            Fate::Kept => "kept",
-            Fate::Extended => "extended",
-            Fate::Reset => "reset",
-            Fate::Fresh => "fresh",
-        }
-    }
-}
-
-/// A map of a package version that replaced another, and what became of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MapState {
-    pub package: PackageName,
-    pub from: Version,
-    pub to: Version,
-    pub map: String,
-    pub fate: Fate,
-    /// Why it was not kept (a changed layout, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// A map whose running contents the new version cannot use as they are, and
-/// that the package does not say may start fresh or be extended.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{package}: map `{map}` cannot keep what {}@{from} holds in it: {reason}; {}",
-    package.name,
-    if *extend_would_do {
-        "its value only gains fields at the end, so the package can declare `on-upgrade = \"extend\"` for it; or \
-         install with --reset-state to start it empty"
-    } else {
-        "install with --reset-state to start it empty (what it holds is lost)"
-    }
-)]
-pub struct LayoutRefusal {
-    pub package: PackageId,
-    pub from: Version,
-    pub map: String,
-    pub reason: String,
-    /// The new value only adds fields at its end.
-    pub extend_would_do: bool,
-}
+use crate::record::{DeploymentRecord, Fate, MapState};
 
 /// For one package of the plan: the maps its registration takes from the
 /// running version, what becomes of every map both versions have, and which to

@@ -286,12 +286,6 @@ impl HasFormat for DeploymentRecord {
     }
 }
 
-impl HasFormat for crate::generations::SavedGeneration {
-    fn format(&self) -> u32 {
-        self.format
-    }
-}
-
 impl HasFormat for Journal {
     fn format(&self) -> u32 {
         self.format
