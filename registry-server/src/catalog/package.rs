@@ -136,6 +136,11 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
                         h2 #install { "Install" }
                         (install_line(&loaded))
                         p.muted { "Then " code { "ebpkg install" } " builds it against your kernel and loads it." }
+                        p.muted {
+                            "Upgrading later (" code { "ebpkg update" } ", then " code { "ebpkg install" } ") keeps \
+                             what its maps hold when their layout is unchanged; " code { "ebpkg rollback" } " goes \
+                             back to an earlier install."
+                        }
                     }
                     (items_summary(&loaded))
                     section aria-labelledby="readme" {
