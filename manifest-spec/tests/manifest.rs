@@ -442,11 +442,8 @@ fn load_reports_missing_files_and_renders_source() {
 
 #[test]
 fn program_maps_say_what_an_upgrade_does_with_their_contents() {
-    let map = |on: &str| {
-        with_head(&format!(
-            "{PROG}source = \"p.c\"\n[[program.map]]\nname = \"m\"\ndoc = \"d\"\n{on}"
-        ))
-    };
+    let map =
+        |on: &str| with_head(&format!("{PROG}source = \"p.c\"\n[[program.map]]\nname = \"m\"\ndoc = \"d\"\n{on}"));
     let parsed = |on: &str| Manifest::parse(&map(on), "ebpkg.toml").unwrap().programs[0].maps[0].on_upgrade;
     assert_eq!(parsed(""), ebpkg_spec::manifest::OnUpgrade::Keep);
     assert_eq!(parsed("on-upgrade = \"fresh\"\n"), ebpkg_spec::manifest::OnUpgrade::Fresh);
