@@ -366,3 +366,78 @@ fn a_rollback_reinstalls_a_saved_generation_exactly_without_registry_or_cache() 
         "an uninstall forgets its generations"
     );
 }
+
+/// `(chain name, id, native program id)` of the deployment's chains, and its loader instances.
+fn chains_and_loaders(sb: &Sandbox) -> (Vec<(String, u64, Option<u64>)>, Vec<String>) {
+    let st = sb.status();
+    let chains = st[0]["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_owned(), c["id"].as_u64().unwrap(), c["tier"]["bpf_id"].as_u64()))
+        .collect();
+    let loaders =
+        st[0]["loaders"].as_array().unwrap().iter().map(|l| l["instance"].as_str().unwrap().to_owned()).collect();
+    (chains, loaders)
+}
+
+/// Owners of the root's chains, as the runtime records them.
+fn chain_owners(sb: &Sandbox) -> Vec<String> {
+    let rt = hike_runtime::Runtime::open(&sb.root).unwrap();
+    let mut owners: Vec<String> = rt.status().unwrap().chains.into_iter().map(|c| c.owner).collect();
+    owners.sort();
+    owners
+}
+
+#[test]
+fn a_redeploy_keeps_the_chains_and_loaders_that_did_not_change() {
+    let (sb, app) = setup("reuse");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let (chains, loaders) = chains_and_loaders(&sb);
+    assert!(chains[0].2.is_some(), "the chain runs natively: {chains:?}");
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+
+    // A comment in the chain script: a new generation, but the same code.
+    let script = app.join("chains/guard.eclat");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(&script, format!("{text}# reviewed\n")).unwrap();
+    let run = sb.run(&app, &["install"]).ok();
+    assert!(run.stderr.contains("Keeping chain guard (chains/guard.eclat) as chain"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("Keeping loader instance {} (unchanged, still attached)", loaders[0])),
+        "{}",
+        run.stderr
+    );
+    for absent in ["Switched", "Native", "Loaded", "Installed chain"] {
+        assert!(!run.stderr.contains(absent), "{absent}: {}", run.stderr);
+    }
+    let st = sb.status();
+    assert_eq!((st[0]["generation"].as_u64(), st[0]["running"].as_bool()), (Some(2), Some(true)), "{st}");
+    assert_eq!(chains_and_loaders(&sb), (chains.clone(), loaders.clone()), "same ids, native program and instance");
+    assert_eq!(chain_owners(&sb), ["app#2"], "the kept chain belongs to the new generation");
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
+    assert_eq!(count(&sb, 0), 2);
+
+    // Another interface: the loader is new, the chain (and its native program) kept.
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=vb"]).ok();
+    assert!(run.stderr.contains("Keeping chain guard"), "{}", run.stderr);
+    assert!(run.stderr.contains("Attached vb to app-3-classify-l3_classifier"), "{}", run.stderr);
+    let (now, instances) = chains_and_loaders(&sb);
+    assert_eq!(now, chains);
+    assert_eq!(instances, ["app-3-classify-l3_classifier"]);
+
+    // Killed after it took the chain over: the next command gives it back.
+    let out = sb.cmd(&app, &["install", "--set", "DEVNAME=va"]).env("EBPKG_CRASH_AT", "loaders").output().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "{out:?}");
+    let st = sb.status();
+    assert_eq!((st[0]["generation"].as_u64(), st[0]["running"].as_bool()), (Some(3), Some(true)), "{st}");
+    assert_eq!(chain_owners(&sb), ["app#3"], "given back to the running generation");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert_eq!(chains_and_loaders(&sb).0, chains);
+
+    // --force makes everything anew.
+    let run = sb.run(&app, &["install", "--force"]).ok();
+    assert!(!run.stderr.contains("Keeping chain"), "{}", run.stderr);
+    assert_ne!(chains_and_loaders(&sb).0, chains);
+    assert_eq!(chain_owners(&sb).len(), 1, "the replaced chain is gone: {:?}", chain_owners(&sb));
+}

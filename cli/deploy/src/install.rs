@@ -47,43 +47,148 @@ struct InstalledChains {
     script_ids: Vec<Ids>,
 }
 
-/// Links and installs the chains of every script (each script's chains see the
-/// programs and the chains it defines).
-fn install_chains(
+impl Deployer {
+    /// Links the chains of every script (each script's chains see the programs
+    /// and the chains it defines) and installs them — but for a chain of the
+    /// previous generation whose linked code is the same, which this generation
+    /// keeps (same id, counters and native program) unless `--force`.
+    fn install_chains(
+        &self,
+        rt: &Runtime,
+        plan: &DeployPlan,
+        journal: &mut Journal,
+        ids: &Ids,
+        on: &dyn Fn(&Event),
+    ) -> Result<InstalledChains> {
+        let owner = journal.chain_owner();
+        let mut chains = Vec::new();
+        let mut linked: BTreeMap<u32, Vec<hike_bytecode::Insn>> = BTreeMap::new();
+        let mut script_ids = Vec::new();
+        for script in &plan.scripts {
+            let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
+            for c in &script.artifact.chains {
+                let insns =
+                    link_chain(c, &sids).map_err(|cause| DeployError::Link { script: script.file.clone(), cause })?;
+                let kept = if plan.force { None } else { kept_chain(rt, plan, journal, &script.file, c, &insns)? };
+                let (id, tier) = match kept {
+                    Some((id, from, tier)) => {
+                        journal.steps.push(Step::AdoptChain { id, from });
+                        self.store.save_journal(journal)?;
+                        rt.set_chain_owner(id, &owner).map_err(DeployError::runtime(format!(
+                            "cannot keep chain `{}` of {}",
+                            c.name, script.file
+                        )))?;
+                        on(&Event::Kept {
+                            what: format!("chain {} ({}) as chain {id}, unchanged", c.name, script.file),
+                        });
+                        (id, tier)
+                    }
+                    None => {
+                        let spec = ChainSpec {
+                            name: &c.name,
+                            owner: &owner,
+                            hook: script.artifact.hook,
+                            insns: &insns,
+                            nargs: c.nargs,
+                        };
+                        let id = rt.install_chain(&spec).map_err(DeployError::runtime(format!(
+                            "cannot install chain `{}` of {}",
+                            c.name, script.file
+                        )))?;
+                        on(&Event::ChainInstalled { script: script.file.clone(), chain: c.name.clone(), id });
+                        (id, None)
+                    }
+                };
+                sids.chains.insert(c.name.clone(), id);
+                linked.insert(id.0, insns);
+                chains.push(RecordedChain {
+                    script: script.file.clone(),
+                    name: c.name.clone(),
+                    id,
+                    hook: script.artifact.hook,
+                    tier,
+                });
+            }
+            script_ids.push(sids);
+        }
+        Ok(InstalledChains { chains, linked, script_ids })
+    }
+}
+
+/// The previous generation's instance of `loader` of `pkg`, when this generation
+/// would make the same one: the same package version and object, in the same
+/// network namespace, with the same configuration (chain ids included: the chains
+/// it starts were kept) and the same attachments. It is kept as it is, attached.
+fn kept_loader(
+    rt: &Runtime,
+    journal: &Journal,
+    pkg: &PlannedPackage,
+    loader: &str,
+    w: &LoaderWork,
+) -> Result<Option<RecordedLoader>> {
+    let Some(prev) = journal.previous.as_ref().filter(|p| p.netns == journal.netns) else { return Ok(None) };
+    let same_package = prev.packages.iter().any(|p| p.id() == pkg.id && p.checksum == pkg.checksum);
+    let Some(old) =
+        prev.loaders.iter().find(|l| l.package == pkg.id.name && l.version == pkg.id.version && l.loader == loader)
+    else {
+        return Ok(None);
+    };
+    let attachments: BTreeSet<(String, AttachMode)> =
+        old.attachments.iter().map(|a| (a.interface.clone(), a.mode)).collect();
+    if !same_package || attachments != w.attaches {
+        return Ok(None);
+    }
+    let Ok(info) = rt.loader_info(&old.instance) else { return Ok(None) };
+    if info.attachments.iter().any(|a| a.defunct) || info.attachments.len() != attachments.len() {
+        return Ok(None);
+    }
+    for map in &info.maps {
+        let mut wanted = w.entries.get(map).cloned().unwrap_or_default();
+        wanted.sort_by(|a, b| a.key.cmp(&b.key));
+        let running = rt
+            .loader_config(&old.instance, map)
+            .map_err(DeployError::runtime(format!("cannot read loader instance {}", old.instance)))?;
+        if running != wanted {
+            return Ok(None);
+        }
+    }
+    Ok(Some(old.clone()))
+}
+
+/// The previous generation's chain `c` of `script`, when its installed code is
+/// `insns` exactly: its id, its owner, and the tier it keeps (a native chain
+/// stays native unless interpreted is asked for, in which case it is not kept;
+/// an interpreted one is tiered again).
+fn kept_chain(
     rt: &Runtime,
     plan: &DeployPlan,
     journal: &Journal,
-    ids: &Ids,
-    on: &dyn Fn(&Event),
-) -> Result<InstalledChains> {
-    let owner = journal.chain_owner();
-    let mut chains = Vec::new();
-    let mut linked: BTreeMap<u32, Vec<hike_bytecode::Insn>> = BTreeMap::new();
-    let mut script_ids = Vec::new();
-    for script in &plan.scripts {
-        let mut sids = Ids { programs: ids.programs.clone(), chains: Default::default() };
-        for c in &script.artifact.chains {
-            let insns =
-                link_chain(c, &sids).map_err(|cause| DeployError::Link { script: script.file.clone(), cause })?;
-            let spec =
-                ChainSpec { name: &c.name, owner: &owner, hook: script.artifact.hook, insns: &insns, nargs: c.nargs };
-            let id = rt
-                .install_chain(&spec)
-                .map_err(DeployError::runtime(format!("cannot install chain `{}` of {}", c.name, script.file)))?;
-            sids.chains.insert(c.name.clone(), id);
-            linked.insert(id.0, insns.clone());
-            chains.push(RecordedChain {
-                script: script.file.clone(),
-                name: c.name.clone(),
-                id,
-                hook: script.artifact.hook,
-                tier: None,
-            });
-            on(&Event::ChainInstalled { script: script.file.clone(), chain: c.name.clone(), id });
-        }
-        script_ids.push(sids);
+    script: &str,
+    c: &hike_chainc::artifact::CompiledChain,
+    insns: &[hike_bytecode::Insn],
+) -> Result<Option<(hike_runtime::ChainId, String, Option<Tier>)>> {
+    let Some(prev) = &journal.previous else { return Ok(None) };
+    let Some(old) = prev.chains.iter().find(|o| o.script == script && o.name == c.name) else { return Ok(None) };
+    let owner = prev.chain_owner();
+    let read = |e| DeployError::runtime(format!("cannot read chain {}", old.id))(e);
+    if rt.chain_owner(old.id).map_err(read)?.as_deref() != Some(owner.as_str()) {
+        return Ok(None);
     }
-    Ok(InstalledChains { chains, linked, script_ids })
+    if rt.chain_insns(old.id).map_err(read)? != Some((insns.to_vec(), c.nargs)) {
+        return Ok(None);
+    }
+    let tier = match &old.tier {
+        Some(Tier::Native { .. }) if plan.chain_mode == ChainMode::Interpreted => return Ok(None),
+        Some(native @ Tier::Native { .. }) => {
+            let present = rt.native_of(old.id).map_err(read)?.is_some();
+            if !present {
+                return Ok(None);
+            }
+            Some(native.clone())
+        }
+        _ => None,
+    };
+    Ok(Some((old.id, owner, tier)))
 }
 
 impl Deployer {
@@ -253,7 +358,7 @@ impl Deployer {
         }
         crash_point("registered");
 
-        let InstalledChains { mut chains, linked, script_ids } = install_chains(rt, plan, journal, &ids, on)?;
+        let InstalledChains { mut chains, linked, script_ids } = self.install_chains(rt, plan, journal, &ids, on)?;
         crash_point("chains");
 
         let mut work: BTreeMap<(String, String), LoaderWork> = BTreeMap::new();
@@ -333,8 +438,15 @@ impl Deployer {
     ) -> Result<Vec<RecordedLoader>> {
         let mut loaders = Vec::new();
         for ((package, loader), w) in work {
-            let instance = loader_instance(&plan.deployment, journal.generation, package, loader);
             let pkg = package_of(plan, package)?;
+            if !plan.force
+                && let Some(kept) = kept_loader(rt, journal, pkg, loader, w)?
+            {
+                on(&Event::Kept { what: format!("loader instance {} (unchanged, still attached)", kept.instance) });
+                loaders.push(kept);
+                continue;
+            }
+            let instance = loader_instance(&plan.deployment, journal.generation, package, loader);
             journal.steps.push(Step::LoadLoader { instance: instance.clone() });
             self.store.save_journal(journal)?;
             self.load_loader(rt, pkg, loader, &instance)?;
@@ -379,7 +491,10 @@ impl Deployer {
                     .is_ok_and(|i| i.attachments.iter().any(|a| &a.interface == interface && !a.defunct))
             })
             .collect();
-        for l in loaders.iter_mut() {
+        let kept: BTreeSet<&str> =
+            journal.previous.iter().flat_map(|p| &p.loaders).map(|l| l.instance.as_str()).collect();
+        // A kept loader (the previous generation's instance) is attached as it should be.
+        for l in loaders.iter_mut().filter(|l| !kept.contains(l.instance.as_str())) {
             let Some(w) = work.get(&(l.package.as_str().to_owned(), l.loader.clone())) else { continue };
             for (interface, mode) in &w.attaches {
                 let before =
@@ -473,6 +588,10 @@ impl Deployer {
             }
         }
         for c in chains.iter_mut().filter(|c| started.contains(&(c.script.as_str(), c.name.as_str()))) {
+            // A kept chain keeps the native program in its slot.
+            if c.tier.is_some() {
+                continue;
+            }
             let tier = match (plan.chain_mode, &self.native) {
                 (ChainMode::Interpreted, _) => Tier::Interpreted { reason: None },
                 (_, None) => Tier::Interpreted { reason: Some("no native compiler was given".into()) },

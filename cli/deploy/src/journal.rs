@@ -51,6 +51,9 @@ pub enum Step {
     Replace { interface: String, from: String, from_mode: AttachMode, to: String, mode: AttachMode },
     /// `to` is attached where nothing of the previous deployment was.
     Attach { interface: String, mode: AttachMode, to: String },
+    /// An unchanged chain of the previous generation (owned by `from`) is kept
+    /// by this one; undone, it goes back to `from`.
+    AdoptChain { id: hike_runtime::ChainId, from: String },
 }
 
 impl Journal {
@@ -150,6 +153,18 @@ impl Journal {
                 Step::Switch { to, from, .. } | Step::Replace { to, from, .. } => (to, Some(from)),
                 Step::Attach { to, .. } => (to, None),
                 Step::Register { .. } => continue,
+                Step::AdoptChain { id, from } => {
+                    let owned = self
+                        .previous
+                        .as_ref()
+                        .is_some_and(|p| &p.chain_owner() == from && p.chains.iter().any(|c| c.id == *id));
+                    if !owned {
+                        return Err(format!(
+                            "it gives chain {id} to {from}, which its previous deployment does not own"
+                        ));
+                    }
+                    continue;
+                }
             };
             if !to.starts_with(&own) {
                 return Err(format!("it names loader instance {to}, which this install did not create"));

@@ -28,6 +28,8 @@ pub(crate) trait UndoHost {
     fn attach(&self, instance: &str, interface: &str, mode: AttachMode) -> std::result::Result<(), String>;
     fn unload_loader(&self, instance: &str) -> std::result::Result<(), String>;
     fn remove_owned_chains(&self, owner: &str) -> std::result::Result<(), String>;
+    /// Gives chain `id` back to `owner`, if it is still installed.
+    fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String>;
     fn unregister(&self, package: &str, version: &str, name: &str, hook: Hook) -> std::result::Result<(), String>;
 }
 
@@ -59,6 +61,9 @@ impl UndoHost for KernelHost<'_> {
     }
     fn remove_owned_chains(&self, owner: &str) -> std::result::Result<(), String> {
         remove_owned_chains(self.rt, owner)
+    }
+    fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String> {
+        ignore_missing(self.rt.set_chain_owner(id, owner))
     }
     fn unregister(&self, package: &str, version: &str, name: &str, hook: Hook) -> std::result::Result<(), String> {
         unregister(self.rt, package, version, name, hook)
@@ -105,6 +110,8 @@ pub(crate) fn undo_install(
                     note(host.detach(to, interface));
                 }
             }
+            // Before this generation's chains are removed below: it keeps none.
+            Step::AdoptChain { id, from } => note(host.give_chain(*id, from)),
             Step::LoadLoader { .. } | Step::Register { .. } => {}
         }
     }
@@ -282,6 +289,8 @@ mod tests {
         links: BTreeMap<String, (String, AttachMode)>,
         /// owner → chain count
         chains: BTreeMap<String, u32>,
+        /// The owner of each chain an install kept from its previous generation.
+        adopted: BTreeMap<u32, String>,
         programs: BTreeSet<(String, String, String, Hook)>,
         /// Operations that fail, by name.
         failing: BTreeSet<&'static str>,
@@ -333,6 +342,14 @@ mod tests {
             self.m.borrow_mut().loaders.remove(instance);
             Ok(())
         }
+        fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String> {
+            if self.m.borrow().adopted.get(&id.0).is_none_or(|o| o == owner) {
+                return Ok(());
+            }
+            self.changed("give", format!("chain {id} to {owner}"))?;
+            self.m.borrow_mut().adopted.insert(id.0, owner.to_owned());
+            Ok(())
+        }
         fn remove_owned_chains(&self, owner: &str) -> std::result::Result<(), String> {
             if !self.m.borrow().chains.contains_key(owner) {
                 return Ok(());
@@ -363,6 +380,7 @@ mod tests {
                 hook: Hook::Xdp,
                 programs: vec!["a".into()],
             },
+            Step::AdoptChain { id: hike_runtime::ChainId(5), from: "app#1".into() },
             Step::LoadLoader { instance: "app-2-l".into() },
             Step::Switch { interface: "eth0".into(), from: "app-1-l".into(), to: "app-2-l".into() },
             Step::Attach { interface: "eth1".into(), mode: AttachMode::Xdp, to: "app-2-l".into() },
@@ -380,6 +398,7 @@ mod tests {
             m.links.insert("eth1".into(), ("app-2-l".into(), AttachMode::Xdp));
             m.chains.insert(journal().chain_owner(), 3);
             m.chains.insert("other#1".into(), 1);
+            m.adopted.insert(5, journal().chain_owner());
             m.programs.insert(("p".into(), "1.0.0".into(), "a".into(), Hook::Xdp));
             m.programs.insert(("p".into(), "2.0.0".into(), "a".into(), Hook::Xdp));
         }
@@ -397,6 +416,7 @@ mod tests {
             [
                 "detach app-2-l eth1".to_owned(),
                 "switch eth0 app-2-l->app-1-l".to_owned(),
+                "give chain 5 to app#1".to_owned(),
                 "unload app-2-l".to_owned(),
                 format!("chains {owner}"),
                 "unregister p@2.0.0 a".to_owned(),

@@ -151,6 +151,25 @@ impl Runtime {
         self.set_chain_meta(id, &ChainMeta::free())
     }
 
+    /// Gives installed chain `id` to `owner`: a deployment's new generation keeps
+    /// a chain it did not change (same code, same id, its native program and
+    /// counters), and the previous generation's removal leaves it alone.
+    pub fn set_chain_owner(&self, id: ChainId, owner: &str) -> Result<()> {
+        let _lock = self.lock()?;
+        let mut meta = self.chain_meta(id.0)?;
+        if meta.state != RecordState::Ready {
+            return Err(RuntimeError::NotFound(format!("chain id {id}")));
+        }
+        meta.owner = owner.to_owned();
+        self.set_chain_meta(id.0, &meta)
+    }
+
+    /// The owner of installed chain `id`.
+    pub fn chain_owner(&self, id: ChainId) -> Result<Option<String>> {
+        let meta = self.chain_meta(id.0)?;
+        Ok((meta.state == RecordState::Ready).then_some(meta.owner))
+    }
+
     /// The bytecode of installed chain `id` and the arguments it takes.
     pub fn chain_insns(&self, id: ChainId) -> Result<Option<(Vec<Insn>, u8)>> {
         self.chain_code(id.0)

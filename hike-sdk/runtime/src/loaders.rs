@@ -434,6 +434,28 @@ impl Runtime {
         Ok(out)
     }
 
+    /// The entries of a loader instance's configuration map, sorted by key (an
+    /// array's slots that hold only zeros are not entries: nothing wrote them).
+    pub fn loader_config(&self, instance: &str, map: &str) -> Result<Vec<MapEntry>> {
+        let dir = self.layout.loader_dir(instance)?;
+        let path = dir.join("maps").join(crate::layout::component(map)?);
+        let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
+        let array = matches!(handle.map_type(), libbpf_rs::MapType::Array | libbpf_rs::MapType::PercpuArray);
+        let mut keys: Vec<Vec<u8>> = handle.keys().collect();
+        keys.sort();
+        let mut out = Vec::new();
+        for key in keys {
+            let Some(value) = handle.lookup(&key, MapFlags::ANY).kernel(|| format!("read {}", path.display()))? else {
+                continue;
+            };
+            if array && value.iter().all(|b| *b == 0) {
+                continue;
+            }
+            out.push(MapEntry { key, value });
+        }
+        Ok(out)
+    }
+
     /// Points every loader entry that starts chain `old` at chain `new`.
     pub(crate) fn retarget_loader_entries(&self, old: u32, new: u32) -> Result<()> {
         let mut updates = Vec::new();
