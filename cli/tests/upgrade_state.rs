@@ -367,8 +367,11 @@ fn a_rollback_reinstalls_a_saved_generation_exactly_without_registry_or_cache() 
     );
 }
 
-/// `(chain name, id, native program id)` of the deployment's chains, and its loader instances.
-fn chains_and_loaders(sb: &Sandbox) -> (Vec<(String, u64, Option<u64>)>, Vec<String>) {
+/// A chain's name, id and native program id.
+type ChainIds = (String, u64, Option<u64>);
+
+/// The deployment's chains, and its loader instances.
+fn chains_and_loaders(sb: &Sandbox) -> (Vec<ChainIds>, Vec<String>) {
     let st = sb.status();
     let chains = st[0]["chains"]
         .as_array()
