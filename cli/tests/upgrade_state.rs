@@ -406,11 +406,7 @@ fn a_redeploy_keeps_the_chains_and_loaders_that_did_not_change() {
     std::fs::write(&script, format!("{text}# reviewed\n")).unwrap();
     let run = sb.run(&app, &["install"]).ok();
     assert!(run.stderr.contains("Keeping chain guard (chains/guard.eclat) as chain"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains(&format!("Keeping loader instance {} (unchanged, still attached)", loaders[0])),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains(&format!("Keeping loader instance {} (unchanged)", loaders[0])), "{}", run.stderr);
     for absent in ["Switched", "Native", "Loaded", "Installed chain"] {
         assert!(!run.stderr.contains(absent), "{absent}: {}", run.stderr);
     }
@@ -421,22 +417,34 @@ fn a_redeploy_keeps_the_chains_and_loaders_that_did_not_change() {
     assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
     assert_eq!(count(&sb, 0), 2);
 
-    // Another interface: the loader is new, the chain (and its native program) kept.
+    // Another interface: the same loader instance moves there, nothing is loaded.
     let run = sb.run(&app, &["install", "--set", "DEVNAME=vb"]).ok();
     assert!(run.stderr.contains("Keeping chain guard"), "{}", run.stderr);
-    assert!(run.stderr.contains("Attached vb to app-3-classify-l3_classifier"), "{}", run.stderr);
-    let (now, instances) = chains_and_loaders(&sb);
-    assert_eq!(now, chains);
-    assert_eq!(instances, ["app-3-classify-l3_classifier"]);
+    assert!(run.stderr.contains(&format!("Attached vb to {}", loaders[0])), "{}", run.stderr);
+    assert!(!run.stderr.contains("Loaded"), "{}", run.stderr);
+    assert_eq!(chains_and_loaders(&sb), (chains.clone(), loaders.clone()));
+    assert_eq!(attachments(&sb), [("vb".to_owned(), "xdp".to_owned())], "and off va");
+    let rt = hike_runtime::Runtime::open(&sb.root).unwrap();
+    let info = rt.loader_info(&loaders[0]).unwrap();
+    assert_eq!(info.attachments.iter().map(|a| a.interface.as_str()).collect::<Vec<_>>(), ["vb"]);
+    drop(rt);
 
-    // Killed after it took the chain over: the next command gives it back.
-    let out = sb.cmd(&app, &["install", "--set", "DEVNAME=va"]).env("EBPKG_CRASH_AT", "loaders").output().unwrap();
-    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "{out:?}");
-    let st = sb.status();
-    assert_eq!((st[0]["generation"].as_u64(), st[0]["running"].as_bool()), (Some(3), Some(true)), "{st}");
-    assert_eq!(chain_owners(&sb), ["app#3"], "given back to the running generation");
+    // Killed after it took the chain over, and while moving the kept loader: the
+    // next command gives the chain back and leaves the loader where it was.
+    for point in ["loaders", "switching"] {
+        let out = sb.cmd(&app, &["install", "--set", "DEVNAME=va"]).env("EBPKG_CRASH_AT", point).output().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "{point}: {out:?}");
+        let run = sb.run(sb.dir.path(), &["status"]).ok();
+        assert!(run.stderr.contains("Recovered app:"), "{point}: {}", run.stderr);
+        let st = sb.status();
+        assert_eq!((st[0]["generation"].as_u64(), st[0]["running"].as_bool()), (Some(3), Some(true)), "{st}");
+        assert_eq!(chain_owners(&sb), ["app#3"], "{point}: given back to the running generation");
+        assert_eq!(attachments(&sb), [("vb".to_owned(), "xdp".to_owned())], "{point}");
+    }
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
-    assert_eq!(chains_and_loaders(&sb).0, chains);
+    assert_eq!(chains_and_loaders(&sb), (chains.clone(), loaders.clone()));
+    assert_eq!(attachments(&sb), [("va".to_owned(), "xdp".to_owned())]);
+    assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS);
 
     // --force makes everything anew.
     let run = sb.run(&app, &["install", "--force"]).ok();

@@ -118,7 +118,8 @@ impl Deployer {
 /// The previous generation's instance of `loader` of `pkg`, when this generation
 /// would make the same one: the same package version and object, in the same
 /// network namespace, with the same configuration (chain ids included: the chains
-/// it starts were kept) and the same attachments. It is kept as it is, attached.
+/// it starts were kept). It is kept, loaded and configured; where it is attached
+/// is settled like any loader's (an interface it stays on is left as it is).
 fn kept_loader(
     rt: &Runtime,
     journal: &Journal,
@@ -133,13 +134,11 @@ fn kept_loader(
     else {
         return Ok(None);
     };
-    let attachments: BTreeSet<(String, AttachMode)> =
-        old.attachments.iter().map(|a| (a.interface.clone(), a.mode)).collect();
-    if !same_package || attachments != w.attaches {
+    if !same_package {
         return Ok(None);
     }
     let Ok(info) = rt.loader_info(&old.instance) else { return Ok(None) };
-    if info.attachments.iter().any(|a| a.defunct) || info.attachments.len() != attachments.len() {
+    if info.attachments.iter().any(|a| a.defunct) {
         return Ok(None);
     }
     for map in &info.maps {
@@ -152,7 +151,7 @@ fn kept_loader(
             return Ok(None);
         }
     }
-    Ok(Some(old.clone()))
+    Ok(Some(RecordedLoader { attachments: Vec::new(), ..old.clone() }))
 }
 
 /// The previous generation's chain `c` of `script`, when its installed code is
@@ -442,7 +441,7 @@ impl Deployer {
             if !plan.force
                 && let Some(kept) = kept_loader(rt, journal, pkg, loader, w)?
             {
-                on(&Event::Kept { what: format!("loader instance {} (unchanged, still attached)", kept.instance) });
+                on(&Event::Kept { what: format!("loader instance {} (unchanged)", kept.instance) });
                 loaders.push(kept);
                 continue;
             }
@@ -491,12 +490,14 @@ impl Deployer {
                     .is_ok_and(|i| i.attachments.iter().any(|a| &a.interface == interface && !a.defunct))
             })
             .collect();
-        let kept: BTreeSet<&str> =
-            journal.previous.iter().flat_map(|p| &p.loaders).map(|l| l.instance.as_str()).collect();
-        // A kept loader (the previous generation's instance) is attached as it should be.
-        for l in loaders.iter_mut().filter(|l| !kept.contains(l.instance.as_str())) {
+        for l in loaders.iter_mut() {
             let Some(w) = work.get(&(l.package.as_str().to_owned(), l.loader.clone())) else { continue };
             for (interface, mode) in &w.attaches {
+                // A kept loader stays where it is attached.
+                if previous.iter().any(|(i, from, m)| i == interface && *from == l.instance && m == mode) {
+                    l.attachments.push(RecordedAttachment { interface: interface.clone(), mode: *mode });
+                    continue;
+                }
                 let before =
                     previous.iter().find(|(i, _, m)| i == interface && m.attach_point() == mode.attach_point());
                 match before {

@@ -115,8 +115,16 @@ impl Journal {
             if p.bpffs_root != self.bpffs_root {
                 return Err("its previous deployment lives in another HIKe root".into());
             }
-            let prefix = format!("{}-{}-", p.name, p.generation);
-            if let Some(l) = p.loaders.iter().find(|l| !l.instance.starts_with(&prefix)) {
+            // An instance is named for the generation that loaded it: the previous
+            // one's, or an earlier one's that it kept.
+            let ours = |instance: &str| {
+                instance
+                    .strip_prefix(&format!("{}-", p.name))
+                    .and_then(|rest| rest.split_once('-'))
+                    .and_then(|(g, _)| g.parse::<u64>().ok())
+                    .is_some_and(|g| g >= 1 && g <= p.generation)
+            };
+            if let Some(l) = p.loaders.iter().find(|l| !ours(&l.instance)) {
                 return Err(format!("its previous deployment names loader instance {} of another", l.instance));
             }
         }
@@ -148,10 +156,10 @@ impl Journal {
         let own = format!("{}-{}-", self.deployment, self.generation);
         let previous: Vec<&str> = self.previous.iter().flat_map(|p| &p.loaders).map(|l| l.instance.as_str()).collect();
         for step in &self.steps {
-            let (to, from) = match step {
-                Step::LoadLoader { instance } => (instance, None),
-                Step::Switch { to, from, .. } | Step::Replace { to, from, .. } => (to, Some(from)),
-                Step::Attach { to, .. } => (to, None),
+            let (to, from, loads) = match step {
+                Step::LoadLoader { instance } => (instance, None, true),
+                Step::Switch { to, from, .. } | Step::Replace { to, from, .. } => (to, Some(from), false),
+                Step::Attach { to, .. } => (to, None, false),
                 Step::Register { .. } => continue,
                 Step::AdoptChain { id, from } => {
                     let owned = self
@@ -166,7 +174,9 @@ impl Journal {
                     continue;
                 }
             };
-            if !to.starts_with(&own) {
+            // Traffic may go to an instance this install loaded, or to one it kept.
+            let kept = !loads && previous.contains(&to.as_str());
+            if !to.starts_with(&own) && !kept {
                 return Err(format!("it names loader instance {to}, which this install did not create"));
             }
             if let Some(from) = from
@@ -198,5 +208,33 @@ mod tests {
         let step: Step = serde_json::from_str(register).unwrap();
         assert!(matches!(&step, Step::Register { package, .. } if package.as_str() == "flow"), "{step:?}");
         assert_eq!(serde_json::to_string(&step).unwrap(), register);
+    }
+
+    /// A redeploy keeps an earlier generation's loader and chains: its journal
+    /// names them, and only them.
+    #[test]
+    fn a_journal_may_name_what_it_kept_of_its_previous_deployment_and_nothing_else() {
+        let previous: DeploymentRecord =
+            serde_json::from_str(include_str!("../fuzz/seeds/state_files/record.json")).unwrap();
+        let journal = |steps: Vec<Step>| {
+            let mut j =
+                Journal::install("app", 2, previous.bpffs_root.clone(), previous.netns.clone(), Some(previous.clone()));
+            j.steps = steps;
+            j.check("app", Some(&previous))
+        };
+        let kept = "app-1-classify-l3_classifier".to_owned();
+        let chain = previous.chains[0].id;
+        let ok = vec![
+            Step::AdoptChain { id: chain, from: previous.chain_owner() },
+            Step::Attach { interface: "eth1".into(), mode: AttachMode::Xdp, to: kept.clone() },
+        ];
+        assert_eq!(journal(ok), Ok(()));
+        assert!(journal(vec![Step::LoadLoader { instance: kept.clone() }]).is_err(), "loaded again: not its own");
+        let other = Step::Attach { interface: "eth1".into(), mode: AttachMode::Xdp, to: "other-1-x-l".into() };
+        assert!(journal(vec![other]).is_err());
+        let foreign = Step::AdoptChain { id: hike_runtime::ChainId(chain.0 + 1), from: previous.chain_owner() };
+        assert!(journal(vec![foreign]).is_err());
+        let stolen = Step::AdoptChain { id: chain, from: "other#1".into() };
+        assert!(journal(vec![stolen]).is_err());
     }
 }

@@ -181,7 +181,13 @@ impl Deployer {
             cause: RuntimeError::Loader { loader: prev.name.clone(), reason: e },
         };
         for l in &prev.loaders {
-            if current.is_some_and(|c| c.loaders.iter().any(|n| n.instance == l.instance)) {
+            if let Some(kept) = current.and_then(|c| c.loaders.iter().find(|n| n.instance == l.instance)) {
+                // Kept by the new generation: off the interfaces it no longer serves.
+                for a in l.attachments.iter().filter(|a| !kept.attachments.iter().any(|k| k.interface == a.interface)) {
+                    if attached(rt, &l.instance, &a.interface) {
+                        ignore_missing(rt.detach_loader(&l.instance, &a.interface)).map_err(|e| fail(e.to_string()))?;
+                    }
+                }
                 continue;
             }
             if has_loader(rt, &l.instance) {
