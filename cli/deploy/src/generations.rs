@@ -2,8 +2,9 @@
 //! in the state directory (`generations/<deployment>/<generation>/`: the plan as
 //! JSON, the manifests as TOML, and a copy of every object), so that
 //! `ebpkg rollback` reinstalls an earlier generation exactly — the same objects,
-//! chains, loader configuration and parameters — without a registry, a cache or
-//! a compiler. The newest [`KEEP`] generations of each deployment are kept.
+//! chains, loader configuration and parameters — without a registry (a chain's
+//! native build is redone from the build cache, or runs interpreted without it).
+//! The newest [`KEEP`] generations of each deployment are kept.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,6 +90,7 @@ impl Store {
         let temp = base.join(format!("{}{}", ebpkg_fs::temp::prefix(), record.generation));
         remove_tree(&temp)?;
         make_dir(&temp.join("objects"))?;
+        let earlier_generations = self.generation_numbers(&record.name)?;
         let mut packages = Vec::new();
         for p in &plan.packages {
             let mut objects = Vec::new();
@@ -97,7 +99,15 @@ impl Store {
                     .map_err(|cause| DeployError::Read { what: "cannot copy an object into its generation", cause })?;
                 let file = format!("{}.o", Sha256Digest::of(&bytes).to_hex());
                 let path = temp.join("objects").join(&file);
-                ebpkg_fs::write_atomic(&path, &bytes, 0o644).map_err(io("cannot write", &path))?;
+                // An object an earlier generation saved is linked, not written again.
+                let earlier = earlier_generations.iter().rev().find_map(|n| {
+                    let p = self.generation_dir(&record.name, *n).join("objects").join(&file);
+                    p.is_file().then_some(p)
+                });
+                let linked = !path.exists() && earlier.is_some_and(|e| std::fs::hard_link(e, &path).is_ok());
+                if !linked && !path.exists() {
+                    ebpkg_fs::write_atomic(&path, &bytes, 0o644).map_err(io("cannot write", &path))?;
+                }
                 objects.push(SavedObject {
                     file,
                     object_name: o.object_name.clone(),
@@ -128,6 +138,8 @@ impl Store {
                 .collect(),
             chain_mode: plan.chain_mode,
         };
+        let objects = temp.join("objects");
+        ebpkg_fs::sync_dir(&objects).map_err(io("cannot sync", &objects))?;
         crate::store::write_json(&temp.join("generation.json"), &saved)?;
         remove_tree(&dest)?;
         std::fs::rename(&temp, &dest).map_err(io("cannot move into place", &dest))?;

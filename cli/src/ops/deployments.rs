@@ -83,7 +83,12 @@ pub struct RollbackOptions {
 pub fn rollback(ctx: &Ctx, opts: RollbackOptions) -> Result<InstallOutcome> {
     crate::ops::require_privileges("rollback")?;
     let name = deployment_name(ctx, opts.name, "rollback")?;
-    Ok(ctx.deployer()?.restore(&name, opts.to, opts.reset_state, &|e| print_event(ctx, e))?)
+    // Chains go native as the saved generation's chain mode says: from the build
+    // cache when they are there (no compiler needed), else compiled again.
+    let builder = crate::ops::build::builder(ctx, &crate::ops::build::BuildOptions::default())?;
+    let compiler = crate::ops::native::ClangCompiler::new(builder);
+    let deployer = ctx.deployer()?.with_native_compiler(std::sync::Arc::new(compiler));
+    Ok(deployer.restore(&name, opts.to, opts.reset_state, &|e| print_event(ctx, e))?)
 }
 
 /// The kept generations of a deployment, oldest first, and the running one's number.

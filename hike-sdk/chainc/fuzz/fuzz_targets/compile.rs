@@ -61,7 +61,7 @@ fuzz_target!(|text: &str| {
     let mut vm = Env::default();
     for (i, (name, sig)) in env.packages["net"].programs.iter().enumerate() {
         let id = i as u32 + 1;
-        ids.programs.insert(("net".into(), name.clone()), id);
+        ids.programs.insert(hike_chainc::link::ProgramRef::new("net", name.as_str()), hike_bytecode::ProgId(id));
         vm.programs.insert(id, VmSig { name: name.clone(), nargs: sig.args.len() as u8 });
     }
     let mut linked = std::collections::HashMap::new();
@@ -73,7 +73,7 @@ fuzz_target!(|text: &str| {
             validate(&insns, &vm).unwrap_or_else(|e| panic!("chain {} fails validation: {e}\n{text}", chain.name));
         vm.chains
             .insert(id, hike_bytecode::ChainSig { name: chain.name.clone(), nargs: chain.nargs, depth: facts.depth });
-        ids.chains.insert(chain.name.clone(), id);
+        ids.chains.insert(chain.name.clone(), hike_bytecode::ChainId(id));
         assert!(chain.relocations.iter().all(|r| matches!(r.target, Target::Program { .. } | Target::Chain { .. })));
     }
     let ends: Vec<bool> =
@@ -84,7 +84,7 @@ fuzz_target!(|text: &str| {
             let always = *ends.get(id.checked_sub(1)? as usize)?;
             Some(if always { ProgramOutcome::Verdict(1) } else { ProgramOutcome::Result(0) })
         };
-        let run = interp::run(&linked, &mut programs, ids.chains[&chain.name], Memory::new(vec![0; 64]), 100_000);
+        let run = interp::run(&linked, &mut programs, ids.chains[&chain.name].0, Memory::new(vec![0; 64]), 100_000);
         if run.ending == Ending::Returned {
             let calls: u64 = run.prog_calls.values().sum();
             assert!(

@@ -72,7 +72,7 @@ pub struct InstallResult {
 }
 
 /// The benchmark's scratch: registry, cache, state, a network namespace with a veth.
-struct Bench {
+pub(crate) struct Bench {
     ebpkg: PathBuf,
     dir: tempfile::TempDir,
     env: Vec<(String, String)>,
@@ -88,7 +88,7 @@ impl Drop for Bench {
 }
 
 impl Bench {
-    fn new(ebpkg: &Path, packages: &Path) -> Result<Bench> {
+    pub(crate) fn new(ebpkg: &Path, packages: &Path) -> Result<Bench> {
         let dir = tempfile::tempdir()?;
         let tag = std::process::id();
         let bpffs_root = PathBuf::from(format!("/sys/fs/bpf/ebpkg-install-bench-{tag}"));
@@ -120,11 +120,15 @@ impl Bench {
         Ok(bench)
     }
 
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn bpffs_root(&self) -> &Path {
+        &self.bpffs_root
+    }
+
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
-    fn ebpkg_in(&self, cwd: &Path, args: &[&str], extra: &[&str]) -> Result<process::Measured> {
+    pub(crate) fn ebpkg_in(&self, cwd: &Path, args: &[&str], extra: &[&str]) -> Result<process::Measured> {
         let mut cmd = Command::new(&self.ebpkg);
         cmd.current_dir(cwd).args(["--netns", &self.ns.name]).args(args).args(extra).envs(self.env.iter().cloned());
         process::run(&mut cmd)
@@ -134,7 +138,7 @@ impl Bench {
         self.ebpkg_in(&self.path("empty"), args, extra)
     }
 
-    fn ok(&self, args: &[&str]) -> Result<process::Measured> {
+    pub(crate) fn ok(&self, args: &[&str]) -> Result<process::Measured> {
         let run = self.ebpkg(args, &[])?;
         if !run.status.success() {
             bail!("ebpkg {}: {}", args.join(" "), run.stderr);
@@ -150,7 +154,7 @@ impl Bench {
         Ok((run, doc))
     }
 
-    fn uninstall(&self) -> Result<()> {
+    pub(crate) fn uninstall(&self) -> Result<()> {
         self.ok(&["uninstall", "ddos"]).map(drop)
     }
 

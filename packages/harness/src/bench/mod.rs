@@ -10,3 +10,4 @@ pub mod report;
 pub mod resolve;
 pub mod stats;
 pub mod tierup;
+pub mod upgrade;

@@ -1,5 +1,5 @@
 //! `bench-summary`: the last step of `./ci/bench`. Gathers the target rows of
-//! every benchmark's report (results.md, registry.md, resolve.md, install.md; each
+//! every benchmark's report (results.md, registry.md, resolve.md, install.md, upgrade.md; each
 //! has a `## Targets` table of `| what | measured | target | met |` rows) into one
 //! table at the top of results.md, so that one page says how every target
 //! fared. With `--check`, exits 1 when any row says missed.
@@ -12,11 +12,12 @@ use anyhow::{Context, Result};
 const SECTION: &str = "## Every target of `./ci/bench`";
 
 /// The reports, and what each measures.
-const REPORTS: [(&str, &str); 4] = [
+const REPORTS: [(&str, &str); 5] = [
     ("results.md", "data plane"),
     ("registry.md", "registry server"),
     ("resolve.md", "resolution"),
     ("install.md", "install"),
+    ("upgrade.md", "upgrade"),
 ];
 
 fn main() -> ExitCode {
