@@ -3,6 +3,7 @@
 //! time a chain takes to go native.
 
 pub mod calls;
+pub mod cli;
 pub mod install;
 pub mod mmlf;
 pub mod process;

@@ -4,12 +4,11 @@
 //! missing a target fails only with `--check`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use ebpkg_packages_harness::bench::install;
+use ebpkg_packages_harness::bench::{cli, install};
 
 /// Targets (issue 17): a warm install within this factor of the raw loads, a cold
 /// one within this factor of the raw compile-and-load sequence.
@@ -19,38 +18,18 @@ const COLD_TARGET: f64 = 1.3;
 #[derive(Parser)]
 #[command(about = "ebpkg install, cold and warm, against clang and bpftool by hand")]
 struct Args {
-    /// The ebpkg binary.
-    #[arg(long)]
-    ebpkg: PathBuf,
-    /// Where install.md and install.json go.
-    #[arg(long, default_value = "bench")]
-    out: PathBuf,
-    /// Rounds (after a warm-up).
-    #[arg(long, default_value_t = 7)]
-    rounds: usize,
-    /// A short run: 2 rounds.
-    #[arg(long)]
-    quick: bool,
-    /// Exit with 1 when a target is missed.
-    #[arg(long)]
-    check: bool,
+    #[command(flatten)]
+    common: cli::Common,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(met) if met || !args.check => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("install-bench: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    cli::exit_code("install-bench", run(&args.common), args.common.check)
 }
 
-fn run(args: &Args) -> Result<bool> {
+fn run(args: &cli::Common) -> Result<bool> {
     let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
-    let rounds = if args.quick { 2 } else { args.rounds.max(3) };
+    let rounds = args.rounds();
     std::fs::create_dir_all(&args.out)?;
     let r = install::run(&ebpkg, &ebpkg_packages_harness::packages_dir(), rounds)?;
     // The floors: the loads alone with libbpf (only the programs ebpkg loads), and

@@ -45,14 +45,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(met) if met || !args.check => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("resolve-bench: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    ebpkg_packages_harness::bench::cli::exit_code("resolve-bench", run(&args), args.check)
 }
 
 fn run(args: &Args) -> Result<bool> {

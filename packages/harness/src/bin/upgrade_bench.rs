@@ -5,12 +5,11 @@
 //! `--check`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use ebpkg_packages_harness::bench::upgrade;
+use ebpkg_packages_harness::bench::{cli, upgrade};
 
 /// An upgrade within this factor of loading the package's programs by hand; a
 /// rollback within this factor of the upgrade.
@@ -23,38 +22,18 @@ const NOOP_TARGET_MS: f64 = 150.0;
 #[derive(Parser)]
 #[command(about = "ebpkg upgrade, rollback and redeploys of a running deployment")]
 struct Args {
-    /// The ebpkg binary.
-    #[arg(long)]
-    ebpkg: PathBuf,
-    /// Where upgrade.md and upgrade.json go.
-    #[arg(long, default_value = "bench")]
-    out: PathBuf,
-    /// Rounds (after a warm-up).
-    #[arg(long, default_value_t = 7)]
-    rounds: usize,
-    /// A short run: 2 rounds.
-    #[arg(long)]
-    quick: bool,
-    /// Exit with 1 when a target is missed.
-    #[arg(long)]
-    check: bool,
+    #[command(flatten)]
+    common: cli::Common,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(met) if met || !args.check => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("upgrade-bench: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    cli::exit_code("upgrade-bench", run(&args.common), args.common.check)
 }
 
-fn run(args: &Args) -> Result<bool> {
+fn run(args: &cli::Common) -> Result<bool> {
     let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
-    let rounds = if args.quick { 2 } else { args.rounds.max(3) };
+    let rounds = args.rounds();
     std::fs::create_dir_all(&args.out)?;
     let r = upgrade::run(&ebpkg, &ebpkg_packages_harness::packages_dir(), rounds)?;
     let upgrade = r.upgrade_ms.median / r.floor_ms.median;
