@@ -91,7 +91,6 @@ pub const CRASH_POINTS: &[&str] = &[
     "registering",
     "registered",
     "chains",
-    "configuring",
     "loaders",
     "switching",
     "switched",

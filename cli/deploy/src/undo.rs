@@ -12,7 +12,7 @@ use semver::Version;
 
 use crate::deployer::Deployer;
 use crate::error::{DeployError, Result};
-use crate::journal::{ConfigEntry, Journal, Step};
+use crate::journal::{Journal, Step};
 use crate::netns;
 use crate::record::DeploymentRecord;
 
@@ -30,8 +30,6 @@ pub(crate) trait UndoHost {
     fn remove_owned_chains(&self, owner: &str) -> std::result::Result<(), String>;
     /// Gives chain `id` back to `owner`, if it is still installed.
     fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String>;
-    /// Writes a kept loader's configuration map back to what it held.
-    fn restore_config(&self, instance: &str, map: &str, entries: &[ConfigEntry]) -> std::result::Result<(), String>;
     fn unregister(&self, package: &str, version: &str, name: &str, hook: Hook) -> std::result::Result<(), String>;
 }
 
@@ -66,11 +64,6 @@ impl UndoHost for KernelHost<'_> {
     }
     fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String> {
         ignore_missing(self.rt.set_chain_owner(id, owner))
-    }
-    fn restore_config(&self, instance: &str, map: &str, entries: &[ConfigEntry]) -> std::result::Result<(), String> {
-        let entries: Vec<hike_runtime::MapEntry> =
-            entries.iter().map(|e| hike_runtime::MapEntry { key: e.key.clone(), value: e.value.clone() }).collect();
-        ignore_missing(self.rt.reconfigure_loader(instance, map, &entries))
     }
     fn unregister(&self, package: &str, version: &str, name: &str, hook: Hook) -> std::result::Result<(), String> {
         unregister(self.rt, package, version, name, hook)
@@ -119,12 +112,6 @@ pub(crate) fn undo_install(
             }
             // Before this generation's chains are removed below: it keeps none.
             Step::AdoptChain { id, from } => note(host.give_chain(*id, from)),
-            // Before the chains its new entries start are removed below.
-            Step::Configure { instance, map, before } => {
-                if host.has_loader(instance) {
-                    note(host.restore_config(instance, map, before));
-                }
-            }
             Step::LoadLoader { .. } | Step::Register { .. } => {}
         }
     }
@@ -219,12 +206,15 @@ impl Deployer {
                 keep.extend(other.program_versions());
             }
         }
-        for p in &prev.programs {
-            if !keep.contains(&(p.package.clone(), p.version.clone(), p.hook)) {
-                unregister(rt, p.package.as_str(), &p.version.to_string(), &p.name, p.hook).map_err(fail)?;
+        // Together, with one wait for running packets.
+        let mut going = Vec::new();
+        for p in prev.programs.iter().filter(|p| !keep.contains(&(p.package.clone(), p.version.clone(), p.hook))) {
+            let found = rt.find_program(p.package.as_str(), &p.version.to_string(), &p.name, p.hook);
+            if let Some(id) = found.map_err(|e| fail(e.to_string()))? {
+                going.push(id);
             }
         }
-        Ok(())
+        ignore_missing(rt.unregister_programs(&going)).map_err(fail)
     }
 
     /// Attaches `instance` to `interface` in the deployment's network namespace.
@@ -259,26 +249,12 @@ fn ignore_missing(r: hike_runtime::Result<()>) -> std::result::Result<(), String
     }
 }
 
-/// Removes every chain of `owner`; chains called by others go after their callers.
+/// Removes every chain of `owner`, together (they may call each other), with one
+/// wait for running packets.
 pub(crate) fn remove_owned_chains(rt: &Runtime, owner: &str) -> std::result::Result<(), String> {
-    loop {
-        let status = rt.status().map_err(|e| e.to_string())?;
-        let owned: Vec<_> = status.chains.iter().filter(|c| c.owner == owner).collect();
-        if owned.is_empty() {
-            return Ok(());
-        }
-        let mut last_error = None;
-        let mut removed = false;
-        for c in owned {
-            match rt.remove_chain(c.id) {
-                Ok(()) | Err(RuntimeError::NotFound(_)) => removed = true,
-                Err(e) => last_error = Some(e.to_string()),
-            }
-        }
-        if !removed {
-            return Err(last_error.unwrap_or_else(|| format!("cannot remove the chains of {owner}")));
-        }
-    }
+    let status = rt.status().map_err(|e| e.to_string())?;
+    let owned: Vec<hike_runtime::ChainId> = status.chains.iter().filter(|c| c.owner == owner).map(|c| c.id).collect();
+    ignore_missing(rt.remove_chains(&owned))
 }
 
 /// Unregisters one program if it is registered.
@@ -360,14 +336,6 @@ mod tests {
             self.changed("unload", instance.to_owned())?;
             self.m.borrow_mut().loaders.remove(instance);
             Ok(())
-        }
-        fn restore_config(
-            &self,
-            instance: &str,
-            map: &str,
-            entries: &[ConfigEntry],
-        ) -> std::result::Result<(), String> {
-            self.changed("configure", format!("{instance} {map} {}", entries.len()))
         }
         fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String> {
             if self.m.borrow().adopted.get(&id.0).is_none_or(|o| o == owner) {

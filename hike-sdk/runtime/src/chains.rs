@@ -116,39 +116,68 @@ impl Runtime {
     /// returns once no packet can still be running it.
     pub fn remove_chain(&self, id: ChainId) -> Result<()> {
         let _lock = self.lock()?;
-        self.remove_chain_locked(id.0)
+        self.remove_chains_locked(&[id.0])
+    }
+
+    /// Removes several chains with one wait for running packets (what replacing a
+    /// generation removes). Chains of the batch may call each other; a chain
+    /// outside it calling one, or a loader starting one, refuses them all.
+    pub fn remove_chains(&self, ids: &[ChainId]) -> Result<()> {
+        let _lock = self.lock()?;
+        self.remove_chains_locked(&ids.iter().map(|c| c.0).collect::<Vec<_>>())
     }
 
     fn remove_chain_locked(&self, id: u32) -> Result<()> {
-        let meta = self.chain_meta(id)?;
-        if meta.state == RecordState::Free {
-            return Err(RuntimeError::NotFound(format!("chain id {id}")));
+        self.remove_chains_locked(&[id])
+    }
+
+    fn remove_chains_locked(&self, batch: &[u32]) -> Result<()> {
+        let mut going = Vec::new();
+        for &id in batch {
+            let meta = self.chain_meta(id)?;
+            if meta.state == RecordState::Free {
+                return Err(RuntimeError::NotFound(format!("chain id {id}")));
+            }
+            let mut users: Vec<String> = self
+                .chain_callers(|op| matches!(op, Op::CallChain { id: c, .. } if c == id))?
+                .into_iter()
+                .filter(|(caller, _)| !batch.contains(caller))
+                .map(|(_, name)| name)
+                .collect();
+            users.extend(self.loader_entries_starting(id)?);
+            if !users.is_empty() {
+                return Err(RuntimeError::InUse {
+                    what: format!("chain {} (id {id})", meta.name),
+                    users: users.join(", "),
+                });
+            }
+            going.push(id);
         }
-        let mut users = self.chains_calling(|op| matches!(op, Op::CallChain { id: c, .. } if c == id))?;
-        users.extend(self.loader_entries_starting(id)?);
-        if !users.is_empty() {
-            return Err(RuntimeError::InUse {
-                what: format!("chain {} (id {id})", meta.name),
-                users: users.join(", "),
-            });
-        }
-        // Its native program first (the slot is cleared, not waited for: the wait
-        // below covers both).
-        for hook in [Hook::Xdp, Hook::Tc] {
-            if self.native_program(hook, id)?.is_some() {
-                self.maps.native(hook).delete(&key(id)).kernel(|| format!("clear native slot {id}"))?;
+        // Their native programs first (the slots are cleared, not waited for: the
+        // wait below covers them).
+        for &id in &going {
+            for hook in [Hook::Xdp, Hook::Tc] {
+                if self.native_program(hook, id)?.is_some() {
+                    self.maps.native(hook).delete(&key(id)).kernel(|| format!("clear native slot {id}"))?;
+                }
             }
         }
         crate::crashpoint::hit("chain-native-cleared");
+        if going.is_empty() {
+            return Ok(());
+        }
         // Packets that entered before the last reference went away may still be
         // inside; the bytecode must outlive them.
         sys::wait_for_readers().io("cannot wait for running packets", self.root())?;
-        self.maps
-            .chains
-            .update(&key(id), &vec![0u8; abi::chain::SIZE], MapFlags::ANY)
-            .kernel(|| format!("clear chain {id}"))?;
-        crate::crashpoint::hit("chain-cleared");
-        self.set_chain_meta(id, &ChainMeta::free())
+        for &id in &going {
+            self.maps
+                .chains
+                .update(&key(id), &vec![0u8; abi::chain::SIZE], MapFlags::ANY)
+                .kernel(|| format!("clear chain {id}"))?;
+            crate::crashpoint::hit("chain-cleared");
+            self.set_chain_meta(id, &ChainMeta::free())?;
+        }
+        Ok(())
     }
 
     /// Gives installed chain `id` to `owner`: a deployment's new generation keeps

@@ -434,29 +434,6 @@ impl Runtime {
         Ok(out)
     }
 
-    /// Makes a configuration map hold exactly `entries`: each is written (one map
-    /// update each, so a packet sees an entry's old value or its new one), then the
-    /// keys it does not name are removed (an array's slots zeroed).
-    pub fn reconfigure_loader(&self, instance: &str, map: &str, entries: &[MapEntry]) -> Result<()> {
-        self.configure_loader(instance, map, entries)?;
-        let _lock = self.lock()?;
-        let dir = self.layout.loader_dir(instance)?;
-        let path = dir.join("maps").join(crate::layout::component(map)?);
-        let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
-        let array = matches!(handle.map_type(), libbpf_rs::MapType::Array | libbpf_rs::MapType::PercpuArray);
-        let stale: Vec<Vec<u8>> = handle.keys().filter(|k| !entries.iter().any(|e| &e.key == k)).collect();
-        for k in stale {
-            if array {
-                let zero = vec![0u8; handle.value_size() as usize];
-                handle.update(&k, &zero, MapFlags::EXIST)
-            } else {
-                handle.delete(&k)
-            }
-            .kernel(|| format!("clear an entry of map `{map}` of {instance}"))?;
-        }
-        Ok(())
-    }
-
     /// The entries of a loader instance's configuration map, sorted by key (an
     /// array's slots that hold only zeros are not entries: nothing wrote them).
     pub fn loader_config(&self, instance: &str, map: &str) -> Result<Vec<MapEntry>> {

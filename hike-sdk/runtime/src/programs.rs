@@ -228,51 +228,75 @@ impl Runtime {
     /// Removes program `id` from the VM. Refused while an installed chain calls it;
     /// returns once no packet can still be running it.
     pub fn unregister_program(&self, id: ProgId) -> Result<()> {
-        let ProgId(id) = id;
+        self.unregister_programs(&[id])
+    }
+
+    /// Removes several programs with one wait for running packets (what replacing
+    /// a package version removes): all are checked before any goes, and all are
+    /// refused while an installed chain calls one of them.
+    pub fn unregister_programs(&self, ids: &[ProgId]) -> Result<()> {
         let _lock = self.lock()?;
-        let meta = self.prog_meta(id)?;
-        if id == 0 || meta.state != RecordState::Ready {
-            return Err(RuntimeError::NotFound(format!("program id {id}")));
+        let mut going = Vec::new();
+        for &ProgId(id) in ids {
+            let meta = self.prog_meta(id)?;
+            if id == 0 || meta.state != RecordState::Ready {
+                return Err(RuntimeError::NotFound(format!("program id {id}")));
+            }
+            let users = self.chains_calling(|op| matches!(op, Op::CallProg { id: p, .. } if p == id))?;
+            if !users.is_empty() {
+                return Err(RuntimeError::InUse {
+                    what: format!("program {id} ({}@{} {})", meta.package, meta.version, meta.name),
+                    users: users.join(", "),
+                });
+            }
+            going.push((id, meta));
         }
-        let users = self.chains_calling(|op| matches!(op, Op::CallProg { id: p, .. } if p == id))?;
-        if !users.is_empty() {
-            return Err(RuntimeError::InUse {
-                what: format!("program {id} ({}@{} {})", meta.package, meta.version, meta.name),
-                users: users.join(", "),
-            });
+        // The array updates are the point of no return; a process killed after
+        // one leaves a record that `repair` finishes removing.
+        for (id, meta) in &going {
+            if let Err(e) = self.maps.progs(meta.hook).delete(&key(*id))
+                && e.kind() != libbpf_rs::ErrorKind::NotFound
+            {
+                return Err(RuntimeError::Kernel { what: format!("remove program {id} from its array"), cause: e });
+            }
+            crate::crashpoint::hit("unregister-out-of-array");
         }
-        // The array update is the point of no return; a process killed after it
-        // leaves a record that `repair` finishes removing.
-        if let Err(e) = self.maps.progs(meta.hook).delete(&key(id))
-            && e.kind() != libbpf_rs::ErrorKind::NotFound
-        {
-            return Err(RuntimeError::Kernel { what: format!("remove program {id} from its array"), cause: e });
+        if going.is_empty() {
+            return Ok(());
         }
-        crate::crashpoint::hit("unregister-out-of-array");
         sys::wait_for_readers().io("cannot wait for running packets", self.root())?;
-        let pkg_dir = self.layout.package_dir(&meta.package, &meta.version)?;
-        let pin = pkg_dir.join(&meta.name);
-        std::fs::remove_file(&pin).or_else(ignore_missing).io("cannot unpin", &pin)?;
-        crate::crashpoint::hit("unregister-unpinned");
-        self.set_prog_meta(id, &ProgMeta::free())?;
-        crate::crashpoint::hit("unregister-freed");
-        // The package's maps go with its last program.
-        let others =
-            self.prog_records()?.into_iter().any(|(_, m)| m.package == meta.package && m.version == meta.version);
-        if !others {
-            remove_tree(&pkg_dir).io("cannot remove", &pkg_dir)?;
+        for (id, meta) in &going {
+            let pin = self.layout.package_dir(&meta.package, &meta.version)?.join(&meta.name);
+            std::fs::remove_file(&pin).or_else(ignore_missing).io("cannot unpin", &pin)?;
+            crate::crashpoint::hit("unregister-unpinned");
+            self.set_prog_meta(*id, &ProgMeta::free())?;
+            crate::crashpoint::hit("unregister-freed");
+        }
+        // A package version's maps go with its last program.
+        let records = self.prog_records()?;
+        for (_, meta) in &going {
+            let others = records.iter().any(|(_, m)| m.package == meta.package && m.version == meta.version);
+            let pkg_dir = self.layout.package_dir(&meta.package, &meta.version)?;
+            if !others && pkg_dir.exists() {
+                remove_tree(&pkg_dir).io("cannot remove", &pkg_dir)?;
+            }
         }
         Ok(())
     }
 
     /// Names (`name (id N)`) of installed chains with an instruction matching `pred`.
     pub(crate) fn chains_calling(&self, pred: impl Fn(Op) -> bool) -> Result<Vec<String>> {
+        Ok(self.chain_callers(pred)?.into_iter().map(|(_, name)| name).collect())
+    }
+
+    /// Ids and names (`name (id N)`) of installed chains with an instruction matching `pred`.
+    pub(crate) fn chain_callers(&self, pred: impl Fn(Op) -> bool) -> Result<Vec<(u32, String)>> {
         let mut users = Vec::new();
         for (cid, cmeta) in self.chain_records()? {
             let Some((insns, _)) = self.chain_code(cid)? else { continue };
             let calls = (0..insns.len()).any(|pc| decode(&insns, pc).is_ok_and(&pred));
             if calls {
-                users.push(format!("chain {} (id {cid})", cmeta.name));
+                users.push((cid, format!("chain {} (id {cid})", cmeta.name)));
             }
         }
         Ok(users)
