@@ -275,3 +275,28 @@ fn destroy_leaves_no_pins() {
     assert!(dir.exists());
     std::fs::remove_dir(dir).unwrap();
 }
+
+#[test]
+fn chains_and_programs_go_together_in_one_batch_or_not_at_all() {
+    let t = TestRoot::new("batch");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let nop = id_of(&progs, "test_nop");
+    let callee = chain(&t, &format!("call prog {nop}, 0\nexit"));
+    let caller = chain(&t, &format!("call chain {}, 0\nexit", callee.0));
+    let outsider = chain(&t, &format!("call chain {}, 0\nexit", callee.0));
+    // The outsider calls the callee: nothing of the batch goes.
+    let err = t.rt.remove_chains(&[callee, caller]).unwrap_err();
+    assert!(err.to_string().contains(&format!("id {}", outsider.0)), "{err}");
+    assert!(t.rt.chain_insns(caller).unwrap().is_some() && t.rt.chain_insns(callee).unwrap().is_some());
+    // Programs a remaining chain calls stay, and so do the others of the batch.
+    let all: Vec<ProgId> = progs.iter().map(|p| p.id).collect();
+    assert!(matches!(t.rt.unregister_programs(&all), Err(RuntimeError::InUse { .. })));
+    assert_eq!(t.rt.status().unwrap().programs.len(), progs.len(), "none went");
+    // A caller and its callee go together.
+    t.rt.remove_chain(outsider).unwrap();
+    t.rt.remove_chains(&[callee, caller]).unwrap();
+    assert!(t.rt.status().unwrap().chains.is_empty());
+    t.rt.unregister_programs(&all).unwrap();
+    assert!(t.rt.status().unwrap().programs.is_empty());
+    assert!(!t.path.join("progs/hike-test@0_0_0").exists(), "the package directory goes with its last program");
+}
