@@ -1,5 +1,5 @@
-//! `kill -9` at every step boundary of an install on a fresh root, an upgrade and
-//! an uninstall — the deployer's steps and every runtime step inside them — and
+//! `kill -9` at every step boundary of an install on a fresh root, an upgrade, a
+//! rollback and an uninstall — the deployer's steps and every runtime step inside them — and
 //! then: the next command succeeds, the other deployments on the host still
 //! forward, and once the operation is completed the kernel holds exactly what a
 //! clean run leaves (pins, and the programs, maps and links reachable from
@@ -45,6 +45,9 @@ fn child() {
     match what.as_str() {
         "uninstall" => {
             d.uninstall("app", &none).unwrap();
+        }
+        "rollback" => {
+            d.restore("app", None, false, &none).unwrap();
         }
         version => {
             let plan = plan_in(
@@ -112,6 +115,8 @@ enum Scenario {
     Upgrade,
     /// Remove the app from that shared root.
     Uninstall,
+    /// On that root, after the upgrade: install generation 1 again from its saved copy.
+    Rollback,
 }
 
 #[test]
@@ -168,19 +173,32 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
 
     let mut names: BTreeSet<String> = BTreeSet::new();
     let mut total = 0;
-    for scenario in [Scenario::FreshInstall, Scenario::Upgrade, Scenario::Uninstall] {
+    for scenario in [Scenario::FreshInstall, Scenario::Upgrade, Scenario::Rollback, Scenario::Uninstall] {
         let (root, d, what) = match scenario {
             Scenario::FreshInstall => (&fresh_root, &fresh, "1.1.0"),
             Scenario::Upgrade => (&shared_root, &shared, "1.1.0"),
             Scenario::Uninstall => (&shared_root, &shared, "uninstall"),
+            Scenario::Rollback => (&shared_root, &shared, "rollback"),
         };
         let child = Child { what, root, state: state.path(), files: files.path(), ns: &veth.0 };
         let prepare = || {
             if !matches!(scenario, Scenario::FreshInstall) {
                 app_v1(d);
             }
+            if matches!(scenario, Scenario::Rollback) {
+                let plan = plan_in(files.path(), "app", "1.1.0", &attached_script(XDP_PASS), &[("DEVNAME", "va")]);
+                d.install(&plan, &none).unwrap();
+            }
         };
         let complete = || match scenario {
+            Scenario::Rollback => {
+                if d.store().record("app").unwrap().unwrap().restores.is_none() {
+                    d.restore("app", None, false, &none).unwrap();
+                }
+                let record = d.store().record("app").unwrap().unwrap();
+                assert_eq!(record.restores, Some(1), "generation 1 runs again");
+                assert_eq!(verdict_in(root, &record.loaders[0].instance), XDP_DROP);
+            }
             Scenario::Uninstall => {
                 if d.store().record("app").unwrap().is_some() {
                     d.uninstall("app", &none).unwrap();
@@ -241,7 +259,7 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
             total += 1;
         }
     }
-    assert!(total > 60, "every step of three operations: {total} crash points");
+    assert!(total > 80, "every step of four operations: {total} crash points");
 
     shared.uninstall("shared", &none).unwrap();
     other.uninstall("other", &none).unwrap();
