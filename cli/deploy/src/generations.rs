@@ -19,7 +19,7 @@ use crate::error::{DeployError, Result};
 use crate::native::ChainMode;
 use crate::plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 use crate::record::{DeploymentRecord, FORMAT};
-use crate::store::Store;
+use crate::store::{Store, io};
 
 /// How many generations of a deployment are kept (the running one included):
 /// older ones are removed when a new one is committed.
@@ -317,10 +317,6 @@ impl crate::store::HasFormat for SavedGeneration {
     fn format(&self) -> u32 {
         self.format
     }
-}
-
-fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeployError + 'a {
-    move |cause| DeployError::Io { what, path: path.to_owned(), cause }
 }
 
 fn make_dir(dir: &Path) -> Result<()> {

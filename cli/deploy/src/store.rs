@@ -46,7 +46,7 @@ pub struct StoreLock {
     _file: File,
 }
 
-fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeployError + 'a {
+pub(crate) fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeployError + 'a {
     move |cause| DeployError::Io { what, path: path.to_owned(), cause }
 }
 
