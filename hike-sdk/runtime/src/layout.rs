@@ -9,6 +9,7 @@
 //! <root>/vm/hike_clock                      what hike_ktime_ns() returns (clock.rs)
 //! <root>/vm/hike_entry_map, entry_xdp, entry_tc   the test entry (loaded by the first test run)
 //! <root>/vm/cont_xdp, cont_tc               the continuation programs (id 0)
+//! <root>/vm/gone_xdp, gone_tc               what a removed program's slot holds
 //! <root>/progs/<package>@<version>/<program>       registered programs
 //! <root>/progs/<package>@<version>/maps/<map>      their maps
 //!                                  (bpffs refuses `.` in names, so the version is
@@ -61,6 +62,11 @@ impl Layout {
 
     pub fn vm_dir(&self) -> PathBuf {
         self.root.join("vm")
+    }
+
+    /// The pinned `hike_gone` of `hook`.
+    pub fn tombstone(&self, hook: hike_bytecode::Hook) -> PathBuf {
+        self.vm_dir().join(format!("gone_{hook}"))
     }
 
     pub fn vm_map(&self, name: &str) -> PathBuf {

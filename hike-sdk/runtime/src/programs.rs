@@ -196,7 +196,7 @@ impl Runtime {
         })();
         if let Err(e) = result {
             for reg in &done {
-                let _ = self.maps.progs(obj.hook).delete(&key(reg.id.0));
+                let _ = self.vacate_slot(obj.hook, reg.id.0);
                 let _ = std::fs::remove_file(&reg.pin);
                 let _ = self.set_prog_meta(reg.id.0, &ProgMeta::free());
             }
@@ -254,11 +254,7 @@ impl Runtime {
         // The array updates are the point of no return; a process killed after
         // one leaves a record that `repair` finishes removing.
         for (id, meta) in &going {
-            if let Err(e) = self.maps.progs(meta.hook).delete(&key(*id))
-                && e.kind() != libbpf_rs::ErrorKind::NotFound
-            {
-                return Err(RuntimeError::Kernel { what: format!("remove program {id} from its array"), cause: e });
-            }
+            self.vacate_slot(meta.hook, *id)?;
             crate::crashpoint::hit("unregister-out-of-array");
         }
         if going.is_empty() {
@@ -282,6 +278,25 @@ impl Runtime {
             }
         }
         Ok(())
+    }
+
+    /// Takes the program out of slot `id`: the slot gets the hook's tombstone
+    /// (`hike_gone`, which aborts the chain as an empty slot would). Emptying a
+    /// slot the VM jumps to directly makes the kernel wait for an RCU grace period
+    /// per slot on x86 (about 100 ms); replacing its program does not, and the
+    /// caller waits once for all. A root made before tombstones gets one here.
+    pub(crate) fn vacate_slot(&self, hook: Hook, id: u32) -> Result<()> {
+        let path = self.layout.tombstone(hook);
+        let gone = match libbpf_rs::Program::fd_from_pinned_path(&path) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => crate::runtime::load_tombstone(&self.layout, hook)?,
+            Err(e) => return Err(RuntimeError::Kernel { what: format!("open {}", path.display()), cause: e }),
+        };
+        let fd = gone.as_raw_fd() as u32;
+        self.maps
+            .progs(hook)
+            .update(&key(id), &fd.to_le_bytes(), MapFlags::ANY)
+            .kernel(|| format!("take program {id} out of hike_progs_{hook}"))
     }
 
     /// Names (`name (id N)`) of installed chains with an instruction matching `pred`.

@@ -24,8 +24,11 @@ impl Runtime {
         self.repair_package_dirs()
     }
 
+    /// Whether slot `id` holds the program `m` records (not the tombstone a
+    /// removal leaves, nor another program).
     fn in_array(&self, m: &ProgMeta, id: u32) -> bool {
-        self.maps.progs(m.hook).lookup(&key(id), MapFlags::ANY).ok().flatten().is_some()
+        let slot = self.maps.progs(m.hook).lookup(&key(id), MapFlags::ANY).ok().flatten();
+        slot.and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok()).is_some_and(|v| u32::from_le_bytes(v) == m.bpf_id)
     }
 
     fn repair_programs(&self) -> Result<()> {

@@ -344,6 +344,17 @@ pub(crate) fn load_vm_program(vm: &Path, hook: Hook, elf: &[u8], program: &str) 
     })
 }
 
+/// Loads and pins the hook's tombstone (`hike_gone`, see `Runtime::vacate_slot`)
+/// and returns a descriptor of it.
+pub(crate) fn load_tombstone(layout: &Layout, hook: Hook) -> Result<std::os::fd::OwnedFd> {
+    let vm = layout.vm_dir();
+    let mut obj = load_vm_program(&vm, hook, objects::continuation(hook), "hike_gone")?;
+    let mut prog = vm_program(&mut obj, "hike_gone")?;
+    let pin_path = layout.tombstone(hook);
+    prog.pin(&pin_path).kernel(|| format!("pin {}", pin_path.display()))?;
+    libbpf_rs::Program::fd_from_pinned_path(&pin_path).kernel(|| format!("open {}", pin_path.display()))
+}
+
 /// Program `name` of a loaded object.
 pub(crate) fn vm_program<'o>(obj: &'o mut libbpf_rs::Object, name: &str) -> Result<libbpf_rs::ProgramMut<'o>> {
     obj.progs_mut()
@@ -368,6 +379,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
             .kernel(|| format!("open hike_progs_{hook}"))?;
         let raw = std::os::fd::AsRawFd::as_raw_fd(&prog.as_fd()) as u32;
         progs.update(&key(0), &raw.to_le_bytes(), MapFlags::ANY).kernel(|| "register the continuation".into())?;
+        load_tombstone(layout, hook)?;
     }
     crate::clock::create(&vm)?;
     let opts_create = libbpf_rs::libbpf_sys::bpf_map_create_opts {

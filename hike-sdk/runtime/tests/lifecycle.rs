@@ -300,3 +300,84 @@ fn chains_and_programs_go_together_in_one_batch_or_not_at_all() {
     assert!(t.rt.status().unwrap().programs.is_empty());
     assert!(!t.path.join("progs/hike-test@0_0_0").exists(), "the package directory goes with its last program");
 }
+
+/// The program id a slot of `hike_progs_xdp` holds.
+fn slot(t: &TestRoot, id: u32) -> Option<u32> {
+    let array = MapHandle::from_pinned_path(t.path.join("vm/hike_progs_xdp")).unwrap();
+    array.lookup(&id.to_le_bytes(), MapFlags::ANY).unwrap().map(|v| u32::from_le_bytes(v[..4].try_into().unwrap()))
+}
+
+fn tombstone_id(t: &TestRoot) -> u32 {
+    let fd = libbpf_rs::Program::fd_from_pinned_path(t.path.join("vm/gone_xdp")).unwrap();
+    libbpf_rs::Program::id_from_fd(std::os::fd::AsFd::as_fd(&fd)).unwrap()
+}
+
+#[test]
+fn a_removed_program_leaves_a_tombstone_that_aborts_like_an_empty_slot() {
+    use hike_bytecode::interp::AbortReason;
+    let t = TestRoot::new("tomb");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let nop = id_of(&progs, "test_nop");
+    let c = chain(&t, &format!("call prog {nop}, 0\nexit"));
+    let array = MapHandle::from_pinned_path(t.path.join("vm/hike_progs_xdp")).unwrap();
+    let nop_fd = libbpf_rs::Program::fd_from_pinned_path(t.path.join("progs/hike-test@0_0_0/test_nop")).unwrap();
+    let put = |fd: &std::os::fd::OwnedFd| {
+        let raw = std::os::fd::AsRawFd::as_raw_fd(fd) as u32;
+        array.update(&nop.to_le_bytes(), &raw.to_le_bytes(), MapFlags::ANY).unwrap();
+    };
+    let run = || {
+        let before = t.rt.counters().unwrap().aborted(AbortReason::NoProg);
+        let verdict = t.rt.test_run_chain(Hook::Xdp, c, &ipv6_udp_packet(), 0).unwrap().verdict;
+        (verdict, t.rt.counters().unwrap().aborted(AbortReason::NoProg) - before)
+    };
+    // What a chain calling an empty slot does is what the tombstone must do.
+    array.delete(&nop.to_le_bytes()).unwrap();
+    let empty = run();
+    assert_eq!(empty.1, 1, "an empty slot aborts the chain");
+    let gone = libbpf_rs::Program::fd_from_pinned_path(t.path.join("vm/gone_xdp")).unwrap();
+    put(&gone);
+    assert_eq!(run(), empty, "the tombstone aborts the chain as an empty slot does");
+    put(&nop_fd);
+    assert_ne!(run(), empty, "the program itself runs");
+
+    t.rt.remove_chain(c).unwrap();
+    let all: Vec<ProgId> = progs.iter().map(|p| p.id).collect();
+    t.rt.unregister_programs(&all).unwrap();
+    let tomb = tombstone_id(&t);
+    for p in &progs {
+        assert_eq!(slot(&t, p.id.0), Some(tomb), "{}'s slot holds the tombstone", p.name);
+    }
+    // The ids are given again, the tombstones replaced.
+    let again = t.register_vmtest(Hook::Xdp);
+    assert_eq!(again.iter().map(|p| p.id).collect::<Vec<_>>(), all);
+    for p in &again {
+        assert_eq!(slot(&t, p.id.0), Some(p.bpf_id));
+    }
+    // A root made before tombstones gets one when a program first goes.
+    std::fs::remove_file(t.path.join("vm/gone_xdp")).unwrap();
+    t.rt.unregister_programs(&all).unwrap();
+    let tomb = tombstone_id(&t);
+    assert!(again.iter().all(|p| slot(&t, p.id.0) == Some(tomb)));
+}
+
+#[test]
+fn a_pending_record_whose_slot_holds_the_tombstone_is_freed_by_repair() {
+    let t = TestRoot::new("tombrepair");
+    let progs = t.register_vmtest(Hook::Xdp);
+    let nop = id_of(&progs, "test_nop");
+    t.rt.unregister_program(ProgId(nop)).unwrap();
+    // A registration killed after its record was written, before its program
+    // replaced the tombstone: the slot is not its program's.
+    let meta = MapHandle::from_pinned_path(t.path.join("vm/hike_prog_meta")).unwrap();
+    let mut rec = hike_runtime::meta::ProgMeta::free();
+    rec.state = hike_runtime::meta::RecordState::Pending;
+    rec.name = "test_nop".into();
+    rec.package = "hike-test".into();
+    rec.version = "0.0.0".into();
+    rec.bpf_id = u32::MAX;
+    meta.update(&nop.to_le_bytes(), &rec.encode(), MapFlags::ANY).unwrap();
+    let rt = Runtime::open(&t.path).unwrap();
+    assert!(!rt.status().unwrap().programs.iter().any(|p| p.name == "test_nop"));
+    let freed = hike_runtime::meta::ProgMeta::decode(&meta.lookup(&nop.to_le_bytes(), MapFlags::ANY).unwrap().unwrap());
+    assert_eq!(freed.state, hike_runtime::meta::RecordState::Free);
+}
