@@ -165,7 +165,11 @@ fn an_upgrade_under_traffic_keeps_every_count_and_a_changed_layout_needs_consent
     let (sent, answered) = ping_result(pings);
     assert!(run.stderr.contains("Kept map flow_counters of flow 1.0.0 → 1.1.0"), "{}", run.stderr);
     assert!(run.stderr.contains("Kept map flow_ports of flow 1.0.0 → 1.1.0"), "{}", run.stderr);
-    assert!(run.stderr.contains("Switched va to app-2-"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Keeping loader instance app-1-classify-l3_classifier (its entries rewritten"),
+        "{}",
+        run.stderr
+    );
     assert_eq!((sent, answered), (400, 400), "no ping lost across the upgrade");
     assert_eq!(count(&sb, 0), 2 + 400, "the per-CPU counter went on through the switch, no packet uncounted");
     assert_eq!(ports(&sb), [(53, serde_json::json!({ "packets": 2 })), (9999, serde_json::json!({ "packets": 1 }))]);
@@ -297,7 +301,11 @@ fn a_rollback_reinstalls_a_saved_generation_exactly_without_registry_or_cache() 
     std::fs::remove_dir_all(sb.path("registry")).unwrap();
     let run = sb.run(&app, &["rollback"]).ok();
     assert!(run.stderr.contains("Kept map flow_counters of flow 1.1.0 → 1.0.0"), "{}", run.stderr);
-    assert!(run.stderr.contains("Switched va to app-3-"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Keeping loader instance app-1-classify-l3_classifier (its entries rewritten"),
+        "{}",
+        run.stderr
+    );
     assert!(
         run.stderr.contains("Finished deployment app generation 3 (replaced generation 2), generation 1 again"),
         "{}",
@@ -328,7 +336,7 @@ fn a_rollback_reinstalls_a_saved_generation_exactly_without_registry_or_cache() 
     );
 
     // A rollback killed at any step is repaired by the next command.
-    for point in ["registered", "switching", "saved", "committed"] {
+    for point in ["registered", "configuring", "saved", "committed"] {
         let out = sb.cmd(&app, &["rollback", "--to", "2"]).env("EBPKG_CRASH_AT", point).output().unwrap();
         assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "{point}: {out:?}");
         let st = sb.status();

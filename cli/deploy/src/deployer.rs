@@ -91,6 +91,7 @@ pub const CRASH_POINTS: &[&str] = &[
     "registering",
     "registered",
     "chains",
+    "configuring",
     "loaders",
     "switching",
     "switched",

@@ -14,7 +14,7 @@ use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObje
 
 use crate::deployer::{Attached, Deployer, Event, crash_point};
 use crate::error::{DeployError, Result, VerifierError};
-use crate::journal::{Journal, Step};
+use crate::journal::{ConfigEntry, Journal, Step};
 use crate::native::{self, ChainMode, NativeRequest, Tier};
 use crate::plan::{DeployPlan, PlannedObject, PlannedPackage};
 use crate::record::{
@@ -115,18 +115,27 @@ impl Deployer {
     }
 }
 
+/// A loader instance of the previous generation this one keeps, and the maps whose
+/// entries it rewrites: `(map, what it holds, what it will hold)`.
+struct KeptLoader {
+    record: RecordedLoader,
+    rewrite: Vec<(String, Vec<MapEntry>, Vec<MapEntry>)>,
+}
+
 /// The previous generation's instance of `loader` of `pkg`, when this generation
-/// would make the same one: the same package version and object, in the same
-/// network namespace, with the same configuration (chain ids included: the chains
-/// it starts were kept). Where it is attached is settled like any loader's (an
-/// interface it stays on is left as it is).
+/// would make one like it: the same package version and object, in the same
+/// network namespace, with configuration maps holding the same keys and values
+/// that differ at most in the chains they start (rewritten in place, one atomic
+/// store per chain field: `hike_runtime::Runtime::flip_loader_chains`). Where it
+/// is attached is settled like any loader's (an interface it stays on is left as
+/// it is).
 fn kept_loader(
     rt: &Runtime,
     journal: &Journal,
     pkg: &PlannedPackage,
     loader: &str,
     w: &LoaderWork,
-) -> Result<Option<RecordedLoader>> {
+) -> Result<Option<KeptLoader>> {
     let Some(prev) = journal.previous.as_ref().filter(|p| p.netns == journal.netns) else { return Ok(None) };
     let same_package = prev.packages.iter().any(|p| p.id() == pkg.id && p.checksum == pkg.checksum);
     let Some(old) =
@@ -144,17 +153,26 @@ fn kept_loader(
     if w.entries.keys().any(|m| !info.maps.contains(m)) {
         return Ok(None);
     }
+    let mut rewrite = Vec::new();
     for map in &info.maps {
         let mut wanted = w.entries.get(map).cloned().unwrap_or_default();
         wanted.sort_by(|a, b| a.key.cmp(&b.key));
         let running = rt
             .loader_config(&old.instance, map)
             .map_err(DeployError::runtime(format!("cannot read loader instance {}", old.instance)))?;
-        if running != wanted {
+        if running == wanted {
+            continue;
+        }
+        let refusal = rt
+            .flip_refusal(&old.instance, map, &wanted)
+            .map_err(DeployError::runtime(format!("cannot read loader instance {}", old.instance)))?;
+        if let Some(reason) = refusal {
+            tracing::debug!(instance = %old.instance, map, "loaded anew, not rewritten in place: {reason}");
             return Ok(None);
         }
+        rewrite.push((map.clone(), running, wanted));
     }
-    Ok(Some(RecordedLoader { attachments: Vec::new(), ..old.clone() }))
+    Ok(Some(KeptLoader { record: RecordedLoader { attachments: Vec::new(), ..old.clone() }, rewrite }))
 }
 
 /// The previous generation's chain `c` of `script`, when its installed code is
@@ -442,10 +460,25 @@ impl Deployer {
         for ((package, loader), w) in work {
             let pkg = package_of(plan, package)?;
             if !plan.force
-                && let Some(kept) = kept_loader(rt, journal, pkg, loader, w)?
+                && let Some(KeptLoader { record, rewrite }) = kept_loader(rt, journal, pkg, loader, w)?
             {
-                on(&Event::Kept { what: format!("loader instance {} (unchanged)", kept.instance) });
-                loaders.push(kept);
+                for (map, before, after) in &rewrite {
+                    let before = before.iter().map(|e| ConfigEntry { key: e.key.clone(), value: e.value.clone() });
+                    journal.steps.push(Step::Configure {
+                        instance: record.instance.clone(),
+                        map: map.clone(),
+                        before: before.collect(),
+                    });
+                    self.store.save_journal(journal)?;
+                    crash_point("configuring");
+                    rt.flip_loader_chains(&record.instance, map, after).map_err(DeployError::runtime(format!(
+                        "cannot rewrite map `{map}` of loader instance {}",
+                        record.instance
+                    )))?;
+                }
+                let how = if rewrite.is_empty() { "unchanged" } else { "its entries rewritten in place" };
+                on(&Event::Kept { what: format!("loader instance {} ({how})", record.instance) });
+                loaders.push(record);
                 continue;
             }
             let instance = loader_instance(&plan.deployment, journal.generation, package, loader);

@@ -54,6 +54,16 @@ pub enum Step {
     /// An unchanged chain of the previous generation (owned by `from`) is kept
     /// by this one; undone, it goes back to `from`.
     AdoptChain { id: hike_runtime::ChainId, from: String },
+    /// A kept loader instance's configuration map is rewritten; `before` is what
+    /// it held, written back if the install is undone.
+    Configure { instance: String, map: String, before: Vec<ConfigEntry> },
+}
+
+/// A configuration map entry, as a journal keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigEntry {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
 }
 
 impl Journal {
@@ -161,6 +171,14 @@ impl Journal {
                 Step::Switch { to, from, .. } | Step::Replace { to, from, .. } => (to, Some(from), false),
                 Step::Attach { to, .. } => (to, None, false),
                 Step::Register { .. } => continue,
+                Step::Configure { instance, .. } => {
+                    if !previous.contains(&instance.as_str()) {
+                        return Err(format!(
+                            "it rewrites loader instance {instance}, which its previous deployment does not own"
+                        ));
+                    }
+                    continue;
+                }
                 Step::AdoptChain { id, from } => {
                     let owned = self
                         .previous

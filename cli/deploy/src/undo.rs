@@ -12,7 +12,7 @@ use semver::Version;
 
 use crate::deployer::Deployer;
 use crate::error::{DeployError, Result};
-use crate::journal::{Journal, Step};
+use crate::journal::{ConfigEntry, Journal, Step};
 use crate::netns;
 use crate::record::DeploymentRecord;
 
@@ -30,6 +30,8 @@ pub(crate) trait UndoHost {
     fn remove_owned_chains(&self, owner: &str) -> std::result::Result<(), String>;
     /// Gives chain `id` back to `owner`, if it is still installed.
     fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String>;
+    /// Writes a kept loader's configuration map back to what it held.
+    fn restore_config(&self, instance: &str, map: &str, entries: &[ConfigEntry]) -> std::result::Result<(), String>;
     fn unregister(&self, package: &str, version: &str, name: &str, hook: Hook) -> std::result::Result<(), String>;
 }
 
@@ -64,6 +66,11 @@ impl UndoHost for KernelHost<'_> {
     }
     fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String> {
         ignore_missing(self.rt.set_chain_owner(id, owner))
+    }
+    fn restore_config(&self, instance: &str, map: &str, entries: &[ConfigEntry]) -> std::result::Result<(), String> {
+        let entries: Vec<hike_runtime::MapEntry> =
+            entries.iter().map(|e| hike_runtime::MapEntry { key: e.key.clone(), value: e.value.clone() }).collect();
+        ignore_missing(self.rt.flip_loader_chains(instance, map, &entries))
     }
     fn unregister(&self, package: &str, version: &str, name: &str, hook: Hook) -> std::result::Result<(), String> {
         unregister(self.rt, package, version, name, hook)
@@ -112,6 +119,12 @@ pub(crate) fn undo_install(
             }
             // Before this generation's chains are removed below: it keeps none.
             Step::AdoptChain { id, from } => note(host.give_chain(*id, from)),
+            // Before the chains its new entries start are removed below.
+            Step::Configure { instance, map, before } => {
+                if host.has_loader(instance) {
+                    note(host.restore_config(instance, map, before));
+                }
+            }
             Step::LoadLoader { .. } | Step::Register { .. } => {}
         }
     }
@@ -336,6 +349,14 @@ mod tests {
             self.changed("unload", instance.to_owned())?;
             self.m.borrow_mut().loaders.remove(instance);
             Ok(())
+        }
+        fn restore_config(
+            &self,
+            instance: &str,
+            map: &str,
+            entries: &[ConfigEntry],
+        ) -> std::result::Result<(), String> {
+            self.changed("configure", format!("{instance} {map} {}", entries.len()))
         }
         fn give_chain(&self, id: hike_runtime::ChainId, owner: &str) -> std::result::Result<(), String> {
             if self.m.borrow().adopted.get(&id.0).is_none_or(|o| o == owner) {

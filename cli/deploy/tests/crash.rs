@@ -207,8 +207,10 @@ fn a_crash_at_every_step_is_repaired_by_the_next_command() {
             _ => {
                 let plan = plan_in(files.path(), "app", "1.1.0", &attached_script(XDP_PASS), &[("DEVNAME", "va")]);
                 d.install(&plan, &none).unwrap();
-                let generation = if matches!(scenario, Scenario::FreshInstall) { 1 } else { 2 };
-                assert_eq!(verdict_in(root, &format!("app-{generation}-tl-test_loader")), XDP_PASS);
+                // An upgrade keeps generation 1's loader, its entry moved to the new chain.
+                let record = d.store().record("app").unwrap().unwrap();
+                assert_eq!(record.loaders[0].instance, "app-1-tl-test_loader");
+                assert_eq!(verdict_in(root, &record.loaders[0].instance), XDP_PASS);
             }
         };
         let reset = || {

@@ -12,6 +12,7 @@
 pub mod abi;
 mod chains;
 mod clock;
+mod config_flip;
 pub mod crashpoint;
 mod error;
 mod layout;

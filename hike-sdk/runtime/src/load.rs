@@ -26,6 +26,9 @@ pub(crate) struct LoadRequest<'a> {
     pub maps: Maps<'a>,
     /// Programs to load; the others of the object are skipped.
     pub programs: &'a [String],
+    /// Maps created mmapable when they are arrays (loaders' configuration maps:
+    /// `config_flip.rs`).
+    pub mmapable: &'a [String],
 }
 
 /// Where an object's maps come from.
@@ -132,6 +135,10 @@ fn open_and_load_with(
                 }
                 if let Some(path) = pin(&name) {
                     map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?;
+                }
+                if req.mmapable.contains(&name) && map.map_type() == libbpf_rs::MapType::Array {
+                    let flags = map.map_flags() | crate::config_flip::MMAPABLE;
+                    map.set_map_flags(flags).kernel(|| format!("make map {name} mmapable"))?;
                 }
             }
             Maps::Existing(find) => {

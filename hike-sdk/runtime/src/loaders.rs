@@ -77,13 +77,13 @@ pub struct MapEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct LoaderMeta {
-    hook: Hook,
+pub(crate) struct LoaderMeta {
+    pub(crate) hook: Hook,
     configured: bool,
     package: String,
     version: String,
     program: String,
-    maps: Vec<ConfigMapSpec>,
+    pub(crate) maps: Vec<ConfigMapSpec>,
 }
 
 fn put(buf: &mut [u8], at: usize, cap: usize, s: &str) {
@@ -153,7 +153,7 @@ impl Runtime {
         Ok((dir, map))
     }
 
-    fn loader_meta(&self, instance: &str) -> Result<(PathBuf, MapHandle, LoaderMeta)> {
+    pub(crate) fn loader_meta(&self, instance: &str) -> Result<(PathBuf, MapHandle, LoaderMeta)> {
         let (dir, map) = self.loader_meta_map(instance)?;
         let v = map.lookup(&key(0), MapFlags::ANY).kernel(|| format!("read loader {instance}"))?.unwrap_or_default();
         let meta = LoaderMeta::decode(&v)
@@ -191,6 +191,8 @@ impl Runtime {
                 vm_dir: &vm_dir,
                 maps: load::Maps::Pin(&|name| Some(maps_dir.join(name))),
                 programs: &[l.program.to_owned()],
+                // So that an upgrade can move the instance to new chains in place.
+                mmapable: &l.config_maps.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
             })?;
             crate::crashpoint::hit("loader-loaded");
             for spec in &l.config_maps {
@@ -250,6 +252,29 @@ impl Runtime {
         })?;
         let path = dir.join("maps").join(map);
         let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
+        self.check_entries(instance, &meta, spec, &handle, entries)?;
+        for e in entries {
+            handle.update(&e.key, &e.value, MapFlags::ANY).kernel(|| format!("write map `{map}` of {instance}"))?;
+            crate::crashpoint::hit("loader-entry");
+        }
+        if !meta.configured {
+            meta.configured = true;
+            meta_map.update(&key(0), &meta.encode(), MapFlags::ANY).kernel(|| "write the loader record".into())?;
+        }
+        Ok(())
+    }
+
+    /// Refuses entries of the wrong sizes for `handle`, or starting a chain that is
+    /// not installed, of another hook, or that takes arguments.
+    pub(crate) fn check_entries(
+        &self,
+        instance: &str,
+        meta: &LoaderMeta,
+        spec: &ConfigMapSpec,
+        handle: &MapHandle,
+        entries: &[MapEntry],
+    ) -> Result<()> {
+        let map = spec.name.as_str();
         let bad = |reason: String| RuntimeError::Loader { loader: instance.to_owned(), reason };
         for e in entries {
             if e.key.len() != handle.key_size() as usize || e.value.len() != handle.value_size() as usize {
@@ -283,14 +308,6 @@ impl Runtime {
                     )));
                 }
             }
-        }
-        for e in entries {
-            handle.update(&e.key, &e.value, MapFlags::ANY).kernel(|| format!("write map `{map}` of {instance}"))?;
-            crate::crashpoint::hit("loader-entry");
-        }
-        if !meta.configured {
-            meta.configured = true;
-            meta_map.update(&key(0), &meta.encode(), MapFlags::ANY).kernel(|| "write the loader record".into())?;
         }
         Ok(())
     }

@@ -134,6 +134,7 @@ impl Runtime {
             vm_dir: &vm_dir,
             maps: load::Maps::Pin(&|name| Some(maps_dir.join(name))),
             programs: &to_load,
+            mmapable: &[],
         })
         .inspect_err(undo_dir)?;
         crate::crashpoint::hit("register-loaded");

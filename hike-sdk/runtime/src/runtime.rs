@@ -341,6 +341,7 @@ pub(crate) fn load_vm_program(vm: &Path, hook: Hook, elf: &[u8], program: &str) 
         vm_dir: vm,
         maps: load::Maps::Pin(&|_| None),
         programs: &[program.to_owned()],
+        mmapable: &[],
     })
 }
 

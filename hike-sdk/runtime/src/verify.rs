@@ -67,6 +67,7 @@ impl Runtime {
             vm_dir: &vm_dir,
             maps: load::Maps::Pin(&no_pins),
             programs,
+            mmapable: &[],
         })?;
         let mut out = Vec::new();
         for (name, log) in logs {

@@ -381,3 +381,60 @@ fn a_pending_record_whose_slot_holds_the_tombstone_is_freed_by_repair() {
     let freed = hike_runtime::meta::ProgMeta::decode(&meta.lookup(&nop.to_le_bytes(), MapFlags::ANY).unwrap().unwrap());
     assert_eq!(freed.state, hike_runtime::meta::RecordState::Free);
 }
+
+#[test]
+fn a_loader_moves_to_other_chains_in_place_when_only_chain_fields_change() {
+    let t = TestRoot::new("flip");
+    let progs = t.register_vmtest(Hook::Xdp);
+    t.load_test_loader("edge", Hook::Xdp);
+    let verdict = |v: u32| chain(&t, &format!("r1 = {v}\ncall prog {}, 1\nexit", id_of(&progs, "test_verdict")));
+    let (drop, pass) = (verdict(1), verdict(2));
+    let entry = |c: u32| vec![MapEntry { key: vec![0; 4], value: c.to_le_bytes().to_vec() }];
+    let run = || t.rt.test_run_loader("edge", &ipv6_udp_packet(), 0).unwrap().verdict;
+    t.point_test_loader("edge", drop);
+    assert_eq!(run(), 1);
+
+    assert_eq!(t.rt.flip_refusal("edge", "test_cfg", &entry(pass.0)).unwrap(), None);
+    t.rt.flip_loader_chains("edge", "test_cfg", &entry(pass.0)).unwrap();
+    assert_eq!(run(), 2, "the loader starts the other chain");
+    assert_eq!(t.rt.loader_config("edge", "test_cfg").unwrap(), entry(pass.0));
+    let err = t.rt.remove_chain(pass).unwrap_err();
+    assert!(err.to_string().contains("still used by loader edge"), "{err}");
+    t.rt.remove_chain(drop).unwrap();
+
+    // Refused: a chain that is not installed, other keys.
+    let err = t.rt.flip_loader_chains("edge", "test_cfg", &entry(77)).unwrap_err();
+    assert!(err.to_string().contains("chain id 77, which is not installed"), "{err}");
+    assert_eq!(t.rt.flip_refusal("edge", "test_cfg", &[]).unwrap().as_deref(), Some("its keys change"));
+    assert_eq!(run(), 2);
+
+    // Refused: a value that changes outside its chain fields (here, a map with none).
+    t.rt.load_loader(&hike_runtime::LoaderObject {
+        instance: "plain",
+        package: "hike-test",
+        version: "0.0.0",
+        object_name: "testloader.bpf.c",
+        elf: objects::testloader(Hook::Xdp),
+        program: "test_loader",
+        hook: Hook::Xdp,
+        config_maps: vec![hike_runtime::ConfigMapSpec { name: "test_cfg".into(), chain_offsets: vec![] }],
+    })
+    .unwrap();
+    t.rt.configure_loader("plain", "test_cfg", &entry(5)).unwrap();
+    let refusal = t.rt.flip_refusal("plain", "test_cfg", &entry(6)).unwrap();
+    assert_eq!(refusal.as_deref(), Some("values change outside their chain fields"));
+    assert!(t.rt.flip_loader_chains("plain", "test_cfg", &entry(6)).is_err());
+
+    // Refused: an array made before configuration arrays were mmapable.
+    let pin = t.path.join("loaders/edge/maps/test_cfg");
+    std::fs::remove_file(&pin).unwrap();
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    let mut old = MapHandle::create(libbpf_rs::MapType::Array, Some("test_cfg"), 4, 4, 1, &opts).unwrap();
+    old.update(&[0; 4], &pass.0.to_le_bytes(), MapFlags::ANY).unwrap();
+    old.pin(&pin).unwrap();
+    let refusal = t.rt.flip_refusal("edge", "test_cfg", &entry(drop.0)).unwrap();
+    assert_eq!(refusal.as_deref(), Some("it was created before loaders' arrays were mmapable"));
+}

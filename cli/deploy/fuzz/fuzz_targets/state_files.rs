@@ -26,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
                 Step::Switch { to, .. } | Step::Replace { to, .. } | Step::Attach { to, .. } => {
                     assert!(to.starts_with(&own) || kept(to))
                 }
+                Step::Configure { instance, .. } => assert!(kept(instance)),
                 Step::AdoptChain { id, from } => assert!(
                     journal
                         .previous
