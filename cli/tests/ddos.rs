@@ -75,6 +75,7 @@ fn the_ddos_chain_installs_from_a_registry_server() {
 }
 
 fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
+    let upgrade = chain_mode == "interpreted";
     let pid = sb.tag.clone();
     let src = Netns::new(&format!("dds{pid}"), false).unwrap();
     let dut = Netns::new(&format!("ddd{pid}"), false).unwrap();
@@ -155,6 +156,48 @@ fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
         .map(|e| (e["key"]["src"].as_str().unwrap().to_owned(), e["key"]["dst"].as_str().unwrap().to_owned()))
         .collect();
     assert_eq!(listed, [("2001:db8::1".to_owned(), "2001:db8:ff::1".to_owned())]);
+
+    if upgrade {
+        // `sets` upgraded under the running chain: the blacklist (an LRU hash whose
+        // values are expiry times) and its configuration are the new version's
+        // maps, entries and expiry untouched, and the flood stays blacklisted.
+        let dir = sb.path("sets-next");
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(ebpkg_packages_harness::packages_dir().join("sets"))
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let manifest = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+        std::fs::write(dir.join("ebpkg.toml"), manifest.replacen("version = \"1.0.0\"", "version = \"1.0.1\"", 1))
+            .unwrap();
+        let source = dir.join("src/hset.bpf.c");
+        let text = std::fs::read_to_string(&source).unwrap();
+        std::fs::write(&source, text + "/* 1.0.1 */\n").unwrap();
+        sb.run(&dir, &["publish", "--no-verify"]).ok();
+        let run = sb.run(&empty, &["install", "ddos@^1", "--chain-mode", chain_mode]).ok();
+        for want in [
+            "Registered sets@1.0.1 ip6_hset_srcdst",
+            "Kept map ip6_hset of sets 1.0.0 → 1.0.1",
+            "Kept map ip6_hset_cfg of sets 1.0.0 → 1.0.1",
+            "Keeping loader instance ddos-1-basic-ip6_sc (its entries rewritten in place)",
+        ] {
+            assert!(run.stderr.contains(want), "{want}: {}", run.stderr);
+        }
+        let run = sb.run(sb.dir.path(), &["status", "--maps", "--json"]).ok();
+        let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let after = st[0]["maps"].as_array().unwrap().iter().find(|m| m["map"] == "ip6_hset").unwrap().clone();
+        assert_eq!(after["entries"], set["entries"], "the same pairs, expiring when they did");
+        assert_eq!(after["version"], "1.0.1", "{after}");
+        send(udp6(1, target), 10);
+        let want = [want[0], want[1] + 10, want[2]];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while events(&sb) != want && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(events(&sb), want, "the flood is still dropped, every count went on");
+    }
 
     drop(source);
     drop(collector);
