@@ -21,6 +21,11 @@ pub fn open_registry(url: &RegistryUrl, options: &OpenOptions) -> Result<Box<dyn
     }
 }
 
+/// A candidate root is checked by a full update, never a view kept from before.
+fn full_update(_: Option<&ebpkg_tuf::LastVerified>) -> ebpkg_tuf::Probe {
+    ebpkg_tuf::Probe::NotAsked
+}
+
 /// Loads the metadata the registry at `registry` serves from the root in
 /// `trust` (a candidate, for `ebpkg registry add --root`): a root that does not
 /// verify the registry is not worth trusting.
@@ -31,13 +36,13 @@ pub fn check_root(registry: &RegistryUrl, trust: &TufTrust, token: Option<String
         RegistryKind::File => {
             let dir = registry.file_path().unwrap_or_default().join("tuf");
             let url = url::Url::from_directory_path(&dir).map_err(|()| not_a_url(format!("{}", dir.display())))?;
-            crate::tuf::load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport).map_err(refused)
+            crate::tuf::load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport, full_update).map_err(refused)
         }
         RegistryKind::Http => {
             let base = registry.as_str().trim_end_matches('/');
             let url = url::Url::parse(&format!("{base}/tuf/")).map_err(|e| not_a_url(e.to_string()))?;
             let transport = ClientTransport::new(registry.as_str(), token)?;
-            crate::tuf::load_trusted(trust, &url, transport).map_err(refused)
+            crate::tuf::load_trusted(trust, &url, transport, full_update).map_err(refused)
         }
     }
 }

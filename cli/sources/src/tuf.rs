@@ -59,11 +59,15 @@ pub(crate) fn check_absent(index: &TrustedIndex, target: &str) -> Result<(), ebp
 }
 
 /// Loads the metadata at `url` from the trusted root and persists the root it
-/// ends up trusting (after any rotation).
-pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + 'static>(
+/// ends up trusting (after any rotation). `probe` asks the registry whether its
+/// timestamp is still the one the last load verified (given that load, if one
+/// is kept): when it is, that load's view is used and nothing else is fetched
+/// (`ebpkg_tuf::verified`).
+pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + Clone + 'static>(
     trust: &TufTrust,
     url: &url::Url,
     transport: T,
+    probe: impl FnOnce(Option<&ebpkg_tuf::LastVerified>) -> ebpkg_tuf::Probe,
 ) -> Result<TrustedIndex, ebpkg_tuf::Error> {
     if trust.trust_clock
         && let Some(recorded) = ebpkg_tuf::recorded_time_ahead(&trust.datastore)
@@ -77,7 +81,9 @@ pub(crate) fn load_trusted<T: ebpkg_tuf::Transport + Send + Sync + 'static>(
         std::fs::remove_file(&file)
             .map_err(|e| ebpkg_tuf::Error::Io { what: format!("removing {}", file.display()), cause: e })?;
     }
-    let index = ebpkg_tuf::load_with(&trust.root, url, &trust.datastore, transport)?;
+    let last = ebpkg_tuf::last_verified(&trust.datastore);
+    let probe = probe(last.as_ref());
+    let index = ebpkg_tuf::load_probed(&trust.root, url, &trust.datastore, transport, last, probe)?;
     if ebpkg_fs::read(&trust.root, 1 << 20).ok().as_deref() != Some(&index.root_json[..]) {
         ebpkg_fs::write_atomic(&trust.root, &index.root_json, 0o644).map_err(|e| ebpkg_tuf::Error::Io {
             what: format!("writing the trusted root {}", trust.root.display()),

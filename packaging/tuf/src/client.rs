@@ -12,7 +12,7 @@ use url::Url;
 use crate::{Error, Result, block_on};
 
 /// Longest trusted root read.
-const MAX_ROOT_BYTES: u64 = 512 * 1024;
+pub(crate) const MAX_ROOT_BYTES: u64 = 512 * 1024;
 
 /// Limits on what the registry may send: metadata of a registry of a hundred
 /// thousand packages fits well inside them.
@@ -45,6 +45,10 @@ pub struct TrustedIndex {
     /// When the timestamp expires: until then, the registry cannot freeze this
     /// view without being noticed.
     pub expires: String,
+    /// When the first of the roles this view rests on (root, timestamp,
+    /// snapshot, targets, every bin) expires: past it, the view is not used
+    /// again without a full update (`verified.rs`).
+    pub valid_until: jiff::Timestamp,
 }
 
 impl TrustedIndex {
@@ -70,6 +74,36 @@ impl TrustedIndex {
             });
         }
         Ok(())
+    }
+
+    /// The signed SHA-256 and length of `target`, when the metadata lists it.
+    pub fn target(&self, target: &str) -> Option<([u8; 32], u64)> {
+        let listed = self.targets.get(target)?;
+        Some((listed.sha256.as_slice().try_into().ok()?, listed.length))
+    }
+
+    /// Every target with its signed SHA-256 and length (what `verified.rs` keeps).
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&str, &[u8], u64)> {
+        self.targets.iter().map(|(name, l)| (name.as_str(), l.sha256.as_slice(), l.length))
+    }
+
+    /// A view made of targets a previous load verified (`verified.rs`).
+    pub(crate) fn from_listed(
+        targets: impl IntoIterator<Item = (String, Vec<u8>, u64)>,
+        root_json: Vec<u8>,
+        versions: [u64; 3],
+        expires: String,
+        valid_until: jiff::Timestamp,
+    ) -> TrustedIndex {
+        TrustedIndex {
+            targets: targets.into_iter().map(|(name, sha256, length)| (name, Listed { sha256, length })).collect(),
+            root_json,
+            root_version: versions[0],
+            snapshot_version: versions[1],
+            timestamp_version: versions[2],
+            expires,
+            valid_until,
+        }
     }
 
     /// How many targets signed metadata lists.
@@ -214,6 +248,23 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
             }
         }
     }
+    let mut valid_until = [
+        repo.root().signed.expires,
+        repo.timestamp().signed.expires,
+        repo.snapshot().signed.expires,
+        repo.targets().signed.expires,
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(jiff::Timestamp::MIN);
+    let mut delegated: Vec<&tough::schema::DelegatedRole> =
+        repo.targets().signed.delegations.iter().flat_map(|d| d.roles.iter()).collect();
+    while let Some(role) = delegated.pop() {
+        if let Some(signed) = &role.targets {
+            valid_until = valid_until.min(signed.signed.expires);
+            delegated.extend(signed.signed.delegations.iter().flat_map(|d| d.roles.iter()));
+        }
+    }
     let targets = repo
         .all_targets()
         .map(|(name, t)| (name.raw().to_owned(), Listed { sha256: t.hashes.sha256.to_vec(), length: t.length }))
@@ -226,6 +277,7 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
         snapshot_version: repo.snapshot().signed.version.get(),
         timestamp_version: repo.timestamp().signed.version.get(),
         expires: repo.timestamp().signed.expires.to_string(),
+        valid_until,
     })
 }
 

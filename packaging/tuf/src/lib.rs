@@ -21,6 +21,7 @@ mod error;
 pub mod keys;
 pub mod repo;
 pub mod store;
+pub mod verified;
 
 pub use client::{LATEST_KNOWN_TIME, TrustedIndex, load, load_with, recorded_time_ahead};
 pub use error::{Error, Result};
@@ -29,6 +30,7 @@ pub use store::{DirStore, MemStore, Store};
 pub use tough::{
     Bytes, FilesystemTransport, Transport, TransportError, TransportErrorKind, TransportStream, async_trait,
 };
+pub use verified::{LastVerified, Probe, last_verified, load_probed};
 
 /// The number of hashed bins.
 pub const BINS: usize = 16;

@@ -40,7 +40,15 @@ impl FileRegistry {
                     detail: format!("{} is not a path", self.tuf_dir().display()),
                 })
             })?;
-            crate::tuf::load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport).map_err(|e| self.tuf_error(e))
+            // A directory's timestamp is read and compared: a few hundred bytes.
+            let probe = |_: Option<&ebpkg_tuf::LastVerified>| match ebpkg_fs::read(
+                &self.tuf_dir().join("timestamp.json"),
+                MAX_TIMESTAMP_BYTES,
+            ) {
+                Ok(timestamp) => ebpkg_tuf::Probe::Fetched { timestamp, validators: Vec::new() },
+                Err(_) => ebpkg_tuf::Probe::NotAsked,
+            };
+            crate::tuf::load_trusted(trust, &url, ebpkg_tuf::FilesystemTransport, probe).map_err(|e| self.tuf_error(e))
         })?;
         Ok(Some(index))
     }
@@ -99,6 +107,10 @@ impl FileRegistry {
         .map_err(|e| self.tuf_error(e))
     }
 }
+
+/// Largest timestamp read to compare with the last one verified (`ebpkg-tuf`
+/// refuses larger ones).
+const MAX_TIMESTAMP_BYTES: u64 = 16 * 1024;
 
 /// Most files a TUF directory may hold (root versions, 16 bins, the rest).
 const MAX_TUF_FILES: usize = 1024;

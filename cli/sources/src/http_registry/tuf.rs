@@ -13,6 +13,8 @@ use crate::error::{ErrorKind, Result};
 /// Largest metadata file fetched (the limits `ebpkg-tuf` applies are smaller for
 /// most roles).
 const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
+/// Largest timestamp fetched (as `ebpkg-tuf`'s limit).
+const MAX_TIMESTAMP_BYTES: u64 = 16 * 1024;
 
 /// `tough`'s transport over the registry's client.
 #[derive(Clone)]
@@ -81,10 +83,43 @@ impl HttpRegistry {
         let index = reader.index(|trust| {
             let url = url::Url::parse(&self.endpoint("tuf/"))
                 .map_err(|e| self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("the metadata URL: {e}") }))?;
-            let transport = ClientTransport::new(self.url.as_str(), self.read_token()?.map(str::to_owned))?;
-            crate::tuf::load_trusted(trust, &url, transport).map_err(|e| self.tuf_error(e))
+            let token = self.read_token()?.map(str::to_owned);
+            let transport = ClientTransport::new(self.url.as_str(), token.clone())?;
+            let probe = |last: Option<&ebpkg_tuf::LastVerified>| self.probe_timestamp(&url, token.as_deref(), last);
+            crate::tuf::load_trusted(trust, &url, transport, probe).map_err(|e| self.tuf_error(e))
         })?;
         Ok(Some(index))
+    }
+
+    /// Asks for the registry's timestamp, conditionally on the last one verified:
+    /// the one request a warm resolution makes when nothing was published. A
+    /// failure is left to the full update, which says what went wrong.
+    fn probe_timestamp(
+        &self,
+        metadata: &url::Url,
+        token: Option<&str>,
+        last: Option<&ebpkg_tuf::LastVerified>,
+    ) -> ebpkg_tuf::Probe {
+        let Ok(url) = metadata.join("timestamp.json") else { return ebpkg_tuf::Probe::NotAsked };
+        let validators: Option<super::client::Validators> =
+            last.and_then(|l| serde_json::from_slice(&l.validators).ok());
+        let mut request = Request::new(Method::Get, url.as_str(), "reading TUF metadata", MAX_TIMESTAMP_BYTES);
+        request.token = token;
+        request.conditional = validators.as_ref();
+        match self.client.send(&request) {
+            Ok(response) if response.not_modified => {
+                tracing::debug!("{url}: not modified (304): the signed index is the one verified last");
+                ebpkg_tuf::Probe::Unchanged
+            }
+            Ok(response) => ebpkg_tuf::Probe::Fetched {
+                validators: serde_json::to_vec(&response.validators).unwrap_or_default(),
+                timestamp: response.body,
+            },
+            Err(e) => {
+                tracing::debug!("{url}: {e}");
+                ebpkg_tuf::Probe::NotAsked
+            }
+        }
     }
 
     /// Checks an index file (`index/…`) against the signed metadata, in two
