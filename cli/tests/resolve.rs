@@ -533,14 +533,45 @@ fn a_damaged_dependency_list_in_the_cache_is_read_from_the_index_file_again_and_
     assert_eq!(std::fs::read(&caches[0]).unwrap(), repaired);
 }
 
+/// A registry with TUF metadata is cached under the hashes its signed metadata
+/// lists: at once (a hash needs no settling), a publish (re-signed) is seen by the
+/// next resolution, and an index file changed without being re-signed is never
+/// used — the record of the signed file is, and without one the file is refused.
 #[test]
-fn a_registry_checked_against_tuf_is_never_cached() {
+fn a_registry_with_tuf_is_cached_under_its_signed_hashes() {
     let sb = Sandbox::new("rcache-tuf");
     sb.publish_manifest("c", "1.0.0", &[]);
-    sb.tuf_init();
+    let (_, _, online_key) = sb.tuf_init();
     let app = project(&sb, &[("c", "^1")]);
-    let_index_files_settle();
     sb.run(&app, &["lock"]).ok();
     assert_eq!(locked_versions(&app), ["c 1.0.0"]);
-    assert_eq!(resolution_caches(&sb), Vec::<std::path::PathBuf>::new());
+    assert_eq!(resolution_caches(&sb).len(), 1, "cached at once");
+
+    let dir = sb.path("gen/c-1.1.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), "[package]\nname = \"c\"\nversion = \"1.1.0\"\n").unwrap();
+    let key = online_key.to_str().unwrap();
+    sb.run_with(&dir, &["publish", "--no-verify"], &[("EBPKG_TUF_ONLINE_KEY", key)], None).ok();
+    sb.run(&app, &["update"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.1.0"], "the re-signed file is seen at once");
+
+    // A version added to the file by hand, not signed.
+    let file = sb.path("registry/index").join(ebpkg_spec::index_path("c"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let last = text.lines().last().unwrap().replace("\"1.1.0\"", "\"1.2.0\"");
+    std::fs::write(&file, format!("{text}{last}\n")).unwrap();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    sb.run(&app, &["lock"]).ok();
+    assert_eq!(locked_versions(&app), ["c 1.1.0"], "the signed file's record, not the file");
+    // What reads the file itself refuses it (`update` reads the direct
+    // dependencies' files for newer versions), and so does a resolution without
+    // the record.
+    let mismatch = "does not match the registry's signed metadata";
+    assert!(sb.run(&app, &["update"]).fails(10).stderr.contains(mismatch));
+    for cache in resolution_caches(&sb) {
+        std::fs::remove_file(cache).unwrap();
+    }
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    let refused = sb.run(&app, &["lock"]).fails(10);
+    assert!(refused.stderr.contains(mismatch), "{}", refused.stderr);
 }

@@ -387,6 +387,71 @@ fn a_registry_server_with_tuf_is_checked_like_a_directory() {
     assert!(offline.stderr.contains("not checked"), "{}", offline.stderr);
 }
 
+/// The requests a `-vv` run sent, as `GET /path → status`, in order.
+fn requests(run: &Run) -> Vec<String> {
+    run.stderr
+        .lines()
+        .filter_map(|l| {
+            let (head, rest) = l.split_once(" → ")?;
+            let (method, url) = head.rsplit_once(' ')?;
+            let method = method.rsplit(' ').next()?;
+            let path = url.split_once("://").map_or(url, |(_, u)| u.split_once('/').map_or("", |(_, p)| p));
+            Some(format!("{method} /{path} → {}", rest.split(' ').next()?))
+        })
+        .collect()
+}
+
+/// With TUF, the signed metadata decides whether cached index files are current:
+/// a warm resolution asks only whether the timestamp changed; one publish later,
+/// it fetches what changed (the timestamp, TUF's look for a next root, the
+/// snapshot, one bin, the index file) and nothing else; and a cached copy that is
+/// not the signed file is fetched again, never used.
+#[test]
+fn a_warm_resolution_asks_only_for_the_timestamp_and_fetches_only_what_changed() {
+    let (server, sb, _keys) = tuf_server("tufwarm");
+    sb.publish_manifest("d", "1.0.0", &[]);
+    let app = sb.app(&[("c", "1"), ("d", "1")]);
+    sb.run(&app, &["lock"]).ok();
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    let warm = sb.run(&app, &["-vv", "lock"]).ok();
+    assert_eq!(requests(&warm), ["GET /tuf/timestamp.json → 304"], "{}", warm.stderr);
+
+    sb.publish_manifest("c", "1.1.0", &[]);
+    let changed = sb.run(&app, &["-vv", "update"]).ok();
+    assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
+    let asked = requests(&changed);
+    let bins: Vec<&String> = asked.iter().filter(|r| r.contains("/tuf/bins-")).collect();
+    assert_eq!(bins.len(), 1, "one bin: {asked:?}");
+    for want in ["GET /tuf/timestamp.json → 200", "GET /tuf/2.root.json → 404", "GET /tuf/snapshot.json → 200"] {
+        assert!(asked.iter().any(|r| r == want), "{want}: {asked:?}");
+    }
+    assert!(!asked.iter().any(|r| r.contains("targets.json") || r.contains("/d ")), "{asked:?}");
+    assert!(asked.iter().any(|r| r.starts_with("GET /index/1/c ")), "{asked:?}");
+
+    // A cached copy that is not the signed file (damaged on disk): fetched again.
+    let cached = walk(&sb.cache.join("index")).into_iter().find(|p| p.ends_with("1/d")).unwrap();
+    let mut bytes = std::fs::read(&cached).unwrap();
+    bytes.extend_from_slice(b"{\"damaged\":true}\n");
+    std::fs::write(&cached, bytes).unwrap();
+    let again = sb.run(&app, &["-vv", "update"]).ok();
+    assert!(requests(&again).iter().any(|r| r == "GET /index/1/d → 200"), "{:?}", requests(&again));
+    assert!(!again.stderr.contains("damaged"), "{}", again.stderr);
+    drop(server);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// A proxy (a CDN, say) in front of a registry server, on loopback: forwards each
 /// request and, while `forge` is set, passes the bodies of the 200 answers to the
 /// requests starting with `forged_request` (`GET /index/1/c `) through

@@ -293,7 +293,7 @@ mod tests {
     }
 
     fn fingerprint(n: u64) -> IndexFingerprint {
-        IndexFingerprint { dev: 1, ino: n, size: 10 * n, mtime_ns: 7, ctime_ns: -3 }
+        IndexFingerprint::File { dev: 1, ino: n, size: 10 * n, mtime_ns: 7, ctime_ns: -3 }
     }
 
     fn req(pkg: &str, registry: Option<&str>, text: &str) -> Requirement {

@@ -18,7 +18,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"EBPKGRES";
 
 /// Changes whenever the layout or what the loader makes of an index file does:
 /// a file written by another ebpkg is ignored, never misread.
-pub(crate) const STAMP: &str = concat!("resolution cache 7, ebpkg ", env!("CARGO_PKG_VERSION"));
+pub(crate) const STAMP: &str = concat!("resolution cache 8, ebpkg ", env!("CARGO_PKG_VERSION"));
 
 /// A cache file's bytes, mapped (or, for tests and fuzzing, in memory).
 pub(crate) enum Stored {
@@ -249,7 +249,7 @@ fn name_hash(seed: u64, name: &[u8]) -> u64 {
 fn read_entry<'a>(r: &mut Reader<'a>, map_len: usize) -> Option<(&'a [u8], Record)> {
     let n = r.usize()?;
     let name = r.take(n)?;
-    let fingerprint = IndexFingerprint::from_bytes(r.take(IndexFingerprint::BYTES)?.try_into().ok()?);
+    let fingerprint = IndexFingerprint::from_bytes(r.take(IndexFingerprint::BYTES)?.try_into().ok()?)?;
     let mut part = || {
         let start = r.usize()?;
         let range = start..start.checked_add(r.usize()?)?;
@@ -811,7 +811,7 @@ mod tests {
     }
 
     fn fingerprint(n: u64) -> IndexFingerprint {
-        IndexFingerprint { dev: 1, ino: n, size: n, mtime_ns: 2, ctime_ns: 3 }
+        IndexFingerprint::File { dev: 1, ino: n, size: n, mtime_ns: 2, ctime_ns: 3 }
     }
 
     #[test]

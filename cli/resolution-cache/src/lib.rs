@@ -1,5 +1,5 @@
-//! What resolutions parsed of a directory registry's index files, kept between
-//! commands so that a warm resolution reads no JSON.
+//! What resolutions parsed of a registry's index files, kept between commands so
+//! that a warm resolution reads no JSON.
 //!
 //! Reading and parsing the index files is most of a resolution against a large
 //! registry (10,000 packages: about 50 MB of JSON), and it is the same work every
@@ -20,9 +20,10 @@
 //! file instead and resolve again, and its record is dropped from the file. ebpkg only
 //! ever replaces the file by a rename, so a mapping never sees it change; a file
 //! truncated in place by hand while a command runs can crash that command
-//! (SIGBUS), never mislead it. Registries checked against TUF metadata are never
-//! cached ([`Registry::index_fingerprint`](ebpkg_sources::Registry::index_fingerprint) says so), nor are index files with
-//! damaged lines (their warnings are given by every resolution that uses them).
+//! (SIGBUS), never mislead it. A registry with TUF metadata fingerprints an index file
+//! by the SHA-256 its signed metadata lists ([`IndexFingerprint::Contents`](ebpkg_sources::IndexFingerprint::Contents)),
+//! so a record is used only for the file the registry signs now; index files with damaged
+//! lines are never cached (their warnings are given by every resolution that uses them).
 //!
 //! Layout (little-endian; `str` is a u32 length and UTF-8 bytes). A record is in two parts: what every
 //! resolution reads (lists, versions, pins), with the first parts of all records together in the order
@@ -38,7 +39,8 @@
 //!                        records) | seed: u64 (random, each file its own)
 //! table, per slot: u32 (0: none; else where a directory entry is: the entries whose name's
 //!                        FxHash with the seed is `hash % slots` at that slot or the 31 after it)
-//! directory, per record: name (normalized): str | fingerprint: 56 bytes
+//! directory, per record: name (normalized): str | fingerprint: 57 bytes (kind 0: file system
+//!                        identity; 1: SHA-256 and length)
 //!                        | first part offset, length: u32 | second part offset, length: u32
 //! first parts, per record:
 //!   lists: u32, each: deps: u32, each: name: str | registry: u8 (0: the package's own) [str] | requirement: str

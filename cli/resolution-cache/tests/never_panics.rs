@@ -46,7 +46,7 @@ fn seed() -> &'static [u8] {
                 LoadedIndex::parsed("origin".into(), text.into_bytes(), lines, candidates.into(), lists, Vec::new());
             // Learned, so that the file holds a pin too.
             index.pin(&Version::parse("1.0.0").unwrap()).unwrap().unwrap();
-            let fp = IndexFingerprint { dev: 1, ino: n as u64, size: 2, mtime_ns: 3, ctime_ns: 4 };
+            let fp = IndexFingerprint::File { dev: 1, ino: n as u64, size: 2, mtime_ns: 3, ctime_ns: 4 };
             cache.remember(&PackageName::new(name).unwrap(), fp, Arc::new(index));
         }
         caches.save();

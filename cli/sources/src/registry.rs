@@ -148,44 +148,66 @@ pub struct IndexText {
     pub fingerprint: Option<IndexFingerprint>,
 }
 
-/// The identity of an index file's contents as a file system tells it: device,
-/// inode, size, and modification and change times. Any write to the file, or its
-/// replacement by a rename, changes the change time (which no user can set back),
-/// so equal fingerprints mean equal bytes, provided the file was not written
-/// within the file system's timestamp granularity of being fingerprinted (which
-/// [`Registry::index_fingerprint`] refuses).
+/// What identifies an index file's contents without reading them: equal
+/// fingerprints mean equal bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct IndexFingerprint {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
+pub enum IndexFingerprint {
+    /// The file as a file system tells it: device, inode, size, and modification
+    /// and change times. Any write to the file, or its replacement by a rename,
+    /// changes the change time (which no user can set back), provided the file
+    /// was not written within the file system's timestamp granularity of being
+    /// fingerprinted (which [`Registry::index_fingerprint`] refuses).
+    File { dev: u64, ino: u64, size: u64, mtime_ns: i128, ctime_ns: i128 },
+    /// The SHA-256 and length of the contents, as the registry's signed metadata
+    /// (TUF) lists them: whatever file or answer the bytes come from.
+    Contents { sha256: [u8; 32], len: u64 },
 }
 
 impl IndexFingerprint {
-    /// The size of [`IndexFingerprint::to_bytes`].
-    pub const BYTES: usize = 56;
+    /// The size of [`IndexFingerprint::to_bytes`]: a kind, then 56 bytes.
+    pub const BYTES: usize = 57;
+
+    /// The fingerprint of `bytes` as TUF metadata would list them.
+    pub fn of_contents(bytes: &[u8]) -> IndexFingerprint {
+        use sha2::Digest;
+        IndexFingerprint::Contents { sha256: sha2::Sha256::digest(bytes).into(), len: bytes.len() as u64 }
+    }
 
     pub fn to_bytes(&self) -> [u8; Self::BYTES] {
         let mut out = [0; Self::BYTES];
-        out[..8].copy_from_slice(&self.dev.to_le_bytes());
-        out[8..16].copy_from_slice(&self.ino.to_le_bytes());
-        out[16..24].copy_from_slice(&self.size.to_le_bytes());
-        out[24..40].copy_from_slice(&self.mtime_ns.to_le_bytes());
-        out[40..].copy_from_slice(&self.ctime_ns.to_le_bytes());
+        match self {
+            IndexFingerprint::File { dev, ino, size, mtime_ns, ctime_ns } => {
+                out[1..9].copy_from_slice(&dev.to_le_bytes());
+                out[9..17].copy_from_slice(&ino.to_le_bytes());
+                out[17..25].copy_from_slice(&size.to_le_bytes());
+                out[25..41].copy_from_slice(&mtime_ns.to_le_bytes());
+                out[41..].copy_from_slice(&ctime_ns.to_le_bytes());
+            }
+            IndexFingerprint::Contents { sha256, len } => {
+                out[0] = 1;
+                out[1..33].copy_from_slice(sha256);
+                out[33..41].copy_from_slice(&len.to_le_bytes());
+            }
+        }
         out
     }
 
-    pub fn from_bytes(b: &[u8; Self::BYTES]) -> IndexFingerprint {
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-        let i128_at = |i: usize| i128::from_le_bytes(b[i..i + 16].try_into().unwrap_or_default());
-        IndexFingerprint {
-            dev: u64_at(0),
-            ino: u64_at(8),
-            size: u64_at(16),
-            mtime_ns: i128_at(24),
-            ctime_ns: i128_at(40),
+    /// What [`IndexFingerprint::to_bytes`] wrote; `None` for anything else.
+    pub fn from_bytes(b: &[u8; Self::BYTES]) -> Option<IndexFingerprint> {
+        let u64_at = |i: usize| Some(u64::from_le_bytes(b[i..i + 8].try_into().ok()?));
+        let i128_at = |i: usize| Some(i128::from_le_bytes(b[i..i + 16].try_into().ok()?));
+        match b[0] {
+            0 => Some(IndexFingerprint::File {
+                dev: u64_at(1)?,
+                ino: u64_at(9)?,
+                size: u64_at(17)?,
+                mtime_ns: i128_at(25)?,
+                ctime_ns: i128_at(41)?,
+            }),
+            1 if b[41..].iter().all(|x| *x == 0) => {
+                Some(IndexFingerprint::Contents { sha256: b[1..33].try_into().ok()?, len: u64_at(33)? })
+            }
+            _ => None,
         }
     }
 }

@@ -12,9 +12,10 @@
 //!
 //! Only the lines' versions, yanked flags and dependencies are parsed here
 //! ([`ebpkg_spec::index::parse_versions`]); the rest of a line is read when its
-//! version is chosen ([`LoadedIndex::entry`]). What was parsed of a directory
-//! registry's files is kept for the next command ([`ebpkg_resolution_cache`]),
-//! which reads an index file again only if it changed.
+//! version is chosen ([`LoadedIndex::entry`]). What was parsed is kept for the
+//! next command ([`ebpkg_resolution_cache`]) under the index file's fingerprint
+//! (a directory's file as the file system tells it, or the hash a registry's
+//! signed TUF metadata lists), which reads an index file again only if it changed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -205,12 +206,9 @@ impl Shared {
 
     /// The slots of `url` in a shard made on first use hold room for about as many
     /// packages as the resolution cache has records of the registry (the packages earlier
-    /// resolutions read from it), up to 65,536; none for a registry it does not cache.
+    /// resolutions read from it), up to 65,536.
     fn expected(&self, url: &RegistryUrl) -> usize {
-        match url.kind() {
-            RegistryKind::File => self.caches.registry(url).records().min(MOST_EXPECTED),
-            RegistryKind::Http => 0,
-        }
+        self.caches.registry(url).records().min(MOST_EXPECTED)
     }
 
     /// The next read waiting for a worker, if any.
@@ -593,8 +591,10 @@ mod tests {
         }
         fn index_text(&self, name: &PackageName) -> SourceResult<Option<ebpkg_sources::IndexText>> {
             let mut text = self.inner.index_text(name)?;
-            if let Some(fp) = text.as_mut().and_then(|t| t.fingerprint.as_mut()).filter(|_| self.swapped) {
-                fp.ino += 1;
+            if let Some(IndexFingerprint::File { ino, .. }) =
+                text.as_mut().and_then(|t| t.fingerprint.as_mut()).filter(|_| self.swapped)
+            {
+                *ino += 1;
             }
             Ok(text)
         }

@@ -103,8 +103,8 @@ pub async fn file(State(state): State<AppState>, Path(path): Path<String>, heade
 /// RFC 9110 §13.2.2: If-None-Match decides when present; otherwise
 /// If-Modified-Since (to the second).
 fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chrono::Utc>) -> bool {
-    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        return inm.split(',').map(str::trim).any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag));
+    if let Some(matches) = etag_matches(headers, etag) {
+        return matches;
     }
     headers
         .get(header::IF_MODIFIED_SINCE)
@@ -113,13 +113,27 @@ fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chro
         .is_some_and(|since| modified.timestamp() <= since.timestamp())
 }
 
+/// Whether If-None-Match names `etag` (weakly compared, as for GET); `None`
+/// without one.
+fn etag_matches(headers: &HeaderMap, etag: &str) -> Option<bool> {
+    let inm = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok())?;
+    Some(inm.split(',').map(str::trim).any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag)))
+}
+
 /// A TUF metadata file (`timestamp.json`, `snapshot.json`, `root.json`,
 /// `N.root.json`, `targets.json`, `bins-X.json`). Never cached without
 /// revalidation: the timestamp is what tells clients that nothing is withheld.
+/// A strong ETag (the file's SHA-256) lets a client ask whether the timestamp
+/// changed for a 304 — all a warm resolution asks when nothing was published.
 #[utoipa::path(get, path = "/tuf/{file}", operation_id = "get_tuf_metadata", tag = "index", params(("file" = String, Path)),
     responses((status = 200, description = "The metadata file", content_type = "application/json"),
+        (status = 304, description = "Not modified since the ETag given"),
         (status = 404, description = "No such file, or no TUF metadata")))]
-pub async fn tuf_file(State(state): State<AppState>, Path(file): Path<String>) -> ApiResult<Response> {
+pub async fn tuf_file(
+    State(state): State<AppState>,
+    Path(file): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
     let plausible = file.len() <= 64
         && file.ends_with(".json")
         && file.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
@@ -130,10 +144,17 @@ pub async fn tuf_file(State(state): State<AppState>, Path(file): Path<String>) -
     let Some(bytes) = bytes else {
         return Err(ApiError::not_found(format!("this registry has no TUF metadata file `{file}`")));
     };
-    let mut response = bytes.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    use sha2::Digest;
+    let etag = format!("\"{}\"", hex::encode(sha2::Sha256::digest(&bytes)));
+    let mut out = HeaderMap::new();
     let cache = if state.config.auth_required { "private, no-cache" } else { "no-cache" };
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    Ok(response)
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        out.insert(header::ETAG, v);
+    }
+    if etag_matches(&headers, &etag) == Some(true) {
+        return Ok((StatusCode::NOT_MODIFIED, out).into_response());
+    }
+    out.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok((out, bytes).into_response())
 }

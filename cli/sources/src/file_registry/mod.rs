@@ -401,17 +401,22 @@ impl Registry for FileRegistry {
         self.check_tuf(&path, &bytes)?;
         // Of the file read, whatever its path now names: what was parsed from these
         // bytes is cached under exactly this.
+        // With TUF, what the bytes are (they matched their signed hash above).
         let fingerprint = match self.tuf {
-            Some(_) => None,
+            Some(_) => Some(IndexFingerprint::of_contents(&bytes)),
             None => statx_fingerprint(&file, "", rustix::fs::AtFlags::EMPTY_PATH),
         };
         Ok(Some(IndexText { bytes, origin: path.display().to_string(), fingerprint }))
     }
 
     fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
-        // With TUF, every read is checked against the metadata: nothing is taken on trust from a cache.
+        // With TUF, the signed hash of the file: whatever is cached under it is
+        // what the metadata says the file is, with nothing read.
         if self.tuf.is_some() {
-            return Ok(None);
+            let path = self.index_dir().join(index_path(name.as_str()));
+            let Some(index) = self.trusted()? else { return Ok(None) };
+            let target = tuf::target_of(&self.root, &path).unwrap_or_default();
+            return Ok(index.target(&target).map(|(sha256, len)| IndexFingerprint::Contents { sha256, len }));
         }
         self.require_registry_once()?;
         // Relative to the index directory, opened once: a warm resolution asks for
@@ -569,7 +574,7 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 /// The settled fingerprint of `path` under `dir` (with `flags`), now; `None` if it
 /// cannot be had. One `statx` for both the file a fingerprint is asked of and
 /// the file just read, so that the two compare field for field.
-fn statx_fingerprint(
+pub(crate) fn statx_fingerprint(
     dir: impl std::os::fd::AsFd,
     path: impl rustix::path::Arg,
     flags: rustix::fs::AtFlags,
@@ -593,7 +598,7 @@ fn settled_fingerprint(stat: &rustix::fs::Statx, now: std::time::SystemTime) -> 
     let ctime_ns = ns(stat.stx_ctime);
     let now_ns = now.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let settled_before = i128::try_from(now_ns.checked_sub(SETTLE.as_nanos())?).ok()?;
-    (ctime_ns <= settled_before).then(|| IndexFingerprint {
+    (ctime_ns <= settled_before).then(|| IndexFingerprint::File {
         dev: rustix::fs::makedev(stat.stx_dev_major, stat.stx_dev_minor),
         ino: stat.stx_ino,
         size: stat.stx_size,
@@ -620,8 +625,14 @@ mod tests {
         assert_eq!(settled_fingerprint(&meta, now), None, "changed just now: not trusted yet");
         let later = now + SETTLE + std::time::Duration::from_millis(10);
         let first = settled_fingerprint(&meta, later).unwrap();
-        assert_eq!(first.size, 3);
-        assert_eq!(IndexFingerprint::from_bytes(&first.to_bytes()), first);
+        assert!(matches!(first, IndexFingerprint::File { size: 3, .. }));
+        assert_eq!(IndexFingerprint::from_bytes(&first.to_bytes()), Some(first));
+        let contents = IndexFingerprint::of_contents(b"one");
+        assert_eq!(IndexFingerprint::from_bytes(&contents.to_bytes()), Some(contents));
+        assert_ne!(contents.to_bytes(), first.to_bytes());
+        let mut unknown = contents.to_bytes();
+        unknown[0] = 2;
+        assert_eq!(IndexFingerprint::from_bytes(&unknown), None);
         std::thread::sleep(std::time::Duration::from_millis(20));
         // Same size, written in place: the change time moves.
         fs::write(&path, b"two").unwrap();

@@ -32,7 +32,7 @@ impl FileRegistry {
     }
 
     /// The verified metadata, loaded on first use; `None` without a trusted root.
-    fn trusted(&self) -> Result<Option<&TrustedIndex>> {
+    pub(super) fn trusted(&self) -> Result<Option<&TrustedIndex>> {
         let Some(reader) = &self.tuf else { return Ok(None) };
         let index = reader.index(|trust| {
             let url = url::Url::from_directory_path(self.tuf_dir()).map_err(|()| {

@@ -23,6 +23,8 @@ pub struct Cached {
 
 /// As large as the index file it holds may be, plus its first line.
 const MAX_ENTRY_BYTES: u64 = crate::file_registry::MAX_INDEX_FILE_BYTES + MAX_HEADER_BYTES;
+/// Largest `config.json` read back.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Longest first line (validators are short; anything longer is not ours).
 const MAX_HEADER_BYTES: u64 = 4096;
 
@@ -66,6 +68,30 @@ impl IndexCache {
         if let Err(e) = written {
             tracing::warn!("cannot cache the index file {}: {e}", path.display());
         }
+    }
+
+    /// The registry's `config.json` as last fetched (no validators: with TUF, its
+    /// signed hash says whether it is current).
+    pub fn read_config(&self) -> Option<Vec<u8>> {
+        ebpkg_fs::read(&self.config_path(), MAX_CONFIG_BYTES).ok()
+    }
+
+    /// Keeps `config.json`; a cache that cannot be written only costs a later fetch.
+    pub fn write_config(&self, bytes: &[u8]) {
+        let path = self.config_path();
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| ebpkg_fs::write_atomic(&path, bytes, 0o644));
+        if let Err(e) = written {
+            tracing::warn!("cannot cache {}: {e}", path.display());
+        }
+    }
+
+    /// Beside the index files, under a name no index file has (they are one to
+    /// four characters deep in directories).
+    fn config_path(&self) -> PathBuf {
+        self.layout.http_index(&self.registry, "config.json")
     }
 
     /// Forgets a package the server no longer has.

@@ -30,7 +30,7 @@ use self::client::{Client, Method, Request};
 use self::index_cache::IndexCache;
 pub use self::oidc::github_actions_oidc_token;
 use crate::error::{ErrorKind, Result};
-use crate::registry::{IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
+use crate::registry::{IndexFingerprint, IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
 use crate::url::RegistryUrl;
 
 /// Largest index file accepted: as for file registries.
@@ -142,6 +142,12 @@ impl HttpRegistry {
         self.cache.as_ref().map(|c| c.path(name))
     }
 
+    /// The fingerprint of `name`'s cached index file, once it has settled.
+    fn cached_fingerprint(&self, name: &PackageName) -> Option<IndexFingerprint> {
+        let path = self.cache.as_ref()?.path(name);
+        crate::file_registry::statx_fingerprint(rustix::fs::CWD, &path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+    }
+
     fn online(&self, what: &'static str) -> Result<()> {
         if self.offline {
             return Err(ErrorKind::OfflineRegistry { what, url: self.url.clone() }.into());
@@ -159,11 +165,25 @@ impl HttpRegistry {
 
     /// `index/config.json`, fetched once, unchecked: only for whether reads need
     /// the token (the TUF metadata itself may need it). A forged answer can at
-    /// worst withhold the token from, or show it to, this same origin.
+    /// worst withhold the token from, or show it to, this same origin. With TUF,
+    /// the copy an earlier command kept serves, unasked: [`HttpRegistry::config`]
+    /// checks it against the signed hash before anything else uses it.
     fn fetched_config(&self) -> Result<&(IndexConfig, Vec<u8>)> {
         if let Some(fetched) = self.fetched_config.get() {
             return Ok(fetched);
         }
+        if self.tuf.is_some()
+            && !self.offline
+            && let Some(bytes) = self.cache.as_ref().and_then(IndexCache::read_config)
+            && let Ok(config) = serde_json::from_slice::<IndexConfig>(&bytes)
+        {
+            return Ok(self.fetched_config.get_or_init(|| (config, bytes)));
+        }
+        self.fetch_config().map(|fetched| self.fetched_config.get_or_init(|| fetched))
+    }
+
+    /// `index/config.json` from the server (kept in the cache for the next command).
+    fn fetch_config(&self) -> Result<(IndexConfig, Vec<u8>)> {
         self.online("reading the registry's config.json")?;
         let url = self.endpoint(registry_api::INDEX_CONFIG_PATH);
         let what = format!("reading the configuration of the registry {}", self.url);
@@ -180,7 +200,10 @@ impl HttpRegistry {
             }
         };
         let config: IndexConfig = client::json(&url, &body)?;
-        Ok(self.fetched_config.get_or_init(|| (config, body)))
+        if let Some(cache) = &self.cache {
+            cache.write_config(&body);
+        }
+        Ok((config, body))
     }
 
     /// `index/config.json`, fetched once and, with a trusted TUF root, checked
@@ -191,8 +214,14 @@ impl HttpRegistry {
             return Ok(config);
         }
         let (config, bytes) = self.fetched_config()?;
-        self.check_tuf_file(registry_api::INDEX_CONFIG_PATH)?(bytes)?;
-        Ok(self.config.get_or_init(|| config.clone()))
+        let check = self.check_tuf_file(registry_api::INDEX_CONFIG_PATH)?;
+        if check(bytes).is_ok() {
+            return Ok(self.config.get_or_init(|| config.clone()));
+        }
+        // The kept copy is not the signed one (the server's changed): fetched.
+        let (config, bytes) = self.fetch_config()?;
+        check(&bytes)?;
+        Ok(self.config.get_or_init(|| config))
     }
 
     /// The token for reads: only when the registry says it needs one (a token of
@@ -298,6 +327,18 @@ impl Registry for HttpRegistry {
         let mut conditional = true;
         loop {
             let cached = self.cache.as_ref().and_then(|c| c.read(name)).filter(|_| conditional);
+            // With TUF, a cached copy whose bytes are the signed ones is current:
+            // the metadata is fresh (its timestamp was asked for), and names
+            // every index file's hash. Nothing is asked of the server.
+            if let Some(entry) = &cached
+                && self.tuf.is_some()
+                && !self.offline
+                && self.check_tuf_file(&target)?(&entry.body).is_ok()
+            {
+                tracing::trace!("{url}: the cached copy is the signed one");
+                let fingerprint = Some(IndexFingerprint::of_contents(&entry.body));
+                return Ok(Some(IndexText { bytes: entry.body.clone(), origin: url, fingerprint }));
+            }
             // A new answer's validators: it is cached only once it passed the trust check.
             let mut fresh = None;
             let body = if self.offline {
@@ -353,8 +394,29 @@ impl Registry for HttpRegistry {
             if let (Some(cache), Some(validators)) = (&self.cache, fresh) {
                 cache.write(name, &validators, &body);
             }
-            return Ok(Some(IndexText { bytes: body, origin: url, fingerprint: None }));
+            let fingerprint = if self.offline {
+                // Of the cached file read, taken after reading (see `index_fingerprint`).
+                self.cached_fingerprint(name)
+            } else if self.tuf.is_some() {
+                Some(IndexFingerprint::of_contents(&body))
+            } else {
+                None
+            };
+            return Ok(Some(IndexText { bytes: body, origin: url, fingerprint }));
         }
+    }
+
+    /// With TUF, the signed hash of the index file; offline, the cached copy as
+    /// a file, as a directory registry's index files are fingerprinted (the copy
+    /// is only ever replaced by a rename). Online without TUF, nothing: the file
+    /// must be asked about.
+    fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
+        if self.offline {
+            return Ok(self.cached_fingerprint(name));
+        }
+        let Some(index) = self.trusted()? else { return Ok(None) };
+        let target = format!("index/{}", ebpkg_spec::index_path(name.as_str()));
+        Ok(index.target(&target).map(|(sha256, len)| IndexFingerprint::Contents { sha256, len }))
     }
 
     /// From the search API (the sparse index has no listing), at most 2000 names;

@@ -68,7 +68,7 @@ impl HttpRegistry {
     /// The verified metadata, loaded on first use; `None` without a trusted root,
     /// and offline (nothing can be fetched: said once, then the cached index
     /// files are used as they are).
-    fn trusted(&self) -> Result<Option<&TrustedIndex>> {
+    pub(super) fn trusted(&self) -> Result<Option<&TrustedIndex>> {
         let Some(reader) = &self.tuf else { return Ok(None) };
         if self.offline {
             static SAID: std::sync::Once = std::sync::Once::new();
