@@ -187,8 +187,9 @@ impl CandidateList for LoadedIndex {
 }
 
 impl DepLists for LoadedIndex {
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
+    fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, ebpkg_resolver::DamagedPin>> {
+        let pin = LoadedIndex::pin_of(self, position, version)?;
+        Some(pin.map_err(|problem| ebpkg_resolver::DamagedPin { problem, origin: self.origin().to_owned() }))
     }
 
     fn list(&self, k: u32) -> Result<&[Requirement], SourceError> {

@@ -54,7 +54,7 @@ use pubgrub::PubGrubError;
 
 pub use crate::error::{Explanation, ResolveError};
 pub use crate::model::{
-    Candidate, CandidateList, DepLists, Origin, QualifiedName, Req, Requirement, Resolution, ResolveRequest,
+    Candidate, CandidateList, DamagedPin, DepLists, Origin, QualifiedName, Req, Requirement, Resolution, ResolveRequest,
     ResolvedPackage, SourceError, UpdatePolicy, VersionSource, Versions,
 };
 

@@ -8,6 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use ebpkg_spec::PackageName;
+use ebpkg_spec::index::EntryPin;
 use semver::{Version, VersionReq};
 
 /// A package in one registry. The same name in two registries is two different packages.
@@ -245,10 +246,21 @@ pub trait DepLists: Send + Sync {
     /// List `k`; the same list every time it is asked for.
     fn list(&self, k: u32) -> Result<&[Requirement], SourceError>;
 
-    /// The source's own value, for a source that finds it again in a [`Origin`].
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
+    /// What a lockfile pins of the version at `position` (`version`), for a source
+    /// that keeps its versions' index lines: its checksum and signer, or why its
+    /// line cannot give them. `None`: this source keeps no lines (ask the registry).
+    fn pin_of(&self, position: u32, version: &Version) -> Option<Result<EntryPin, DamagedPin>> {
+        let _ = (position, version);
         None
     }
+}
+
+/// Why a kept index line cannot give its version's pin, and where the line is.
+#[derive(Debug, Clone)]
+pub struct DamagedPin {
+    pub problem: ebpkg_spec::index::IndexError,
+    /// The file (or answer) the line was read from, for the message.
+    pub origin: String,
 }
 
 /// Lists given whole.
@@ -396,7 +408,7 @@ impl Eq for ResolvedPackage {}
 /// Where a chosen version came from: the lists of the [`Versions`] its source gave
 /// ([`Versions::deps`]) and its position in their candidates. A source that keeps more of
 /// each version than the resolver reads (the CLI: its index line, for the lock's checksum)
-/// finds it there without looking the package up again ([`DepLists::as_any`]).
+/// finds it there without looking the package up again ([`DepLists::pin_of`]).
 #[derive(Clone)]
 pub struct Origin {
     pub lists: Arc<dyn DepLists>,

@@ -432,7 +432,7 @@ fn each_chosen_version_says_where_its_source_listed_it() {
         let listed = versions.iter().position(|ver| *ver == "1.5.0").unwrap();
         assert_eq!(net.origin.position as usize, listed, "{versions:?}");
         assert_eq!(resolution.get(&id("log")).unwrap().origin.position, 1);
-        // Lists given whole are no value a source would look for.
-        assert!(net.origin.lists.as_any().is_none());
+        // Lists given whole keep no index lines to pin from.
+        assert!(net.origin.lists.pin_of(net.origin.position, &net.version).is_none());
     }
 }

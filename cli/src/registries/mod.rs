@@ -167,9 +167,14 @@ impl<'c> Registries<'c> {
         version: &semver::Version,
         origin: &Origin,
     ) -> Option<std::result::Result<EntryPin, DamagedLine>> {
-        let index = origin.lists.as_any()?.downcast_ref::<ebpkg_resolution_cache::LoadedIndex>()?;
-        let pin = index.pin_of(origin.position, version)?;
-        Some(pin.map_err(|problem| DamagedLine::new(url, name, version, index, problem)))
+        let pin = origin.lists.pin_of(origin.position, version)?;
+        Some(pin.map_err(|d| DamagedLine {
+            url: url.clone(),
+            name: name.clone(),
+            version: version.clone(),
+            origin: d.origin,
+            problem: d.problem,
+        }))
     }
 
     /// Whether cached records turned out damaged since last asked: their index

@@ -200,7 +200,8 @@ impl HttpRegistry {
             }
         };
         let config: IndexConfig = client::json(&url, &body)?;
-        if let Some(cache) = &self.cache {
+        // Kept only where its signed hash will say whether it is current.
+        if let Some(cache) = self.cache.as_ref().filter(|_| self.tuf.is_some()) {
             cache.write_config(&body);
         }
         Ok((config, body))
