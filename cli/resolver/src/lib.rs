@@ -54,8 +54,8 @@ use pubgrub::PubGrubError;
 
 pub use crate::error::{Explanation, ResolveError};
 pub use crate::model::{
-    Candidate, CandidateList, DamagedPin, DepLists, Origin, QualifiedName, Req, Requirement, Resolution, ResolveRequest,
-    ResolvedPackage, SourceError, UpdatePolicy, VersionSource, Versions,
+    Candidate, CandidateList, DamagedPin, DepLists, Origin, QualifiedName, Req, Requirement, Resolution,
+    ResolveRequest, ResolvedPackage, SourceError, UpdatePolicy, VersionSource, Versions,
 };
 
 use crate::catalog::{Catalog, Pkg, ROOT};
