@@ -96,6 +96,42 @@ fn index_files_are_revalidated_and_usable_offline() {
     sb.run(sb.dir.path(), &["--offline", "info", "c"]).fails(6);
 }
 
+/// Without TUF, each index file is asked about once per command (conditionally),
+/// and one the server says is unchanged is taken from the resolution cache, its
+/// record parsed once; a publish is seen at once.
+#[test]
+fn a_registry_server_without_tuf_is_revalidated_file_by_file_and_its_records_cached() {
+    let server = TestRegistry::start().unwrap();
+    let mut sb = Sandbox::new("rrecords");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    sb.publish_manifest("c", "1.0.0", &[]);
+    sb.publish_manifest("d", "1.0.0", &[("c", "^1")]);
+    let app = sb.app(&[("d", "1")]);
+    let relock = |args: &[&str]| {
+        std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+        sb.run(&app, args).ok()
+    };
+    sb.run(&app, &["lock"]).ok();
+    // Cached copies are trusted as files once they settled (2 s), as a directory's.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let warm = relock(&["-vv", "lock"]);
+    let mut asked = warm.requests();
+    asked.sort();
+    // (And config.json, once per command: without TUF nothing says a kept copy is current.)
+    let want = ["GET /index/1/c → 304", "GET /index/1/d → 304", "GET /index/config.json → 200"];
+    assert_eq!(asked, want, "{}", warm.stderr);
+    let records = std::fs::read_dir(sb.cache.join("index"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "resolution"))
+        .count();
+    assert_eq!(records, 1, "what was parsed is kept");
+    let warmer = relock(&["-vv", "lock"]);
+    assert_eq!(warmer.requests().len(), 3, "{}", warmer.stderr);
+    sb.publish_manifest("c", "1.1.0", &[]);
+    relock(&["lock"]);
+    assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
+}
+
 #[test]
 fn login_logout_and_owners() {
     let server = TestRegistry::start().unwrap();

@@ -387,20 +387,6 @@ fn a_registry_server_with_tuf_is_checked_like_a_directory() {
     assert!(offline.stderr.contains("not checked"), "{}", offline.stderr);
 }
 
-/// The requests a `-vv` run sent, as `GET /path → status`, in order.
-fn requests(run: &Run) -> Vec<String> {
-    run.stderr
-        .lines()
-        .filter_map(|l| {
-            let (head, rest) = l.split_once(" → ")?;
-            let (method, url) = head.rsplit_once(' ')?;
-            let method = method.rsplit(' ').next()?;
-            let path = url.split_once("://").map_or(url, |(_, u)| u.split_once('/').map_or("", |(_, p)| p));
-            Some(format!("{method} /{path} → {}", rest.split(' ').next()?))
-        })
-        .collect()
-}
-
 /// With TUF, the signed metadata decides whether cached index files are current:
 /// a warm resolution asks only whether the timestamp changed; one publish later,
 /// it fetches what changed (the timestamp, TUF's look for a next root, the
@@ -414,12 +400,12 @@ fn a_warm_resolution_asks_only_for_the_timestamp_and_fetches_only_what_changed()
     sb.run(&app, &["lock"]).ok();
     std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
     let warm = sb.run(&app, &["-vv", "lock"]).ok();
-    assert_eq!(requests(&warm), ["GET /tuf/timestamp.json → 304"], "{}", warm.stderr);
+    assert_eq!(warm.requests(), ["GET /tuf/timestamp.json → 304"], "{}", warm.stderr);
 
     sb.publish_manifest("c", "1.1.0", &[]);
     let changed = sb.run(&app, &["-vv", "update"]).ok();
     assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.1.0\""));
-    let asked = requests(&changed);
+    let asked = changed.requests();
     let bins: Vec<&String> = asked.iter().filter(|r| r.contains("/tuf/bins-")).collect();
     assert_eq!(bins.len(), 1, "one bin: {asked:?}");
     for want in ["GET /tuf/timestamp.json → 200", "GET /tuf/2.root.json → 404", "GET /tuf/snapshot.json → 200"] {
@@ -434,7 +420,7 @@ fn a_warm_resolution_asks_only_for_the_timestamp_and_fetches_only_what_changed()
     bytes.extend_from_slice(b"{\"damaged\":true}\n");
     std::fs::write(&cached, bytes).unwrap();
     let again = sb.run(&app, &["-vv", "update"]).ok();
-    assert!(requests(&again).iter().any(|r| r == "GET /index/1/d → 200"), "{:?}", requests(&again));
+    assert!(again.requests().iter().any(|r| r == "GET /index/1/d → 200"), "{:?}", again.requests());
     assert!(!again.stderr.contains("damaged"), "{}", again.stderr);
     drop(server);
 }

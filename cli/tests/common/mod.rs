@@ -65,6 +65,21 @@ pub struct Run {
 }
 
 impl Run {
+    /// The HTTP requests a `-vv` run sent, as `GET /path → status`, in order.
+    #[allow(dead_code)]
+    pub fn requests(&self) -> Vec<String> {
+        self.stderr
+            .lines()
+            .filter_map(|l| {
+                let (head, rest) = l.split_once(" → ")?;
+                let (method, url) = head.rsplit_once(' ')?;
+                let method = method.rsplit(' ').next()?;
+                let path = url.split_once("://").map_or(url, |(_, u)| u.split_once('/').map_or("", |(_, p)| p));
+                Some(format!("{method} /{path} → {}", rest.split(' ').next()?))
+            })
+            .collect()
+    }
+
     pub fn from(out: Output) -> Run {
         Run {
             code: out.status.code().unwrap_or(-1),

@@ -96,6 +96,9 @@ pub struct HttpRegistry {
     config: OnceLock<IndexConfig>,
     /// A trusted TUF root, when the user configured one.
     tuf: Option<crate::tuf::TufReader>,
+    /// Without TUF: the packages (normalized) whose cached index files this
+    /// command revalidated, which are then read from the cache unasked.
+    revalidated: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl HttpRegistry {
@@ -110,6 +113,7 @@ impl HttpRegistry {
             fetched_config: OnceLock::new(),
             config: OnceLock::new(),
             tuf: options.tuf.clone().map(crate::tuf::TufReader::new),
+            revalidated: std::sync::Mutex::default(),
         })
     }
 
@@ -140,6 +144,10 @@ impl HttpRegistry {
     /// `None` without a cache directory.
     pub fn cached_index_path(&self, name: &PackageName) -> Option<PathBuf> {
         self.cache.as_ref().map(|c| c.path(name))
+    }
+
+    fn was_revalidated(&self, name: &PackageName) -> bool {
+        self.revalidated.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&name.normalized())
     }
 
     /// The fingerprint of `name`'s cached index file, once it has settled.
@@ -326,6 +334,12 @@ impl Registry for HttpRegistry {
         // Once more, unconditionally, when the cached copy a 304 confirmed is
         // not the file the signed metadata describes.
         let mut conditional = true;
+        if !self.offline && self.tuf.is_none() && self.was_revalidated(name) {
+            if let Some(entry) = self.cache.as_ref().and_then(|c| c.read(name)) {
+                let fingerprint = self.cached_fingerprint(name);
+                return Ok(Some(IndexText { bytes: entry.body, origin: url, fingerprint }));
+            }
+        }
         loop {
             let cached = self.cache.as_ref().and_then(|c| c.read(name)).filter(|_| conditional);
             // With TUF, a cached copy whose bytes are the signed ones is current:
@@ -395,25 +409,38 @@ impl Registry for HttpRegistry {
             if let (Some(cache), Some(validators)) = (&self.cache, fresh) {
                 cache.write(name, &validators, &body);
             }
-            let fingerprint = if self.offline {
-                // Of the cached file read, taken after reading (see `index_fingerprint`).
-                self.cached_fingerprint(name)
-            } else if self.tuf.is_some() {
+            let fingerprint = if self.tuf.is_some() && !self.offline {
                 Some(IndexFingerprint::of_contents(&body))
             } else {
-                None
+                // Of the cached file read (or just written), taken after (see `index_fingerprint`).
+                if !self.offline {
+                    self.revalidated
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(name.normalized());
+                }
+                self.cached_fingerprint(name)
             };
             return Ok(Some(IndexText { bytes: body, origin: url, fingerprint }));
         }
     }
 
-    /// With TUF, the signed hash of the index file; offline, the cached copy as
+    /// With TUF, the signed hash of the index file; otherwise the cached copy as
     /// a file, as a directory registry's index files are fingerprinted (the copy
-    /// is only ever replaced by a rename). Online without TUF, nothing: the file
-    /// must be asked about.
+    /// is only ever replaced by a rename), once it is known current: offline, as
+    /// it is; online, after revalidating it.
     fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
         if self.offline {
             return Ok(self.cached_fingerprint(name));
+        }
+        if self.tuf.is_none() {
+            // Revalidated now (the conditional request every resolution makes of
+            // it): an unchanged copy is then fingerprinted as a file, and read
+            // again unasked if its record is not cached.
+            if self.cache.is_none() {
+                return Ok(None);
+            }
+            return Ok(self.index_text(name)?.and_then(|text| text.fingerprint));
         }
         let Some(index) = self.trusted()? else { return Ok(None) };
         let target = format!("index/{}", ebpkg_spec::index_path(name.as_str()));
