@@ -334,11 +334,13 @@ impl Registry for HttpRegistry {
         // Once more, unconditionally, when the cached copy a 304 confirmed is
         // not the file the signed metadata describes.
         let mut conditional = true;
-        if !self.offline && self.tuf.is_none() && self.was_revalidated(name) {
-            if let Some(entry) = self.cache.as_ref().and_then(|c| c.read(name)) {
-                let fingerprint = self.cached_fingerprint(name);
-                return Ok(Some(IndexText { bytes: entry.body, origin: url, fingerprint }));
-            }
+        if !self.offline
+            && self.tuf.is_none()
+            && self.was_revalidated(name)
+            && let Some(entry) = self.cache.as_ref().and_then(|c| c.read(name))
+        {
+            let fingerprint = self.cached_fingerprint(name);
+            return Ok(Some(IndexText { bytes: entry.body, origin: url, fingerprint }));
         }
         loop {
             let cached = self.cache.as_ref().and_then(|c| c.read(name)).filter(|_| conditional);
