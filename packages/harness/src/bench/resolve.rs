@@ -4,7 +4,9 @@
 //! and some yanked versions per package), a project depending on the newest 100
 //! packages, and the same project with a deep conflict to explain. Each time is
 //! set against reading the same index files (the floor: the resolution cannot
-//! be faster than its input), measured in the same run.
+//! be faster than its input), measured in the same run. Over HTTP: the same
+//! registry served by `ebpkg-registry` without TUF (here) and, with TUF metadata
+//! as a file:// registry and served, against the floors of issue 40 ([`tuf`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -12,11 +14,17 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use ebpkg_registry_testing::{Postgres, ServedRegistry};
+use ebpkg_registry_testing::{Database, Postgres, ServedRegistry};
 use serde::Serialize;
 
 use super::process;
 use super::stats::Summary;
+
+mod realistic;
+pub mod report;
+pub mod served;
+pub mod tuf;
+mod upstream;
 
 /// Versions per package.
 pub const VERSIONS: usize = 20;
@@ -124,17 +132,23 @@ pub fn generate(root: &Path, n: usize) -> Result<()> {
 /// A project depending on the newest `ROOTS` packages (at 2.x), and with
 /// `conflict`, on `p00001` and `deep1` too.
 pub fn project(dir: &Path, n: usize, conflict: bool) -> Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let mut toml = String::from("[package]\nname = \"resolve-bench\"\nversion = \"0.1.0\"\n\n[dependencies]\n");
-    for i in n.saturating_sub(ROOTS)..n {
-        let _ = writeln!(toml, "{} = \"^2\"", name(i));
-    }
+    let mut deps: Vec<(String, &str)> = (n.saturating_sub(ROOTS)..n).map(|i| (name(i), "^2")).collect();
     if conflict {
         // p00001 ^2 needs p00000 ^2; deep1's chain needs p00000 =1.0.0.
-        let _ = writeln!(toml, "{} = \"^2\"\ndeep1 = \"^1\"", name(1));
+        deps.extend([(name(1), "^2"), ("deep1".to_owned(), "^1")]);
     }
-    std::fs::write(dir.join("ebpkg.toml"), toml)?;
-    Ok(())
+    write_project(dir, &deps)
+}
+
+/// Writes the manifest of a project depending on `deps` (name, requirement).
+fn write_project(dir: &Path, deps: &[(String, &str)]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut toml = String::from("[package]\nname = \"resolve-bench\"\nversion = \"0.1.0\"\n\n[dependencies]\n");
+    for (dep, req) in deps {
+        let _ = writeln!(toml, "{dep} = \"{req}\"");
+    }
+    let path = dir.join("ebpkg.toml");
+    std::fs::write(&path, toml).with_context(|| format!("writing {}", path.display()))
 }
 
 /// One registry size's results.
@@ -237,9 +251,15 @@ fn lock(ebpkg: &Path, env: &[(String, String)], dir: &Path) -> Result<Locked> {
 }
 
 /// The environment of an `ebpkg` resolving against `registry` with its own
-/// cache, state and configuration under `dir`.
-fn ebpkg_env(registry: &str, dir: &Path) -> Vec<(String, String)> {
-    [
+/// cache, state and configuration under `dir`. The synthetic registries'
+/// versions are unsigned, and resolution leaves out what the trust policy would
+/// refuse: its policy (`dir/trust.toml`) allows every package unsigned.
+fn ebpkg_env(registry: &str, dir: &Path) -> Result<Vec<(String, String)>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let policy = dir.join("trust.toml");
+    std::fs::write(&policy, "[unsigned]\nallow = [\"*\"]\n")
+        .with_context(|| format!("writing {}", policy.display()))?;
+    Ok([
         ("EBPKG_REGISTRY", registry.to_owned()),
         ("EBPKG_CACHE_DIR", dir.join("cache").display().to_string()),
         ("EBPKG_STATE_DIR", dir.join("state").display().to_string()),
@@ -247,7 +267,7 @@ fn ebpkg_env(registry: &str, dir: &Path) -> Vec<(String, String)> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    .collect())
 }
 
 pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResult>> {
@@ -256,7 +276,7 @@ pub fn run(ebpkg: &Path, sizes: &[usize], rounds: usize) -> Result<Vec<SizeResul
         let dir = tempfile::tempdir()?;
         let registry = dir.path().join("registry");
         generate(&registry, n)?;
-        let env = ebpkg_env(&format!("file://{}", registry.display()), dir.path());
+        let env = ebpkg_env(&format!("file://{}", registry.display()), dir.path())?;
         let ok = dir.path().join("ok");
         let clash = dir.path().join("clash");
         project(&ok, n, false)?;
@@ -351,34 +371,12 @@ pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<
     let dir = tempfile::tempdir()?;
     let registry = dir.path().join("registry");
     generate(&registry, n)?;
-    let pg = Postgres::start()?;
-    let db = pg.database()?;
-    let admin = Command::new(server).args(["--database-url", &db.url(), "migrate"]).output()?;
-    if !admin.status.success() {
-        bail!("ebpkg-registry migrate: {}", String::from_utf8_lossy(&admin.stderr));
-    }
-    // The index files go straight into the table the server serves them from:
-    // publishing 200,000 versions one by one would measure publishing instead.
-    let rows = pg.socket_dir().join("index.tsv");
-    let files = index_files(&registry.join("index"))?;
-    let mut tsv = String::new();
-    for (name, text) in &files {
-        let sha = ebpkg_spec::types::Sha256Digest::of(text.as_bytes());
-        let escaped = text.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t");
-        let _ = writeln!(tsv, "{name}\t{escaped}\t{sha}");
-    }
-    std::fs::write(&rows, tsv)?;
-    db.psql(&format!(
-        "CREATE TEMP TABLE rows (name text, index_file text, sha text); COPY rows FROM '{}'; \
-         INSERT INTO packages (name, normalized_name, index_file, index_sha256, index_modified_at, described_version, \
-         all_yanked, search) SELECT name, name, index_file, decode(sha, 'hex'), now(), '2.8.0', false, \
-         to_tsvector('simple', name) FROM rows",
-        rows.display()
-    ))?;
+    let loaded = IndexDatabase::load(server, &registry)?;
+    let db = &loaded.db;
     let blobs = dir.path().join("blobs");
     std::fs::create_dir_all(&blobs)?;
     let served = ServedRegistry::start(server, &db.url(), &blobs, &["--db-pool", "16"])?;
-    let env = ebpkg_env(&served.url, dir.path());
+    let env = ebpkg_env(&served.url, dir.path())?;
     let ok = dir.path().join("ok");
     project(&ok, n, false)?;
     let cold = lock(ebpkg, &env, &ok)?;
@@ -412,6 +410,55 @@ pub fn run_http(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<
         warm_rss_mib: Summary::of(&rss),
         locked: lockfile.matches("[[package]]").count(),
     })
+}
+
+/// A PostgreSQL cluster whose database holds a generated registry's index
+/// files, as `ebpkg-registry` serves them. The database is dropped before the
+/// cluster stops (fields drop in order).
+struct IndexDatabase {
+    db: Database,
+    pg: Postgres,
+}
+
+impl IndexDatabase {
+    /// Starts a cluster, migrates a database for `server` and loads every index
+    /// file of `registry` into it.
+    fn load(server: &Path, registry: &Path) -> Result<IndexDatabase> {
+        let pg = Postgres::start()?;
+        let db = pg.database()?;
+        let admin = Command::new(server)
+            .args(["--database-url", &db.url(), "migrate"])
+            .output()
+            .with_context(|| format!("running {}", server.display()))?;
+        if !admin.status.success() {
+            bail!("ebpkg-registry migrate: {}", String::from_utf8_lossy(&admin.stderr));
+        }
+        let loaded = IndexDatabase { db, pg };
+        loaded.insert_index(&registry.join("index"))?;
+        Ok(loaded)
+    }
+
+    /// The index files go straight into the table the server serves them from:
+    /// publishing 200,000 versions one by one would measure publishing instead.
+    fn insert_index(&self, index: &Path) -> Result<()> {
+        let rows = self.pg.socket_dir().join("index.tsv");
+        let files = index_files(index)?;
+        let mut tsv = String::new();
+        for (name, text) in &files {
+            let sha = ebpkg_spec::types::Sha256Digest::of(text.as_bytes());
+            let escaped = text.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t");
+            let _ = writeln!(tsv, "{name}\t{escaped}\t{sha}");
+        }
+        std::fs::write(&rows, tsv).with_context(|| format!("writing {}", rows.display()))?;
+        self.db.psql(&format!(
+            "CREATE TEMP TABLE rows (name text, index_file text, sha text); COPY rows FROM '{}'; \
+             INSERT INTO packages (name, normalized_name, index_file, index_sha256, index_modified_at, described_version, \
+             all_yanked, search) SELECT name, name, index_file, decode(sha, 'hex'), now(), '2.8.0', false, \
+             to_tsvector('simple', name) FROM rows",
+            rows.display()
+        ))?;
+        Ok(())
+    }
 }
 
 /// Every index file under `dir`: (file name, text).
