@@ -401,6 +401,16 @@ fn a_warm_resolution_asks_only_for_the_timestamp_and_fetches_only_what_changed()
     std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
     let warm = sb.run(&app, &["-vv", "lock"]).ok();
     assert_eq!(warm.requests(), ["GET /tuf/timestamp.json → 304"], "{}", warm.stderr);
+    // Offline, the records are found under the hashes the last verified view lists,
+    // as online: none is parsed again, the resolution cache is not rewritten.
+    let records = walk(&sb.cache.join("index")).into_iter().find(|p| p.extension().is_some_and(|x| x == "resolution"));
+    let records = records.expect("a resolution cache");
+    let before = std::fs::read(&records).unwrap();
+    // (Settled, as cached copies must be to be fingerprinted as files.)
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    sb.run(&app, &["--offline", "lock"]).ok();
+    assert_eq!(std::fs::read(&records).unwrap(), before, "offline used the records online resolutions made");
 
     sb.publish_manifest("c", "1.1.0", &[]);
     let changed = sb.run(&app, &["-vv", "update"]).ok();

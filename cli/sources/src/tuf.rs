@@ -27,11 +27,23 @@ pub struct TufTrust {
 pub(crate) struct TufReader {
     trust: TufTrust,
     loaded: OnceLock<TrustedIndex>,
+    /// The view the last online load verified, read once (offline).
+    kept: OnceLock<Option<TrustedIndex>>,
 }
 
 impl TufReader {
     pub(crate) fn new(trust: TufTrust) -> TufReader {
-        TufReader { trust, loaded: OnceLock::new() }
+        TufReader { trust, loaded: OnceLock::new(), kept: OnceLock::new() }
+    }
+
+    /// Offline: the view the last online load verified, if one is kept. Not a
+    /// check (nothing can be fetched to judge it current), but the names under
+    /// which that load's index files were cached, so that offline resolutions use
+    /// the same records as online ones.
+    pub(crate) fn kept_view(&self) -> Option<&TrustedIndex> {
+        self.kept
+            .get_or_init(|| ebpkg_tuf::last_verified(&self.trust.datastore).map(ebpkg_tuf::LastVerified::into_view))
+            .as_ref()
     }
 
     /// The verified metadata; `load` fetches and verifies it the first time.

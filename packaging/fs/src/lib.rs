@@ -8,4 +8,4 @@ pub mod temp;
 pub mod write;
 
 pub use read::{Capped, ReadError, Regular, check_regular, kind_name, open, read, read_text};
-pub use write::{create_dirs, sync_dir, write_atomic, write_atomic_with};
+pub use write::{create_dirs, sync_dir, write_atomic, write_atomic_with, write_replacing};

@@ -56,6 +56,14 @@ pub struct LastVerified {
     index: TrustedIndex,
 }
 
+impl LastVerified {
+    /// The view itself (its expiry not judged: for reading offline what was
+    /// verified last, never for deciding that it is current).
+    pub fn into_view(self) -> TrustedIndex {
+        self.index
+    }
+}
+
 /// What asking the registry for its timestamp, conditionally, found.
 #[derive(Debug, Clone)]
 pub enum Probe {

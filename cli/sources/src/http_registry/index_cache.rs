@@ -64,7 +64,7 @@ impl IndexCache {
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| ebpkg_fs::write_atomic(&path, &encode(validators, body), 0o644));
+            .and_then(|()| ebpkg_fs::write_replacing(&path, &encode(validators, body), 0o644));
         if let Err(e) = written {
             tracing::warn!("cannot cache the index file {}: {e}", path.display());
         }
@@ -82,7 +82,7 @@ impl IndexCache {
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| ebpkg_fs::write_atomic(&path, bytes, 0o644));
+            .and_then(|()| ebpkg_fs::write_replacing(&path, bytes, 0o644));
         if let Err(e) = written {
             tracing::warn!("cannot cache {}: {e}", path.display());
         }
@@ -130,9 +130,21 @@ fn walk(dir: &Path, depth: u32, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     }
 }
 
+/// An entry's first line: the validators, and the body's CRC-32 (entries are
+/// written without waiting for the disk, so one a power loss cut short must read
+/// as absent; entries written before it was kept have none).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    #[serde(flatten)]
+    validators: Validators,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    crc32: Option<u32>,
+}
+
 fn encode(validators: &Validators, body: &[u8]) -> Vec<u8> {
     // Header values are visible ASCII, so the line has no newline in it.
-    let mut bytes = serde_json::to_vec(validators).unwrap_or_else(|_| b"{}".to_vec());
+    let header = Header { validators: validators.clone(), crc32: Some(crc32fast::hash(body)) };
+    let mut bytes = serde_json::to_vec(&header).unwrap_or_else(|_| b"{}".to_vec());
     bytes.push(b'\n');
     bytes.extend_from_slice(body);
     bytes
@@ -140,8 +152,12 @@ fn encode(validators: &Validators, body: &[u8]) -> Vec<u8> {
 
 fn decode(bytes: &[u8]) -> Option<Cached> {
     let newline = bytes.iter().take(MAX_HEADER_BYTES as usize).position(|b| *b == b'\n')?;
-    let validators: Validators = serde_json::from_slice(&bytes[..newline]).ok()?;
-    Some(Cached { validators, body: bytes[newline + 1..].to_vec() })
+    let header: Header = serde_json::from_slice(&bytes[..newline]).ok()?;
+    let body = &bytes[newline + 1..];
+    if header.crc32.is_some_and(|crc| crc != crc32fast::hash(body)) {
+        return None;
+    }
+    Some(Cached { validators: header.validators, body: body.to_vec() })
 }
 
 #[cfg(test)]
@@ -199,6 +215,11 @@ mod tests {
         std::fs::write(&path, b"\"abc\"\n{\"line\":1}\n").unwrap();
         assert!(cache.read(&name("net")).is_none());
         std::fs::write(&path, b"no newline at all").unwrap();
+        assert!(cache.read(&name("net")).is_none());
+        // Cut short (a power loss before the disk had it all): its CRC-32 says so.
+        cache.write(&name("net"), &Validators::default(), b"{\"line\":1}\n{\"line\":2}\n");
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..whole.len() - 5]).unwrap();
         assert!(cache.read(&name("net")).is_none());
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();

@@ -320,6 +320,12 @@ impl HttpRegistry {
     }
 }
 
+/// The fingerprint of `name`'s index file that signed metadata gives: its listed hash.
+fn signed_fingerprint(index: &ebpkg_tuf::TrustedIndex, name: &PackageName) -> Option<IndexFingerprint> {
+    let target = format!("index/{}", ebpkg_spec::index_path(name.as_str()));
+    index.target(&target).map(|(sha256, len)| IndexFingerprint::Contents { sha256, len })
+}
+
 impl Registry for HttpRegistry {
     fn url(&self) -> &RegistryUrl {
         &self.url
@@ -411,7 +417,8 @@ impl Registry for HttpRegistry {
             if let (Some(cache), Some(validators)) = (&self.cache, fresh) {
                 cache.write(name, &validators, &body);
             }
-            let fingerprint = if self.tuf.is_some() && !self.offline {
+            let offline_view = self.offline && self.tuf.as_ref().and_then(crate::tuf::TufReader::kept_view).is_some();
+            let fingerprint = if (self.tuf.is_some() && !self.offline) || offline_view {
                 Some(IndexFingerprint::of_contents(&body))
             } else {
                 // Of the cached file read (or just written), taken after (see `index_fingerprint`).
@@ -433,6 +440,10 @@ impl Registry for HttpRegistry {
     /// it is; online, after revalidating it.
     fn index_fingerprint(&self, name: &PackageName) -> Result<Option<IndexFingerprint>> {
         if self.offline {
+            // With TUF, under the hash the last verified view lists, as online.
+            if let Some(view) = self.tuf.as_ref().and_then(crate::tuf::TufReader::kept_view) {
+                return Ok(signed_fingerprint(view, name));
+            }
             return Ok(self.cached_fingerprint(name));
         }
         if self.tuf.is_none() {
@@ -445,8 +456,7 @@ impl Registry for HttpRegistry {
             return Ok(self.index_text(name)?.and_then(|text| text.fingerprint));
         }
         let Some(index) = self.trusted()? else { return Ok(None) };
-        let target = format!("index/{}", ebpkg_spec::index_path(name.as_str()));
-        Ok(index.target(&target).map(|(sha256, len)| IndexFingerprint::Contents { sha256, len }))
+        Ok(signed_fingerprint(index, name))
     }
 
     /// From the search API (the sparse index has no listing), at most 2000 names;
