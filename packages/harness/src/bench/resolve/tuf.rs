@@ -141,12 +141,20 @@ impl Client {
         Ok(())
     }
 
-    /// Empties its cache (index files, TUF metadata seen): the next resolution is cold.
+    /// Empties its cache (index files, TUF metadata seen): the next resolution is
+    /// cold. The cache is moved aside, not deleted (the temporary directory goes
+    /// at the end): ext4 skips inodes freed in the last minutes when it allocates
+    /// new ones, so thousands of files deleted just before a cold run made its
+    /// thousands of new files cost several times what a user's first run pays.
     fn forget(&self) -> Result<()> {
         let cache = self.dir.join("cache");
-        match std::fs::remove_dir_all(&cache) {
+        let aside = self.dir.join(format!("forgotten-{}", std::process::id()));
+        std::fs::create_dir_all(&aside).with_context(|| format!("creating {}", aside.display()))?;
+        let to =
+            aside.join(format!("{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos()));
+        match std::fs::rename(&cache, &to) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("removing {}", cache.display()))
+                Err(e).with_context(|| format!("moving {} aside", cache.display()))
             }
             _ => Ok(()),
         }
