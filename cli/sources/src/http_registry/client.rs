@@ -196,13 +196,22 @@ pub struct Response {
     pub not_modified: bool,
 }
 
+/// Redirects followed at most, as reqwest's default policy.
+const MAX_REDIRECTS: usize = 10;
+
 /// Told `(bytes sent, total)` while an upload runs.
 pub type Progress = std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>;
 
 /// One registry's HTTP client: a connection pool (HTTP/2 where the server offers
 /// it), shared by the threads using the registry.
 pub struct Client {
-    inner: reqwest::blocking::Client,
+    /// For `http://` URLs: built without TLS roots, which an `http://` request
+    /// never uses and which cost milliseconds per command to load (a directory of
+    /// certificates, where `SSL_CERT_DIR` names one). It does not follow a
+    /// redirect to `https://`; [`Client::once`] sends that request with `tls`.
+    plain: std::sync::OnceLock<reqwest::blocking::Client>,
+    /// For `https://` URLs. Both are built on first use.
+    tls: std::sync::OnceLock<reqwest::blocking::Client>,
     /// The registry's URL, for the hints (`ebpkg login --registry …`).
     registry: String,
     /// The registry's origin (scheme, host, port): the only one a token is sent to.
@@ -237,15 +246,10 @@ impl Client {
     /// A client for the registry at `registry` (proxies from the environment:
     /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
     pub fn new(registry: &str, progress: Option<Progress>) -> Result<Client> {
-        let inner = reqwest::blocking::Client::builder()
-            .user_agent(concat!("ebpkg/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(READ_TIMEOUT)
-            .build()
-            .map_err(|e| ErrorKind::HttpClient { url: registry.to_owned(), cause: cause_of(&e) })?;
         let origin = origin_of(registry);
         Ok(Client {
-            inner,
+            plain: std::sync::OnceLock::new(),
+            tls: std::sync::OnceLock::new(),
             registry: registry.to_owned(),
             origin,
             progress,
@@ -305,12 +309,35 @@ impl Client {
         }
     }
 
+    /// The client for `url`'s scheme, built on first use.
+    fn inner(&self, url: &str) -> std::result::Result<&reqwest::blocking::Client, Failure> {
+        let plain = url.starts_with("http://");
+        let cell = if plain { &self.plain } else { &self.tls };
+        if let Some(client) = cell.get() {
+            return Ok(client);
+        }
+        let mut builder = reqwest::blocking::Client::builder()
+            .user_agent(concat!("ebpkg/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(READ_TIMEOUT);
+        if plain {
+            builder = builder.tls_certs_only(std::iter::empty()).redirect(reqwest::redirect::Policy::custom(|a| {
+                if a.url().scheme() == "https" || a.previous().len() >= MAX_REDIRECTS { a.stop() } else { a.follow() }
+            }));
+        }
+        let built = builder.build().map_err(|e| {
+            Failure::Final(Box::new(ErrorKind::HttpClient { url: self.registry.clone(), cause: cause_of(&e) }))
+        })?;
+        Ok(cell.get_or_init(|| built))
+    }
+
     fn once(&self, r: &Request<'_>) -> std::result::Result<Response, Failure> {
+        let inner = self.inner(r.url)?;
         let mut request = match r.method {
-            Method::Get => self.inner.get(r.url),
-            Method::Put | Method::Publish => self.inner.put(r.url),
-            Method::Post => self.inner.post(r.url),
-            Method::Delete => self.inner.delete(r.url),
+            Method::Get => inner.get(r.url),
+            Method::Put | Method::Publish => inner.put(r.url),
+            Method::Post => inner.post(r.url),
+            Method::Delete => inner.delete(r.url),
         };
         // A token is bound to the registry's origin: a download from another host
         // (a CDN, a bucket named by the registry's `dl` template) goes without it.
@@ -372,6 +399,16 @@ impl Client {
         })?;
         let status = response.status();
         tracing::debug!("{} {} → {} in {} ms", r.method.name(), r.url, status.as_u16(), started.elapsed().as_millis());
+        // Where the plain client stopped: a redirect to https://, sent with TLS.
+        if status.is_redirection()
+            && let Some(to) = response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok())
+            && let Ok(to) = response.url().join(to)
+            && to.scheme() == "https"
+            && r.url.starts_with("http://")
+        {
+            let redirected = Request { url: to.as_str(), body: r.body.clone(), ..*r };
+            return self.once(&redirected);
+        }
         let validators = Validators::of(response.headers());
         if status == StatusCode::NOT_MODIFIED {
             return Ok(Response { body: Vec::new(), validators, not_modified: true });
@@ -523,6 +560,34 @@ pub fn json<T: serde::de::DeserializeOwned>(url: &str, body: &[u8]) -> Result<T>
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// An `http://` answer redirecting to `https://` is followed with TLS (the
+    /// plain client, built without TLS roots, stops there): here the TLS client
+    /// is refused a connection, and says so for the `https://` URL.
+    #[test]
+    fn a_redirect_to_https_is_followed_with_tls() {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let url = format!("http://{}/index/1/c", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap() > 2 {
+                line.clear();
+            }
+            let answer = format!(
+                "HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1:{closed}/index/1/c\r\nContent-Length: 0\r\n\r\n"
+            );
+            (&stream).write_all(answer.as_bytes()).unwrap();
+        });
+        let mut client = Client::new(&url, None).unwrap();
+        client.policy = RetryPolicy { attempts: 1, base: Duration::from_millis(1), max_wait: Duration::from_millis(1) };
+        let err = client.send(&Request::new(Method::Get, &url, "reading", 1024)).err().unwrap().to_string();
+        assert!(err.contains(&format!("https://127.0.0.1:{closed}/index/1/c")), "{err}");
+        assert!(client.plain.get().is_some() && client.tls.get().is_some());
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_and_stays_bounded() {

@@ -85,7 +85,9 @@ impl std::fmt::Debug for OpenOptions {
 /// A registry server. One connection pool, shared by the threads using it.
 pub struct HttpRegistry {
     url: RegistryUrl,
-    client: Client,
+    /// Shared with the TUF metadata's transport: one connection pool (and one
+    /// set of TLS roots loaded) per command.
+    client: std::sync::Arc<Client>,
     token: Option<String>,
     cache: Option<IndexCache>,
     offline: bool,
@@ -106,7 +108,9 @@ impl HttpRegistry {
     pub fn open(url: &RegistryUrl, options: &OpenOptions) -> Result<HttpRegistry> {
         Ok(HttpRegistry {
             url: url.clone(),
-            client: Client::new(url.as_str(), options.upload_progress.clone())?.with_deadlines(options.deadlines),
+            client: std::sync::Arc::new(
+                Client::new(url.as_str(), options.upload_progress.clone())?.with_deadlines(options.deadlines),
+            ),
             token: options.token.clone(),
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),
             offline: options.offline,

@@ -27,6 +27,11 @@ impl ClientTransport {
     pub(crate) fn new(registry: &str, token: Option<String>) -> Result<ClientTransport> {
         Ok(ClientTransport { client: Arc::new(Client::new(registry, None)?), token })
     }
+
+    /// Over an existing client (a registry's own).
+    pub(crate) fn with_client(client: Arc<Client>, token: Option<String>) -> ClientTransport {
+        ClientTransport { client, token }
+    }
 }
 
 impl std::fmt::Debug for ClientTransport {
@@ -84,7 +89,7 @@ impl HttpRegistry {
             let url = url::Url::parse(&self.endpoint("tuf/"))
                 .map_err(|e| self.tuf_error(ebpkg_tuf::Error::Metadata { detail: format!("the metadata URL: {e}") }))?;
             let token = self.read_token()?.map(str::to_owned);
-            let transport = ClientTransport::new(self.url.as_str(), token.clone())?;
+            let transport = ClientTransport::with_client(Arc::clone(&self.client), token.clone());
             let probe = |last: Option<&ebpkg_tuf::LastVerified>| self.probe_timestamp(&url, token.as_deref(), last);
             crate::tuf::load_trusted(trust, &url, transport, probe).map_err(|e| self.tuf_error(e))
         })?;
