@@ -15,9 +15,6 @@ use crate::error::{KernelContext, Result, RuntimeError};
 use crate::loaders::{ConfigMapSpec, MapEntry};
 use crate::runtime::Runtime;
 
-/// `BPF_F_MMAPABLE`.
-pub(crate) const MMAPABLE: u32 = 1 << 10;
-
 /// Why a configuration map cannot move to `entries` in place, or `None` when it can.
 fn refusal(handle: &MapHandle, spec: &ConfigMapSpec, running: &[MapEntry], entries: &[MapEntry]) -> Option<String> {
     if handle.map_type() != MapType::Array {
@@ -27,7 +24,7 @@ fn refusal(handle: &MapHandle, spec: &ConfigMapSpec, running: &[MapEntry], entri
         Ok(info) => info,
         Err(e) => return Some(format!("its flags cannot be read: {e}")),
     };
-    if info.info.map_flags & MMAPABLE == 0 {
+    if info.info.map_flags & crate::load::MMAPABLE == 0 {
         return Some("it was created before loaders' arrays were mmapable".into());
     }
     if spec.chain_offsets.iter().any(|o| !o.is_multiple_of(4)) {

@@ -15,6 +15,9 @@ use crate::verifier::VerifierFailure;
 /// its log. The kernel keeps the end of the log when it does not fit.
 const LOG_BUF_SIZE: usize = 8 << 20;
 
+/// `BPF_F_MMAPABLE`: what [`LoadRequest::mmapable`] maps are created with.
+pub(crate) const MMAPABLE: u32 = 1 << 10;
+
 /// What to load and where its maps go.
 pub(crate) struct LoadRequest<'a> {
     /// Shown in errors: `package@version` or a file name.
@@ -137,7 +140,7 @@ fn open_and_load_with(
                     map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?;
                 }
                 if req.mmapable.contains(&name) && map.map_type() == libbpf_rs::MapType::Array {
-                    let flags = map.map_flags() | crate::config_flip::MMAPABLE;
+                    let flags = map.map_flags() | MMAPABLE;
                     map.set_map_flags(flags).kernel(|| format!("make map {name} mmapable"))?;
                 }
             }
