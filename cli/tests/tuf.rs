@@ -566,7 +566,7 @@ fn the_registry_servers_configuration_is_signed_and_a_forged_one_refused() {
     for kept in walk(&sb.cache.join("index")).into_iter().filter(|p| p.ends_with("config.json")) {
         std::fs::remove_file(kept).unwrap();
     }
-    std::fs::remove_dir_all(&sb.cache.join("archives")).ok();
+    std::fs::remove_dir_all(sb.cache.join("archives")).ok();
     let refused = through(&["fetch"]).fails(10);
     assert!(refused.stderr.contains("index/config.json"), "{}", refused.stderr);
     proxy.forging(false);
