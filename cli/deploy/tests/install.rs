@@ -39,7 +39,7 @@ fn install_reinstall_upgrade_and_uninstall_leave_nothing_behind() {
         InstallOutcome::UpToDate(_)
     ));
 
-    // An upgrade loads the new version beside the old, switches, and removes the old.
+    // An upgrade loads the new version beside the old, moves to it, and removes the old.
     let second = match d.install(&env.plan("1.1.0", &verdict_script(XDP_PASS), &[]), &none).unwrap() {
         InstallOutcome::Installed { record, previous } => {
             assert_eq!(previous.unwrap().generation, 1);
@@ -48,7 +48,9 @@ fn install_reinstall_upgrade_and_uninstall_leave_nothing_behind() {
         other => panic!("{other:?}"),
     };
     assert_eq!(second.generation, 2);
-    assert_eq!(verdict_of(&env, "app-2-tl-test_loader"), XDP_PASS);
+    // The loader stays: its entry now starts the new chain.
+    assert_eq!(second.loaders[0].instance, "app-1-tl-test_loader");
+    assert_eq!(verdict_of(&env, "app-1-tl-test_loader"), XDP_PASS);
     let rt = Runtime::open(&env.root).unwrap();
     let st = rt.status().unwrap();
     assert!(st.programs.iter().all(|p| p.version == "1.1.0"), "the old version is unregistered");
