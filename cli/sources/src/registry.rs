@@ -35,6 +35,15 @@ pub trait Registry: Send + Sync {
         Ok(None)
     }
 
+    /// How many index files this registry has asked a server for so far in this
+    /// command (0 for a directory). Reading ahead keeps many reads in flight only
+    /// once reads wait on a network: a warm resolution answered from the cache
+    /// under signed metadata reads locally, where threads beyond the CPUs only
+    /// compete with the resolver.
+    fn index_requests(&self) -> u64 {
+        0
+    }
+
     /// Every published version of a package, in publication order, yanked ones
     /// included; the entries carry the name as published. A damaged line costs
     /// only itself, with a warning. `None`: no such package.

@@ -24,7 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use anyhow::Result;
 use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches};
 use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
-use ebpkg_sources::{IndexFingerprint, Registry, RegistryKind, RegistryUrl};
+use ebpkg_sources::{IndexFingerprint, Registry, RegistryUrl};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{IndexError, parse_versions};
 use rustc_hash::FxBuildHasher;
@@ -265,18 +265,19 @@ pub struct Loader {
     workers: Mutex<usize>,
 }
 
-/// Worker threads for a registry of each kind: directories are read as fast as
-/// the CPUs parse, the resolver's own thread being one of them (it reads whatever
-/// is queued while it waits: one worker per CPU left a third thread preempting the
-/// resolver's on two CPUs, and each thread's heap took fresh pages of its own);
-/// servers are waited on, so more requests are kept in flight.
-fn workers_for(kind: RegistryKind) -> usize {
+/// Reads kept in flight when they wait on a server.
+const NETWORK_READS_IN_FLIGHT: usize = 16;
+
+/// Worker threads: local reads (a directory, or a server's cached index files
+/// known current) go as fast as the CPUs parse, the resolver's own thread being
+/// one of them (it reads whatever is queued while it waits: one worker per CPU
+/// left a third thread preempting the resolver's on two CPUs, and each thread's
+/// heap took fresh pages of its own); reads from a server are waited on, so more
+/// are kept in flight.
+fn workers_for(networked: bool) -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    match kind {
-        RegistryKind::File => cpus.saturating_sub(1).max(1),
-        RegistryKind::Http => 16,
-    }
+    if networked { NETWORK_READS_IN_FLIGHT } else { cpus.saturating_sub(1).max(1) }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -393,7 +394,9 @@ impl Loader {
             return;
         }
         let mut workers = lock(&self.workers);
-        let wanted = workers_for(url.kind());
+        // Sized for a network once this registry's reads have gone to one (they
+        // may start to later: a resolution that finds a changed package).
+        let wanted = workers_for(registry.index_requests() > 0);
         while *workers < wanted {
             let shared = Arc::clone(&self.shared);
             let spawned = std::thread::Builder::new().name("ebpkg-index".into()).spawn(move || work(&shared));
@@ -549,6 +552,8 @@ mod tests {
         inner: FileRegistry,
         swapped: bool,
         gate: Option<Arc<Gate>>,
+        /// What it says of index files asked of a server.
+        requests: u64,
     }
 
     /// Holds the read of `held` until the thread `main` has read another package; every
@@ -604,6 +609,9 @@ mod tests {
             }
             self.inner.index_fingerprint(name)
         }
+        fn index_requests(&self) -> u64 {
+            self.requests
+        }
         fn names(&self) -> SourceResult<Vec<PackageName>> {
             self.inner.names()
         }
@@ -657,16 +665,15 @@ mod tests {
             file.exists()
         };
         let swapped = tempfile::tempdir().unwrap();
-        let registry = Tapped { inner: FileRegistry::at(&root).unwrap(), swapped: true, gate: None };
+        let registry = Tapped { inner: FileRegistry::at(&root).unwrap(), swapped: true, gate: None, requests: 0 };
         assert!(!cached(&registry, swapped.path()), "cached under another file");
         let honest = tempfile::tempdir().unwrap();
         assert!(cached(&FileRegistry::at(&root).unwrap(), honest.path()));
     }
 
-    /// Waiting for a read a worker is doing, the resolver's thread does reads that wait for
-    /// a worker rather than sleep.
-    #[test]
-    fn the_resolver_does_queued_reads_while_a_worker_reads_what_it_waits_for() {
+    /// A directory registry (in the returned directory, at the path returned) where
+    /// `app` depends on `net`, read ahead first, then on thirty more, `b00`…`b29`.
+    fn app_and_thirty_one() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("registry");
         std::fs::create_dir_all(&root).unwrap();
@@ -680,7 +687,6 @@ mod tests {
                 "{{\"v\":1,\"name\":\"{name}\",\"vers\":\"1.0.0\",\"deps\":[{deps}],\"cksum\":\"{cksum}\",\"yanked\":false}}\n"
             )
         };
-        // `app` depends on `net`, read ahead first, then on thirty more.
         let others: Vec<String> = (0..30).map(|k| format!("b{k:02}")).collect();
         let mut app_deps = vec!["net".to_owned()];
         app_deps.extend(others.iter().cloned());
@@ -691,6 +697,35 @@ mod tests {
             std::fs::create_dir_all(index.parent().unwrap()).unwrap();
             std::fs::write(&index, line(name, deps)).unwrap();
         }
+        (dir, root)
+    }
+
+    /// Reads that go to a server are kept many in flight; reads that stay local get a
+    /// thread per CPU, the resolver's included: more would only compete with it.
+    #[test]
+    fn readers_are_sized_for_a_network_only_once_reads_go_to_one() {
+        let (_dir, root) = app_and_thirty_one();
+        let url = RegistryUrl::from_path(&root).unwrap();
+        let app = PackageName::new("app").unwrap();
+        let started = |requests: u64| {
+            let registry: Arc<dyn Registry> =
+                Arc::new(Tapped { inner: FileRegistry::at(&root).unwrap(), swapped: false, gate: None, requests });
+            let cache = tempfile::tempdir().unwrap();
+            let loader = Loader::new(url.clone(), cache.path());
+            loader.get(&registry, &url, &app).unwrap().unwrap();
+            let workers = *lock(&loader.workers);
+            workers
+        };
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(started(0), cpus.saturating_sub(1).max(1));
+        assert_eq!(started(1), NETWORK_READS_IN_FLIGHT);
+    }
+
+    /// Waiting for a read a worker is doing, the resolver's thread does reads that wait for
+    /// a worker rather than sleep.
+    #[test]
+    fn the_resolver_does_queued_reads_while_a_worker_reads_what_it_waits_for() {
+        let (_dir, root) = app_and_thirty_one();
         let url = RegistryUrl::from_path(&root).unwrap();
         let gate = Arc::new(Gate {
             held: PackageName::new("net").unwrap(),
@@ -698,8 +733,12 @@ mod tests {
             seen: Mutex::new((false, false)),
             changed: Condvar::new(),
         });
-        let registry: Arc<dyn Registry> =
-            Arc::new(Tapped { inner: FileRegistry::at(&root).unwrap(), swapped: false, gate: Some(Arc::clone(&gate)) });
+        let registry: Arc<dyn Registry> = Arc::new(Tapped {
+            inner: FileRegistry::at(&root).unwrap(),
+            swapped: false,
+            gate: Some(Arc::clone(&gate)),
+            requests: 0,
+        });
         let cache = tempfile::tempdir().unwrap();
         let loader = Loader::new(url.clone(), cache.path());
         // The resolver's thread reads `app` itself, and queues what it depends on, which the

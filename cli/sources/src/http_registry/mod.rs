@@ -101,6 +101,8 @@ pub struct HttpRegistry {
     /// Without TUF: the packages (normalized) whose cached index files this
     /// command revalidated, which are then read from the cache unasked.
     revalidated: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Index files asked of the server (see [`Registry::index_requests`]).
+    index_requests: std::sync::atomic::AtomicU64,
 }
 
 impl HttpRegistry {
@@ -118,6 +120,7 @@ impl HttpRegistry {
             config: OnceLock::new(),
             tuf: options.tuf.clone().map(crate::tuf::TufReader::new),
             revalidated: std::sync::Mutex::default(),
+            index_requests: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -378,6 +381,7 @@ impl Registry for HttpRegistry {
                 let mut request = Request::new(Method::Get, &url, &what, MAX_INDEX_BYTES);
                 request.token = self.read_token()?;
                 request.conditional = cached.as_ref().map(|c| &c.validators);
+                self.index_requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 match self.client.send(&request) {
                     Ok(response) if response.not_modified => match cached {
                         Some(entry) => {
@@ -436,6 +440,10 @@ impl Registry for HttpRegistry {
             };
             return Ok(Some(IndexText { bytes: body, origin: url, fingerprint }));
         }
+    }
+
+    fn index_requests(&self) -> u64 {
+        self.index_requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// With TUF, the signed hash of the index file; otherwise the cached copy as

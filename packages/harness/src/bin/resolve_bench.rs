@@ -47,6 +47,10 @@ struct Args {
     /// Only the part with TUF (issue 40; needs --server): its targets and section.
     #[arg(long)]
     only_tuf: bool,
+    /// Instead of the benchmark: set up the part with TUF (needs --server),
+    /// print each client's environment and wait for Enter, for a profiler.
+    #[arg(long)]
+    hold: bool,
 }
 
 fn main() -> ExitCode {
@@ -62,6 +66,11 @@ fn run(args: &Args) -> Result<bool> {
         return Ok(true);
     }
     let ebpkg = std::fs::canonicalize(&args.ebpkg).with_context(|| format!("{}", args.ebpkg.display()))?;
+    if args.hold {
+        let server = args.server.as_deref().context("--hold needs --server")?;
+        resolve::tuf::hold(&ebpkg, server, 10_000)?;
+        return Ok(true);
+    }
     let rounds = if args.quick { 3 } else { args.rounds.max(5) };
     std::fs::create_dir_all(&args.out)?;
     let m = measure(args, &ebpkg, rounds)?;

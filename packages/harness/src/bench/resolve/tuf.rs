@@ -302,6 +302,23 @@ fn said(stderr: &str) -> String {
     line.chars().take(300).collect()
 }
 
+/// Sets up what the measurement uses (the registry of `n` packages, both
+/// servers, every client), prints each client's environment and waits for a
+/// line on stdin: for a profiler or `strace` on one `ebpkg lock` by hand.
+pub fn hold(ebpkg: &Path, server: &Path, n: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let setup = Setup::new(ebpkg, server, dir.path(), n)?;
+    for (name, client) in [("file", &setup.file), ("http", &setup.http), ("counted", &setup.counted)] {
+        let env: Vec<String> = client.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("# {name}: cd {} && env {} ebpkg lock", client.project.display(), env.join(" "));
+    }
+    println!("# requests of the counted client are logged in {}", dir.path().join("requests.log").display());
+    println!("# press Enter to stop the servers and remove {}", dir.path().display());
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(())
+}
+
 /// Runs the whole measurement: setup, the 10,000-package rounds, the project's rounds.
 pub fn run(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<TufResult> {
     let dir = tempfile::tempdir()?;
