@@ -22,7 +22,6 @@
 //! valid until (Unix seconds): i64 | targets: u32, each: name: bytes | sha256: 32 |
 //! length: u64 | SHA-256 of everything before: 32.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -97,7 +96,7 @@ pub fn load_probed<T: Transport + Send + Sync + Clone + 'static>(
     let root = ebpkg_fs::read(trusted_root, crate::client::MAX_ROOT_BYTES)
         .map_err(|e| Error::BadFile { path: trusted_root.to_owned(), problem: e.to_string() })?;
     let root_sha256: [u8; 32] = Sha256::digest(&root).into();
-    if let Some(last) = &last {
+    if let Some(last) = last {
         let unchanged = match &probe {
             Probe::Unchanged => true,
             Probe::Fetched { timestamp, .. } => *timestamp == last.timestamp,
@@ -109,7 +108,7 @@ pub fn load_probed<T: Transport + Send + Sync + Clone + 'static>(
             && crate::client::recorded_time_ahead(datastore).is_none()
         {
             tracing::debug!(snapshot = last.index.snapshot_version, "TUF timestamp unchanged: the last verified view");
-            let mut index = last.index.clone();
+            let mut index = last.index;
             index.root_json = root;
             return Ok(index);
         }
@@ -335,16 +334,15 @@ fn decode_body(body: &[u8]) -> Option<LastVerified> {
     let expires = String::from_utf8(r.bytes()?.to_vec()).ok()?;
     let valid_until = jiff::Timestamp::from_second(i64::from_le_bytes(r.take(8)?.try_into().ok()?)).ok()?;
     let n = r.u32()? as usize;
-    let mut targets = HashMap::with_capacity(n.min(1 << 20));
+    let mut targets = Vec::with_capacity(n.min(1 << 20));
     for _ in 0..n {
         let name = String::from_utf8(r.bytes()?.to_vec()).ok()?;
         let sha256 = r.take(32)?.to_vec();
-        targets.insert(name, (sha256, r.u64()?));
+        targets.push((name, sha256, r.u64()?));
     }
     if !r.0.is_empty() {
         return None;
     }
-    let targets = targets.into_iter().map(|(name, (sha, len))| (name, sha, len));
     let index = TrustedIndex::from_listed(targets, Vec::new(), versions, expires, valid_until);
     Some(LastVerified { timestamp, validators, root_sha256, index })
 }
