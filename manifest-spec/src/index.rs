@@ -516,6 +516,12 @@ pub fn index_path(name: &str) -> String {
     }
 }
 
+/// The name a registry's TUF metadata lists a package's index file under: its
+/// path from the registry's root, `index/me/te/meter`.
+pub fn index_target(name: &str) -> String {
+    format!("index/{}", index_path(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

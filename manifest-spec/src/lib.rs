@@ -19,7 +19,7 @@ pub mod types;
 
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use id::PackageId;
-pub use index::{IndexEntry, index_path};
+pub use index::{IndexEntry, index_path, index_target};
 pub use lockfile::{LockedDependency, LockedPackage, Lockfile};
 pub use manifest::{Manifest, ManifestError};
 pub use names::{ItemName, PackageName};

@@ -176,6 +176,13 @@ impl IndexFingerprint {
     /// The size of [`IndexFingerprint::to_bytes`]: a kind, then 56 bytes.
     pub const BYTES: usize = 57;
 
+    /// The fingerprint of `name`'s index file that signed metadata gives: its
+    /// listed hash and length (`None`: not listed).
+    pub fn signed(index: &ebpkg_tuf::TrustedIndex, name: &PackageName) -> Option<IndexFingerprint> {
+        let (sha256, len) = index.target(&ebpkg_spec::index_target(name.as_str()))?;
+        Some(IndexFingerprint::Contents { sha256, len })
+    }
+
     /// The fingerprint of `bytes` as TUF metadata would list them.
     pub fn of_contents(bytes: &[u8]) -> IndexFingerprint {
         use sha2::Digest;

@@ -199,7 +199,7 @@ fn registry_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
                 let Ok(pkg) = ebpkg_spec::PackageName::new(name) else { continue };
-                let rel = format!("index/{}", ebpkg_spec::index_path(pkg.as_str()));
+                let rel = ebpkg_spec::index_target(pkg.as_str());
                 if path.strip_prefix(dir).is_ok_and(|r| r == Path::new(&rel)) {
                     out.push((rel, ebpkg_fs::read(&path, 64 << 20)?));
                 }

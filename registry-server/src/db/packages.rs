@@ -281,7 +281,7 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(S
     // The file is served at the published name's path (names are one per package).
     let published: String =
         sqlx::query_scalar!("SELECT name FROM packages WHERE id = $1", package_id).fetch_one(&mut *tx).await?;
-    Ok(Some((format!("index/{}", ebpkg_spec::index_path(&published)), file.into_bytes())))
+    Ok(Some((ebpkg_spec::index_target(&published), file.into_bytes())))
 }
 
 /// The version a package is described by: the newest non-yanked stable one, else

@@ -36,10 +36,7 @@ pub async fn index_targets(db: impl PgExecutor<'_>) -> Result<Vec<(String, Vec<u
     let rows = sqlx::query!("SELECT name, index_file FROM packages WHERE index_file <> '' ORDER BY name")
         .fetch_all(db)
         .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (format!("index/{}", ebpkg_spec::index_path(&r.name)), r.index_file.into_bytes()))
-        .collect())
+    Ok(rows.into_iter().map(|r| (ebpkg_spec::index_target(&r.name), r.index_file.into_bytes())).collect())
 }
 
 /// Every file (for backups, and tests that replay old metadata).

@@ -413,10 +413,8 @@ impl Registry for FileRegistry {
         // With TUF, the signed hash of the file: whatever is cached under it is
         // what the metadata says the file is, with nothing read.
         if self.tuf.is_some() {
-            let path = self.index_dir().join(index_path(name.as_str()));
             let Some(index) = self.trusted()? else { return Ok(None) };
-            let target = tuf::target_of(&self.root, &path).unwrap_or_default();
-            return Ok(index.target(&target).map(|(sha256, len)| IndexFingerprint::Contents { sha256, len }));
+            return Ok(IndexFingerprint::signed(index, name));
         }
         self.require_registry_once()?;
         // Relative to the index directory, opened once: a warm resolution asks for

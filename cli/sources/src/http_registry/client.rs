@@ -244,7 +244,9 @@ enum Failure {
 
 impl Client {
     /// A client for the registry at `registry` (proxies from the environment:
-    /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`). Nothing is built yet: the
+    /// plain and TLS clients (a TLS client loads the system's roots, which
+    /// costs milliseconds) are made by the first request that needs each.
     pub fn new(registry: &str, progress: Option<Progress>) -> Result<Client> {
         let origin = origin_of(registry);
         Ok(Client {

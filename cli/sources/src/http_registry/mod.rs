@@ -327,12 +327,6 @@ impl HttpRegistry {
     }
 }
 
-/// The fingerprint of `name`'s index file that signed metadata gives: its listed hash.
-fn signed_fingerprint(index: &ebpkg_tuf::TrustedIndex, name: &PackageName) -> Option<IndexFingerprint> {
-    let target = format!("index/{}", ebpkg_spec::index_path(name.as_str()));
-    index.target(&target).map(|(sha256, len)| IndexFingerprint::Contents { sha256, len })
-}
-
 impl Registry for HttpRegistry {
     fn url(&self) -> &RegistryUrl {
         &self.url
@@ -343,7 +337,7 @@ impl Registry for HttpRegistry {
     fn index_text(&self, name: &PackageName) -> Result<Option<IndexText>> {
         let index_path = ebpkg_spec::index_path(name.as_str());
         let url = self.endpoint(&format!("{}{index_path}", registry_api::INDEX_PREFIX));
-        let target = format!("index/{index_path}");
+        let target = ebpkg_spec::index_target(name.as_str());
         // Once more, unconditionally, when the cached copy a 304 confirmed is
         // not the file the signed metadata describes.
         let mut conditional = true;
@@ -366,7 +360,8 @@ impl Registry for HttpRegistry {
                 && self.check_tuf_file(&target)?(&entry.body).is_ok()
             {
                 tracing::trace!("{url}: the cached copy is the signed one");
-                let fingerprint = Some(IndexFingerprint::of_contents(&entry.body));
+                // (Its hash was just checked against the signed one: no need to hash it again.)
+                let fingerprint = self.trusted()?.and_then(|index| IndexFingerprint::signed(index, name));
                 return Ok(Some(IndexText { bytes: entry.body.clone(), origin: url, fingerprint }));
             }
             // A new answer's validators: it is cached only once it passed the trust check.
@@ -426,7 +421,10 @@ impl Registry for HttpRegistry {
                 cache.write(name, &validators, &body);
             }
             let offline_view = self.offline && self.tuf.as_ref().and_then(crate::tuf::TufReader::kept_view).is_some();
-            let fingerprint = if (self.tuf.is_some() && !self.offline) || offline_view {
+            let fingerprint = if self.tuf.is_some() && !self.offline {
+                // Checked against its signed hash above: that is its fingerprint.
+                self.trusted()?.and_then(|index| IndexFingerprint::signed(index, name))
+            } else if offline_view {
                 Some(IndexFingerprint::of_contents(&body))
             } else {
                 // Of the cached file read (or just written), taken after (see `index_fingerprint`).
@@ -454,7 +452,7 @@ impl Registry for HttpRegistry {
         if self.offline {
             // With TUF, under the hash the last verified view lists, as online.
             if let Some(view) = self.tuf.as_ref().and_then(crate::tuf::TufReader::kept_view) {
-                return Ok(signed_fingerprint(view, name));
+                return Ok(IndexFingerprint::signed(view, name));
             }
             return Ok(self.cached_fingerprint(name));
         }
@@ -468,7 +466,7 @@ impl Registry for HttpRegistry {
             return Ok(self.index_text(name)?.and_then(|text| text.fingerprint));
         }
         let Some(index) = self.trusted()? else { return Ok(None) };
-        Ok(signed_fingerprint(index, name))
+        Ok(IndexFingerprint::signed(index, name))
     }
 
     /// From the search API (the sparse index has no listing), at most 2000 names;

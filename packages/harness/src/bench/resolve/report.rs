@@ -171,6 +171,16 @@ pub fn tuf_section(t: &TufResult) -> String {
         t.locked,
         paths_or_none(&t.warm_requests.tuf_paths)
     );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let _ = writeln!(
+        s,
+        "Where a cold resolution's time goes: CPU time, user and system, all threads (medians): `ebpkg lock` {:.0}          ms and the server {:.0} ms meanwhile — on {cpus} CPUs, at least {:.0} ms of wall time, against {:.0} ms          measured; during the parallel fetch the server used {:.0} ms. Besides fetching, ebpkg checks each index          file against its signed hash, parses it, writes it to its cache (one file per package) and writes the          resolution cache (records of every package read), and client and server share this machine's CPUs.\n",
+        t.http_cold_cpu_ms.median,
+        t.server_cold_cpu_ms.median,
+        (t.http_cold_cpu_ms.median + t.server_cold_cpu_ms.median) / cpus as f64,
+        t.http_cold_ms.median,
+        t.server_floor_cpu_ms.median,
+    );
     s.push_str(&project_section(t));
     if !t.failures.is_empty() {
         s.push_str("\nFailed (the first failure of each):\n\n");
@@ -208,6 +218,14 @@ fn project_section(t: &TufResult) -> String {
     );
     let _ =
         writeln!(s, "The last re-resolution's requests, in order:\n\n```text\n{}```", request_list(&p.changed_paths));
+    s.push_str(
+        "\nOne more than the four the target counts: once the timestamp has changed, the TUF client asks for the \
+         next version of the root (`2.root.json`, 404 while the root is unchanged) before it uses the new \
+         timestamp, as the specification's update workflow requires (§5.3 before §5.4). That request is how a \
+         client learns of a key rotation: a timestamp signed with a revoked key is refused only by a client that \
+         asked. With the timestamp unchanged nothing is new to verify, and no request but the timestamp's is made \
+         (docs/SECURITY.md).\n",
+    );
     s
 }
 

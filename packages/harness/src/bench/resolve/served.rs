@@ -85,6 +85,25 @@ impl Served {
         Ok(served)
     }
 
+    /// The CPU time it has used so far, user and system (ms), from
+    /// `/proc/PID/stat`: what a measurement shares the machine's CPUs with.
+    pub fn cpu_ms(&self) -> Result<f64> {
+        let path = format!("/proc/{}/stat", self.child.id());
+        let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        // The fields after the command's name, which is in parentheses and may hold spaces.
+        let after = stat.rsplit_once(')').map(|(_, rest)| rest).context("no command name in /proc/PID/stat")?;
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+        let ticks: u64 = [11usize, 12]
+            .iter()
+            .map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()).context("a short /proc/PID/stat"))
+            .sum::<Result<u64>>()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        anyhow::ensure!(per_sec > 0, "sysconf(_SC_CLK_TCK) failed");
+        Ok(ticks as f64 * 1000.0 / per_sec as f64)
+    }
+
     /// Where its request log ends now: what [`Served::requests_since`] starts from.
     pub fn log_end(&self) -> Result<u64> {
         let log = self.log.as_deref().context("this server keeps no request log")?;

@@ -54,9 +54,15 @@ pub struct TufResult {
     pub http_warm_ms: Summary,
     pub http_warm_rss_mib: Summary,
     pub http_cold_ms: Summary,
+    /// The cold resolution's own CPU time, and the server's meanwhile (ms):
+    /// client and server share the machine's CPUs.
+    pub http_cold_cpu_ms: Summary,
+    pub server_cold_cpu_ms: Summary,
     pub offline_ms: Summary,
     /// `curl --parallel` fetching the index files a cold resolution fetched (ms).
     pub fetch_floor_ms: Summary,
+    /// The server's CPU time during the parallel fetch (ms).
+    pub server_floor_cpu_ms: Summary,
     /// How many index files that is.
     pub fetched_files: usize,
     /// The requests of one cold and one warm resolution of this project.
@@ -272,6 +278,8 @@ fn fetch_root(server: &Served, to: &Path) -> Result<PathBuf> {
 struct Series {
     ms: Vec<f64>,
     rss: Vec<f64>,
+    /// ebpkg's own CPU time, all threads, user and system (ms).
+    cpu: Vec<f64>,
     failed: Option<String>,
 }
 
@@ -284,6 +292,7 @@ impl Series {
         } else if keep {
             self.ms.push(run.ms);
             self.rss.push(run.rss_mib);
+            self.cpu.push(run.cpu_ms);
         }
     }
 
@@ -293,6 +302,10 @@ impl Series {
 
     fn rss(&self) -> Summary {
         Summary::of(&self.rss)
+    }
+
+    fn cpu(&self) -> Summary {
+        Summary::of(&self.cpu)
     }
 }
 
@@ -345,6 +358,9 @@ pub fn run(ebpkg: &Path, server: &Path, n: usize, rounds: usize) -> Result<TufRe
         http_warm_ms: big.warm.ms(),
         http_warm_rss_mib: big.warm.rss(),
         http_cold_ms: big.cold.ms(),
+        http_cold_cpu_ms: big.cold.cpu(),
+        server_cold_cpu_ms: Summary::of(&big.server_cold_cpu),
+        server_floor_cpu_ms: Summary::of(&big.server_floor_cpu),
         offline_ms: big.offline.ms(),
         fetch_floor_ms: Summary::of(&big.floor),
         fetched_files: fetched.len(),
@@ -446,6 +462,10 @@ struct BigRounds {
     warm: Series,
     offline: Series,
     cold: Series,
+    /// The server's CPU time during each cold resolution, and during each
+    /// parallel fetch (ms).
+    server_cold_cpu: Vec<f64>,
+    server_floor_cpu: Vec<f64>,
 }
 
 impl BigRounds {
@@ -470,14 +490,20 @@ fn registry_rounds(ebpkg: &Path, setup: &Setup, urls: &Path, fetched: usize, rou
         let read = read_floor(&setup.registry.join("index"))?;
         b.file.add(&setup.file.lock(ebpkg)?, keep);
         setup.http.forget()?;
+        let server_before = setup.quiet.cpu_ms()?;
         b.cold.add(&setup.http.lock(ebpkg)?, keep);
+        let server_cold = setup.quiet.cpu_ms()? - server_before;
         setup.http.prime(ebpkg)?;
         b.warm.add(&setup.http.lock(ebpkg)?, keep);
         b.offline.add(&super::lock_with(ebpkg, &setup.http.env, &setup.http.project, &["--offline"])?, keep);
+        let server_before = setup.quiet.cpu_ms()?;
         let floor = fetch_floor(urls, fetched)?;
+        let server_floor = setup.quiet.cpu_ms()? - server_before;
         if keep {
             b.read.push(read);
             b.floor.push(floor);
+            b.server_cold_cpu.push(server_cold);
+            b.server_floor_cpu.push(server_floor);
         }
     }
     Ok(b)
