@@ -154,6 +154,40 @@ fn a_program_the_verifier_refuses_rolls_back_and_names_the_line() {
     assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP, "the previous deployment still runs");
 }
 
+/// A package declaring a newer kernel than this one (`[package.kernel] min`) is
+/// refused with what it needs and why, before anything is built or changed.
+#[test]
+fn a_kernel_older_than_a_package_needs_is_refused_before_any_build() {
+    let (sb, app) = setup("kmin");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let before = sb.pins();
+    let dir = sb.package("flow");
+    let toml = std::fs::read_to_string(dir.join("ebpkg.toml"))
+        .unwrap()
+        .replace("version = \"1.0.0\"", "version = \"1.3.0\"")
+        .replacen(
+            "[[program]]",
+            "[package.kernel]\nmin = \"99.0\"\nreason = \"matches with a helper from the future\"\n\n[[program]]",
+            1,
+        );
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    // A compile would fail, and say so: the refusal must come first.
+    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c")).unwrap();
+    std::fs::write(dir.join("src/flow.bpf.c"), format!("{src}\n#error \"this version is never built\"\n")).unwrap();
+    sb.publish(&dir);
+    sb.run(&app, &["update", "flow"]).ok();
+    let run = sb.run(&app, &["install"]).fails(5);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let said = format!(
+        "flow@1.3.0 needs Linux ≥ 99.0: matches with a helper from the future; this kernel is {}",
+        release.trim()
+    );
+    assert!(run.stderr.contains(&said), "{}", run.stderr);
+    assert!(!run.stderr.contains("never built"), "nothing is built: {}", run.stderr);
+    assert_eq!(sb.pins(), before, "nothing new is pinned");
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP, "the previous deployment still runs");
+}
+
 #[test]
 fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes() {
     let (sb, app) = setup("corrupt");

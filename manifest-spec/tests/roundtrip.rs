@@ -197,14 +197,17 @@ fn index_entry() -> impl Strategy<Value = IndexEntry> {
             .prop_map(|(name, maps)| LoaderSummary { name, hook: Hook::Xdp, maps }),
         0..3,
     );
-    let kernel = (prop::option::of((4u16..7, 0u16..20)), prop::collection::vec("[a-z_]{1,10}", 0..3)).prop_map(
-        |(min, helpers)| KernelReq {
-            min: min.map(|(major, minor)| KernelVersion { major, minor, patch: 0 }),
+    let kernel = (
+        prop::option::of((4u16..7, 0u16..20, prop::option::of("[a-z (),]{1,40}"))),
+        prop::collection::vec("[a-z_]{1,10}", 0..3),
+    )
+        .prop_map(|(min, helpers)| KernelReq {
+            reason: min.as_ref().and_then(|(_, _, reason)| reason.clone()),
+            min: min.map(|(major, minor, _)| KernelVersion { major, minor, patch: 0 }),
             program_types: vec![],
             helpers: helpers.into_iter().map(|h| format!("bpf_{h}")).collect(),
             build: Default::default(),
-        },
-    );
+        });
     (
         package_name(),
         version(),

@@ -197,6 +197,10 @@ pub struct BuiltProject {
 /// Builds the project's objects (verified by the kernel with `verify`, copied
 /// into `out_dir` when given).
 pub fn build_project(ctx: &Ctx, project: &Project, opts: BuildProjectOptions) -> Result<BuiltProject> {
+    if opts.verify {
+        // (Building for other kernels is not refused: only loading here.)
+        crate::ops::kernel_fit::refuse_unmet(&crate::ops::kernel_fit::RunningKernel::current(), [&project.manifest])?;
+    }
     let objects = build_packages(
         ctx,
         &[BuildInput { root: &project.dir, digest: project.digest()?, manifest: &project.manifest }],

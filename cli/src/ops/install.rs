@@ -204,6 +204,10 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
         }
     };
 
+    // A kernel older than a package says it works on is refused before any build.
+    let kernel = crate::ops::kernel_fit::RunningKernel::current();
+    crate::ops::kernel_fit::refuse_unmet(&kernel, fetched.iter().map(|f| &f.manifest).chain([&chain_pkg]))?;
+
     // Build every package (the project too when it has programs or loaders).
     let mut inputs: Vec<BuildInput<'_>> = fetched
         .iter()

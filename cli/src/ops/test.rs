@@ -168,6 +168,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     }
     // Every file is read and checked before anything is built or run.
     let suites = load_suites(project, &files, filter)?;
+    crate::ops::kernel_fit::refuse_unmet(&crate::ops::kernel_fit::RunningKernel::current(), [m])?;
     let builder = crate::ops::build::builder(ctx, &BuildOptions::default())?;
     // (Packing the project to hash it is not free: once.)
     let digest = project.digest()?;

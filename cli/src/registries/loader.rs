@@ -713,8 +713,7 @@ mod tests {
             let cache = tempfile::tempdir().unwrap();
             let loader = Loader::new(url.clone(), cache.path());
             loader.get(&registry, &url, &app).unwrap().unwrap();
-            let workers = *lock(&loader.workers);
-            workers
+            *lock(&loader.workers)
         };
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(started(0), cpus.saturating_sub(1).max(1));

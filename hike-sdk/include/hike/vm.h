@@ -40,13 +40,18 @@ __hike_inline int hike_abort(struct hike_state *st, __u32 reason)
 /* The packet's start and end. Read with one asm load each because newer clangs
  * otherwise fold `ctx->data` and `ctx->data_end` into one load from a computed
  * address (ctx + 0 or ctx + 4), which the verifier refuses ("dereference of
- * modified ctx ptr"); an asm load keeps the constant offset. Not volatile, so the
- * compiler may still reuse a value it has read. */
+ * modified ctx ptr"); an asm load keeps the constant offset.
+ *
+ * Volatile, so read afresh at every use rather than kept in a register across a
+ * tail call: kernels that count a failed bpf_tail_call() as changing the packet
+ * (6.12's stable series does, 6.1, 6.18 and 7.2 do not) turn every packet
+ * pointer held across one into a scalar, and the next access through it is
+ * refused ("invalid mem access 'scalar'"). A ctx load costs one instruction. */
 __hike_inline void *hike_pkt_data(HIKE_CTX *ctx)
 {
 	void *p;
 
-	asm("%0 = *(u32 *)(%1 + %2)" : "=r"(p) : "r"(ctx), "i"(__builtin_offsetof(HIKE_CTX, data)));
+	asm volatile("%0 = *(u32 *)(%1 + %2)" : "=r"(p) : "r"(ctx), "i"(__builtin_offsetof(HIKE_CTX, data)));
 	return p;
 }
 
@@ -54,7 +59,7 @@ __hike_inline void *hike_pkt_end(HIKE_CTX *ctx)
 {
 	void *p;
 
-	asm("%0 = *(u32 *)(%1 + %2)" : "=r"(p) : "r"(ctx), "i"(__builtin_offsetof(HIKE_CTX, data_end)));
+	asm volatile("%0 = *(u32 *)(%1 + %2)" : "=r"(p) : "r"(ctx), "i"(__builtin_offsetof(HIKE_CTX, data_end)));
 	return p;
 }
 

@@ -65,6 +65,9 @@ impl Package {
 pub struct KernelReq {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub min: Option<KernelVersion>,
+    /// Why `min`, in a few words: what older kernels lack.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
     #[serde(rename = "program-types", skip_serializing_if = "Vec::is_empty", default)]
     pub program_types: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -77,7 +80,11 @@ pub struct KernelReq {
 impl KernelReq {
     /// True when the package states no requirement.
     pub fn is_empty(&self) -> bool {
-        self.min.is_none() && self.program_types.is_empty() && self.helpers.is_empty() && self.build.is_portable()
+        self.min.is_none()
+            && self.reason.is_none()
+            && self.program_types.is_empty()
+            && self.helpers.is_empty()
+            && self.build.is_portable()
     }
 }
 

@@ -90,6 +90,10 @@ pub(crate) struct RawKernel {
     /// Oldest kernel the package works on, e.g. "5.15".
     #[schemars(with = "Option<String>")]
     pub min: Option<Spanned<String>>,
+    /// Why `min`: what the package uses that older kernels lack, in a few words (shown when an install on an older
+    /// kernel is refused), e.g. "counts with atomic compare-and-exchange (BPF_ATOMIC)".
+    #[schemars(with = "Option<String>")]
+    pub reason: Option<Spanned<String>>,
     /// BPF program types the package loads, as the kernel names them without `BPF_PROG_TYPE_`, lowercase.
     #[serde(default, rename = "program-types")]
     #[schemars(with = "Vec<String>")]

@@ -16,6 +16,8 @@ use crate::types::{KernelVersion, RelPath, Sha256Digest};
 const MAX_KEYWORDS: usize = 5;
 const MAX_KEYWORD_LEN: usize = 20;
 const MAX_DESCRIPTION_LEN: usize = 1000;
+/// Longest `[package.kernel] reason`: it is one line of an error message.
+const MAX_KERNEL_REASON: usize = 200;
 
 /// Program types as `enum bpf_prog_type` names them, without `BPF_PROG_TYPE_`.
 const PROGRAM_TYPES: &[&str] = &[
@@ -294,6 +296,7 @@ impl<'a> Checker<'a> {
     }
 
     fn kernel(&mut self, raw: RawKernel) -> KernelReq {
+        let min_given = raw.min.is_some();
         let min = raw.min.and_then(|m| {
             KernelVersion::parse(m.get_ref())
                 .ok_or_else(|| {
@@ -305,6 +308,27 @@ impl<'a> Checker<'a> {
                     self.error(m.span(), format!("kernel version \"{text}\" is not like \"5.15\""), Some(help));
                 })
                 .ok()
+        });
+        let reason = raw.reason.and_then(|r| {
+            let text = r.get_ref().trim();
+            let problem = if !min_given {
+                Some("`reason` says why `min` is what it is: set `min` too")
+            } else if text.is_empty() || text.len() > MAX_KERNEL_REASON || text.contains(['\n', '\r']) {
+                Some("`reason` is a few words on one line (at most 200 characters)")
+            } else {
+                None
+            };
+            match problem {
+                Some(problem) => {
+                    self.error(
+                        r.span(),
+                        problem.to_owned(),
+                        Some("e.g. reason = \"counts with atomic compare-and-exchange (BPF_ATOMIC)\"".into()),
+                    );
+                    None
+                }
+                None => Some(text.to_owned()),
+            }
         });
         let mut program_types = Vec::new();
         for t in raw.program_types {
@@ -355,7 +379,7 @@ impl<'a> Checker<'a> {
                 }
             },
         };
-        KernelReq { min, program_types, helpers, build }
+        KernelReq { min, reason, program_types, helpers, build }
     }
 
     fn dependencies(
