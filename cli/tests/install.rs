@@ -184,6 +184,10 @@ fn a_kernel_older_than_a_package_needs_is_refused_before_any_build() {
     );
     assert!(run.stderr.contains(&said), "{}", run.stderr);
     assert!(!run.stderr.contains("never built"), "nothing is built: {}", run.stderr);
+    // `ebpkg info` says what each version needs.
+    let info = sb.run(&app, &["info", "flow"]).ok();
+    assert!(info.stdout.contains("kernel: Linux ≥ 99.0 (matches with a helper from the future)"), "{}", info.stdout);
+    assert!(info.stdout.contains("versions: 1.0.0, 1.3.0 (Linux ≥ 99.0)"), "{}", info.stdout);
     assert_eq!(sb.pins(), before, "nothing new is pinned");
     assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP, "the previous deployment still runs");
 }

@@ -211,8 +211,18 @@ fn print_info(ctx: &Ctx, info: &PackageInfo) -> Result<()> {
         return ctx.ui.json(&serde_json::json!({ "entry": info.chosen, "versions": versions }));
     }
     print_entry(ctx, &info.chosen);
-    let versions: Vec<String> =
-        entries.map(|e| if e.yanked { format!("{} (yanked)", e.vers) } else { e.vers.to_string() }).collect();
+    let versions: Vec<String> = entries
+        .map(|e| {
+            let mut notes = Vec::new();
+            if let Some(min) = e.kernel.min {
+                notes.push(format!("Linux ≥ {min}"));
+            }
+            if e.yanked {
+                notes.push("yanked".to_owned());
+            }
+            if notes.is_empty() { e.vers.to_string() } else { format!("{} ({})", e.vers, notes.join(", ")) }
+        })
+        .collect();
     ctx.ui.out(format!("versions: {}", versions.join(", ")));
     Ok(())
 }
@@ -226,6 +236,7 @@ fn print_entry(ctx: &Ctx, e: &IndexEntry) {
         ctx.ui.out(format!("keywords: {}", e.keywords.join(", ")));
     }
     ctx.ui.out(format!("sha256: {}", e.cksum));
+    ctx.ui.out(kernel_line(&e.kernel));
     for p in &e.programs {
         let args: Vec<String> = p.args.iter().map(|a| format!("{}: {}", a.name, a.ty)).collect();
         let ret = p.returns.map(|r| format!(" -> {r}")).unwrap_or_default();
@@ -252,6 +263,22 @@ fn print_entry(ctx: &Ctx, e: &IndexEntry) {
             d.registry.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
         ));
     }
+}
+
+/// What a version says it needs from the kernel (`[package.kernel]`).
+fn kernel_line(k: &ebpkg_spec::manifest::KernelReq) -> String {
+    let mut line = match (k.min, &k.reason) {
+        (Some(min), Some(why)) => format!("kernel: Linux ≥ {min} ({why})"),
+        (Some(min), None) => format!("kernel: Linux ≥ {min}"),
+        _ => "kernel: no oldest version declared".to_owned(),
+    };
+    if !k.program_types.is_empty() {
+        line.push_str(&format!("; program types: {}", k.program_types.join(", ")));
+    }
+    if !k.helpers.is_empty() {
+        line.push_str(&format!("; helpers: {}", k.helpers.join(", ")));
+    }
+    line
 }
 
 pub fn mirror(ctx: &Ctx, args: MirrorArgs) -> Result<ExitCode> {

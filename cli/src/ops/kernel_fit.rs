@@ -52,7 +52,7 @@ pub fn refuse_unmet<'a>(
         Failure::Kernel,
         format!(
             "{}; this kernel is {}\n  help: nothing was built or loaded. Run on a newer kernel, or depend on a version \
-             that supports this one (`ebpkg info NAME` shows each version's kernel)",
+             that supports this one (`ebpkg info NAME` lists what each version needs)",
             unmet.join("; "),
             kernel.release
         ),
