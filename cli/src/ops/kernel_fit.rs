@@ -1,50 +1,71 @@
 //! Whether this kernel is one the packages about to be loaded declare they work on
-//! (`[package.kernel] min`, and its `reason`), decided before anything is built:
-//! a kernel older than a package's `min` would only refuse its programs later, in
-//! the verifier's words, after every compile.
+//! (`[package.kernel]`: `min` and its `reason`, `program-types`, `helpers`),
+//! decided before anything is built: such a kernel would only refuse their
+//! programs later, in the verifier's words, after every compile.
 
 use ebpkg_spec::Manifest;
 use ebpkg_spec::types::KernelVersion;
+use hike_runtime::kernel_btf::KernelBtf;
 
 use crate::exit::{Failure, fail};
 
-/// The kernel this command runs on, as `uname -r` names it.
-#[derive(Debug, Clone)]
+/// The kernel this command runs on, as `uname -r` names it, and what its BTF
+/// says it has.
 pub struct RunningKernel {
     pub release: String,
     /// Its version; `None` for a release that does not start with one.
     pub version: Option<KernelVersion>,
+    /// `None` without readable BTF: declared helpers and program types are then
+    /// left to the verifier.
+    pub btf: Option<KernelBtf>,
 }
 
 impl RunningKernel {
     pub fn current() -> RunningKernel {
         let release = rustix::system::uname().release().to_string_lossy().into_owned();
-        RunningKernel::of_release(release)
+        RunningKernel { btf: KernelBtf::running(), ..RunningKernel::of_release(release) }
     }
 
+    /// A kernel known by its release only (no BTF read).
     pub fn of_release(release: String) -> RunningKernel {
         let version = KernelVersion::from_uname(&release);
-        RunningKernel { release, version }
+        RunningKernel { release, version, btf: None }
     }
 }
 
-/// Refuses (exit code 5) when `kernel` is older than any package's declared
-/// `min`, naming each such package, what it needs and why. A release whose
-/// version cannot be read is let through: the verifier will decide.
+/// What `m` declares that `kernel` lacks, as one clause each.
+fn unmet_by(kernel: &RunningKernel, m: &Manifest) -> Vec<String> {
+    let req = &m.package.kernel;
+    let id = m.package.id();
+    let mut unmet = Vec::new();
+    // A release whose version cannot be read is let through: the verifier will decide.
+    if let (Some(running), Some(min)) = (kernel.version, req.min)
+        && running < min
+    {
+        let why = req.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        unmet.push(format!("{id} needs Linux ≥ {min}{why}"));
+    }
+    if let Some(btf) = &kernel.btf {
+        let types: Vec<&str> =
+            req.program_types.iter().map(String::as_str).filter(|t| !btf.has_program_type(t)).collect();
+        if !types.is_empty() {
+            unmet.push(format!("{id} loads program type {}, which this kernel does not have", types.join(", ")));
+        }
+        let functions: Vec<&str> = req.helpers.iter().map(String::as_str).filter(|h| !btf.has_function(h)).collect();
+        if !functions.is_empty() {
+            unmet.push(format!("{id} calls {}, which this kernel does not have", functions.join(", ")));
+        }
+    }
+    unmet
+}
+
+/// Refuses (exit code 5) when `kernel` lacks what any package declares it needs
+/// (`[package.kernel]`), naming each such package, what it needs and why.
 pub fn refuse_unmet<'a>(
     kernel: &RunningKernel,
     packages: impl IntoIterator<Item = &'a Manifest>,
 ) -> anyhow::Result<()> {
-    let Some(running) = kernel.version else { return Ok(()) };
-    let unmet: Vec<String> = packages
-        .into_iter()
-        .filter_map(|m| {
-            let req = &m.package.kernel;
-            let min = req.min.filter(|min| running < *min)?;
-            let why = req.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-            Some(format!("{} needs Linux ≥ {min}{why}", m.package.id()))
-        })
-        .collect();
+    let unmet: Vec<String> = packages.into_iter().flat_map(|m| unmet_by(kernel, m)).collect();
     if unmet.is_empty() {
         return Ok(());
     }
@@ -90,5 +111,22 @@ mod tests {
         assert!(refuse_unmet(&new, [&meter, &net, &tcx]).is_ok());
         let unreadable = RunningKernel::of_release("custom".into());
         assert!(refuse_unmet(&unreadable, [&meter]).is_ok(), "the verifier decides");
+    }
+
+    /// Against this machine's kernel and its BTF.
+    #[test]
+    fn helpers_and_program_types_this_kernel_lacks_are_refused() {
+        let kernel = RunningKernel::current();
+        assert!(kernel.btf.is_some(), "this kernel's BTF cannot be read");
+        let fine = manifest("net", "program-types = [\"xdp\"]\nhelpers = [\"bpf_fib_lookup\", \"bpf_obj_new_impl\"]");
+        assert!(refuse_unmet(&kernel, [&fine]).is_ok());
+        let future = manifest("future", "program-types = [\"xdp\"]\nhelpers = [\"bpf_fib_lookup\", \"bpf_teleport\"]");
+        let e = refuse_unmet(&kernel, [&fine, &future]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            e.starts_with("future@1.2.0 calls bpf_teleport, which this kernel does not have; this kernel is"),
+            "{e}"
+        );
+        let known = RunningKernel::of_release(kernel.release.clone());
+        assert!(refuse_unmet(&known, [&future]).is_ok(), "without BTF the verifier decides");
     }
 }

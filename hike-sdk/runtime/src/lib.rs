@@ -15,6 +15,7 @@ mod clock;
 mod config_flip;
 pub mod crashpoint;
 mod error;
+pub mod kernel_btf;
 mod layout;
 mod link;
 mod load;
