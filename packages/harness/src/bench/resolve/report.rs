@@ -174,7 +174,11 @@ pub fn tuf_section(t: &TufResult) -> String {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let _ = writeln!(
         s,
-        "Where a cold resolution's time goes: CPU time, user and system, all threads (medians): `ebpkg lock` {:.0}          ms and the server {:.0} ms meanwhile — on {cpus} CPUs, at least {:.0} ms of wall time, against {:.0} ms          measured; during the parallel fetch the server used {:.0} ms. Besides fetching, ebpkg checks each index          file against its signed hash, parses it, writes it to its cache (one file per package) and writes the          resolution cache (records of every package read), and client and server share this machine's CPUs.\n",
+        "Where a cold resolution's time goes: CPU time, user and system, all threads (medians): `ebpkg lock` {:.0} ms \
+         and the server {:.0} ms meanwhile — on {cpus} CPUs, at least {:.0} ms of wall time, against {:.0} ms measured; \
+         during the parallel fetch the server used {:.0} ms. Besides fetching, ebpkg checks each index file against its \
+         signed hash, parses it, writes it to its cache (one file per package) and writes the resolution cache (records \
+         of every package read), and client and server share this machine's CPUs.\n",
         t.http_cold_cpu_ms.median,
         t.server_cold_cpu_ms.median,
         (t.http_cold_cpu_ms.median + t.server_cold_cpu_ms.median) / cpus as f64,
