@@ -35,8 +35,8 @@ const TCX_KERNEL: (u32, u32) = (6, 6);
 pub fn doctor(ctx: &Ctx, opts: &DoctorOptions) -> Vec<Check> {
     let mut checks = Vec::new();
 
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
-    let version = ebpkg_spec::types::KernelVersion::from_uname(&release);
+    let kernel = crate::ops::kernel_fit::RunningKernel::current();
+    let (release, version) = (kernel.release, kernel.version);
     let v = version.as_ref().map(|v| (u32::from(v.major), u32::from(v.minor)));
     let new_enough = v.is_some_and(|v| v >= MIN_KERNEL);
     if new_enough && v.is_some_and(|v| v < TCX_KERNEL) {

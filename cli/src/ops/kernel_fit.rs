@@ -5,31 +5,37 @@
 
 use ebpkg_spec::Manifest;
 use ebpkg_spec::types::KernelVersion;
+use std::sync::OnceLock;
+
 use hike_runtime::kernel_btf::KernelBtf;
 
 use crate::exit::{Failure, fail};
 
 /// The kernel this command runs on, as `uname -r` names it, and what its BTF
-/// says it has.
+/// says it has (read only when a package declares helpers or program types).
 pub struct RunningKernel {
     pub release: String,
     /// Its version; `None` for a release that does not start with one.
     pub version: Option<KernelVersion>,
-    /// `None` without readable BTF: declared helpers and program types are then
-    /// left to the verifier.
-    pub btf: Option<KernelBtf>,
+    btf: OnceLock<Option<KernelBtf>>,
 }
 
 impl RunningKernel {
     pub fn current() -> RunningKernel {
         let release = rustix::system::uname().release().to_string_lossy().into_owned();
-        RunningKernel { btf: KernelBtf::running(), ..RunningKernel::of_release(release) }
+        RunningKernel { btf: OnceLock::new(), ..RunningKernel::of_release(release) }
     }
 
-    /// A kernel known by its release only (no BTF read).
+    /// A kernel known by its release only (its BTF is never read).
     pub fn of_release(release: String) -> RunningKernel {
         let version = KernelVersion::from_uname(&release);
-        RunningKernel { release, version, btf: None }
+        RunningKernel { release, version, btf: OnceLock::from(None) }
+    }
+
+    /// Its BTF, read on first use; `None` when it cannot be read: declared
+    /// helpers and program types are then left to the verifier.
+    fn btf(&self) -> Option<&KernelBtf> {
+        self.btf.get_or_init(KernelBtf::running).as_ref()
     }
 }
 
@@ -45,7 +51,9 @@ fn unmet_by(kernel: &RunningKernel, m: &Manifest) -> Vec<String> {
         let why = req.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
         unmet.push(format!("{id} needs Linux ≥ {min}{why}"));
     }
-    if let Some(btf) = &kernel.btf {
+    // (The BTF is read only for a package that declares what to look up in it.)
+    let declares_features = !req.program_types.is_empty() || !req.helpers.is_empty();
+    if declares_features && let Some(btf) = kernel.btf() {
         let types: Vec<&str> =
             req.program_types.iter().map(String::as_str).filter(|t| !btf.has_program_type(t)).collect();
         if !types.is_empty() {
@@ -117,7 +125,7 @@ mod tests {
     #[test]
     fn helpers_and_program_types_this_kernel_lacks_are_refused() {
         let kernel = RunningKernel::current();
-        assert!(kernel.btf.is_some(), "this kernel's BTF cannot be read");
+        assert!(kernel.btf().is_some(), "this kernel's BTF cannot be read");
         let fine = manifest("net", "program-types = [\"xdp\"]\nhelpers = [\"bpf_fib_lookup\", \"bpf_obj_new_impl\"]");
         assert!(refuse_unmet(&kernel, [&fine]).is_ok());
         let future = manifest("future", "program-types = [\"xdp\"]\nhelpers = [\"bpf_fib_lookup\", \"bpf_teleport\"]");

@@ -57,8 +57,8 @@ impl KernelBtf {
 /// The members of enum `enum_name` that start with `prefix`, without it
 /// (lowercased with `lower`).
 fn enum_names(btf: &Btf<'_>, enum_name: &str, prefix: &str, lower: bool) -> HashSet<String> {
-    let found = btf.type_by_kind::<Enum<'_>>().find(|e| e.name().is_some_and(|n| n == enum_name));
-    let Some(found) = found else { return HashSet::new() };
+    // (A lookup by name: walking every type of a kernel's BTF costs milliseconds.)
+    let Some(found) = btf.type_by_name::<Enum<'_>>(enum_name) else { return HashSet::new() };
     found
         .iter()
         .filter_map(|m| {
