@@ -19,16 +19,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// [`write_atomic`] of what `write` writes to the new file (for contents made as
 /// they are written, never held whole).
 pub fn write_atomic_with(path: &Path, mode: u32, write: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    // O_EXCL under a fresh name: a link planted at a guessable name is never followed.
-    let mut temp = tempfile::Builder::new().prefix(&crate::temp::prefix()).tempfile_in(dir)?;
-    temp.as_file().set_permissions(Permissions::from_mode(mode))?;
-    write(temp.as_file_mut())?;
-    // Data before rename: otherwise a crash right after the rename can leave the
-    // new name pointing at an empty file on some file systems.
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir)
+    replace(path, mode, write, Durability::Synced)
 }
 
 /// Replaces `path` with `bytes` by a rename, as [`write_atomic`] does, but without
@@ -37,12 +28,36 @@ pub fn write_atomic_with(path: &Path, mode: u32, write: impl FnOnce(&mut File) -
 /// empty or partial file, which such a reader refuses. Two `fsync`s per file were
 /// most of the time a cold resolution spent caching thousands of index files.
 pub fn write_replacing(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace(path, mode, |file| file.write_all(bytes), Durability::Unsynced)
+}
+
+/// Whether a replacement waits for the disk.
+#[derive(PartialEq, Eq)]
+enum Durability {
+    Synced,
+    Unsynced,
+}
+
+/// Writes a temporary file in `path`'s directory and renames it over `path`.
+fn replace(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+    durability: Durability,
+) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // O_EXCL under a fresh name: a link planted at a guessable name is never followed.
     let mut temp = tempfile::Builder::new().prefix(&crate::temp::prefix()).tempfile_in(dir)?;
     temp.as_file().set_permissions(Permissions::from_mode(mode))?;
-    temp.as_file_mut().write_all(bytes)?;
+    write(temp.as_file_mut())?;
+    let synced = durability == Durability::Synced;
+    if synced {
+        // Data before rename: otherwise a crash right after the rename can leave
+        // the new name pointing at an empty file on some file systems.
+        temp.as_file().sync_all()?;
+    }
     temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    if synced { sync_dir(dir) } else { Ok(()) }
 }
 
 /// Creates `dir` and its missing parents with mode `mode`, whatever the umask.
