@@ -4,6 +4,7 @@
 //! Everything here is pure: parsing, validating and writing text. Errors point at
 //! `file:line:col` and say how to fix the problem ([`Diagnostic`]).
 
+pub mod attestation;
 pub mod cache_layout;
 pub mod diagnostic;
 pub mod digest;

@@ -44,10 +44,7 @@ impl SignedBundle {
     }
 
     fn from_bundle(json: String, bundle: Bundle) -> Result<SignedBundle> {
-        // v0.1 and v0.2 are written `bundle+json;version=0.x`, v0.3 `bundle.v0.3+json`.
-        if !bundle.media_type.starts_with("application/vnd.dev.sigstore.bundle") {
-            return Err(Error::BundleFormat(format!("media type `{}`", bundle.media_type)));
-        }
+        check_media_type(&bundle)?;
         let Some(bundle::Content::MessageSignature(message)) = &bundle.content else {
             return Err(Error::BundleFormat(
                 "it holds no message signature (a DSSE envelope signs an attestation, not an archive)".into(),
@@ -73,19 +70,7 @@ impl SignedBundle {
             return Err(Error::BundleFormat("the signature is empty".into()));
         }
         let signature = message.signature.clone();
-        let hint = match bundle.verification_material.as_ref().and_then(|m| m.content.as_ref()) {
-            Some(verification_material::Content::PublicKey(key)) if key.hint.is_empty() => None,
-            Some(verification_material::Content::PublicKey(key)) => Some(
-                KeyId::parse(&key.hint)
-                    .ok_or_else(|| Error::BundleFormat(format!("the key hint `{}` is not a key id", key.hint)))?,
-            ),
-            Some(_) => {
-                return Err(Error::BundleFormat(
-                    "it is signed with a certificate (keyless); ebpkg verifies key-signed bundles".into(),
-                ));
-            }
-            None => None,
-        };
+        let hint = key_hint(&bundle)?;
         Ok(SignedBundle { json, bundle, digest, signature, hint })
     }
 
@@ -126,6 +111,33 @@ impl SignedBundle {
             .verify_signature(Signature::Raw(&self.signature), archive)
             .map_err(|_| Error::BadSignature { key: *key.id() })
     }
+}
+
+/// Refuses what is not a Sigstore bundle. v0.1 and v0.2 are written
+/// `bundle+json;version=0.x`, v0.3 `bundle.v0.3+json`.
+pub(crate) fn check_media_type(bundle: &Bundle) -> Result<()> {
+    if !bundle.media_type.starts_with("application/vnd.dev.sigstore.bundle") {
+        return Err(Error::BundleFormat(format!("media type `{}`", bundle.media_type)));
+    }
+    Ok(())
+}
+
+/// The key a bundle names (`publicKey.hint`), if it names one; a bundle signed
+/// with a certificate is refused.
+pub(crate) fn key_hint(bundle: &Bundle) -> Result<Option<KeyId>> {
+    Ok(match bundle.verification_material.as_ref().and_then(|m| m.content.as_ref()) {
+        Some(verification_material::Content::PublicKey(key)) if key.hint.is_empty() => None,
+        Some(verification_material::Content::PublicKey(key)) => Some(
+            KeyId::parse(&key.hint)
+                .ok_or_else(|| Error::BundleFormat(format!("the key hint `{}` is not a key id", key.hint)))?,
+        ),
+        Some(_) => {
+            return Err(Error::BundleFormat(
+                "it is signed with a certificate (keyless); ebpkg verifies key-signed bundles".into(),
+            ));
+        }
+        None => None,
+    })
 }
 
 /// Signs `archive` with `key`.

@@ -14,12 +14,14 @@
 //! `sigstore::bundle::verify`, which wants a transparency-log entry and refuses
 //! bundles that carry only a public-key hint.
 
+pub mod attestation;
 mod bundle;
 mod keys;
 pub mod policy;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use attestation::{SignedAttestation, Statement, Subject, attest};
 pub use bundle::{BUNDLE_MEDIA_TYPE, MAX_BUNDLE_BYTES, SignedBundle, sign};
 pub use ebpkg_spec::types::KeyId;
 pub use keys::{MAX_KEY_FILE_BYTES, PublicKey, SigningKey};
@@ -48,6 +50,10 @@ pub enum Error {
         "the signature does not verify with key {key}: the archive or the bundle was changed, or another key signed it"
     )]
     BadSignature { key: KeyId },
+    #[error(
+        "the attestation's signature does not verify with key {key}: its statement was changed after signing, or another key signed it"
+    )]
+    BadAttestationSignature { key: KeyId },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -57,4 +57,66 @@ impl Cosign {
         self.run(dir, &["sign-blob", "--key", key, "--bundle", bundle, "--signing-config", "sc.json", "--yes", blob])?;
         Ok(())
     }
+
+    /// `cosign attest-blob` of `blob` with the private key file `key` and the
+    /// predicate file `predicate` of type `predicate_type`, writing the bundle to
+    /// `bundle` (all in `dir`), with no transparency log or timestamp authority.
+    pub fn attest_blob(
+        &self,
+        dir: &Path,
+        key: &str,
+        predicate: &str,
+        predicate_type: &str,
+        bundle: &str,
+        blob: &str,
+    ) -> Result<(), String> {
+        if !dir.join("sc.json").is_file() {
+            self.run(dir, &["signing-config", "create", "--out", "sc.json"])?;
+        }
+        self.run(
+            dir,
+            &[
+                "attest-blob",
+                "--key",
+                key,
+                "--predicate",
+                predicate,
+                "--type",
+                predicate_type,
+                "--bundle",
+                bundle,
+                "--signing-config",
+                "sc.json",
+                "--yes",
+                blob,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// `cosign verify-blob-attestation` of `blob` against the bundle `bundle`,
+    /// with the public key file `key`, for `predicate_type`, offline.
+    pub fn verify_blob_attestation(
+        &self,
+        dir: &Path,
+        key: &str,
+        bundle: &str,
+        predicate_type: &str,
+        blob: &str,
+    ) -> Result<Output, String> {
+        self.run(
+            dir,
+            &[
+                "verify-blob-attestation",
+                "--key",
+                key,
+                "--bundle",
+                bundle,
+                "--type",
+                predicate_type,
+                "--insecure-ignore-tlog",
+                blob,
+            ],
+        )
+    }
 }
