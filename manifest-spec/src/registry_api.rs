@@ -89,6 +89,26 @@ pub fn bundle_path(name: &PackageName, version: &Version) -> String {
     format!("packages/{name}/{version}/bundle")
 }
 
+/// The path, under the API prefix, of a version's attestations: `GET` serves its
+/// [`AttestationFile`](crate::attestation::AttestationFile) (the bytes TUF
+/// signs as [`attestation_target`](crate::attestation::attestation_target)),
+/// `POST` adds one (a Sigstore bundle, JSON).
+pub fn attestations_path(name: &PackageName, version: &Version) -> String {
+    format!("packages/{name}/{version}/attestations")
+}
+
+/// What `POST …/attestations` answers: the version's attestations now, and the
+/// kernels the new one covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AttestationAccepted {
+    /// How many attestations the version has, this one included.
+    pub attestations: usize,
+    /// The kernel releases the attestation covers (`uname -r`).
+    pub kernels: Vec<String>,
+    /// False when the registry had this very bundle already (nothing changed).
+    pub added: bool,
+}
+
 /// The path, under the API prefix, of a publisher key's PEM. The id is written in
 /// hex here: its base64 form holds `/` and `+`.
 pub fn key_path(id: &KeyId) -> String {

@@ -6,7 +6,10 @@
 //! type and the payload, never over the JSON as re-serialized: what is verified is
 //! exactly the bytes whose statement is then read.
 
+use ebpkg_spec::PackageName;
+use ebpkg_spec::attestation::KernelVerification;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
+use semver::Version;
 use serde::{Deserialize, Serialize};
 use sigstore::crypto::Signature;
 use sigstore_protobuf_specs::dev::sigstore::bundle::v1::{Bundle, VerificationMaterial, bundle, verification_material};
@@ -161,6 +164,36 @@ impl SignedAttestation {
         key.verification_key()?
             .verify_signature(Signature::Raw(&self.signature), &pae(IN_TOTO_PAYLOAD_TYPE, &self.payload))
             .map_err(|_| Error::BadAttestationSignature { key: *key.id() })
+    }
+}
+
+impl SignedAttestation {
+    /// The kernel verification this attestation states about `name@version`,
+    /// whose archive is `archive`: refused unless it is of that predicate type,
+    /// one of its subjects is the archive, and its predicate is about that
+    /// version and archive and within bounds. The signature is
+    /// [`verify`](Self::verify)'s to check.
+    pub fn kernel_verification(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        archive: &Sha256Digest,
+    ) -> Result<KernelVerification> {
+        let statement = &self.statement;
+        if statement.predicate_type != ebpkg_spec::attestation::PREDICATE_TYPE {
+            return Err(Error::Attestation(format!(
+                "its predicate type is `{}`, not {}",
+                statement.predicate_type,
+                ebpkg_spec::attestation::PREDICATE_TYPE
+            )));
+        }
+        if !statement.names(archive) {
+            return Err(Error::Attestation(format!(
+                "it is for another archive: none of its subjects is {name}@{version}'s archive (SHA-256 {archive})"
+            )));
+        }
+        KernelVerification::from_value(&statement.predicate, name, version, archive)
+            .map_err(|e| Error::Attestation(e.to_string()))
     }
 }
 

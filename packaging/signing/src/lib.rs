@@ -54,6 +54,8 @@ pub enum Error {
         "the attestation's signature does not verify with key {key}: its statement was changed after signing, or another key signed it"
     )]
     BadAttestationSignature { key: KeyId },
+    #[error("{0}")]
+    Attestation(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
