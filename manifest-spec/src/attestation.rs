@@ -27,9 +27,10 @@ pub const MAX_ITEMS: usize = 1024;
 pub const MAX_TEXT: usize = 2048;
 
 /// The TUF target name of a version's attestation file (`ebpkg-tuf` signs it
-/// like an index file), and its path in a directory registry.
-pub fn attestation_target(name: &str, version: &Version) -> String {
-    format!("attestations/{}/{version}.json", crate::index::index_path(name))
+/// like an index file), and its path in a directory registry: under the
+/// package's normalized name, so that every spelling of it finds one file.
+pub fn attestation_target(name: &PackageName, version: &Version) -> String {
+    format!("attestations/{}/{version}.json", crate::index::index_path(&name.normalized()))
 }
 
 /// The name an archive goes by as the Statement's first subject.
@@ -424,7 +425,12 @@ mod tests {
 
     #[test]
     fn targets_follow_the_index_layout() {
-        assert_eq!(attestation_target("meter", &Version::new(1, 0, 0)), "attestations/me/te/meter/1.0.0.json");
-        assert_eq!(attestation_target("a", &Version::new(0, 1, 0)), "attestations/1/a/0.1.0.json");
+        let name = |n: &str| PackageName::new(n).unwrap();
+        assert_eq!(attestation_target(&name("meter"), &Version::new(1, 0, 0)), "attestations/me/te/meter/1.0.0.json");
+        assert_eq!(attestation_target(&name("a"), &Version::new(0, 1, 0)), "attestations/1/a/0.1.0.json");
+        assert_eq!(
+            attestation_target(&name("My-Pkg"), &Version::new(1, 0, 0)),
+            attestation_target(&name("my_pkg"), &Version::new(1, 0, 0))
+        );
     }
 }
