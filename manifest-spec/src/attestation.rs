@@ -429,7 +429,7 @@ mod tests {
         assert_eq!(attestation_target(&name("meter"), &Version::new(1, 0, 0)), "attestations/me/te/meter/1.0.0.json");
         assert_eq!(attestation_target(&name("a"), &Version::new(0, 1, 0)), "attestations/1/a/0.1.0.json");
         assert_eq!(
-            attestation_target(&name("my-Pkg"), &Version::new(1, 0, 0)),
+            attestation_target(&name("my-pkg"), &Version::new(1, 0, 0)),
             attestation_target(&name("my_pkg"), &Version::new(1, 0, 0))
         );
     }
