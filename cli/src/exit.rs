@@ -178,6 +178,7 @@ fn source_failure(e: &ebpkg_sources::Error) -> Failure {
         | ErrorKind::BundleMissing { .. }
         | ErrorKind::KeyUnavailable { .. }
         | ErrorKind::UnsignedRefused { .. }
+        | ErrorKind::AttestationRefused { .. }
         | ErrorKind::Tuf { .. } => Failure::Trust,
         ErrorKind::TufKeyNeeded { .. } => Failure::Usage,
         _ => Failure::Registry,

@@ -28,7 +28,7 @@ use crate::downloads::DownloadCounter;
 use crate::error::ApiError;
 use crate::index_cache::IndexCache;
 use crate::ratelimit::IpLimiter;
-use crate::routes::{index, keys, ops, owners, packages, publish, tokens, trusted_publishing};
+use crate::routes::{attestations, index, keys, ops, owners, packages, publish, tokens, trusted_publishing};
 use crate::state::AppState;
 use crate::storage::Blobs;
 
@@ -52,6 +52,9 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(packages::version))
         .routes(routes!(packages::yank))
         .routes(routes!(packages::unyank))
+        // Adding is limited per IP like every write; reading (below) is not,
+        // like the index and the bundles: each install reads it.
+        .routes(routes!(attestations::add))
         .routes(routes!(owners::list, owners::add, owners::remove))
         .routes(routes!(tokens::me))
         .routes(routes!(tokens::create, tokens::list))
@@ -66,6 +69,7 @@ pub fn router(state: AppState) -> Router {
     let (unlimited, rest) = OpenApiRouter::new()
         .routes(routes!(packages::download))
         .routes(routes!(packages::bundle))
+        .routes(routes!(attestations::get))
         .routes(routes!(index::config))
         .routes(routes!(index::tuf_file))
         .routes(routes!(ops::healthz))

@@ -231,7 +231,7 @@ async fn run(cli: Cli) -> Result<()> {
             let pool = db::pool(&admin()?.database_url, 1)?;
             let count = crate::tuf::init(&pool, &root_keys, threshold, &online_key).await?;
             println!(
-                "signed {count} index file(s); serve with --tuf-online-key {}; users trust /tuf/root.json \
+                "signed {count} file(s) (index and attestation files); serve with --tuf-online-key {}; users trust /tuf/root.json \
                  (`ebpkg registry add NAME URL --root root.json`); keep {} offline",
                 online_key.display(),
                 root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")

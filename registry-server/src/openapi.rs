@@ -36,6 +36,18 @@ macro_rules! body {
     };
 }
 
+/// A Sigstore bundle (v0.3, JSON): what `POST …/attestations` reads. Its own
+/// schema is Sigstore's; the document says what it is and its bound.
+fn sigstore_bundle() -> Value {
+    json!({
+        "title": "SigstoreBundle",
+        "description": "A Sigstore bundle v0.3 (JSON) whose content is a DSSE envelope over an in-toto Statement \
+            (predicate type https://ebpkg.dev/attestation/kernel-verification/v1), with one signature by a \
+            registered, live publisher key of one of the package's owners; at most 1 MiB",
+        "type": "object",
+    })
+}
+
 fn operations() -> Vec<Operation> {
     let op = |id, request, response| Operation { id, request, response };
     vec![
@@ -61,11 +73,23 @@ fn operations() -> Vec<Operation> {
         op("add_trusted_publisher", body!(NewTrustedPublisher), body!(TrustedPublisherList)),
         op("remove_trusted_publisher", None, body!(OkResponse)),
         op("exchange_oidc_token", body!(TrustedPublishingExchange), body!(TrustedPublishingToken)),
+        op(
+            "get_attestations",
+            None,
+            Some(("AttestationFile", schema::<ebpkg_spec::attestation::AttestationFile> as fn() -> Value)),
+        ),
+        op("add_attestation", Some(("SigstoreBundle", sigstore_bundle as fn() -> Value)), body!(AttestationAccepted)),
     ]
 }
 
 /// What no route chooses to say but any can: `(status, description)`.
-fn common_errors(path: &str, op: &Map<String, Value>, config: &Config, open: bool) -> Vec<(&'static str, String)> {
+fn common_errors(
+    path: &str,
+    method: &str,
+    op: &Map<String, Value>,
+    config: &Config,
+    open: bool,
+) -> Vec<(&'static str, String)> {
     let mut out = vec![
         ("408", format!("The request took longer than {} s", config.request_timeout.as_secs())),
         ("500", "A bug in the registry; its logs have details".to_owned()),
@@ -90,7 +114,11 @@ fn common_errors(path: &str, op: &Map<String, Value>, config: &Config, open: boo
     if secured || (config.auth_required && !open) {
         out.push(("401", "No token, or one that is not valid (unknown, revoked, expired)".into()));
     }
-    if api && !path.ends_with("/download") && !path.ends_with("/bundle") && config.ip_rate_per_minute > 0 {
+    // Downloads, bundles and attestation files are served like the index: not limited per IP.
+    let unlimited = path.ends_with("/download")
+        || path.ends_with("/bundle")
+        || (path.ends_with("/attestations") && method == "get");
+    if api && !unlimited && config.ip_rate_per_minute > 0 {
         out.push(("429", "Too many requests from this address; retry after `Retry-After` seconds".into()));
     }
     out
@@ -104,7 +132,7 @@ pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&s
     doc["info"] = json!({
         "title": "ebpkg registry",
         "description": "The API of an ebpkg registry server (`ebpkg-registry`): the sparse index, TUF metadata, \
-            publishing, search, owners, tokens, publisher keys and trusted publishing. Errors answer \
+            publishing, search, owners, tokens, publisher keys, trusted publishing and kernel verification attestations. Errors answer \
             `{\"errors\": [{\"detail\": \"…\"}]}`.",
         "version": env!("CARGO_PKG_VERSION"),
         "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
@@ -135,7 +163,7 @@ pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&s
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
             let Some(item) = item.as_object_mut() else { continue };
-            for (_, op) in item.iter_mut() {
+            for (method, op) in item.iter_mut() {
                 let Some(op) = op.as_object_mut() else { continue };
                 let id = op.get("operationId").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let known = operations.iter().find(|o| o.id == id);
@@ -152,7 +180,7 @@ pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&s
                         param["schema"] = json!({"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$"});
                     }
                 }
-                let extra = common_errors(path, op, config, open.contains(&path.as_str()));
+                let extra = common_errors(path, method, op, config, open.contains(&path.as_str()));
                 let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else { continue };
                 for (status, description) in extra {
                     responses.entry(status).or_insert_with(|| json!({"description": description}));

@@ -91,7 +91,7 @@ async fn resign(
 /// `ebpkg-registry tuf init`: creates the metadata over every index file, with
 /// the offline root keys (for root and targets, `threshold` of them needed) and
 /// the online key. Keys that do not exist are generated (mode 0600). Returns the
-/// number of files signed.
+/// number of files signed (index files and attestation files).
 pub async fn init(
     pool: &sqlx::PgPool,
     root_keys: &[PathBuf],
@@ -108,7 +108,9 @@ pub async fn init(
     if db::tuf::lock_all(&mut tx).await?.is_some() {
         anyhow::bail!("this registry has TUF metadata already; rotate its root instead of starting over");
     }
-    let targets = db::tuf::index_targets(&mut *tx).await?;
+    let mut targets = db::tuf::index_targets(&mut *tx).await?;
+    // Attestation files published before the metadata existed are signed too.
+    targets.extend(db::attestations::targets(&mut *tx).await?);
     let count = targets.len();
     let (root_keys, online_key) = (root_keys.to_vec(), PathBuf::from(online_key));
     let store = resign(BTreeMap::new(), move |store| {

@@ -66,8 +66,8 @@ struct Reader<'a> {
     big_endian: bool,
 }
 
-impl Reader<'_> {
-    fn slice(&self, offset: u64, len: u64, what: &'static str) -> Result<&[u8], ElfProblem> {
+impl<'a> Reader<'a> {
+    fn slice(&self, offset: u64, len: u64, what: &'static str) -> Result<&'a [u8], ElfProblem> {
         let start = usize::try_from(offset).map_err(|_| ElfProblem::Truncated(what))?;
         let len = usize::try_from(len).map_err(|_| ElfProblem::Truncated(what))?;
         let end = start.checked_add(len).ok_or(ElfProblem::Truncated(what))?;
@@ -108,6 +108,30 @@ struct Section {
 /// Checks that `bytes` are an ELF64 relocatable object for the BPF machine with a
 /// `.BTF` section.
 pub fn check_bpf_object(bytes: &[u8]) -> Result<(), ElfProblem> {
+    match bpf_section(bytes, b".BTF")? {
+        Some(_) => Ok(()),
+        None => Err(ElfProblem::NoBtf),
+    }
+}
+
+/// The compiler that made a BPF object, as it names itself ("Debian clang version
+/// 14.0.6"): in `.comment` when it wrote one, else the DWARF producer in
+/// `.debug_str` (clang writes no `.comment` for BPF). `None` when neither says.
+pub fn compiler_of(bytes: &[u8]) -> Option<String> {
+    const MAX_PRODUCER: usize = 256;
+    [&b".comment"[..], b".debug_str"].into_iter().find_map(|name| {
+        let section = bpf_section(bytes, name).ok()??;
+        section
+            .split(|&b| b == 0)
+            .filter(|s| s.len() <= MAX_PRODUCER)
+            .filter_map(|s| std::str::from_utf8(s).ok())
+            .find(|s| s.contains("clang version") || s.starts_with("GCC:"))
+            .map(|s| s.chars().filter(|c| !c.is_control()).collect())
+    })
+}
+
+/// The contents of the section `wanted` of a BPF object (`None`: it has none).
+fn bpf_section<'a>(bytes: &'a [u8], wanted: &[u8]) -> Result<Option<&'a [u8]>, ElfProblem> {
     if bytes.len() < 4 || &bytes[..4] != b"\x7fELF" {
         return Err(ElfProblem::NotElf);
     }
@@ -138,7 +162,7 @@ pub fn check_bpf_object(bytes: &[u8]) -> Result<(), ElfProblem> {
     let mut shnum = u64::from(r.u16(0x3c, "e_shnum")?);
     let shstrndx = r.u16(0x3e, "e_shstrndx")?;
     if shoff == 0 {
-        return Err(ElfProblem::NoBtf);
+        return Ok(None);
     }
     if shentsize < SHDR_SIZE as u64 {
         return Err(ElfProblem::Truncated("the section header table"));
@@ -176,11 +200,11 @@ pub fn check_bpf_object(bytes: &[u8]) -> Result<(), ElfProblem> {
         let start = usize::try_from(s.name).map_err(|_| ElfProblem::Truncated("a section name"))?;
         let rest = names.get(start..).ok_or(ElfProblem::Truncated("a section name"))?;
         let name = rest.split(|&b| b == 0).next().unwrap_or_default();
-        if name == b".BTF" {
-            return Ok(());
+        if name == wanted {
+            return r.slice(s.offset, s.size, "a section").map(Some);
         }
     }
-    Err(ElfProblem::NoBtf)
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -223,6 +247,21 @@ mod tests {
             out.extend_from_slice(&sh);
         }
         out
+    }
+
+    #[test]
+    fn the_compiler_is_read_from_the_dwarf_producer() {
+        // `.debug_str` made to hold the section names, one of which is a producer.
+        let mut elf = fake_elf(EM_BPF, &[".BTF", ".debug_str", "Debian clang version 14.0.6"]);
+        let shoff = u64::from_le_bytes(elf[0x28..0x30].try_into().unwrap()) as usize;
+        let shnum = u16::from_le_bytes(elf[0x3c..0x3e].try_into().unwrap()) as usize;
+        let names = shoff + (shnum - 1) * SHDR_SIZE;
+        let debug_str = shoff + 2 * SHDR_SIZE;
+        let extent: [u8; 16] = elf[names + 0x18..names + 0x28].try_into().unwrap();
+        elf[debug_str + 0x18..debug_str + 0x28].copy_from_slice(&extent);
+        assert_eq!(compiler_of(&elf).as_deref(), Some("Debian clang version 14.0.6"));
+        assert_eq!(compiler_of(&fake_elf(EM_BPF, &[".BTF"])), None);
+        assert_eq!(compiler_of(b"not an object"), None);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub use btf::{Btf, KERNEL_BTF, VmlinuxHeader};
 pub use builder::{BuildEvent, Builder, BuiltObject};
 pub use cache::object_path;
 pub use cache_key::{CacheKeyInput, FORMAT_VERSION, KeyKernel, cache_key};
-pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object};
+pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object, compiler_of};
 pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
 pub use plan::{BuildUnit, PackageToBuild, UnitInput, plan};
 pub use toolchain::{

@@ -32,7 +32,7 @@ pub use deployer::{Attached, CRASH_POINTS, Deployer, Event};
 pub use error::{DeployError, Result, VerifierError};
 pub use install::InstallOutcome;
 pub use maps::{MapDump, MapEntryView};
-pub use native::{ChainMode, NativeBuild, NativeCompiler, NativeRequest, Tier};
+pub use native::{ChainMode, NativeBuild, NativeCompiler, NativeRequest, Tier, tier_up};
 pub use plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 pub use record::DeploymentRecord;
 pub use record::{Fate, MapState};

@@ -88,11 +88,7 @@ pub enum Tier {
 }
 
 /// Compiles and installs chain `chain`'s native program; the tier to record.
-pub(crate) fn tier_up(
-    rt: &Runtime,
-    compiler: &dyn NativeCompiler,
-    request: &NativeRequest<'_>,
-) -> Result<Tier, String> {
+pub fn tier_up(rt: &Runtime, compiler: &dyn NativeCompiler, request: &NativeRequest<'_>) -> Result<Tier, String> {
     let build = compiler.compile(request)?;
     let installed = rt
         .install_native(&NativeObject {

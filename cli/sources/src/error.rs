@@ -194,6 +194,9 @@ pub enum ErrorKind {
     )]
     TufKeyNeeded { registry: RegistryUrl, dir: PathBuf },
 
+    #[error("the registry {registry} refused the attestation of {package}@{version}: {reason}")]
+    AttestationRefused { package: PackageName, version: Version, registry: RegistryUrl, reason: String },
+
     #[error("the registry {registry} has no publisher key {key}")]
     NoSuchKey { key: KeyId, registry: RegistryUrl },
 

@@ -1,7 +1,8 @@
 //! The interface every kind of registry offers (opening one by URL: `open`).
 
-use ebpkg_signing::{PublicKey, SignedBundle, SigningKey};
+use ebpkg_signing::{PublicKey, SignedAttestation, SignedBundle, SigningKey};
 use ebpkg_spec::index::IndexEntry;
+pub use ebpkg_spec::registry_api::AttestationAccepted;
 pub use ebpkg_spec::registry_api::{MatchedOn, NewTrustedPublisher, Owner, PublisherKey, SearchHit, TrustedPublisher};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName};
@@ -71,6 +72,29 @@ pub trait Registry: Send + Sync {
     /// The Sigstore bundle of a signed version, as stored (not yet verified; at
     /// most [`ebpkg_signing::MAX_BUNDLE_BYTES`]).
     fn bundle(&self, version: &SignedVersion) -> Result<Vec<u8>>;
+
+    /// The attestation file of a published version
+    /// ([`AttestationFile`](ebpkg_spec::attestation::AttestationFile)), exactly as
+    /// served and not yet parsed, checked against TUF metadata when there is a
+    /// trusted root (and so is its absence). `None`: nobody attested the version.
+    /// The attestations in it are the caller's to verify.
+    fn attestations(&self, name: &PackageName, version: &Version) -> Result<Option<Vec<u8>>> {
+        let _ = (name, version);
+        Ok(None)
+    }
+
+    /// Attaches a kernel verification attestation to a published version. The
+    /// registry refuses one that does not name the version's archive, or that is
+    /// not signed by a key it knows for the package.
+    fn add_attestation(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        attestation: &SignedAttestation,
+    ) -> Result<AttestationAccepted> {
+        let _ = (name, version, attestation);
+        Err(ErrorKind::Unsupported { url: self.url().clone(), what: "attestations cannot be added here".into() }.into())
+    }
 
     /// A publisher key the registry knows, and whether its owner revoked it. The
     /// caller checks that the key hashes to `id`.

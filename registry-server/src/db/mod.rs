@@ -3,6 +3,7 @@
 //! compile time against the schema the migrations make; builds read that schema
 //! from `registry-server/.sqlx` (`ci/sqlx-prepare` writes it), never from a database.
 
+pub mod attestations;
 pub mod catalog;
 pub mod keys;
 pub mod limits;

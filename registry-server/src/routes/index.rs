@@ -115,7 +115,7 @@ fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chro
 
 /// Whether If-None-Match names `etag` (weakly compared, as for GET); `None`
 /// without one.
-fn etag_matches(headers: &HeaderMap, etag: &str) -> Option<bool> {
+pub(crate) fn etag_matches(headers: &HeaderMap, etag: &str) -> Option<bool> {
     let inm = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok())?;
     Some(inm.split(',').map(str::trim).any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag)))
 }

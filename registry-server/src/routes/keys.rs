@@ -115,3 +115,49 @@ pub async fn show(State(state): State<AppState>, Path(hex): Path<String>) -> Api
         .ok_or_else(|| ApiError::not_found(format!("this registry has no publisher key {id}")))?;
     Ok(axum::Json(row.api()?))
 }
+
+/// The keys a signature by `subject` (what is signed, as people read it:
+/// `meter@1.0.0`, `the attestation of meter@1.0.0`) may be checked with: the
+/// live key of one of `signers` (a package's owners; for a new package, its
+/// publisher) that `hint` names, or, without a hint, every live key of theirs.
+/// Refused (403) with what to do when the hint names a key that is not
+/// registered, revoked, or not a signer's.
+pub(crate) async fn signer_keys(
+    conn: &mut sqlx::PgConnection,
+    hint: Option<&KeyId>,
+    signers: &[i64],
+    subject: &str,
+) -> ApiResult<Vec<PublicKey>> {
+    let Some(hint) = hint else {
+        let rows = db::keys::live_of_users(&mut *conn, signers).await?;
+        if rows.is_empty() {
+            return Err(ApiError::forbidden(format!(
+                "{subject} is signed, but no owner of the package has a registered publisher key to check the \
+                 signature with; register yours with `ebpkg owner key add`"
+            )));
+        }
+        return Ok(rows.iter().map(db::keys::KeyRow::public_key).collect::<Result<_, _>>()?);
+    };
+    let Some(row) = db::keys::by_id(&mut *conn, hint).await? else {
+        return Err(ApiError::forbidden(format!(
+            "{subject} is signed with key {hint}, which is not registered with this registry; its holder registers \
+             it with `ebpkg owner key add`"
+        )));
+    };
+    if let Some(at) = row.revoked_at {
+        return Err(ApiError::forbidden(format!(
+            "{subject} is signed with key {hint}, which `{}` revoked at {}; sign with a live key (`ebpkg owner key \
+             list`)",
+            row.login,
+            at.to_rfc3339()
+        )));
+    }
+    if !signers.contains(&row.user_id) {
+        return Err(ApiError::forbidden(format!(
+            "{subject} is signed with key {hint}, which belongs to `{}`, who is not an owner of the package; sign \
+             with an owner's key, or have an owner run `ebpkg owner add`",
+            row.login
+        )));
+    }
+    Ok(vec![row.public_key()?])
+}

@@ -1,6 +1,7 @@
 //! The HTTP routes, one module per resource. Each handler carries its OpenAPI
 //! description (`utoipa::path`), from which `/api/openapi.json` is generated.
 
+pub mod attestations;
 pub mod index;
 pub mod keys;
 pub mod ops;

@@ -95,7 +95,7 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
             }
         };
         match &bundle {
-            Some(bundle) => signing_keys(&mut conn, bundle, &signers, &id).await?,
+            Some(bundle) => super::keys::signer_keys(&mut conn, bundle.key_hint(), &signers, &id).await?,
             None => Vec::new(),
         }
     };
@@ -197,48 +197,6 @@ fn parse_bundle(json: &serde_json::Value, metadata: &PublishMetadata, id: &str) 
         ));
     }
     Ok(bundle)
-}
-
-/// The keys `bundle` may be signed with: the live key of one of `signers` (the
-/// package's owners; for a new package, the publisher) that its hint names, or,
-/// without a hint, every live key of theirs.
-async fn signing_keys(
-    conn: &mut sqlx::PgConnection,
-    bundle: &SignedBundle,
-    signers: &[i64],
-    id: &str,
-) -> ApiResult<Vec<PublicKey>> {
-    let Some(hint) = bundle.key_hint() else {
-        let rows = db::keys::live_of_users(&mut *conn, signers).await?;
-        if rows.is_empty() {
-            return Err(ApiError::forbidden(format!(
-                "{id} is signed, but no owner of it has a registered publisher key to check the signature with; \
-                 register yours with `ebpkg owner key add`"
-            )));
-        }
-        return Ok(rows.iter().map(db::keys::KeyRow::public_key).collect::<Result<_, _>>()?);
-    };
-    let Some(row) = db::keys::by_id(&mut *conn, hint).await? else {
-        return Err(ApiError::forbidden(format!(
-            "{id} is signed with key {hint}, which is not registered with this registry; its holder registers it \
-             with `ebpkg owner key add`"
-        )));
-    };
-    if let Some(at) = row.revoked_at {
-        return Err(ApiError::forbidden(format!(
-            "{id} is signed with key {hint}, which `{}` revoked at {}; sign with a live key (`ebpkg owner key list`)",
-            row.login,
-            at.to_rfc3339()
-        )));
-    }
-    if !signers.contains(&row.user_id) {
-        return Err(ApiError::forbidden(format!(
-            "{id} is signed with key {hint}, which belongs to `{}`, who is not an owner of the package; sign with \
-             an owner's key, or have an owner run `ebpkg owner add`",
-            row.login
-        )));
-    }
-    Ok(vec![row.public_key()?])
 }
 
 /// The key among `keys` the bundle's signature over `archive` verifies with.

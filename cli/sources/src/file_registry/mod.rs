@@ -9,6 +9,7 @@
 //! <root>/archives/<2 hex>/<64 hex>.tar.gz  archives, named by their SHA-256
 //! <root>/signatures/<2 hex>/<64 hex>.sigstore.json  Sigstore bundles, by the archive's SHA-256
 //! <root>/keys/<64 hex>.pem                 the public keys that signed, by key id
+//! <root>/attestations/<index_path(name)>/<version>.json  kernel verification attestations of a version
 //! <root>/.lock                             taken (flock) by writers: publish, yank, import
 //! ```
 //!
@@ -21,6 +22,7 @@
 //! before the index line that names it. A reader therefore sees an index file as it was
 //! before or after a write, and every archive an index line names exists.
 
+mod attestations;
 mod publish;
 mod search;
 mod tuf;
@@ -472,6 +474,19 @@ impl Registry for FileRegistry {
             .into()),
             Err(e) => Err(self.damaged(e)),
         }
+    }
+
+    fn attestations(&self, name: &PackageName, version: &Version) -> Result<Option<Vec<u8>>> {
+        self.read_attestations(name, version)
+    }
+
+    fn add_attestation(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        attestation: &ebpkg_signing::SignedAttestation,
+    ) -> Result<crate::registry::AttestationAccepted> {
+        self.attach_attestation(name, version, attestation)
     }
 
     fn publisher_key(&self, id: &KeyId) -> Result<KeyRecord> {

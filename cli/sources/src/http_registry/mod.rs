@@ -541,6 +541,44 @@ impl Registry for HttpRegistry {
         }
     }
 
+    /// With TUF, a version whose attestation file the signed metadata does not
+    /// list has none: nothing is asked.
+    fn attestations(&self, name: &PackageName, version: &Version) -> Result<Option<Vec<u8>>> {
+        self.online("reading attestations")?;
+        let target = ebpkg_spec::attestation::attestation_target(name, version);
+        if self.trusted()?.is_some_and(|index| !index.lists(&target)) {
+            return Ok(None);
+        }
+        let url = self.api(&registry_api::attestations_path(name, version));
+        let what = format!("reading the attestations of {name}@{version}");
+        let mut request = Request::new(Method::Get, &url, &what, ebpkg_spec::attestation::MAX_ATTESTATION_FILE_BYTES);
+        request.token = self.read_token()?;
+        match self.client.send(&request) {
+            Ok(response) => {
+                self.check_tuf_file(&target)?(&response.body)?;
+                Ok(Some(response.body))
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::Http { status: 404, .. }) => {
+                self.check_tuf_absent(&target)?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn add_attestation(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        attestation: &ebpkg_signing::SignedAttestation,
+    ) -> Result<crate::registry::AttestationAccepted> {
+        self.online("publishing an attestation")?;
+        let token = self.write_token("publishing an attestation")?;
+        let what = format!("publishing an attestation of {name}@{version}");
+        let path = registry_api::attestations_path(name, version);
+        self.api_json(Method::Post, &path, &what, Some(attestation.json().as_bytes().to_vec()), Some(token))
+    }
+
     fn publisher_key(&self, id: &KeyId) -> Result<KeyRecord> {
         self.online("reading a publisher key")?;
         let what = format!("reading publisher key {id}");
