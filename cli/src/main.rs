@@ -138,6 +138,8 @@ enum Command {
     Publish(commands::registry::PublishArgs),
     /// Mark a published version as not to be used by new resolutions (or undo it).
     Yank(commands::registry::YankArgs),
+    /// Put a published version through this kernel's verifier and sign what it said (a kernel verification attestation).
+    Attest(commands::attest::AttestArgs),
     /// Save an API token for a registry server (in credentials.toml, mode 0600).
     Login(commands::account::LoginArgs),
     /// Forget the saved token of a registry server.
@@ -247,6 +249,7 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Test(a) => commands::test::run(ctx, a),
         Command::Publish(a) => commands::registry::publish(ctx, a),
         Command::Yank(a) => commands::registry::yank(ctx, a),
+        Command::Attest(a) => commands::attest::run(ctx, a),
         Command::Login(a) => commands::account::login(ctx, a),
         Command::Logout(a) => commands::account::logout(ctx, a),
         Command::Owner(a) => commands::account::owner(ctx, a),

@@ -1,6 +1,7 @@
 //! One module per command (or group of related commands): arguments and printing.
 
 pub mod account;
+pub mod attest;
 pub mod build;
 pub mod cache;
 pub mod chain;

@@ -11,6 +11,11 @@ use hike_runtime::kernel_btf::KernelBtf;
 
 use crate::exit::{Failure, fail};
 
+/// Where the running kernel describes its own types.
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// Larger than any kernel's BTF (6.18's is about 6 MB).
+const MAX_VMLINUX_BTF_BYTES: u64 = 256 << 20;
+
 /// The kernel this command runs on, as `uname -r` names it, and what its BTF
 /// says it has (read only when a package declares helpers or program types).
 pub struct RunningKernel {
@@ -30,6 +35,29 @@ impl RunningKernel {
     pub fn of_release(release: String) -> RunningKernel {
         let version = KernelVersion::from_uname(&release);
         RunningKernel { release, version, btf: OnceLock::from(None) }
+    }
+
+    /// What tells this kernel from others for attestations: its release, machine
+    /// and the SHA-256 of its BTF (read and hashed on each call: a few megabytes).
+    pub fn identity(&self) -> anyhow::Result<ebpkg_spec::attestation::KernelIdentity> {
+        let btf = ebpkg_fs::read(std::path::Path::new(VMLINUX_BTF), MAX_VMLINUX_BTF_BYTES).map_err(|e| {
+            fail(
+                Failure::Environment,
+                format!(
+                    "this kernel's BTF cannot be read ({e}): kernels are told apart by it, and CO-RE objects need it                      (a kernel built with CONFIG_DEBUG_INFO_BTF=y has it)"
+                ),
+            )
+        })?;
+        Ok(ebpkg_spec::attestation::KernelIdentity {
+            release: self.release.clone(),
+            architecture: rustix::system::uname().machine().to_string_lossy().into_owned(),
+            btf: ebpkg_spec::attestation::Digests { sha256: ebpkg_spec::types::Sha256Digest::of(&btf) },
+        })
+    }
+
+    /// `uname -v`: which build of the release this is.
+    pub fn build(&self) -> String {
+        rustix::system::uname().version().to_string_lossy().into_owned()
     }
 
     /// Its BTF, read on first use; `None` when it cannot be read: declared

@@ -1,6 +1,7 @@
 //! The work behind the commands.
 
 pub mod account;
+pub mod attest;
 pub mod build;
 pub mod cache;
 pub mod chain_script;
@@ -72,7 +73,7 @@ pub struct TempRoot {
 }
 
 /// The kinds of temporary roots commands make.
-const TEMP_ROOT_KINDS: &[&str] = &["test", "verify"];
+const TEMP_ROOT_KINDS: &[&str] = &["test", "verify", "attest"];
 
 /// Temporary roots beside `bpffs_root` whose process is gone.
 pub fn stale_temp_roots(bpffs_root: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -44,6 +44,22 @@ pub enum RuntimeError {
     Loader { loader: String, reason: String },
 }
 
+impl RuntimeError {
+    /// Whether this is the kernel saying no to an object on this kernel — its
+    /// verifier, or a load failure such as a relocation it cannot make or a map or
+    /// program type it lacks — rather than this machine being unable to load
+    /// anything (no privilege, no memory), which says nothing about the object.
+    pub fn is_kernel_refusal(&self) -> bool {
+        match self {
+            RuntimeError::Verifier(_) => true,
+            RuntimeError::Kernel { cause, .. } => {
+                !matches!(cause.kind(), libbpf_rs::ErrorKind::PermissionDenied | libbpf_rs::ErrorKind::OutOfMemory)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, RuntimeError>;
 
