@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use ebpkg_spec::Manifest;
+use ebpkg_spec::attestation::KernelVerification;
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{Owner, VersionInfo, VersionSummary};
 use maud::{Markup, PreEscaped, html};
@@ -105,6 +106,7 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
     let owners = db::packages::owners(&state.db, loaded.package_id).await?;
     let versions = db::packages::versions(&state.db, loaded.package_id).await?;
     let dependents = db::catalog::dependents(&state.db, &ebpkg_spec::names::normalize(&loaded.name), 50).await?;
+    let attestations = db::attestations::shown(&state.db, loaded.package_id, &loaded.info.entry.vers).await?;
     let signer = match &loaded.info.entry.signed_by {
         Some(key) => db::keys::by_id(&state.db, key).await?,
         None => None,
@@ -143,6 +145,7 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
                         }
                     }
                     (items_summary(&loaded))
+                    (kernels(&loaded, &attestations, &owners))
                     section aria-labelledby="readme" {
                         // A README that starts with its own title needs no heading of ours above it.
                         @if readme_has_title(loaded.info.readme.as_deref()) {
@@ -233,6 +236,98 @@ fn items_summary(loaded: &Loaded) -> Markup {
                 p { a href=(docs_url) { "Full documentation: arguments, return values, maps and chain sources" } }
             }
         }
+    }
+}
+
+/// The kernels this version was verified on, as its owners attested: one row
+/// per kernel of each attestation, oldest attestation first.
+fn kernels(loaded: &Loaded, attestations: &[db::attestations::Shown], owners: &[Owner]) -> Markup {
+    let id = format!("{}@{}", loaded.name, loaded.info.entry.vers);
+    let read: Vec<(&db::attestations::Shown, Option<KernelVerification>)> =
+        attestations.iter().map(|a| (a, predicate(&a.bundle))).collect();
+    html! {
+        section aria-labelledby="kernels" {
+            h2 #kernels { "Kernels" }
+            @if read.is_empty() {
+                p.muted {
+                    "No kernel verification has been published for this version. An owner publishes one with "
+                    code { "ebpkg attest" } ": it has the version's programs verified by a kernel and signs what \
+                    the verifier said, for everyone to see here and for " code { "ebpkg install" } " to read."
+                }
+            } @else {
+                p.muted {
+                    "What the kernels' verifiers said when owners loaded " (id) ", signed with their publisher keys. \
+                     Another kernel, or another build of one, may say otherwise."
+                }
+                div.table-wrap tabindex="0" { table.stacked {
+                    thead { tr { th scope="col" { "Kernel" } th scope="col" { "Architecture" }
+                                 th scope="col" { "Outcome" } th scope="col" { "Observed" }
+                                 th scope="col" { "Attested by" } } }
+                    tbody {
+                        @for (a, predicate) in &read {
+                            @match predicate {
+                                Some(p) => {
+                                    @for k in &p.kernels {
+                                        tr {
+                                            td { code { (k.kernel.release) } }
+                                            td data-label="Architecture" { (k.kernel.architecture) }
+                                            td data-label="Outcome" { (outcome(k)) }
+                                            td data-label="Observed" { (observed(&k.observed_at)) }
+                                            td data-label="Attested by" { (attester(a, owners)) }
+                                        }
+                                    }
+                                },
+                                None => {
+                                    tr {
+                                        td { "—" } td data-label="Architecture" { "—" }
+                                        td data-label="Outcome" { "an attestation this page cannot read" }
+                                        td data-label="Observed" { (layout::date(&a.created_at)) }
+                                        td data-label="Attested by" { (attester(a, owners)) }
+                                    }
+                                },
+                            }
+                        }
+                    }
+                } }
+            }
+        }
+    }
+}
+
+/// The predicate of a stored attestation (verified when it was accepted).
+fn predicate(bundle: &str) -> Option<KernelVerification> {
+    let attestation = ebpkg_signing::SignedAttestation::parse(bundle.as_bytes()).ok()?;
+    serde::Deserialize::deserialize(&attestation.statement().predicate).ok()
+}
+
+fn outcome(k: &ebpkg_spec::attestation::KernelObservation) -> Markup {
+    use ebpkg_spec::attestation::Outcome;
+    let outcome = k.outcome();
+    let text = outcome.to_string();
+    html! {
+        @match outcome {
+            Outcome::Verified { .. } => span.verdict.verified { (layout::prose(&text)) },
+            Outcome::Refused { .. } => span.verdict.refused { (layout::prose(&text)) },
+        }
+    }
+}
+
+/// An RFC 3339 time as a date; anything else as written.
+fn observed(at: &str) -> Markup {
+    match chrono::DateTime::parse_from_rfc3339(at) {
+        Ok(t) => layout::date(&t.with_timezone(&chrono::Utc)),
+        Err(_) => html! { (at) },
+    }
+}
+
+fn attester(a: &db::attestations::Shown, owners: &[Owner]) -> Markup {
+    let key = <[u8; 32]>::try_from(a.key_id.as_slice()).map(|k| ebpkg_spec::types::KeyId(k).to_string());
+    let key = key.unwrap_or_else(|_| hex::encode(&a.key_id));
+    let short = key.get(..16).unwrap_or(&key);
+    html! {
+        "key " code title=(key) { (short) "…" } " of " a href=(format!("/users/{}", a.login)) { (a.login) }
+        @if !owners.iter().any(|o| o.login == a.login) { " (no longer an owner)" }
+        @if let Some(at) = a.revoked_at { " — " strong { "key revoked" } " " (layout::date(&at)) }
     }
 }
 

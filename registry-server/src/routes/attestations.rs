@@ -170,8 +170,8 @@ async fn read_body(body: Body, id: &str) -> ApiResult<bytes::Bytes> {
         let text = e.to_string();
         if text.contains("length limit") {
             ApiError::too_large(format!(
-                "{id}: the attestation is larger than the {} KiB a bundle may be",
-                MAX_ATTESTATION_BYTES / 1024
+                "{id}: the attestation is more than the 1 MiB ({MAX_ATTESTATION_BYTES} bytes) an attestation bundle \
+                 may be; nothing was added"
             ))
         } else {
             ApiError::bad_request(format!("{id}: the attestation could not be read: {text}"))

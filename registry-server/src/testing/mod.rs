@@ -293,3 +293,79 @@ pub fn key_registration(
         proof: serde_json::from_str(proof.json())?,
     })
 }
+
+/// A kernel observation for tests: every item of `items` verified (programs
+/// at the native tier), or, with `refused`, that item refused for that reason.
+pub fn kernel_observation(
+    release: &str,
+    items: &[&str],
+    refused: Option<(&str, &str)>,
+) -> ebpkg_spec::attestation::KernelObservation {
+    use ebpkg_spec::attestation::{
+        Digests, ItemKind, ItemObservation, KernelIdentity, KernelObservation, Tier, Verdict,
+    };
+    let mut observed: Vec<ItemObservation> = items
+        .iter()
+        .map(|name| ItemObservation {
+            kind: ItemKind::Program,
+            name: (*name).to_owned(),
+            object: None,
+            verdict: Verdict::Verified,
+            insns_processed: Some(1234),
+            verification_micros: Some(800),
+            tier: Some(Tier::Native),
+            reason: None,
+        })
+        .collect();
+    if let Some((name, reason)) = refused {
+        observed.push(ItemObservation {
+            kind: ItemKind::Program,
+            name: name.to_owned(),
+            object: None,
+            verdict: Verdict::Refused,
+            insns_processed: None,
+            verification_micros: None,
+            tier: None,
+            reason: Some(reason.to_owned()),
+        });
+    }
+    KernelObservation {
+        kernel: KernelIdentity {
+            release: release.to_owned(),
+            architecture: "x86_64".to_owned(),
+            btf: Digests { sha256: ebpkg_spec::types::Sha256Digest::of(release.as_bytes()) },
+        },
+        build: "#1 SMP Debian".to_owned(),
+        observed_at: "2026-12-01T10:00:00Z".to_owned(),
+        items: observed,
+    }
+}
+
+/// An attestation of `name@version` (whose archive has SHA-256 `archive`)
+/// observing `kernels`, signed with `key`, as `ebpkg attest` makes one.
+pub fn attestation(
+    key: &ebpkg_signing::SigningKey,
+    name: &str,
+    version: &str,
+    archive: &ebpkg_spec::types::Sha256Digest,
+    kernels: Vec<ebpkg_spec::attestation::KernelObservation>,
+) -> anyhow::Result<ebpkg_signing::SignedAttestation> {
+    use ebpkg_spec::attestation::{AttestedPackage, Attester, Digests, KernelVerification, PREDICATE_TYPE};
+    let (name, version) = (ebpkg_spec::PackageName::new(name)?, semver::Version::parse(version)?);
+    let predicate = KernelVerification {
+        package: AttestedPackage {
+            name: name.clone(),
+            version: version.clone(),
+            archive: Digests { sha256: *archive },
+        },
+        attester: Attester { tool: "ebpkg test".to_owned() },
+        kernels,
+    };
+    let subject = ebpkg_spec::attestation::archive_subject(&name, &version);
+    let statement = ebpkg_signing::Statement::new(
+        vec![ebpkg_signing::Subject::sha256(subject, archive)],
+        PREDICATE_TYPE,
+        serde_json::to_value(&predicate)?,
+    );
+    Ok(ebpkg_signing::attest(key, &statement)?)
+}
