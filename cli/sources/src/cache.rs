@@ -46,6 +46,29 @@ pub struct VerifiedSignature {
     pub revocation_checked: bool,
 }
 
+/// A publisher key [`Cache::publisher_key`] found.
+#[derive(Debug, Clone)]
+pub struct CachedKey {
+    pub key: PublicKey,
+    /// When its owner revoked it, as the registry says.
+    pub revoked_at: Option<String>,
+    /// False when the key came from the cache and the registry was not asked
+    /// whether it was revoked since.
+    pub revocation_checked: bool,
+}
+
+/// Why [`Cache::publisher_key`] has no key.
+#[derive(Debug)]
+pub enum KeyProblem {
+    /// Offline, and not in the cache.
+    Offline,
+    /// The registry has no such key, serves another, or cannot be reached and it
+    /// is not in the cache: what happened.
+    Unavailable(String),
+    /// Keeping it in the cache failed.
+    Io(Error),
+}
+
 /// What [`Cache::clean`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleanReport {
@@ -205,55 +228,73 @@ impl Cache {
         };
         let bundle = SignedBundle::parse(&bundle_bytes).map_err(bad)?;
 
-        let key_path = self.layout.key(&id);
+        let CachedKey { key, revoked_at, revocation_checked } =
+            self.publisher_key(registry, &id, offline).map_err(|problem| match problem {
+                KeyProblem::Offline => ErrorKind::Offline {
+                    package: entry.name.clone(),
+                    version: entry.version.clone(),
+                    registry: registry.url().clone(),
+                }
+                .into(),
+                KeyProblem::Unavailable(what) => unavailable(what),
+                KeyProblem::Io(e) => e,
+            })?;
+        bundle.verify_digest(&key, &entry.cksum, archive).map_err(bad)?;
+        if !from_cache {
+            write_atomic(&bundle_path, bundle.json().as_bytes())?;
+        }
+        Ok(VerifiedSignature { bundle, key, revoked_at, revocation_checked })
+    }
+
+    /// Publisher key `id` as `registry` serves it (and whether its owner revoked
+    /// it), kept in the cache; the cached copy when offline or when the registry
+    /// cannot be reached (then revocation was not checked). A registry that
+    /// answers that it has no such key is believed.
+    pub fn publisher_key(
+        &self,
+        registry: &dyn Registry,
+        id: &ebpkg_spec::types::KeyId,
+        offline: bool,
+    ) -> std::result::Result<CachedKey, KeyProblem> {
+        let key_path = self.layout.key(id);
         let cached_key = ebpkg_fs::read_text(&key_path, ebpkg_signing::MAX_KEY_FILE_BYTES)
             .ok()
             .and_then(|pem| PublicKey::from_pem(&pem).ok())
-            .filter(|key| *key.id() == id);
-        let (key, revoked_at, revocation_checked) = if offline && !registry.url().is_local() {
+            .filter(|key| key.id() == id);
+        let found = if offline && !registry.url().is_local() {
             match cached_key {
-                Some(key) => (key, None, false),
-                None => {
-                    return Err(ErrorKind::Offline {
-                        package: entry.name.clone(),
-                        version: entry.version.clone(),
-                        registry: registry.url().clone(),
-                    }
-                    .into());
-                }
+                Some(key) => CachedKey { key, revoked_at: None, revocation_checked: false },
+                None => return Err(KeyProblem::Offline),
             }
         } else {
-            match registry.publisher_key(&id) {
-                Ok(record) if *record.key.id() != id => {
-                    return Err(unavailable(format!(
+            match registry.publisher_key(id) {
+                Ok(record) if record.key.id() != id => {
+                    return Err(KeyProblem::Unavailable(format!(
                         "the registry {} serves a key whose id is {} instead",
                         registry.url(),
                         record.key.id()
                     )));
                 }
-                Ok(record) => (record.key, record.revoked_at, true),
-                // A registry that answers that it has no such key is believed.
-                Err(e) if matches!(e.kind(), ErrorKind::NoSuchKey { .. }) => return Err(unavailable(e.to_string())),
+                Ok(record) => CachedKey { key: record.key, revoked_at: record.revoked_at, revocation_checked: true },
+                Err(e) if matches!(e.kind(), ErrorKind::NoSuchKey { .. }) => {
+                    return Err(KeyProblem::Unavailable(e.to_string()));
+                }
                 // One that cannot be reached says nothing about revocation, and the
-                // cached key is still the one the index named: the caller says
-                // what could not be checked.
+                // cached key is still the one asked for: the caller says what could
+                // not be checked.
                 Err(e) => match cached_key {
                     Some(key) => {
                         tracing::debug!("{e}; using the cached key");
-                        (key, None, false)
+                        CachedKey { key, revoked_at: None, revocation_checked: false }
                     }
-                    None => return Err(unavailable(e.to_string())),
+                    None => return Err(KeyProblem::Unavailable(e.to_string())),
                 },
             }
         };
-        bundle.verify_digest(&key, &entry.cksum, archive).map_err(bad)?;
-        if !from_cache {
-            write_atomic(&bundle_path, bundle.json().as_bytes())?;
-        }
         if !key_path.exists() {
-            write_atomic(&key_path, key.to_pem().as_bytes())?;
+            write_atomic(&key_path, found.key.to_pem().as_bytes()).map_err(KeyProblem::Io)?;
         }
-        Ok(VerifiedSignature { bundle, key, revoked_at, revocation_checked })
+        Ok(found)
     }
 
     /// The package root of `name` `version` unpacked from `archive` (checked,

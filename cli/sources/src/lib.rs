@@ -22,7 +22,7 @@ mod registry;
 mod tuf;
 mod url;
 
-pub use cache::{Cache, CleanReport, VerifiedSignature, check_locked};
+pub use cache::{Cache, CachedKey, CleanReport, KeyProblem, VerifiedSignature, check_locked};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
 pub use http_registry::{

@@ -13,6 +13,11 @@
 //! # Keys trusted no more, and why: what they signed is refused.
 //! [revoked]
 //! "gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ=" = "the laptop holding it was stolen"
+//!
+//! # A kernel no trusted attestation of a package observed: "note" it (the
+//! # default) or "refuse" to install there.
+//! [kernels]
+//! unattested = "refuse"
 //! ```
 //!
 //! A user's policy (`~/.config/ebpkg/trust.toml`) and a project's
@@ -35,6 +40,28 @@ pub struct TrustPolicy {
     keys: BTreeMap<PackageGlob, Vec<KeyId>>,
     unsigned: Vec<PackageGlob>,
     revoked: BTreeMap<KeyId, String>,
+    unattested: Unattested,
+}
+
+/// What an install does on a kernel that no trusted attestation of a package
+/// it installs observed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unattested {
+    /// Say so, and go on.
+    #[default]
+    Note,
+    /// Refuse, before anything is built.
+    Refuse,
+}
+
+impl Unattested {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unattested::Note => "note",
+            Unattested::Refuse => "refuse",
+        }
+    }
 }
 
 /// What a policy says about one version of a package.
@@ -69,6 +96,15 @@ struct RawPolicy {
     unsigned: RawUnsigned,
     #[serde(default)]
     revoked: BTreeMap<KeyId, String>,
+    #[serde(default)]
+    kernels: RawKernels,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawKernels {
+    #[serde(default)]
+    unattested: Unattested,
 }
 
 #[derive(Deserialize, Default)]
@@ -104,6 +140,7 @@ impl TrustPolicy {
             }
         }
         policy.revoked = raw.revoked;
+        policy.unattested = raw.kernels.unattested;
         Ok(policy)
     }
 
@@ -125,6 +162,12 @@ impl TrustPolicy {
         for (key, reason) in &self.revoked {
             let _ = writeln!(out, "{} = {}", quote(&key.to_string()), quote(reason));
         }
+        if self.unattested != Unattested::default() {
+            out.push_str(
+                "\n# A kernel no trusted attestation of a package observed: \"note\" or \"refuse\".\n[kernels]\n",
+            );
+            let _ = writeln!(out, "unattested = {}", quote(self.unattested.as_str()));
+        }
         out
     }
 
@@ -141,6 +184,18 @@ impl TrustPolicy {
         for (key, reason) in &other.revoked {
             self.revoked.entry(*key).or_insert_with(|| reason.clone());
         }
+        // The stricter of the two.
+        self.unattested = self.unattested.max(other.unattested);
+    }
+
+    /// What an install does on a kernel no trusted attestation observed.
+    pub fn unattested(&self) -> Unattested {
+        self.unattested
+    }
+
+    /// Sets [`unattested`](Self::unattested); false if it already was so.
+    pub fn set_unattested(&mut self, rule: Unattested) -> bool {
+        std::mem::replace(&mut self.unattested, rule) != rule
     }
 
     /// Trusts `key` for the packages `pattern` covers; false if it already was.

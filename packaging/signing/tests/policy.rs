@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ebpkg_signing::{Decision, TrustPolicy};
+use ebpkg_signing::{Decision, TrustPolicy, Unattested};
 use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::types::KeyId;
 
@@ -44,7 +44,10 @@ fn the_canonical_file_reads_back_the_same_policy() {
     assert!(policy.trust(glob("b"), key(2)));
     assert!(policy.allow_unsigned(glob("dev-*")));
     assert!(policy.revoke(key(9), "rotated \"out\"".into()));
+    assert!(policy.set_unattested(Unattested::Refuse));
+    assert!(!policy.set_unattested(Unattested::Refuse));
     let text = policy.to_toml_string();
+    assert!(text.contains("[kernels]\nunattested = \"refuse\""), "{text}");
     assert_eq!(TrustPolicy::parse(&text).unwrap(), policy, "{text}");
 
     assert!(policy.untrust(&glob("a-*"), Some(&key(1))));
@@ -66,6 +69,15 @@ fn merging_unions_trust_and_revocations() {
     assert!(matches!(user.decide("p", Some(&key(1))), Decision::Revoked { .. }));
     assert!(matches!(user.decide("p", Some(&key(2))), Decision::Trusted { .. }));
     assert!(matches!(user.decide("p-dev", None), Decision::UnsignedAllowed { .. }));
+
+    // The stricter rule for unattested kernels wins, whichever file says it.
+    assert_eq!(user.unattested(), Unattested::Note);
+    let refusing = TrustPolicy::parse("[kernels]\nunattested = \"refuse\"\n").unwrap();
+    user.merge(&refusing);
+    assert_eq!(user.unattested(), Unattested::Refuse);
+    let mut refused_first = refusing.clone();
+    refused_first.merge(&TrustPolicy::default());
+    assert_eq!(refused_first.unattested(), Unattested::Refuse);
 }
 
 #[test]
@@ -75,6 +87,8 @@ fn bad_files_are_refused_with_the_reason() {
         ("[keys]\n\"a\" = [\"short\"]\n", "not a key id"),
         ("[unsigned]\nallow = [\"A B\"]\n", "not a package name or glob"),
         ("[trusted]\n", "unknown field"),
+        ("[kernels]\nunattested = \"ignore\"\n", "unknown variant"),
+        ("[kernels]\nuntested = \"note\"\n", "unknown field"),
         ("[keys\n", "expected"),
     ] {
         let err = TrustPolicy::parse(text).unwrap_err();
