@@ -53,6 +53,19 @@ impl Ui {
         }
     }
 
+    /// `note: …`: worth knowing, nothing wrong (quiet hides it).
+    pub fn note(&self, msg: impl std::fmt::Display) {
+        if self.quiet {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if self.color {
+            let _ = writeln!(err, "\x1b[1;36mnote\x1b[0m: {msg}");
+        } else {
+            let _ = writeln!(err, "note: {msg}");
+        }
+    }
+
     /// A line of human output on stdout (suppressed with --json: the JSON is the output).
     pub fn out(&self, msg: impl std::fmt::Display) {
         if !self.json {

@@ -233,7 +233,7 @@ fn generations(ctx: &Ctx, name: Option<String>) -> Result<ExitCode> {
 pub fn rollback(ctx: &Ctx, args: RollbackArgs) -> Result<ExitCode> {
     let opts = RollbackOptions { name: args.name, to: args.to, reset_state: args.reset_state };
     let outcome = deployments::rollback(ctx, opts)?;
-    crate::commands::install::report(ctx, &outcome, &crate::ops::install::Timings::default(), false)
+    crate::commands::install::report(ctx, &outcome, &crate::ops::install::Timings::default(), &[], false)
 }
 
 pub fn uninstall(ctx: &Ctx, args: UninstallArgs) -> Result<ExitCode> {

@@ -94,18 +94,26 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
         chain_mode: args.chain_mode,
         reset_state: args.reset_state,
     };
-    let (outcome, timings) = install(ctx, target, opts)?;
-    report(ctx, &outcome, &timings, args.timings)
+    let installed = install(ctx, target, opts)?;
+    report(ctx, &installed.outcome, &installed.timings, &installed.kernels, args.timings)
 }
 
 /// Prints what an install (or a rollback) did: `--json`, else status lines.
-pub fn report(ctx: &Ctx, outcome: &InstallOutcome, timings: &Timings, show_timings: bool) -> Result<ExitCode> {
+pub fn report(
+    ctx: &Ctx,
+    outcome: &InstallOutcome,
+    timings: &Timings,
+    kernels: &[crate::ops::kernel_attestations::Coverage],
+    show_timings: bool,
+) -> Result<ExitCode> {
     if ctx.ui.json {
         let (state, record) = match outcome {
             InstallOutcome::Installed { record, .. } => ("installed", record),
             InstallOutcome::UpToDate(record) => ("up-to-date", record),
         };
-        ctx.ui.json(&serde_json::json!({ "result": state, "deployment": record, "timings": timings }))?;
+        ctx.ui.json(&serde_json::json!({
+            "result": state, "deployment": record, "timings": timings, "kernel_attestations": kernels,
+        }))?;
         return Ok(ExitCode::SUCCESS);
     }
     if show_timings {

@@ -208,9 +208,26 @@ fn print_info(ctx: &Ctx, info: &PackageInfo) -> Result<()> {
     if ctx.ui.json {
         let versions: Vec<_> =
             entries.map(|e| serde_json::json!({"version": e.vers.to_string(), "yanked": e.yanked})).collect();
-        return ctx.ui.json(&serde_json::json!({ "entry": info.chosen, "versions": versions }));
+        return ctx.ui.json(&serde_json::json!({
+            "entry": info.chosen, "versions": versions, "kernels": info.kernels, "ignored_attestations": info.ignored,
+        }));
     }
     print_entry(ctx, &info.chosen);
+    for why in &info.ignored {
+        ctx.ui.warn(format!("{}@{}: ignored {why}", info.chosen.name, info.chosen.vers));
+    }
+    if info.kernels.is_empty() {
+        ctx.ui.out("kernels: no trusted kernel verification attestation (`ebpkg attest` makes one)");
+    } else {
+        ctx.ui.out("kernels (attested):");
+        for k in &info.kernels {
+            let here = if info.this_kernel.as_ref() == Some(&k.kernel) { "  ← this kernel" } else { "" };
+            ctx.ui.out(format!(
+                "  {:<32} {:<8} {}  [{}, key {}]{here}",
+                k.kernel.release, k.kernel.architecture, k.outcome, k.observed_at, k.key
+            ));
+        }
+    }
     let versions: Vec<String> = entries
         .map(|e| {
             let mut notes = Vec::new();

@@ -146,13 +146,26 @@ fn phase_of(e: &Event) -> Option<&'static str> {
     }
 }
 
-pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<(InstallOutcome, Timings)> {
-    let mut clock = Clock::new();
-    let outcome = install_timed(ctx, target, opts, &mut clock)?;
-    Ok((outcome, clock.finish()))
+/// What an install did, how long each phase took, and what the packages'
+/// kernel verification attestations said of this kernel.
+pub struct Installed {
+    pub outcome: InstallOutcome,
+    pub timings: Timings,
+    pub kernels: Vec<crate::ops::kernel_attestations::Coverage>,
 }
 
-fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Clock) -> Result<InstallOutcome> {
+pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Installed> {
+    let mut clock = Clock::new();
+    let (outcome, kernels) = install_timed(ctx, target, opts, &mut clock)?;
+    Ok(Installed { outcome, timings: clock.finish(), kernels })
+}
+
+fn install_timed(
+    ctx: &Ctx,
+    target: Target,
+    opts: InstallOptions,
+    clock: &mut Clock,
+) -> Result<(InstallOutcome, Vec<crate::ops::kernel_attestations::Coverage>)> {
     crate::ops::require_privileges("install")?;
     let mut deployer = ctx.deployer()?;
     // An interrupted install is repaired first, whatever this one's options are
@@ -207,6 +220,15 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
     // A kernel older than a package says it works on is refused before any build.
     let kernel = crate::ops::kernel_fit::RunningKernel::current();
     crate::ops::kernel_fit::refuse_unmet(&kernel, fetched.iter().map(|f| &f.manifest).chain([&chain_pkg]))?;
+    // So is one on which a trusted attestation saw a package refused.
+    let attested = {
+        let identity = kernel.identity()?;
+        let locked: Vec<&ebpkg_spec::LockedPackage> = fetched.iter().map(|f| &f.locked).collect();
+        let coverage = crate::ops::kernel_attestations::check(ctx, &regs, &locked, &identity)?;
+        crate::ops::kernel_attestations::enforce(ctx, &coverage, &identity)?;
+        coverage
+    };
+    clock.lap("kernel attestations");
 
     // Build every package (the project too when it has programs or loaders).
     let mut inputs: Vec<BuildInput<'_>> = fetched
@@ -292,5 +314,5 @@ fn install_timed(ctx: &Ctx, target: Target, opts: InstallOptions, clock: &mut Cl
     if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {
         resolved.save(ctx, p)?;
     }
-    Ok(outcome)
+    Ok((outcome, attested))
 }

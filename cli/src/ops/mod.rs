@@ -12,6 +12,7 @@ pub mod edit;
 pub mod fetch;
 pub mod info;
 pub mod install;
+pub mod kernel_attestations;
 pub mod kernel_fit;
 pub mod keys;
 pub mod lock;

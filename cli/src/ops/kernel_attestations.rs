@@ -1,0 +1,290 @@
+//! What the kernel verification attestations of the packages about to be
+//! installed say about this kernel, read before anything is built: a kernel on
+//! which a trusted attestation saw a program refused is refused with that
+//! reason; a kernel no trusted attestation observed is noted (or refused, when
+//! the trust policy says `[kernels] unattested = "refuse"`).
+//!
+//! Only attestations that verify with a key the trust policy trusts for the
+//! package (or the key that signed the version itself, which fetch accepted)
+//! count, and only for the very archive installed; every other one is ignored,
+//! saying why. This kernel is told apart from others by its release, machine
+//! and the SHA-256 of its BTF.
+
+use anyhow::Result;
+use ebpkg_signing::{Decision, SignedAttestation, TrustPolicy, Unattested};
+use ebpkg_sources::{Cache, Registry, RegistryUrl};
+use ebpkg_spec::attestation::{AttestationFile, KernelIdentity, KernelObservation, KernelVerification, Outcome};
+use ebpkg_spec::types::{KeyId, Sha256Digest};
+use ebpkg_spec::{LockedPackage, PackageId, PackageName};
+use serde::Serialize;
+
+use crate::Ctx;
+use crate::exit::{Failure, fail};
+use crate::registries::Registries;
+
+/// What one version's attestations say about this kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct Coverage {
+    #[serde(serialize_with = "as_text")]
+    pub package: PackageId,
+    #[serde(flatten)]
+    pub status: Status,
+    /// Attestations left out, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<String>,
+}
+
+fn as_text<S: serde::Serializer>(id: &PackageId, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(id)
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Status {
+    /// A trusted attestation observed this kernel and everything verified.
+    Verified {
+        #[serde(serialize_with = "key_text")]
+        key: KeyId,
+        observed_at: String,
+        items: usize,
+        native: usize,
+        tiered: usize,
+    },
+    /// A trusted attestation observed this kernel refuse `item`.
+    Refused {
+        #[serde(serialize_with = "key_text")]
+        key: KeyId,
+        observed_at: String,
+        item: String,
+        reason: String,
+    },
+    /// No trusted attestation observed this kernel; `kernels` are those they did.
+    Unattested { kernels: Vec<String> },
+    /// The attestations could not be read (offline, the registry failed).
+    Unread { why: String },
+}
+
+fn key_text<S: serde::Serializer>(key: &KeyId, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(key)
+}
+
+/// The attestations of `name@version` (its registry's, checked against TUF
+/// there), each verified and judged, by `policy`, with keys from `cache`.
+pub struct Judged {
+    /// Trusted attestations: the key and what it states.
+    pub trusted: Vec<(KeyId, KernelVerification)>,
+    pub ignored: Vec<String>,
+}
+
+/// A published version whose attestations are judged.
+pub struct Attested<'a> {
+    pub name: &'a PackageName,
+    pub version: &'a semver::Version,
+    /// Its archive's digest.
+    pub checksum: &'a Sha256Digest,
+    /// The key that signed it, accepted by the fetch (or the index, for `info`).
+    pub signer: Option<KeyId>,
+}
+
+impl<'a> From<&'a LockedPackage> for Attested<'a> {
+    fn from(p: &'a LockedPackage) -> Attested<'a> {
+        Attested { name: &p.name, version: &p.version, checksum: &p.checksum, signer: p.signer }
+    }
+}
+
+impl<'a> From<&'a ebpkg_spec::IndexEntry> for Attested<'a> {
+    fn from(e: &'a ebpkg_spec::IndexEntry) -> Attested<'a> {
+        Attested { name: &e.name, version: &e.vers, checksum: &e.cksum, signer: e.signed_by }
+    }
+}
+
+/// Reads and judges the attestations of `p` in `registry`.
+pub fn judge_version(
+    cache: &Cache,
+    registry: &dyn Registry,
+    p: &Attested<'_>,
+    policy: &TrustPolicy,
+    offline: bool,
+) -> Result<Judged, ebpkg_sources::Error> {
+    let mut judged = Judged { trusted: Vec::new(), ignored: Vec::new() };
+    let Some(bytes) = registry.attestations(&p.name, &p.version)? else { return Ok(judged) };
+    let file = match AttestationFile::parse(&bytes) {
+        Ok(file) => file,
+        Err(e) => {
+            judged.ignored.push(format!("the registry's attestation file: {e}"));
+            return Ok(judged);
+        }
+    };
+    for (n, bundle) in file.attestations.iter().enumerate() {
+        match judge_one(cache, registry, p, policy, offline, bundle) {
+            Ok(trusted) => judged.trusted.push(trusted),
+            Err(why) => judged.ignored.push(format!("attestation {}: {why}", n + 1)),
+        }
+    }
+    Ok(judged)
+}
+
+fn judge_one(
+    cache: &Cache,
+    registry: &dyn Registry,
+    p: &Attested<'_>,
+    policy: &TrustPolicy,
+    offline: bool,
+    bundle: &serde_json::Value,
+) -> std::result::Result<(KeyId, KernelVerification), String> {
+    let json = serde_json::to_vec(bundle).map_err(|e| e.to_string())?;
+    let attestation = SignedAttestation::parse(&json).map_err(|e| e.to_string())?;
+    let Some(key_id) = attestation.key_hint().copied() else {
+        return Err("it names no key (publicKey.hint)".into());
+    };
+    // The key that signed the version itself was accepted by the fetch.
+    let trusted =
+        p.signer == Some(key_id) || matches!(policy.decide(p.name.as_str(), Some(&key_id)), Decision::Trusted { .. });
+    if !trusted {
+        return Err(format!("signed by key {key_id}, which the trust policy does not trust for {}", p.name));
+    }
+    if let Decision::Revoked { reason, .. } = policy.decide(p.name.as_str(), Some(&key_id)) {
+        return Err(format!("signed by key {key_id}, which the trust policy revokes ({reason})"));
+    }
+    let found = cache.publisher_key(registry, &key_id, offline).map_err(|problem| match problem {
+        ebpkg_sources::KeyProblem::Offline => format!("key {key_id} is not cached and this run is offline"),
+        ebpkg_sources::KeyProblem::Unavailable(what) => what,
+        ebpkg_sources::KeyProblem::Io(e) => e.to_string(),
+    })?;
+    if let Some(at) = &found.revoked_at {
+        return Err(format!("signed by key {key_id}, which its owner revoked on {at}"));
+    }
+    attestation.verify(&found.key).map_err(|e| e.to_string())?;
+    let stated = attestation.kernel_verification(p.name, p.version, p.checksum).map_err(|e| e.to_string())?;
+    Ok((key_id, stated))
+}
+
+/// The newest of several observations.
+fn newest<'a>(obs: Vec<(&'a KeyId, &'a KernelObservation)>) -> Option<(&'a KeyId, &'a KernelObservation)> {
+    obs.into_iter().max_by(|a, b| a.1.observed_at.cmp(&b.1.observed_at))
+}
+
+/// What the trusted attestations say about `kernel`.
+fn status_on(trusted: &[(KeyId, KernelVerification)], kernel: &KernelIdentity) -> Status {
+    let here: Vec<(&KeyId, &KernelObservation)> = trusted
+        .iter()
+        .flat_map(|(key, v)| v.kernels.iter().map(move |k| (key, k)))
+        .filter(|(_, k)| &k.kernel == kernel)
+        .collect();
+    // A refusal anywhere is what matters: the newest observation of one.
+    let refusals: Vec<_> = here.iter().copied().filter(|(_, k)| k.refused().next().is_some()).collect();
+    if let Some((key, k)) = newest(refusals) {
+        if let Outcome::Refused { item } = k.outcome() {
+            return Status::Refused {
+                key: *key,
+                observed_at: k.observed_at.clone(),
+                item: format!("{} `{}`", item.kind.name(), item.name),
+                reason: item.reason.clone().unwrap_or_else(|| "the verifier said no more".into()),
+            };
+        }
+    }
+    if let Some((key, k)) = newest(here) {
+        if let Outcome::Verified { items, native, tiered } = k.outcome() {
+            return Status::Verified { key: *key, observed_at: k.observed_at.clone(), items, native, tiered };
+        }
+    }
+    let mut kernels: Vec<String> =
+        trusted.iter().flat_map(|(_, v)| v.kernels.iter().map(|k| k.kernel.release.clone())).collect();
+    kernels.sort();
+    kernels.dedup();
+    Status::Unattested { kernels }
+}
+
+/// The coverage of every package in `packages` (registry packages: path
+/// dependencies and the project have no attestations) on the running kernel.
+pub fn check(
+    ctx: &Ctx,
+    regs: &Registries<'_>,
+    packages: &[&LockedPackage],
+    kernel: &KernelIdentity,
+) -> Result<Vec<Coverage>> {
+    let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
+    let cache = ctx.cache();
+    let mut out = Vec::new();
+    for p in packages {
+        let Ok(url) = RegistryUrl::parse(&p.source) else { continue };
+        let judged = regs.open(&url).map_err(anyhow::Error::from).and_then(|registry| {
+            judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline)
+                .map_err(anyhow::Error::from)
+        });
+        let coverage = match judged {
+            Ok(j) => Coverage { package: p.id(), status: status_on(&j.trusted, kernel), ignored: j.ignored },
+            Err(e) => {
+                Coverage { package: p.id(), status: Status::Unread { why: format!("{e:#}") }, ignored: Vec::new() }
+            }
+        };
+        out.push(coverage);
+    }
+    Ok(out)
+}
+
+/// Says what the coverage is, and refuses before any build: exit 5 for a
+/// package whose trusted attestation saw this kernel refuse it; exit 10 for
+/// unattested (or unread) packages when the policy refuses those.
+pub fn enforce(ctx: &Ctx, coverage: &[Coverage], kernel: &KernelIdentity) -> Result<()> {
+    let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
+    for c in coverage {
+        for why in &c.ignored {
+            ctx.ui.warn(format!("{}: ignored {why}", c.package));
+        }
+    }
+    let refused: Vec<String> = coverage
+        .iter()
+        .filter_map(|c| match &c.status {
+            Status::Refused { key, observed_at, item, reason } => Some(format!(
+                "{} was refused by this kernel's verifier: {item}: {reason} (attested by key {key}, {observed_at})",
+                c.package
+            )),
+            _ => None,
+        })
+        .collect();
+    if !refused.is_empty() {
+        return Err(fail(
+            Failure::Kernel,
+            format!(
+                "{}; this kernel is {kernel}, nothing was built or installed. Use another version (`ebpkg info \
+                 PACKAGE` shows the kernels each is attested on) or another kernel",
+                refused.join("; ")
+            ),
+        ));
+    }
+    for c in coverage {
+        if let Status::Verified { key, items, native, tiered, .. } = &c.status {
+            let tiers = if *tiered > 0 { format!(", native tier {native} of {tiered}") } else { String::new() };
+            ctx.ui.status(
+                "Attested",
+                format!("{} on this kernel: {items} item(s) verified{tiers} (key {key})", c.package),
+            );
+        }
+    }
+    let unattested: Vec<String> = coverage
+        .iter()
+        .filter_map(|c| match &c.status {
+            Status::Unattested { kernels } if kernels.is_empty() => Some(c.package.to_string()),
+            Status::Unattested { kernels } => Some(format!("{} (attested on {})", c.package, kernels.join(", "))),
+            Status::Unread { why } => Some(format!("{} (its attestations could not be read: {why})", c.package)),
+            _ => None,
+        })
+        .collect();
+    if unattested.is_empty() {
+        return Ok(());
+    }
+    if policy.unattested() == Unattested::Refuse {
+        return Err(fail(
+            Failure::Trust,
+            format!(
+                "no trusted attestation covers this kernel, {kernel}, for {}, and the trust policy refuses unattested \
+                 kernels ([kernels] unattested = \"refuse\"); nothing was built or installed. Ask the publisher to \
+                 attest this kernel (`ebpkg attest`), or attest it yourself and trust your key for the package",
+                unattested.join(", ")
+            ),
+        ));
+    }
+    ctx.ui.note(format!("no trusted attestation covers this kernel, {kernel}, for {}", unattested.join(", ")));
+    Ok(())
+}
