@@ -107,7 +107,7 @@ pub fn judge_version(
     offline: bool,
 ) -> Result<Judged, ebpkg_sources::Error> {
     let mut judged = Judged { trusted: Vec::new(), ignored: Vec::new() };
-    let Some(bytes) = registry.attestations(&p.name, &p.version)? else { return Ok(judged) };
+    let Some(bytes) = registry.attestations(p.name, p.version)? else { return Ok(judged) };
     let file = match AttestationFile::parse(&bytes) {
         Ok(file) => file,
         Err(e) => {
@@ -173,20 +173,20 @@ fn status_on(trusted: &[(KeyId, KernelVerification)], kernel: &KernelIdentity) -
         .collect();
     // A refusal anywhere is what matters: the newest observation of one.
     let refusals: Vec<_> = here.iter().copied().filter(|(_, k)| k.refused().next().is_some()).collect();
-    if let Some((key, k)) = newest(refusals) {
-        if let Outcome::Refused { item } = k.outcome() {
-            return Status::Refused {
-                key: *key,
-                observed_at: k.observed_at.clone(),
-                item: format!("{} `{}`", item.kind.name(), item.name),
-                reason: item.reason.clone().unwrap_or_else(|| "the verifier said no more".into()),
-            };
-        }
+    if let Some((key, k)) = newest(refusals)
+        && let Outcome::Refused { item } = k.outcome()
+    {
+        return Status::Refused {
+            key: *key,
+            observed_at: k.observed_at.clone(),
+            item: format!("{} `{}`", item.kind.name(), item.name),
+            reason: item.reason.clone().unwrap_or_else(|| "the verifier said no more".into()),
+        };
     }
-    if let Some((key, k)) = newest(here) {
-        if let Outcome::Verified { items, native, tiered } = k.outcome() {
-            return Status::Verified { key: *key, observed_at: k.observed_at.clone(), items, native, tiered };
-        }
+    if let Some((key, k)) = newest(here)
+        && let Outcome::Verified { items, native, tiered } = k.outcome()
+    {
+        return Status::Verified { key: *key, observed_at: k.observed_at.clone(), items, native, tiered };
     }
     let mut kernels: Vec<String> =
         trusted.iter().flat_map(|(_, v)| v.kernels.iter().map(|k| k.kernel.release.clone())).collect();
