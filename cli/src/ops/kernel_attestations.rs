@@ -208,7 +208,7 @@ pub fn check(
     let mut out = Vec::new();
     for p in packages {
         let Ok(url) = RegistryUrl::parse(&p.source) else { continue };
-        let judged = regs.open(&url).map_err(anyhow::Error::from).and_then(|registry| {
+        let judged = regs.open(&url).and_then(|registry| {
             judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline)
                 .map_err(anyhow::Error::from)
         });
