@@ -180,7 +180,11 @@ fn tokens_scopes_and_owners_decide_every_action() {
     let owner = reg.token("owner", &[], &[]).unwrap();
     reg.user("stranger").unwrap();
     let pack = |v: &str| publish_body(&pack_with(scratch.path(), "guard", v, "", &[]).unwrap(), "guard", v).unwrap();
-    assert_eq!(publish(&reg, &owner, &pack("1.0.0")).status(), StatusCode::OK);
+    let first = pack_with(scratch.path(), "guard", "1.0.0", "", &[]).unwrap();
+    assert_eq!(publish(&reg, &owner, &publish_body(&first, "guard", "1.0.0").unwrap()).status(), StatusCode::OK);
+    // Attestations are signed with a key of an owner's.
+    let key = ebpkg_signing::SigningKey::generate().unwrap();
+    register_key_at(reg.url(), &owner, "owner", &key);
 
     // Token kinds: (label, secret or None for no token).
     let expired = reg.token("owner", &[], &[]).unwrap();
@@ -220,9 +224,10 @@ fn tokens_scopes_and_owners_decide_every_action() {
     const OK: S = S::OK;
     const NO: S = S::FORBIDDEN;
     const AUTH: S = S::UNAUTHORIZED;
-    let table: [(&str, [S; 12]); 5] = [
+    let table: [(&str, [S; 12]); 6] = [
         ("publish new package", [OK, OK, NO, NO, NO, NO, OK, OK, AUTH, AUTH, AUTH, AUTH]),
         ("publish new version", [OK, NO, OK, NO, NO, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
+        ("attest a version", [OK, NO, OK, NO, NO, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
         ("yank", [OK, NO, NO, OK, NO, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
         ("add owner", [OK, NO, NO, NO, OK, NO, OK, NO, AUTH, AUTH, AUTH, AUTH]),
         ("create token", [OK, NO, NO, NO, NO, NO, NO, OK, AUTH, AUTH, AUTH, AUTH]),
@@ -241,6 +246,15 @@ fn tokens_scopes_and_owners_decide_every_action() {
                 }
                 "publish new version" => {
                     http().put(format!("{}api/v1/packages/new", reg.url())).body(pack(&format!("2.0.{next}")))
+                }
+                "attest a version" => {
+                    let kernels = vec![ebpkg_registry::testing::kernel_observation(&format!("6.1.{next}"), &[], None)];
+                    let signed =
+                        ebpkg_registry::testing::attestation(&key, "guard", "1.0.0", &first.sha256, kernels).unwrap();
+                    http()
+                        .post(format!("{}api/v1/packages/guard/1.0.0/attestations", reg.url()))
+                        .header("Content-Type", "application/json")
+                        .body(signed.json().to_owned())
                 }
                 "yank" => http().delete(format!("{}api/v1/packages/guard/1.0.0/yank", reg.url())),
                 "add owner" => http()
@@ -456,8 +470,13 @@ fn publish_rate_limits_answer_429_with_retry_after() {
     }
     assert_eq!(statuses.last(), Some(&StatusCode::TOO_MANY_REQUESTS), "{statuses:?}");
     assert!(passed >= 11, "{statuses:?}");
-    // The index and downloads are not limited per IP.
+    // The index and downloads are not limited per IP, nor is reading attestations (each install reads them);
+    // adding one is.
     assert_eq!(get(&reg, "index/3/n/net").status(), StatusCode::OK);
+    let attestations = format!("{}api/v1/packages/net/1.0.0/attestations", reg.url());
+    let read = http().get(&attestations).send().unwrap();
+    assert_eq!(read.status(), StatusCode::NOT_FOUND, "not limited: {}", read.text().unwrap());
+    assert_eq!(http().post(&attestations).body("{}").send().unwrap().status(), StatusCode::TOO_MANY_REQUESTS);
 }
 
 #[test]
@@ -542,6 +561,26 @@ fn operations_endpoints_and_the_openapi_document_match_the_routes() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), count, "operationIds are unique: {ids:?}");
+    // Attestations: read and added at one path, each operation with its bodies.
+    let attestations = &paths["/api/v1/packages/{name}/{version}/attestations"];
+    assert_eq!(attestations["get"]["operationId"], "get_attestations");
+    assert_eq!(attestations["post"]["operationId"], "add_attestation");
+    assert_eq!(
+        attestations["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/AttestationFile"
+    );
+    assert!(attestations["get"]["responses"].get("304").is_some());
+    assert_eq!(
+        attestations["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/SigstoreBundle"
+    );
+    assert_eq!(
+        attestations["post"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/AttestationAccepted"
+    );
+    for status in ["400", "401", "403", "404", "409", "413", "422"] {
+        assert!(attestations["post"]["responses"].get(status).is_some(), "POST attestations documents {status}");
+    }
     let create = &paths["/api/v1/tokens"]["put"];
     assert_eq!(create["requestBody"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/NewToken");
 

@@ -12,7 +12,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use ebpkg_registry::testing::{TestRegistry, pack_with, publish_body, signed_publish_body};
+use ebpkg_registry::testing::{
+    TestRegistry, attestation, kernel_observation, pack_with, publish_body, signed_publish_body,
+};
 use ebpkg_registry_testing::Browser;
 use ebpkg_signing::SigningKey;
 use reqwest::StatusCode;
@@ -173,6 +175,67 @@ fn pages_have_correct_http_semantics_and_safe_content() {
     assert_eq!(get(&reg, "static/catalog.0000.css").status(), StatusCode::NOT_FOUND);
 }
 
+/// The version page's Kernels section: a sentence on how to publish one when
+/// there is none; one row per kernel once an attestation is added, shown at
+/// once (the page cache drops the page), with whose key it was and whether
+/// that key was revoked since. The "Kernel" requirement line stays.
+#[test]
+fn a_version_page_shows_its_kernels_and_a_new_attestation_at_once() {
+    let reg = TestRegistry::start().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let key = SigningKey::generate().unwrap();
+    register_key_at(reg.url(), &token, "alice", &key);
+    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
+    assert_eq!(publish(&reg, &token, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let (_, _, before) = html(&reg, "/packages/meter");
+    assert!(before.contains("<h2 id=\"kernels\">Kernels</h2>"), "{before}");
+    assert!(before.contains("No kernel verification has been published for this version"), "{before}");
+    assert!(before.contains("<code>ebpkg attest</code>"), "{before}");
+    assert!(before.contains("<dt>Kernel</dt>"), "the requirement line stays: {before}");
+
+    let kernels = vec![
+        kernel_observation("6.1.0-56-amd64", &["ip6_meter", "ip6_dst_tbmon"], None),
+        kernel_observation("5.10.0-46-amd64", &["ip6_meter"], Some(("ip6_dst_tbmon", "BPF_STX uses reserved fields"))),
+    ];
+    let signed = attestation(&key, "meter", "1.0.0", &packed.sha256, kernels).unwrap();
+    let r = http()
+        .post(format!("{}api/v1/packages/meter/1.0.0/attestations", reg.url()))
+        .header("Authorization", &token)
+        .body(signed.json().to_owned())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().unwrap());
+    // At once: the cached page was dropped.
+    let (_, _, after) = html(&reg, "/packages/meter");
+    assert!(!after.contains("No kernel verification has been published"), "{after}");
+    for shown in [
+        "<code>6.1.0-56-amd64</code>",
+        "<code>5.10.0-46-amd64</code>",
+        "x86_64",
+        "verified (2 items; native tier 2 of 2)",
+        "refused: program <code>ip6_dst_tbmon</code>: BPF_STX uses reserved fields",
+        "2026-12-01",
+        r#"<a href="/users/alice">alice</a>"#,
+    ] {
+        assert!(after.contains(shown), "`{shown}` is not on the page: {after}");
+    }
+    let short = key.public().id().to_string();
+    assert!(after.contains(&format!(">{}…</code>", &short[..16])), "the key, shortened: {after}");
+    assert!(!after.contains("key revoked"), "{after}");
+
+    // Alice revokes the key: the attestation stays, marked.
+    let hex = key.public().id().to_hex();
+    let r = http().delete(format!("{}api/v1/me/keys/{hex}", reg.url())).header("Authorization", &token).send().unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (status, _, version_page) = html(&reg, "/packages/meter/1.0.0");
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        version_page.contains("<code>6.1.0-56-amd64</code>") && version_page.contains("key revoked"),
+        "{version_page}"
+    );
+}
+
 #[test]
 fn a_private_registry_keeps_its_pages_private() {
     let reg = TestRegistry::start_with(Box::new(|c| c.auth_required = true)).unwrap();
@@ -194,6 +257,24 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
     let reg = TestRegistry::start().unwrap();
     let token = reg.token("alice", &[], &[]).unwrap();
     publish_first_party(&reg, &token, &["net", "basic", "meter", "sets", "sampler", "ddos"]);
+    // ddos 1.0.0 has an attestation (a kernel that verified it, one that refused
+    // a program); net has none.
+    let key = SigningKey::generate().unwrap();
+    register_key_at(reg.url(), &token, "alice", &key);
+    let ddos = ebpkg_archive::pack(&repo_root().join("packages/ddos")).unwrap();
+    let kernels = vec![
+        kernel_observation("6.1.0-56-amd64", &["ddos_meter", "ddos_sampler"], None),
+        kernel_observation("5.10.0-46-amd64", &["ddos_meter"], Some(("ddos_sampler", "BPF_STX uses reserved fields"))),
+    ];
+    let version = ddos.manifest.package.version.to_string();
+    let signed = attestation(&key, "ddos", &version, &ddos.sha256, kernels).unwrap();
+    let r = http()
+        .post(format!("{}api/v1/packages/ddos/{version}/attestations", reg.url()))
+        .header("Authorization", &token)
+        .body(signed.json().to_owned())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().unwrap());
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("catalog-screenshots");
     let base = reg.url().trim_end_matches('/').to_owned();
     let mut browser = Browser::launch().unwrap();
@@ -201,7 +282,26 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
         // Nothing was published twice: nothing is "updated" yet (it listed the new packages again).
         ("home", "/", vec!["Reusable eBPF programs", "New packages", "ddos", "No package has a new version since"]),
         ("search", "/search?q=ddos", vec!["Search: ddos", "ddos", "1.0.0"]),
-        ("package", "/packages/ddos", vec!["ebpkg add ddos", "Dependencies", "net", "README", "GPL-2.0-only"]),
+        (
+            "package",
+            "/packages/ddos",
+            vec![
+                "ebpkg add ddos",
+                "Dependencies",
+                "net",
+                "README",
+                "GPL-2.0-only",
+                "Kernels",
+                "6.1.0-56-amd64",
+                "verified (2 items; native tier 2 of 2)",
+                "refused: program ddos_sampler: BPF_STX uses reserved fields",
+            ],
+        ),
+        (
+            "package-unattested",
+            "/packages/net",
+            vec!["Kernels", "No kernel verification has been published for this version", "ebpkg attest"],
+        ),
         (
             "docs",
             "/packages/net/docs",
@@ -227,6 +327,16 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
             // Nothing wider than the screen: a phone scrolls down, not sideways.
             let overflow = browser.eval("document.documentElement.scrollWidth - window.innerWidth").unwrap();
             assert!(overflow.as_i64().unwrap_or(i64::MAX) <= 0, "{path} scrolls sideways by {overflow} px at {label}");
+            // Nor does the package page's table of kernels: stacked like the items.
+            if *name == "package" {
+                let kernels = browser
+                    .eval("(() => { const w = document.querySelector('section[aria-labelledby=kernels] .table-wrap'); return w ? w.scrollWidth - w.clientWidth : -1 })()")
+                    .unwrap();
+                assert!(
+                    kernels.as_i64().is_some_and(|o| (0..=0).contains(&o)),
+                    "kernels table scrolls by {kernels} at {label}"
+                );
+            }
             // Nor does the package page's table of items: on a phone, each row is stacked.
             if *name == "package" {
                 let items = browser
