@@ -82,6 +82,7 @@ pub fn mirror(
             Imported::Added => report.added.push(id),
             Imported::AlreadyPresent => report.already_present.push(id),
         }
+        copy_attestations(source.as_ref(), &target, locked)?;
     }
     carry_tuf(&plan, &sources, &target)?;
     Ok(report)
@@ -123,9 +124,19 @@ fn carry_tuf(
             return Err(not_listed().into());
         }
         target.write_index_verbatim(&locked.name, &bytes)?;
+        copy_attestations(source.as_ref(), target, locked)?;
     }
     if let Some((_, files)) = carried {
         target.write_tuf_files(&files)?;
+    }
+    Ok(())
+}
+
+/// The version's kernel verification attestations, so that an air-gapped install
+/// judges the kernel as one from the origin would.
+fn copy_attestations(source: &dyn Registry, target: &FileRegistry, locked: &LockedPackage) -> Result<()> {
+    if let Some(bytes) = source.attestations(&locked.name, &locked.version)? {
+        target.write_attestations_verbatim(&locked.name, &locked.version, &bytes)?;
     }
     Ok(())
 }

@@ -208,15 +208,13 @@ pub fn check(
     let mut out = Vec::new();
     for p in packages {
         let Ok(url) = RegistryUrl::parse(&p.source) else { continue };
-        let judged = regs.open(&url).and_then(|registry| {
-            judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline)
-                .map_err(anyhow::Error::from)
-        });
-        let coverage = match judged {
+        let registry = regs.open(&url)?;
+        let coverage = match judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline) {
             Ok(j) => Coverage { package: p.id(), status: status_on(&j.trusted, kernel), ignored: j.ignored },
-            Err(e) => {
-                Coverage { package: p.id(), status: Status::Unread { why: format!("{e:#}") }, ignored: Vec::new() }
-            }
+            // A file the signed metadata does not vouch for is a registry lying,
+            // not one that could not be reached.
+            Err(e) if matches!(e.kind(), ebpkg_sources::ErrorKind::Tuf { .. }) => return Err(e.into()),
+            Err(e) => Coverage { package: p.id(), status: Status::Unread { why: e.to_string() }, ignored: Vec::new() },
         };
         out.push(coverage);
     }

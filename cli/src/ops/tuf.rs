@@ -176,7 +176,8 @@ pub fn tuf_refresh(dir: &Path, online_key: &Path) -> Result<()> {
     .with_context(|| format!("re-signing the TUF metadata of {}", dir.display()))
 }
 
-/// `config.json` and every index file, as TUF targets (name, bytes).
+/// `config.json`, every index file and every version's attestation file, as TUF
+/// targets (name, bytes).
 fn registry_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     let config = dir.join(ebpkg_sources::CONFIG_FILE);
@@ -201,7 +202,17 @@ fn registry_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
                 let Ok(pkg) = ebpkg_spec::PackageName::new(name) else { continue };
                 let rel = ebpkg_spec::index_target(pkg.as_str());
                 if path.strip_prefix(dir).is_ok_and(|r| r == Path::new(&rel)) {
-                    out.push((rel, ebpkg_fs::read(&path, 64 << 20)?));
+                    let bytes = ebpkg_fs::read(&path, 64 << 20)?;
+                    // The versions' attestation files, which installs trust like the index.
+                    for entry in ebpkg_spec::index::parse_index_file(pkg.as_str(), &bytes).entries {
+                        let target = ebpkg_spec::attestation::attestation_target(&pkg, &entry.vers);
+                        match ebpkg_fs::read(&dir.join(&target), ebpkg_spec::attestation::MAX_ATTESTATION_FILE_BYTES) {
+                            Ok(file) => out.push((target, file)),
+                            Err(e) if e.is_not_found() => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    out.push((rel, bytes));
                 }
             }
         }

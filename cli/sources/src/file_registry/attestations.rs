@@ -41,6 +41,21 @@ impl FileRegistry {
         }
     }
 
+    /// A mirror's copy of its origin's attestation file for a version, byte for
+    /// byte (the origin's TUF metadata signs those bytes).
+    pub(crate) fn write_attestations_verbatim(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let path = self.attestation_path(name, version);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(crate::Error::io("create", dir))?;
+        }
+        write_atomic(&path, bytes)
+    }
+
     pub(super) fn attach_attestation(
         &self,
         name: &PackageName,

@@ -1,0 +1,225 @@
+//! Kernel verification attestations end to end, on this machine's kernel: `ebpkg
+//! attest` of a published version (verified by cosign as an in-toto attestation),
+//! `ebpkg info` showing it, and `ebpkg install` reading them before it builds —
+//! refusing a kernel an attestation saw refuse a program, noting (or, by
+//! policy, refusing) a kernel none observed, and ignoring, with the reason, an
+//! attestation by an untrusted key, for another archive, or changed after
+//! signing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use base64::Engine;
+use common::*;
+
+const PREDICATE: &str = "https://ebpkg.dev/attestation/kernel-verification/v1";
+
+/// A sandbox with flow, verdict and classify published, and the app project.
+fn setup(tag: &str) -> (Sandbox, std::path::PathBuf) {
+    let sb = Sandbox::with_netns(tag);
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    let app = sb.package("app");
+    (sb, app)
+}
+
+/// The attestation file of `name@version` in the sandbox's registry.
+fn attestation_file(sb: &Sandbox, name: &str, version: &str) -> std::path::PathBuf {
+    let target = ebpkg_spec::attestation::attestation_target(
+        &ebpkg_spec::PackageName::new(name).unwrap(),
+        &semver::Version::parse(version).unwrap(),
+    );
+    sb.path("registry").join(target)
+}
+
+/// The archive of `name@version` as the sandbox's registry holds it.
+fn archive(sb: &Sandbox, name: &str, version: &str) -> Vec<u8> {
+    let index = std::fs::read_to_string(sb.path("registry/index").join(ebpkg_spec::index_path(name))).unwrap();
+    let line = index.lines().find(|l| l.contains(&format!("\"vers\":\"{version}\""))).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+    let cksum = entry["cksum"].as_str().unwrap();
+    std::fs::read(sb.path("registry/archives").join(&cksum[..2]).join(format!("{cksum}.tar.gz"))).unwrap()
+}
+
+#[test]
+fn an_attestation_verifies_with_cosign_and_info_and_install_show_it() {
+    let (sb, app) = setup("attok");
+    let dir = sb.dir.path().to_owned();
+    let out = sb.path("flow.attestation.json");
+    let run = sb.run(&dir, &["attest", "flow@1.0.0", "--out", out.to_str().unwrap(), "--publish"]).ok();
+    assert!(run.stdout.contains("| program `flow_match` | verified |"), "{}", run.stdout);
+    assert!(run.stdout.contains("| program `flow_count` | verified |"), "{}", run.stdout);
+    assert!(run.stderr.contains("Published the attestation of flow@1.0.0"), "{}", run.stderr);
+
+    // cosign verifies it against the archive the registry serves, for its type.
+    let archive_path = sb.path("flow-1.0.0.tar.gz");
+    std::fs::write(&archive_path, archive(&sb, "flow", "1.0.0")).unwrap();
+    let cosign = ebpkg_signing::testing::Cosign::locate(KEY_PASSWORD).unwrap();
+    cosign
+        .verify_blob_attestation(&dir, "keys/default.pub", "flow.attestation.json", PREDICATE, "flow-1.0.0.tar.gz")
+        .unwrap();
+
+    // What it states: this kernel, its BTF, each item with the verifier's count,
+    // the object's digest and compiler.
+    let bundle = ebpkg_signing::SignedAttestation::parse(&std::fs::read(&out).unwrap()).unwrap();
+    let statement = bundle.statement();
+    assert_eq!(statement.subject[0].name, "flow-1.0.0.tar.gz");
+    assert_eq!(statement.subject.len(), 2, "the archive and the one object: {:?}", statement.subject);
+    let k = &statement.predicate["kernels"][0];
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(k["kernel"]["release"], release.trim());
+    let btf = ebpkg_spec::types::Sha256Digest::of(&std::fs::read("/sys/kernel/btf/vmlinux").unwrap());
+    assert_eq!(k["kernel"]["btf"]["sha256"], btf.to_string());
+    for item in k["items"].as_array().unwrap() {
+        assert_eq!(item["verdict"], "verified", "{item}");
+        assert!(item["insnsProcessed"].as_u64().unwrap() > 0, "{item}");
+        assert!(item["object"]["compiler"].as_str().unwrap().contains("clang version"), "{item}");
+        assert_eq!(item["tier"], "native", "{item}");
+    }
+
+    let info = sb.run(&dir, &["info", "flow"]).ok();
+    assert!(info.stdout.contains("kernels (attested):"), "{}", info.stdout);
+    assert!(info.stdout.contains("verified (2 items; native tier 2 of 2)"), "{}", info.stdout);
+    assert!(info.stdout.contains("← this kernel"), "{}", info.stdout);
+
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va", "--json"]).ok();
+    assert!(run.stderr.contains("Attested flow@1.0.0 on this kernel: 2 item(s) verified"), "{}", run.stderr);
+    assert!(run.stderr.contains("note: no trusted attestation covers this kernel"), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let kernels = json["kernel_attestations"].as_array().unwrap();
+    let status = |name: &str| {
+        kernels.iter().find(|c| c["package"].as_str().unwrap().starts_with(name)).unwrap()["status"].clone()
+    };
+    assert_eq!(status("flow@"), "verified", "{kernels:?}");
+    assert_eq!(status("verdict@"), "unattested", "{kernels:?}");
+    sb.run(&app, &["uninstall"]).ok();
+}
+
+#[test]
+fn a_kernel_an_attestation_saw_refuse_a_program_is_refused_before_any_build() {
+    let (sb, app) = setup("attno");
+    let dir = sb.package("flow");
+    let toml =
+        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.2.0\"");
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    // Reads the port without checking the packet's end.
+    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c"))
+        .unwrap()
+        .replace("\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n", "\t(void)end;\n");
+    std::fs::write(dir.join("src/flow.bpf.c"), src).unwrap();
+    sb.publish(&dir);
+    let run = sb.run(sb.dir.path(), &["attest", "flow@1.2.0", "--publish"]).ok();
+    assert!(run.stdout.contains("| program `flow_match` | REFUSED |"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("| program `flow_count` | verified |"),
+        "the other program still loads: {}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("this kernel refused 1 of 2 item(s)"), "{}", run.stderr);
+
+    // A fresh cache and no compiler: a build would fail, and say so.
+    std::fs::remove_dir_all(&sb.cache).unwrap();
+    let run =
+        sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_CLANG", "/nonexistent/clang")], None).fails(5);
+    assert!(
+        run.stderr.contains("flow@1.2.0 was refused by this kernel's verifier: program `flow_match`: "),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("(at flow.bpf.c:"), "the line is in the reason: {}", run.stderr);
+    assert!(run.stderr.contains("nothing was built or installed"), "{}", run.stderr);
+    assert!(!run.stderr.contains("clang"), "no compile was tried: {}", run.stderr);
+    assert!(!sb.cache.join("objects").exists(), "nothing was built");
+    assert_eq!(sb.status(), serde_json::json!([]));
+
+    let info = sb.run(&app, &["info", "flow@1.2.0"]).ok();
+    assert!(info.stdout.contains("refused: program `flow_match`"), "{}", info.stdout);
+}
+
+#[test]
+fn the_trust_policy_can_refuse_a_kernel_no_attestation_observed() {
+    let (sb, app) = setup("attpol");
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("note: no trusted attestation covers this kernel"), "{}", run.stderr);
+    assert!(run.stderr.contains("flow@1.0.0"), "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
+
+    let policy = std::fs::read_to_string(sb.path("trust.toml")).unwrap();
+    std::fs::write(sb.path("trust.toml"), format!("{policy}\n[kernels]\nunattested = \"refuse\"\n")).unwrap();
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).fails(10);
+    assert!(run.stderr.contains("the trust policy refuses unattested kernels"), "{}", run.stderr);
+    assert!(run.stderr.contains("flow@1.0.0"), "{}", run.stderr);
+    assert_eq!(sb.status(), serde_json::json!([]));
+
+    // Attested, every package: installed.
+    for p in ["flow@1.0.0", "verdict@1.0.0", "classify@1.0.0"] {
+        sb.run(sb.dir.path(), &["attest", p, "--publish"]).ok();
+    }
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert!(!run.stderr.contains("no trusted attestation"), "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
+}
+
+#[test]
+fn attestations_that_do_not_hold_are_ignored_and_say_why() {
+    let (sb, app) = setup("attbad");
+    let dir = sb.dir.path().to_owned();
+    let good = sb.path("good.json");
+    sb.run(&dir, &["attest", "flow@1.0.0", "--out", good.to_str().unwrap()]).ok();
+    let good_json: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+
+    // Signed by a key the trust policy does not trust for flow.
+    sb.run(&dir, &["key", "generate", "--name", "stranger"]).ok();
+    let stranger = sb.path("stranger.json");
+    sb.run(&dir, &["attest", "flow@1.0.0", "--key", "stranger", "--out", stranger.to_str().unwrap()]).ok();
+    // The registry itself refuses it: that key signed nothing of flow there.
+    let refused = sb.run(&dir, &["attest", "flow@1.0.0", "--key", "stranger", "--publish"]).fails(10);
+    assert!(refused.stderr.contains("signed no version of flow in this registry"), "{}", refused.stderr);
+
+    // One byte of the statement changed after signing.
+    let mut changed = good_json.clone();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut payload = b64.decode(changed["dsseEnvelope"]["payload"].as_str().unwrap()).unwrap();
+    let at = payload.windows(10).position(|w| w == b"\"verified\"").unwrap();
+    payload[at + 1] = b'V';
+    changed["dsseEnvelope"]["payload"] = b64.encode(&payload).into();
+
+    // flow 1.0.1: the 1.0.0 attestation is for another archive.
+    let pkg = sb.package("flow");
+    let toml =
+        std::fs::read_to_string(pkg.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.0.1\"");
+    std::fs::write(pkg.join("ebpkg.toml"), toml).unwrap();
+    sb.publish(&pkg);
+
+    // Written into the directory registry by hand, past its checks: an install
+    // must judge each attestation on its own.
+    let stranger_json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stranger).unwrap()).unwrap();
+    let file = attestation_file(&sb, "flow", "1.0.1");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let all = serde_json::json!({ "attestations": [stranger_json, changed, good_json] });
+    std::fs::write(&file, all.to_string()).unwrap();
+
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let err = &run.stderr;
+    assert!(err.contains("flow@1.0.1: ignored attestation 1: signed by key"), "{err}");
+    assert!(err.contains("which the trust policy does not trust for flow"), "{err}");
+    assert!(err.contains("flow@1.0.1: ignored attestation 2: the attestation's signature does not verify"), "{err}");
+    assert!(err.contains("flow@1.0.1: ignored attestation 3: it is for another archive"), "{err}");
+    assert!(err.contains("note: no trusted attestation covers this kernel"), "none of them counts: {err}");
+    sb.run(&app, &["uninstall"]).ok();
+
+    // A file the registry's TUF metadata does not vouch for is refused outright.
+    let (_, _, online) = sb.tuf_init();
+    let online = [("EBPKG_TUF_ONLINE_KEY", online.to_str().unwrap())];
+    let signed = sb.run_with(&dir, &["attest", "flow@1.0.1", "--publish"], &online, None).ok();
+    assert!(signed.stderr.contains("Published the attestation of flow@1.0.1"), "{}", signed.stderr);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.insert(bytes.len() - 2, b' ');
+    std::fs::write(&file, bytes).unwrap();
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).fails(10);
+    assert!(run.stderr.contains("attestations/"), "{}", run.stderr);
+    assert_eq!(sb.status(), serde_json::json!([]));
+}
