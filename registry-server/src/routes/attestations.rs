@@ -92,7 +92,11 @@ pub async fn add(
     let outcome = match &result {
         Ok(a) if a.added => "added",
         Ok(_) => "unchanged",
-        Err(e) if e.status.is_client_error() => "refused",
+        Err(e) if e.status.is_client_error() => {
+            tracing::info!(package = %name, version = %version, user = %caller.login, status = %e.status,
+                detail = %e.detail, "attestation refused");
+            "refused"
+        }
         Err(_) => "failed",
     };
     metrics::counter!("ebpkg_registry_attestations_total", "outcome" => outcome).increment(1);
