@@ -16,6 +16,7 @@ pub fn all() -> Vec<(&'static str, String)> {
         ("ebpkg.toml.schema.json", render::<RawManifest>(Format::Toml)),
         ("ebpkg.lock.schema.json", render::<RawLockfile>(Format::Toml)),
         ("index-entry.schema.json", render::<IndexEntry>(Format::Json)),
+        ("kernel-verification.schema.json", render::<crate::attestation::KernelVerification>(Format::Json)),
     ]
 }
 

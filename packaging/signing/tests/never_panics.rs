@@ -9,11 +9,12 @@
 
 use std::sync::OnceLock;
 
-use ebpkg_signing::{SignedBundle, SigningKey, TrustPolicy};
+use ebpkg_signing::{SignedAttestation, SignedBundle, SigningKey, TrustPolicy};
 use proptest::prelude::*;
 
 const BUNDLE_SEED: &str = include_str!("../fuzz/seeds/bundle/key-signed.json");
 const POLICY_SEED: &str = include_str!("../fuzz/seeds/policy/full.toml");
+const ATTESTATION_SEED: &str = include_str!("../fuzz/seeds/attestation/kernel-verification.json");
 
 fn key() -> &'static SigningKey {
     static KEY: OnceLock<SigningKey> = OnceLock::new();
@@ -24,6 +25,20 @@ fn check_bundle(bytes: &[u8]) {
     if let Ok(bundle) = SignedBundle::parse(bytes) {
         assert_eq!(bundle.json().as_bytes(), bytes, "kept byte for byte");
         assert!(bundle.verify(key().public(), bytes).is_err(), "nothing signed by this run's key");
+    }
+}
+
+/// An attestation as a registry serves it, and the file it comes in.
+fn check_attestation(bytes: &[u8]) {
+    if let Ok(file) = ebpkg_spec::attestation::AttestationFile::parse(bytes) {
+        assert_eq!(ebpkg_spec::attestation::AttestationFile::parse(&file.to_bytes()).ok(), Some(file));
+    }
+    if let Ok(a) = SignedAttestation::parse(bytes) {
+        assert_eq!(a.json().as_bytes(), bytes, "kept byte for byte");
+        assert!(a.verify(key().public()).is_err(), "nothing signed by this run's key");
+        let name = ebpkg_spec::PackageName::new("meter").unwrap();
+        let digest = ebpkg_spec::types::Sha256Digest([9; 32]);
+        assert!(a.kernel_verification(&name, &semver::Version::new(1, 0, 0), &digest).is_err(), "not this archive");
     }
 }
 
@@ -39,6 +54,12 @@ fn the_seeds_parse() {
     SignedBundle::parse(BUNDLE_SEED.as_bytes()).unwrap();
     let policy = TrustPolicy::parse(POLICY_SEED).unwrap();
     assert_eq!(policy.keys().len(), 2);
+    assert_eq!(policy.unattested(), ebpkg_signing::Unattested::Refuse);
+    let seed = SignedAttestation::parse(ATTESTATION_SEED.as_bytes()).unwrap();
+    let name = ebpkg_spec::PackageName::new("meter").unwrap();
+    let archive = seed.statement().subject[0].sha256_digest().unwrap();
+    let stated = seed.kernel_verification(&name, &semver::Version::new(1, 0, 0), &archive).unwrap();
+    assert!(!stated.kernels[0].items.is_empty());
     check_policy(POLICY_SEED);
 }
 
@@ -63,6 +84,22 @@ proptest! {
         }
         check_bundle(&bytes);
         check_bundle(&bytes[..cut.index(bytes.len() + 1)]);
+    }
+
+    #[test]
+    fn mutated_attestations_never_panic(
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut bytes = ATTESTATION_SEED.as_bytes().to_vec();
+        for (at, b) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = b;
+        }
+        check_attestation(&bytes);
+        check_attestation(&bytes[..cut.index(bytes.len() + 1)]);
+        let file = format!("{{\"attestations\":[{}]}}", String::from_utf8_lossy(&bytes));
+        check_attestation(file.as_bytes());
     }
 
     #[test]
