@@ -82,7 +82,7 @@ pub struct Attested<'a> {
     pub version: &'a semver::Version,
     /// Its archive's digest.
     pub checksum: &'a Sha256Digest,
-    /// The key that signed it, accepted by the fetch (or the index, for `info`).
+    /// The key that signed it, when the fetch verified and accepted it.
     pub signer: Option<KeyId>,
 }
 
@@ -92,9 +92,11 @@ impl<'a> From<&'a LockedPackage> for Attested<'a> {
     }
 }
 
+/// A version as its index line names it: the signer it names is not verified
+/// here, so only keys the trust policy trusts count.
 impl<'a> From<&'a ebpkg_spec::IndexEntry> for Attested<'a> {
     fn from(e: &'a ebpkg_spec::IndexEntry) -> Attested<'a> {
-        Attested { name: &e.name, version: &e.vers, checksum: &e.cksum, signer: e.signed_by }
+        Attested { name: &e.name, version: &e.vers, checksum: &e.cksum, signer: None }
     }
 }
 
