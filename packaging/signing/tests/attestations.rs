@@ -3,6 +3,8 @@
 //! against cosign itself, both ways (cosign is built by `ci/setup`; a missing
 //! one fails the test).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use base64::Engine;
 use ebpkg_signing::testing::Cosign;
 use ebpkg_signing::{SignedAttestation, SigningKey, Statement, Subject, attest};
