@@ -267,9 +267,15 @@ fn observe_here(ctx: &Ctx, regs: &crate::registries::Registries<'_>, target: &At
         signer: target.entry.signed_by,
     };
 
+    // One HIKe root for the whole observation (each costs a load of the VM, slow
+    // under emulation); each object's programs leave it before the next comes, so
+    // the ids each gets, and with them the native objects' cache keys, are those
+    // of an empty root whatever loaded before.
+    let root = crate::ops::TempRoot::create(ctx, "attest")?;
+    let rt = &root.root.rt;
     let mut items = Vec::new();
     for object in &objects {
-        items.extend(observe_object(ctx, &planned, object, &compiler)?);
+        items.extend(observe_object(rt, &planned, object, &compiler)?);
     }
     if !m.chains.is_empty() {
         let deps: Vec<PlannedPackage> = deps
@@ -285,7 +291,7 @@ fn observe_here(ctx: &Ctx, regs: &crate::registries::Registries<'_>, target: &At
                 signer: f.locked.signer,
             })
             .collect();
-        items.extend(observe_chains(ctx, &planned, &deps, &compiler)?);
+        items.extend(observe_chains(ctx, rt, &planned, &deps, &compiler)?);
     }
     let refused = items.iter().filter(|i| i.verdict == Verdict::Refused).count();
     if refused > 0 {
@@ -318,11 +324,10 @@ fn dependencies(
     Ok(fetched)
 }
 
-/// One object in a HIKe root of its own (so that program ids, and with them the
-/// native objects' cache keys, do not depend on what else loaded here): each
-/// program and loader through the verifier, then each program's native tier.
+/// One object in `rt`, which it leaves as it found it (no program of its own):
+/// each program and loader through the verifier, then each program's native tier.
 fn observe_object(
-    ctx: &Ctx,
+    rt: &Runtime,
     pkg: &PlannedPackage,
     object: &PlannedObject,
     compiler: &crate::ops::native::ClangCompiler,
@@ -334,8 +339,6 @@ fn observe_object(
         digest: Digests { sha256: Sha256Digest::of(&elf) },
         compiler: ebpkg_build::compiler_of(&elf),
     };
-    let root = crate::ops::TempRoot::create(ctx, "attest")?;
-    let rt = &root.root.rt;
     let label = format!("{} ({})", pkg.id, object.object_name);
     let names: Vec<String> = object.programs.iter().chain(&object.loaders).cloned().collect();
     let verdicts = verify_each(rt, &label, &elf, names)?;
@@ -396,6 +399,11 @@ fn observe_object(
                 item.reason = Some(one_line(&reason));
             }
         }
+    }
+    if let Ok(regs) = &registered {
+        let ids: Vec<_> = regs.iter().map(|r| r.id).collect();
+        rt.unregister_programs(&ids)
+            .map_err(|e| anyhow::Error::new(e).context(format!("removing the programs of {label}")))?;
     }
     Ok(items)
 }
@@ -485,17 +493,17 @@ fn one_line(text: &str) -> String {
 /// every chain, when none is started) moved to the native tier.
 fn observe_chains(
     ctx: &Ctx,
+    rt: &Runtime,
     pkg: &PlannedPackage,
     deps: &[PlannedPackage],
     compiler: &crate::ops::native::ClangCompiler,
 ) -> Result<Vec<ItemObservation>> {
     let manifests: Vec<&Manifest> = deps.iter().map(|d| &d.manifest).collect();
     let scripts = crate::ops::chains::compile_chains(ctx, &pkg.manifest, &pkg.root, &manifests)?;
-    let root = crate::ops::TempRoot::create(ctx, "attest")?;
-    let rt = &root.root.rt;
     let mut ids = Ids::default();
     let mut providers: BTreeMap<u32, (&PlannedPackage, String)> = BTreeMap::new();
-    let mut unloadable = None;
+    // Why each program this kernel would not load is missing.
+    let mut refused: BTreeMap<ProgramRef, String> = BTreeMap::new();
     for p in std::iter::once(pkg).chain(deps) {
         for object in p.objects.iter().filter(|o| !o.programs.is_empty()) {
             let elf = ebpkg_fs::read(&object.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
@@ -515,9 +523,16 @@ fn observe_chains(
                     }
                 }
                 Err(e) if e.is_kernel_refusal() => {
-                    unloadable.get_or_insert_with(|| {
-                        format!("{} ({}): {}", p.id, object.object_name, one_line(&e.to_string()))
-                    });
+                    let why = match &e {
+                        RuntimeError::Verifier(f) => f.reason.clone().unwrap_or_else(|| f.error.clone()),
+                        other => other.to_string(),
+                    };
+                    for program in &object.programs {
+                        refused.insert(
+                            ProgramRef::new(p.id.name.as_str(), program.as_str()),
+                            format!("{} ({}): {}", p.id, object.object_name, one_line(&why)),
+                        );
+                    }
                 }
                 Err(e) => return Err(anyhow::Error::new(e).context(format!("registering the programs of {}", p.id))),
             }
@@ -552,8 +567,15 @@ fn observe_chains(
             let insns = match link_chain(c, &sids) {
                 Ok(insns) => insns,
                 Err(e) => {
-                    let why =
-                        unloadable.clone().map_or_else(|| e.to_string(), |u| format!("{e}: this kernel refused {u}"));
+                    let why = match &e {
+                        hike_chainc::link::LinkError::NoProgram { package, name, .. } => {
+                            match refused.get(&ProgramRef::new(package.as_str(), name.as_str())) {
+                                Some(why) => format!("it calls {package}::{name}, which this kernel refused: {why}"),
+                                None => e.to_string(),
+                            }
+                        }
+                        _ => e.to_string(),
+                    };
                     items.push(item(Verdict::Refused, None, Some(one_line(&why))));
                     continue;
                 }
