@@ -101,16 +101,12 @@ fn an_attestation_verifies_with_cosign_and_info_and_install_show_it() {
 #[test]
 fn a_kernel_an_attestation_saw_refuse_a_program_is_refused_before_any_build() {
     let (sb, app) = setup("attno");
-    let dir = sb.package("flow");
-    let toml =
-        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.2.0\"");
-    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
     // Reads the port without checking the packet's end.
-    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c"))
-        .unwrap()
-        .replace("\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n", "\t(void)end;\n");
-    std::fs::write(dir.join("src/flow.bpf.c"), src).unwrap();
-    sb.publish(&dir);
+    sb.publish_flow_variant(
+        "1.2.0",
+        "\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n",
+        "\t(void)end;\n",
+    );
     let run = sb.run(sb.dir.path(), &["attest", "flow@1.2.0", "--publish"]).ok();
     assert!(run.stdout.contains("| program `flow_match` | REFUSED |"), "{}", run.stdout);
     assert!(

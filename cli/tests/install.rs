@@ -22,15 +22,7 @@ fn setup(tag: &str) -> (Sandbox, std::path::PathBuf) {
 
 /// Publishes flow 1.1.0: flow_match compares the source port instead.
 fn publish_flow_1_1(sb: &Sandbox) {
-    let dir = sb.package("flow");
-    let toml =
-        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.1.0\"");
-    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
-    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c"))
-        .unwrap()
-        .replace("dport = data + off + 2;", "dport = data + off;");
-    std::fs::write(dir.join("src/flow.bpf.c"), src).unwrap();
-    sb.publish(&dir);
+    sb.publish_flow_variant("1.1.0", "dport = data + off + 2;", "dport = data + off;");
 }
 
 #[test]
@@ -131,16 +123,12 @@ fn a_program_the_verifier_refuses_rolls_back_and_names_the_line() {
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     let before = sb.pins();
 
-    let dir = sb.package("flow");
-    let toml =
-        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.2.0\"");
-    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
     // Reads the port without checking the packet's end.
-    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c"))
-        .unwrap()
-        .replace("\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n", "\t(void)end;\n");
-    std::fs::write(dir.join("src/flow.bpf.c"), src).unwrap();
-    sb.publish(&dir);
+    sb.publish_flow_variant(
+        "1.2.0",
+        "\tif ((void *)(dport + 1) > end)\n\t\treturn hike_result(0);\n",
+        "\t(void)end;\n",
+    );
 
     sb.run(&app, &["update", "flow"]).ok();
     let run = sb.run(&app, &["install"]).fails(5);

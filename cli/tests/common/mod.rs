@@ -254,6 +254,21 @@ impl Sandbox {
         self.run(dir, &["publish", "--no-verify"]).ok();
     }
 
+    /// Publishes the fixture package flow as `version`, its source with `from`
+    /// replaced by `to`.
+    #[allow(dead_code)]
+    pub fn publish_flow_variant(&self, version: &str, from: &str, to: &str) {
+        let dir = self.package("flow");
+        let toml = std::fs::read_to_string(dir.join("ebpkg.toml"))
+            .unwrap()
+            .replace("version = \"1.0.0\"", &format!("version = \"{version}\""));
+        std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+        let src = std::fs::read_to_string(dir.join("src/flow.bpf.c")).unwrap();
+        assert!(src.contains(from), "flow.bpf.c has no {from:?}");
+        std::fs::write(dir.join("src/flow.bpf.c"), src.replace(from, to)).unwrap();
+        self.publish(&dir);
+    }
+
     /// Writes a manifest-only package and publishes it.
     /// A project `app` (in `<sandbox>/app`) depending on `deps`: `(name, requirement)`.
     pub fn app(&self, deps: &[(&str, &str)]) -> PathBuf {

@@ -12,8 +12,7 @@ use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::Version;
 use serde::{Deserialize, Serialize};
 use sigstore::crypto::Signature;
-use sigstore_protobuf_specs::dev::sigstore::bundle::v1::{Bundle, VerificationMaterial, bundle, verification_material};
-use sigstore_protobuf_specs::dev::sigstore::common::v1::PublicKeyIdentifier;
+use sigstore_protobuf_specs::dev::sigstore::bundle::v1::{Bundle, bundle};
 use sigstore_protobuf_specs::io::intoto::{Envelope, Signature as EnvelopeSignature};
 
 use crate::keys::{PublicKey, SigningKey};
@@ -203,13 +202,7 @@ pub fn attest(key: &SigningKey, statement: &Statement) -> Result<SignedAttestati
     let sig = key.sign(&pae(IN_TOTO_PAYLOAD_TYPE, &payload))?;
     let bundle = Bundle {
         media_type: BUNDLE_MEDIA_TYPE.into(),
-        verification_material: Some(VerificationMaterial {
-            content: Some(verification_material::Content::PublicKey(PublicKeyIdentifier {
-                hint: key.public().id().to_string(),
-            })),
-            tlog_entries: Vec::new(),
-            timestamp_verification_data: None,
-        }),
+        verification_material: Some(crate::bundle::key_material(key)),
         content: Some(bundle::Content::DsseEnvelope(Envelope {
             payload,
             payload_type: IN_TOTO_PAYLOAD_TYPE.into(),

@@ -140,18 +140,24 @@ pub(crate) fn key_hint(bundle: &Bundle) -> Result<Option<KeyId>> {
     })
 }
 
+/// What names `key` in a bundle: its id as the public-key hint, with no
+/// transparency-log entry or timestamp (as `cosign --key` writes without a log).
+pub(crate) fn key_material(key: &SigningKey) -> VerificationMaterial {
+    VerificationMaterial {
+        content: Some(verification_material::Content::PublicKey(PublicKeyIdentifier {
+            hint: key.public().id().to_string(),
+        })),
+        tlog_entries: Vec::new(),
+        timestamp_verification_data: None,
+    }
+}
+
 /// Signs `archive` with `key`.
 pub fn sign(key: &SigningKey, archive: &[u8]) -> Result<SignedBundle> {
     let signature = key.sign(archive)?;
     let bundle = Bundle {
         media_type: BUNDLE_MEDIA_TYPE.into(),
-        verification_material: Some(VerificationMaterial {
-            content: Some(verification_material::Content::PublicKey(PublicKeyIdentifier {
-                hint: key.public().id().to_string(),
-            })),
-            tlog_entries: Vec::new(),
-            timestamp_verification_data: None,
-        }),
+        verification_material: Some(key_material(key)),
         content: Some(bundle::Content::MessageSignature(MessageSignature {
             message_digest: Some(HashOutput {
                 algorithm: HashAlgorithm::Sha2256 as i32,
