@@ -219,3 +219,46 @@ fn attestations_that_do_not_hold_are_ignored_and_say_why() {
     assert!(run.stderr.contains("attestations/"), "{}", run.stderr);
     assert_eq!(sb.status(), serde_json::json!([]));
 }
+
+/// Over HTTP, with the registry's TUF metadata trusted: `ebpkg attest
+/// --publish` sends it to the server, `ebpkg info` shows it, and an install asks
+/// the server for the attestation file of exactly the versions the signed
+/// metadata says have one (none for the others) and uses it before building.
+#[test]
+fn over_http_with_tuf_attestations_are_published_and_read_before_building() {
+    let keys = tempfile::tempdir().unwrap();
+    let (root_key, online_key) = (keys.path().join("root.key"), keys.path().join("online.key"));
+    let online = online_key.clone();
+    let server =
+        ebpkg_registry::testing::TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
+    let mut sb = Sandbox::with_netns("atthttp");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    for p in ["flow", "verdict", "classify"] {
+        let dir = sb.package(p);
+        sb.publish(&dir);
+    }
+    server.block_on(ebpkg_registry::tuf::init(server.pool(), std::slice::from_ref(&root_key), 1, &online_key)).unwrap();
+    let root = server
+        .block_on(ebpkg_registry::db::tuf::all(server.pool()))
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| n == "root.json")
+        .unwrap()
+        .1;
+    std::fs::write(sb.path("root.json"), root).unwrap();
+    let dir = sb.dir.path().to_owned();
+    sb.run(&dir, &["registry", "add", "corp", server.url(), "--root", sb.path("root.json").to_str().unwrap()]).ok();
+
+    let run = sb.run(&dir, &["attest", "flow@1.0.0", "--publish"]).ok();
+    assert!(run.stderr.contains("Published the attestation of flow@1.0.0"), "{}", run.stderr);
+    assert!(run.stderr.contains("(added; 1 attestation(s) for this version)"), "{}", run.stderr);
+    let info = sb.run(&dir, &["info", "flow"]).ok();
+    assert!(info.stdout.contains("verified (2 items; native tier 2 of 2)"), "{}", info.stdout);
+
+    let app = sb.package("app");
+    let run = sb.run(&app, &["-vv", "install", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("Attested flow@1.0.0 on this kernel"), "{}", run.stderr);
+    let asked: Vec<String> = run.requests().into_iter().filter(|r| r.contains("/attestations")).collect();
+    assert_eq!(asked, ["GET /api/v1/packages/flow/1.0.0/attestations → 200"], "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
+}

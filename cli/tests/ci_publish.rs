@@ -114,3 +114,43 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     let usage = sb.shell(sb.dir.path(), &format!("{} --bogus", script().display()));
     assert_eq!(usage.code, 2, "{}", usage.stderr);
 }
+
+/// `--attest-kernels host`: each version published (or already there) is put
+/// through this kernel's verifier and the signed result attached; a bad list and
+/// a dry run are refused before anything.
+#[test]
+fn ci_publish_attests_each_version_on_this_kernel() {
+    common::require_kernel();
+    let sb = Sandbox::new("ciatt");
+    let pkgs = sb.path("packages");
+    let mut dirs = Vec::new();
+    for p in first_party().iter().filter(|p| ["sets", "sampler"].iter().any(|n| p.ends_with(n))) {
+        let dest = pkgs.join(p.file_name().unwrap());
+        copy_dir(p, &dest);
+        dirs.push(dest.display().to_string());
+    }
+    let run = |args: &str| -> Run {
+        sb.shell(
+            sb.dir.path(),
+            &format!("EBPKG=\"$(command -v ebpkg)\" {} {args} {}", script().display(), dirs.join(" ")),
+        )
+    };
+    let bad = run("--attest-kernels host,hurd");
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("unknown kernel hurd"), "{}", bad.stderr);
+    let dry = run("--dry-run --attest-kernels host");
+    assert_eq!(dry.code, 2, "{}", dry.stderr);
+    assert!(!sb.path("registry").exists(), "nothing was published");
+
+    let published = run("--no-verify --attest-kernels host");
+    assert_eq!(published.code, 0, "{}", published.stderr);
+    assert!(published.stderr.contains("2 version(s) attested on host"), "{}", published.stderr);
+    for (name, index) in [("sets", "se/ts/sets"), ("sampler", "sa/mp/sampler")] {
+        let file = sb.path("registry/attestations").join(index).join("1.0.0.json");
+        let attestations: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(attestations["attestations"].as_array().unwrap().len(), 1, "{name}: {attestations}");
+        let info = sb.run(sb.dir.path(), &["info", name]).ok();
+        assert!(info.stdout.contains("← this kernel"), "{name}: {}", info.stdout);
+        assert!(info.stdout.contains("verified (1 item; native tier 1 of 1)"), "{name}: {}", info.stdout);
+    }
+}

@@ -312,9 +312,9 @@ impl fmt::Display for Outcome<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Outcome::Verified { items, native, tiered } if *tiered > 0 => {
-                write!(f, "verified ({items} items; native tier {native} of {tiered})")
+                write!(f, "verified ({items} {}; native tier {native} of {tiered})", plural(*items, "item"))
             }
-            Outcome::Verified { items, .. } => write!(f, "verified ({items} items)"),
+            Outcome::Verified { items, .. } => write!(f, "verified ({items} {})", plural(*items, "item")),
             Outcome::Refused { item } => write!(
                 f,
                 "refused: {} `{}`: {}",
@@ -324,6 +324,10 @@ impl fmt::Display for Outcome<'_> {
             ),
         }
     }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_owned() } else { format!("{word}s") }
 }
 
 /// The attestation file a registry serves for a version: every attestation

@@ -222,10 +222,9 @@ fn install_timed(
     crate::ops::kernel_fit::refuse_unmet(&kernel, fetched.iter().map(|f| &f.manifest).chain([&chain_pkg]))?;
     // So is one on which a trusted attestation saw a package refused.
     let attested = {
-        let identity = kernel.identity()?;
         let locked: Vec<&ebpkg_spec::LockedPackage> = fetched.iter().map(|f| &f.locked).collect();
-        let coverage = crate::ops::kernel_attestations::check(ctx, &regs, &locked, &identity)?;
-        crate::ops::kernel_attestations::enforce(ctx, &coverage, &identity)?;
+        let coverage = crate::ops::kernel_attestations::check(ctx, &regs, &locked, &kernel)?;
+        crate::ops::kernel_attestations::enforce(ctx, &coverage, &kernel)?;
         coverage
     };
     clock.lap("kernel attestations");

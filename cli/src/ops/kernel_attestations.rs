@@ -203,16 +203,27 @@ pub fn check(
     ctx: &Ctx,
     regs: &Registries<'_>,
     packages: &[&LockedPackage],
-    kernel: &KernelIdentity,
+    kernel: &crate::ops::kernel_fit::RunningKernel,
 ) -> Result<Vec<Coverage>> {
     let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
     let cache = ctx.cache();
+    let mut identity = None;
     let mut out = Vec::new();
     for p in packages {
         let Ok(url) = RegistryUrl::parse(&p.source) else { continue };
         let registry = regs.open(&url)?;
         let coverage = match judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline) {
-            Ok(j) => Coverage { package: p.id(), status: status_on(&j.trusted, kernel), ignored: j.ignored },
+            // The BTF is read and hashed only when there is an attestation to match.
+            Ok(j) if j.trusted.is_empty() => {
+                Coverage { package: p.id(), status: Status::Unattested { kernels: Vec::new() }, ignored: j.ignored }
+            }
+            Ok(j) => {
+                let identity = match &identity {
+                    Some(identity) => identity,
+                    None => identity.insert(kernel.identity()?),
+                };
+                Coverage { package: p.id(), status: status_on(&j.trusted, identity), ignored: j.ignored }
+            }
             // A file the signed metadata does not vouch for is a registry lying,
             // not one that could not be reached.
             Err(e) if matches!(e.kind(), ebpkg_sources::ErrorKind::Tuf { .. }) => return Err(e.into()),
@@ -226,7 +237,8 @@ pub fn check(
 /// Says what the coverage is, and refuses before any build: exit 5 for a
 /// package whose trusted attestation saw this kernel refuse it; exit 10 for
 /// unattested (or unread) packages when the policy refuses those.
-pub fn enforce(ctx: &Ctx, coverage: &[Coverage], kernel: &KernelIdentity) -> Result<()> {
+pub fn enforce(ctx: &Ctx, coverage: &[Coverage], kernel: &crate::ops::kernel_fit::RunningKernel) -> Result<()> {
+    let kernel = kernel.name();
     let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
     for c in coverage {
         for why in &c.ignored {

@@ -55,6 +55,11 @@ impl RunningKernel {
         })
     }
 
+    /// `release (machine)`, for messages.
+    pub fn name(&self) -> String {
+        format!("{} ({})", self.release, rustix::system::uname().machine().to_string_lossy())
+    }
+
     /// `uname -v`: which build of the release this is.
     pub fn build(&self) -> String {
         rustix::system::uname().version().to_string_lossy().into_owned()
