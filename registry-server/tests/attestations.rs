@@ -68,6 +68,37 @@ fn tuf_keys() -> Keys {
     Keys { _dir: dir, root, online }
 }
 
+/// A registry whose TUF metadata `k`'s online key signs, once [`init_tuf`] has
+/// created it.
+fn tuf_registry(k: &Keys) -> TestRegistry {
+    let online = k.online.clone();
+    TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap()
+}
+
+/// Creates `reg`'s TUF metadata with `k`; answers how many targets it signed.
+fn init_tuf(reg: &TestRegistry, k: &Keys) -> usize {
+    reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).unwrap()
+}
+
+/// `reg` once alice has registered `key` and published meter 1.0.0 (`packed`).
+struct Meter {
+    reg: TestRegistry,
+    alice: String,
+    key: SigningKey,
+    packed: ebpkg_archive::Packed,
+    _scratch: tempfile::TempDir,
+}
+
+fn meter_published(reg: TestRegistry) -> Meter {
+    let scratch = tempfile::tempdir().unwrap();
+    let alice = reg.token("alice", &[], &[]).unwrap();
+    let key = SigningKey::generate().unwrap();
+    register_key_at(reg.url(), &alice, "alice", &key);
+    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
+    assert_eq!(publish(&reg, &alice, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+    Meter { reg, alice, key, packed, _scratch: scratch }
+}
+
 /// Copies the served metadata into `dir` and loads it as a client does, from
 /// `trusted_root` (the datastore beside `dir` remembers what was seen).
 fn load_tuf(reg: &TestRegistry, dir: &Path, trusted_root: &Path) -> ebpkg_tuf::TrustedIndex {
@@ -90,15 +121,9 @@ fn target(name: &str, version: &str) -> String {
 #[test]
 fn an_owners_attestation_is_accepted_served_byte_for_byte_and_signed_by_tuf() {
     let k = tuf_keys();
-    let online = k.online.clone();
-    let reg = TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
-    reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let alice = reg.token("alice", &[], &[]).unwrap();
-    let key = SigningKey::generate().unwrap();
-    register_key_at(reg.url(), &alice, "alice", &key);
-    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
-    assert_eq!(publish(&reg, &alice, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let reg = tuf_registry(&k);
+    init_tuf(&reg, &k);
+    let Meter { reg, alice, key, packed, _scratch } = meter_published(reg);
     refused(get(&reg, PATH), StatusCode::NOT_FOUND, "meter@1.0.0 has no attestation");
 
     // A CI token with publish-update for the package adds it.
@@ -290,13 +315,7 @@ fn attestations_that_must_be_refused_change_nothing() {
 
 #[test]
 fn a_version_keeps_at_most_its_limit_of_attestations() {
-    let reg = TestRegistry::start().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let alice = reg.token("alice", &[], &[]).unwrap();
-    let key = SigningKey::generate().unwrap();
-    register_key_at(reg.url(), &alice, "alice", &key);
-    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
-    assert_eq!(publish(&reg, &alice, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let Meter { reg, alice, key, packed, _scratch } = meter_published(TestRegistry::start().unwrap());
     let make = |i: usize| {
         attestation(&key, "meter", "1.0.0", &packed.sha256, vec![kernel_observation(&format!("6.1.{i}"), &[], None)])
             .unwrap()
@@ -324,15 +343,9 @@ fn a_version_keeps_at_most_its_limit_of_attestations() {
 #[test]
 fn concurrent_attestations_are_all_kept_and_signed() {
     let k = tuf_keys();
-    let online = k.online.clone();
-    let reg = TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
-    reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let alice = reg.token("alice", &[], &[]).unwrap();
-    let key = SigningKey::generate().unwrap();
-    register_key_at(reg.url(), &alice, "alice", &key);
-    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
-    assert_eq!(publish(&reg, &alice, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let reg = tuf_registry(&k);
+    init_tuf(&reg, &k);
+    let Meter { reg, alice, key, packed, _scratch } = meter_published(reg);
     let bundles: Vec<String> = (0..8)
         .map(|i| {
             let kernels = vec![kernel_observation(&format!("6.{i}.0"), &["ip6_meter"], None)];
@@ -361,19 +374,10 @@ fn concurrent_attestations_are_all_kept_and_signed() {
 #[test]
 fn tuf_created_after_attestations_signs_them_too() {
     let k = tuf_keys();
-    let online = k.online.clone();
-    let reg = TestRegistry::start_with(Box::new(move |c| c.tuf_online_key = Some(online))).unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let alice = reg.token("alice", &[], &[]).unwrap();
-    let key = SigningKey::generate().unwrap();
-    register_key_at(reg.url(), &alice, "alice", &key);
-    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
-    assert_eq!(publish(&reg, &alice, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+    let Meter { reg, alice, key, packed, _scratch } = meter_published(tuf_registry(&k));
     let signed = attestation(&key, "meter", "1.0.0", &packed.sha256, two_kernels()).unwrap();
     assert!(accepted(post(&reg, PATH, Some(&alice), signed.json())).added, "no TUF yet: nothing to re-sign");
-    let count =
-        reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).unwrap();
-    assert_eq!(count, 2, "the index file and the attestation file");
+    assert_eq!(init_tuf(&reg, &k), 2, "the index file and the attestation file");
     let client = tempfile::tempdir().unwrap();
     let trusted = client.path().join("root.json");
     std::fs::write(&trusted, get(&reg, "tuf/root.json").bytes().unwrap()).unwrap();
@@ -383,14 +387,9 @@ fn tuf_created_after_attestations_signs_them_too() {
 
 #[test]
 fn a_private_registry_wants_a_token_to_read_attestations() {
-    let reg = TestRegistry::start_with(Box::new(|c| c.auth_required = true)).unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let alice = reg.token("alice", &[], &[]).unwrap();
+    let private = TestRegistry::start_with(Box::new(|c| c.auth_required = true)).unwrap();
+    let Meter { reg, alice, key, packed, _scratch } = meter_published(private);
     let reader = reg.token("reader", &[Scope::Yank], &["nothing-*"]).unwrap();
-    let key = SigningKey::generate().unwrap();
-    register_key_at(reg.url(), &alice, "alice", &key);
-    let packed = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
-    assert_eq!(publish(&reg, &alice, &publish_body(&packed, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
     let signed = attestation(&key, "meter", "1.0.0", &packed.sha256, two_kernels()).unwrap();
     assert!(accepted(post(&reg, PATH, Some(&alice), signed.json())).added);
     assert_eq!(get(&reg, PATH).status(), StatusCode::UNAUTHORIZED);
