@@ -96,6 +96,20 @@ fn an_attestation_verifies_with_cosign_and_info_and_install_show_it() {
     assert_eq!(status("flow@"), "verified", "{kernels:?}");
     assert_eq!(status("verdict@"), "unattested", "{kernels:?}");
     sb.run(&app, &["uninstall"]).ok();
+
+    // A mirror carries the attestation file byte for byte: an air-gapped
+    // install judges the kernel as one from the origin does.
+    let mirror = sb.path("mirror");
+    sb.run(&app, &["mirror", mirror.to_str().unwrap()]).ok();
+    let file = "attestations/fl/ow/flow/1.0.0.json";
+    assert_eq!(std::fs::read(mirror.join(file)).unwrap(), std::fs::read(sb.path("registry").join(file)).unwrap());
+    std::fs::rename(sb.path("registry"), sb.path("registry-away")).unwrap();
+    let mut sb = sb;
+    sb.cache = sb.path("cache-2");
+    let url = format!("file://{}/", mirror.display());
+    let run = sb.run_with(&app, &["--frozen", "install", "--set", "DEVNAME=va"], &[("EBPKG_MIRROR", &url)], None).ok();
+    assert!(run.stderr.contains("Attested flow@1.0.0 on this kernel"), "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
 }
 
 #[test]
@@ -143,8 +157,11 @@ fn the_trust_policy_can_refuse_a_kernel_no_attestation_observed() {
     assert!(run.stderr.contains("flow@1.0.0"), "{}", run.stderr);
     sb.run(&app, &["uninstall"]).ok();
 
-    let policy = std::fs::read_to_string(sb.path("trust.toml")).unwrap();
-    std::fs::write(sb.path("trust.toml"), format!("{policy}\n[kernels]\nunattested = \"refuse\"\n")).unwrap();
+    let set = sb.run(sb.dir.path(), &["trust", "unattested-kernels", "refuse"]).ok();
+    assert!(set.stderr.contains("Updated"), "{}", set.stderr);
+    assert!(std::fs::read_to_string(sb.path("trust.toml")).unwrap().contains("[kernels]\nunattested = \"refuse\""));
+    let listed = sb.run(sb.dir.path(), &["trust", "list"]).ok();
+    assert!(listed.stdout.contains("unattested kernels: refuse"), "{}", listed.stdout);
     let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).fails(10);
     assert!(run.stderr.contains("the trust policy refuses unattested kernels"), "{}", run.stderr);
     assert!(run.stderr.contains("flow@1.0.0"), "{}", run.stderr);

@@ -89,7 +89,15 @@ fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
     // Each phase, in order, and the total.
     let phases: Vec<&str> =
         run.stdout.lines().filter_map(|l| l.trim_start().rsplit_once("  ")).map(|(p, _)| p.trim()).collect();
-    let want = ["resolve", "fetch", "build", "compile chains", "verify+register", "link+install chains"];
+    let want = [
+        "resolve",
+        "fetch",
+        "kernel attestations",
+        "build",
+        "compile chains",
+        "verify+register",
+        "link+install chains",
+    ];
     assert_eq!(&phases[..want.len()], want, "{}", run.stdout);
     for p in ["native", "commit", "total"] {
         assert!(phases.contains(&p), "{p}: {}", run.stdout);

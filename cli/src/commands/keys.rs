@@ -56,13 +56,19 @@ enum KeyCommand {
 ~/.config/ebpkg/trust.toml (beside the config file); a project's is ebpkg-trust.toml beside its ebpkg.toml \
 (--project), committed with it so every host installing the project enforces the same policy. Both apply.\n\n\
 Examples:\n  ebpkg trust add 'hike-*' gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ=\n  ebpkg trust add ddos-guard ./publisher.pub --project\n  \
-ebpkg trust allow-unsigned 'local-*'\n  ebpkg trust revoke gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ= --reason 'key leaked'")]
+ebpkg trust allow-unsigned 'local-*'\n  ebpkg trust revoke gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ= --reason 'key leaked'\n  ebpkg trust unattested-kernels refuse   install only on kernels an attestation observed")]
 pub struct TrustArgs {
     #[command(subcommand)]
     command: TrustCommand,
     /// Edit the project's ebpkg-trust.toml instead of the user's trust.toml.
     #[arg(long, global = true)]
     project: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum UnattestedRule {
+    Note,
+    Refuse,
 }
 
 #[derive(Subcommand)]
@@ -90,6 +96,13 @@ enum TrustCommand {
     DisallowUnsigned {
         /// The name or glob, as written when it was allowed.
         packages: String,
+    },
+    /// What an install does on a kernel that no trusted kernel verification
+    /// attestation of a package observed: say so (`note`, the default) or refuse
+    /// before building (`refuse`).
+    UnattestedKernels {
+        #[arg(value_enum)]
+        rule: UnattestedRule,
     },
     /// Revoke a key: everything it signed is refused.
     Revoke {
@@ -201,6 +214,10 @@ pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
         TrustCommand::AllowUnsigned { packages } => TrustChange::AllowUnsigned { packages: glob_arg(&packages)? },
         TrustCommand::DisallowUnsigned { packages } => TrustChange::DisallowUnsigned { packages: glob_arg(&packages)? },
         TrustCommand::Revoke { key, reason } => TrustChange::Revoke { key, reason },
+        TrustCommand::UnattestedKernels { rule } => TrustChange::Unattested(match rule {
+            UnattestedRule::Note => ebpkg_signing::Unattested::Note,
+            UnattestedRule::Refuse => ebpkg_signing::Unattested::Refuse,
+        }),
     };
     print_policy_edit(ctx, &crate::ops::trust::edit_policy(ctx, scope, change)?);
     Ok(ExitCode::SUCCESS)
@@ -211,7 +228,10 @@ fn print_policy(ctx: &Ctx, policy: &TrustPolicy) -> Result<()> {
         let keys: Vec<_> =
             policy.keys().iter().map(|(p, k)| serde_json::json!({"packages": p.as_str(), "keys": k})).collect();
         let unsigned: Vec<&str> = policy.unsigned().iter().map(PackageGlob::as_str).collect();
-        return ctx.ui.json(&serde_json::json!({"keys": keys, "unsigned": unsigned, "revoked": policy.revoked()}));
+        return ctx.ui.json(&serde_json::json!({
+            "keys": keys, "unsigned": unsigned, "revoked": policy.revoked(),
+            "unattested_kernels": policy.unattested().as_str(),
+        }));
     }
     for (pattern, keys) in policy.keys() {
         for key in keys {
@@ -224,6 +244,7 @@ fn print_policy(ctx: &Ctx, policy: &TrustPolicy) -> Result<()> {
     for (key, reason) in policy.revoked() {
         ctx.ui.out(format!("revoked {key}\t{reason}"));
     }
+    ctx.ui.out(format!("unattested kernels: {}", policy.unattested().as_str()));
     Ok(())
 }
 

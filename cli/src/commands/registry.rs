@@ -210,13 +210,16 @@ fn print_info(ctx: &Ctx, info: &PackageInfo) -> Result<()> {
             entries.map(|e| serde_json::json!({"version": e.vers.to_string(), "yanked": e.yanked})).collect();
         return ctx.ui.json(&serde_json::json!({
             "entry": info.chosen, "versions": versions, "kernels": info.kernels, "ignored_attestations": info.ignored,
+            "attestations_unread": info.unread,
         }));
     }
     print_entry(ctx, &info.chosen);
     for why in &info.ignored {
         ctx.ui.warn(format!("{}@{}: ignored {why}", info.chosen.name, info.chosen.vers));
     }
-    if info.kernels.is_empty() {
+    if let Some(why) = &info.unread {
+        ctx.ui.out(format!("kernels: the attestations could not be read ({why})"));
+    } else if info.kernels.is_empty() {
         ctx.ui.out("kernels: no trusted kernel verification attestation (`ebpkg attest` makes one)");
     } else {
         ctx.ui.out("kernels (attested):");

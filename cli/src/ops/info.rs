@@ -23,6 +23,8 @@ pub struct PackageInfo {
     pub ignored: Vec<String>,
     /// This machine's kernel, when it could be told (to mark its row).
     pub this_kernel: Option<KernelIdentity>,
+    /// Why the attestations could not be read (offline, the server down).
+    pub unread: Option<String>,
 }
 
 /// One kernel one trusted attestation observed.
@@ -66,13 +68,29 @@ pub fn info(ctx: &Ctx, name: &PackageName, req: &semver::VersionReq) -> Result<P
         .clone();
     let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
     let registry = regs.open(url)?;
-    let judged = crate::ops::kernel_attestations::judge_version(
+    // What cannot be read (offline, a server down) is said, not a failure: the
+    // rest of what info shows came from the cache.
+    let judged = match crate::ops::kernel_attestations::judge_version(
         &ctx.cache(),
         registry.as_ref(),
         &(&chosen).into(),
         &policy,
         ctx.offline,
-    )?;
+    ) {
+        Ok(judged) => judged,
+        Err(e) if matches!(e.kind(), ebpkg_sources::ErrorKind::Tuf { .. }) => return Err(e.into()),
+        Err(e) => {
+            let this_kernel = None;
+            return Ok(PackageInfo {
+                chosen,
+                versions,
+                kernels: Vec::new(),
+                ignored: Vec::new(),
+                this_kernel,
+                unread: Some(e.to_string()),
+            });
+        }
+    };
     let mut kernels: Vec<AttestedKernel> = judged
         .trusted
         .iter()
@@ -91,5 +109,5 @@ pub fn info(ctx: &Ctx, name: &PackageName, req: &semver::VersionReq) -> Result<P
         .collect();
     kernels.sort_by(|a, b| (&a.kernel.release, &a.observed_at).cmp(&(&b.kernel.release, &b.observed_at)));
     let this_kernel = crate::ops::kernel_fit::RunningKernel::current().identity().ok();
-    Ok(PackageInfo { chosen, versions, kernels, ignored: judged.ignored, this_kernel })
+    Ok(PackageInfo { chosen, versions, kernels, ignored: judged.ignored, this_kernel, unread: None })
 }

@@ -291,7 +291,8 @@ pub fn enforce(ctx: &Ctx, coverage: &[Coverage], kernel: &crate::ops::kernel_fit
             Failure::Trust,
             format!(
                 "no trusted attestation covers this kernel, {kernel}, for {}, and the trust policy refuses unattested \
-                 kernels ([kernels] unattested = \"refuse\"); nothing was built or installed. Ask the publisher to \
+                 kernels ([kernels] unattested = \"refuse\"; `ebpkg trust unattested-kernels note` takes it back); nothing \
+                 was built or installed. Ask the publisher to \
                  attest this kernel (`ebpkg attest`), or attest it yourself and trust your key for the package",
                 unattested.join(", ")
             ),

@@ -168,6 +168,8 @@ pub enum TrustChange {
         key: String,
         reason: String,
     },
+    /// What an install does on a kernel no trusted attestation observed.
+    Unattested(ebpkg_signing::Unattested),
 }
 
 /// What a change did to its policy file.
@@ -215,5 +217,6 @@ fn apply(ctx: &Ctx, policy: &mut TrustPolicy, change: TrustChange) -> Result<boo
         TrustChange::AllowUnsigned { packages } => policy.allow_unsigned(packages),
         TrustChange::DisallowUnsigned { packages } => policy.disallow_unsigned(&packages),
         TrustChange::Revoke { key, reason } => policy.revoke(key_id_named(ctx, &key)?, reason),
+        TrustChange::Unattested(rule) => policy.set_unattested(rule),
     })
 }
