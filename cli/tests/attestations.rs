@@ -15,17 +15,6 @@ use common::*;
 
 const PREDICATE: &str = "https://ebpkg.dev/attestation/kernel-verification/v1";
 
-/// A sandbox with flow, verdict and classify published, and the app project.
-fn setup(tag: &str) -> (Sandbox, std::path::PathBuf) {
-    let sb = Sandbox::with_netns(tag);
-    for p in ["flow", "verdict", "classify"] {
-        let dir = sb.package(p);
-        sb.publish(&dir);
-    }
-    let app = sb.package("app");
-    (sb, app)
-}
-
 /// The attestation file of `name@version` in the sandbox's registry.
 fn attestation_file(sb: &Sandbox, name: &str, version: &str) -> std::path::PathBuf {
     let target = ebpkg_spec::attestation::attestation_target(
@@ -46,7 +35,7 @@ fn archive(sb: &Sandbox, name: &str, version: &str) -> Vec<u8> {
 
 #[test]
 fn an_attestation_verifies_with_cosign_and_info_and_install_show_it() {
-    let (sb, app) = setup("attok");
+    let (sb, app) = Sandbox::with_app_published("attok");
     let dir = sb.dir.path().to_owned();
     let out = sb.path("flow.attestation.json");
     let run = sb.run(&dir, &["attest", "flow@1.0.0", "--out", out.to_str().unwrap(), "--publish"]).ok();
@@ -114,7 +103,7 @@ fn an_attestation_verifies_with_cosign_and_info_and_install_show_it() {
 
 #[test]
 fn a_kernel_an_attestation_saw_refuse_a_program_is_refused_before_any_build() {
-    let (sb, app) = setup("attno");
+    let (sb, app) = Sandbox::with_app_published("attno");
     // Reads the port without checking the packet's end.
     sb.publish_flow_variant(
         "1.2.0",
@@ -151,7 +140,7 @@ fn a_kernel_an_attestation_saw_refuse_a_program_is_refused_before_any_build() {
 
 #[test]
 fn the_trust_policy_can_refuse_a_kernel_no_attestation_observed() {
-    let (sb, app) = setup("attpol");
+    let (sb, app) = Sandbox::with_app_published("attpol");
     let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     assert!(run.stderr.contains("note: no trusted attestation covers this kernel"), "{}", run.stderr);
     assert!(run.stderr.contains("flow@1.0.0"), "{}", run.stderr);
@@ -178,7 +167,7 @@ fn the_trust_policy_can_refuse_a_kernel_no_attestation_observed() {
 
 #[test]
 fn attestations_that_do_not_hold_are_ignored_and_say_why() {
-    let (sb, app) = setup("attbad");
+    let (sb, app) = Sandbox::with_app_published("attbad");
     let dir = sb.dir.path().to_owned();
     let good = sb.path("good.json");
     sb.run(&dir, &["attest", "flow@1.0.0", "--out", good.to_str().unwrap()]).ok();

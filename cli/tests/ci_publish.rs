@@ -15,6 +15,24 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ci/publish")
 }
 
+/// Copies these packages into the sandbox's packages/, in this order: the
+/// directories to hand the script.
+fn copy_packages<'a>(sb: &Sandbox, packages: impl Iterator<Item = &'a PathBuf>) -> Vec<String> {
+    let root = sb.path("packages");
+    packages
+        .map(|p| {
+            let dest = root.join(p.file_name().unwrap());
+            copy_dir(p, &dest);
+            dest.display().to_string()
+        })
+        .collect()
+}
+
+/// Runs ci/publish with `args` on `dirs`, with this build's ebpkg.
+fn run_script(sb: &Sandbox, dirs: &[String], args: &str) -> Run {
+    sb.shell(sb.dir.path(), &format!("EBPKG=\"$(command -v ebpkg)\" {} {args} {}", script().display(), dirs.join(" ")))
+}
+
 fn index_files(registry: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     let mut dirs = vec![registry.join("index")];
@@ -35,20 +53,9 @@ fn index_files(registry: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 #[test]
 fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     let sb = Sandbox::new("cipub");
-    let pkgs = sb.path("packages");
-    let mut dirs = Vec::new();
     // Given dependents first: the script finds the order itself.
-    for p in first_party().iter().rev() {
-        let dest = pkgs.join(p.file_name().unwrap());
-        copy_dir(p, &dest);
-        dirs.push(dest.display().to_string());
-    }
-    let run = |args: &str| -> Run {
-        sb.shell(
-            sb.dir.path(),
-            &format!("EBPKG=\"$(command -v ebpkg)\" {} {args} {}", script().display(), dirs.join(" ")),
-        )
-    };
+    let dirs = copy_packages(&sb, first_party().iter().rev());
+    let run = |args: &str| run_script(&sb, &dirs, args);
     let registry = sb.path("registry");
 
     // The README's pipeline on its first day: a dry run against a registry that
@@ -82,7 +89,7 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     assert_eq!(index_files(&registry), published, "nothing changed");
 
     // A bump, in a dry run: checked, not published.
-    let meter = pkgs.join("meter/ebpkg.toml");
+    let meter = sb.path("packages").join("meter/ebpkg.toml");
     let text = std::fs::read_to_string(&meter).unwrap().replacen("version = \"1.0.0\"", "version = \"1.0.1\"", 1);
     std::fs::write(&meter, text).unwrap();
     let dry = run("--dry-run --no-verify");
@@ -96,7 +103,7 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
     assert_eq!(real.stderr.matches("has it already").count(), 7, "{}", real.stderr);
 
     // Files changed without a bump: the run stops, exit 1, saying why.
-    std::fs::write(pkgs.join("sets/NOTES.md"), "changed after publishing\n").unwrap();
+    std::fs::write(sb.path("packages").join("sets/NOTES.md"), "changed after publishing\n").unwrap();
     let changed = run("--no-verify");
     assert_eq!(changed.code, 1, "{}", changed.stderr);
     assert!(changed.stderr.contains("changed without a version bump"), "{}", changed.stderr);
@@ -122,19 +129,8 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
 fn ci_publish_attests_each_version_on_this_kernel() {
     common::require_kernel();
     let sb = Sandbox::new("ciatt");
-    let pkgs = sb.path("packages");
-    let mut dirs = Vec::new();
-    for p in first_party().iter().filter(|p| ["sets", "sampler"].iter().any(|n| p.ends_with(n))) {
-        let dest = pkgs.join(p.file_name().unwrap());
-        copy_dir(p, &dest);
-        dirs.push(dest.display().to_string());
-    }
-    let run = |args: &str| -> Run {
-        sb.shell(
-            sb.dir.path(),
-            &format!("EBPKG=\"$(command -v ebpkg)\" {} {args} {}", script().display(), dirs.join(" ")),
-        )
-    };
+    let dirs = copy_packages(&sb, first_party().iter().filter(|p| ["sets", "sampler"].iter().any(|n| p.ends_with(n))));
+    let run = |args: &str| run_script(&sb, &dirs, args);
     let bad = run("--attest-kernels host,hurd");
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("unknown kernel hurd"), "{}", bad.stderr);

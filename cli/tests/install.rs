@@ -9,17 +9,6 @@ mod common;
 
 use common::*;
 
-/// Publishes flow, verdict and classify, and copies the app project.
-fn setup(tag: &str) -> (Sandbox, std::path::PathBuf) {
-    let sb = Sandbox::with_netns(tag);
-    for p in ["flow", "verdict", "classify"] {
-        let dir = sb.package(p);
-        sb.publish(&dir);
-    }
-    let app = sb.package("app");
-    (sb, app)
-}
-
 /// Publishes flow 1.1.0: flow_match compares the source port instead.
 fn publish_flow_1_1(sb: &Sandbox) {
     sb.publish_flow_variant("1.1.0", "dport = data + off + 2;", "dport = data + off;");
@@ -27,7 +16,7 @@ fn publish_flow_1_1(sb: &Sandbox) {
 
 #[test]
 fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
-    let (sb, app) = setup("life");
+    let (sb, app) = Sandbox::with_app_published("life");
     let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     assert!(run.stderr.contains("Registered flow@1.0.0 flow_match as program"), "{}", run.stderr);
     assert!(run.stderr.contains("Attached va to app-1-classify-l3_classifier"), "{}", run.stderr);
@@ -127,7 +116,7 @@ fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
 
 #[test]
 fn a_program_the_verifier_refuses_rolls_back_and_names_the_line() {
-    let (sb, app) = setup("verif");
+    let (sb, app) = Sandbox::with_app_published("verif");
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     let before = sb.pins();
 
@@ -154,7 +143,7 @@ fn a_program_the_verifier_refuses_rolls_back_and_names_the_line() {
 /// refused with what it needs and why, before anything is built or changed.
 #[test]
 fn a_kernel_older_than_a_package_needs_is_refused_before_any_build() {
-    let (sb, app) = setup("kmin");
+    let (sb, app) = Sandbox::with_app_published("kmin");
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     let before = sb.pins();
     let dir = sb.package("flow");
@@ -190,7 +179,7 @@ fn a_kernel_older_than_a_package_needs_is_refused_before_any_build() {
 
 #[test]
 fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes() {
-    let (sb, app) = setup("corrupt");
+    let (sb, app) = Sandbox::with_app_published("corrupt");
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     let before = sb.pins();
 
@@ -240,7 +229,7 @@ fn a_corrupted_archive_and_a_checksum_drift_are_refused_before_anything_changes(
 #[test]
 fn an_install_killed_with_sigkill_is_repaired_by_the_next_run() {
     use std::os::unix::process::ExitStatusExt;
-    let (sb, app) = setup("kill");
+    let (sb, app) = Sandbox::with_app_published("kill");
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     let before = sb.pins();
     publish_flow_1_1(&sb);
@@ -268,7 +257,7 @@ fn an_install_killed_with_sigkill_is_repaired_by_the_next_run() {
 
 #[test]
 fn frozen_installs_need_an_up_to_date_lock() {
-    let (sb, app) = setup("frozen");
+    let (sb, app) = Sandbox::with_app_published("frozen");
     let run = sb.run(&app, &["install", "--frozen", "--set", "DEVNAME=va"]).fails(4);
     assert!(run.stderr.contains("ebpkg.lock does not exist"), "{}", run.stderr);
     sb.run(&app, &["lock"]).ok();
@@ -349,7 +338,7 @@ fn logged_per<'a>(log: &'a str, event: &str, field: &str, within: &str) -> std::
 /// kernel's own types (none here, so never), and reads each archive once.
 #[test]
 fn an_install_finds_the_toolchain_once_reads_no_btf_and_each_archive_once() {
-    let (sb, app) = setup("once");
+    let (sb, app) = Sandbox::with_app_published("once");
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &[("EBPKG_LOG", "ebpkg_build=debug")], None).ok();
     assert!(run.stderr.contains("Compiled"), "the cache was empty, so clang ran: {}", run.stderr);
     assert_eq!(run.stderr.matches("looking for the toolchain").count(), 1, "{}", run.stderr);
@@ -374,7 +363,7 @@ fn an_install_finds_the_toolchain_once_reads_no_btf_and_each_archive_once() {
 
 #[test]
 fn an_install_from_the_build_cache_runs_no_compiler() {
-    let (sb, app) = setup("nocc");
+    let (sb, app) = Sandbox::with_app_published("nocc");
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     sb.run(&app, &["uninstall"]).ok();
 

@@ -170,6 +170,18 @@ impl Sandbox {
         }
     }
 
+    /// A sandbox in a network namespace of its own with the e2e fixtures flow,
+    /// verdict and classify published, and the app project that uses them.
+    #[allow(dead_code)]
+    pub fn with_app_published(tag: &str) -> (Sandbox, PathBuf) {
+        let sb = Sandbox::with_netns(tag);
+        for p in ["flow", "verdict", "classify"] {
+            sb.publish(&sb.package(p));
+        }
+        let app = sb.package("app");
+        (sb, app)
+    }
+
     /// Copies fixture package `name` (from tests/fixtures/e2e) into the sandbox.
     pub fn package(&self, name: &str) -> PathBuf {
         let dest = self.path(&format!("pkgs/{name}"));
