@@ -6,6 +6,7 @@
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_RDONLY_PROG); /* written by the runtime only (hike/maps.h) */
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);

@@ -3,6 +3,15 @@
  * The VM's maps. Every program and loader declares them identically and libbpf
  * reuses the instance pinned under <root>/vm (LIBBPF_PIN_BY_NAME with the object's
  * pin_root_path), so all of them share one VM. BTF-defined maps only.
+ *
+ * Every program of every package gets these maps, so the ones that decide what
+ * runs (the chain table, the configuration) are created BPF_F_RDONLY_PROG: the
+ * verifier refuses any program that writes them ("write into map forbidden"),
+ * and only the runtime writes them, from user space. The program arrays need no
+ * flag: programs can only tail-call through them. hike_state stays writable: it
+ * is the packet's own VM state. What the kernel enforces is the flag of the
+ * pinned map, whatever an object declares (the runtime loads every object with
+ * the pinned maps' flags).
  */
 #ifndef HIKE_MAPS_H
 #define HIKE_MAPS_H
@@ -40,6 +49,7 @@ struct {
 /* Chain ids to bytecode. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 	__uint(max_entries, HIKE_MAX_CHAINS);
 	__type(key, __u32);
 	__type(value, struct hike_chain);
@@ -58,6 +68,7 @@ struct {
 /* Instance configuration, written by the runtime at init. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct hike_config);

@@ -11,6 +11,7 @@
  * pinned map vm/hike_clock, created by the first object that uses it (or by the
  * runtime when a test sets it). Production instances leave it real; `hikectl
  * clock` sets it by hand, e.g. to replay a scenario with exact counts.
+ * Programs only read it (BPF_F_RDONLY_PROG, as the VM's chain table).
  */
 #ifndef HIKE_TIME_H
 #define HIKE_TIME_H
@@ -24,6 +25,7 @@ struct hike_clock {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct hike_clock);

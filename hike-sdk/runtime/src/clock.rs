@@ -66,12 +66,9 @@ impl std::fmt::Display for Clock {
 }
 
 /// Creates and pins the clock map in `vm_dir` (as libbpf would for an object
-/// declaring it, so either may come first).
+/// declaring it, so either may come first), read-only to programs.
 pub(crate) fn create(vm_dir: &std::path::Path) -> Result<MapHandle> {
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-        ..Default::default()
-    };
+    let opts = crate::vm_access::read_only_create_opts();
     let mut map = MapHandle::create(MapType::Array, Some("hike_clock"), 4, CLOCK_SIZE as u32, 1, &opts)
         .kernel(|| "create hike_clock".into())?;
     let path = vm_dir.join("hike_clock");

@@ -41,6 +41,7 @@ pub mod testing;
 mod testrun;
 pub mod verifier;
 mod verify;
+pub mod vm_access;
 
 pub use chains::ChainSpec;
 pub use clock::Clock;

@@ -2,7 +2,8 @@
 //! `vm/` directory, other maps pinned where the caller says, and a readable
 //! verifier failure when the kernel says no. A failed load leaves no new pins.
 
-use std::ffi::c_char;
+use std::ffi::{CStr, OsStr, c_char};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -32,6 +33,10 @@ pub(crate) struct LoadRequest<'a> {
     /// Maps created mmapable when they are arrays (loaders' configuration maps:
     /// `config_flip.rs`).
     pub mmapable: &'a [String],
+    /// One of the runtime's own objects, which create the VM's maps. A package's
+    /// object only gets those that exist: one declaring another `hike_*` map
+    /// pinned by name is refused rather than left to make a pin in `vm/`.
+    pub runtime_object: bool,
 }
 
 /// Where an object's maps come from.
@@ -65,6 +70,39 @@ fn is_internal_map(name: &str) -> bool {
 /// A map that belongs to the package: not the VM's (`hike_*`), not the object's own.
 pub(crate) fn is_package_map(name: &str) -> bool {
     !name.starts_with("hike_") && !is_internal_map(name)
+}
+
+/// A package's object declares the VM map `name`, which the instance has not
+/// pinned: the clock is made as the runtime makes it (roots older than it lack
+/// it), any other name is refused.
+fn vm_map_for_package(req: &LoadRequest<'_>, name: &str) -> Result<()> {
+    if name == "hike_clock" {
+        crate::clock::create(req.vm_dir)?;
+        return Ok(());
+    }
+    Err(RuntimeError::BadObject {
+        name: req.object_name.to_owned(),
+        reason: format!(
+            "it declares a map `{name}` pinned by name with the VM's maps, but the VM has no such map (its maps are \
+             those of <hike/maps.h>); give the package's own maps names that do not start with `hike_`"
+        ),
+    })
+}
+
+/// Gives the object's VM map `name` the flags of the instance's map pinned at
+/// `path`, when there is one, so libbpf reuses it (it refuses a pinned map whose
+/// flags differ from the declaration): the instance's flags are what the kernel
+/// enforces (`vm_access.rs`), and objects built before or after a change of the
+/// declared flags load into roots made before or after it alike.
+fn adopt_pinned_flags(map: &mut libbpf_rs::OpenMapMut<'_>, name: &str, path: &Path) -> Result<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let flags = crate::vm_access::pinned_flags(path)?;
+    if flags != map.map_flags() {
+        map.set_map_flags(flags).kernel(|| format!("give map {name} the flags of {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Loads the requested programs of the object. On a verifier rejection the object
@@ -134,10 +172,29 @@ fn open_and_load_with(
         match req.maps {
             Maps::Pin(pin) => {
                 if !is_package_map(&name) {
+                    if !is_internal_map(&name) {
+                        // SAFETY: `map` is a map of `open`, alive here; libbpf returns
+                        // its pin path (pin_root_path/name for LIBBPF_PIN_BY_NAME) or NULL.
+                        let pinned = unsafe {
+                            let p = libbpf_rs::libbpf_sys::bpf_map__pin_path(map.as_libbpf_object().as_ptr());
+                            (!p.is_null()).then(|| PathBuf::from(OsStr::from_bytes(CStr::from_ptr(p).to_bytes())))
+                        };
+                        if let Some(path) = pinned {
+                            if !req.runtime_object && !path.exists() {
+                                vm_map_for_package(req, &name)?;
+                            }
+                            adopt_pinned_flags(&mut map, &name, &path)?;
+                        }
+                    }
                     continue;
                 }
-                if let Some(path) = pin(&name) {
-                    map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?;
+                match pin(&name) {
+                    Some(path) => map.set_pin_path(&path).kernel(|| format!("pin map {name} at {}", path.display()))?,
+                    // Declared LIBBPF_PIN_BY_NAME, it would be pinned in `vm/`.
+                    // SAFETY: `map` is a map of `open`, alive here; NULL clears the pin path.
+                    None => unsafe {
+                        libbpf_rs::libbpf_sys::bpf_map__set_pin_path(map.as_libbpf_object().as_ptr(), std::ptr::null());
+                    },
                 }
                 if req.mmapable.contains(&name) && map.map_type() == libbpf_rs::MapType::Array {
                     let flags = map.map_flags() | MMAPABLE;
@@ -166,6 +223,9 @@ fn open_and_load_with(
                     reason: format!("its map `{name}` is not one the instance has"),
                 })?;
                 map.set_pin_path(&path).kernel(|| format!("reuse map {name} at {}", path.display()))?;
+                if !is_package_map(&name) {
+                    adopt_pinned_flags(&mut map, &name, &path)?;
+                }
             }
         }
     }

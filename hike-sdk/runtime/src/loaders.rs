@@ -193,6 +193,7 @@ impl Runtime {
                 programs: &[l.program.to_owned()],
                 // So that an upgrade can move the instance to new chains in place.
                 mmapable: &l.config_maps.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
+                runtime_object: false,
             })?;
             crate::crashpoint::hit("loader-loaded");
             for spec in &l.config_maps {

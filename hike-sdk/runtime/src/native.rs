@@ -84,6 +84,7 @@ impl Runtime {
             maps: load::Maps::Existing(&find),
             programs: std::slice::from_ref(&entry),
             mmapable: &[],
+            runtime_object: false,
         })?;
         let prog = loaded.progs().find(|p| p.name().to_string_lossy() == entry).ok_or_else(|| {
             RuntimeError::BadObject { name: object_name.clone(), reason: format!("no program `{entry}` after loading") }

@@ -53,6 +53,28 @@ pub fn bad() -> &'static [u8] {
 }
 
 #[cfg(feature = "test-objects")]
+/// How [`hostile`] is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostileBuild {
+    /// With the SDK's declarations of the VM's maps.
+    Sdk,
+    /// Declaring them writable, as an object built before they were read-only.
+    Undeclared,
+    /// With a map of its own pinned by name among the VM's (`hike_extra`).
+    ExtraVmMap,
+}
+
+#[cfg(feature = "test-objects")]
+/// HIKe programs that try to write the VM's tables (`bpf/test/hostile.bpf.c`).
+pub fn hostile(build: HostileBuild) -> &'static [u8] {
+    match build {
+        HostileBuild::Sdk => include_bytes!(concat!(env!("OUT_DIR"), "/hostile.o")),
+        HostileBuild::Undeclared => include_bytes!(concat!(env!("OUT_DIR"), "/hostile_undeclared.o")),
+        HostileBuild::ExtraVmMap => include_bytes!(concat!(env!("OUT_DIR"), "/hostile_extra.o")),
+    }
+}
+
+#[cfg(feature = "test-objects")]
 /// Plain tail-call chains without the VM, the baseline of the per-call benchmark
 /// (`bpf/bench/rawtail.bpf.c`).
 pub fn rawtail() -> &'static [u8] {

@@ -43,10 +43,8 @@ impl Runtime {
             let map = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
             map.update(&key(0), &value, MapFlags::ANY).kernel(|| "write hike_owner".into())?;
         } else {
-            let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-                sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-                ..Default::default()
-            };
+            // Read-only to programs, which could otherwise rewrite the owner.
+            let opts = crate::vm_access::read_only_create_opts();
             let mut map = MapHandle::create(MapType::Array, Some("hike_owner"), 4, OWNER_SIZE as u32, 1, &opts)
                 .kernel(|| "create hike_owner".into())?;
             // Written before it is pinned: a pinned owner map is always complete.

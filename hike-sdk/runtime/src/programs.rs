@@ -135,6 +135,7 @@ impl Runtime {
             maps: load::Maps::Pin(&|name| Some(maps_dir.join(name))),
             programs: &to_load,
             mmapable: &[],
+            runtime_object: false,
         })
         .inspect_err(undo_dir)?;
         crate::crashpoint::hit("register-loaded");

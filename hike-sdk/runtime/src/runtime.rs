@@ -342,6 +342,7 @@ pub(crate) fn load_vm_program(vm: &Path, hook: Hook, elf: &[u8], program: &str) 
         maps: load::Maps::Pin(&|_| None),
         programs: &[program.to_owned()],
         mmapable: &[],
+        runtime_object: true,
     })
 }
 
@@ -383,10 +384,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
         load_tombstone(layout, hook)?;
     }
     crate::clock::create(&vm)?;
-    let opts_create = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-        ..Default::default()
-    };
+    let opts_create = crate::vm_access::read_only_create_opts();
     for (name, size, entries) in
         [("hike_prog_meta", PROG_META_SIZE, MAX_PROGS), ("hike_chain_meta", CHAIN_META_SIZE, MAX_CHAINS)]
     {

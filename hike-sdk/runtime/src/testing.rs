@@ -24,3 +24,31 @@ pub fn scratch_root(prefix: &str) -> crate::ScratchRoot {
         Err(e) => panic!("cannot create a HIKe root for the test: {e}"),
     }
 }
+
+/// Prepares `root` (which must not exist) so that [`crate::Runtime::init`] makes
+/// it as a runtime older than read-only VM tables did: its chain table writable
+/// by programs (`vm_access.rs`), the rest as this runtime makes it. For tests of
+/// what such roots do and how they are reported.
+pub fn pin_writable_chain_table(root: &std::path::Path) -> crate::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+
+    use crate::error::{IoContext, KernelContext};
+
+    let vm = crate::Layout::new(root).vm_dir();
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&vm).io("cannot create", &vm)?;
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    let mut chains = libbpf_rs::MapHandle::create(
+        libbpf_rs::MapType::Array,
+        Some("hike_chains"),
+        4,
+        crate::abi::chain::SIZE as u32,
+        hike_bytecode::limits::MAX_CHAINS,
+        &opts,
+    )
+    .kernel(|| "create a writable hike_chains".into())?;
+    let path = vm.join("hike_chains");
+    chains.pin(&path).kernel(|| format!("pin {}", path.display()))
+}

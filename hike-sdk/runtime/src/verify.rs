@@ -68,6 +68,7 @@ impl Runtime {
             maps: load::Maps::Pin(&no_pins),
             programs,
             mmapable: &[],
+            runtime_object: false,
         })?;
         let mut out = Vec::new();
         for (name, log) in logs {

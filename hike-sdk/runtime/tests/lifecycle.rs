@@ -11,6 +11,7 @@ use std::sync::Arc;
 use common::*;
 use hike_bytecode::limits::ABI_VERSION;
 use hike_bytecode::{Hook, asm::assemble};
+use hike_runtime::objects::HostileBuild;
 use hike_runtime::{
     AttachMode, ChainId, ChainSpec, InitOptions, MapEntry, ProgId, ProgramObject, Runtime, RuntimeError, objects,
 };
@@ -161,6 +162,102 @@ fn verifier_rejections_name_the_source_line_and_pin_nothing() {
     assert!(text.contains("bad.bpf.c:10: return hike_result(data[40]);"), "{text}");
     assert_eq!(pins(&t.path), before, "a rejected object leaves no pins");
     assert!(t.rt.status().unwrap().programs.is_empty());
+}
+
+/// What the verifier says about `program` of `elf` loaded into `t`'s root.
+fn refusal(t: &TestRoot, elf: &[u8], program: &str) -> String {
+    match t.rt.verify_object("hostile.bpf.c", elf, &[program.to_owned()]) {
+        Err(RuntimeError::Verifier(f)) => {
+            assert_eq!(f.program, program);
+            f.reason.clone().unwrap_or_default()
+        }
+        Err(e) => panic!("{program}: expected the verifier's refusal, got {e}"),
+        Ok(_) => panic!("{program} was loaded"),
+    }
+}
+
+#[test]
+fn programs_that_write_the_vm_tables_are_refused_by_the_verifier() {
+    let t = TestRoot::new("hostile");
+    assert_eq!(hike_runtime::vm_access::writable_vm_tables(&t.path).unwrap(), Vec::<&str>::new());
+    let progs = t.register_vmtest(Hook::Xdp);
+    let verdict = id_of(&progs, "test_verdict");
+    let c = chain(&t, &format!("r1 = 1\ncall prog {verdict}, 1\nexit"));
+    let code = t.rt.status().unwrap().chains;
+    // The object's own declaration of the VM's maps changes nothing: the kernel
+    // enforces the flags of the instance's maps.
+    for build in [HostileBuild::Sdk, HostileBuild::Undeclared] {
+        let elf = objects::hostile(build);
+        for program in ["hostile_store_chain", "hostile_update_chain", "hostile_store_config", "hostile_store_clock"] {
+            let reason = refusal(&t, elf, program);
+            assert!(reason.starts_with("write into map forbidden"), "{program} ({build:?}): {reason}");
+        }
+        let reason = refusal(&t, elf, "hostile_delete_prog");
+        assert!(reason.starts_with("cannot pass map_type 3 into func bpf_map_delete_elem"), "{reason}");
+        t.rt.verify_object("hostile.bpf.c", elf, &["hostile_uses_vm".to_owned()])
+            .expect("reading the VM's tables and writing the packet's state is allowed");
+    }
+    let err =
+        t.rt.register_object(&ProgramObject {
+            package: "hostile",
+            version: "1.0.0",
+            object_name: "hostile.bpf.c",
+            elf: objects::hostile(HostileBuild::Sdk),
+            hook: Hook::Xdp,
+        })
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::Verifier(_)), "{err}");
+    assert!(t.rt.status().unwrap().programs.iter().all(|p| p.package != "hostile"));
+    // Nor can an object add a map of its own among the VM's.
+    let before = pins(&t.path);
+    let err = t.rt.verify_object(
+        "hostile.bpf.c",
+        objects::hostile(HostileBuild::ExtraVmMap),
+        &["hostile_uses_vm".to_owned()],
+    );
+    let err = err.unwrap_err().to_string();
+    assert!(err.contains("it declares a map `hike_extra` pinned by name with the VM's maps"), "{err}");
+    assert_eq!(pins(&t.path), before);
+    assert_eq!(t.rt.status().unwrap().chains.len(), code.len());
+    assert_eq!(t.rt.test_run_chain(Hook::Xdp, c, &ipv6_udp_packet(), 0).unwrap().verdict, 1, "the chain still runs");
+    // The test run made the test entry's chain; a claim makes the owner.
+    t.rt.claim("lifecycle").unwrap().unwrap();
+    for name in hike_runtime::vm_access::READ_ONLY_TO_PROGRAMS {
+        assert!(t.path.join("vm").join(name).exists(), "{name}");
+    }
+    assert_eq!(hike_runtime::vm_access::writable_vm_tables(&t.path).unwrap(), Vec::<&str>::new());
+}
+
+#[test]
+fn a_root_whose_chain_table_programs_can_write_keeps_working_and_says_so() {
+    // A root made before the VM's tables were read-only: its chain table was
+    // created without BPF_F_RDONLY_PROG (the configuration and the rest are new).
+    let fresh = TestRoot::new("rdonly-new");
+    let new = MapHandle::from_pinned_path(fresh.path.join("vm/hike_chains")).unwrap();
+    let info = libbpf_rs::MapInfo::new(std::os::fd::AsFd::as_fd(&new)).unwrap().info;
+    assert_ne!(info.map_flags & (1 << 7), 0, "a new root's chain table is BPF_F_RDONLY_PROG");
+    let guard = hike_runtime::ScratchPath::unique(std::path::Path::new("/sys/fs/bpf"), "hike-test-rdonly-old");
+    hike_runtime::testing::pin_writable_chain_table(guard.path()).unwrap();
+    let t = TestRoot::init(guard, InitOptions::default()).unwrap();
+    assert_eq!(hike_runtime::vm_access::writable_vm_tables(&t.path).unwrap(), ["hike_chains"]);
+
+    // Objects declaring the flag load, and chains run.
+    let progs = t.register_vmtest(Hook::Xdp);
+    let verdict = id_of(&progs, "test_verdict");
+    let c = chain(&t, &format!("r1 = 1\ncall prog {verdict}, 1\nexit"));
+    assert_eq!(t.rt.test_run_chain(Hook::Xdp, c, &ipv6_udp_packet(), 0).unwrap().verdict, 1);
+    // What is reported as writable is: programs can write this chain table, and
+    // still not the configuration.
+    t.rt.verify_object(
+        "hostile.bpf.c",
+        objects::hostile(HostileBuild::Undeclared),
+        &["hostile_store_chain".to_owned()],
+    )
+    .unwrap();
+    assert!(
+        refusal(&t, objects::hostile(HostileBuild::Undeclared), "hostile_store_config")
+            .starts_with("write into map forbidden")
+    );
 }
 
 #[test]
