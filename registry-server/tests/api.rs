@@ -151,10 +151,22 @@ fn publishes_that_must_be_refused_change_nothing() {
     let body = publish_body(&v2, "my-pkg", "2.0.0").unwrap();
     refuse(body[..body.len() - 1].to_vec(), StatusCode::BAD_REQUEST, "ended early");
     refuse([body.clone(), vec![0]].concat(), StatusCode::BAD_REQUEST, "follow the archive");
-    refuse(u32::MAX.to_le_bytes().to_vec(), StatusCode::PAYLOAD_TOO_LARGE, "publish metadata");
     refuse(vec![1, 0], StatusCode::BAD_REQUEST, "ended early");
+    // A length read from bytes that are not the framing announces more than was
+    // sent: a malformed body (400), not a large one. Too large is a body that is.
+    refuse(
+        b"garbage, not a publish body".to_vec(),
+        StatusCode::BAD_REQUEST,
+        "malformed: it announces 1651663207 bytes of publish metadata, but only 23 byte(s) follow",
+    );
+    refuse(u32::MAX.to_le_bytes().to_vec(), StatusCode::BAD_REQUEST, "malformed");
+    let mut huge_metadata = u32::MAX.to_le_bytes().to_vec();
+    huge_metadata.resize(4 + 64 * 1024 + 1, b' ');
+    refuse(huge_metadata, StatusCode::PAYLOAD_TOO_LARGE, "publish metadata is 4294967295 bytes");
     let mut huge_archive = frame(br#"{"name":"my-pkg","vers":"3.0.0","cksum":"0000000000000000000000000000000000000000000000000000000000000000"}"#);
     huge_archive.extend_from_slice(&(1u32 << 30).to_le_bytes());
+    refuse(huge_archive.clone(), StatusCode::BAD_REQUEST, "announces 1073741824 bytes of archive, but only 0 byte(s)");
+    huge_archive.resize(huge_archive.len() + 64 * 1024 + 1, 0);
     refuse(huge_archive, StatusCode::PAYLOAD_TOO_LARGE, "archive");
     let bomb = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     refuse(frame(bomb.as_bytes()), StatusCode::BAD_REQUEST, "metadata is not valid");

@@ -61,9 +61,7 @@ pub async fn publish(
 
 async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResult<PublishResponse> {
     let mut body = BodyReader::new(body);
-    let len =
-        registry_api::frame_length(body.prefix().await?, "publish metadata", registry_api::MAX_PUBLISH_METADATA.into())
-            .map_err(framing)?;
+    let len = body.length_prefix("publish metadata", registry_api::MAX_PUBLISH_METADATA.into(), "").await?;
     let metadata = registry_api::parse_publish_metadata(&body.exact(len).await?).map_err(framing)?;
     let id = format!("{}@{}", metadata.name, metadata.vers);
     let bundle = match &metadata.bundle {
@@ -99,8 +97,7 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
             None => Vec::new(),
         }
     };
-    let len = registry_api::frame_length(body.prefix().await?, "archive", state.config.max_archive_bytes)
-        .map_err(|e| ApiError::too_large(format!("{id}: {e}")))?;
+    let len = body.length_prefix("archive", state.config.max_archive_bytes, &format!("{id}: ")).await?;
     let archive = body.exact(len).await?;
     if !body.at_end().await? {
         return Err(ApiError::bad_request(format!("{id}: bytes follow the archive in the publish body")));
@@ -427,9 +424,33 @@ impl BodyReader {
         Ok(out)
     }
 
-    /// Exactly `len` bytes (already checked against a limit by the caller).
-    async fn exact(&mut self, len: u64) -> ApiResult<Bytes> {
-        let len = usize::try_from(len).map_err(|_| ApiError::too_large("a part of the publish body is too large"))?;
+    /// The u32 LE length of the part `what` that follows, at most `max`. A
+    /// length over `max` makes the body too large (413) only when the body really
+    /// holds more than `max` bytes after it: one read from bytes that are not
+    /// cargo's framing announces more than was sent, a malformed body (400).
+    /// `context` starts the error messages. Reads at most `max + 1` bytes more.
+    async fn length_prefix(&mut self, what: &'static str, max: u64, context: &str) -> ApiResult<u64> {
+        let err = match registry_api::frame_length(self.prefix().await?, what, max) {
+            Ok(len) => return Ok(len),
+            Err(e) => e,
+        };
+        let registry_api::FramingError::TooLarge { len, .. } = err else {
+            return Err(framing(err));
+        };
+        let have = self.fill(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX)).await? as u64;
+        if have > max {
+            return Err(ApiError::too_large(format!("{context}{err}")));
+        }
+        Err(ApiError::bad_request(format!(
+            "{context}the publish body is malformed: it announces {len} bytes of {what}, but only {have} byte(s) \
+             follow (body of {} bytes); a publish body is a u32 LE metadata length, the metadata, a u32 LE archive \
+             length and the archive",
+            self.read
+        )))
+    }
+
+    /// Reads until `len` bytes are buffered or the body ends; how many are.
+    async fn fill(&mut self, len: usize) -> ApiResult<usize> {
         while self.buffered.len() < len {
             match self.stream.next().await {
                 Some(Ok(chunk)) => {
@@ -437,14 +458,22 @@ impl BodyReader {
                     self.buffered.extend_from_slice(&chunk);
                 }
                 Some(Err(e)) => return Err(body_error(&e)),
-                None => {
-                    return Err(ApiError::bad_request(format!(
-                        "the publish body ended early: {} more byte(s) were announced than sent (body of {} bytes)",
-                        len - self.buffered.len(),
-                        self.read
-                    )));
-                }
+                None => break,
             }
+        }
+        Ok(self.buffered.len())
+    }
+
+    /// Exactly `len` bytes (already checked against a limit by the caller).
+    async fn exact(&mut self, len: u64) -> ApiResult<Bytes> {
+        let len = usize::try_from(len).map_err(|_| ApiError::too_large("a part of the publish body is too large"))?;
+        let have = self.fill(len).await?;
+        if have < len {
+            return Err(ApiError::bad_request(format!(
+                "the publish body ended early: {} more byte(s) were announced than sent (body of {} bytes)",
+                len - have,
+                self.read
+            )));
         }
         Ok(self.buffered.split_to(len).freeze())
     }
