@@ -56,7 +56,8 @@ pub enum Fix {
     RemoveRoot {
         root: PathBuf,
     },
-    /// `doctor --fix` removes a temporary file a killed process left.
+    /// `doctor --fix` (or the next `install`, `uninstall` or `status`) removes a
+    /// temporary file or directory a killed process left.
     RemoveFile {
         path: PathBuf,
     },
@@ -98,13 +99,11 @@ impl Deployer {
                 fix: Fix::Inspect { path: e.path() },
             });
         }
-        for dir in ["deployments", "journal"] {
-            for path in self.store.stale_temp_files(dir) {
-                out.push(Finding {
-                    what: format!("{} was being written by a process that died", path.display()),
-                    fix: Fix::RemoveFile { path },
-                });
-            }
+        for path in self.store.stale_temp_files() {
+            out.push(Finding {
+                what: format!("{} was being written by a process that died", path.display()),
+                fix: Fix::RemoveFile { path },
+            });
         }
         let records = self.store.records()?;
         let mut roots: BTreeSet<PathBuf> = records.iter().map(|r| r.bpffs_root.clone()).collect();
@@ -166,9 +165,18 @@ impl Deployer {
     /// person or a reinstall stays as it is.
     pub fn repair(&self, on: &dyn Fn(&crate::Event)) -> Result<Repaired> {
         let _lock = self.store.lock()?;
+        // Recovery removes these too; done first, so they are reported as repaired.
+        let mut done: Vec<Finding> = self
+            .store
+            .remove_stale_temp_files()
+            .into_iter()
+            .map(|path| Finding {
+                what: format!("{} was being written by a process that died", path.display()),
+                fix: Fix::RemoveFile { path },
+            })
+            .collect();
         self.recover_locked(on, None)?;
         let findings = self.audit_locked()?;
-        let mut done = Vec::new();
         let mut failed = Vec::new();
         let order = |f: &Finding| match f.fix {
             Fix::UnloadLoader { .. } => 0,
@@ -185,6 +193,9 @@ impl Deployer {
                 Fix::RemoveChain { root, id } => Runtime::open(root).and_then(|rt| rt.remove_chain(*id)),
                 Fix::UnregisterProgram { root, id } => Runtime::open(root).and_then(|rt| rt.unregister_program(*id)),
                 Fix::RemoveRoot { root } => Runtime::destroy(root),
+                Fix::RemoveFile { path } if path.is_dir() => std::fs::remove_dir_all(path).map_err(|cause| {
+                    hike_runtime::RuntimeError::Io { what: "cannot remove", path: path.clone(), cause }
+                }),
                 Fix::RemoveFile { path } => std::fs::remove_file(path).map_err(|cause| {
                     hike_runtime::RuntimeError::Io { what: "cannot remove", path: path.clone(), cause }
                 }),

@@ -172,9 +172,10 @@ impl Deployer {
         }
     }
 
-    /// Finishes or undoes transactions interrupted by a crash or `kill -9`. One
-    /// that cannot be is reported (`Event::RecoveryFailed`) and left for `ebpkg
-    /// doctor`; it does not stop the others or this operation.
+    /// Finishes or undoes transactions interrupted by a crash or `kill -9` (and
+    /// removes the temporary files such a process left in the state directory). A
+    /// transaction that cannot be is reported (`Event::RecoveryFailed`) and left
+    /// for `ebpkg doctor`; it does not stop the others or this operation.
     pub fn recover(&self, on: &dyn Fn(&Event)) -> Result<()> {
         let _lock = self.store.lock()?;
         self.recover_locked(on, None)
@@ -183,6 +184,7 @@ impl Deployer {
     /// Recovery before an operation on deployment `focus`: its own journal must
     /// recover (or the operation stops); the others' failures are reported.
     pub(crate) fn recover_locked(&self, on: &dyn Fn(&Event), focus: Option<&str>) -> Result<()> {
+        self.store.remove_stale_temp_files();
         for name in self.store.journal_names()? {
             let result = self.recover_named(&name);
             match result {

@@ -172,20 +172,48 @@ impl Store {
         json_names(&self.dir.join("journal"))
     }
 
-    /// Temporary files in `deployments/` or `journal/` whose writer died.
-    pub fn stale_temp_files(&self, sub: &str) -> Vec<PathBuf> {
+    /// Temporary files and directories whose writer died, anywhere a command
+    /// writes in the state directory: `deployments/`, `journal/` (and its
+    /// `rejected/`), `logs/`, and each deployment's `generations/<name>/` (where
+    /// a generation is assembled in a temporary directory).
+    pub fn stale_temp_files(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> =
+            ["deployments", "journal", "journal/rejected", "logs"].iter().map(|d| self.dir.join(d)).collect();
+        let generations = self.dir.join("generations");
+        dirs.extend(fs::read_dir(&generations).into_iter().flatten().flatten().map(|e| e.path()));
+        dirs.push(generations);
         let mut out = Vec::new();
-        for e in fs::read_dir(self.dir.join(sub)).into_iter().flatten().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            // `.<file>.tmp-<pid>` is how versions before ebpkg-fs named them.
-            let legacy = name.rsplit_once(".tmp-").and_then(|(_, pid)| pid.parse::<u32>().ok());
-            let dead = ebpkg_fs::temp::is_stale(&name) || legacy.is_some_and(|pid| !ebpkg_fs::temp::alive(pid));
-            if name.starts_with('.') && dead {
-                out.push(e.path());
+        for dir in dirs {
+            for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                // `.<file>.tmp-<pid>` is how versions before ebpkg-fs named them.
+                let legacy = name.rsplit_once(".tmp-").and_then(|(_, pid)| pid.parse::<u32>().ok());
+                let dead = ebpkg_fs::temp::is_stale(&name) || legacy.is_some_and(|pid| !ebpkg_fs::temp::alive(pid));
+                if name.starts_with('.') && dead && !e.file_type().is_ok_and(|t| t.is_symlink()) {
+                    out.push(e.path());
+                }
             }
         }
         out.sort();
         out
+    }
+
+    /// Removes what [`Store::stale_temp_files`] finds (a command killed while
+    /// writing leaves them, and nothing else would); returns what it removed.
+    /// Tidying, never a failure: what cannot be removed stays for `ebpkg doctor`.
+    pub fn remove_stale_temp_files(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        for path in self.stale_temp_files() {
+            let result = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+            match result {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "removed a temporary file of a process that died");
+                    removed.push(path);
+                }
+                Err(e) => tracing::warn!("cannot remove {}: {e}", path.display()),
+            }
+        }
+        removed
     }
 
     /// Writes a verifier log (readable by the user who reads the error).

@@ -122,6 +122,39 @@ fn the_state_directory_is_created_private_and_refused_when_others_can_write_it()
 }
 
 #[test]
+fn temporary_files_of_a_killed_process_are_removed_by_the_next_command() {
+    let env = Env::new("temps");
+    let d = env.deployer();
+    d.install(&env.plan("1.0.0", &verdict_script(XDP_DROP), &[]), &none).unwrap();
+    let state = d.store().dir().to_owned();
+    // What a process killed while writing leaves (pid_max is at most 2^22, so
+    // 4194305 cannot be running): an empty journal, a record, a generation being
+    // assembled; and a file this process is writing, which must stay.
+    let journal = state.join("journal/.tmp-4194305-Dus3de");
+    let record = state.join("deployments/.tmp-4194306-x8Kq2p");
+    let generation = state.join("generations/app/.tmp-4194307-2");
+    let legacy = state.join("deployments/.app.json.tmp-4194308");
+    let running = state.join(format!("journal/.tmp-{}-abcdef", std::process::id()));
+    std::fs::create_dir_all(generation.join("objects")).unwrap();
+    for p in [&journal, &record, &legacy, &running, &generation.join("objects/x.o")] {
+        std::fs::write(p, b"").unwrap();
+    }
+    let stale = d.store().stale_temp_files();
+    assert_eq!(stale, [legacy.clone(), record.clone(), generation.clone(), journal.clone()]);
+    let findings = d.audit().unwrap();
+    assert_eq!(findings.iter().filter(|f| f.what.contains("process that died")).count(), 4, "{findings:?}");
+
+    d.status(&none).unwrap();
+    for p in [&journal, &record, &legacy, &generation] {
+        assert!(!p.exists(), "{} is left", p.display());
+    }
+    assert!(running.exists(), "a running process's file stays");
+    assert!(d.audit().unwrap().is_empty());
+    std::fs::remove_file(&running).unwrap();
+    d.uninstall("app", &none).unwrap();
+}
+
+#[test]
 fn a_root_has_one_state_directory_and_deployments_never_take_each_other_over() {
     let ns = Netns::new("si", &[("va", "vb"), ("vc", "vd")]);
     let env = Env::new("ident");
