@@ -146,6 +146,37 @@ fn the_trust_policy_can_refuse_a_kernel_no_attestation_observed() {
     assert!(run.stderr.contains("flow@1.0.0"), "{}", run.stderr);
     sb.run(&app, &["uninstall"]).ok();
 
+    // A trusted attestation of this release and machine whose BTF differs (another
+    // build of the release) does not cover this kernel, and the note says that
+    // only the BTF differs rather than "attested on" this very release.
+    let out = sb.path("other-build.json");
+    sb.run(sb.dir.path(), &["attest", "flow@1.0.0", "--out", out.to_str().unwrap()]).ok();
+    let mut statement =
+        ebpkg_signing::SignedAttestation::parse(&std::fs::read(&out).unwrap()).unwrap().statement().clone();
+    let kernel = &mut statement.predicate["kernels"][0]["kernel"];
+    let (release, machine) = (kernel["release"].as_str().unwrap().to_owned(), kernel["architecture"].clone());
+    let here = ebpkg_spec::types::Sha256Digest::of(&std::fs::read("/sys/kernel/btf/vmlinux").unwrap());
+    assert_eq!(kernel["btf"]["sha256"], here.to_string());
+    let other = ebpkg_spec::types::Sha256Digest::of(b"the BTF of another build");
+    kernel["btf"]["sha256"] = other.to_string().into();
+    let pem = std::fs::read_to_string(sb.path("keys/default.key")).unwrap();
+    let key = ebpkg_signing::SigningKey::from_encrypted_pem(&pem, KEY_PASSWORD.as_bytes()).unwrap();
+    let bundle: serde_json::Value =
+        serde_json::from_str(ebpkg_signing::attest(&key, &statement).unwrap().json()).unwrap();
+    let file = attestation_file(&sb, "flow", "1.0.0");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, serde_json::json!({ "attestations": [bundle] }).to_string()).unwrap();
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let says = format!(
+        "flow@1.0.0 (attested on {release} ({}) with BTF sha256 {}…, but this kernel has the same release and machine \
+         with BTF sha256 {}…: another build of that release, which those attestations do not cover)",
+        machine.as_str().unwrap(),
+        &other.to_hex()[..12],
+        &here.to_hex()[..12]
+    );
+    assert!(run.stderr.contains(&says), "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
+
     let set = sb.run(sb.dir.path(), &["trust", "unattested-kernels", "refuse"]).ok();
     assert!(set.stderr.contains("Updated"), "{}", set.stderr);
     assert!(std::fs::read_to_string(sb.path("trust.toml")).unwrap().contains("[kernels]\nunattested = \"refuse\""));

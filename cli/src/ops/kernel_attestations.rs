@@ -58,10 +58,45 @@ pub enum Status {
         item: String,
         reason: String,
     },
-    /// No trusted attestation observed this kernel; `kernels` are those they did.
-    Unattested { kernels: Vec<String> },
+    /// No trusted attestation observed this kernel; `kernels` are the releases
+    /// they did observe.
+    Unattested {
+        kernels: Vec<String>,
+        /// Set when one observed this kernel's release and machine with another
+        /// BTF: another build of the release, which it does not cover.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        same_release: Option<OtherBuild>,
+    },
     /// The attestations could not be read (offline, the registry failed).
     Unread { why: String },
+}
+
+/// Attestations of this kernel's release and machine, whose BTF differs from
+/// this kernel's: the kernel they observed was built from other sources or with
+/// another configuration, so its verifier and types may differ.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherBuild {
+    /// `uname -r` and `uname -m`, as this kernel has them.
+    pub kernel: String,
+    /// The SHA-256 of the BTF each attested build has.
+    pub attested_btf: Vec<Sha256Digest>,
+    /// The SHA-256 of this kernel's BTF.
+    pub this_btf: Sha256Digest,
+}
+
+impl std::fmt::Display for OtherBuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |d: &Sha256Digest| d.to_hex().chars().take(12).collect::<String>();
+        let attested: Vec<String> = self.attested_btf.iter().map(short).collect();
+        write!(
+            f,
+            "attested on {} with BTF sha256 {}…, but this kernel has the same release and machine with BTF sha256 \
+             {}…: another build of that release, which those attestations do not cover",
+            self.kernel,
+            attested.join("…, "),
+            short(&self.this_btf)
+        )
+    }
 }
 
 fn key_text<S: serde::Serializer>(key: &KeyId, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -190,11 +225,24 @@ fn status_on(trusted: &[(KeyId, KernelVerification)], kernel: &KernelIdentity) -
     {
         return Status::Verified { key: *key, observed_at: k.observed_at.clone(), items, native, tiered };
     }
-    let mut kernels: Vec<String> =
-        trusted.iter().flat_map(|(_, v)| v.kernels.iter().map(|k| k.kernel.release.clone())).collect();
+    let observed = || trusted.iter().flat_map(|(_, v)| v.kernels.iter().map(|k| &k.kernel));
+    let mut kernels: Vec<String> = observed().map(|k| k.release.clone()).collect();
     kernels.sort();
     kernels.dedup();
-    Status::Unattested { kernels }
+    // A kernel is its release, machine and BTF: say which of them differ when
+    // only the BTF does, or "attested on <this release>" reads as a contradiction.
+    let mut attested_btf: Vec<Sha256Digest> = observed()
+        .filter(|k| k.release == kernel.release && k.architecture == kernel.architecture)
+        .map(|k| k.btf.sha256)
+        .collect();
+    attested_btf.sort();
+    attested_btf.dedup();
+    let same_release = (!attested_btf.is_empty()).then(|| OtherBuild {
+        kernel: kernel.to_string(),
+        attested_btf,
+        this_btf: kernel.btf.sha256,
+    });
+    Status::Unattested { kernels, same_release }
 }
 
 /// The coverage of every package in `packages` (registry packages: path
@@ -215,7 +263,8 @@ pub fn check(
         let coverage = match judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline) {
             // The BTF is read and hashed only when there is an attestation to match.
             Ok(j) if j.trusted.is_empty() => {
-                Coverage { package: p.id(), status: Status::Unattested { kernels: Vec::new() }, ignored: j.ignored }
+                let status = Status::Unattested { kernels: Vec::new(), same_release: None };
+                Coverage { package: p.id(), status, ignored: j.ignored }
             }
             Ok(j) => {
                 let identity = match &identity {
@@ -277,8 +326,9 @@ pub fn enforce(ctx: &Ctx, coverage: &[Coverage], kernel: &crate::ops::kernel_fit
     let unattested: Vec<String> = coverage
         .iter()
         .filter_map(|c| match &c.status {
-            Status::Unattested { kernels } if kernels.is_empty() => Some(c.package.to_string()),
-            Status::Unattested { kernels } => Some(format!("{} (attested on {})", c.package, kernels.join(", "))),
+            Status::Unattested { same_release: Some(other), .. } => Some(format!("{} ({other})", c.package)),
+            Status::Unattested { kernels, .. } if kernels.is_empty() => Some(c.package.to_string()),
+            Status::Unattested { kernels, .. } => Some(format!("{} (attested on {})", c.package, kernels.join(", "))),
             Status::Unread { why } => Some(format!("{} (its attestations could not be read: {why})", c.package)),
             _ => None,
         })
