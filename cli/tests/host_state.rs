@@ -112,6 +112,23 @@ fn doctor_reports_what_no_deployment_owns_and_fix_removes_it() {
 }
 
 #[test]
+fn doctor_names_the_vm_tables_programs_can_write_in_a_root_made_before_they_were_read_only() {
+    require_kernel();
+    let sb = Sandbox::new("oldvm");
+    hike_runtime::Runtime::init(&sb.root, hike_runtime::InitOptions::default()).unwrap();
+    let run = sb.run(sb.dir.path(), &["doctor"]);
+    assert!(!run.stdout.contains("can write hike_"), "a root made now has none: {}", run.stdout);
+    hike_runtime::Runtime::destroy(&sb.root).unwrap();
+
+    hike_runtime::testing::pin_writable_chain_table(&sb.root).unwrap();
+    hike_runtime::Runtime::init(&sb.root, hike_runtime::InitOptions::default()).unwrap();
+    let run = sb.run(sb.dir.path(), &["doctor"]);
+    let says = format!("programs of any package deployed in {} can write hike_chains", sb.root.display());
+    assert!(run.stdout.contains(&says), "{}", run.stdout);
+    assert!(run.stdout.contains("uninstall every deployment in it, then install them again"), "{}", run.stdout);
+}
+
+#[test]
 fn a_project_of_the_same_name_elsewhere_does_not_replace_the_deployment() {
     let (sb, app) = installed_app("ident");
     let pins = sb.pins();

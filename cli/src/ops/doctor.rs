@@ -226,6 +226,23 @@ fn host_state(ctx: &Ctx, fix: bool) -> Vec<Check> {
             Some("`ebpkg doctor --fix` (or the next `ebpkg test`) removes it".into()),
         ));
     }
+    match hike_runtime::vm_access::writable_vm_tables(&ctx.config.bpffs_root) {
+        Ok(tables) if tables.is_empty() => {}
+        Ok(tables) => checks.push(warn(
+            "vm tables",
+            format!(
+                "programs of any package deployed in {} can write {}: the root was made before the VM's tables were \
+                 read-only to programs, and a map's flags cannot change",
+                ctx.config.bpffs_root.display(),
+                tables.join(", ")
+            ),
+            Some(
+                "uninstall every deployment in it, then install them again: a root made anew has them read-only".into(),
+            ),
+        )),
+        // Not readable without the privileges every command using the root needs; those are checked above.
+        Err(e) => tracing::debug!("cannot read the flags of the VM's tables: {e}"),
+    }
     for p in ebpkg_build::temps::stale(&ctx.config.cache_dir) {
         checks.push(warn(
             "cache",
