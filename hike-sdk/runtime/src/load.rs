@@ -73,13 +73,8 @@ pub(crate) fn is_package_map(name: &str) -> bool {
 }
 
 /// A package's object declares the VM map `name`, which the instance has not
-/// pinned: the clock is made as the runtime makes it (roots older than it lack
-/// it), any other name is refused.
+/// pinned: refused (every root has the VM's maps once opened, `Runtime::open`).
 fn vm_map_for_package(req: &LoadRequest<'_>, name: &str) -> Result<()> {
-    if name == "hike_clock" {
-        crate::clock::create(req.vm_dir)?;
-        return Ok(());
-    }
     Err(RuntimeError::BadObject {
         name: req.object_name.to_owned(),
         reason: format!(

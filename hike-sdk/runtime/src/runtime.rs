@@ -170,6 +170,11 @@ impl Runtime {
                 expected: ABI_VERSION,
             });
         }
+        // A root made before the clock existed gets one here, read-only to
+        // programs: a package's object may not create a VM map (load.rs).
+        if !layout.vm_map("hike_clock").exists() {
+            crate::clock::create(&layout.vm_dir())?;
+        }
         let rt = Runtime {
             maps: VmMaps {
                 progs_xdp: pinned("hike_progs_xdp")?,

@@ -258,6 +258,12 @@ fn a_root_whose_chain_table_programs_can_write_keeps_working_and_says_so() {
         refusal(&t, objects::hostile(HostileBuild::Undeclared), "hostile_store_config")
             .starts_with("write into map forbidden")
     );
+    // A root older than the clock gets one when opened, read-only to programs (a
+    // package's object declaring it may not create it).
+    std::fs::remove_file(t.path.join("vm/hike_clock")).unwrap();
+    drop(Runtime::open(&t.path).unwrap());
+    assert!(t.path.join("vm/hike_clock").exists());
+    assert_eq!(hike_runtime::vm_access::writable_vm_tables(&t.path).unwrap(), ["hike_chains"]);
 }
 
 #[test]
