@@ -23,6 +23,9 @@ pub struct Ctx {
     /// The network namespace interfaces are in.
     pub netns: Option<String>,
     pub manifest_path: Option<PathBuf>,
+    /// The cache directory's check, done once by the first command step that
+    /// reads the cache (`ops::cache::checked`).
+    pub cache_checked: std::sync::OnceLock<std::result::Result<(), crate::ops::cache::UnsafeCache>>,
 }
 
 impl Ctx {
@@ -31,12 +34,17 @@ impl Ctx {
         Project::find(self.manifest_path.as_deref())
     }
 
+    /// The registries; their index files and TUF metadata are kept in the cache,
+    /// which is checked first.
     pub fn registries(&self) -> Result<Registries<'_>> {
+        crate::ops::cache::checked(self)?;
         Registries::new(&self.config, self.offline)
     }
 
-    pub fn cache(&self) -> Cache {
-        Cache::new(self.config.cache_dir.clone())
+    /// The download cache, once the cache directory is found private.
+    pub fn cache(&self) -> Result<Cache> {
+        crate::ops::cache::checked(self)?;
+        Ok(Cache::new(self.config.cache_dir.clone()))
     }
 
     /// The deployer of the configured state directory and HIKe root.

@@ -218,6 +218,7 @@ fn main() -> ExitCode {
             trust_new_keys: cli.trust_new_keys,
             netns: cli.netns,
             manifest_path: cli.manifest_path,
+            cache_checked: std::sync::OnceLock::new(),
         };
         run(&ctx, cli.command)
     });

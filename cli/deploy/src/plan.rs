@@ -80,6 +80,15 @@ pub struct PlannedObject {
     pub programs: Vec<String>,
     /// Loaders of the manifest this object provides.
     pub loaders: Vec<String>,
+    /// The SHA-256 the build checked the object's bytes against: the deployer
+    /// loads only bytes with this digest (`None`: a plan made without a build,
+    /// by tests).
+    pub sha256: Option<Sha256Digest>,
+    /// Where the object came from (`None`: not known, for generations saved
+    /// before origins were recorded).
+    pub origin: Option<ebpkg_spec::types::ObjectOrigin>,
+    /// The compiler the object names.
+    pub compiler: Option<String>,
 }
 
 /// A compiled chain script of the project.

@@ -63,6 +63,25 @@ pub struct RecordedPackage {
     /// `ebpkg status --maps`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<RecordedMap>,
+    /// The objects loaded from it (absent in records written before ebpkg said
+    /// what runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<RecordedObject>,
+}
+
+/// One object of a package as it was loaded: what `ebpkg status` says runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RecordedObject {
+    /// The file the package builds it from (`src/tb.bpf.c`) or ships (`obj/tb.o`).
+    pub object: String,
+    pub hook: Hook,
+    /// The SHA-256 of the bytes loaded.
+    pub sha256: Sha256Digest,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<ebpkg_spec::types::ObjectOrigin>,
+    /// The compiler the object names (`.comment` or the DWARF producer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
 }
 
 impl RecordedPackage {
