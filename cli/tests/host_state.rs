@@ -195,7 +195,9 @@ fn doctor_cache(sb: &Sandbox, args: &[&str]) -> Vec<serde_json::Value> {
 fn a_cache_another_user_could_write_is_refused_and_doctor_reports_it() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let sb = Sandbox::new("cachesafe");
-    sb.publish(&sb.package("flow"));
+    for p in ["flow", "verdict", "classify"] {
+        sb.publish(&sb.package(p));
+    }
     let app = sb.package("app");
     let lock = |sb: &Sandbox| sb.run(&app, &["lock"]);
     lock(&sb).ok();
