@@ -93,7 +93,7 @@ pub struct Builder {
 
 /// What phase one decided for a unit.
 enum Slot {
-    Done(BuiltObject),
+    Done(Box<BuiltObject>),
     Failed(BuildError),
     /// Waits for a compile job; `note` goes before its warnings.
     Compile {
@@ -367,7 +367,7 @@ impl Builder {
                 if !replayed.trim().is_empty() {
                     on_event(BuildEvent::Warning(unit, replayed));
                 }
-                slots.push(Slot::Done(built));
+                slots.push(Slot::Done(Box::new(built)));
                 continue;
             }
             // Units with the same key (a prebuilt object's fallback source that
@@ -404,7 +404,7 @@ impl Builder {
         let mut errors = Vec::new();
         for (i, slot) in slots.into_iter().enumerate() {
             match slot {
-                Slot::Done(b) => built.push(b),
+                Slot::Done(b) => built.push(*b),
                 Slot::Failed(e) => errors.push(e),
                 Slot::Compile { job, note } => {
                     if let Some(Ok(c)) = &results[job] {
@@ -459,14 +459,14 @@ impl Builder {
         let actual = Sha256Digest::of(&bytes);
         if actual == *expected {
             return match check_bpf_object(&bytes) {
-                Ok(()) => Prebuilt::Use(BuiltObject {
+                Ok(()) => Prebuilt::Use(Box::new(BuiltObject {
                     unit: unit.clone(),
                     object: path,
                     origin: ObjectOrigin::ShippedByPublisher,
                     sha256: actual,
                     compiler: crate::elf_check::compiler_of(&bytes),
                     warnings: String::new(),
-                }),
+                })),
                 Err(problem) => Prebuilt::Fail(BuildError::BadObject {
                     package: unit.package.clone(),
                     file: object.clone(),
@@ -675,7 +675,7 @@ impl Builder {
 
 /// What to do with a prebuilt unit.
 enum Prebuilt {
-    Use(BuiltObject),
+    Use(Box<BuiltObject>),
     Fail(BuildError),
     /// Compile this source instead; the note says why.
     Compile(RelPath, String),
