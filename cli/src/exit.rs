@@ -138,7 +138,7 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
     if let Some(e) = e.downcast_ref::<RuntimeError>() {
         return Some(runtime_failure(e));
     }
-    if e.is::<crate::ops::cache::UnsafeCache>() {
+    if e.is::<crate::cache_safety::UnsafeCache>() {
         return Some(Failure::Environment);
     }
     None

@@ -12,6 +12,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod cache_safety;
 mod commands;
 mod config;
 mod ctx;

@@ -44,7 +44,7 @@ pub fn builder(ctx: &Ctx, opts: &BuildOptions) -> Result<std::sync::Arc<Builder>
         Some(p) => Some(Btf::from_file(p)?),
         None => None,
     };
-    crate::ops::cache::checked(ctx)?;
+    ctx.checked_cache()?;
     let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
     let mut builder =
         Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs).kernel_btf_when_needed();

@@ -156,7 +156,7 @@ pub fn doctor(ctx: &Ctx, opts: &DoctorOptions) -> Vec<Check> {
     checks
 }
 
-/// The cache: private (`ops::cache::check`) and writable. With `fix`, a
+/// The cache: private (`cache_safety::check`) and writable. With `fix`, a
 /// directory of the caller's own that others can write is made `go-w`; one that
 /// someone else owns is only reported (its content is theirs: never chowned).
 fn cache_check(ctx: &Ctx, fix: bool) -> Vec<Check> {
@@ -165,7 +165,7 @@ fn cache_check(ctx: &Ctx, fix: bool) -> Vec<Check> {
     // Each repair may reveal the next directory to repair; a few rounds suffice
     // for a cache's handful of layout directories.
     for _ in 0..64 {
-        match crate::ops::cache::check(cache) {
+        match crate::cache_safety::check(cache) {
             Err(e) if fix && e.cause.chmod_repairs() => {
                 let path = &e.cause.path;
                 let repaired = std::fs::metadata(path).and_then(|m| {
