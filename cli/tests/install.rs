@@ -451,6 +451,8 @@ fn swapped_cache_artifacts_are_detected_rebuilt_and_never_loaded() {
         "{text}"
     );
     assert!(text.contains(", native (program "), "{text}");
+    let native_sha = st[0]["chains"][0]["tier"]["sha256"].as_str().unwrap().to_owned();
+    assert!(text.contains(&format!(" verified, sha256 {native_sha})")), "{text}");
     sb.run(&app, &["uninstall"]).ok();
 
     let reinstall = |what: &str, warning: &str| {
@@ -462,6 +464,7 @@ fn swapped_cache_artifacts_are_detected_rebuilt_and_never_loaded() {
         let st = sb.status();
         assert_eq!(st[0]["chains"][0]["tier"]["tier"], "native", "{what}: {st}");
         assert_eq!(st[0]["chains"][0]["tier"]["insns"], native_insns, "{what}: the genuine native program: {st}");
+        assert_eq!(st[0]["chains"][0]["tier"]["sha256"], native_sha.as_str(), "{what}: {st}");
         let loaded: Vec<_> = loaded_objects(&st).into_iter().map(|(o, sha, _, _)| (o, sha)).collect();
         let want: Vec<_> = genuine.iter().map(|(o, sha, _, _)| (o.clone(), sha.clone())).collect();
         assert_eq!(loaded, want, "{what}: the genuine objects were loaded");

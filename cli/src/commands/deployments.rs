@@ -131,8 +131,9 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         for (c, (_, runs)) in r.chains.iter().zip(&d.chain_runs) {
             let tier = match &c.tier {
                 None => String::new(),
-                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, .. }) => {
-                    format!(", native (program {bpf_id}, {insns} instructions, {verified_insns} verified)")
+                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, sha256, .. }) => {
+                    let sha = sha256.map(|d| format!(", sha256 {}", d.to_hex())).unwrap_or_default();
+                    format!(", native (program {bpf_id}, {insns} instructions, {verified_insns} verified{sha})")
                 }
                 Some(ebpkg_deploy::Tier::Interpreted { reason: None }) => ", interpreted".to_owned(),
                 // The first line says why; a compiler's full output is in --json.
