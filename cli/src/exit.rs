@@ -157,6 +157,8 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
         | DeployError::Link { .. }
         | DeployError::DuplicateEntry { .. } => Failure::Input,
         DeployError::NotDeployed { .. } | DeployError::NoGeneration { .. } => Failure::Input,
+        // The cache's entry changed under the command: a cache failure.
+        DeployError::ObjectChanged { .. } => Failure::Registry,
         DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
             Failure::Usage
         }

@@ -810,23 +810,7 @@ fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> 
 /// The bytes of `obj`, when they are the bytes the build checked: a file
 /// changed between the build and the load is refused, never loaded.
 fn read_object(pkg: &PlannedPackage, obj: &PlannedObject) -> Result<Vec<u8>> {
-    let elf = ebpkg_fs::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES)
-        .map_err(|cause| DeployError::Read { what: "cannot read the object", cause })
-        .inspect_err(|_| tracing::debug!(package = %pkg.id, "object missing"))?;
-    if let Some(expected) = obj.sha256 {
-        let found = ebpkg_spec::types::Sha256Digest::of(&elf);
-        if found != expected {
-            return Err(DeployError::Package {
-                package: pkg.id.clone(),
-                reason: format!(
-                    "its object {} changed after it was built and checked (sha256 {expected}, now {found}); \
-                     nothing of it was loaded. Run the command again to build it anew",
-                    obj.path.display()
-                ),
-            });
-        }
-    }
-    Ok(elf)
+    obj.read().inspect_err(|e| tracing::debug!(package = %pkg.id, "object not read: {e}"))
 }
 
 /// What the record says of `pkg`'s objects: their digests, origins and compilers.

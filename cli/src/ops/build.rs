@@ -135,7 +135,7 @@ pub fn verify_objects(
     let root = crate::ops::TempRoot::create(ctx, "verify")?;
     let mut out = Vec::new();
     for o in objects {
-        let elf = ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+        let elf = o.read()?;
         let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
         let stats = root.root.rt.verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)?;
         ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));
