@@ -9,7 +9,7 @@
 //! | 4 | `--locked`/`--frozen` and `ebpkg.lock` would have to change |
 //! | 5 | the kernel refused: verifier rejection, attach failure |
 //! | 6 | a registry or the cache failed: unreachable, offline, checksum mismatch, not found |
-//! | 7 | the environment is missing something: root, bpffs, clang, bpftool, BTF |
+//! | 7 | the environment is missing something: root, bpffs, clang, bpftool, BTF; or a state directory or cache another user can write |
 //! | 8 | `ebpkg test` ran and some cases failed |
 //! | 9 | a limit of the HIKe VM on this host was reached: no free program or chain id, chain calls too deep |
 //! | 10 | a signature or the trust policy refused a package: unsigned, untrusted or revoked key, bad signature, signer changed |
@@ -138,6 +138,9 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
     if let Some(e) = e.downcast_ref::<RuntimeError>() {
         return Some(runtime_failure(e));
     }
+    if e.is::<crate::cache_safety::UnsafeCache>() {
+        return Some(Failure::Environment);
+    }
     None
 }
 
@@ -154,6 +157,8 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
         | DeployError::Link { .. }
         | DeployError::DuplicateEntry { .. } => Failure::Input,
         DeployError::NotDeployed { .. } | DeployError::NoGeneration { .. } => Failure::Input,
+        // The cache's entry changed under the command: a cache failure.
+        DeployError::ObjectChanged { .. } => Failure::Registry,
         DeployError::NameTaken { .. } | DeployError::InterfaceTaken { .. } | DeployError::RootTaken { .. } => {
             Failure::Usage
         }

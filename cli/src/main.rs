@@ -12,6 +12,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod cache_safety;
 mod commands;
 mod config;
 mod ctx;
@@ -218,6 +219,7 @@ fn main() -> ExitCode {
             trust_new_keys: cli.trust_new_keys,
             netns: cli.netns,
             manifest_path: cli.manifest_path,
+            cache_checked: std::sync::OnceLock::new(),
         };
         run(&ctx, cli.command)
     });

@@ -185,3 +185,85 @@ fn a_hike_root_another_user_could_change_is_refused_and_a_new_one_lets_no_one_in
     std::fs::remove_dir(&inside).unwrap();
     sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
 }
+
+/// The cache's line of `ebpkg doctor --json` (the one that names it "cache").
+fn doctor_cache(sb: &Sandbox, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["doctor", "--json"];
+    all.extend_from_slice(args);
+    let run = sb.run(sb.dir.path(), &all);
+    let checks: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "cache" || (c["name"] == "repaired" && c["found"].as_str().unwrap().contains("chmod")))
+        .cloned()
+        .collect()
+}
+
+/// What ebpkg builds, links and unpacks into the cache reaches the kernel, so a
+/// cache another user could write is refused like such a state directory: when
+/// someone else owns it (root with a cache of the user sudo kept HOME for), when
+/// others can write to it (mode 1777), and when someone else made one of its
+/// directories first (`objects/`). `doctor` reports each; `--fix` makes our own
+/// directories go-w and never takes another user's. A user other than root is
+/// refused root's cache the same way.
+#[test]
+fn a_cache_another_user_could_write_is_refused_and_doctor_reports_it() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let sb = Sandbox::new("cachesafe");
+    for p in ["flow", "verdict", "classify"] {
+        sb.publish(&sb.package(p));
+    }
+    let app = sb.package("app");
+    let lock = |sb: &Sandbox| sb.run(&app, &["lock"]);
+    lock(&sb).ok();
+    // Made by ebpkg: mode 0700, ours.
+    let meta = std::fs::metadata(&sb.cache).unwrap();
+    assert_eq!((meta.permissions().mode() & 0o7777, meta.uid()), (0o700, 0));
+    let ok = doctor_cache(&sb, &[]);
+    assert_eq!(ok[0]["status"], "ok", "{ok:?}");
+
+    // Another user's cache.
+    std::os::unix::fs::chown(&sb.cache, Some(65534), Some(65534)).unwrap();
+    let run = lock(&sb).fails(7);
+    assert!(run.stderr.contains("cannot be trusted") && run.stderr.contains("owned by uid 65534"), "{}", run.stderr);
+    assert!(run.stderr.contains("rm -r"), "{}", run.stderr);
+    let found = doctor_cache(&sb, &["--fix"]);
+    assert_eq!(found[0]["status"], "fail", "{found:?}");
+    assert!(found[0]["found"].as_str().unwrap().contains("owned by uid 65534"), "{found:?}");
+    assert_eq!(std::fs::metadata(&sb.cache).unwrap().uid(), 65534, "--fix never takes another user's directory");
+    std::os::unix::fs::chown(&sb.cache, Some(0), Some(0)).unwrap();
+
+    // Ours, but anyone can write to it.
+    std::fs::set_permissions(&sb.cache, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let run = lock(&sb).fails(7);
+    assert!(run.stderr.contains("mode 1777") && run.stderr.contains("chmod go-w"), "{}", run.stderr);
+    let found = doctor_cache(&sb, &[]);
+    assert!(found[0]["fix"].as_str().unwrap().contains("ebpkg doctor --fix"), "{found:?}");
+    let fixed = doctor_cache(&sb, &["--fix"]);
+    assert_eq!(fixed[0]["name"], "repaired", "{fixed:?}");
+    assert_eq!(fixed.last().unwrap()["status"], "ok", "{fixed:?}");
+    assert_eq!(std::fs::metadata(&sb.cache).unwrap().permissions().mode() & 0o7777, 0o1755);
+    lock(&sb).ok();
+
+    // A directory of the layout someone else made first.
+    let objects = sb.cache.join("objects");
+    let _ = std::fs::remove_dir_all(&objects);
+    std::fs::create_dir(&objects).unwrap();
+    std::os::unix::fs::chown(&objects, Some(65534), Some(65534)).unwrap();
+    let run = sb.run(&app, &["build"]).fails(7);
+    assert!(run.stderr.contains("objects") && run.stderr.contains("owned by uid 65534"), "{}", run.stderr);
+    std::fs::remove_dir(&objects).unwrap();
+
+    // Not root: root's cache is refused to anyone else.
+    std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = Run::from(
+        std::os::unix::process::CommandExt::uid(&mut sb.cmd(&app, &["lock"]), 65534)
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 7, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("owned by uid 0, but ebpkg runs as uid 65534"), "{}", run.stderr);
+}

@@ -385,3 +385,121 @@ fn an_install_from_the_build_cache_runs_no_compiler() {
     assert_ne!(run.code, 0);
     assert!(run.stderr.contains("cannot find clang") && run.stderr.contains("/nonexistent/clang"), "{}", run.stderr);
 }
+
+/// The cache files of `kind` (`o` for package objects, `native.o`,
+/// `native.meta`, `ll`), by path.
+fn cache_files(sb: &Sandbox, kind: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(sb.cache.join("objects")).unwrap() {
+        for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+            let (stem, ext) = name.split_once('.').unwrap();
+            if stem.len() == 64 && ext == kind {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `(package object, sha256, origin, compiler)` of every object `status --json` shows.
+fn loaded_objects(st: &serde_json::Value) -> Vec<(String, String, String, String)> {
+    let mut out = Vec::new();
+    for p in st[0]["packages"].as_array().unwrap() {
+        // (A package without objects, like the app itself, has none listed.)
+        for o in p["objects"].as_array().into_iter().flatten() {
+            let s = |k: &str| o[k].as_str().unwrap_or_default().to_owned();
+            out.push((
+                format!("{} {}", p["name"].as_str().unwrap(), s("object")),
+                s("sha256"),
+                s("origin"),
+                s("compiler"),
+            ));
+        }
+    }
+    out
+}
+
+/// Every cached artifact that can reach the kernel — a package's object, a
+/// native chain's object, its description and an IR module — replaced by
+/// something valid of the same kind (as a user who could write the cache would)
+/// is detected against the digest recorded when it was cached, said, and
+/// rebuilt: what runs is the genuine object, as `status` shows by its digest.
+#[test]
+fn swapped_cache_artifacts_are_detected_rebuilt_and_never_loaded() {
+    use ebpkg_spec::types::Sha256Digest;
+    let (sb, app) = Sandbox::with_app_published("swap");
+    sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    let st = sb.status();
+    let genuine = loaded_objects(&st);
+    assert!(!genuine.is_empty(), "{st}");
+    for (object, sha, origin, compiler) in &genuine {
+        assert_eq!(sha.len(), 64, "{object}: {st}");
+        assert_eq!(origin, "built-here", "{object}: {st}");
+        assert!(compiler.contains("clang"), "{object}: {st}");
+    }
+    let native_insns = st[0]["chains"][0]["tier"]["insns"].clone();
+    assert_eq!(st[0]["chains"][0]["tier"]["tier"], "native", "{st}");
+    // The text output says the same, and the chain's tier.
+    let text = sb.run(sb.dir.path(), &["status"]).ok().stdout;
+    let (flow_object, flow_sha, _, _) = genuine.iter().find(|o| o.0.starts_with("flow ")).unwrap();
+    let object_name = flow_object.split_once(' ').unwrap().1;
+    assert!(
+        text.contains(&format!("  object    flow@1.0.0 {object_name} (xdp): sha256 {flow_sha}, built here, by ")),
+        "{text}"
+    );
+    assert!(text.contains(", native (program "), "{text}");
+    let native_sha = st[0]["chains"][0]["tier"]["sha256"].as_str().unwrap().to_owned();
+    assert!(text.contains(&format!(" verified, sha256 {native_sha})")), "{text}");
+    sb.run(&app, &["uninstall"]).ok();
+
+    let reinstall = |what: &str, warning: &str| {
+        let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+        assert!(run.stderr.contains("does not match the digest recorded"), "{what}: {}", run.stderr);
+        assert!(run.stderr.contains(warning), "{what}: {}", run.stderr);
+        assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP, "{what}");
+        assert_eq!(verdict(&sb, &udp4(53)), XDP_PASS, "{what}");
+        let st = sb.status();
+        assert_eq!(st[0]["chains"][0]["tier"]["tier"], "native", "{what}: {st}");
+        assert_eq!(st[0]["chains"][0]["tier"]["insns"], native_insns, "{what}: the genuine native program: {st}");
+        assert_eq!(st[0]["chains"][0]["tier"]["sha256"], native_sha.as_str(), "{what}: {st}");
+        let loaded: Vec<_> = loaded_objects(&st).into_iter().map(|(o, sha, _, _)| (o, sha)).collect();
+        let want: Vec<_> = genuine.iter().map(|(o, sha, _, _)| (o.clone(), sha.clone())).collect();
+        assert_eq!(loaded, want, "{what}: the genuine objects were loaded");
+        sb.run(&app, &["uninstall"]).ok();
+        run
+    };
+
+    // A package object: flow's, replaced by verdict's (valid BPF, other programs).
+    let objects = cache_files(&sb, "o");
+    let by_sha = |sha: &str| {
+        objects.iter().find(|p| Sha256Digest::of(&std::fs::read(p).unwrap()).to_hex() == sha).unwrap().clone()
+    };
+    let flow = by_sha(flow_sha);
+    let other = objects.iter().find(|p| **p != flow).unwrap();
+    std::fs::copy(other, &flow).unwrap();
+    let run = reinstall("a package object", "it is built again");
+    assert!(run.stderr.contains("Compiled src/flow.bpf.c (xdp) of flow@1.0.0"), "{}", run.stderr);
+
+    // The native chain's object: replaced by a package object.
+    let native = cache_files(&sb, "native.o");
+    assert_eq!(native.len(), 1, "{native:?}");
+    std::fs::copy(other, &native[0]).unwrap();
+    reinstall("a native object", "the native chain is built again");
+
+    // Its description, claiming another entry and no steps.
+    let meta = cache_files(&sb, "native.meta");
+    assert_eq!(meta.len(), 1, "{meta:?}");
+    std::fs::write(&meta[0], "hike_native_chain_1\n0\n").unwrap();
+    reinstall("a native description", "the native chain is built again");
+
+    // An IR module (reached when the native object must be linked again): one
+    // module swapped for another.
+    let modules = cache_files(&sb, "ll");
+    assert!(modules.len() >= 2, "{modules:?}");
+    std::fs::copy(&modules[1], &modules[0]).unwrap();
+    std::fs::remove_file(&native[0]).unwrap();
+    reinstall("an IR module", "the module is compiled again");
+}

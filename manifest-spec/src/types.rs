@@ -367,3 +367,38 @@ mod tests {
         assert_eq!(FieldType::Ipv6Prefix.size(), 20);
     }
 }
+
+/// Where an object that reaches the kernel came from, as the deployment record
+/// and `ebpkg status` say. One definition: the build decides it (ebpkg-build's
+/// `BuiltObject`), the plan carries it (ebpkg-deploy's `PlannedObject`) into the
+/// record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectOrigin {
+    /// clang compiled it on this machine for this command.
+    BuiltHere,
+    /// The build cache had it (built here earlier, checked against its digest record).
+    BuildCache,
+    /// The package's prebuilt object, matching the sha256 its manifest names.
+    ShippedByPublisher,
+    /// The package's prebuilt object, rebuilt here from its source byte for byte.
+    RebuiltAndMatched,
+}
+
+impl ObjectOrigin {
+    /// How `ebpkg status` says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ObjectOrigin::BuiltHere => "built here",
+            ObjectOrigin::BuildCache => "build cache",
+            ObjectOrigin::ShippedByPublisher => "shipped by the publisher",
+            ObjectOrigin::RebuiltAndMatched => "rebuilt and matched",
+        }
+    }
+}
+
+impl fmt::Display for ObjectOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}

@@ -3,17 +3,19 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ebpkg_spec::manifest::KernelBuild;
-use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
+use ebpkg_spec::types::{Hook, ObjectOrigin, RelPath, Sha256Digest};
 
 use crate::btf::Btf;
 use crate::cache::{self, object_path, warnings_path};
 use crate::cache_key::{CacheKeyInput, KeyKernel, cache_key};
+use crate::cache_record::CacheRecords;
 use crate::compile::{self, Dirs};
 use crate::elf_check::check_bpf_object;
 use crate::error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
@@ -27,7 +29,8 @@ use ebpkg_spec::MAX_OBJECT_BYTES;
 
 /// Progress, for progress bars and logs. Every unit ends with exactly one of
 /// `Cached`, `Prebuilt`, `Finished` or `Failed`; `Started` comes before
-/// `Finished`/`Failed` of a compiled unit; `Warning` may come at any point.
+/// `Finished`/`Failed` of a compiled unit; `Warning` may come at any point (a
+/// cached object that does not match its digest record is one).
 #[derive(Debug, Clone, Copy)]
 pub enum BuildEvent<'a> {
     /// clang started on the unit.
@@ -50,10 +53,13 @@ pub struct BuiltObject {
     pub unit: BuildUnit,
     /// The object: in the build cache, or the package's prebuilt file.
     pub object: PathBuf,
-    /// True when it came from the build cache (clang did not run).
-    pub cached: bool,
-    /// True when it is the package's prebuilt object.
-    pub prebuilt: bool,
+    /// Where it came from: compiled now, the build cache, the package.
+    pub origin: ObjectOrigin,
+    /// The SHA-256 of the object's bytes as they were checked (against the
+    /// cache's digest record, or the manifest's sha256): what may be loaded.
+    pub sha256: Sha256Digest,
+    /// The compiler the object names (`compiler_of`), when it names one.
+    pub compiler: Option<String>,
     /// clang's warnings (also for cache hits, replayed from the cache), and a note
     /// when a mismatching prebuilt object was ignored; empty when none.
     pub warnings: String,
@@ -81,11 +87,13 @@ pub struct Builder {
     extra_cflags: Vec<String>,
     /// Objects that name no path of this machine (see [`Builder::reproducible`]).
     reproducible: bool,
+    /// The cache's digest records, opened when first needed.
+    records: OnceLock<CacheRecords>,
 }
 
 /// What phase one decided for a unit.
 enum Slot {
-    Done(BuiltObject),
+    Done(Box<BuiltObject>),
     Failed(BuildError),
     /// Waits for a compile job; `note` goes before its warnings.
     Compile {
@@ -105,7 +113,15 @@ struct Job {
 }
 
 /// What a compile produced.
-type JobResult = Result<(PathBuf, String), BuildError>;
+struct Compiled {
+    object: PathBuf,
+    sha256: Sha256Digest,
+    compiler: Option<String>,
+    /// clang's warnings.
+    warnings: String,
+}
+
+type JobResult = Result<Compiled, BuildError>;
 
 impl Builder {
     /// A builder writing into `cache_dir` (created when needed) with a toolchain
@@ -143,6 +159,7 @@ impl Builder {
             jobs,
             extra_cflags: Vec::new(),
             reproducible: false,
+            records: OnceLock::new(),
         }
     }
 
@@ -175,6 +192,12 @@ impl Builder {
 
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
+    }
+
+    /// The digest records of the cache: every artifact of it that can reach the
+    /// kernel is written and read through them.
+    pub fn records(&self) -> &CacheRecords {
+        self.records.get_or_init(|| CacheRecords::open(&self.cache_dir))
     }
 
     /// The toolchain, found now if it was not yet.
@@ -338,13 +361,13 @@ impl Builder {
                     continue;
                 }
             };
-            if let Some(built) = self.lookup(unit, &key, &note) {
+            if let Some(built) = self.lookup(unit, &key, &note, on_event) {
                 on_event(BuildEvent::Cached(unit));
                 let replayed = &built.warnings[note.len()..];
                 if !replayed.trim().is_empty() {
                     on_event(BuildEvent::Warning(unit, replayed));
                 }
-                slots.push(Slot::Done(built));
+                slots.push(Slot::Done(Box::new(built)));
                 continue;
             }
             // Units with the same key (a prebuilt object's fallback source that
@@ -381,16 +404,17 @@ impl Builder {
         let mut errors = Vec::new();
         for (i, slot) in slots.into_iter().enumerate() {
             match slot {
-                Slot::Done(b) => built.push(b),
+                Slot::Done(b) => built.push(*b),
                 Slot::Failed(e) => errors.push(e),
                 Slot::Compile { job, note } => {
-                    if let Some(Ok((object, warnings))) = &results[job] {
+                    if let Some(Ok(c)) = &results[job] {
                         built.push(BuiltObject {
                             unit: units[i].clone(),
-                            object: object.clone(),
-                            cached: false,
-                            prebuilt: false,
-                            warnings: join_warnings(&note, warnings),
+                            object: c.object.clone(),
+                            origin: ObjectOrigin::BuiltHere,
+                            sha256: c.sha256,
+                            compiler: c.compiler.clone(),
+                            warnings: join_warnings(&note, &c.warnings),
                         });
                     } else if jobs[job].unit == i
                         && let Some(Err(e)) = results[job].take()
@@ -435,13 +459,14 @@ impl Builder {
         let actual = Sha256Digest::of(&bytes);
         if actual == *expected {
             return match check_bpf_object(&bytes) {
-                Ok(()) => Prebuilt::Use(BuiltObject {
+                Ok(()) => Prebuilt::Use(Box::new(BuiltObject {
                     unit: unit.clone(),
                     object: path,
-                    cached: false,
-                    prebuilt: true,
+                    origin: ObjectOrigin::ShippedByPublisher,
+                    sha256: actual,
+                    compiler: crate::elf_check::compiler_of(&bytes),
                     warnings: String::new(),
-                }),
+                })),
                 Err(problem) => Prebuilt::Fail(BuildError::BadObject {
                     package: unit.package.clone(),
                     file: object.clone(),
@@ -468,10 +493,27 @@ impl Builder {
         }
     }
 
-    /// A cached object for `key`, when there is a valid one.
-    fn lookup(&self, unit: &BuildUnit, key: &Sha256Digest, note: &str) -> Option<BuiltObject> {
+    /// A cached object for `key`, when there is one that matches its digest
+    /// record and is a valid object. One that does not match is a miss, said
+    /// as a warning: it is compiled again, never loaded.
+    fn lookup(
+        &self,
+        unit: &BuildUnit,
+        key: &Sha256Digest,
+        note: &str,
+        on_event: &(dyn Fn(BuildEvent<'_>) + Sync),
+    ) -> Option<BuiltObject> {
         let object = object_path(&self.cache_dir, key);
-        let bytes = ebpkg_fs::read(&object, MAX_OBJECT_BYTES).ok()?;
+        let verified = match self.records().read(&object, MAX_OBJECT_BYTES) {
+            Ok(v) => v,
+            Err(miss) => {
+                if miss.is_mismatch() {
+                    on_event(BuildEvent::Warning(unit, &format!("{miss}; it is built again\n")));
+                }
+                return None;
+            }
+        };
+        let bytes = verified.bytes;
         if let Err(problem) = check_bpf_object(&bytes) {
             // Damaged (a disk error, a hand edit): build it again.
             tracing::warn!(object = %object.display(), %problem, "ignoring a damaged cache entry");
@@ -481,8 +523,9 @@ impl Builder {
         Some(BuiltObject {
             unit: unit.clone(),
             object,
-            cached: true,
-            prebuilt: false,
+            origin: ObjectOrigin::BuildCache,
+            sha256: verified.sha256,
+            compiler: crate::elf_check::compiler_of(&bytes),
             warnings: join_warnings(note, &warnings),
         })
     }
@@ -531,7 +574,7 @@ impl Builder {
                         for &u in &job.waiting {
                             let unit = &units[u];
                             match &result {
-                                Ok((_, warnings)) => {
+                                Ok(Compiled { warnings, .. }) => {
                                     if !warnings.trim().is_empty() {
                                         on_event(BuildEvent::Warning(unit, warnings));
                                     }
@@ -621,14 +664,18 @@ impl Builder {
                 _ => {}
             }
         }
+        // clang replaced the temporary file with its own (mode from the umask):
+        // cache files are the cache user's alone.
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(cache_err)?;
         tmp.persist(&object).map_err(|e| cache_err(e.error))?;
-        Ok((object, warnings))
+        let sha256 = self.records().record(&object, &bytes).map_err(cache_err)?;
+        Ok(Compiled { object, sha256, compiler: crate::elf_check::compiler_of(&bytes), warnings })
     }
 }
 
 /// What to do with a prebuilt unit.
 enum Prebuilt {
-    Use(BuiltObject),
+    Use(Box<BuiltObject>),
     Fail(BuildError),
     /// Compile this source instead; the note says why.
     Compile(RelPath, String),

@@ -6,6 +6,7 @@
 //! <cache>/sdk/<sdk digest>/include/hike/*.h     the SDK headers this ebpkg carries
 //! <cache>/vmlinux/<btf digest>/vmlinux.h         bpftool's C dump of one BTF
 //! <cache>/objects/<2 hex>/<key hex>.o            one compiled unit
+//! <cache>/objects/<2 hex>/<key hex>.o.sha256     its digest record (cache_record.rs)
 //! <cache>/objects/<2 hex>/<key hex>.warnings     clang's warnings for it, when any
 //! ```
 
@@ -25,10 +26,10 @@ pub fn warnings_path(object: &Path) -> PathBuf {
     object.with_extension("warnings")
 }
 
-/// Writes `bytes` to `path` atomically and durably (readable by everyone: the
-/// cache of root serves builds of other users too).
+/// Writes `bytes` to `path` atomically and durably, readable by the cache's
+/// user only (a cache is one user's: the CLI refuses anyone else's).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    ebpkg_fs::write_atomic(path, bytes, 0o644)
+    ebpkg_fs::write_atomic(path, bytes, 0o600)
 }
 
 #[cfg(test)]

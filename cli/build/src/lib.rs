@@ -11,8 +11,9 @@
 //! - [`Btf`] is the kernel BTF objects are built against; its digest keys the
 //!   cached `vmlinux.h` and objects.
 //! - [`plan`] turns a manifest into [`BuildUnit`]s, one per (file, hook).
-//! - [`Builder::build`] checks prebuilt objects, reuses cached objects and
-//!   compiles the rest in parallel, reporting every failure.
+//! - [`Builder::build`] checks prebuilt objects, reuses cached objects (when
+//!   they match their digest records, [`cache_record`]) and compiles the rest
+//!   in parallel, reporting every failure.
 //!
 //! Nothing here loads into the kernel; the loader crate takes the objects.
 //! README.md explains the flags, the cache key and the cache layout.
@@ -21,6 +22,7 @@ mod btf;
 mod builder;
 mod cache;
 mod cache_key;
+pub mod cache_record;
 mod compile;
 mod elf_check;
 mod error;
@@ -33,6 +35,7 @@ pub use btf::{Btf, KERNEL_BTF, VmlinuxHeader};
 pub use builder::{BuildEvent, Builder, BuiltObject};
 pub use cache::object_path;
 pub use cache_key::{CacheKeyInput, FORMAT_VERSION, KeyKernel, cache_key};
+pub use cache_record::{CacheRecords, Miss, Verified};
 pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object, compiler_of};
 pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
 pub use plan::{BuildUnit, PackageToBuild, UnitInput, plan};

@@ -11,7 +11,7 @@ use ebpkg_build::{
     ToolchainError, ToolchainOptions, UnitInput, check_bpf_object, plan,
 };
 use ebpkg_spec::Manifest;
-use ebpkg_spec::types::{Hook, Sha256Digest};
+use ebpkg_spec::types::{Hook, ObjectOrigin, Sha256Digest};
 use tempfile::TempDir;
 
 /// Two HIKe programs in one file (one object for both).
@@ -228,7 +228,7 @@ fn builds_xdp_and_tc_and_a_rebuild_runs_no_clang() {
     assert_eq!(count(&events, "finished"), 3, "{events:#?}");
     assert_eq!(count(&events, "warning"), 0, "{events:#?}");
     for b in &built {
-        assert!(!b.cached && !b.prebuilt);
+        assert_eq!(b.origin, ObjectOrigin::BuiltHere);
         assert!(b.warnings.is_empty(), "{}", b.warnings);
         assert!(b.object.starts_with(cache.path().join("objects")));
         let bytes = std::fs::read(&b.object).unwrap();
@@ -261,10 +261,55 @@ fn builds_xdp_and_tc_and_a_rebuild_runs_no_clang() {
     eprintln!("cold build of 3 units: {cold:?}; cached rebuild: {warm:?}");
     assert_eq!(events, ["cached src/count.bpf.c", "cached src/count_tc.bpf.c", "cached src/loader.bpf.c"]);
     for (a, b) in built.iter().zip(&again) {
-        assert!(b.cached);
+        assert_eq!(b.origin, ObjectOrigin::BuildCache);
         assert_eq!(a.object, b.object);
         assert_eq!(a.unit, b.unit);
     }
+}
+
+/// A cached object replaced by another valid BPF object (anyone who could
+/// write the cache once) is never used: the build sees that it does not match
+/// the digest recorded when it was cached, says so, and compiles it again; with
+/// no compiler to do that, the build fails rather than hand the object on.
+#[test]
+fn a_swapped_cached_object_is_detected_and_never_used() {
+    let pkg = meter();
+    let units = pkg.units(digest(7));
+    let cache = tempfile::tempdir().unwrap();
+    let builder = Builder::new(cache.path(), toolchain(), kernel_btf(), None);
+    let first = run(&builder, &units).0.unwrap();
+    let genuine = std::fs::read(&first[0].object).unwrap();
+    assert_eq!(first[0].sha256, Sha256Digest::of(&genuine));
+    assert!(first[0].compiler.as_deref().is_some_and(|c| c.contains("clang")), "{:?}", first[0].compiler);
+    // Records sit beside the objects; the files are the cache user's alone.
+    let record = ebpkg_build::cache_record::record_path(&first[0].object);
+    assert!(record.is_file());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&first[0].object).unwrap().permissions().mode() & 0o077, 0);
+
+    // The tc program's object, valid BPF, in place of the xdp one.
+    let other = std::fs::read(&first[1].object).unwrap();
+    assert_ne!(other, genuine);
+    std::fs::write(&first[0].object, &other).unwrap();
+    let (again, events) = run(&builder, &units);
+    let again = again.unwrap();
+    assert!(
+        events.iter().any(|e| e.starts_with("warning src/count.bpf.c") && e.contains("does not match the digest")),
+        "{events:#?}"
+    );
+    assert!(events.contains(&"started src/count.bpf.c".to_owned()), "compiled again: {events:#?}");
+    assert_eq!(again[0].origin, ObjectOrigin::BuiltHere);
+    assert_eq!(std::fs::read(&again[0].object).unwrap(), genuine, "the genuine object is back");
+    assert_eq!(again[0].sha256, first[0].sha256);
+
+    // Without a compiler the swapped object is refused, not used.
+    std::fs::write(&first[0].object, &other).unwrap();
+    let options = ToolchainOptions { clang: Some(ToolRequest::configured("/nonexistent/clang")), bpftool: None };
+    let no_clang = Builder::detecting(cache.path(), options, None, None);
+    let (result, events) = run(&no_clang, &units);
+    assert!(result.is_err(), "{events:#?}");
+    assert!(events.contains(&"failed src/count.bpf.c".to_owned()), "{events:#?}");
+    assert!(!events.contains(&"cached src/count.bpf.c".to_owned()), "{events:#?}");
 }
 
 /// A package of one xdp program in `src/count.bpf.c`, with `[package.kernel]` `build`.
@@ -539,7 +584,7 @@ fn warnings_are_reported_and_replayed_from_the_cache() {
 
     let (r, events) = run(&builder, &units);
     let again = r.unwrap();
-    assert!(again[0].cached);
+    assert_eq!(again[0].origin, ObjectOrigin::BuildCache);
     assert_eq!(again[0].warnings, built[0].warnings);
     assert_eq!(count(&events, "warning"), 1, "{events:#?}");
 
@@ -554,7 +599,9 @@ fn warnings_are_reported_and_replayed_from_the_cache() {
     std::fs::write(&object, b"damaged").unwrap();
     let (r, events) = run(&builder, &units);
     assert!(r.unwrap()[0].warnings.is_empty());
-    assert_eq!(count(&events, "warning"), 0, "{events:#?}");
+    // The one warning is the damaged entry's (it no longer matches its digest record).
+    assert_eq!(count(&events, "warning"), 1, "{events:#?}");
+    assert!(events[0].contains("does not match the digest recorded"), "{events:#?}");
     assert!(!stale.exists(), "the stale warnings were kept");
 }
 
@@ -612,7 +659,7 @@ fn prebuilt_objects_follow_spec_4_7() {
         let (r, events) = run(&builder, &units);
         let built = r.unwrap();
         assert_eq!(events, ["prebuilt prebuilt/count.o"]);
-        assert!(built[0].prebuilt && !built[0].cached);
+        assert_eq!(built[0].origin, ObjectOrigin::ShippedByPublisher);
         assert_eq!(built[0].object, pkg.root.join("prebuilt/count.o"));
     }
 
@@ -621,7 +668,7 @@ fn prebuilt_objects_follow_spec_4_7() {
     let builder = Builder::new(cache.path(), toolchain(), kernel_btf(), None);
     let (r, events) = run(&builder, &pkg.units(digest(8)));
     let built = r.unwrap();
-    assert!(!built[0].prebuilt);
+    assert_ne!(built[0].origin, ObjectOrigin::ShippedByPublisher);
     assert!(built[0].object.starts_with(cache.path()));
     assert!(built[0].warnings.contains("prebuilt object prebuilt/count.o of p4@0.1.0 does not match"), "{built:#?}");
     assert!(built[0].warnings.contains("src/count.bpf.c compiled instead"));
@@ -632,7 +679,7 @@ fn prebuilt_objects_follow_spec_4_7() {
     std::fs::remove_file(pkg.root.join("prebuilt/count.o")).unwrap();
     let (r, events) = run(&builder, &pkg.units(digest(8)));
     let built = r.unwrap();
-    assert!(built[0].cached, "the same source and key as just compiled");
+    assert_eq!(built[0].origin, ObjectOrigin::BuildCache, "the same source and key as just compiled");
     assert!(built[0].warnings.contains("prebuilt object prebuilt/count.o of p4@0.1.0 is missing"), "{built:#?}");
     assert_eq!(count(&events, "warning prebuilt/count.o"), 1, "{events:#?}");
 

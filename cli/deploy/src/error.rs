@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use hike_runtime::{RuntimeError, VerifierFailure};
 
 use ebpkg_spec::PackageId;
+use ebpkg_spec::types::Sha256Digest;
 use semver::Version;
 
 #[derive(Debug, thiserror::Error)]
@@ -14,6 +15,12 @@ pub enum DeployError {
     Io { what: &'static str, path: PathBuf, cause: std::io::Error },
     #[error("{what}: {cause}")]
     Read { what: &'static str, cause: ebpkg_fs::ReadError },
+    #[error(
+        "the object {} changed after it was built and checked (sha256 {expected}, now {found}); it was not loaded. \
+         Run the command again to build it anew, and check who else can write there",
+        path.display()
+    )]
+    ObjectChanged { path: PathBuf, expected: Sha256Digest, found: Sha256Digest },
     #[error(
         "{} is damaged ({reason}); move it away and run `ebpkg doctor`",
         path.display()

@@ -62,6 +62,12 @@ pub(crate) struct SavedObject {
     hook: Hook,
     programs: Vec<String>,
     loaders: Vec<String>,
+    /// Where the object first came from (absent in generations saved before
+    /// origins were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<ebpkg_spec::types::ObjectOrigin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    compiler: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,7 +103,14 @@ impl Store {
             for o in &p.objects {
                 let bytes = ebpkg_fs::read(&o.path, MAX_OBJECT)
                     .map_err(|cause| DeployError::Read { what: "cannot copy an object into its generation", cause })?;
-                let file = format!("{}.o", Sha256Digest::of(&bytes).to_hex());
+                let sha256 = Sha256Digest::of(&bytes);
+                if o.sha256.is_some_and(|d| d != sha256) {
+                    return Err(DeployError::Package {
+                        package: p.id.clone(),
+                        reason: format!("its object {} changed while it was installed", o.path.display()),
+                    });
+                }
+                let file = format!("{}.o", sha256.to_hex());
                 let path = temp.join("objects").join(&file);
                 // An object an earlier generation saved is linked, not written again.
                 let earlier = earlier_generations.iter().rev().find_map(|n| {
@@ -114,6 +127,8 @@ impl Store {
                     hook: o.hook,
                     programs: o.programs.clone(),
                     loaders: o.loaders.clone(),
+                    origin: o.origin,
+                    compiler: o.compiler.clone(),
                 });
             }
             packages.push(SavedPackage {
@@ -223,6 +238,10 @@ impl SavedGeneration {
                     hook: o.hook,
                     programs: o.programs.clone(),
                     loaders: o.loaders.clone(),
+                    // The copy is named by its digest: what was saved is loaded.
+                    sha256: o.file.strip_suffix(".o").and_then(Sha256Digest::from_canonical_hex),
+                    origin: o.origin,
+                    compiler: o.compiler.clone(),
                 })
                 .collect();
             packages.push(PlannedPackage {

@@ -18,8 +18,8 @@ use crate::journal::{ConfigEntry, Journal, Step};
 use crate::native::{self, ChainMode, NativeRequest, Tier};
 use crate::plan::{DeployPlan, PlannedObject, PlannedPackage};
 use crate::record::{
-    DeploymentRecord, FORMAT, RecordedAttachment, RecordedChain, RecordedLoader, RecordedPackage, RecordedProgram,
-    loader_instance,
+    DeploymentRecord, FORMAT, RecordedAttachment, RecordedChain, RecordedLoader, RecordedObject, RecordedPackage,
+    RecordedProgram, loader_instance,
 };
 
 /// What an install did.
@@ -394,18 +394,18 @@ impl Deployer {
         self.tier_up_chains(rt, plan, &programs, &linked, &mut chains, on)?;
         crash_point("native");
 
-        let mut packages: Vec<RecordedPackage> = plan
-            .packages
-            .iter()
-            .map(|p| RecordedPackage {
+        let mut packages = Vec::new();
+        for p in &plan.packages {
+            packages.push(RecordedPackage {
                 name: p.id.name.clone(),
                 version: p.id.version.clone(),
                 source: p.source.clone(),
                 checksum: p.checksum,
                 signer: p.signer,
                 maps: documented_maps(&p.manifest),
-            })
-            .collect();
+                objects: recorded_objects(p, checked)?,
+            });
+        }
         packages.sort();
         programs.sort();
         Ok(DeploymentRecord {
@@ -716,7 +716,7 @@ impl Deployer {
 
     fn load_loader(&self, rt: &Runtime, pkg: &PlannedPackage, loader: &str, instance: &str) -> Result<()> {
         let (manifest_loader, obj) = loader_object(pkg, loader)?;
-        let elf = read_object(pkg, &obj.path)?;
+        let elf = read_object(pkg, obj)?;
         let config_maps = manifest_loader
             .maps
             .iter()
@@ -807,10 +807,31 @@ fn documented_maps(m: &ebpkg_spec::Manifest) -> Vec<crate::record::RecordedMap> 
     out
 }
 
-fn read_object(pkg: &PlannedPackage, path: &std::path::Path) -> Result<Vec<u8>> {
-    ebpkg_fs::read(path, ebpkg_spec::MAX_OBJECT_BYTES)
-        .map_err(|cause| DeployError::Read { what: "cannot read the object", cause })
-        .inspect_err(|_| tracing::debug!(package = %pkg.id, "object missing"))
+/// The bytes of `obj`, when they are the bytes the build checked: a file
+/// changed between the build and the load is refused, never loaded.
+fn read_object(pkg: &PlannedPackage, obj: &PlannedObject) -> Result<Vec<u8>> {
+    obj.read().inspect_err(|e| tracing::debug!(package = %pkg.id, "object not read: {e}"))
+}
+
+/// What the record says of `pkg`'s objects: their digests, origins and compilers.
+fn recorded_objects(pkg: &PlannedPackage, checked: &Checked) -> Result<Vec<RecordedObject>> {
+    let mut out = Vec::new();
+    for o in &pkg.objects {
+        let sha256 = match (o.sha256, checked.objects.get(&o.path)) {
+            (Some(d), _) => d,
+            (None, Some(c)) => ebpkg_spec::types::Sha256Digest::of(&c.elf),
+            (None, None) => ebpkg_spec::types::Sha256Digest::of(&read_object(pkg, o)?),
+        };
+        out.push(RecordedObject {
+            object: o.object_name.clone(),
+            hook: o.hook,
+            sha256,
+            origin: o.origin,
+            compiler: o.compiler.clone(),
+        });
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// What preflight read of each object with programs (by path): its bytes and
@@ -833,7 +854,7 @@ fn preflight(plan: &DeployPlan) -> Result<Checked> {
     let mut objects = BTreeMap::new();
     for pkg in &plan.packages {
         for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
-            let elf = read_object(pkg, &obj.path)?;
+            let elf = read_object(pkg, obj)?;
             let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
                 .map_err(DeployError::runtime(format!("cannot read the programs of {}", pkg.id)))?;
             check_signatures(pkg, &obj.programs, &sigs)?;

@@ -79,6 +79,10 @@ pub enum Tier {
         worst_steps: u32,
         build_ms: u64,
         load_ms: u64,
+        /// The SHA-256 of the native object loaded (absent in records written
+        /// before ebpkg said what runs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<ebpkg_spec::types::Sha256Digest>,
     },
     Interpreted {
         /// Why it is not native (`None`: interpreted was asked for).
@@ -105,5 +109,6 @@ pub fn tier_up(rt: &Runtime, compiler: &dyn NativeCompiler, request: &NativeRequ
         worst_steps: build.worst_steps,
         build_ms: build.build_time.as_millis() as u64,
         load_ms: installed.load_time.as_millis() as u64,
+        sha256: Some(ebpkg_spec::types::Sha256Digest::of(&build.elf)),
     })
 }

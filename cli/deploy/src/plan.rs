@@ -80,6 +80,33 @@ pub struct PlannedObject {
     pub programs: Vec<String>,
     /// Loaders of the manifest this object provides.
     pub loaders: Vec<String>,
+    /// The SHA-256 the build checked the object's bytes against: the deployer
+    /// loads only bytes with this digest (`None`: a plan made without a build,
+    /// by tests).
+    pub sha256: Option<Sha256Digest>,
+    /// Where the object came from (`None`: not known, for generations saved
+    /// before origins were recorded).
+    pub origin: Option<ebpkg_spec::types::ObjectOrigin>,
+    /// The compiler the object names.
+    pub compiler: Option<String>,
+}
+
+impl PlannedObject {
+    /// The object's bytes, when they are the bytes the build checked: a file
+    /// changed since (a cache entry swapped after its digest was verified) is
+    /// refused, never loaded. Every reader that hands an object to the kernel
+    /// reads it here.
+    pub fn read(&self) -> crate::Result<Vec<u8>> {
+        let elf = ebpkg_fs::read(&self.path, ebpkg_spec::MAX_OBJECT_BYTES)
+            .map_err(|cause| crate::DeployError::Read { what: "cannot read the object", cause })?;
+        if let Some(expected) = self.sha256 {
+            let found = Sha256Digest::of(&elf);
+            if found != expected {
+                return Err(crate::DeployError::ObjectChanged { path: self.path.clone(), expected, found });
+            }
+        }
+        Ok(elf)
+    }
 }
 
 /// A compiled chain script of the project.
@@ -150,6 +177,32 @@ mod tests {
             reset_state: false,
             restores: None,
         }
+    }
+
+    /// An object changed between the build's check and the load (a cache entry
+    /// swapped after it was verified) is refused with both digests, not read.
+    #[test]
+    fn an_object_changed_since_the_build_checked_it_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.o");
+        std::fs::write(&path, b"genuine").unwrap();
+        let mut obj = PlannedObject {
+            path: path.clone(),
+            object_name: "src/a.bpf.c".into(),
+            hook: Hook::Xdp,
+            programs: vec![],
+            loaders: vec![],
+            sha256: Some(Sha256Digest::of(b"genuine")),
+            origin: Some(ebpkg_spec::types::ObjectOrigin::BuildCache),
+            compiler: None,
+        };
+        assert_eq!(obj.read().unwrap(), b"genuine");
+        std::fs::write(&path, b"swapped").unwrap();
+        let e = obj.read().unwrap_err();
+        assert!(matches!(e, crate::DeployError::ObjectChanged { .. }), "{e}");
+        assert!(e.to_string().contains(&Sha256Digest::of(b"swapped").to_hex()), "{e}");
+        obj.sha256 = None;
+        assert_eq!(obj.read().unwrap(), b"swapped", "no digest, no check (plans made without a build)");
     }
 
     /// A root that is not UTF-8 once made every plan's digest the digest of

@@ -63,6 +63,25 @@ pub struct RecordedPackage {
     /// `ebpkg status --maps`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<RecordedMap>,
+    /// The objects loaded from it (absent in records written before ebpkg said
+    /// what runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<RecordedObject>,
+}
+
+/// One object of a package as it was loaded: what `ebpkg status` says runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RecordedObject {
+    /// The file the package builds it from (`src/tb.bpf.c`) or ships (`obj/tb.o`).
+    pub object: String,
+    pub hook: Hook,
+    /// The SHA-256 of the bytes loaded.
+    pub sha256: Sha256Digest,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<ebpkg_spec::types::ObjectOrigin>,
+    /// The compiler the object names (`.comment` or the DWARF producer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
 }
 
 impl RecordedPackage {
@@ -199,8 +218,33 @@ mod tests {
         assert_eq!(flow.id().to_string(), "flow@1.0.0");
         assert_eq!(flow.checksum.to_hex(), "98d3fc30de4577561c33dbca395fd8dc46c35ec3c88bdfcac1b5034c10375d22");
         assert!(record.programs.iter().all(|p| p.version == Version::new(1, 0, 0)));
+        // Written before records said what runs: no objects, and none invented.
+        assert!(record.packages.iter().all(|p| p.objects.is_empty()));
         let again: serde_json::Value = serde_json::to_value(&record).unwrap();
         assert_eq!(again, serde_json::from_str::<serde_json::Value>(text).unwrap());
+    }
+
+    /// What a record says of a loaded object, as `status --json` shows it; an
+    /// object recorded without origin or compiler (a plan made without a build)
+    /// still reads.
+    #[test]
+    fn loaded_objects_keep_their_digest_origin_and_compiler() {
+        let text = include_str!("../fuzz/seeds/state_files/record.json");
+        let mut record: DeploymentRecord = serde_json::from_str(text).unwrap();
+        let o = RecordedObject {
+            object: "src/flow.bpf.c".into(),
+            hook: Hook::Xdp,
+            sha256: Sha256Digest([7; 32]),
+            origin: Some(ebpkg_spec::types::ObjectOrigin::RebuiltAndMatched),
+            compiler: Some("Debian clang version 19.1.7".into()),
+        };
+        record.packages[0].objects = vec![o.clone(), RecordedObject { origin: None, compiler: None, ..o }];
+        let json = serde_json::to_value(&record).unwrap();
+        let objects = &json["packages"][0]["objects"];
+        assert_eq!(objects[0]["origin"], "rebuilt-and-matched");
+        assert_eq!(objects[0]["sha256"], "07".repeat(32));
+        assert!(objects[1].get("origin").is_none() && objects[1].get("compiler").is_none(), "{objects}");
+        assert_eq!(serde_json::from_value::<DeploymentRecord>(json).unwrap(), record);
     }
 
     /// What the types refuse, a string field took: a record naming a package

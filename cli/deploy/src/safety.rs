@@ -1,108 +1,64 @@
 //! Refusing state another user could have written. Root's next command acts on
 //! the state directory (undoing "interrupted" installs, removing what records
-//! name), so a file planted there by anyone else would steer root. As ssh does
-//! with `~/.ssh` and sudo with its sudoers files, a directory or file is trusted
-//! only when the user running ebpkg owns it and no one else can write to it, and
-//! every directory above it is owned by root or that user and not writable by
-//! others (unless sticky, like /tmp).
+//! name), so a file planted there by anyone else would steer root. The check is
+//! ebpkg-fs's (`ebpkg_fs::private`), shared with the cache; this names the
+//! state directory's fixes.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+
+use ebpkg_fs::private::{self, NotPrivate, Problem};
 
 use crate::error::{DeployError, Result};
 
-fn unsafe_state(path: &Path, reason: String, fix: String) -> DeployError {
-    DeployError::UnsafeState { path: path.to_owned(), reason, fix }
-}
-
-fn euid() -> u32 {
-    rustix::process::geteuid().as_raw()
+fn unsafe_state(e: NotPrivate) -> DeployError {
+    let fix = match &e.problem {
+        Problem::NotDirectory => "point --state-dir at the real directory".into(),
+        Problem::NotFile => format!("remove it: `rm {}`", e.path.display()),
+        Problem::Owner { me, .. } => {
+            format!("if its content is yours, `chown {me} {}`; otherwise remove it", e.path.display())
+        }
+        Problem::Writable { .. } => {
+            format!("`chmod go-w {}`, after checking that no one else changed it", e.path.display())
+        }
+        Problem::AncestorOwner { .. } => {
+            "keep the state directory under directories owned by root (the default is /var/lib/ebpkg)".into()
+        }
+        Problem::AncestorWritable { .. } => {
+            format!("`chmod go-w {}`, or keep the state directory elsewhere", e.path.display())
+        }
+        Problem::Io(..) => e.fix(),
+    };
+    let reason = match (&e.problem, &e.below) {
+        (Problem::AncestorOwner { .. } | Problem::AncestorWritable { .. }, Some(_)) => {
+            e.reason().replacen("it is above ", "it is above the state directory ", 1)
+        }
+        _ => e.reason(),
+    };
+    DeployError::UnsafeState { path: e.path, reason, fix }
 }
 
 /// Checks a file of the state directory, from the metadata of the open file.
 pub(crate) fn check_file(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
-    if !meta.is_file() {
-        return Err(unsafe_state(
-            path,
-            "it is not a regular file".into(),
-            format!("remove it: `rm {}`", path.display()),
-        ));
-    }
-    check_owner_and_mode(path, meta)
-}
-
-fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
-    let me = euid();
-    if meta.uid() != me {
-        return Err(unsafe_state(
-            path,
-            format!("it is owned by uid {}, but ebpkg runs as uid {me}", meta.uid()),
-            format!("if its content is yours, `chown {me} {}`; otherwise remove it", path.display()),
-        ));
-    }
-    let mode = meta.permissions().mode();
-    if mode & 0o022 != 0 {
-        return Err(unsafe_state(
-            path,
-            format!("group or others can write to it (mode {:o})", mode & 0o7777),
-            format!("`chmod go-w {}`, after checking that no one else changed it", path.display()),
-        ));
-    }
-    Ok(())
+    private::check_file(path, meta).map_err(unsafe_state)
 }
 
 /// Checks a directory of the state directory itself.
 pub(crate) fn check_dir(dir: &Path) -> Result<()> {
-    let meta = std::fs::symlink_metadata(dir).map_err(|cause| DeployError::Io {
-        what: "cannot inspect",
-        path: dir.to_owned(),
-        cause,
-    })?;
-    if !meta.is_dir() {
-        return Err(unsafe_state(
-            dir,
-            "it is not a directory (a symbolic link is not followed here)".into(),
-            "point --state-dir at the real directory".into(),
-        ));
+    match private::check_dir(dir) {
+        Err(NotPrivate { path, problem: Problem::Io(kind, msg), .. }) => {
+            Err(DeployError::Io { what: "cannot inspect", path, cause: std::io::Error::new(kind, msg) })
+        }
+        other => other.map_err(unsafe_state),
     }
-    check_owner_and_mode(dir, &meta)
 }
 
 /// Checks the state directory and every directory above it.
 pub(crate) fn check_dir_and_ancestors(dir: &Path) -> Result<()> {
-    let real = std::fs::canonicalize(dir).map_err(|cause| DeployError::Io {
-        what: "cannot resolve",
-        path: dir.to_owned(),
-        cause,
-    })?;
-    check_dir(&real)?;
-    let me = euid();
-    for up in real.ancestors().skip(1) {
-        let meta = std::fs::metadata(up).map_err(|cause| DeployError::Io {
-            what: "cannot inspect",
-            path: up.to_owned(),
-            cause,
-        })?;
-        if meta.uid() != 0 && meta.uid() != me {
-            return Err(unsafe_state(
-                up,
-                format!("it is above the state directory {} and owned by uid {}", real.display(), meta.uid()),
-                "keep the state directory under directories owned by root (the default is /var/lib/ebpkg)".into(),
-            ));
+    match private::check_dir_and_ancestors(dir) {
+        Ok(_) => Ok(()),
+        Err(NotPrivate { path, problem: Problem::Io(kind, msg), .. }) => {
+            Err(DeployError::Io { what: "cannot inspect", path, cause: std::io::Error::new(kind, msg) })
         }
-        let mode = meta.permissions().mode();
-        let sticky = mode & 0o1000 != 0;
-        if mode & 0o022 != 0 && !sticky {
-            return Err(unsafe_state(
-                up,
-                format!(
-                    "it is above the state directory {} and group or others can write to it (mode {:o})",
-                    real.display(),
-                    mode & 0o7777
-                ),
-                format!("`chmod go-w {}`, or keep the state directory elsewhere", up.display()),
-            ));
-        }
+        Err(e) => Err(unsafe_state(e)),
     }
-    Ok(())
 }

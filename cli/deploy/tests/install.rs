@@ -101,6 +101,9 @@ fn a_verifier_rejection_names_the_source_line_saves_the_log_and_changes_nothing(
         hook: Hook::Xdp,
         programs: vec![],
         loaders: vec![],
+        sha256: None,
+        origin: None,
+        compiler: None,
     });
     plan.packages[0].objects[1].programs = vec!["test_unchecked_read".into()];
     let err = d.install(&plan, &none).unwrap_err();

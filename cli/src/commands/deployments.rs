@@ -99,6 +99,20 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         ));
         let pkgs: Vec<String> = r.packages.iter().map(|p| p.id().to_string()).collect();
         ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
+        for p in &r.packages {
+            for o in &p.objects {
+                ctx.ui.out(format!(
+                    "  object    {}@{} {} ({}): sha256 {}, {}, {}",
+                    p.name,
+                    p.version,
+                    o.object,
+                    o.hook.name(),
+                    o.sha256.to_hex(),
+                    o.origin.map_or("origin not recorded", |o| o.describe()),
+                    o.compiler.as_deref().map_or_else(|| "compiler not named".to_owned(), |c| format!("by {c}"))
+                ));
+            }
+        }
         let shared = if d.shared_with.is_empty() {
             String::new()
         } else {
@@ -117,8 +131,9 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         for (c, (_, runs)) in r.chains.iter().zip(&d.chain_runs) {
             let tier = match &c.tier {
                 None => String::new(),
-                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, .. }) => {
-                    format!(", native (program {bpf_id}, {insns} instructions, {verified_insns} verified)")
+                Some(ebpkg_deploy::Tier::Native { bpf_id, insns, verified_insns, sha256, .. }) => {
+                    let sha = sha256.map(|d| format!(", sha256 {}", d.to_hex())).unwrap_or_default();
+                    format!(", native (program {bpf_id}, {insns} instructions, {verified_insns} verified{sha})")
                 }
                 Some(ebpkg_deploy::Tier::Interpreted { reason: None }) => ", interpreted".to_owned(),
                 // The first line says why; a compiler's full output is in --json.
@@ -223,6 +238,20 @@ fn generations(ctx: &Ctx, name: Option<String>) -> Result<ExitCode> {
             })
             .collect();
         ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
+        for p in &r.packages {
+            for o in &p.objects {
+                ctx.ui.out(format!(
+                    "  object    {}@{} {} ({}): sha256 {}, {}, {}",
+                    p.name,
+                    p.version,
+                    o.object,
+                    o.hook.name(),
+                    o.sha256.to_hex(),
+                    o.origin.map_or("origin not recorded", |o| o.describe()),
+                    o.compiler.as_deref().map_or_else(|| "compiler not named".to_owned(), |c| format!("by {c}"))
+                ));
+            }
+        }
     }
     if kept.is_empty() {
         ctx.ui.out("no generations kept (they are saved from the first install made by this version of ebpkg on)");

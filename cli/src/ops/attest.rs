@@ -332,7 +332,7 @@ fn observe_object(
     object: &PlannedObject,
     compiler: &crate::ops::native::ClangCompiler,
 ) -> Result<Vec<ItemObservation>> {
-    let elf = ebpkg_fs::read(&object.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+    let elf = object.read()?;
     let reference = ObjectRef {
         source: object.object_name.clone(),
         hook: object.hook,
@@ -506,7 +506,7 @@ fn observe_chains(
     let mut refused: BTreeMap<ProgramRef, String> = BTreeMap::new();
     for p in std::iter::once(pkg).chain(deps) {
         for object in p.objects.iter().filter(|o| !o.programs.is_empty()) {
-            let elf = ebpkg_fs::read(&object.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+            let elf = object.read()?;
             let version = p.id.version.to_string();
             let registered = rt.register_object(&ProgramObject {
                 package: p.id.name.as_str(),

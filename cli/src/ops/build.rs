@@ -44,6 +44,7 @@ pub fn builder(ctx: &Ctx, opts: &BuildOptions) -> Result<std::sync::Arc<Builder>
         Some(p) => Some(Btf::from_file(p)?),
         None => None,
     };
+    ctx.checked_cache()?;
     let jobs = ctx.config.jobs.and_then(NonZeroUsize::new);
     let mut builder =
         Builder::detecting(ctx.config.cache_dir.clone(), ctx.config.tools.clone(), btf, jobs).kernel_btf_when_needed();
@@ -115,6 +116,9 @@ pub fn build_with(ctx: &Ctx, builder: &Builder, inputs: &[BuildInput<'_>]) -> Re
                     hook: b.unit.hook,
                     programs: b.unit.programs.iter().map(|p| p.to_string()).collect(),
                     loaders: b.unit.loaders.iter().map(|l| l.to_string()).collect(),
+                    sha256: Some(b.sha256),
+                    origin: Some(b.origin),
+                    compiler: b.compiler.clone(),
                 })
                 .collect()
         })
@@ -131,7 +135,7 @@ pub fn verify_objects(
     let root = crate::ops::TempRoot::create(ctx, "verify")?;
     let mut out = Vec::new();
     for o in objects {
-        let elf = ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+        let elf = o.read()?;
         let programs: Vec<String> = o.programs.iter().chain(&o.loaders).cloned().collect();
         let stats = root.root.rt.verify_object(&format!("{id} ({})", o.object_name), &elf, &programs)?;
         ctx.ui.status("Verified", format!("{} ({}) of {id}", o.object_name, o.hook.name()));

@@ -10,10 +10,10 @@ use crate::Ctx;
 
 /// The cache's root directory.
 pub fn cache_dir(ctx: &Ctx) -> PathBuf {
-    ctx.cache().root().to_path_buf()
+    ctx.config.cache_dir.clone()
 }
 
 /// Removes these parts of the cache.
 pub fn clean(ctx: &Ctx, parts: &[CachePart]) -> Result<CleanReport> {
-    Ok(ctx.cache().clean(parts)?)
+    Ok(ctx.cache()?.clean(parts)?)
 }

@@ -131,14 +131,7 @@ pub fn doctor(ctx: &Ctx, opts: &DoctorOptions) -> Vec<Check> {
         format!("{}{}", state.display(), if state_ok { " is writable" } else { " is not writable" }),
         "run as root, or choose another with --state-dir / EBPKG_STATE_DIR",
     ));
-    let cache = &ctx.config.cache_dir;
-    let cache_ok = std::fs::create_dir_all(cache).is_ok() && tempfile_in(cache);
-    checks.push(check(
-        "cache",
-        cache_ok,
-        format!("{}{}", cache.display(), if cache_ok { " is writable" } else { " is not writable" }),
-        "set EBPKG_CACHE_DIR to a writable directory",
-    ));
+    checks.extend(cache_check(ctx, opts.fix));
 
     let registry = ctx.registries().and_then(|r| {
         let reg = r.open(&r.default)?;
@@ -160,6 +153,58 @@ pub fn doctor(ctx: &Ctx, opts: &DoctorOptions) -> Vec<Check> {
     checks.extend(tuf_clock(ctx, opts.fix));
     checks.extend(host_state(ctx, opts.fix));
 
+    checks
+}
+
+/// The cache: private (`cache_safety::check`) and writable. With `fix`, a
+/// directory of the caller's own that others can write is made `go-w`; one that
+/// someone else owns is only reported (its content is theirs: never chowned).
+fn cache_check(ctx: &Ctx, fix: bool) -> Vec<Check> {
+    let cache = &ctx.config.cache_dir;
+    let mut checks = Vec::new();
+    // Each repair may reveal the next directory to repair; a few rounds suffice
+    // for a cache's handful of layout directories.
+    for _ in 0..64 {
+        match crate::cache_safety::check(cache) {
+            Err(e) if fix && e.cause.chmod_repairs() => {
+                let path = &e.cause.path;
+                let repaired = std::fs::metadata(path).and_then(|m| {
+                    use std::os::unix::fs::PermissionsExt;
+                    let mode = m.permissions().mode() & 0o7777 & !0o022;
+                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                });
+                match repaired {
+                    Ok(()) => checks.push(Check {
+                        name: "repaired",
+                        status: "ok",
+                        found: format!("made {} writable only by its owner (`chmod go-w`)", path.display()),
+                        fix: None,
+                    }),
+                    Err(err) => {
+                        checks.push(check("cache", false, format!("{e}; cannot chmod it: {err}"), "repair it by hand"));
+                        return checks;
+                    }
+                }
+            }
+            Err(e) => {
+                let fix = if e.cause.chmod_repairs() {
+                    format!("{}; `ebpkg doctor --fix` does it", e.cause.fix())
+                } else {
+                    format!("{}; or set EBPKG_CACHE_DIR to a directory of your own", e.cause.fix())
+                };
+                checks.push(Check { name: "cache", status: "fail", found: e.to_string(), fix: Some(fix) });
+                return checks;
+            }
+            Ok(()) => break,
+        }
+    }
+    let cache_ok = tempfile_in(cache);
+    checks.push(check(
+        "cache",
+        cache_ok,
+        format!("{}{}", cache.display(), if cache_ok { " is private and writable" } else { " is not writable" }),
+        "set EBPKG_CACHE_DIR to a writable directory",
+    ));
     checks
 }
 

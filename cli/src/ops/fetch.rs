@@ -26,7 +26,7 @@ pub struct Fetched {
 }
 
 pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Vec<Fetched>> {
-    let cache = ctx.cache();
+    let cache = ctx.cache()?;
     let mut trust = Trust::load(ctx)?;
     let mut unchecked = Vec::new();
     let progress = ctx.ui.progress("Fetching", lock.packages().len() as u64);
@@ -121,7 +121,7 @@ impl Trust {
         };
         let registry = regs.open(url)?;
         let signed = SignedVersion { name: p.name.clone(), version: p.version.clone(), cksum: p.checksum, key };
-        let verified = ctx.cache().fetch_signature(registry.as_ref(), &signed, archive.bytes(), ctx.offline)?;
+        let verified = ctx.cache()?.fetch_signature(registry.as_ref(), &signed, archive.bytes(), ctx.offline)?;
         if let Some(at) = verified.revoked_at {
             return Err(fail(
                 Failure::Trust,

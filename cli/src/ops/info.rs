@@ -71,7 +71,7 @@ pub fn info(ctx: &Ctx, name: &PackageName, req: &semver::VersionReq) -> Result<P
     // What cannot be read (offline, a server down) is said, not a failure: the
     // rest of what info shows came from the cache.
     let judged = match crate::ops::kernel_attestations::judge_version(
-        &ctx.cache(),
+        &ctx.cache()?,
         registry.as_ref(),
         &(&chosen).into(),
         &policy,

@@ -254,7 +254,7 @@ pub fn check(
     kernel: &crate::ops::kernel_fit::RunningKernel,
 ) -> Result<Vec<Coverage>> {
     let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
-    let cache = ctx.cache();
+    let cache = ctx.cache()?;
     let mut identity = None;
     let mut out = Vec::new();
     for p in packages {

@@ -104,14 +104,63 @@ const NATIVE_FORMAT: u32 = 1;
 const MAX_NATIVE_BYTES: u64 = ebpkg_spec::MAX_OBJECT_BYTES;
 
 /// A cached native object and what its build said: the entry symbol and the
-/// steps budget of its longest path (`<key>.native.meta` beside `<key>.native.o`).
-fn cached_native(object: &std::path::Path) -> Option<(Vec<u8>, String, u32)> {
-    let meta = ebpkg_fs::read_text(&object.with_extension("meta"), 4096).ok()?;
+/// steps budget of its longest path (`<key>.native.meta` beside `<key>.native.o`),
+/// each only when it matches its digest record (a mismatch is a miss and a
+/// warning: the chain is linked again, or stays interpreted without clang).
+fn cached_native(records: &ebpkg_build::CacheRecords, object: &std::path::Path) -> Option<(Vec<u8>, String, u32)> {
+    let verified = |path: &std::path::Path, max| match records.read(path, max) {
+        Ok(v) => Some(v.bytes),
+        Err(miss) => {
+            if miss.is_mismatch() {
+                tracing::warn!("{miss}; the native chain is built again");
+            }
+            None
+        }
+    };
+    let meta = String::from_utf8(verified(&object.with_extension("meta"), 4096)?).ok()?;
     let (entry, steps) = meta.trim_end().split_once('\n')?;
     let worst_steps = steps.parse().ok()?;
-    let elf = ebpkg_fs::read(object, MAX_NATIVE_BYTES).ok()?;
+    let elf = verified(object, MAX_NATIVE_BYTES)?;
     ebpkg_build::check_bpf_object(&elf).ok()?;
     Some((elf, entry.to_owned(), worst_steps))
+}
+
+/// Writes a native object and its description into the cache, each with its
+/// digest record: the description first, so a reader that finds the object
+/// finds it too.
+fn store_native(
+    records: &ebpkg_build::CacheRecords,
+    object: &std::path::Path,
+    elf: &[u8],
+    meta: &str,
+) -> std::io::Result<()> {
+    if let Some(dir) = object.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    records.write(&object.with_extension("meta"), meta.as_bytes())?;
+    records.write(object, elf)?;
+    Ok(())
+}
+
+/// A cached IR module, when it matches its digest record.
+fn cached_module(records: &ebpkg_build::CacheRecords, path: &std::path::Path) -> Option<String> {
+    match records.read(path, MAX_MODULE_BYTES) {
+        Ok(v) => String::from_utf8(v.bytes).ok(),
+        Err(miss) => {
+            if miss.is_mismatch() {
+                tracing::warn!("{miss}; the module is compiled again");
+            }
+            None
+        }
+    }
+}
+
+/// Writes an IR module into the cache with its digest record.
+fn store_module(records: &ebpkg_build::CacheRecords, path: &std::path::Path, ir: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    records.write(path, ir.as_bytes()).map(|_| ())
 }
 
 /// The kernel's GPL-compatible license strings (`license_is_gpl_compatible`).
@@ -191,9 +240,7 @@ impl ClangCompiler {
         extra.push(&compiler);
         let key = self.builder.cache_key_with(pkg.checksum, source, hook, kernel, &extra).map_err(|e| e.to_string())?;
         let cached = ebpkg_build::object_path(self.builder.cache_dir(), &key).with_extension("ll");
-        if let Ok(bytes) = ebpkg_fs::read(&cached, MAX_MODULE_BYTES)
-            && let Ok(text) = String::from_utf8(bytes)
-        {
+        if let Some(text) = cached_module(self.builder.records(), &cached) {
             return Ok(text);
         }
         let root = pkg.root.canonicalize().map_err(|e| format!("{}: {e}", pkg.root.display()))?;
@@ -201,11 +248,8 @@ impl ClangCompiler {
         let out = work.join(format!("src{n}.ll"));
         let ir = hike_native::compile_module(self.tools()?, &args, &root, source, &out)
             .map_err(|e| format!("{source} of {}: {e}", pkg.id))?;
-        if let Some(dir) = cached.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
         // A cache that cannot be written only costs the next install a compile.
-        if let Err(e) = ebpkg_fs::write_atomic(&cached, ir.as_bytes(), 0o644) {
+        if let Err(e) = store_module(self.builder.records(), &cached, &ir) {
             tracing::debug!(path = %cached.display(), "not cached: {e}");
         }
         Ok(ir)
@@ -251,7 +295,7 @@ impl NativeCompiler for ClangCompiler {
         };
         let key = self.native_key(req, &modules, &symbols, kernel)?;
         let cached = ebpkg_build::object_path(self.builder.cache_dir(), &key).with_extension("native.o");
-        if let Some((elf, entry, worst_steps)) = cached_native(&cached) {
+        if let Some((elf, entry, worst_steps)) = cached_native(self.builder.records(), &cached) {
             tracing::debug!(chain = req.name, object = %cached.display(), "native object from the build cache");
             return Ok(NativeBuild {
                 elf,
@@ -295,15 +339,9 @@ impl NativeCompiler for ClangCompiler {
         )
         .map_err(|e| e.to_string())?;
         tracing::debug!(chain = req.name, modules = modules.len(), "compiled natively");
-        // The description first: a reader that finds the object finds it too. A
-        // cache that cannot be written only costs the next install a link.
-        if let Some(dir) = cached.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
+        // A cache that cannot be written only costs the next install a link.
         let meta = format!("{}\n{}\n", generated.entry, generated.worst.steps);
-        let stored = ebpkg_fs::write_atomic(&cached.with_extension("meta"), meta.as_bytes(), 0o644)
-            .and_then(|()| ebpkg_fs::write_atomic(&cached, &elf, 0o644));
-        if let Err(e) = stored {
+        if let Err(e) = store_native(self.builder.records(), &cached, &elf, &meta) {
             tracing::debug!(path = %cached.display(), "not cached: {e}");
         }
         Ok(NativeBuild {

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use ebpkg_deploy::PlannedObject;
 use ebpkg_spec::Manifest;
 use ebpkg_spec::manifest::{KernelBuild, MANIFEST_FILE};
 use ebpkg_spec::types::{Hook, Sha256Digest};
@@ -117,7 +118,7 @@ pub fn stage(ctx: &Ctx, project: &Project) -> Result<Staged> {
         let sha256 = match written.get(&dest) {
             Some(sha256) => *sha256,
             None => {
-                let sha256 = copy_object(&object.path, &root, &dest, &rel)?;
+                let sha256 = copy_object(object, &root, &dest, &rel)?;
                 written.insert(dest, sha256);
                 sha256
             }
@@ -147,7 +148,7 @@ pub fn stage(ctx: &Ctx, project: &Project) -> Result<Staged> {
 
 /// Copies a built object to `dest` (package path `rel`) in the staged copy;
 /// returns its SHA-256. Refuses to replace a file the package ships itself.
-fn copy_object(object: &Path, root: &Path, dest: &Path, rel: &str) -> Result<Sha256Digest> {
+fn copy_object(object: &PlannedObject, root: &Path, dest: &Path, rel: &str) -> Result<Sha256Digest> {
     if std::fs::symlink_metadata(dest).is_ok() {
         return Err(fail(
             Failure::Input,
@@ -157,8 +158,8 @@ fn copy_object(object: &Path, root: &Path, dest: &Path, rel: &str) -> Result<Sha
             ),
         ));
     }
-    let bytes = ebpkg_fs::read(object, ebpkg_spec::MAX_OBJECT_BYTES)
-        .with_context(|| format!("cannot read the built object {}", object.display()))?;
+    // The bytes the build checked, or a refusal: what ships is what was verified.
+    let bytes = object.read().with_context(|| format!("cannot read the built object {}", object.path.display()))?;
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }

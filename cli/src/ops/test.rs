@@ -185,7 +185,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     let version = m.package.version.to_string();
     let mut ids = std::collections::BTreeMap::new();
     for obj in objects.iter().filter(|o| !o.programs.is_empty()) {
-        let elf = ebpkg_fs::read(&obj.path, ebpkg_spec::MAX_OBJECT_BYTES)?;
+        let elf = obj.read()?;
         let regs = rt
             .register_object(&ProgramObject {
                 package: &package,

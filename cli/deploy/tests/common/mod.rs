@@ -114,6 +114,9 @@ ends-packet = "never"
             hook: Hook::Xdp,
             programs: vec!["test_verdict".into(), "test_nop".into()],
             loaders: vec![],
+            sha256: None,
+            origin: None,
+            compiler: None,
         }],
         signer: None,
     }
@@ -153,6 +156,9 @@ value = [{ name = "chain", type = "chain" }]
             hook: Hook::Xdp,
             programs: vec![],
             loaders: vec!["test_loader".into()],
+            sha256: None,
+            origin: None,
+            compiler: None,
         }],
         signer: None,
     }
