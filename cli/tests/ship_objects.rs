@@ -313,7 +313,49 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     verdict(&sb, &udp4(53));
     assert_eq!(flow_count_of(&sb, 0), 2000);
 
-    // The same source shipping its own object (1.0.1): the chain goes native.
+    // `verify --rebuild` finds it, and says so with exit 11.
+    let dir = sb.dir.path().to_owned();
+    let run = sb.run(&dir, &["verify", "--rebuild", "flow@1.0.0"]).fails(11);
+    assert!(
+        run.stdout.contains("mismatch       flow@1.0.0 objs/flow.o (xdp) from src/flow.bpf.c: rebuilt with Debian clang \
+             version"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("its source gives another object (sha256 "), "{}", run.stdout);
+    assert!(run.stderr.contains("1 of 1 shipped object(s) are not what their source builds to"), "{}", run.stderr);
+    let run = sb.run(&dir, &["verify", "--rebuild", "flow@1.0.0", "--json"]).fails(11);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let o = &json["objects"][0];
+    assert_eq!((o["outcome"].as_str(), o["object"].as_str()), (Some("mismatch"), Some("objs/flow.o")), "{json}");
+    assert_eq!(o["sha256"], sha256_hex(&other), "{json}");
+    assert_ne!(o["rebuilt_sha256"], o["sha256"], "{json}");
+    assert!(o["compiler"].as_str().unwrap().starts_with("Debian clang version 14"), "{json}");
+    // Without the compiler the object names: it cannot be checked (exit 12), saying which is missing.
+    let no_clang = [("EBPKG_CLANG", "/nonexistent/clang"), ("PATH", "/usr/sbin:/sbin")];
+    let run = sb.run_with(&dir, &["verify", "--rebuild", "flow@1.0.0"], &no_clang, None).fails(12);
+    assert!(run.stdout.contains("cannot-rebuild flow@1.0.0 objs/flow.o (xdp)"), "{}", run.stdout);
+    assert!(run.stdout.contains("which is not installed here"), "{}", run.stdout);
+    assert!(run.stdout.contains("apt-get install clang-14"), "{}", run.stdout);
+
+    // A trust policy that loads shipped objects only once rebuilt refuses it
+    // (exit 11), before anything is installed.
+    sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
+    let run = sb.run(&app, &["install", "--force"]).fails(11);
+    assert!(run.stderr.contains("flow@1.0.0 ships objs/flow.o, which is not what its source builds to"), "{}", run.stderr);
+    assert!(run.stderr.contains("[objects] prebuilt = \"rebuilt\""), "{}", run.stderr);
+    assert!(!run.stderr.contains("Deploying"), "{}", run.stderr);
+    assert_eq!(sb.status()[0]["generation"], 1, "the deployment is left as it was");
+    // One that never loads them compiles the source, which then also runs natively.
+    sb.run(&dir, &["trust", "prebuilt-objects", "never"]).ok();
+    let run = sb.run(&app, &["install", "--force"]).ok();
+    assert!(run.stderr.contains("Compiled src/flow.bpf.c (xdp) of flow@1.0.0"), "{}", run.stderr);
+    assert!(!run.stderr.contains("Prebuilt objs/flow.o"), "{}", run.stderr);
+    assert!(run.stderr.contains("Native chain guard"), "{}", run.stderr);
+    sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
+
+    // The same source shipping its own object (1.0.1): the chain goes native,
+    // and a policy asking for rebuilt objects loads it once rebuilt here.
     let own = flow_object_of_variant(&sb, "*n += 1;", "*n += 1;");
     let dir = flow_shipping(&sb, &own);
     let toml = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.0.1\"");
@@ -322,10 +364,17 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
     let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     assert!(run.stderr.contains("Prebuilt objs/flow.o (xdp) of flow@1.0.1"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Rebuilt objs/flow.o of flow@1.0.1 from src/flow.bpf.c: rebuilt with Debian clang version"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("Native chain guard"), "{}", run.stderr);
+    let before = flow_count_of(&sb, 0);
     verdict(&sb, &udp4(53));
-    // (The counters are kept across the upgrade.)
-    assert_eq!(flow_count_of(&sb, 0), 2001);
+    assert_eq!(flow_count_of(&sb, 0), before + 1);
+    let run = sb.run(sb.dir.path(), &["verify", "--rebuild", "flow@1.0.1"]).ok();
+    assert!(run.stdout.contains("match          flow@1.0.1 objs/flow.o (xdp)"), "{}", run.stdout);
     sb.run(&app, &["uninstall"]).ok();
 }
 
