@@ -288,8 +288,9 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
     // A machine with the compiler rebuilds one version, signs what it found
     // and publishes it; cosign verifies it against the archive, for its type.
     let out = sb.path("flow.rebuild.json");
-    let run =
-        sb.run(&dir, &["verify", "--rebuild", "flow@1.0.0", "--sign", "--out", out.to_str().unwrap(), "--publish"]).ok();
+    let run = sb
+        .run(&dir, &["verify", "--rebuild", "flow@1.0.0", "--sign", "--out", out.to_str().unwrap(), "--publish"])
+        .ok();
     assert!(run.stdout.contains("match          flow@1.0.0 prebuilt/xdp/src/flow.bpf.c.o (xdp)"), "{}", run.stdout);
     assert!(run.stderr.contains("Published the rebuild attestation of flow@1.0.0"), "{}", run.stderr);
     std::fs::write(sb.path("flow-1.0.0.tar.gz"), archive(&sb, "flow", "1.0.0")).unwrap();
@@ -299,7 +300,9 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
         .unwrap();
     // Not as another type.
     assert!(
-        cosign.verify_blob_attestation(&dir, "keys/default.pub", "flow.rebuild.json", PREDICATE, "flow-1.0.0.tar.gz").is_err()
+        cosign
+            .verify_blob_attestation(&dir, "keys/default.pub", "flow.rebuild.json", PREDICATE, "flow-1.0.0.tar.gz")
+            .is_err()
     );
     let bundle = ebpkg_signing::SignedAttestation::parse(&std::fs::read(&out).unwrap()).unwrap();
     let statement = bundle.statement();
@@ -320,7 +323,9 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
     // Now the node without clang installs: each shipped object is vouched for.
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).ok();
     assert!(
-        run.stderr.contains("Rebuilt prebuilt/xdp/src/flow.bpf.c.o of flow@1.0.0 matches its source (rebuild attestation by key"),
+        run.stderr.contains(
+            "Rebuilt prebuilt/xdp/src/flow.bpf.c.o of flow@1.0.0 matches its source (rebuild attestation by key"
+        ),
         "{}",
         run.stderr
     );

@@ -244,6 +244,20 @@ fn ci_publish_ships_objects_unless_source_only() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(again.stderr.matches("has it already").count(), 2, "{}", again.stderr);
 
+    // --rebuild-attest: each version that ships objects rebuilt from what the
+    // registry serves, the attestation signed and attached to it.
+    let run = run_ci_publish(&sb, "--no-verify --rebuild-attest", &[&flow, &classify]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("match          flow@1.0.0 prebuilt/xdp/src/flow.bpf.c.o (xdp)"), "{}", run.stdout);
+    assert!(run.stderr.contains("Published the rebuild attestation of flow@1.0.0"), "{}", run.stderr);
+    assert!(!run.stderr.contains("attestation of classify@1.0.0"), "published as sources: {}", run.stderr);
+    assert!(run.stderr.contains("ci/publish: 1 version(s) rebuilt and attested"), "{}", run.stderr);
+    let attested = sb.path("registry").join(ebpkg_spec::attestation::attestation_target(
+        &ebpkg_spec::PackageName::new("flow").unwrap(),
+        &semver::Version::new(1, 0, 0),
+    ));
+    assert!(std::fs::read_to_string(attested).unwrap().contains("payload"));
+
     let run = run_ci_publish(&sb, "--no-verify --source-only", &[&verdict_dir]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stderr.contains("Shipping"), "{}", run.stderr);
@@ -299,8 +313,10 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
     assert!(run.stderr.contains("Prebuilt objs/flow.o (xdp) of flow@1.0.0"), "{}", run.stderr);
     assert!(
-        run.stderr.contains("Interpreted chain guard (1): flow@1.0.0 ships objs/flow.o for flow_match, but its source \
-             src/flow.bpf.c is other code (rebuilt with Debian clang version"),
+        run.stderr.contains(
+            "Interpreted chain guard (1): flow@1.0.0 ships objs/flow.o for flow_match, but its source \
+             src/flow.bpf.c is other code (rebuilt with Debian clang version"
+        ),
         "{}",
         run.stderr
     );
@@ -317,8 +333,10 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     let dir = sb.dir.path().to_owned();
     let run = sb.run(&dir, &["verify", "--rebuild", "flow@1.0.0"]).fails(11);
     assert!(
-        run.stdout.contains("mismatch       flow@1.0.0 objs/flow.o (xdp) from src/flow.bpf.c: rebuilt with Debian clang \
-             version"),
+        run.stdout.contains(
+            "mismatch       flow@1.0.0 objs/flow.o (xdp) from src/flow.bpf.c: rebuilt with Debian clang \
+             version"
+        ),
         "{}",
         run.stdout
     );
@@ -342,7 +360,11 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     // (exit 11), before anything is installed.
     sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
     let run = sb.run(&app, &["install", "--force"]).fails(11);
-    assert!(run.stderr.contains("flow@1.0.0 ships objs/flow.o, which is not what its source builds to"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("flow@1.0.0 ships objs/flow.o, which is not what its source builds to"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("[objects] prebuilt = \"rebuilt\""), "{}", run.stderr);
     assert!(!run.stderr.contains("Deploying"), "{}", run.stderr);
     assert_eq!(sb.status()[0]["generation"], 1, "the deployment is left as it was");
@@ -358,7 +380,8 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     // and a policy asking for rebuilt objects loads it once rebuilt here.
     let own = flow_object_of_variant(&sb, "*n += 1;", "*n += 1;");
     let dir = flow_shipping(&sb, &own);
-    let toml = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.0.1\"");
+    let toml =
+        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.0.1\"");
     std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
     sb.publish(&dir);
     std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
@@ -383,7 +406,10 @@ fn flow_count_of(sb: &Sandbox, slot: u64) -> u64 {
     let run = sb.run(sb.dir.path(), &["status", "--maps", "--json"]).ok();
     let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let m = st[0]["maps"].as_array().unwrap().iter().find(|m| m["map"] == "flow_counters").unwrap();
-    m["entries"].as_array().unwrap().iter().find(|e| e["key"]["slot"] == slot).map_or(0, |e| {
-        e["value"]["packets"].as_u64().unwrap()
-    })
+    m["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["key"]["slot"] == slot)
+        .map_or(0, |e| e["value"]["packets"].as_u64().unwrap())
 }

@@ -234,7 +234,11 @@ fn a_version_page_shows_its_kernels_and_a_new_attestation_at_once() {
         let (name, version) = (ebpkg_spec::PackageName::new("meter").unwrap(), semver::Version::new(1, 0, 0));
         let object = ebpkg_spec::types::Sha256Digest([9; 32]);
         let predicate = Rebuild {
-            package: AttestedPackage { name: name.clone(), version: version.clone(), archive: Digests { sha256: packed.sha256 } },
+            package: AttestedPackage {
+                name: name.clone(),
+                version: version.clone(),
+                archive: Digests { sha256: packed.sha256 },
+            },
             attester: Attester { tool: "ebpkg test".into() },
             rebuilt_at: "2026-12-02T00:00:00Z".into(),
             objects: vec![RebuiltObject {
@@ -249,7 +253,10 @@ fn a_version_page_shows_its_kernels_and_a_new_attestation_at_once() {
             }],
         };
         let statement = ebpkg_signing::Statement::new(
-            vec![ebpkg_signing::Subject::sha256(ebpkg_spec::attestation::archive_subject(&name, &version), &packed.sha256)],
+            vec![ebpkg_signing::Subject::sha256(
+                ebpkg_spec::attestation::archive_subject(&name, &version),
+                &packed.sha256,
+            )],
             REBUILD_PREDICATE_TYPE,
             serde_json::to_value(&predicate).unwrap(),
         );

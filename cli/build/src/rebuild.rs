@@ -210,7 +210,9 @@ impl Builder {
             return Ok(t.clone());
         }
         let Some((_, major)) = parse_clang_version(compiler) else {
-            return Err(format!("the object was built by `{compiler}`, which is not clang; only clang builds are rebuilt"));
+            return Err(format!(
+                "the object was built by `{compiler}`, which is not clang; only clang builds are rebuilt"
+            ));
         };
         let mut seen: Vec<String> = Vec::new();
         for name in [format!("clang-{major}"), "clang".to_owned()] {

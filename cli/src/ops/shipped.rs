@@ -226,8 +226,14 @@ pub fn attested_matches(
     for p in packages {
         let Ok(url) = ebpkg_sources::RegistryUrl::parse(&p.source) else { continue };
         let registry = regs.open(&url)?;
-        let found =
-            trusted_attestations(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline, REBUILD_PREDICATE_TYPE);
+        let found = trusted_attestations(
+            &cache,
+            registry.as_ref(),
+            &Attested::from(*p),
+            &policy,
+            ctx.offline,
+            REBUILD_PREDICATE_TYPE,
+        );
         let (signed, ignored) = match found {
             Ok(found) => found,
             Err(e) if matches!(e.kind(), ebpkg_sources::ErrorKind::Tuf { .. }) => return Err(e.into()),

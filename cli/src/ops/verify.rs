@@ -72,7 +72,10 @@ impl RebuildReport {
                 format!("{mismatch} of {total} shipped object(s) are not what their source builds to"),
             ))
         } else if cannot > 0 {
-            Some((Failure::RebuildUnavailable, format!("{cannot} of {total} shipped object(s) could not be rebuilt here")))
+            Some((
+                Failure::RebuildUnavailable,
+                format!("{cannot} of {total} shipped object(s) could not be rebuilt here"),
+            ))
         } else {
             None
         }
@@ -222,7 +225,11 @@ pub fn predicate(report: &RebuildReport, p: &CheckedPackage) -> ebpkg_spec::atte
         })
         .collect();
     Rebuild {
-        package: AttestedPackage { name: p.id.name.clone(), version: p.id.version.clone(), archive: Digests { sha256: p.archive } },
+        package: AttestedPackage {
+            name: p.id.name.clone(),
+            version: p.id.version.clone(),
+            archive: Digests { sha256: p.archive },
+        },
         attester: Attester { tool: format!("ebpkg {}", env!("CARGO_PKG_VERSION")) },
         rebuilt_at: jiff::Timestamp::now()
             .round(jiff::Unit::Second)
@@ -253,7 +260,10 @@ pub fn sign(ctx: &Ctx, report: &RebuildReport, opts: SignOptions<'_>) -> Result<
     if opts.out.is_some() && shipping.len() > 1 {
         return Err(fail(
             Failure::Usage,
-            format!("--out names one file, and {} versions ship objects: name one version, or leave --out out", shipping.len()),
+            format!(
+                "--out names one file, and {} versions ship objects: name one version, or leave --out out",
+                shipping.len()
+            ),
         ));
     }
     let Some(key) = crate::ops::keys::signing_key(ctx, opts.key.as_deref(), opts.passphrase)? else {
@@ -270,10 +280,8 @@ pub fn sign(ctx: &Ctx, report: &RebuildReport, opts: SignOptions<'_>) -> Result<
         predicate.check().map_err(|e| fail(Failure::Input, format!("the rebuild attestation of {}: {e}", p.id)))?;
         let mut subjects = vec![Subject::sha256(archive_subject(&p.id.name, &p.id.version), &p.archive)];
         for o in &predicate.objects {
-            subjects.push(Subject::sha256(
-                object_subject(&p.id.name, &p.id.version, &o.object, o.hook),
-                &o.digest.sha256,
-            ));
+            subjects
+                .push(Subject::sha256(object_subject(&p.id.name, &p.id.version, &o.object, o.hook), &o.digest.sha256));
         }
         let statement = Statement::new(subjects, REBUILD_PREDICATE_TYPE, serde_json::to_value(&predicate)?);
         let signed = ebpkg_signing::attest(&key, &statement)?;
