@@ -258,3 +258,44 @@ pub fn attested_matches(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const SHA: &str = "abababababababababababababababababababababababababababababababab";
+
+    fn manifest(extra: &str) -> Manifest {
+        let text = format!(
+            "[package]\nname = \"p\"\nversion = \"1.0.0\"\n\n\
+             [[program]]\nname = \"a\"\nsource = \"src/a.bpf.c\"\nhook = \"xdp\"\n\
+             prebuilt = {{ object = \"prebuilt/a.o\", sha256 = \"{SHA}\" }}\n\n\
+             [[program]]\nname = \"b\"\nsource = \"src/a.bpf.c\"\nhook = \"xdp\"\n\
+             prebuilt = {{ object = \"prebuilt/a.o\", sha256 = \"{SHA}\" }}\n\n\
+             [[program]]\nname = \"c\"\nsource = \"src/c.bpf.c\"\nhook = \"xdp\"\n{extra}"
+        );
+        Manifest::parse(&text, "ebpkg.toml").unwrap()
+    }
+
+    #[test]
+    fn shipped_objects_are_listed_once_with_their_items() {
+        let m = manifest("");
+        let shipped = shipped_objects(&m);
+        assert_eq!(shipped.len(), 1, "{shipped:?}");
+        assert_eq!(shipped[0].object.as_str(), "prebuilt/a.o");
+        assert_eq!(shipped[0].source.as_ref().map(|s| s.as_str()), Some("src/a.bpf.c"));
+        assert_eq!(shipped[0].items, ["program a", "program b"]);
+        assert!(shipped_objects(&without_shipped(&m).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn never_loading_shipped_objects_refuses_an_item_with_no_source() {
+        let m = manifest(&format!(
+            "\n[[program]]\nname = \"d\"\nhook = \"xdp\"\nprebuilt = {{ object = \"prebuilt/d.o\", sha256 = \"{SHA}\" }}\n"
+        ));
+        let e = without_shipped(&m).unwrap_err().to_string();
+        assert!(e.contains("p@1.0.0 ships only a prebuilt object for program d (prebuilt/d.o)"), "{e}");
+        assert_eq!(crate::exit::failure_of(&without_shipped(&m).unwrap_err()), crate::exit::Failure::Trust);
+    }
+}
