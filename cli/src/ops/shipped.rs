@@ -153,15 +153,16 @@ pub fn require_rebuilt(
     use crate::exit::{Failure, fail};
     for p in packages {
         for s in shipped_objects(p.manifest) {
-            let taken = p.objects.iter().find(|o| {
-                o.hook == s.hook
-                    && ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES)
-                        .is_ok_and(|b| Sha256Digest::of(&b) == s.sha256)
-            });
             // Not taken: the build compiled the source instead.
-            if taken.is_none() {
+            let Some(bytes) = p
+                .objects
+                .iter()
+                .filter(|o| o.hook == s.hook)
+                .filter_map(|o| ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES).ok())
+                .find(|b| Sha256Digest::of(b) == s.sha256)
+            else {
                 continue;
-            }
+            };
             if let Some(by) = attested(&p.checksum, &s.sha256) {
                 ctx.ui.status("Rebuilt", format!("{} of {} matches its source ({by})", s.object, p.id));
                 continue;
@@ -177,7 +178,6 @@ pub fn require_rebuilt(
                     ),
                 ));
             };
-            let bytes = ebpkg_fs::read(&p.root.join(s.object.as_str()), ebpkg_spec::MAX_OBJECT_BYTES)?;
             let shipped = ShippedObject {
                 package: p.id.clone(),
                 package_digest: p.checksum,
