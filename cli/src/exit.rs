@@ -13,6 +13,8 @@
 //! | 8 | `ebpkg test` ran and some cases failed |
 //! | 9 | a limit of the HIKe VM on this host was reached: no free program or chain id, chain calls too deep |
 //! | 10 | a signature or the trust policy refused a package: unsigned, untrusted or revoked key, bad signature, signer changed |
+//! | 11 | a shipped object is not what its source builds to (`verify --rebuild`), or the trust policy's `prebuilt = "rebuilt"` refused one |
+//! | 12 | a shipped object could not be rebuilt here to check it (`verify --rebuild`): the compiler it names is missing |
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -35,6 +37,8 @@ pub enum Failure {
     TestsFailed = 8,
     Limit = 9,
     Trust = 10,
+    RebuildMismatch = 11,
+    RebuildUnavailable = 12,
 }
 
 /// A failure the CLI itself decides: a usage mistake, a refusal of its own, a

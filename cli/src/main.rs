@@ -42,6 +42,9 @@ Exit codes:
   3 no resolution    4 ebpkg.lock would change under --locked  5 kernel refused (verifier, attach)
   6 registry/cache   7 environment (root, bpffs, clang, BTF)   8 `ebpkg test` cases failed
   9 a HIKe VM limit (no free program or chain id, chain calls too deep)
+ 10 a signature or the trust policy refused a package
+ 11 a shipped object is not what its source builds to (verify --rebuild, prebuilt = \"rebuilt\")
+ 12 a shipped object could not be rebuilt to check it (the compiler it names is missing)
 
 Environment: EBPKG_CONFIG, EBPKG_REGISTRY, EBPKG_REGISTRY_TOKEN, EBPKG_MIRROR, EBPKG_CACHE_DIR,
 EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT, EBPKG_CLANG, EBPKG_JOBS, EBPKG_HTTP_DEADLINE and EBPKG_DOWNLOAD_DEADLINE
@@ -141,6 +144,8 @@ enum Command {
     Yank(commands::registry::YankArgs),
     /// Put a published version through this kernel's verifier and sign what it said (a kernel verification attestation).
     Attest(commands::attest::AttestArgs),
+    /// Check published versions: rebuild the objects they ship from their sources and compare the bytes.
+    Verify(commands::verify::VerifyArgs),
     /// Save an API token for a registry server (in credentials.toml, mode 0600).
     Login(commands::account::LoginArgs),
     /// Forget the saved token of a registry server.
@@ -252,6 +257,7 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Publish(a) => commands::registry::publish(ctx, a),
         Command::Yank(a) => commands::registry::yank(ctx, a),
         Command::Attest(a) => commands::attest::run(ctx, a),
+        Command::Verify(a) => commands::verify::run(ctx, a),
         Command::Login(a) => commands::account::login(ctx, a),
         Command::Logout(a) => commands::account::logout(ctx, a),
         Command::Owner(a) => commands::account::owner(ctx, a),

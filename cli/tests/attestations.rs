@@ -14,6 +14,7 @@ use base64::Engine;
 use common::*;
 
 const PREDICATE: &str = "https://ebpkg.dev/attestation/kernel-verification/v1";
+const REBUILD: &str = "https://ebpkg.dev/attestation/rebuild/v1";
 
 /// The attestation file of `name@version` in the sandbox's registry.
 fn attestation_file(sb: &Sandbox, name: &str, version: &str) -> std::path::PathBuf {
@@ -297,5 +298,69 @@ fn over_http_with_tuf_attestations_are_published_and_read_before_building() {
     assert!(run.stderr.contains("Attested flow@1.0.0 on this kernel"), "{}", run.stderr);
     let asked: Vec<String> = run.requests().into_iter().filter(|r| r.contains("/attestations")).collect();
     assert_eq!(asked, ["GET /api/v1/packages/flow/1.0.0/attestations → 200"], "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
+}
+
+#[test]
+fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() {
+    let sb = Sandbox::with_netns("attrebuild");
+    for p in ["flow", "verdict", "classify"] {
+        sb.run(&sb.package(p), &["publish", "--with-objects", "--no-verify"]).ok();
+    }
+    let app = sb.package("app");
+    let dir = sb.dir.path().to_owned();
+    // Shipped objects load only once rebuilt, and this node has no clang.
+    sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
+    let no_clang = [("EBPKG_CLANG", "/nonexistent/clang"), ("PATH", "/usr/sbin:/sbin")];
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).fails(12);
+    assert!(run.stderr.contains("could not be rebuilt here"), "{}", run.stderr);
+    assert!(run.stderr.contains("no trusted rebuild attestation vouches for it"), "{}", run.stderr);
+
+    // A machine with the compiler rebuilds one version, signs what it found
+    // and publishes it; cosign verifies it against the archive, for its type.
+    let out = sb.path("flow.rebuild.json");
+    let run = sb
+        .run(&dir, &["verify", "--rebuild", "flow@1.0.0", "--sign", "--out", out.to_str().unwrap(), "--publish"])
+        .ok();
+    assert!(run.stdout.contains("match          flow@1.0.0 prebuilt/xdp/src/flow.bpf.c.o (xdp)"), "{}", run.stdout);
+    assert!(run.stderr.contains("Published the rebuild attestation of flow@1.0.0"), "{}", run.stderr);
+    std::fs::write(sb.path("flow-1.0.0.tar.gz"), archive(&sb, "flow", "1.0.0")).unwrap();
+    let cosign = ebpkg_signing::testing::Cosign::locate(KEY_PASSWORD).unwrap();
+    cosign
+        .verify_blob_attestation(&dir, "keys/default.pub", "flow.rebuild.json", REBUILD, "flow-1.0.0.tar.gz")
+        .unwrap();
+    // Not as another type.
+    assert!(
+        cosign
+            .verify_blob_attestation(&dir, "keys/default.pub", "flow.rebuild.json", PREDICATE, "flow-1.0.0.tar.gz")
+            .is_err()
+    );
+    let bundle = ebpkg_signing::SignedAttestation::parse(&std::fs::read(&out).unwrap()).unwrap();
+    let statement = bundle.statement();
+    assert_eq!(statement.subject[0].name, "flow-1.0.0.tar.gz");
+    assert_eq!(statement.subject[1].name, "flow@1.0.0/prebuilt_xdp_src_flow.bpf.c.o.xdp.o");
+    let o = &statement.predicate["objects"][0];
+    assert_eq!((o["result"].as_str(), o["source"].as_str()), (Some("match"), Some("src/flow.bpf.c")), "{o}");
+    assert_eq!(o["rebuilt"]["sha256"], o["digest"]["sha256"], "{o}");
+    // The registry's file holds it beside kernel verifications; it is no
+    // kernel verification, so installs do not warn of it.
+    assert!(std::fs::read_to_string(attestation_file(&sb, "flow", "1.0.0")).unwrap().contains("payload"));
+
+    // The whole lockfile: the other two as well.
+    let run = sb.run(&app, &["verify", "--rebuild", "--sign", "--publish"]).ok();
+    assert!(run.stderr.contains("Verified 3 shipped object(s) of 3 package(s): 3 match"), "{}", run.stderr);
+    assert!(run.stderr.contains("Published the rebuild attestation of classify@1.0.0"), "{}", run.stderr);
+
+    // Now the node without clang installs: each shipped object is vouched for.
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).ok();
+    assert!(
+        run.stderr.contains(
+            "Rebuilt prebuilt/xdp/src/flow.bpf.c.o of flow@1.0.0 matches its source (rebuild attestation by key"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("ignored"), "{}", run.stderr);
+    assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
     sb.run(&app, &["uninstall"]).ok();
 }

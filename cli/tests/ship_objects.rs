@@ -244,6 +244,20 @@ fn ci_publish_ships_objects_unless_source_only() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(again.stderr.matches("has it already").count(), 2, "{}", again.stderr);
 
+    // --rebuild-attest: each version that ships objects rebuilt from what the
+    // registry serves, the attestation signed and attached to it.
+    let run = run_ci_publish(&sb, "--no-verify --rebuild-attest", &[&flow, &classify]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("match          flow@1.0.0 prebuilt/xdp/src/flow.bpf.c.o (xdp)"), "{}", run.stdout);
+    assert!(run.stderr.contains("Published the rebuild attestation of flow@1.0.0"), "{}", run.stderr);
+    assert!(!run.stderr.contains("attestation of classify@1.0.0"), "published as sources: {}", run.stderr);
+    assert!(run.stderr.contains("ci/publish: 1 version(s) rebuilt and attested"), "{}", run.stderr);
+    let attested = sb.path("registry").join(ebpkg_spec::attestation::attestation_target(
+        &ebpkg_spec::PackageName::new("flow").unwrap(),
+        &semver::Version::new(1, 0, 0),
+    ));
+    assert!(std::fs::read_to_string(attested).unwrap().contains("payload"));
+
     let run = run_ci_publish(&sb, "--no-verify --source-only", &[&verdict_dir]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stderr.contains("Shipping"), "{}", run.stderr);
@@ -256,4 +270,146 @@ fn ci_publish_ships_objects_unless_source_only() {
     let again = run_ci_publish(&sb, "--no-verify", &[&verdict_dir]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(again.stderr.contains("published without its objects"), "{}", again.stderr);
+}
+
+/// A copy of fixture flow whose programs take `object` (bytes) as their shipped
+/// object `objs/flow.o`, beside their unchanged source.
+fn flow_shipping(sb: &Sandbox, object: &[u8]) -> PathBuf {
+    let dir = sb.package("flow");
+    std::fs::create_dir_all(dir.join("objs")).unwrap();
+    std::fs::write(dir.join("objs/flow.o"), object).unwrap();
+    let entry = format!("prebuilt = {{ object = \"objs/flow.o\", sha256 = \"{}\" }}", sha256_hex(object));
+    let mut toml = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    for p in ["flow_match", "flow_count"] {
+        toml = toml.replacen(&format!("name = \"{p}\"\n"), &format!("name = \"{p}\"\n{entry}\n"), 1);
+    }
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    dir
+}
+
+/// The object `ebpkg publish --with-objects` ships for fixture flow with its
+/// source's `from` replaced by `to` (built as a publisher builds it).
+fn flow_object_of_variant(sb: &Sandbox, from: &str, to: &str) -> Vec<u8> {
+    let dir = sb.package("flow");
+    let src = std::fs::read_to_string(dir.join("src/flow.bpf.c")).unwrap();
+    assert!(src.contains(from), "flow.bpf.c has no {from:?}");
+    std::fs::write(dir.join("src/flow.bpf.c"), src.replace(from, to)).unwrap();
+    let out = sb.path(&format!("variant-{}.tar.gz", sha256_hex(to.as_bytes())));
+    sb.run(&dir, &["publish", "--with-objects", "--dry-run", "--no-verify", "--out", out.to_str().unwrap()]).ok();
+    std::fs::remove_dir_all(&dir).unwrap();
+    archive_files(&std::fs::read(&out).unwrap())["prebuilt/xdp/src/flow.bpf.c.o"].clone()
+}
+
+#[test]
+fn a_shipped_object_other_than_its_source_never_runs_natively() {
+    let sb = Sandbox::with_netns("shipdiff");
+    // Source `*n += 1`, shipped object built from `*n += 1000`.
+    let other = flow_object_of_variant(&sb, "*n += 1;", "*n += 1000;");
+    sb.publish(&flow_shipping(&sb, &other));
+    for p in ["verdict", "classify"] {
+        sb.publish(&sb.package(p));
+    }
+    let app = sb.package("app");
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("Prebuilt objs/flow.o (xdp) of flow@1.0.0"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "Interpreted chain guard (1): flow@1.0.0 ships objs/flow.o for flow_match, but its source \
+             src/flow.bpf.c is other code (rebuilt with Debian clang version"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("so the chain stays on the VM, which runs the shipped object"), "{}", run.stderr);
+    assert!(!run.stderr.contains("Native chain"), "{}", run.stderr);
+    let status = sb.status();
+    assert_eq!(status[0]["chains"][0]["tier"]["tier"], "interpreted", "{status}");
+    // The VM runs the shipped object: each packet counts 1000.
+    verdict(&sb, &udp4(53));
+    verdict(&sb, &udp4(53));
+    assert_eq!(flow_count_of(&sb, 0), 2000);
+
+    // `verify --rebuild` finds it, and says so with exit 11.
+    let dir = sb.dir.path().to_owned();
+    let run = sb.run(&dir, &["verify", "--rebuild", "flow@1.0.0"]).fails(11);
+    assert!(
+        run.stdout.contains(
+            "mismatch       flow@1.0.0 objs/flow.o (xdp) from src/flow.bpf.c: rebuilt with Debian clang \
+             version"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("its source gives another object (sha256 "), "{}", run.stdout);
+    assert!(run.stderr.contains("1 of 1 shipped object(s) are not what their source builds to"), "{}", run.stderr);
+    let run = sb.run(&dir, &["verify", "--rebuild", "flow@1.0.0", "--json"]).fails(11);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let o = &json["objects"][0];
+    assert_eq!((o["outcome"].as_str(), o["object"].as_str()), (Some("mismatch"), Some("objs/flow.o")), "{json}");
+    assert_eq!(o["sha256"], sha256_hex(&other), "{json}");
+    assert_ne!(o["rebuilt_sha256"], o["sha256"], "{json}");
+    assert!(o["compiler"].as_str().unwrap().starts_with("Debian clang version 14"), "{json}");
+    // Without the compiler the object names: it cannot be checked (exit 12), saying which is missing.
+    let no_clang = [("EBPKG_CLANG", "/nonexistent/clang"), ("PATH", "/usr/sbin:/sbin")];
+    let run = sb.run_with(&dir, &["verify", "--rebuild", "flow@1.0.0"], &no_clang, None).fails(12);
+    assert!(run.stdout.contains("cannot-rebuild flow@1.0.0 objs/flow.o (xdp)"), "{}", run.stdout);
+    assert!(run.stdout.contains("which is not installed here"), "{}", run.stdout);
+    assert!(run.stdout.contains("apt-get install clang-14"), "{}", run.stdout);
+
+    // A trust policy that loads shipped objects only once rebuilt refuses it
+    // (exit 11), before anything is installed.
+    sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
+    let run = sb.run(&app, &["install", "--force"]).fails(11);
+    assert!(
+        run.stderr.contains("flow@1.0.0 ships objs/flow.o, which is not what its source builds to"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("[objects] prebuilt = \"rebuilt\""), "{}", run.stderr);
+    assert!(!run.stderr.contains("Deploying"), "{}", run.stderr);
+    assert_eq!(sb.status()[0]["generation"], 1, "the deployment is left as it was");
+    // One that never loads them compiles the source, which then also runs natively.
+    sb.run(&dir, &["trust", "prebuilt-objects", "never"]).ok();
+    let run = sb.run(&app, &["install", "--force"]).ok();
+    assert!(run.stderr.contains("Compiled src/flow.bpf.c (xdp) of flow@1.0.0"), "{}", run.stderr);
+    assert!(!run.stderr.contains("Prebuilt objs/flow.o"), "{}", run.stderr);
+    assert!(run.stderr.contains("Native chain guard"), "{}", run.stderr);
+    sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
+
+    // The same source shipping its own object (1.0.1): the chain goes native,
+    // and a policy asking for rebuilt objects loads it once rebuilt here.
+    let own = flow_object_of_variant(&sb, "*n += 1;", "*n += 1;");
+    let dir = flow_shipping(&sb, &own);
+    let toml =
+        std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap().replace("version = \"1.0.0\"", "version = \"1.0.1\"");
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    sb.publish(&dir);
+    std::fs::remove_file(app.join("ebpkg.lock")).unwrap();
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert!(run.stderr.contains("Prebuilt objs/flow.o (xdp) of flow@1.0.1"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Rebuilt objs/flow.o of flow@1.0.1 from src/flow.bpf.c: rebuilt with Debian clang version"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("Native chain guard"), "{}", run.stderr);
+    let before = flow_count_of(&sb, 0);
+    verdict(&sb, &udp4(53));
+    assert_eq!(flow_count_of(&sb, 0), before + 1);
+    let run = sb.run(sb.dir.path(), &["verify", "--rebuild", "flow@1.0.1"]).ok();
+    assert!(run.stdout.contains("match          flow@1.0.1 objs/flow.o (xdp)"), "{}", run.stdout);
+    sb.run(&app, &["uninstall"]).ok();
+}
+
+/// Counter `slot` of flow, as `status --maps --json` decodes it.
+fn flow_count_of(sb: &Sandbox, slot: u64) -> u64 {
+    let run = sb.run(sb.dir.path(), &["status", "--maps", "--json"]).ok();
+    let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let m = st[0]["maps"].as_array().unwrap().iter().find(|m| m["map"] == "flow_counters").unwrap();
+    m["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["key"]["slot"] == slot)
+        .map_or(0, |e| e["value"]["packets"].as_u64().unwrap())
 }

@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::names::PackageName;
 use crate::types::{Hook, Sha256Digest};
 
+pub mod rebuild;
+
 /// The predicate type: what `cosign verify-blob-attestation --type` names.
 pub const PREDICATE_TYPE: &str = "https://ebpkg.dev/attestation/kernel-verification/v1";
 

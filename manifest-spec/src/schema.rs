@@ -17,6 +17,7 @@ pub fn all() -> Vec<(&'static str, String)> {
         ("ebpkg.lock.schema.json", render::<RawLockfile>(Format::Toml)),
         ("index-entry.schema.json", render::<IndexEntry>(Format::Json)),
         ("kernel-verification.schema.json", render::<crate::attestation::KernelVerification>(Format::Json)),
+        ("rebuild.schema.json", render::<crate::attestation::rebuild::Rebuild>(Format::Json)),
     ]
 }
 

@@ -223,6 +223,62 @@ fn a_version_page_shows_its_kernels_and_a_new_attestation_at_once() {
     let short = key.public().id().to_string();
     assert!(after.contains(&format!(">{}…</code>", &short[..16])), "the key, shortened: {after}");
     assert!(!after.contains("key revoked"), "{after}");
+    assert!(!after.contains("Rebuilt by"), "no rebuild attestation yet: {after}");
+
+    // A rebuild attestation goes in the same file and gets a section of its
+    // own: who rebuilt which shipped object, with which compiler, and what
+    // they found.
+    let rebuild = {
+        use ebpkg_spec::attestation::rebuild::{REBUILD_PREDICATE_TYPE, Rebuild, RebuildResult, RebuiltObject};
+        use ebpkg_spec::attestation::{AttestedPackage, Attester, Digests};
+        let (name, version) = (ebpkg_spec::PackageName::new("meter").unwrap(), semver::Version::new(1, 0, 0));
+        let object = ebpkg_spec::types::Sha256Digest([9; 32]);
+        let predicate = Rebuild {
+            package: AttestedPackage {
+                name: name.clone(),
+                version: version.clone(),
+                archive: Digests { sha256: packed.sha256 },
+            },
+            attester: Attester { tool: "ebpkg test".into() },
+            rebuilt_at: "2026-12-02T00:00:00Z".into(),
+            objects: vec![RebuiltObject {
+                object: "prebuilt/xdp/src/meter.bpf.c.o".into(),
+                hook: ebpkg_spec::types::Hook::Xdp,
+                source: Some("src/meter.bpf.c".into()),
+                digest: Digests { sha256: object },
+                compiler: Some("Debian clang version 14.0.6".into()),
+                result: RebuildResult::Match,
+                rebuilt: Some(Digests { sha256: object }),
+                reason: None,
+            }],
+        };
+        let statement = ebpkg_signing::Statement::new(
+            vec![ebpkg_signing::Subject::sha256(
+                ebpkg_spec::attestation::archive_subject(&name, &version),
+                &packed.sha256,
+            )],
+            REBUILD_PREDICATE_TYPE,
+            serde_json::to_value(&predicate).unwrap(),
+        );
+        ebpkg_signing::attest(&key, &statement).unwrap()
+    };
+    let r = http()
+        .post(format!("{}api/v1/packages/meter/1.0.0/attestations", reg.url()))
+        .header("Authorization", &token)
+        .body(rebuild.json().to_owned())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().unwrap());
+    let (_, _, rebuilt) = html(&reg, "/packages/meter");
+    for shown in [
+        "<h2 id=\"rebuilt\">Rebuilt by</h2>",
+        "<code>prebuilt/xdp/src/meter.bpf.c.o</code>",
+        "Debian clang version 14.0.6",
+        "2026-12-02",
+    ] {
+        assert!(rebuilt.contains(shown), "`{shown}` is not on the page: {rebuilt}");
+    }
+    assert!(!rebuilt.contains("an attestation this page cannot read"), "not a kernel row: {rebuilt}");
 
     // Alice revokes the key: the attestation stays, marked.
     let hex = key.public().id().to_hex();

@@ -174,6 +174,28 @@ impl Builder {
         self
     }
 
+    /// A reproducible builder like this one (no extra flags) writing into
+    /// `cache_dir` with `toolchain`: what a shipped object is rebuilt with
+    /// (crate::rebuild).
+    pub(crate) fn for_rebuild(&self, cache_dir: &Path, toolchain: Option<Toolchain>) -> Builder {
+        Builder {
+            cache_dir: cache_dir.to_owned(),
+            toolchain: toolchain.map_or_else(OnceLock::new, |t| OnceLock::from(Ok(t))),
+            tool_options: self.tool_options.clone(),
+            arch: self.arch.clone(),
+            btf: None,
+            kernel_btf: None,
+            jobs: NonZeroUsize::MIN,
+            extra_cflags: Vec::new(),
+            reproducible: true,
+        }
+    }
+
+    /// How the toolchain is looked for.
+    pub(crate) fn tool_options(&self) -> &ToolchainOptions {
+        &self.tool_options
+    }
+
     /// The compiler arguments of a `hook` unit, symbolic paths included.
     fn args(&self, arch: &str, hook: Hook) -> Vec<compile::Arg> {
         let mut args = compile::args(arch, hook, &self.extra_cflags);

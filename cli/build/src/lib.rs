@@ -27,6 +27,7 @@ mod compile;
 mod elf_check;
 mod error;
 mod plan;
+mod rebuild;
 mod sdk;
 pub mod temps;
 mod toolchain;
@@ -39,6 +40,7 @@ pub use cache_record::{CacheRecords, Miss, Verified};
 pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object, compiler_of};
 pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
 pub use plan::{BuildUnit, PackageToBuild, UnitInput, plan};
+pub use rebuild::{RebuildOutcome, Rebuilt, ShippedObject};
 pub use toolchain::{
     BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolRequest, ToolSource, Toolchain, ToolchainOptions, parse_clang_version,
     target_arch,

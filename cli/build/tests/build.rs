@@ -835,6 +835,112 @@ fn other_installed_clangs_build_too() {
     }
 }
 
+/// A shipped object is rebuilt from its source with the very clang it names
+/// (here clang-16, found on PATH by the clang-14 builder), reproducibly; the
+/// bytes decide. A kept verdict is what a check that may use one reads.
+#[test]
+fn shipped_objects_are_rebuilt_with_the_compiler_they_name() {
+    use ebpkg_build::{RebuildOutcome, Rebuilt, ShippedObject};
+    let clang16 = "/usr/bin/clang-16";
+    if !Path::new(clang16).exists() {
+        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!in_ci, "{clang16} is not installed (ci/setup installs it); with CI=true it is not skipped");
+        eprintln!("skipping: {clang16} is not installed (CI is not set)");
+        return;
+    }
+    let tc16 =
+        Toolchain::detect(&ToolchainOptions { clang: Some(ToolRequest::configured(clang16)), bpftool: None }).unwrap();
+    let pkg = one_program("portable");
+    let shipped_by = |source: &str| -> Vec<u8> {
+        let other = Pkg::new(
+            "[package]\nname = \"meter\"\nversion = \"1.0.0\"\n\n[[program]]\nname = \"count_a\"\nsource = \"src/count.bpf.c\"\nhook = \"xdp\"\n",
+            &[("src/count.bpf.c", source)],
+        );
+        let cache = tempfile::tempdir().unwrap();
+        let publisher = Builder::new(cache.path(), tc16.clone(), kernel_btf(), None).reproducible();
+        let (r, _) = run(&publisher, &other.units(digest(1)));
+        std::fs::read(&r.unwrap()[0].object).unwrap()
+    };
+    let honest = shipped_by(COUNT_C);
+    assert_eq!(ebpkg_build::compiler_of(&honest).as_deref(), Some(tc16.clang_version.as_str()));
+    let cache = tempfile::tempdir().unwrap();
+    // This machine's builder uses the default clang (14), not the object's.
+    let here = Builder::new(cache.path(), toolchain(), kernel_btf(), None);
+    assert_ne!(toolchain().clang_version, tc16.clang_version);
+    let source = ebpkg_spec::types::RelPath::new("src/count.bpf.c").unwrap();
+    let shipped = |object: &[u8]| -> RebuildOutcome {
+        let s = ShippedObject {
+            package: pkg.manifest.id(),
+            package_digest: digest(2),
+            root: &pkg.root,
+            kernel: ebpkg_spec::manifest::KernelBuild::Portable,
+            hook: Hook::Xdp,
+            source: &source,
+            object,
+        };
+        here.rebuild_shipped(&s, false)
+    };
+    assert_eq!(shipped(&honest), RebuildOutcome::Match { compiler: tc16.clang_version.clone() });
+
+    // An object built from other code does not match.
+    let other = shipped_by(&COUNT_C.replace("event + 1", "event + 1000"));
+    match shipped(&other) {
+        RebuildOutcome::Mismatch { compiler, rebuilt: Rebuilt::Object(sha) } => {
+            assert_eq!(compiler, tc16.clang_version);
+            assert_eq!(sha, Sha256Digest::of(&honest), "the rebuild is the honest object");
+        }
+        o => panic!("{o:?}"),
+    }
+
+    // An object naming a compiler this machine lacks cannot be checked.
+    let named = tc16.clang_version.as_bytes();
+    let at = honest.windows(named.len()).position(|w| w == named).unwrap();
+    let mut unknown = honest.clone();
+    unknown[at..at + named.len()].copy_from_slice(named.to_ascii_uppercase().as_slice());
+    let RebuildOutcome::CannotRebuild { compiler: None, reason } = shipped(&unknown) else { panic!("rebuilt") };
+    assert!(reason.contains("does not name the compiler that built it"), "{reason}");
+    let mut unknown = honest.clone();
+    let renamed = tc16.clang_version.replace("16.", "61.");
+    unknown[at..at + named.len()].copy_from_slice(renamed.as_bytes());
+    let RebuildOutcome::CannotRebuild { compiler, reason } = shipped(&unknown) else { panic!("rebuilt") };
+    assert_eq!(compiler.as_deref(), Some(renamed.as_str()));
+    assert!(reason.contains("which is not installed here") && reason.contains("clang-61"), "{reason}");
+
+    // The verdicts are kept: a check that may use one reads it (here, one
+    // changed by hand), a check asked for compiles again.
+    let kept: Vec<PathBuf> =
+        walk(cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "rebuild")).collect();
+    assert_eq!(kept.len(), 2, "the match and the mismatch: {kept:?}");
+    for k in &kept {
+        std::fs::write(k, format!("mismatch\n{}\n{}\n", tc16.clang_version, digest(9))).unwrap();
+    }
+    let s = ShippedObject {
+        package: pkg.manifest.id(),
+        package_digest: digest(2),
+        root: &pkg.root,
+        kernel: ebpkg_spec::manifest::KernelBuild::Portable,
+        hook: Hook::Xdp,
+        source: &source,
+        object: &honest,
+    };
+    assert!(matches!(here.rebuild_shipped(&s, true), RebuildOutcome::Mismatch { .. }));
+    assert!(matches!(here.rebuild_shipped(&s, false), RebuildOutcome::Match { .. }));
+    assert!(matches!(here.rebuild_shipped(&s, true), RebuildOutcome::Match { .. }), "kept again");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
 #[test]
 fn plans_ignore_chains_and_keep_manifest_order() {
     let manifest = r#"

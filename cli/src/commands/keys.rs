@@ -56,7 +56,8 @@ enum KeyCommand {
 ~/.config/ebpkg/trust.toml (beside the config file); a project's is ebpkg-trust.toml beside its ebpkg.toml \
 (--project), committed with it so every host installing the project enforces the same policy. Both apply.\n\n\
 Examples:\n  ebpkg trust add 'hike-*' gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ=\n  ebpkg trust add ddos-guard ./publisher.pub --project\n  \
-ebpkg trust allow-unsigned 'local-*'\n  ebpkg trust revoke gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ= --reason 'key leaked'\n  ebpkg trust unattested-kernels refuse   install only on kernels an attestation observed")]
+ebpkg trust allow-unsigned 'local-*'\n  ebpkg trust revoke gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ= --reason 'key leaked'\n  ebpkg trust unattested-kernels refuse   install only on kernels an attestation observed\n  \
+ebpkg trust prebuilt-objects rebuilt    load a shipped object only once rebuilt from its source into the same bytes")]
 pub struct TrustArgs {
     #[command(subcommand)]
     command: TrustCommand,
@@ -69,6 +70,13 @@ pub struct TrustArgs {
 enum UnattestedRule {
     Note,
     Refuse,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PrebuiltRule {
+    Signer,
+    Rebuilt,
+    Never,
 }
 
 #[derive(Subcommand)]
@@ -103,6 +111,14 @@ enum TrustCommand {
     UnattestedKernels {
         #[arg(value_enum)]
         rule: UnattestedRule,
+    },
+    /// When an install loads an object a package ships prebuilt: on the
+    /// signer's word (`signer`, the default), only once its source was rebuilt
+    /// into the same bytes here or by a trusted rebuild attestation (`rebuilt`),
+    /// or never, compiling its source instead (`never`).
+    PrebuiltObjects {
+        #[arg(value_enum)]
+        rule: PrebuiltRule,
     },
     /// Revoke a key: everything it signed is refused.
     Revoke {
@@ -218,6 +234,11 @@ pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
             UnattestedRule::Note => ebpkg_signing::Unattested::Note,
             UnattestedRule::Refuse => ebpkg_signing::Unattested::Refuse,
         }),
+        TrustCommand::PrebuiltObjects { rule } => TrustChange::Prebuilt(match rule {
+            PrebuiltRule::Signer => ebpkg_signing::PrebuiltObjects::Signer,
+            PrebuiltRule::Rebuilt => ebpkg_signing::PrebuiltObjects::Rebuilt,
+            PrebuiltRule::Never => ebpkg_signing::PrebuiltObjects::Never,
+        }),
     };
     print_policy_edit(ctx, &crate::ops::trust::edit_policy(ctx, scope, change)?);
     Ok(ExitCode::SUCCESS)
@@ -231,6 +252,7 @@ fn print_policy(ctx: &Ctx, policy: &TrustPolicy) -> Result<()> {
         return ctx.ui.json(&serde_json::json!({
             "keys": keys, "unsigned": unsigned, "revoked": policy.revoked(),
             "unattested_kernels": policy.unattested().as_str(),
+            "prebuilt_objects": policy.prebuilt().as_str(),
         }));
     }
     for (pattern, keys) in policy.keys() {
@@ -245,6 +267,7 @@ fn print_policy(ctx: &Ctx, policy: &TrustPolicy) -> Result<()> {
         ctx.ui.out(format!("revoked {key}\t{reason}"));
     }
     ctx.ui.out(format!("unattested kernels: {}", policy.unattested().as_str()));
+    ctx.ui.out(format!("prebuilt objects: {}", policy.prebuilt().as_str()));
     Ok(())
 }
 

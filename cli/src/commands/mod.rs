@@ -16,3 +16,4 @@ pub mod new;
 pub mod registry;
 pub mod test;
 pub mod tuf;
+pub mod verify;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use ebpkg_deploy::{Attached, ChainMode, DeployPlan, Event, InstallOutcome, PlannedPackage, Tier};
 use ebpkg_resolver::UpdatePolicy;
+use ebpkg_signing::PrebuiltObjects;
 use ebpkg_spec::Manifest;
 
 use crate::Ctx;
@@ -229,15 +230,48 @@ fn install_timed(
     };
     clock.lap("kernel attestations");
 
-    // Build every package (the project too when it has programs or loaders).
+    // Build every package (the project too when it has programs or loaders),
+    // taking their shipped objects as the trust policy says.
+    let prebuilt = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?.prebuilt();
+    let built_from: Vec<std::borrow::Cow<'_, Manifest>> = fetched
+        .iter()
+        .map(|f| match prebuilt {
+            PrebuiltObjects::Never => crate::ops::shipped::without_shipped(&f.manifest).map(std::borrow::Cow::Owned),
+            _ => Ok(std::borrow::Cow::Borrowed(&f.manifest)),
+        })
+        .collect::<Result<_>>()?;
     let mut inputs: Vec<BuildInput<'_>> = fetched
         .iter()
-        .map(|f| BuildInput { root: &f.root, digest: f.locked.checksum, manifest: &f.manifest })
+        .zip(&built_from)
+        .map(|(f, m)| BuildInput { root: &f.root, digest: f.locked.checksum, manifest: m })
         .collect();
     if let Some(digest) = project_digest {
         inputs.push(BuildInput { root: &chain_root, digest, manifest: &chain_pkg });
     }
     let mut objects = crate::ops::build::build_with(ctx, &builder, &inputs)?;
+    if prebuilt == PrebuiltObjects::Rebuilt {
+        let built: Vec<crate::ops::shipped::Built<'_>> = fetched
+            .iter()
+            .zip(&objects)
+            .map(|(f, objects)| crate::ops::shipped::Built {
+                id: f.manifest.id(),
+                checksum: f.locked.checksum,
+                root: &f.root,
+                manifest: &f.manifest,
+                objects,
+            })
+            .collect();
+        // Only packages that ship objects need an attestation read.
+        let locked: Vec<&ebpkg_spec::LockedPackage> = fetched
+            .iter()
+            .filter(|f| !crate::ops::shipped::shipped_objects(&f.manifest).is_empty())
+            .map(|f| &f.locked)
+            .collect();
+        let attested = crate::ops::shipped::attested_matches(ctx, &regs, &locked)?;
+        crate::ops::shipped::require_rebuilt(ctx, &builder, &built, &|archive, object| {
+            attested.get(&(*archive, *object)).cloned()
+        })?;
+    }
     clock.lap("build");
     let project_objects = objects.split_off(fetched.len()).pop().unwrap_or_default();
 

@@ -13,7 +13,9 @@
 use anyhow::Result;
 use ebpkg_signing::{Decision, SignedAttestation, TrustPolicy, Unattested};
 use ebpkg_sources::{Cache, Registry, RegistryUrl};
-use ebpkg_spec::attestation::{AttestationFile, KernelIdentity, KernelObservation, KernelVerification, Outcome};
+use ebpkg_spec::attestation::{
+    AttestationFile, KernelIdentity, KernelObservation, KernelVerification, Outcome, PREDICATE_TYPE,
+};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{LockedPackage, PackageId, PackageName};
 use serde::Serialize;
@@ -135,7 +137,7 @@ impl<'a> From<&'a ebpkg_spec::IndexEntry> for Attested<'a> {
     }
 }
 
-/// Reads and judges the attestations of `p` in `registry`.
+/// Reads and judges the kernel verification attestations of `p` in `registry`.
 pub fn judge_version(
     cache: &Cache,
     registry: &dyn Registry,
@@ -143,34 +145,69 @@ pub fn judge_version(
     policy: &TrustPolicy,
     offline: bool,
 ) -> Result<Judged, ebpkg_sources::Error> {
-    let mut judged = Judged { trusted: Vec::new(), ignored: Vec::new() };
-    let Some(bytes) = registry.attestations(p.name, p.version)? else { return Ok(judged) };
-    let file = match AttestationFile::parse(&bytes) {
-        Ok(file) => file,
-        Err(e) => {
-            judged.ignored.push(format!("the registry's attestation file: {e}"));
-            return Ok(judged);
-        }
-    };
-    for (n, bundle) in file.attestations.iter().enumerate() {
-        match judge_one(cache, registry, p, policy, offline, bundle) {
-            Ok(trusted) => judged.trusted.push(trusted),
-            Err(why) => judged.ignored.push(format!("attestation {}: {why}", n + 1)),
+    let (signed, ignored) = trusted_attestations(cache, registry, p, policy, offline, PREDICATE_TYPE)?;
+    let mut judged = Judged { trusted: Vec::new(), ignored };
+    for (n, key, attestation) in signed {
+        match attestation.kernel_verification(p.name, p.version, p.checksum) {
+            Ok(stated) => judged.trusted.push((key, stated)),
+            Err(e) => judged.ignored.push(format!("attestation {n}: {e}")),
         }
     }
     Ok(judged)
 }
 
-fn judge_one(
+/// The attestations of `p` in `registry` of `predicate_type` (others are
+/// skipped without a word: they are another kind's), each signed by a key
+/// trusted for the package and verified with it: `(number in the file, key,
+/// attestation)`, and why each other one of that type was left out.
+#[allow(clippy::type_complexity)]
+pub fn trusted_attestations(
     cache: &Cache,
     registry: &dyn Registry,
     p: &Attested<'_>,
     policy: &TrustPolicy,
     offline: bool,
-    bundle: &serde_json::Value,
-) -> std::result::Result<(KeyId, KernelVerification), String> {
-    let json = serde_json::to_vec(bundle).map_err(|e| e.to_string())?;
-    let attestation = SignedAttestation::parse(&json).map_err(|e| e.to_string())?;
+    predicate_type: &str,
+) -> Result<(Vec<(usize, KeyId, SignedAttestation)>, Vec<String>), ebpkg_sources::Error> {
+    let (mut trusted, mut ignored) = (Vec::new(), Vec::new());
+    let Some(bytes) = registry.attestations(p.name, p.version)? else { return Ok((trusted, ignored)) };
+    let file = match AttestationFile::parse(&bytes) {
+        Ok(file) => file,
+        Err(e) => {
+            ignored.push(format!("the registry's attestation file: {e}"));
+            return Ok((trusted, ignored));
+        }
+    };
+    for (n, bundle) in file.attestations.iter().enumerate() {
+        let parsed = serde_json::to_vec(bundle)
+            .map_err(|e| e.to_string())
+            .and_then(|json| SignedAttestation::parse(&json).map_err(|e| e.to_string()));
+        let attestation = match parsed {
+            Ok(a) if a.statement().predicate_type != predicate_type => continue,
+            Ok(a) => a,
+            Err(why) => {
+                ignored.push(format!("attestation {}: {why}", n + 1));
+                continue;
+            }
+        };
+        match judge_key(cache, registry, p, policy, offline, &attestation) {
+            Ok(key) => trusted.push((n + 1, key, attestation)),
+            Err(why) => ignored.push(format!("attestation {}: {why}", n + 1)),
+        }
+    }
+    Ok((trusted, ignored))
+}
+
+/// The key that signed `attestation`, when the policy trusts it for the
+/// package and the signature verifies with it.
+fn judge_key(
+    cache: &Cache,
+    registry: &dyn Registry,
+    p: &Attested<'_>,
+    policy: &TrustPolicy,
+    offline: bool,
+    attestation: &SignedAttestation,
+) -> std::result::Result<KeyId, String> {
     let Some(key_id) = attestation.key_hint().copied() else {
         return Err("it names no key (publicKey.hint)".into());
     };
@@ -192,8 +229,7 @@ fn judge_one(
         return Err(format!("signed by key {key_id}, which its owner revoked on {at}"));
     }
     attestation.verify(&found.key).map_err(|e| e.to_string())?;
-    let stated = attestation.kernel_verification(p.name, p.version, p.checksum).map_err(|e| e.to_string())?;
-    Ok((key_id, stated))
+    Ok(key_id)
 }
 
 /// The newest of several observations.

@@ -24,9 +24,11 @@ pub mod publish;
 pub mod resolve;
 pub mod search;
 pub mod ship_objects;
+pub mod shipped;
 pub mod test;
 pub mod trust;
 pub mod tuf;
+pub mod verify;
 pub mod yank;
 
 use anyhow::Result;

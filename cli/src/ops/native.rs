@@ -279,6 +279,8 @@ impl NativeCompiler for ClangCompiler {
                     format!("{} {program} ships only a prebuilt object; native chains need its C source", pkg.id)
                 })?
                 .to_string();
+            // Before the native cache: a cached native object is the source's too.
+            crate::ops::shipped::native_may_use_source(&self.builder, pkg, program, req.hook)?;
             let index = match modules.iter().position(|(p, s)| p.id == pkg.id && *s == source) {
                 Some(i) => i + 1,
                 None => {

@@ -170,6 +170,8 @@ pub enum TrustChange {
     },
     /// What an install does on a kernel no trusted attestation observed.
     Unattested(ebpkg_signing::Unattested),
+    /// When an install loads an object a package ships prebuilt.
+    Prebuilt(ebpkg_signing::PrebuiltObjects),
 }
 
 /// What a change did to its policy file.
@@ -218,5 +220,6 @@ fn apply(ctx: &Ctx, policy: &mut TrustPolicy, change: TrustChange) -> Result<boo
         TrustChange::DisallowUnsigned { packages } => policy.disallow_unsigned(&packages),
         TrustChange::Revoke { key, reason } => policy.revoke(key_id_named(ctx, &key)?, reason),
         TrustChange::Unattested(rule) => policy.set_unattested(rule),
+        TrustChange::Prebuilt(rule) => policy.set_prebuilt(rule),
     })
 }

@@ -194,6 +194,31 @@ impl SignedAttestation {
         KernelVerification::from_value(&statement.predicate, name, version, archive)
             .map_err(|e| Error::Attestation(e.to_string()))
     }
+
+    /// The rebuild this attestation states about `name@version`, whose archive
+    /// is `archive`: checked as [`kernel_verification`](Self::kernel_verification)
+    /// checks its predicate.
+    pub fn rebuild(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        archive: &Sha256Digest,
+    ) -> Result<ebpkg_spec::attestation::rebuild::Rebuild> {
+        use ebpkg_spec::attestation::rebuild::{REBUILD_PREDICATE_TYPE, Rebuild};
+        let statement = &self.statement;
+        if statement.predicate_type != REBUILD_PREDICATE_TYPE {
+            return Err(Error::Attestation(format!(
+                "its predicate type is `{}`, not {REBUILD_PREDICATE_TYPE}",
+                statement.predicate_type
+            )));
+        }
+        if !statement.names(archive) {
+            return Err(Error::Attestation(format!(
+                "it is for another archive: none of its subjects is {name}@{version}'s archive (SHA-256 {archive})"
+            )));
+        }
+        Rebuild::from_value(&statement.predicate, name, version, archive).map_err(|e| Error::Attestation(e.to_string()))
+    }
 }
 
 /// Signs `statement` with `key` into a bundle.

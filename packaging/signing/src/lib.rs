@@ -25,7 +25,7 @@ pub use attestation::{SignedAttestation, Statement, Subject, attest};
 pub use bundle::{BUNDLE_MEDIA_TYPE, MAX_BUNDLE_BYTES, SignedBundle, sign};
 pub use ebpkg_spec::types::KeyId;
 pub use keys::{MAX_KEY_FILE_BYTES, PublicKey, SigningKey};
-pub use policy::{Decision, TrustPolicy, Unattested};
+pub use policy::{Decision, PrebuiltObjects, TrustPolicy, Unattested};
 
 /// Why a key, a bundle or a signature was refused.
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,12 @@
 //! # default) or "refuse" to install there.
 //! [kernels]
 //! unattested = "refuse"
+//!
+//! # Objects a package ships prebuilt: load them on the publisher's signature
+//! # ("signer", the default), only once rebuilt from their source into the
+//! # same bytes ("rebuilt"), or never (always build locally).
+//! [objects]
+//! prebuilt = "rebuilt"
 //! ```
 //!
 //! A user's policy (`~/.config/ebpkg/trust.toml`) and a project's
@@ -41,6 +47,33 @@ pub struct TrustPolicy {
     unsigned: Vec<PackageGlob>,
     revoked: BTreeMap<KeyId, String>,
     unattested: Unattested,
+    prebuilt: PrebuiltObjects,
+}
+
+/// When an install loads an object a package ships prebuilt (SPEC.md §4.7).
+/// Ordered from the most to the least trusting: merged policies keep the
+/// stricter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrebuiltObjects {
+    /// On the publisher's signature over the archive.
+    #[default]
+    Signer,
+    /// Only once its source was rebuilt into the same bytes: here, or by the
+    /// signer of a trusted rebuild attestation.
+    Rebuilt,
+    /// Never: its source is compiled here instead.
+    Never,
+}
+
+impl PrebuiltObjects {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrebuiltObjects::Signer => "signer",
+            PrebuiltObjects::Rebuilt => "rebuilt",
+            PrebuiltObjects::Never => "never",
+        }
+    }
 }
 
 /// What an install does on a kernel that no trusted attestation of a package
@@ -98,6 +131,15 @@ struct RawPolicy {
     revoked: BTreeMap<KeyId, String>,
     #[serde(default)]
     kernels: RawKernels,
+    #[serde(default)]
+    objects: RawObjects,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawObjects {
+    #[serde(default)]
+    prebuilt: PrebuiltObjects,
 }
 
 #[derive(Deserialize, Default)]
@@ -141,6 +183,7 @@ impl TrustPolicy {
         }
         policy.revoked = raw.revoked;
         policy.unattested = raw.kernels.unattested;
+        policy.prebuilt = raw.objects.prebuilt;
         Ok(policy)
     }
 
@@ -168,6 +211,13 @@ impl TrustPolicy {
             );
             let _ = writeln!(out, "unattested = {}", quote(self.unattested.as_str()));
         }
+        if self.prebuilt != PrebuiltObjects::default() {
+            out.push_str(
+                "\n# Objects packages ship prebuilt: load on the \"signer\"'s word, once \"rebuilt\" into the same \
+                 bytes, or \"never\".\n[objects]\n",
+            );
+            let _ = writeln!(out, "prebuilt = {}", quote(self.prebuilt.as_str()));
+        }
         out
     }
 
@@ -186,6 +236,17 @@ impl TrustPolicy {
         }
         // The stricter of the two.
         self.unattested = self.unattested.max(other.unattested);
+        self.prebuilt = self.prebuilt.max(other.prebuilt);
+    }
+
+    /// When an install loads an object a package ships prebuilt.
+    pub fn prebuilt(&self) -> PrebuiltObjects {
+        self.prebuilt
+    }
+
+    /// Sets [`prebuilt`](Self::prebuilt); false if it already was so.
+    pub fn set_prebuilt(&mut self, rule: PrebuiltObjects) -> bool {
+        std::mem::replace(&mut self.prebuilt, rule) != rule
     }
 
     /// What an install does on a kernel no trusted attestation observed.

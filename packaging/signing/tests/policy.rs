@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ebpkg_signing::{Decision, TrustPolicy, Unattested};
+use ebpkg_signing::{Decision, PrebuiltObjects, TrustPolicy, Unattested};
 use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::types::KeyId;
 
@@ -49,6 +49,12 @@ fn the_canonical_file_reads_back_the_same_policy() {
     let text = policy.to_toml_string();
     assert!(text.contains("[kernels]\nunattested = \"refuse\""), "{text}");
     assert_eq!(TrustPolicy::parse(&text).unwrap(), policy, "{text}");
+    assert!(!text.contains("[objects]"), "the default is not written: {text}");
+    assert!(policy.set_prebuilt(PrebuiltObjects::Rebuilt));
+    assert!(!policy.set_prebuilt(PrebuiltObjects::Rebuilt));
+    let text = policy.to_toml_string();
+    assert!(text.contains("[objects]\nprebuilt = \"rebuilt\""), "{text}");
+    assert_eq!(TrustPolicy::parse(&text).unwrap(), policy, "{text}");
 
     assert!(policy.untrust(&glob("a-*"), Some(&key(1))));
     assert!(!policy.keys().contains_key(&glob("a-*")));
@@ -78,6 +84,17 @@ fn merging_unions_trust_and_revocations() {
     let mut refused_first = refusing.clone();
     refused_first.merge(&TrustPolicy::default());
     assert_eq!(refused_first.unattested(), Unattested::Refuse);
+
+    // So does the stricter rule for shipped objects: never > rebuilt > signer.
+    assert_eq!(user.prebuilt(), PrebuiltObjects::Signer);
+    let rebuilt = TrustPolicy::parse("[objects]\nprebuilt = \"rebuilt\"\n").unwrap();
+    let never = TrustPolicy::parse("[objects]\nprebuilt = \"never\"\n").unwrap();
+    user.merge(&rebuilt);
+    assert_eq!(user.prebuilt(), PrebuiltObjects::Rebuilt);
+    user.merge(&never);
+    assert_eq!(user.prebuilt(), PrebuiltObjects::Never);
+    user.merge(&rebuilt);
+    assert_eq!(user.prebuilt(), PrebuiltObjects::Never);
 }
 
 #[test]
@@ -89,6 +106,8 @@ fn bad_files_are_refused_with_the_reason() {
         ("[trusted]\n", "unknown field"),
         ("[kernels]\nunattested = \"ignore\"\n", "unknown variant"),
         ("[kernels]\nuntested = \"note\"\n", "unknown field"),
+        ("[objects]\nprebuilt = \"always\"\n", "unknown variant"),
+        ("[objects]\nshipped = \"never\"\n", "unknown field"),
         ("[keys\n", "expected"),
     ] {
         let err = TrustPolicy::parse(text).unwrap_err();

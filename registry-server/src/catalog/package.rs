@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use axum::extract::{Path, State};
 use ebpkg_spec::Manifest;
 use ebpkg_spec::attestation::KernelVerification;
+use ebpkg_spec::attestation::rebuild::{REBUILD_PREDICATE_TYPE, Rebuild, RebuildResult};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{Owner, VersionInfo, VersionSummary};
 use maud::{Markup, PreEscaped, html};
@@ -146,6 +147,7 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
                     }
                     (items_summary(&loaded))
                     (kernels(&loaded, &attestations, &owners))
+                    (rebuilds(&attestations, &owners))
                     section aria-labelledby="readme" {
                         // A README that starts with its own title needs no heading of ours above it.
                         @if readme_has_title(loaded.info.readme.as_deref()) {
@@ -243,8 +245,12 @@ fn items_summary(loaded: &Loaded) -> Markup {
 /// per kernel of each attestation, oldest attestation first.
 fn kernels(loaded: &Loaded, attestations: &[db::attestations::Shown], owners: &[Owner]) -> Markup {
     let id = format!("{}@{}", loaded.name, loaded.info.entry.vers);
-    let read: Vec<(&db::attestations::Shown, Option<KernelVerification>)> =
-        attestations.iter().map(|a| (a, predicate(&a.bundle))).collect();
+    // Rebuild attestations have a section of their own.
+    let read: Vec<(&db::attestations::Shown, Option<KernelVerification>)> = attestations
+        .iter()
+        .filter(|a| rebuild_predicate(&a.bundle).is_none())
+        .map(|a| (a, predicate(&a.bundle)))
+        .collect();
     html! {
         section aria-labelledby="kernels" {
             h2 #kernels { "Kernels" }
@@ -292,6 +298,55 @@ fn kernels(loaded: &Loaded, attestations: &[db::attestations::Shown], owners: &[
             }
         }
     }
+}
+
+/// Who rebuilt this version's shipped objects from its sources, and what they
+/// found, as rebuild attestations say: one row per object of each, oldest
+/// attestation first. Nothing when none was published.
+fn rebuilds(attestations: &[db::attestations::Shown], owners: &[Owner]) -> Markup {
+    let read: Vec<(&db::attestations::Shown, Rebuild)> =
+        attestations.iter().filter_map(|a| Some((a, rebuild_predicate(&a.bundle)?))).collect();
+    html! {
+        @if !read.is_empty() {
+            section aria-labelledby="rebuilt" {
+                h2 #rebuilt { "Rebuilt by" }
+                p.muted {
+                    "Shipped objects rebuilt from this version's sources with the compiler each names, and compared \
+                     byte for byte (" code { "ebpkg verify --rebuild" } "), signed with publisher keys."
+                }
+                div.table-wrap tabindex="0" { table.stacked {
+                    thead { tr { th scope="col" { "Object" } th scope="col" { "Result" } th scope="col" { "Compiler" }
+                                 th scope="col" { "Rebuilt" } th scope="col" { "Rebuilt by" } } }
+                    tbody {
+                        @for (a, p) in &read {
+                            @for o in &p.objects {
+                                tr {
+                                    td { code { (o.object) } }
+                                    td data-label="Result" {
+                                        span.verdict.(if o.result == RebuildResult::Match { "verified" } else { "refused" }) {
+                                            (o.result.name())
+                                        }
+                                    }
+                                    td data-label="Compiler" { (o.compiler.as_deref().unwrap_or("—")) }
+                                    td data-label="Rebuilt" { (observed(&p.rebuilt_at)) }
+                                    td data-label="Rebuilt by" { (attester(a, owners)) }
+                                }
+                            }
+                        }
+                    }
+                } }
+            }
+        }
+    }
+}
+
+/// The rebuild predicate of a stored attestation, when it is one.
+fn rebuild_predicate(bundle: &str) -> Option<Rebuild> {
+    let attestation = ebpkg_signing::SignedAttestation::parse(bundle.as_bytes()).ok()?;
+    if attestation.statement().predicate_type != REBUILD_PREDICATE_TYPE {
+        return None;
+    }
+    serde::Deserialize::deserialize(&attestation.statement().predicate).ok()
 }
 
 /// The predicate of a stored attestation (verified when it was accepted).

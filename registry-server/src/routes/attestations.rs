@@ -1,6 +1,7 @@
-//! Kernel verification attestations of a version: `GET` serves the version's
-//! attestation file (the bytes TUF signs), `POST` adds one bundle, signed with
-//! a live key of one of the package's owners, about this version's archive.
+//! Attestations of a version (kernel verifications and rebuilds): `GET` serves
+//! the version's attestation file (the bytes TUF signs), `POST` adds one
+//! bundle, signed with a live key of one of the package's owners, about this
+//! version's archive.
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -9,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use ebpkg_signing::attestation::MAX_ATTESTATION_BYTES;
 use ebpkg_signing::{PublicKey, SignedAttestation};
 use ebpkg_spec::PackageName;
-use ebpkg_spec::attestation::{KernelVerification, MAX_ATTESTATION_FILE_BYTES, MAX_ATTESTATIONS, attestation_target};
+use ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE;
+use ebpkg_spec::attestation::{MAX_ATTESTATION_FILE_BYTES, MAX_ATTESTATIONS, attestation_target};
 use ebpkg_spec::registry_api::{AttestationAccepted, Scope};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 
@@ -62,7 +64,7 @@ pub async fn get(
 
 /// Adds an attestation: one Sigstore bundle (v0.3, JSON) holding a DSSE
 /// envelope over an in-toto Statement whose subject is this version's archive
-/// and whose predicate is a kernel verification of it, signed with a live key
+/// and whose predicate is a kernel verification or a rebuild of it, signed with a live key
 /// of one of the package's owners. Yanked versions may be attested too.
 #[utoipa::path(post, path = "/api/v1/packages/{name}/{version}/attestations", operation_id = "add_attestation",
     tag = "attestations", params(("name" = String, Path), ("version" = String, Path)),
@@ -80,7 +82,7 @@ pub async fn get(
         (status = 409, description = "The version has the most attestations it may have"),
         (status = 413, description = "A bundle larger than 1 MiB"),
         (status = 422, description = "The signature does not verify, or the statement is not a kernel \
-            verification of this version's archive")),
+            verification or a rebuild of this version's archive")),
     security(("token" = [])))]
 pub async fn add(
     State(state): State<AppState>,
@@ -145,8 +147,7 @@ async fn add_inner(
         super::keys::signer_keys(&mut conn, attestation.key_hint(), &signers, &subject).await?
     };
     let key = verify(&attestation, &keys, &id)?;
-    let predicate = check_statement(&attestation, &target, &id)?;
-    let kernels: Vec<String> = predicate.kernels.iter().map(|k| k.kernel.release.clone()).collect();
+    let kernels = check_statement(&attestation, &target, &id)?;
     let outcome = commit(state, caller, &target, &attestation, &key, &id).await?;
     match outcome {
         Committed::Added(count) => {
@@ -209,15 +210,23 @@ fn identity(target: &VersionRef, id: &str) -> ApiResult<(PackageName, semver::Ve
     Ok((name, version, archive))
 }
 
-/// The statement is a kernel verification of this version's archive.
-fn check_statement(attestation: &SignedAttestation, target: &VersionRef, id: &str) -> ApiResult<KernelVerification> {
+/// The statement is a kernel verification or a rebuild of this version's
+/// archive; the kernels a kernel verification observed.
+fn check_statement(attestation: &SignedAttestation, target: &VersionRef, id: &str) -> ApiResult<Vec<String>> {
     let (name, version, archive) = identity(target, id)?;
-    attestation.kernel_verification(&name, &version, &archive).map_err(|e| {
+    let checked = if attestation.statement().predicate_type == REBUILD_PREDICATE_TYPE {
+        attestation.rebuild(&name, &version, &archive).map(|_| Vec::new())
+    } else {
+        attestation
+            .kernel_verification(&name, &version, &archive)
+            .map(|p| p.kernels.iter().map(|k| k.kernel.release.clone()).collect())
+    };
+    checked.map_err(|e| {
         ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!(
                 "the attestation of {id} was refused: {e}; attest the archive this registry serves for {id} (`ebpkg \
-                 attest` fetches it); nothing was added"
+                 attest` and `ebpkg verify --rebuild` fetch it); nothing was added"
             ),
         )
     })

@@ -88,8 +88,16 @@ impl FileRegistry {
         }
         let key = self.publisher_key(key_id)?.key;
         attestation.verify(&key).map_err(|e| refused(e.to_string()))?;
-        let observed =
-            attestation.kernel_verification(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+        // A kernel verification names the kernels it observed; a rebuild none.
+        let kernels: Vec<String> =
+            if attestation.statement().predicate_type == ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE {
+                attestation.rebuild(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+                Vec::new()
+            } else {
+                let observed =
+                    attestation.kernel_verification(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+                observed.kernels.iter().map(|k| k.kernel.release.clone()).collect()
+            };
         let bundle: serde_json::Value =
             serde_json::from_str(attestation.json()).map_err(|e| refused(format!("its JSON: {e}")))?;
 
@@ -102,7 +110,6 @@ impl FileRegistry {
             Err(e) if e.is_not_found() => AttestationFile::default(),
             Err(e) => return Err(self.damaged(e)),
         };
-        let kernels = observed.kernels.iter().map(|k| k.kernel.release.clone()).collect();
         if file.attestations.contains(&bundle) {
             return Ok(AttestationAccepted { attestations: file.attestations.len(), kernels, added: false });
         }
