@@ -396,6 +396,12 @@ fn a_shipped_object_other_than_its_source_never_runs_natively() {
     let before = flow_count_of(&sb, 0);
     verdict(&sb, &udp4(53));
     assert_eq!(flow_count_of(&sb, 0), before + 1);
+    // status says the loaded object is the shipped one, rebuilt and matched here.
+    let run = sb.run(sb.dir.path(), &["status", "--json"]).ok();
+    let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let flow = st[0]["packages"].as_array().unwrap().iter().find(|p| p["name"] == "flow").unwrap();
+    assert_eq!(flow["objects"][0]["origin"], "rebuilt-and-matched", "{}", run.stdout);
+    assert_eq!(flow["objects"][0]["sha256"], sha256_hex(&own), "{}", run.stdout);
     let run = sb.run(sb.dir.path(), &["verify", "--rebuild", "flow@1.0.1"]).ok();
     assert!(run.stdout.contains("match          flow@1.0.1 objs/flow.o (xdp)"), "{}", run.stdout);
     sb.run(&app, &["uninstall"]).ok();

@@ -188,6 +188,9 @@ impl Builder {
             jobs: NonZeroUsize::MIN,
             extra_cflags: Vec::new(),
             reproducible: true,
+            // The scratch cache's own records: nothing from the real cache is
+            // trusted for a rebuild.
+            records: OnceLock::new(),
         }
     }
 

@@ -268,9 +268,14 @@ fn install_timed(
             .map(|f| &f.locked)
             .collect();
         let attested = crate::ops::shipped::attested_matches(ctx, &regs, &locked)?;
-        crate::ops::shipped::require_rebuilt(ctx, &builder, &built, &|archive, object| {
+        let matched = crate::ops::shipped::require_rebuilt(ctx, &builder, &built, &|archive, object| {
             attested.get(&(*archive, *object)).cloned()
         })?;
+        for o in objects.iter_mut().flatten() {
+            if o.sha256.is_some_and(|d| matched.contains(&d)) {
+                o.origin = Some(ebpkg_spec::types::ObjectOrigin::RebuiltAndMatched);
+            }
+        }
     }
     clock.lap("build");
     let project_objects = objects.split_off(fetched.len()).pop().unwrap_or_default();

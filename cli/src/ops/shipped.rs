@@ -143,30 +143,30 @@ pub struct Built<'a> {
 /// archive and object digest) vouches for it or its source rebuilds here into
 /// the same bytes; otherwise the install is refused, naming the package, the
 /// object and why (exit 11 for an object other than its source, 12 for one
-/// that could not be checked).
+/// that could not be checked). Gives the digests of the shipped objects it
+/// vouched for, whose origin the plan then records as rebuilt and matched.
 pub fn require_rebuilt(
     ctx: &crate::Ctx,
     builder: &Builder,
     packages: &[Built<'_>],
     attested: &dyn Fn(&Sha256Digest, &Sha256Digest) -> Option<String>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<std::collections::BTreeSet<Sha256Digest>> {
     use crate::exit::{Failure, fail};
+    let mut matched = std::collections::BTreeSet::new();
     for p in packages {
         for s in shipped_objects(p.manifest) {
-            // Not taken: the build compiled the source instead.
-            let Some(bytes) = p
-                .objects
-                .iter()
-                .filter(|o| o.hook == s.hook)
-                .filter_map(|o| ebpkg_fs::read(&o.path, ebpkg_spec::MAX_OBJECT_BYTES).ok())
-                .find(|b| Sha256Digest::of(b) == s.sha256)
-            else {
+            // Not taken: the build compiled the source instead. The build
+            // checked each object's digest; the bytes are read (and checked
+            // again) only for an object that has to be rebuilt here.
+            let Some(taken) = p.objects.iter().find(|o| o.hook == s.hook && o.sha256 == Some(s.sha256)) else {
                 continue;
             };
             if let Some(by) = attested(&p.checksum, &s.sha256) {
                 ctx.ui.status("Rebuilt", format!("{} of {} matches its source ({by})", s.object, p.id));
+                matched.insert(s.sha256);
                 continue;
             }
+            let bytes = taken.read()?;
             let Some(source) = &s.source else {
                 return Err(fail(
                     Failure::RebuildUnavailable,
@@ -191,6 +191,7 @@ pub fn require_rebuilt(
             let (failure, what) = match &outcome {
                 RebuildOutcome::Match { .. } => {
                     ctx.ui.status("Rebuilt", format!("{} of {} from {source}: {outcome}", s.object, p.id));
+                    matched.insert(s.sha256);
                     continue;
                 }
                 RebuildOutcome::Mismatch { .. } => (Failure::RebuildMismatch, "is not what its source builds to"),
@@ -207,7 +208,7 @@ pub fn require_rebuilt(
             ));
         }
     }
-    Ok(())
+    Ok(matched)
 }
 
 /// The shipped objects that trusted rebuild attestations of `packages` say
@@ -221,7 +222,7 @@ pub fn attested_matches(
     use crate::ops::kernel_attestations::{Attested, trusted_attestations};
     use ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE;
     let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
-    let cache = ctx.cache();
+    let cache = ctx.cache()?;
     let mut out = std::collections::BTreeMap::new();
     for p in packages {
         let Ok(url) = ebpkg_sources::RegistryUrl::parse(&p.source) else { continue };
