@@ -115,16 +115,21 @@ fn publishes_that_must_be_refused_change_nothing() {
         StatusCode::CONFLICT,
         "collides with the existing package `my-pkg`",
     );
-    // A new name that could pass for the existing one.
+    // A new name that could pass for the existing one, published by someone else
+    // (an owner may publish look-alikes of their own package).
+    let bob = reg.token("bob", &[], &[]).unwrap();
     for close in ["my_pkg_", "mypkg", "my-pk9"] {
         let impostor = pack_with(scratch.path(), close, "1.0.0", "", &[]).unwrap();
         let body = publish_body(&impostor, close, "1.0.0").unwrap();
+        let r = publish(&reg, &bob, &body);
         if close == "my-pk9" {
             // (`9` is not a look-alike of `g`: a name apart.)
-            assert_eq!(publish(&reg, &token, &body).status(), StatusCode::OK);
+            assert_eq!(r.status(), StatusCode::OK);
             continue;
         }
-        refuse(body, StatusCode::CONFLICT, "too close to the existing package `my-pkg`");
+        assert_eq!(r.status(), StatusCode::CONFLICT, "{close}");
+        let detail = r.json::<ApiErrors>().unwrap().joined();
+        assert!(detail.contains("too close to the existing package `my-pkg`"), "{detail}");
         assert_eq!(get(&reg, &format!("index/{}", ebpkg_spec::index_path(close))).status(), StatusCode::NOT_FOUND);
     }
     // A JSON body over the limit, refused by the body limit: in the API's shape.
