@@ -203,6 +203,20 @@ fn shipped_archives_are_reproducible_and_an_items_own_prebuilt_is_kept() {
     let count = manifest.split("name = \"flow_count\"").nth(1).unwrap();
     assert!(count.starts_with(&format!("\n{own_entry}\n")), "{manifest}");
     assert_eq!(files["objs/count.o"], own);
+
+    // An object holding a map the manifest does not declare is refused before
+    // anything is packed, naming the package, the object and the map.
+    let toml = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    let undeclared =
+        toml.replacen("[[program.map]]\nname = \"flow_counters\"", "[[program.map]]\nname = \"other_map\"", 1);
+    assert_ne!(toml, undeclared);
+    std::fs::write(dir.join("ebpkg.toml"), undeclared).unwrap();
+    let p = sb.path("undeclared.tar.gz");
+    let run = sb.run(&dir, &["publish", "--dry-run", "--no-verify", "--out", p.to_str().unwrap()]).fails(1);
+    for says in ["flow@1.0.0: the prebuilt object objs/count.o", "defines the map `flow_counters`"] {
+        assert!(run.stderr.contains(says), "`{says}` in:\n{}", run.stderr);
+    }
+    assert!(!p.exists(), "nothing packed");
 }
 
 fn ci_publish() -> PathBuf {

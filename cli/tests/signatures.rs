@@ -221,7 +221,9 @@ fn trust_on_first_use_happens_only_when_asked_and_never_for_a_changed_key() {
     assert!(offline.stderr.contains("Ready 3 packages in the cache"), "{}", offline.stderr);
 
     // A new version by another key is a key change, not a first use.
-    sb.run(&app, &["key", "generate", "--name", "other"]).ok();
+    let run = sb.run(&app, &["key", "generate", "--name", "other", "--json"]).ok();
+    let other: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let other_id = other["id"].as_str().unwrap().to_owned();
     let other_key = sb.path("keys/other.key");
     publish_flow(&sb, "1.1.0", &["--key", other_key.to_str().unwrap()]);
     let run = sb.run(&app, &["update", "flow", "--trust-new-keys"]).ok();
@@ -229,6 +231,28 @@ fn trust_on_first_use_happens_only_when_asked_and_never_for_a_changed_key() {
     assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.0.0\""));
     let run = sb.run(&app, &["add", "flow@=1.1.0", "--trust-new-keys"]).fails(10);
     assert!(run.stderr.contains("trusts only") && run.stderr.contains("rotated"), "{}", run.stderr);
+
+    // `add` without a requirement takes the newest version the policy accepts, not
+    // the newest published (which every resolution would then refuse), and says
+    // what it skipped, whose key signed it and how to trust it.
+    publish_flow(&sb, "2.0.0", &["--key", other_key.to_str().unwrap()]);
+    let run = sb.run(&app, &["add", "flow"]).ok();
+    for says in ["Skipping flow@2.0.0", "Skipping flow@1.1.0", &other_id, "trusts only", "ebpkg trust add flow"] {
+        assert!(run.stderr.contains(says), "`{says}` in:\n{}", run.stderr);
+    }
+    let manifest = std::fs::read_to_string(app.join("ebpkg.toml")).unwrap();
+    assert!(manifest.contains("flow = \"^1.0.0\""), "{manifest}");
+    assert!(std::fs::read_to_string(app.join("ebpkg.lock")).unwrap().contains("version = \"1.0.0\""));
+    // `update` tells of the untrusted 2.0.0, by whom it is signed, and offers no move to it.
+    let run = sb.run(&app, &["update"]).ok();
+    assert!(!run.stderr.contains("moves to it"), "{}", run.stderr);
+    for says in ["flow 2.0.0", "trust policy refuses it", &other_id] {
+        assert!(run.stderr.contains(says), "`{says}` in:\n{}", run.stderr);
+    }
+    // Trusted, it is a move again.
+    sb.run(&app, &["trust", "add", "flow", &other_id]).ok();
+    let run = sb.run(&app, &["update"]).ok();
+    assert!(run.stderr.contains("`ebpkg add flow@2.0.0` moves to it"), "{}", run.stderr);
 }
 
 #[test]

@@ -13,6 +13,7 @@ pub mod index;
 pub mod lockfile;
 pub mod manifest;
 pub mod names;
+pub mod object_items;
 pub mod registry_api;
 pub mod schema;
 mod toml_input;

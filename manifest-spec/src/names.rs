@@ -326,21 +326,44 @@ pub fn normalize(name: &str) -> String {
 }
 
 /// What a name looks like, for refusing a new name too close to an existing
-/// one (`dd0s`, `dd_os`, `ddos_` beside `ddos`): lowercase, without `-` and
-/// `_`, with the look-alike characters made one (`0`→`o`, `1` and `i`→`l`,
-/// `5`→`s`). The registry server's `ebpkg_name_skeleton` SQL function is the
-/// same mapping (a test compares them).
+/// one (`dd0s`, `dd_os`, `ddos_` beside `ddos`; `rneter`, `rn3ter` beside
+/// `meter`): lowercase, without `-` and `_`, with the look-alikes made one (see
+/// [`LOOK_ALIKES`]). It coarsens the Unicode TR39 confusable skeleton over the
+/// characters a name may hold (a test checks it): names that TR39 finds
+/// confusable have one skeleton here too. The registry server's
+/// `ebpkg_name_skeleton` SQL function is the same mapping (a test compares them).
 pub fn skeleton(name: &str) -> String {
-    name.chars()
+    let mut out: String = name
+        .chars()
         .filter(|&c| c != '-' && c != '_')
-        .map(|c| match c.to_ascii_lowercase() {
-            '0' => 'o',
-            '1' | 'i' => 'l',
-            '5' => 's',
-            c => c,
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            LOOK_ALIKE_CHARS.iter().find(|(from, _)| *from == c).map_or(c, |&(_, to)| to)
         })
-        .collect()
+        .collect();
+    // One pass each, in this order, as SQL's `replace` does: no pattern overlaps
+    // another, nor what another leaves, so the result is the same in any order
+    // and a skeleton is its own skeleton.
+    for (from, to) in LOOK_ALIKE_RUNS {
+        if out.contains(from) {
+            out = out.replace(from, to);
+        }
+    }
+    out
 }
+
+/// Characters that pass for others in common fonts, each made the one it passes
+/// for: TR39's `0`→`O` and `1`/`I`→`l` (over lowercase names), with `i`→`l`,
+/// `5`→`s` and `3`→`e`.
+const LOOK_ALIKE_CHARS: &[(char, char)] = &[('0', 'o'), ('1', 'l'), ('i', 'l'), ('5', 's'), ('3', 'e')];
+
+/// Runs of letters that pass for one letter: TR39's `m`→`rn`, with `vv` for `w`
+/// and `cl` for `d`. Applied after [`LOOK_ALIKE_CHARS`] (so `c1` is `d` too).
+const LOOK_ALIKE_RUNS: &[(&str, &str)] = &[("rn", "m"), ("vv", "w"), ("cl", "d")];
+
+/// What [`skeleton`] makes one, as said to a publisher whose name it refuses.
+pub const LOOK_ALIKES: &str = "names are compared without `-` and `_`, in lowercase, with `0` as `o`, `1` and `i` \
+                               as `l`, `5` as `s`, `3` as `e`, `rn` as `m`, `vv` as `w` and `cl` as `d`";
 
 /// [`normalize`] of one byte of an ASCII name.
 fn normalize_byte(b: u8) -> u8 {
@@ -581,6 +604,27 @@ mod tests {
         assert_eq!(skeleton("fl1ters"), skeleton("filter5"));
         for apart in ["ddos2", "dos", "ddoss", "meter"] {
             assert_ne!(skeleton(apart), skeleton("ddos"), "{apart}");
+        }
+        for close in ["rneter", "rn3ter", "RN-3TER", "m3ter", "rnet3r"] {
+            assert_eq!(skeleton(close), skeleton("meter"), "{close}");
+        }
+        assert_eq!(skeleton("vvatch"), skeleton("watch"));
+        assert_eq!(skeleton("c1ock"), skeleton("dock"));
+        for apart in ["meters", "neter", "rmeter", "mater"] {
+            assert_ne!(skeleton(apart), skeleton("meter"), "{apart}");
+        }
+    }
+
+    proptest::proptest! {
+        /// A skeleton is its own skeleton (so the server may store it and compare
+        /// skeletons of skeletons), and it is never finer than TR39's: names TR39
+        /// finds confusable (case aside) have one skeleton.
+        #[test]
+        fn a_skeleton_is_idempotent_and_coarsens_tr39(name in "[a-zA-Z][a-zA-Z0-9_-]{0,20}") {
+            let look = skeleton(&name);
+            proptest::prop_assert_eq!(skeleton(&look), look.clone());
+            let tr39: String = unicode_security::confusable_detection::skeleton(&name).collect();
+            proptest::prop_assert_eq!(skeleton(&tr39.to_ascii_lowercase()), look);
         }
     }
 

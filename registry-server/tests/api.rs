@@ -115,16 +115,21 @@ fn publishes_that_must_be_refused_change_nothing() {
         StatusCode::CONFLICT,
         "collides with the existing package `my-pkg`",
     );
-    // A new name that could pass for the existing one.
+    // A new name that could pass for the existing one, published by someone else
+    // (an owner may publish look-alikes of their own package).
+    let bob = reg.token("bob", &[], &[]).unwrap();
     for close in ["my_pkg_", "mypkg", "my-pk9"] {
         let impostor = pack_with(scratch.path(), close, "1.0.0", "", &[]).unwrap();
         let body = publish_body(&impostor, close, "1.0.0").unwrap();
+        let r = publish(&reg, &bob, &body);
         if close == "my-pk9" {
             // (`9` is not a look-alike of `g`: a name apart.)
-            assert_eq!(publish(&reg, &token, &body).status(), StatusCode::OK);
+            assert_eq!(r.status(), StatusCode::OK);
             continue;
         }
-        refuse(body, StatusCode::CONFLICT, "too close to the existing package `my-pkg`");
+        assert_eq!(r.status(), StatusCode::CONFLICT, "{close}");
+        let detail = r.json::<ApiErrors>().unwrap().joined();
+        assert!(detail.contains("too close to the existing package `my-pkg`"), "{detail}");
         assert_eq!(get(&reg, &format!("index/{}", ebpkg_spec::index_path(close))).status(), StatusCode::NOT_FOUND);
     }
     // A JSON body over the limit, refused by the body limit: in the API's shape.
@@ -722,10 +727,106 @@ fn the_admin_command_prints_no_secret_and_refuses_a_token_expiry_of_zero() {
     assert!(stderr.contains("--expires") && stderr.contains("1..=3650"), "{stderr}");
 }
 
+/// A package `objs@version` whose program `counted` is shipped only as the object
+/// clang makes of `c`, with `extra` added to its ebpkg.toml.
+fn pack_with_object(scratch: &std::path::Path, version: &str, c: &str, extra: &str) -> ebpkg_archive::Packed {
+    let dir = scratch.join(format!("objs-{version}"));
+    std::fs::create_dir_all(dir.join("prebuilt")).unwrap();
+    std::fs::write(dir.join("counted.c"), c).unwrap();
+    let object = dir.join("prebuilt/counted.o");
+    let out = std::process::Command::new("clang")
+        .args(["-target", "bpf", "-O2", "-c"])
+        .arg(dir.join("counted.c"))
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(dir.join("counted.c")).unwrap();
+    let sha = Sha256Digest::of(&std::fs::read(&object).unwrap()).to_hex();
+    let toml = format!(
+        "[package]\nname = \"objs\"\nversion = \"{version}\"\n\n[[program]]\nname = \"counted\"\nhook = \"xdp\"\n\
+         prebuilt = {{ object = \"prebuilt/counted.o\", sha256 = \"{sha}\" }}\n{extra}"
+    );
+    std::fs::write(dir.join("ebpkg.toml"), toml).unwrap();
+    ebpkg_archive::pack(&dir).unwrap()
+}
+
+#[test]
+fn a_prebuilt_object_must_hold_what_its_manifest_declares_and_nothing_more() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let c = "#define SEC(n) __attribute__((section(n), used))\n\
+             struct { int (*type)[2]; int (*max_entries)[1]; unsigned *key; unsigned long long *value; } extra SEC(\".maps\");\n\
+             SEC(\"xdp\") int counted(void *ctx) { return 2; }\n\
+             char LICENSE[] SEC(\"license\") = \"GPL\";\n";
+    let refused = |packed: &ebpkg_archive::Packed, version: &str, says: &str| {
+        let r = publish(&reg, &token, &publish_body(packed, "objs", version).unwrap());
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{says}");
+        let detail = r.json::<ApiErrors>().unwrap().joined();
+        assert!(detail.contains(&format!("objs@{version}: the prebuilt object prebuilt/counted.o")), "{detail}");
+        assert!(detail.contains(says), "`{detail}` should say `{says}`");
+        assert_eq!(get(&reg, &format!("index/{}", ebpkg_spec::index_path("objs"))).status(), StatusCode::NOT_FOUND);
+    };
+    // A map the manifest does not declare.
+    refused(&pack_with_object(scratch.path(), "1.0.0", c, ""), "1.0.0", "defines the map `extra`");
+    // A program the manifest declares in the object, which it lacks.
+    let missing = "\n[[program]]\nname = \"other\"\nhook = \"xdp\"\nprebuilt = { object = \"prebuilt/counted.o\", \
+                   sha256 = \"SHA\" }\n[[program.map]]\nname = \"extra\"\ndoc = \"counts\"\n";
+    let first = pack_with_object(scratch.path(), "1.0.1", c, "[[program.map]]\nname = \"extra\"\ndoc = \"counts\"\n");
+    let sha = first.manifest.programs[0].prebuilt.as_ref().unwrap().sha256.to_hex();
+    let lacking = pack_with_object(scratch.path(), "1.0.2", c, &missing.replace("SHA", &sha));
+    refused(&lacking, "1.0.2", "lacks the program `other`");
+    // Declared, it is published.
+    assert_eq!(publish(&reg, &token, &publish_body(&first, "objs", "1.0.1").unwrap()).status(), StatusCode::OK);
+}
+
+#[test]
+fn look_alikes_of_another_publishers_package_are_refused_but_an_owner_may_publish_their_own() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let alice = reg.token("alice", &[], &[]).unwrap();
+    let bob = reg.token("bob", &[], &[]).unwrap();
+    let body = |name: &str| publish_body(&pack_with(scratch.path(), name, "1.0.0", "", &[]).unwrap(), name, "1.0.0");
+    assert_eq!(publish(&reg, &alice, &body("meter").unwrap()).status(), StatusCode::OK);
+    for close in ["rneter", "rn3ter"] {
+        let r = publish(&reg, &bob, &body(close).unwrap());
+        assert_eq!(r.status(), StatusCode::CONFLICT, "{close}");
+        let detail = r.json::<ApiErrors>().unwrap().joined();
+        assert!(
+            detail.contains("too close to the existing package `meter`") && detail.contains("`rn` as `m`"),
+            "{detail}"
+        );
+        assert_eq!(get(&reg, &format!("index/{}", ebpkg_spec::index_path(close))).status(), StatusCode::NOT_FOUND);
+    }
+    // Alice owns `meter`: her look-alike of it is hers to publish.
+    assert_eq!(publish(&reg, &alice, &body("rneter").unwrap()).status(), StatusCode::OK);
+    assert_eq!(get(&reg, "index/rn/et/rneter").status(), StatusCode::OK);
+}
+
 #[test]
 fn the_name_skeleton_in_sql_is_the_one_in_rust() {
     let reg = TestRegistry::start().unwrap();
-    let names = ["ddos", "dd_os", "dd0s", "DD-0S", "fl1ter5", "i-1-l", "a_b-c", "x9", "hike_s5i0"];
+    let names = [
+        "ddos",
+        "dd_os",
+        "dd0s",
+        "DD-0S",
+        "fl1ter5",
+        "i-1-l",
+        "a_b-c",
+        "x9",
+        "hike_s5i0",
+        "rneter",
+        "rn3ter",
+        "r-n",
+        "vvv",
+        "c1ock",
+        "CL-rn_VV",
+        "rrnn",
+        "ccl",
+    ];
     for name in names {
         let sql: String = reg
             .block_on(

@@ -846,15 +846,20 @@ struct CheckedObject {
     sigs: BTreeMap<String, hike_runtime::Signature>,
 }
 
-/// What can be checked of a plan without the kernel: every object with programs
-/// holds the programs its manifest declares, with the declared argument counts,
-/// and every loader a script configures or attaches is one its package declares
-/// and was built.
+/// What can be checked of a plan without the kernel: every object holds the
+/// programs and loaders its manifest declares in it and nothing its manifest
+/// does not declare (`ebpkg_spec::object_items`), the programs with the declared
+/// argument counts, and every loader a script configures or attaches is one its
+/// package declares and was built.
 fn preflight(plan: &DeployPlan) -> Result<Checked> {
     let mut objects = BTreeMap::new();
     for pkg in &plan.packages {
-        for obj in pkg.objects.iter().filter(|o| !o.programs.is_empty()) {
+        for obj in &pkg.objects {
             let elf = read_object(pkg, obj)?;
+            check_items(pkg, obj, &elf)?;
+            if obj.programs.is_empty() {
+                continue;
+            }
             let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
                 .map_err(DeployError::runtime(format!("cannot read the programs of {}", pkg.id)))?;
             check_signatures(pkg, &obj.programs, &sigs)?;
@@ -874,6 +879,18 @@ fn preflight(plan: &DeployPlan) -> Result<Checked> {
         }
     }
     Ok(Checked { objects })
+}
+
+/// The object defines the programs and loaders the manifest builds into it, and
+/// no program, loader or map the manifest does not declare.
+fn check_items(pkg: &PlannedPackage, obj: &PlannedObject, elf: &[u8]) -> Result<()> {
+    let problem = |reason: String| DeployError::Package {
+        package: pkg.id.clone(),
+        reason: format!("its object {} ({}) {reason}", obj.object_name, obj.path.display()),
+    };
+    let items = ebpkg_spec::object_items::ObjectItems::read(elf).map_err(|e| problem(e.to_string()))?;
+    let built: Vec<&str> = obj.programs.iter().chain(&obj.loaders).map(String::as_str).collect();
+    items.check(&pkg.manifest, &built).map_err(|e| problem(e.to_string()))
 }
 
 /// The manifest's loader `loader` of `pkg` and the object it was built into.

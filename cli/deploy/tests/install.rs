@@ -106,6 +106,10 @@ fn a_verifier_rejection_names_the_source_line_saves_the_log_and_changes_nothing(
         compiler: None,
     });
     plan.packages[0].objects[1].programs = vec!["test_unchecked_read".into()];
+    // (Declared, as every program of an object must be.)
+    let mut declared = plan.packages[0].manifest.programs[1].clone();
+    declared.name = ebpkg_spec::ItemName::new("test_unchecked_read").unwrap();
+    plan.packages[0].manifest.programs.push(declared);
     let err = d.install(&plan, &none).unwrap_err();
     let DeployError::Verifier(v) = &err else { panic!("{err}") };
     let text = err.to_string();
@@ -143,8 +147,8 @@ fn a_program_missing_from_its_object_is_refused() {
     plan.packages[0].objects[0].programs.push("not_there".into());
     let err = d.install(&plan, &none).unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("progs@1.0.0: ebpkg.toml declares program `not_there`, but its object has no HIKe program"),
+        err.to_string().starts_with("progs@1.0.0: its object src/vmtest.bpf.c (")
+            && err.to_string().contains("lacks the program `not_there`, which ebpkg.toml builds from it"),
         "{err}"
     );
     assert!(!env.root.join("progs").read_dir().is_ok_and(|mut d| d.next().is_some()), "{:?}", env.pins());
@@ -158,4 +162,25 @@ fn a_program_missing_from_its_object_is_refused() {
     let err = d.install(&plan, &none).unwrap_err();
     assert!(err.to_string().contains("loader `test_loader` was not built"), "{err}");
     assert!(!env.root.exists(), "{:?}", env.pins());
+}
+
+#[test]
+fn an_object_holding_what_its_manifest_does_not_declare_is_refused() {
+    let env = Env::new("undeclared");
+    let d = env.deployer();
+    // The test loader's object defines the map `test_cfg`: its manifest no longer declares it.
+    let mut plan = env.plan("1.0.0", &verdict_script(XDP_DROP), &[]);
+    plan.packages[1].manifest.loaders[0].maps.clear();
+    let err = d.install(&plan, &none).unwrap_err().to_string();
+    assert!(err.starts_with("tl@1.0.0: its object src/testloader.bpf.c ("), "{err}");
+    assert!(err.contains("defines the map `test_cfg`, which no program or loader of ebpkg.toml declares"), "{err}");
+    // A program the object defines that the manifest does not declare (test_nop, here).
+    let mut plan = env.plan("1.0.0", &verdict_script(XDP_DROP), &[]);
+    plan.packages[0].manifest.programs.retain(|p| p.name.as_str() != "test_nop");
+    plan.packages[0].objects[0].programs.retain(|p| p != "test_nop");
+    let err = d.install(&plan, &none).unwrap_err().to_string();
+    assert!(err.contains("defines the program `test_nop`, which ebpkg.toml declares neither"), "{err}");
+    // Found before anything was made: no root, no journal.
+    assert!(!env.root.exists(), "{:?}", env.pins());
+    assert!(d.store().journals().unwrap().is_empty());
 }

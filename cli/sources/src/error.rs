@@ -90,10 +90,10 @@ pub enum ErrorKind {
     NameCollision { name: PackageName, existing: PackageName, url: RegistryUrl },
 
     #[error(
-        "cannot publish `{name}`: it is too close to `{existing}`, which the registry {url} already has (names are \
-         compared without `-` and `_`, with `0` as `o`, `1` and `i` as `l`, `5` as `s`), so one could pass for the \
-         other. Choose another name; if `{existing}` is yours, publish under it; to have a name released, ask the \
-         registry's operator"
+        "cannot publish `{name}`: it is too close to `{existing}`, which the registry {url} already has ({rules}), so \
+         one could pass for the other. Choose another name; if `{existing}` is yours, publish under it (or sign with \
+         the key that signed it); to have a name released, ask the registry's operator",
+        rules = ebpkg_spec::names::LOOK_ALIKES
     )]
     NameTooClose { name: PackageName, existing: PackageName, url: RegistryUrl },
 

@@ -132,6 +132,37 @@ fn a_new_name_too_close_to_an_existing_one_is_refused_with_its_name() {
 }
 
 #[test]
+fn look_alike_runs_are_refused_unless_the_publisher_signed_the_existing_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = registry(&tmp);
+    let owner = ebpkg_signing::SigningKey::generate().unwrap();
+    let other = ebpkg_signing::SigningKey::generate().unwrap();
+    let signed = |key: &ebpkg_signing::SigningKey, bytes: &[u8]| ebpkg_sources::PublishSignature {
+        bundle: ebpkg_signing::sign(key, bytes).unwrap(),
+        key: key.public().clone(),
+    };
+    let meter = pack(tmp.path(), "meter", "1.0.0");
+    reg.publish(&meter.bytes, &meter.manifest, Some(&signed(&owner, &meter.bytes))).unwrap();
+    // `rn` passes for `m`, `3` for `e`: unsigned, or signed by someone else, refused with the name.
+    for close in ["rneter", "rn3ter", "m3ter"] {
+        let impostor = pack(tmp.path(), close, "1.0.0");
+        for signature in [None, Some(signed(&other, &impostor.bytes))] {
+            let e = reg.publish(&impostor.bytes, &impostor.manifest, signature.as_ref()).unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::NameTooClose { existing, .. } if existing.as_str() == "meter"),
+                "{e}"
+            );
+            assert!(e.to_string().contains("too close to `meter`") && e.to_string().contains("`rn` as `m`"), "{e}");
+            assert!(reg.index(&name(close)).unwrap().is_none(), "{close}: nothing written");
+        }
+    }
+    // The publisher of `meter` (who signed it) may publish a look-alike of their own package.
+    let own = pack(tmp.path(), "rneter", "1.0.0");
+    reg.publish(&own.bytes, &own.manifest, Some(&signed(&owner, &own.bytes))).unwrap();
+    assert!(reg.index(&name("rneter")).unwrap().is_some());
+}
+
+#[test]
 fn dash_underscore_lookup_reaches_other_index_directories() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);

@@ -71,13 +71,16 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
             ctx.ui.status("Fresh", "every dependency is at its newest allowed version");
         }
         for n in newer {
-            ctx.ui.status(
-                "Available",
-                format!(
-                    "{} {}, which ebpkg.toml's `{}` does not allow (locked: {}); `ebpkg add {}@{}` moves to it",
-                    n.name, n.newest, n.requirement, n.locked, n.name, n.newest
-                ),
+            let what = format!(
+                "{} {}, which ebpkg.toml's `{}` does not allow (locked: {})",
+                n.name, n.newest, n.requirement, n.locked
             );
+            match n.refused {
+                None => ctx.ui.status("Available", format!("{what}; `ebpkg add {}@{}` moves to it", n.name, n.newest)),
+                Some(why) => {
+                    ctx.ui.status("Untrusted", format!("{what}, but the trust policy refuses it: it {why}"));
+                }
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

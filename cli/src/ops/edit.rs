@@ -4,13 +4,15 @@
 
 use anyhow::Result;
 use ebpkg_resolver::UpdatePolicy;
-use ebpkg_spec::{Manifest, PackageName};
+use ebpkg_spec::index::IndexEntry;
+use ebpkg_spec::{Manifest, PackageId, PackageName};
 use semver::VersionReq;
 use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
-use crate::ops::resolve::resolve_project;
+use crate::ops::resolve::{resolve_project, say_skipped};
+use crate::ops::trust::{Trust, Verdict};
 use crate::project::{Project, write_atomic};
 
 /// A dependency to add.
@@ -58,31 +60,36 @@ pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> 
     let regs = ctx.registries()?;
     let from = from.map(|u| regs.url(Some(u))).transpose()?;
     let url = from.clone().unwrap_or_else(|| regs.default.clone());
+    let trust = Trust::load(ctx)?;
     for Requested { name, req, explicit } in packages {
         let explicit = *explicit;
         if name.normalized() == project.manifest.package.name.normalized() {
             return Err(fail(Failure::Usage, format!("a package cannot depend on itself (`{name}`)")));
         }
         let entries = regs.index(&url, name)?.ok_or_else(|| unknown(&regs, &url, name))?;
-        let newest = entries
+        let mut matching: Vec<&IndexEntry> = entries
             .iter()
             .filter(|e| !e.yanked && req.matches(&e.vers) && (explicit || e.vers.pre.is_empty()))
-            .max_by(|a, b| a.vers.cmp(&b.vers))
-            .ok_or_else(|| {
-                let all: Vec<String> =
-                    entries.iter().map(|e| format!("{}{}", e.vers, if e.yanked { " (yanked)" } else { "" })).collect();
-                let yanked: Vec<String> =
-                    entries.iter().filter(|e| e.yanked && req.matches(&e.vers)).map(|e| e.vers.to_string()).collect();
-                let why = match yanked.len() {
-                    0 => String::new(),
-                    1 => format!("; {} matches but is yanked: its publisher asks not to use it", yanked[0]),
-                    _ => format!("; {} match but are yanked: their publisher asks not to use them", yanked.join(", ")),
-                };
-                fail(
-                    Failure::Resolution,
-                    format!("no version of {name} matches `{req}` in {url} (published: {}){why}", all.join(", ")),
-                )
-            })?;
+            .collect();
+        matching.sort_by(|a, b| b.vers.cmp(&a.vers));
+        let newest = matching.first().copied().ok_or_else(|| {
+            let all: Vec<String> =
+                entries.iter().map(|e| format!("{}{}", e.vers, if e.yanked { " (yanked)" } else { "" })).collect();
+            let yanked: Vec<String> =
+                entries.iter().filter(|e| e.yanked && req.matches(&e.vers)).map(|e| e.vers.to_string()).collect();
+            let why = match yanked.len() {
+                0 => String::new(),
+                1 => format!("; {} matches but is yanked: its publisher asks not to use it", yanked[0]),
+                _ => format!("; {} match but are yanked: their publisher asks not to use them", yanked.join(", ")),
+            };
+            fail(
+                Failure::Resolution,
+                format!("no version of {name} matches `{req}` in {url} (published: {}){why}", all.join(", ")),
+            )
+        })?;
+        // Without a requirement given, the newest version the trust policy accepts: a
+        // newer one it refuses, written as the requirement, would fail every resolution.
+        let newest = if explicit { newest } else { newest_trusted(ctx, &trust, &url, &matching).unwrap_or(newest) };
         let req_text = if explicit { req.to_string() } else { format!("^{}", newest.vers) };
         // The package's own spelling, as published.
         let key = newest.name.to_string();
@@ -112,6 +119,41 @@ pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> 
         );
     }
     commit(ctx, &project, &doc)
+}
+
+/// The newest of `matching` (newest first) that the trust policy does not refuse,
+/// each newer one skipped as a resolution skips it, with what would make it
+/// acceptable. `None` when it refuses them all: the resolution then says why.
+fn newest_trusted<'e>(
+    ctx: &Ctx,
+    trust: &Trust,
+    url: &ebpkg_sources::RegistryUrl,
+    matching: &[&'e IndexEntry],
+) -> Option<&'e IndexEntry> {
+    let mut refused = Vec::new();
+    for &e in matching {
+        match trust.judge(&e.name, e.signed_by.as_ref()) {
+            Verdict::Refused { why, fix } => refused.push((e, why, fix)),
+            _ => {
+                let source = url.to_string();
+                let mut fixes: Vec<String> = Vec::new();
+                for (skipped, why, fix) in refused {
+                    say_skipped(ctx, &PackageId::new(skipped.name.clone(), skipped.vers.clone()), &source, &why);
+                    if !fixes.contains(&fix) {
+                        fixes.push(fix);
+                    }
+                }
+                for fix in fixes {
+                    ctx.ui.note(format!(
+                        "{}@{} is the newest version the trust policy accepts. To move to a newer one: {fix}",
+                        e.name, e.vers
+                    ));
+                }
+                return Some(e);
+            }
+        }
+    }
+    None
 }
 
 fn unknown(

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::ops::resolve::{Locked, lock_project};
+use crate::ops::trust::{Trust, Verdict};
 use crate::project::{LockState, Project};
 use crate::registries::Registries;
 
@@ -39,6 +40,9 @@ pub struct NewerIncompatible {
     pub newest: Version,
     pub requirement: VersionReq,
     pub locked: Version,
+    /// Why the trust policy refuses it (following "it", as
+    /// [`Verdict::Refused`] says it): no move to advertise, only a version to know of.
+    pub refused: Option<String>,
 }
 
 /// What `update` did.
@@ -68,33 +72,50 @@ pub fn update(ctx: &Ctx, packages: &[PackageName]) -> Result<Updated> {
         UpdatePolicy::Only(names)
     };
     let locked = lock_project(ctx, &project, &regs, policy)?;
-    let newer = newer_incompatible(&project, &regs, &locked.lock)?;
+    let newer = newer_incompatible(ctx, &project, &regs, &locked.lock)?;
     Ok(Updated { locked, newer })
 }
 
-/// For each direct dependency, a newer version than the one locked that its
-/// requirement does not allow (as cargo's "latest: 0.2.0"): not yanked, and a
-/// pre-release only when the locked version is one.
-fn newer_incompatible(project: &Project, regs: &Registries<'_>, lock: &Lockfile) -> Result<Vec<NewerIncompatible>> {
+/// For each direct dependency, the newest version newer than the one locked that
+/// its requirement does not allow (as cargo's "latest: 0.2.0"): not yanked, and a
+/// pre-release only when the locked version is one. The newest the trust policy
+/// accepts is the one to move to; a newer one it refuses is told apart, with why.
+fn newer_incompatible(
+    ctx: &Ctx,
+    project: &Project,
+    regs: &Registries<'_>,
+    lock: &Lockfile,
+) -> Result<Vec<NewerIncompatible>> {
+    let trust = Trust::load(ctx)?;
     let mut notes = Vec::new();
     let by_name = lock.by_normalized_name();
     for (name, dep) in &project.manifest.dependencies {
         let url = regs.url(dep.registry.as_deref())?;
         let Some(&locked) = by_name.get(&name.normalized()).and_then(|v| v.first()) else { continue };
         let Some(entries) = regs.index(&url, name)? else { continue };
-        let newest = entries
+        let mut newer: Vec<_> = entries
             .iter()
             .filter(|e| !e.yanked && e.vers > locked.version && !dep.version.matches(&e.vers))
             .filter(|e| e.vers.pre.is_empty() || !locked.version.pre.is_empty())
-            .map(|e| &e.vers)
-            .max();
-        if let Some(newest) = newest {
-            notes.push(NewerIncompatible {
-                name: name.clone(),
-                newest: newest.clone(),
-                requirement: dep.version.clone(),
-                locked: locked.version.clone(),
-            });
+            .collect();
+        newer.sort_by(|a, b| b.vers.cmp(&a.vers));
+        let note = |version: &Version, refused: Option<String>| NewerIncompatible {
+            name: name.clone(),
+            newest: version.clone(),
+            requirement: dep.version.clone(),
+            locked: locked.version.clone(),
+            refused,
+        };
+        for (at, e) in newer.iter().enumerate() {
+            match trust.judge(&e.name, e.signed_by.as_ref()) {
+                // The newest of all, refused: said once, then the newest accepted.
+                Verdict::Refused { why, .. } if at == 0 => notes.push(note(&e.vers, Some(why))),
+                Verdict::Refused { .. } => {}
+                _ => {
+                    notes.push(note(&e.vers, None));
+                    break;
+                }
+            }
         }
     }
     Ok(notes)

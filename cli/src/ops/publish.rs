@@ -95,6 +95,10 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     let project = staged.as_ref().map_or(&project, |s| &s.project);
     let m = &project.manifest;
     let id = m.package.id();
+    // Its objects hold what the manifest declares and nothing more, as the registry and
+    // every install check: said here, before anything is packed or sent.
+    ebpkg_spec::object_items::check_prebuilt(m, &project.dir)
+        .map_err(|e| fail(Failure::Input, format!("{id}: {e}")))?;
     let packed = pack_reporting(ctx, &id, &project.dir)?;
     if let Some(out) = &opts.out {
         write_archive(ctx, &id, out, &packed.bytes)?;

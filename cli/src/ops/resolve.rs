@@ -170,7 +170,7 @@ pub fn resolve(
         for p in &packages {
             if let Verdict::Refused { why, fix } = trust.judge(&p.name, p.signer.as_ref()) {
                 let id = PackageId::new(p.name.clone(), p.version.clone());
-                ctx.ui.status("Skipping", format!("{id} ({}): it {why}", p.source));
+                say_skipped(ctx, &id, &p.source, &why);
                 regs.leave_out(&regs.url(Some(&p.source))?, &p.name, &p.version);
                 skipped.push((format!("{id} {why}"), fix));
                 refused = true;
@@ -180,6 +180,12 @@ pub fn resolve(
             return Ok(Lockfile::new(packages));
         }
     }
+}
+
+/// Says that the version `id` of the registry `source` is left out because the
+/// trust policy refuses it (`why` follows "it", as in [`Verdict::Refused`]).
+pub fn say_skipped(ctx: &Ctx, id: &PackageId, source: &str, why: &str) {
+    ctx.ui.status("Skipping", format!("{id} ({source}): it {why}"));
 }
 
 /// A resolution that failed once the versions the trust policy refuses were left

@@ -36,19 +36,22 @@ pub async fn lock(tx: &mut PgConnection, normalized: &str) -> Result<Option<Pack
         .await
 }
 
-/// The existing package whose name looks like `name` (see
+/// An existing package of someone else whose name looks like `name` (see
 /// `ebpkg_spec::names::skeleton`), under a lock on that look held until the
 /// transaction ends: two new names that look alike, published at once, cannot
-/// both pass.
-pub async fn too_close(tx: &mut PgConnection, name: &PackageName) -> Result<Option<String>, sqlx::Error> {
+/// both pass. Packages `user_id` owns do not count: an owner may publish a
+/// look-alike of their own package.
+pub async fn too_close(tx: &mut PgConnection, name: &PackageName, user_id: i64) -> Result<Option<String>, sqlx::Error> {
     sqlx::query!("SELECT pg_advisory_xact_lock(hashtextextended(ebpkg_name_skeleton($1), 0))", name.as_str())
         .execute(&mut *tx)
         .await?;
     sqlx::query_scalar!(
-        "SELECT name FROM packages WHERE name_skeleton = ebpkg_name_skeleton($1) AND normalized_name <> $2 \
+        "SELECT name FROM packages p WHERE name_skeleton = ebpkg_name_skeleton($1) AND normalized_name <> $2 \
+         AND NOT EXISTS (SELECT 1 FROM package_owners o WHERE o.package_id = p.id AND o.user_id = $3) \
          ORDER BY name LIMIT 1",
         name.as_str(),
         name.normalized(),
+        user_id,
     )
     .fetch_optional(tx)
     .await

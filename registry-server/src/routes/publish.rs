@@ -262,6 +262,9 @@ async fn check_archive(state: &AppState, archive: Bytes, metadata: &PublishMetad
         let manifest_text =
             ebpkg_fs::read_text(&unpacked.root.join("ebpkg.toml"), ebpkg_spec::MAX_TOML_BYTES as u64)
                 .map_err(|e| ApiError::internal(format!("{id}: the unpacked manifest could not be read again: {e}")))?;
+        // A shipped object holds what the manifest declares, and nothing more (as installs check).
+        ebpkg_spec::object_items::check_prebuilt(&unpacked.manifest, &unpacked.root)
+            .map_err(|e| ApiError::bad_request(format!("{id}: {e}")))?;
         let mut chain_sources = std::collections::BTreeMap::new();
         for chain in &unpacked.manifest.chains {
             let path = unpacked.root.join(chain.source.as_str());
@@ -322,11 +325,12 @@ async fn commit(
     let normalized = name.normalized();
     let (pkg, new_package) = match db::packages::lock(&mut tx, &normalized).await? {
         Some(pkg) => (pkg, false),
-        None if let Some(existing) = db::packages::too_close(&mut tx, name).await? => {
+        None if let Some(existing) = db::packages::too_close(&mut tx, name, caller.user_id).await? => {
             return Err(ApiError::conflict(format!(
-                "{id}: the name is too close to the existing package `{existing}` (names are compared without `-` \
-                 and `_`, with `0` as `o`, `1` and `i` as `l`, `5` as `s`), so one could pass for the other; choose \
-                 another name, publish as `{existing}` if it is yours, or ask the registry's operator to release it"
+                "{id}: the name is too close to the existing package `{existing}` ({}), so one could pass for the \
+                 other; choose another name, publish as `{existing}` if it is yours, or ask the registry's operator \
+                 to release it",
+                ebpkg_spec::names::LOOK_ALIKES
             )));
         }
         None => match db::packages::create(&mut tx, name).await? {

@@ -4,7 +4,7 @@
 
 use ebpkg_archive::{Limits, UnpackError};
 use ebpkg_spec::index::IndexEntry;
-use ebpkg_spec::types::Sha256Digest;
+use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;
 
@@ -54,7 +54,7 @@ impl FileRegistry {
 
         let tuf_key = self.tuf_signer()?;
         let _lock = self.lock_for_writing()?;
-        let (path, text, entries) = self.index_for_writing(name)?;
+        let (path, text, entries) = self.index_for_writing(name, signature.map(|s| s.key.id()))?;
         if let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(version).is_eq()) {
             // `1.0.0+a` and `1.0.0+b` are one version to every resolver: build metadata
             // does not order versions.
@@ -123,7 +123,7 @@ impl FileRegistry {
         }
         let tuf_key = self.tuf_signer()?;
         let _lock = self.lock_for_writing()?;
-        let (path, text, entries) = self.index_for_writing(&entry.name)?;
+        let (path, text, entries) = self.index_for_writing(&entry.name, entry.signed_by.as_ref())?;
         let archive_path = self.archive_path(&entry.cksum);
         if let Some(existing) = entries.iter().find(|e| e.vers.cmp_precedence(&entry.vers).is_eq()) {
             if existing.cksum != entry.cksum || existing.vers != entry.vers {
@@ -216,8 +216,15 @@ impl FileRegistry {
     }
 
     /// The index file `name` is to be written to, its text and entries, refusing a
-    /// name that collides with a differently spelled package. Call under the lock.
-    fn index_for_writing(&self, name: &PackageName) -> Result<(std::path::PathBuf, String, Vec<IndexEntry>)> {
+    /// name that collides with a differently spelled package, or a new name that
+    /// looks like a package `signer` did not sign (a directory registry has no
+    /// accounts: whoever signed a version of a package is its publisher, and may
+    /// publish look-alikes of it). Call under the lock.
+    fn index_for_writing(
+        &self,
+        name: &PackageName,
+        signer: Option<&KeyId>,
+    ) -> Result<(std::path::PathBuf, String, Vec<IndexEntry>)> {
         match self.find_index_file(name)? {
             Some((_, existing)) if existing != *name => {
                 Err(ErrorKind::NameCollision { name: name.clone(), existing, url: self.url.clone() }.into())
@@ -227,16 +234,28 @@ impl FileRegistry {
                 Ok((path, text, entries))
             }
             None => {
-                // A new package: not one that could pass for another.
+                // A new package: not one that could pass for someone else's.
                 let look = ebpkg_spec::names::skeleton(name.as_str());
-                if let Some(existing) =
-                    self.list_names()?.into_iter().find(|n| ebpkg_spec::names::skeleton(n.as_str()) == look)
+                for existing in
+                    self.list_names()?.into_iter().filter(|n| ebpkg_spec::names::skeleton(n.as_str()) == look)
                 {
-                    return Err(ErrorKind::NameTooClose { name: name.clone(), existing, url: self.url.clone() }.into());
+                    if !self.signed_some_version(&existing, signer)? {
+                        return Err(
+                            ErrorKind::NameTooClose { name: name.clone(), existing, url: self.url.clone() }.into()
+                        );
+                    }
                 }
                 Ok((self.index_dir().join(index_path(name.as_str())), String::new(), Vec::new()))
             }
         }
+    }
+
+    /// Whether `signer` signed a version of the package `name`.
+    fn signed_some_version(&self, name: &PackageName, signer: Option<&KeyId>) -> Result<bool> {
+        let Some(signer) = signer else { return Ok(false) };
+        let Some((path, published)) = self.find_index_file(name)? else { return Ok(false) };
+        let (_, entries) = self.read_index_for_writing(&path, &published)?;
+        Ok(entries.iter().any(|e| e.signed_by.as_ref() == Some(signer)))
     }
 }
 

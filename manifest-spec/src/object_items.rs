@@ -1,0 +1,216 @@
+//! What a BPF object defines — its entry points (the HIKe programs and loaders)
+//! and its maps — and whether that is what its manifest declares: the one
+//! check that publishing (client and server) and installing make of every
+//! object, so that an object cannot carry a program or a map nobody declared,
+//! nor lack one the manifest promises.
+//!
+//! Read from the ELF symbol table alone (with the `object` crate's bounds-checked
+//! parser, so hostile bytes give an error, never a panic): an entry point is a
+//! function in a program section (anything but `.text`, where subprograms live),
+//! a map a symbol in `.maps`. Global data (`.data`, `.bss`, `.rodata`) belongs
+//! to the object and is not a map of the manifest.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+
+use crate::manifest::Manifest;
+
+/// Maps the HIKe SDK's headers define in every object that includes them, shared
+/// by name with the VM (`<root>/vm`): a package uses them, it does not declare
+/// them (`hike/maps.h`, `hike/loader.h`, `hike/time.h`).
+pub const VM_MAPS: &[&str] = &[
+    "hike_progs_xdp",
+    "hike_progs_tc",
+    "hike_native_xdp",
+    "hike_native_tc",
+    "hike_chains",
+    "hike_state",
+    "hike_config",
+    "hike_clock",
+];
+
+/// What an object defines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectItems {
+    /// Functions in program sections: the HIKe programs and loaders.
+    pub entry_points: BTreeSet<String>,
+    /// Maps, the VM's among them.
+    pub maps: BTreeSet<String>,
+}
+
+/// Why an object's items cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot be read as a BPF object: {0}")]
+pub struct ObjectUnreadable(String);
+
+/// Where an object and its manifest disagree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ItemMismatch {
+    #[error(
+        "defines the program `{0}`, which ebpkg.toml declares neither as a program nor as a loader; declare it, or \
+         remove it from the object"
+    )]
+    UndeclaredEntryPoint(String),
+    #[error(
+        "defines the map `{0}`, which no program or loader of ebpkg.toml declares (`[[program.map]]` or \
+         `[[loader.map]]`); declare it, or remove it from the object"
+    )]
+    UndeclaredMap(String),
+    #[error("lacks the {kind} `{name}`, which ebpkg.toml builds from it")]
+    Missing { kind: &'static str, name: String },
+}
+
+impl ObjectItems {
+    /// The entry points and maps `elf` defines.
+    pub fn read(elf: &[u8]) -> Result<ObjectItems, ObjectUnreadable> {
+        let file = object::File::parse(elf).map_err(|e| ObjectUnreadable(e.to_string()))?;
+        if file.architecture() != object::Architecture::Bpf {
+            return Err(ObjectUnreadable(format!("it is an object for {:?}, not for BPF", file.architecture())));
+        }
+        let mut items = ObjectItems::default();
+        for symbol in file.symbols() {
+            let SymbolSection::Section(index) = symbol.section() else { continue };
+            let section = file.section_by_index(index).map_err(|e| ObjectUnreadable(e.to_string()))?;
+            let section = section.name().map_err(|e| ObjectUnreadable(e.to_string()))?;
+            let name = symbol.name().map_err(|e| ObjectUnreadable(e.to_string()))?;
+            match symbol.kind() {
+                SymbolKind::Text if section != ".text" && !section.starts_with(".text.") => {
+                    items.entry_points.insert(name.to_owned());
+                }
+                SymbolKind::Data if section == ".maps" => {
+                    items.maps.insert(name.to_owned());
+                }
+                _ => {}
+            }
+        }
+        Ok(items)
+    }
+
+    /// Checks these items, of the object that `built` (the names of the programs
+    /// and loaders the manifest builds into it), against `manifest`: each of them
+    /// is in the object, and the object defines no entry point the package does
+    /// not declare, nor a map that none of its programs and loaders declares
+    /// (the VM's maps aside).
+    pub fn check(&self, manifest: &Manifest, built: &[&str]) -> Result<(), ItemMismatch> {
+        for name in built {
+            if !self.entry_points.contains(*name) {
+                let kind = if manifest.loader(name).is_some() { "loader" } else { "program" };
+                return Err(ItemMismatch::Missing { kind, name: (*name).to_owned() });
+            }
+        }
+        let declared = |name: &str| manifest.program(name).is_some() || manifest.loader(name).is_some();
+        if let Some(extra) = self.entry_points.iter().find(|e| !declared(e)) {
+            return Err(ItemMismatch::UndeclaredEntryPoint(extra.clone()));
+        }
+        let declared_maps: BTreeSet<&str> = manifest
+            .programs
+            .iter()
+            .flat_map(|p| p.maps.iter().map(|m| m.name.as_str()))
+            .chain(manifest.loaders.iter().flat_map(|l| l.maps.iter().map(|m| m.name.as_str())))
+            .collect();
+        if let Some(extra) =
+            self.maps.iter().find(|m| !declared_maps.contains(m.as_str()) && !VM_MAPS.contains(&m.as_str()))
+        {
+            return Err(ItemMismatch::UndeclaredMap(extra.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// The programs and loaders of `manifest` whose prebuilt object is `object` (a
+/// package path, as `prebuilt.object` names it).
+fn prebuilt_in<'m>(manifest: &'m Manifest, object: &str) -> Vec<&'m str> {
+    let programs = manifest.programs.iter().map(|p| (p.name.as_str(), p.prebuilt.as_ref()));
+    let loaders = manifest.loaders.iter().map(|l| (l.name.as_str(), l.prebuilt.as_ref()));
+    programs.chain(loaders).filter(|(_, p)| p.is_some_and(|p| p.object.as_str() == object)).map(|(n, _)| n).collect()
+}
+
+/// Each prebuilt object `manifest` names, once, in the order first named.
+fn prebuilt_objects(manifest: &Manifest) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    let named = manifest
+        .programs
+        .iter()
+        .filter_map(|p| p.prebuilt.as_ref())
+        .chain(manifest.loaders.iter().filter_map(|l| l.prebuilt.as_ref()));
+    for p in named {
+        if !out.contains(&p.object.as_str()) {
+            out.push(p.object.as_str());
+        }
+    }
+    out
+}
+
+/// A prebuilt object of a package that is not what its manifest says.
+#[derive(Debug, thiserror::Error)]
+#[error("the prebuilt object {object} {why}")]
+pub struct PrebuiltRefused {
+    /// The object, as `prebuilt.object` names it.
+    pub object: String,
+    pub why: String,
+}
+
+/// Checks each prebuilt object of the package unpacked (or staged) at `root`
+/// against its manifest ([`ObjectItems::check`]), reading each at most
+/// [`crate::MAX_OBJECT_BYTES`].
+pub fn check_prebuilt(manifest: &Manifest, root: &Path) -> Result<(), PrebuiltRefused> {
+    for object in prebuilt_objects(manifest) {
+        let refused = |why: String| PrebuiltRefused { object: object.to_owned(), why };
+        let elf = ebpkg_fs::read(&root.join(object), crate::MAX_OBJECT_BYTES)
+            .map_err(|e| refused(format!("cannot be read: {e}")))?;
+        let items = ObjectItems::read(&elf).map_err(|e| refused(e.to_string()))?;
+        items.check(manifest, &prebuilt_in(manifest, object)).map_err(|e| refused(e.to_string()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest() -> Manifest {
+        let text = "[package]\nname = \"p\"\nversion = \"1.0.0\"\n\n\
+                    [[program]]\nname = \"count\"\nsource = \"src/a.bpf.c\"\nhook = \"xdp\"\n\
+                    [[program.map]]\nname = \"counters\"\ndoc = \"counts\"\n\n\
+                    [[loader]]\nname = \"pick\"\nsource = \"src/a.bpf.c\"\nhook = \"xdp\"\n";
+        Manifest::parse(text, "ebpkg.toml").unwrap()
+    }
+
+    fn items(entry_points: &[&str], maps: &[&str]) -> ObjectItems {
+        ObjectItems {
+            entry_points: entry_points.iter().map(|s| s.to_string()).collect(),
+            maps: maps.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn an_object_holds_what_its_manifest_declares_and_nothing_more() {
+        let m = manifest();
+        let built = ["count", "pick"];
+        // The VM's maps are used, not declared.
+        assert_eq!(items(&["count", "pick"], &["counters", "hike_chains", "hike_progs_xdp"]).check(&m, &built), Ok(()));
+        assert_eq!(
+            items(&["count", "pick", "sneaky"], &[]).check(&m, &built),
+            Err(ItemMismatch::UndeclaredEntryPoint("sneaky".into()))
+        );
+        assert_eq!(
+            items(&["count", "pick"], &["counters", "stash"]).check(&m, &built),
+            Err(ItemMismatch::UndeclaredMap("stash".into()))
+        );
+        assert_eq!(
+            items(&["count"], &[]).check(&m, &built),
+            Err(ItemMismatch::Missing { kind: "loader", name: "pick".into() })
+        );
+        // Another object may hold a declared program that this one is not built for.
+        assert_eq!(items(&["count"], &[]).check(&m, &["count"]), Ok(()));
+    }
+
+    #[test]
+    fn bytes_that_are_no_bpf_object_are_refused_not_read() {
+        for bytes in [&b""[..], b"\x7fELF", b"not an object at all", &[0x7f, b'E', b'L', b'F', 2, 1, 1, 0][..]] {
+            assert!(ObjectItems::read(bytes).is_err(), "{bytes:?}");
+        }
+    }
+}
