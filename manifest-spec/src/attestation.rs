@@ -72,6 +72,29 @@ pub struct AttestedPackage {
     pub archive: Digests,
 }
 
+impl AttestedPackage {
+    /// Whether a predicate names `name@version` with the archive `archive`;
+    /// `did` is what the attester did to the archive ("observed", "rebuilt").
+    pub(crate) fn is_about(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        archive: &Sha256Digest,
+        did: &str,
+    ) -> Result<(), PredicateError> {
+        if self.name.normalized() != name.normalized() || &self.version != version {
+            return Err(PredicateError(format!("it is about {}@{}, not {name}@{version}", self.name, self.version)));
+        }
+        if &self.archive.sha256 != archive {
+            return Err(PredicateError(format!(
+                "it {did} the archive with SHA-256 {}, not this version's {archive}",
+                self.archive.sha256
+            )));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Attester {
@@ -217,18 +240,7 @@ impl KernelVerification {
     ) -> Result<KernelVerification, PredicateError> {
         let p = KernelVerification::deserialize(value).map_err(|e| PredicateError(format!("its predicate: {e}")))?;
         p.check()?;
-        if p.package.name.normalized() != name.normalized() || &p.package.version != version {
-            return Err(PredicateError(format!(
-                "it is about {}@{}, not {name}@{version}",
-                p.package.name, p.package.version
-            )));
-        }
-        if &p.package.archive.sha256 != archive {
-            return Err(PredicateError(format!(
-                "it observed the archive with SHA-256 {}, not this version's {archive}",
-                p.package.archive.sha256
-            )));
-        }
+        p.package.is_about(name, version, archive, "observed")?;
         Ok(p)
     }
 

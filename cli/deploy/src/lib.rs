@@ -34,7 +34,7 @@ pub use install::InstallOutcome;
 pub use maps::{MapDump, MapEntryView};
 pub use native::{ChainMode, NativeBuild, NativeCompiler, NativeRequest, Tier, tier_up};
 pub use plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
-pub use record::{DeploymentRecord, RecordedObject};
+pub use record::{DeploymentRecord, RecordedObject, RecordedPackage};
 pub use record::{Fate, MapState};
 pub use status::DeploymentStatus;
 pub use store::{DEFAULT_STATE_DIR, Store};

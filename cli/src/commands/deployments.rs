@@ -99,20 +99,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         ));
         let pkgs: Vec<String> = r.packages.iter().map(|p| p.id().to_string()).collect();
         ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
-        for p in &r.packages {
-            for o in &p.objects {
-                ctx.ui.out(format!(
-                    "  object    {}@{} {} ({}): sha256 {}, {}, {}",
-                    p.name,
-                    p.version,
-                    o.object,
-                    o.hook.name(),
-                    o.sha256.to_hex(),
-                    o.origin.map_or("origin not recorded", |o| o.describe()),
-                    o.compiler.as_deref().map_or_else(|| "compiler not named".to_owned(), |c| format!("by {c}"))
-                ));
-            }
-        }
+        print_objects(ctx, &r.packages);
         let shared = if d.shared_with.is_empty() {
             String::new()
         } else {
@@ -238,25 +225,30 @@ fn generations(ctx: &Ctx, name: Option<String>) -> Result<ExitCode> {
             })
             .collect();
         ctx.ui.out(format!("  packages  {}", pkgs.join(", ")));
-        for p in &r.packages {
-            for o in &p.objects {
-                ctx.ui.out(format!(
-                    "  object    {}@{} {} ({}): sha256 {}, {}, {}",
-                    p.name,
-                    p.version,
-                    o.object,
-                    o.hook.name(),
-                    o.sha256.to_hex(),
-                    o.origin.map_or("origin not recorded", |o| o.describe()),
-                    o.compiler.as_deref().map_or_else(|| "compiler not named".to_owned(), |c| format!("by {c}"))
-                ));
-            }
-        }
+        print_objects(ctx, &r.packages);
     }
     if kept.is_empty() {
         ctx.ui.out("no generations kept (they are saved from the first install made by this version of ebpkg on)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per loaded object: what runs, where it came from and what made it.
+fn print_objects(ctx: &Ctx, packages: &[ebpkg_deploy::RecordedPackage]) {
+    for p in packages {
+        for o in &p.objects {
+            ctx.ui.out(format!(
+                "  object    {}@{} {} ({}): sha256 {}, {}, {}",
+                p.name,
+                p.version,
+                o.object,
+                o.hook.name(),
+                o.sha256.to_hex(),
+                o.origin.map_or("origin not recorded", |o| o.describe()),
+                o.compiler.as_deref().map_or_else(|| "compiler not named".to_owned(), |c| format!("by {c}"))
+            ));
+        }
+    }
 }
 
 pub fn rollback(ctx: &Ctx, args: RollbackArgs) -> Result<ExitCode> {

@@ -86,18 +86,7 @@ impl Rebuild {
     ) -> Result<Rebuild, PredicateError> {
         let p = Rebuild::deserialize(value).map_err(|e| PredicateError(format!("its predicate: {e}")))?;
         p.check()?;
-        if p.package.name.normalized() != name.normalized() || &p.package.version != version {
-            return Err(PredicateError(format!(
-                "it is about {}@{}, not {name}@{version}",
-                p.package.name, p.package.version
-            )));
-        }
-        if &p.package.archive.sha256 != archive {
-            return Err(PredicateError(format!(
-                "it rebuilt the archive with SHA-256 {}, not this version's {archive}",
-                p.package.archive.sha256
-            )));
-        }
+        p.package.is_about(name, version, archive, "rebuilt")?;
         Ok(p)
     }
 
