@@ -5,6 +5,7 @@
 //! `file:line:col` and say how to fix the problem ([`Diagnostic`]).
 
 pub mod attestation;
+mod btf;
 pub mod cache_layout;
 pub mod diagnostic;
 pub mod digest;

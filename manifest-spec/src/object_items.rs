@@ -4,11 +4,15 @@
 //! object, so that an object cannot carry a program or a map nobody declared,
 //! nor lack one the manifest promises.
 //!
-//! Read from the ELF symbol table alone (with the `object` crate's bounds-checked
-//! parser, so hostile bytes give an error, never a panic): an entry point is a
-//! function in a program section (anything but `.text`, where subprograms live),
-//! a map a symbol in `.maps`. Global data (`.data`, `.bss`, `.rodata`) belongs
-//! to the object and is not a map of the manifest.
+//! Read from the ELF symbol table (with the `object` crate's bounds-checked
+//! parser, so hostile bytes give an error, never a panic) and the object's BTF
+//! (`btf.rs`): an entry point is a function in a program section (anything but
+//! `.text`, where subprograms live); a map is a variable of the BTF section
+//! `.maps`, which is what libbpf makes and names the maps from, and which must
+//! be the very names of the symbols in the ELF section `.maps` (an object
+//! naming its maps one way to this check and another to libbpf is refused).
+//! Global data (`.data`, `.bss`, `.rodata`) belongs to the object and is not a
+//! map of the manifest.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -42,8 +46,28 @@ pub struct ObjectItems {
 
 /// Why an object's items cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot be read as a BPF object: {0}")]
-pub struct ObjectUnreadable(String);
+pub enum ObjectUnreadable {
+    #[error("cannot be read as a BPF object: {0}")]
+    Malformed(String),
+    #[error(
+        "has maps (the ELF section `.maps`) but no BTF (`.BTF`), without which libbpf cannot make them; compile it \
+         with `-g`"
+    )]
+    MapsWithoutBtf,
+    #[error(
+        "names its maps {btf} in its BTF but {symbols} in its symbol table; libbpf makes and pins the maps its BTF \
+         names, so the two must be the same: rebuild the object from its source"
+    )]
+    MapNamesDisagree { btf: String, symbols: String },
+}
+
+/// `names` as the error of [`ObjectUnreadable::MapNamesDisagree`] lists them.
+fn listed(names: &BTreeSet<String>) -> String {
+    if names.is_empty() {
+        return "none".into();
+    }
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
 
 /// Where an object and its manifest disagree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,25 +89,42 @@ pub enum ItemMismatch {
 impl ObjectItems {
     /// The entry points and maps `elf` defines.
     pub fn read(elf: &[u8]) -> Result<ObjectItems, ObjectUnreadable> {
-        let file = object::File::parse(elf).map_err(|e| ObjectUnreadable(e.to_string()))?;
+        let malformed = |e: object::Error| ObjectUnreadable::Malformed(e.to_string());
+        let file = object::File::parse(elf).map_err(malformed)?;
         if file.architecture() != object::Architecture::Bpf {
-            return Err(ObjectUnreadable(format!("it is an object for {:?}, not for BPF", file.architecture())));
+            return Err(ObjectUnreadable::Malformed(format!(
+                "it is an object for {:?}, not for BPF",
+                file.architecture()
+            )));
         }
         let mut items = ObjectItems::default();
+        let mut symbol_maps = BTreeSet::new();
         for symbol in file.symbols() {
             let SymbolSection::Section(index) = symbol.section() else { continue };
-            let section = file.section_by_index(index).map_err(|e| ObjectUnreadable(e.to_string()))?;
-            let section = section.name().map_err(|e| ObjectUnreadable(e.to_string()))?;
-            let name = symbol.name().map_err(|e| ObjectUnreadable(e.to_string()))?;
+            let section = file.section_by_index(index).map_err(malformed)?;
+            let section = section.name().map_err(malformed)?;
+            let name = symbol.name().map_err(malformed)?;
             match symbol.kind() {
                 SymbolKind::Text if section != ".text" && !section.starts_with(".text.") => {
                     items.entry_points.insert(name.to_owned());
                 }
                 SymbolKind::Data if section == ".maps" => {
-                    items.maps.insert(name.to_owned());
+                    symbol_maps.insert(name.to_owned());
                 }
                 _ => {}
             }
+        }
+        let has_maps_section = file.section_by_name(".maps").is_some();
+        items.maps = match file.section_by_name(".BTF") {
+            Some(btf) => {
+                let btf = btf.data().map_err(malformed)?;
+                crate::btf::datasec_var_names(btf, ".maps").map_err(ObjectUnreadable::Malformed)?.unwrap_or_default()
+            }
+            None if has_maps_section || !symbol_maps.is_empty() => return Err(ObjectUnreadable::MapsWithoutBtf),
+            None => BTreeSet::new(),
+        };
+        if items.maps != symbol_maps {
+            return Err(ObjectUnreadable::MapNamesDisagree { btf: listed(&items.maps), symbols: listed(&symbol_maps) });
         }
         Ok(items)
     }
@@ -205,6 +246,73 @@ mod tests {
         );
         // Another object may hold a declared program that this one is not built for.
         assert_eq!(items(&["count"], &[]).check(&m, &["count"]), Ok(()));
+    }
+
+    /// The object clang makes of `c`, with BTF (`-g`) if `btf`, as the SDK
+    /// builds them.
+    fn compiled(c: &str, btf: bool) -> Vec<u8> {
+        use std::io::Write;
+        let mut clang = std::process::Command::new("clang")
+            .args(if btf { &["-g"][..] } else { &[] })
+            .args(["-O2", "-target", "bpf", "-c", "-x", "c", "-", "-o", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        clang.stdin.take().unwrap().write_all(c.as_bytes()).unwrap();
+        let out = clang.wait_with_output().unwrap();
+        assert!(out.status.success());
+        out.stdout
+    }
+
+    /// `elf` with the name `from` in its section `section` renamed `to` (of the
+    /// same length), as a hand-edited object would have it.
+    fn renamed_in(elf: &[u8], section: &str, from: &str, to: &str) -> Vec<u8> {
+        let file = object::File::parse(elf).unwrap();
+        let (start, len) = file.section_by_name(section).unwrap().file_range().unwrap();
+        let range = start as usize..(start + len) as usize;
+        let needle = format!("\0{from}\0");
+        let at = elf[range.clone()].windows(needle.len()).position(|w| w == needle.as_bytes()).unwrap();
+        let mut out = elf.to_vec();
+        out[range.start + at + 1..range.start + at + 1 + from.len()].copy_from_slice(to.as_bytes());
+        out
+    }
+
+    const WITH_A_MAP: &str = "#define SEC(n) __attribute__((section(n), used))\n\
+        struct { int (*type)[2]; int (*max_entries)[1]; unsigned *key; unsigned long long *value; } counters \
+        SEC(\".maps\");\n\
+        SEC(\"xdp\") int count(void *ctx) { return 2; }\n\
+        char LICENSE[] SEC(\"license\") = \"GPL\";\n";
+
+    #[test]
+    fn the_maps_of_an_object_are_those_its_btf_names_and_its_symbols_must_agree() {
+        let genuine = compiled(WITH_A_MAP, true);
+        let items = ObjectItems::read(&genuine).unwrap();
+        assert_eq!(items, self::items(&["count"], &["counters"]));
+        assert_eq!(items.check(&manifest(), &["count"]), Ok(()));
+        // libbpf would make and pin `stashing`, which the manifest never declared,
+        // while the symbol still says `counters`: either way round, refused.
+        for section in [".strtab", ".BTF"] {
+            let crafted = renamed_in(&genuine, section, "counters", "stashing");
+            let err = ObjectItems::read(&crafted).unwrap_err();
+            assert!(matches!(err, ObjectUnreadable::MapNamesDisagree { .. }), "{section}: {err}");
+            let (btf, symbols) = if section == ".BTF" { ("stashing", "counters") } else { ("counters", "stashing") };
+            assert!(
+                err.to_string().contains(&format!("names its maps `{btf}` in its BTF but `{symbols}` in its symbol")),
+                "{err}"
+            );
+        }
+        // Both renamed, the object is read as libbpf reads it: the map is undeclared.
+        let both = renamed_in(&renamed_in(&genuine, ".strtab", "counters", "stashing"), ".BTF", "counters", "stashing");
+        let items = ObjectItems::read(&both).unwrap();
+        assert_eq!(items.check(&manifest(), &["count"]), Err(ItemMismatch::UndeclaredMap("stashing".into())));
+    }
+
+    #[test]
+    fn an_object_with_maps_but_no_btf_is_refused() {
+        assert_eq!(ObjectItems::read(&compiled(WITH_A_MAP, false)), Err(ObjectUnreadable::MapsWithoutBtf));
+        let no_map = "__attribute__((section(\"xdp\"), used)) int count(void *ctx) { return 2; }\n";
+        assert_eq!(ObjectItems::read(&compiled(no_map, false)), Ok(items(&["count"], &[])));
     }
 
     #[test]

@@ -735,7 +735,7 @@ fn pack_with_object(scratch: &std::path::Path, version: &str, c: &str, extra: &s
     std::fs::write(dir.join("counted.c"), c).unwrap();
     let object = dir.join("prebuilt/counted.o");
     let out = std::process::Command::new("clang")
-        .args(["-target", "bpf", "-O2", "-c"])
+        .args(["-g", "-target", "bpf", "-O2", "-c"])
         .arg(dir.join("counted.c"))
         .arg("-o")
         .arg(&object)
