@@ -21,6 +21,10 @@ use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
 
 use crate::manifest::Manifest;
 
+/// What the name of every map of the VM starts with, and no package's map may
+/// (the runtime tells them apart by it, `hike-sdk/runtime/src/load.rs`).
+pub const VM_MAP_PREFIX: &str = "hike_";
+
 /// Maps the HIKe SDK's headers define in every object that includes them, shared
 /// by name with the VM (`<root>/vm`): a package uses them, it does not declare
 /// them (`hike/maps.h`, `hike/loader.h`, `hike/time.h`).

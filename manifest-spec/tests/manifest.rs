@@ -352,6 +352,27 @@ fn item_names_are_unique_across_sections() {
 }
 
 #[test]
+fn map_names_starting_with_hike_are_the_vms() {
+    let loader = "[[loader]]\nname = \"l\"\nsource = \"l.c\"\nhook = \"xdp\"\n";
+    assert_eq!(
+        errors(&with_head(&format!("{PROG}source = \"p.c\"\n[[program.map]]\nname = \"hike_stash\"\ndoc = \"d\"\n"))),
+        "ebpkg.toml:9:8: map `hike_stash` of program `p` starts with `hike_`, which is reserved for the HIKe VM's maps; \
+         rename the map, here and in the C code; programs use the VM's maps without declaring them"
+    );
+    assert_eq!(
+        errors(&with_head(&format!(
+            "{loader}[[loader.map]]\nname = \"hike_chains\"\ndoc = \"d\"\nkey = [{{ name = \"k\", type = \"u32\" }}]\n\
+             value = [{{ name = \"v\", type = \"u32\" }}]\n"
+        ))),
+        "ebpkg.toml:9:8: map `hike_chains` of loader `l` starts with `hike_`, which is reserved for the HIKe VM's maps; \
+         rename the map, here and in the C code; programs use the VM's maps without declaring them"
+    );
+    // Only the prefix is the VM's.
+    let ok = with_head(&format!("{PROG}source = \"p.c\"\n[[program.map]]\nname = \"my_hike_stash\"\ndoc = \"d\"\n"));
+    assert!(Manifest::parse(&ok, "ebpkg.toml").is_ok());
+}
+
+#[test]
 fn loader_maps_need_layouts() {
     let loader = "[[loader]]\nname = \"l\"\nsource = \"l.c\"\nhook = \"xdp\"\n";
     assert_eq!(
