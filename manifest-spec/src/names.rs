@@ -333,33 +333,36 @@ pub fn normalize(name: &str) -> String {
 /// confusable have one skeleton here too. The registry server's
 /// `ebpkg_name_skeleton` SQL function is the same mapping (a test compares them).
 pub fn skeleton(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .filter(|&c| c != '-' && c != '_')
-        .map(|c| {
-            let c = c.to_ascii_lowercase();
-            LOOK_ALIKE_CHARS.iter().find(|(from, _)| *from == c).map_or(c, |&(_, to)| to)
-        })
-        .collect();
-    // One pass each, in this order, as SQL's `replace` does: no pattern overlaps
-    // another, nor what another leaves, so the result is the same in any order
-    // and a skeleton is its own skeleton.
-    for (from, to) in LOOK_ALIKE_RUNS {
-        if out.contains(from) {
-            out = out.replace(from, to);
+    // Each character on its own, to what it decomposes to: no replacement
+    // makes a character another replacement starts from, so every spelling of a
+    // look-alike (`vvv`, `vw`, `wv`) reaches the same string, in one pass, and
+    // a skeleton is its own skeleton.
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars().filter(|&c| c != '-' && c != '_') {
+        let c = c.to_ascii_lowercase();
+        match LOOK_ALIKES_OF.iter().find(|(from, _)| *from == c) {
+            Some((_, to)) => out.push_str(to),
+            None => out.push(c),
         }
     }
     out
 }
 
-/// Characters that pass for others in common fonts, each made the one it passes
-/// for: TR39's `0`→`O` and `1`/`I`→`l` (over lowercase names), with `i`→`l`,
-/// `5`→`s` and `3`→`e`.
-const LOOK_ALIKE_CHARS: &[(char, char)] = &[('0', 'o'), ('1', 'l'), ('i', 'l'), ('5', 's'), ('3', 'e')];
-
-/// Runs of letters that pass for one letter: TR39's `m`→`rn`, with `vv` for `w`
-/// and `cl` for `d`. Applied after [`LOOK_ALIKE_CHARS`] (so `c1` is `d` too).
-const LOOK_ALIKE_RUNS: &[(&str, &str)] = &[("rn", "m"), ("vv", "w"), ("cl", "d")];
+/// Characters that pass for others in common fonts, each made what it passes
+/// for: TR39's `0`→`O`, `1`/`I`→`l` and `m`→`rn` (over lowercase names), with
+/// `i`→`l`, `5`→`s`, `3`→`e`, and the letters that pass for two, decomposed
+/// as TR39 does `m`: `w`→`vv`, `d`→`cl` (so `c1` is `d` too). No replacement
+/// holds a character this table replaces.
+const LOOK_ALIKES_OF: &[(char, &str)] = &[
+    ('0', "o"),
+    ('1', "l"),
+    ('i', "l"),
+    ('5', "s"),
+    ('3', "e"),
+    ('m', "rn"),
+    ('w', "vv"),
+    ('d', "cl"),
+];
 
 /// What [`skeleton`] makes one, as said to a publisher whose name it refuses.
 pub const LOOK_ALIKES: &str = "names are compared without `-` and `_`, in lowercase, with `0` as `o`, `1` and `i` \
@@ -594,6 +597,29 @@ mod tests {
         }
     }
 
+    /// The pairs [`LOOK_ALIKES`] says are one, as it lists them.
+    const DOCUMENTED_PAIRS: &[(&str, &str)] = &[
+        ("a-b", "ab"),
+        ("a_b", "ab"),
+        ("A", "a"),
+        ("0", "o"),
+        ("1", "l"),
+        ("i", "l"),
+        ("5", "s"),
+        ("3", "e"),
+        ("rn", "m"),
+        ("vv", "w"),
+        ("cl", "d"),
+    ];
+
+    #[test]
+    fn overlapping_look_alikes_have_one_skeleton() {
+        assert_eq!(skeleton("vvv"), skeleton("vw"));
+        assert_eq!(skeleton("wv"), skeleton("vvv"));
+        assert_eq!(skeleton("rnm"), skeleton("mrn"));
+        assert_eq!(skeleton("rnm"), skeleton("mm"));
+    }
+
     #[test]
     fn collisions_ignore_case_and_dash() {
         assert_eq!(PackageName::new("my-pkg").unwrap().normalized(), "my_pkg");
@@ -625,6 +651,21 @@ mod tests {
             proptest::prop_assert_eq!(skeleton(&look), look.clone());
             let tr39: String = unicode_security::confusable_detection::skeleton(&name).collect();
             proptest::prop_assert_eq!(skeleton(&tr39.to_ascii_lowercase()), look);
+        }
+
+        /// Each look-alike pair [`LOOK_ALIKES`] names gives one skeleton wherever
+        /// it is written, whatever surrounds it (`vvv`, `vw`, `wv`).
+        #[test]
+        fn look_alikes_have_one_skeleton_wherever_they_are(
+            before in "[a-z0-9_-]{0,8}",
+            pair in proptest::sample::select(DOCUMENTED_PAIRS),
+            after in "[a-z0-9_-]{0,8}",
+        ) {
+            let (one, other) = pair;
+            proptest::prop_assert_eq!(
+                skeleton(&format!("{before}{one}{after}")),
+                skeleton(&format!("{before}{other}{after}"))
+            );
         }
     }
 

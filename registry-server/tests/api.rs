@@ -826,6 +826,12 @@ fn the_name_skeleton_in_sql_is_the_one_in_rust() {
         "CL-rn_VV",
         "rrnn",
         "ccl",
+        "vw",
+        "wv",
+        "rnm",
+        "mrn",
+        "dcl",
+        "W-M_D",
     ];
     for name in names {
         let sql: String = reg
@@ -834,5 +840,15 @@ fn the_name_skeleton_in_sql_is_the_one_in_rust() {
             )
             .unwrap();
         assert_eq!(sql, ebpkg_spec::names::skeleton(name), "{name}");
+    }
+    // Every spelling of a look-alike is one skeleton, in SQL as in Rust.
+    let skeleton_in_sql = |name: &str| -> String {
+        reg.block_on(
+            sqlx::query_scalar!(r#"SELECT ebpkg_name_skeleton($1) AS "skeleton!""#, name).fetch_one(reg.pool()),
+        )
+        .unwrap()
+    };
+    for (one, other) in [("vvv", "vw"), ("vw", "wv"), ("rnm", "mm"), ("mrn", "rnrn"), ("cld", "dd")] {
+        assert_eq!(skeleton_in_sql(one), skeleton_in_sql(other), "{one} {other}");
     }
 }
