@@ -17,27 +17,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use hike_bytecode::vm_maps;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
 
 use crate::manifest::Manifest;
-
-/// What the name of every map of the VM starts with, and no package's map may
-/// (the runtime tells them apart by it, `hike-sdk/runtime/src/load.rs`).
-pub const VM_MAP_PREFIX: &str = "hike_";
-
-/// Maps the HIKe SDK's headers define in every object that includes them, shared
-/// by name with the VM (`<root>/vm`): a package uses them, it does not declare
-/// them (`hike/maps.h`, `hike/loader.h`, `hike/time.h`).
-pub const VM_MAPS: &[&str] = &[
-    "hike_progs_xdp",
-    "hike_progs_tc",
-    "hike_native_xdp",
-    "hike_native_tc",
-    "hike_chains",
-    "hike_state",
-    "hike_config",
-    "hike_clock",
-];
 
 /// What an object defines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -137,7 +120,7 @@ impl ObjectItems {
     /// and loaders the manifest builds into it), against `manifest`: each of them
     /// is in the object, and the object defines no entry point the package does
     /// not declare, nor a map that none of its programs and loaders declares
-    /// (the VM's maps aside).
+    /// (the VM's maps that the SDK's headers define aside, [`vm_maps::in_headers`]).
     pub fn check(&self, manifest: &Manifest, built: &[&str]) -> Result<(), ItemMismatch> {
         for name in built {
             if !self.entry_points.contains(*name) {
@@ -156,7 +139,7 @@ impl ObjectItems {
             .chain(manifest.loaders.iter().flat_map(|l| l.maps.iter().map(|m| m.name.as_str())))
             .collect();
         if let Some(extra) =
-            self.maps.iter().find(|m| !declared_maps.contains(m.as_str()) && !VM_MAPS.contains(&m.as_str()))
+            self.maps.iter().find(|m| !declared_maps.contains(m.as_str()) && !vm_maps::in_headers().any(|v| v == *m))
         {
             return Err(ItemMismatch::UndeclaredMap(extra.clone()));
         }

@@ -76,3 +76,15 @@ fn index_examples_are_the_manifest_examples() {
         assert_eq!(entry.to_line(), expected.to_line());
     }
 }
+
+/// §4.7 lists the VM's maps an object may hold undeclared: the ones of the one
+/// table (`hike_bytecode::vm_maps`) that the SDK's headers define.
+#[test]
+fn the_vm_maps_the_spec_lists_are_the_tables() {
+    let start = SPEC.find("HIKe VM's maps aside (").expect("§4.7 lists the VM's maps") + "HIKe VM's maps aside (".len();
+    let len = SPEC[start..].find(':').expect("the list ends");
+    let listed: Vec<String> =
+        SPEC[start..start + len].split(',').map(|n| n.trim().trim_matches('`').to_owned()).collect();
+    let table: Vec<String> = hike_bytecode::vm_maps::in_headers().map(str::to_owned).collect();
+    assert_eq!(listed, table);
+}

@@ -735,7 +735,10 @@ fn pack_with_object(scratch: &std::path::Path, version: &str, c: &str, extra: &s
     std::fs::write(dir.join("counted.c"), c).unwrap();
     let object = dir.join("prebuilt/counted.o");
     let out = std::process::Command::new("clang")
+        // With BTF (`-g`), which an object with maps needs; the same bytes in any
+        // directory.
         .args(["-g", "-target", "bpf", "-O2", "-c"])
+        .arg(format!("-fdebug-prefix-map={}=.", dir.display()))
         .arg(dir.join("counted.c"))
         .arg("-o")
         .arg(&object)

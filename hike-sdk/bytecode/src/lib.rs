@@ -15,6 +15,7 @@ pub mod limits;
 pub mod op;
 pub mod types;
 pub mod validate;
+pub mod vm_maps;
 
 pub use hook::Hook;
 pub use ids::{ChainId, ProgId};

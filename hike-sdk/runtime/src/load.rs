@@ -69,7 +69,7 @@ fn is_internal_map(name: &str) -> bool {
 
 /// A map that belongs to the package: not the VM's (`hike_*`), not the object's own.
 pub(crate) fn is_package_map(name: &str) -> bool {
-    !name.starts_with("hike_") && !is_internal_map(name)
+    !name.starts_with(hike_bytecode::vm_maps::PREFIX) && !is_internal_map(name)
 }
 
 /// A package's object declares the VM map `name`, which the instance has not

@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use hike_bytecode::Hook;
 use hike_bytecode::limits::{ABI_VERSION, DEFAULT_BUDGET, MAGIC, MAX_CHAINS, MAX_PROGS};
+use hike_bytecode::vm_maps::{self, VmMap};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use crate::abi;
@@ -130,18 +131,18 @@ impl Runtime {
 
     fn open_locked(root: &Path) -> Result<Runtime> {
         let layout = Layout::new(root);
-        let config_path = layout.vm_map("hike_config");
+        let config_path = layout.vm_map(vm_maps::CONFIG.name);
         if !config_path.exists() {
             return Err(RuntimeError::NotInitialized {
                 root: root.to_owned(),
                 reason: "it has no vm/hike_config".into(),
             });
         }
-        let pinned = |name: &str| -> Result<MapHandle> {
-            let path = layout.vm_map(name);
+        let pinned = |map: VmMap| -> Result<MapHandle> {
+            let path = layout.vm_map(map.name);
             MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))
         };
-        let config = pinned("hike_config")?;
+        let config = pinned(vm_maps::CONFIG)?;
         let value = config.lookup(&key(0), MapFlags::ANY).kernel(|| "read hike_config".into())?.unwrap_or_default();
         let (magic, abi_version) =
             (abi::u32_at(&value, abi::config::MAGIC), abi::u32_at(&value, abi::config::ABI_VERSION));
@@ -177,15 +178,15 @@ impl Runtime {
         }
         let rt = Runtime {
             maps: VmMaps {
-                progs_xdp: pinned("hike_progs_xdp")?,
-                progs_tc: pinned("hike_progs_tc")?,
-                native_xdp: pinned("hike_native_xdp")?,
-                native_tc: pinned("hike_native_tc")?,
-                chains: pinned("hike_chains")?,
-                state: pinned("hike_state")?,
+                progs_xdp: pinned(vm_maps::PROGS_XDP)?,
+                progs_tc: pinned(vm_maps::PROGS_TC)?,
+                native_xdp: pinned(vm_maps::NATIVE_XDP)?,
+                native_tc: pinned(vm_maps::NATIVE_TC)?,
+                chains: pinned(vm_maps::CHAINS)?,
+                state: pinned(vm_maps::STATE)?,
                 config,
-                prog_meta: pinned("hike_prog_meta")?,
-                chain_meta: pinned("hike_chain_meta")?,
+                prog_meta: pinned(vm_maps::PROG_META)?,
+                chain_meta: pinned(vm_maps::CHAIN_META)?,
             },
             layout,
         };

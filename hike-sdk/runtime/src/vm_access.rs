@@ -6,7 +6,7 @@
 //!
 //! - The chain table, the configuration, the clock, the test entry's chain, the
 //!   runtime's records and the root's owner: read-only to programs
-//!   ([`READ_ONLY_TO_PROGRAMS`]). A package's object cannot add a map to `vm/`
+//!   ([`vm_maps::read_only_to_programs`], one table with the formats'). A package's object cannot add a map to `vm/`
 //!   either (`load.rs`).
 //! - The program arrays and native chain slots: a program can only tail-call
 //!   through them (the kernel refuses a prog array to every map helper but
@@ -21,6 +21,8 @@
 //! [`writable_vm_tables`] names what stays writable until it is made anew.
 
 use std::os::fd::AsFd;
+
+use hike_bytecode::vm_maps;
 use std::path::Path;
 
 use libbpf_rs::{MapHandle, MapInfo};
@@ -31,13 +33,9 @@ use crate::layout::Layout;
 /// `BPF_F_RDONLY_PROG`: programs may read the map but not write it.
 pub(crate) const RDONLY_PROG: u32 = 1 << 7;
 
-/// The VM's maps created [`RDONLY_PROG`]: everything in `<root>/vm` that
-/// programs read and only the runtime writes. `hike/maps.h`, `hike/time.h` and
-/// `bpf/hike_entry.bpf.c` declare the flag for the maps an object creates.
-pub const READ_ONLY_TO_PROGRAMS: &[&str] =
-    &["hike_chains", "hike_config", "hike_clock", "hike_entry_map", "hike_prog_meta", "hike_chain_meta", "hike_owner"];
-
-/// Options creating one of [`READ_ONLY_TO_PROGRAMS`] from user space.
+/// Options creating one of [`vm_maps::read_only_to_programs`] from user space
+/// (`hike/maps.h`, `hike/time.h` and `bpf/hike_entry.bpf.c` declare the flag for
+/// the maps an object creates).
 pub(crate) fn read_only_create_opts() -> libbpf_rs::libbpf_sys::bpf_map_create_opts {
     libbpf_rs::libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
@@ -53,16 +51,16 @@ pub(crate) fn pinned_flags(path: &Path) -> Result<u32> {
     Ok(info.info.map_flags)
 }
 
-/// The maps of [`READ_ONLY_TO_PROGRAMS`] pinned in the instance at `root` that
+/// The maps of [`vm_maps::read_only_to_programs`] pinned in the instance at `root` that
 /// programs can write: made by a runtime older than the flag. Reads only; empty
 /// for a root that does not exist.
 pub fn writable_vm_tables(root: &Path) -> Result<Vec<&'static str>> {
     let layout = Layout::new(root);
     let mut out = Vec::new();
-    for name in READ_ONLY_TO_PROGRAMS {
+    for name in vm_maps::read_only_to_programs() {
         let path = layout.vm_map(name);
         if path.exists() && pinned_flags(&path)? & RDONLY_PROG == 0 {
-            out.push(*name);
+            out.push(name);
         }
     }
     Ok(out)

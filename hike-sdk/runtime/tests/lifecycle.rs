@@ -222,7 +222,7 @@ fn programs_that_write_the_vm_tables_are_refused_by_the_verifier() {
     assert_eq!(t.rt.test_run_chain(Hook::Xdp, c, &ipv6_udp_packet(), 0).unwrap().verdict, 1, "the chain still runs");
     // The test run made the test entry's chain; a claim makes the owner.
     t.rt.claim("lifecycle").unwrap().unwrap();
-    for name in hike_runtime::vm_access::READ_ONLY_TO_PROGRAMS {
+    for name in hike_bytecode::vm_maps::read_only_to_programs() {
         assert!(t.path.join("vm").join(name).exists(), "{name}");
     }
     assert_eq!(hike_runtime::vm_access::writable_vm_tables(&t.path).unwrap(), Vec::<&str>::new());

@@ -562,13 +562,13 @@ impl<'a> Checker<'a> {
         for m in raw {
             self.unique_item(&mut seen, &m.name, "map", owner);
             let name = self.item_name(&m.name, "map");
-            if m.name.get_ref().starts_with(crate::object_items::VM_MAP_PREFIX) {
+            if m.name.get_ref().starts_with(hike_bytecode::vm_maps::PREFIX) {
                 self.error(
                     m.name.span(),
                     format!(
                         "map `{}` of {owner} starts with `{}`, which is reserved for the HIKe VM's maps",
                         m.name.get_ref(),
-                        crate::object_items::VM_MAP_PREFIX
+                        hike_bytecode::vm_maps::PREFIX
                     ),
                     Some("rename the map, here and in the C code; programs use the VM's maps without declaring them".into()),
                 );
