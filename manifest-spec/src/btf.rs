@@ -73,7 +73,9 @@ pub(crate) fn datasec_var_names(btf: &[u8], section: &str) -> Result<Option<BTre
         let end = start.and_then(|s| s.checked_add(len));
         match (start, end) {
             (Some(start), Some(end)) if end <= btf.len() => Ok(&btf[start..end]),
-            _ => Err(format!("its BTF {what} section ({len} bytes at {off}) is outside the {} bytes of BTF", btf.len())),
+            _ => {
+                Err(format!("its BTF {what} section ({len} bytes at {off}) is outside the {} bytes of BTF", btf.len()))
+            }
         }
     };
     let types = part(8, "type")?;
@@ -96,9 +98,9 @@ pub(crate) fn datasec_var_names(btf: &[u8], section: &str) -> Result<Option<BTre
         let mut names = BTreeSet::new();
         for i in 0..t.vlen {
             let id = order.u32_at(types, t.extra + i * SECINFO_LEN)?;
-            let var = by_id(id).filter(|v| v.kind == KIND_VAR).ok_or_else(|| {
-                format!("its BTF section {section} holds the type {id}, which is not a variable")
-            })?;
+            let var = by_id(id)
+                .filter(|v| v.kind == KIND_VAR)
+                .ok_or_else(|| format!("its BTF section {section} holds the type {id}, which is not a variable"))?;
             if !names.insert(name(var.name_off)?.to_owned()) {
                 return Err(format!("its BTF section {section} holds `{}` twice", name(var.name_off)?));
             }

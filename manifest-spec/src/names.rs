@@ -353,16 +353,8 @@ pub fn skeleton(name: &str) -> String {
 /// `i`→`l`, `5`→`s`, `3`→`e`, and the letters that pass for two, decomposed
 /// as TR39 does `m`: `w`→`vv`, `d`→`cl` (so `c1` is `d` too). No replacement
 /// holds a character this table replaces.
-const LOOK_ALIKES_OF: &[(char, &str)] = &[
-    ('0', "o"),
-    ('1', "l"),
-    ('i', "l"),
-    ('5', "s"),
-    ('3', "e"),
-    ('m', "rn"),
-    ('w', "vv"),
-    ('d', "cl"),
-];
+const LOOK_ALIKES_OF: &[(char, &str)] =
+    &[('0', "o"), ('1', "l"), ('i', "l"), ('5', "s"), ('3', "e"), ('m', "rn"), ('w', "vv"), ('d', "cl")];
 
 /// What [`skeleton`] makes one, as said to a publisher whose name it refuses.
 pub const LOOK_ALIKES: &str = "names are compared without `-` and `_`, in lowercase, with `0` as `o`, `1` and `i` \

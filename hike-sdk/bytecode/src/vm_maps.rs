@@ -50,8 +50,9 @@ pub const CHAIN_META: VmMap = map("hike_chain_meta", false, true);
 pub const OWNER: VmMap = map("hike_owner", false, true);
 
 /// Every map of the VM.
-pub const ALL: &[VmMap] =
-    &[PROGS_XDP, PROGS_TC, NATIVE_XDP, NATIVE_TC, CHAINS, STATE, CONFIG, CLOCK, ENTRY_MAP, PROG_META, CHAIN_META, OWNER];
+pub const ALL: &[VmMap] = &[
+    PROGS_XDP, PROGS_TC, NATIVE_XDP, NATIVE_TC, CHAINS, STATE, CONFIG, CLOCK, ENTRY_MAP, PROG_META, CHAIN_META, OWNER,
+];
 
 /// The VM map named `name`, if it is one.
 pub fn get(name: &str) -> Option<&'static VmMap> {

@@ -570,7 +570,10 @@ impl<'a> Checker<'a> {
                         m.name.get_ref(),
                         hike_bytecode::vm_maps::PREFIX
                     ),
-                    Some("rename the map, here and in the C code; programs use the VM's maps without declaring them".into()),
+                    Some(
+                        "rename the map, here and in the C code; programs use the VM's maps without declaring them"
+                            .into(),
+                    ),
                 );
             }
             let doc = self.doc(m.doc, &m.name, "map");
