@@ -114,7 +114,11 @@ fn doctor_reports_what_no_deployment_owns_and_fix_removes_it() {
 #[test]
 fn doctor_names_the_vm_tables_programs_can_write_in_a_root_made_before_they_were_read_only() {
     require_kernel();
-    let sb = Sandbox::new("oldvm");
+    let sb = Sandbox::with_netns("oldvm").shared_cache();
+    for p in ["flow", "verdict", "classify"] {
+        sb.publish(&sb.package(p));
+    }
+    let app = sb.package("app");
     hike_runtime::Runtime::init(&sb.root, hike_runtime::InitOptions::default()).unwrap();
     let run = sb.run(sb.dir.path(), &["doctor"]);
     assert!(!run.stdout.contains("can write hike_"), "a root made now has none: {}", run.stdout);
@@ -124,8 +128,16 @@ fn doctor_names_the_vm_tables_programs_can_write_in_a_root_made_before_they_were
     hike_runtime::Runtime::init(&sb.root, hike_runtime::InitOptions::default()).unwrap();
     let run = sb.run(sb.dir.path(), &["doctor"]);
     let says = format!("programs of any package deployed in {} can write hike_chains", sb.root.display());
+    let fix = "uninstall every deployment in it, then install them again";
     assert!(run.stdout.contains(&says), "{}", run.stdout);
-    assert!(run.stdout.contains("uninstall every deployment in it, then install them again"), "{}", run.stdout);
+    assert!(run.stdout.contains(fix), "{}", run.stdout);
+    // Installing into it says so, once, with the fix; so does `status`.
+    let run = sb.run(&app, &["install", "--set", "DEVNAME=va"]).ok();
+    assert_eq!(run.stderr.matches(&says).count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains(fix), "{}", run.stderr);
+    let run = sb.run(&app, &["status"]).ok();
+    assert!(run.stderr.contains(&says) && run.stderr.contains(fix), "{}", run.stderr);
+    sb.run(&app, &["uninstall"]).ok();
 }
 
 #[test]
@@ -196,7 +208,10 @@ fn doctor_cache(sb: &Sandbox, args: &[&str]) -> Vec<serde_json::Value> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["name"] == "cache" || (c["name"] == "repaired" && c["found"].as_str().unwrap().contains("chmod")))
+        .filter(|c| {
+            c["name"] == "cache"
+                || (c["name"] == "repaired" && c["found"].as_str().unwrap().contains(&*sb.cache.to_string_lossy()))
+        })
         .cloned()
         .collect()
 }
@@ -205,8 +220,9 @@ fn doctor_cache(sb: &Sandbox, args: &[&str]) -> Vec<serde_json::Value> {
 /// cache another user could write is refused like such a state directory: when
 /// someone else owns it (root with a cache of the user sudo kept HOME for), when
 /// others can write to it (mode 1777), and when someone else made one of its
-/// directories first (`objects/`). `doctor` reports each; `--fix` makes our own
-/// directories go-w and never takes another user's. A user other than root is
+/// directories first (`objects/`), or a file in it (`vmlinux.h`). `doctor`
+/// reports each; `--fix` makes our own directories go-w, removes what others made
+/// in the cache and never takes over the root of another user's. A user other than root is
 /// refused root's cache the same way.
 #[test]
 fn a_cache_another_user_could_write_is_refused_and_doctor_reports_it() {
@@ -255,6 +271,38 @@ fn a_cache_another_user_could_write_is_refused_and_doctor_reports_it() {
     let run = sb.run(&app, &["build"]).fails(7);
     assert!(run.stderr.contains("objects") && run.stderr.contains("owned by uid 65534"), "{}", run.stderr);
     std::fs::remove_dir(&objects).unwrap();
+    lock(&sb).ok();
+
+    // Planted while the cache was open to everyone, then the cache made go-w by
+    // hand: a file someone else owns is refused, at any level the layout has,
+    // and `doctor --fix` removes it (and, sweeping the whole tree, what was
+    // planted below the levels checked on every command).
+    let vmlinux = sb.cache.join("vmlinux").join("ab".repeat(32));
+    std::fs::create_dir_all(vmlinux.join("deeper/still/more")).unwrap();
+    let header = vmlinux.join("vmlinux.h");
+    let deep = vmlinux.join("deeper/still/more/planted.h");
+    for planted in [&header, &deep] {
+        std::fs::write(planted, "struct planted;").unwrap();
+        std::os::unix::fs::chown(planted, Some(65534), Some(65534)).unwrap();
+    }
+    let run = lock(&sb).fails(7);
+    assert!(run.stderr.contains("vmlinux.h") && run.stderr.contains("owned by uid 65534"), "{}", run.stderr);
+    let found = doctor_cache(&sb, &[]);
+    assert!(found[0]["fix"].as_str().unwrap().contains("ebpkg doctor --fix"), "{found:?}");
+    std::fs::set_permissions(sb.cache.join("vmlinux"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let fixed = doctor_cache(&sb, &["--fix"]);
+    assert_eq!(fixed.last().unwrap()["status"], "ok", "{fixed:?}");
+    assert!(!header.exists() && !deep.exists(), "{fixed:?}");
+    assert!(fixed.iter().any(|c| c["found"].as_str().unwrap().contains("uid 65534 made it")), "{fixed:?}");
+    // One the caller owns that others can write is removed too: its bytes may be theirs.
+    std::fs::write(&header, "struct planted;").unwrap();
+    std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let run = lock(&sb).fails(7);
+    assert!(run.stderr.contains("vmlinux.h") && run.stderr.contains("mode 666"), "{}", run.stderr);
+    let fixed = doctor_cache(&sb, &["--fix"]);
+    assert_eq!(fixed.last().unwrap()["status"], "ok", "{fixed:?}");
+    assert!(!header.exists(), "{fixed:?}");
+    lock(&sb).ok();
 
     // Not root: root's cache is refused to anyone else.
     std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

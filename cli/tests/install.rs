@@ -21,6 +21,10 @@ fn install_runs_the_chain_upgrades_and_uninstalls_without_leftovers() {
     assert!(run.stderr.contains("Registered flow@1.0.0 flow_match as program"), "{}", run.stderr);
     assert!(run.stderr.contains("Attached va to app-1-classify-l3_classifier"), "{}", run.stderr);
     assert!(app.join("ebpkg.lock").exists());
+    // The cache it filled from nothing is its user's alone: every directory
+    // 0700, every file 0600 (archives, keys, signatures, unpacked packages, the
+    // SDK, objects, native chains, IR modules, records, index files).
+    assert_private_tree(&sb.cache);
 
     // The attached loader's program decides as the chain says.
     assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
@@ -388,6 +392,29 @@ fn an_install_from_the_build_cache_runs_no_compiler() {
 
 /// The cache files of `kind` (`o` for package objects, `native.o`,
 /// `native.meta`, `ll`), by path.
+/// Every directory under `root` (and `root`) is mode 0700, every file 0600.
+fn assert_private_tree(root: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut todo = vec![root.to_owned()];
+    let (mut dirs, mut files) = (0, 0);
+    while let Some(dir) = todo.pop() {
+        let mode = std::fs::symlink_metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+        dirs += 1;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                todo.push(path);
+            } else {
+                assert_eq!(meta.permissions().mode() & 0o7777, 0o600, "{}", path.display());
+                files += 1;
+            }
+        }
+    }
+    assert!(dirs > 10 && files > 20, "{dirs} directories, {files} files: the install filled it");
+}
+
 fn cache_files(sb: &Sandbox, kind: &str) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for dir in std::fs::read_dir(sb.cache.join("objects")).unwrap() {

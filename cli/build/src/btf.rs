@@ -99,7 +99,6 @@ impl Btf {
             });
         }
         let write = |cause| BtfError::Write { path: path.clone(), cause };
-        std::fs::create_dir_all(&dir).map_err(write)?;
         cache::write_atomic(&path, &out.stdout).map_err(write)?;
         Ok(VmlinuxHeader { dir, path, cached: false })
     }

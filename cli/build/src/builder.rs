@@ -529,15 +529,9 @@ impl Builder {
         on_event: &(dyn Fn(BuildEvent<'_>) + Sync),
     ) -> Option<BuiltObject> {
         let object = object_path(&self.cache_dir, key);
-        let verified = match self.records().read(&object, MAX_OBJECT_BYTES) {
-            Ok(v) => v,
-            Err(miss) => {
-                if miss.is_mismatch() {
-                    on_event(BuildEvent::Warning(unit, &format!("{miss}; it is built again\n")));
-                }
-                return None;
-            }
-        };
+        let verified = self.records().lookup(&object, MAX_OBJECT_BYTES, |miss| {
+            on_event(BuildEvent::Warning(unit, &format!("{miss}; it is built again\n")));
+        })?;
         let bytes = verified.bytes;
         if let Err(problem) = check_bpf_object(&bytes) {
             // Damaged (a disk error, a hand edit): build it again.
@@ -643,7 +637,7 @@ impl Builder {
         let object = object_path(&self.cache_dir, &job.key);
         let dir = object.parent().unwrap_or(&self.cache_dir);
         let cache_err = |cause| BuildError::Cache { path: dir.to_owned(), cause };
-        std::fs::create_dir_all(dir).map_err(cache_err)?;
+        cache::create_dirs(dir).map_err(cache_err)?;
         let tmp = tempfile::Builder::new()
             .prefix(&crate::temps::prefix())
             .suffix(".o")
@@ -691,7 +685,7 @@ impl Builder {
         }
         // clang replaced the temporary file with its own (mode from the umask):
         // cache files are the cache user's alone.
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(cache_err)?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(cache::FILE_MODE)).map_err(cache_err)?;
         tmp.persist(&object).map_err(|e| cache_err(e.error))?;
         let sha256 = self.records().record(&object, &bytes).map_err(cache_err)?;
         Ok(Compiled { object, sha256, compiler: crate::elf_check::compiler_of(&bytes), warnings })

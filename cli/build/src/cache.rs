@@ -26,10 +26,19 @@ pub fn warnings_path(object: &Path) -> PathBuf {
     object.with_extension("warnings")
 }
 
-/// Writes `bytes` to `path` atomically and durably, readable by the cache's
-/// user only (a cache is one user's: the CLI refuses anyone else's).
+/// The mode of every file in the cache: a cache is one user's (the CLI refuses
+/// anyone else's), so its directories are 0700 and its files 0600.
+pub use ebpkg_fs::private::FILE_MODE;
+
+/// Writes `bytes` to `path` atomically and durably, mode 0600 (its missing
+/// directories made 0700).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    ebpkg_fs::write_atomic(path, bytes, 0o600)
+    ebpkg_fs::private::write_private(path, bytes)
+}
+
+/// Creates `dir` and its missing parents, mode 0700.
+pub fn create_dirs(dir: &Path) -> std::io::Result<()> {
+    ebpkg_fs::private::create_private_dir(dir)
 }
 
 #[cfg(test)]

@@ -100,14 +100,30 @@ impl CacheRecords {
         let Some(key) = &self.key else { return Ok(sha256) };
         let mac = self.mac(key, &file_name(artifact), &sha256).finalize().into_bytes();
         let text = format!("sha256 {}\nmac {}\n", sha256.to_hex(), hex(&mac));
-        ebpkg_fs::write_atomic(&record_path(artifact), text.as_bytes(), 0o600)?;
+        ebpkg_fs::private::write_private(&record_path(artifact), text.as_bytes())?;
         Ok(sha256)
     }
 
-    /// Writes `bytes` to `artifact` (atomically, mode 0600) and records them.
+    /// Writes `bytes` to `artifact` (atomically, mode 0600, its directory made
+    /// 0700) and records them.
     pub fn write(&self, artifact: &Path, bytes: &[u8]) -> std::io::Result<Sha256Digest> {
-        ebpkg_fs::write_atomic(artifact, bytes, 0o600)?;
+        ebpkg_fs::private::write_private(artifact, bytes)?;
         self.record(artifact, bytes)
+    }
+
+    /// [`CacheRecords::read`] as a cache lookup: any miss is `None`, and
+    /// `on_mismatch` hears of one that found something it should not have (to
+    /// warn, saying what happens instead).
+    pub fn lookup(&self, artifact: &Path, max: u64, on_mismatch: impl FnOnce(&Miss)) -> Option<Verified> {
+        match self.read(artifact, max) {
+            Ok(v) => Some(v),
+            Err(miss) => {
+                if miss.is_mismatch() {
+                    on_mismatch(&miss);
+                }
+                None
+            }
+        }
     }
 
     /// The bytes of `artifact` (at most `max`) when its record is there and
@@ -185,7 +201,7 @@ fn key(cache_dir: &Path) -> std::io::Result<[u8; 32]> {
     }
     let mut key = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
-    ebpkg_fs::create_dirs(cache_dir, 0o700)?;
+    ebpkg_fs::private::create_private_dir(cache_dir)?;
     let tmp = tempfile::Builder::new().prefix(&ebpkg_fs::temp::prefix()).tempfile_in(cache_dir)?;
     std::fs::write(tmp.path(), key)?;
     tmp.as_file().sync_all()?;

@@ -266,12 +266,6 @@ fn write_verdict(path: &Path, outcome: &RebuildOutcome) {
         }
         _ => return,
     };
-    if let Some(dir) = path.parent()
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        tracing::debug!(path = %dir.display(), "rebuild verdict not kept: {e}");
-        return;
-    }
     if let Err(e) = cache::write_atomic(path, text.as_bytes()) {
         tracing::debug!(path = %path.display(), "rebuild verdict not kept: {e}");
     }

@@ -48,16 +48,16 @@ pub fn install(cache_dir: &Path) -> std::io::Result<InstalledSdk> {
     if is_intact(&installed) {
         return Ok(installed);
     }
-    std::fs::create_dir_all(&sdk_root)?;
+    crate::cache::create_dirs(&sdk_root)?;
     let tmp = tempfile::Builder::new().prefix(&crate::temps::prefix()).tempdir_in(&sdk_root)?;
+    // Made with the umask's mode: the cache's directories are 0700.
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(ebpkg_fs::private::DIR_MODE))?;
     let hike = tmp.path().join("include").join("hike");
-    std::fs::create_dir_all(&hike)?;
     for (name, text) in HEADERS {
-        std::fs::write(hike.join(name), text)?;
+        crate::cache::write_atomic(&hike.join(name), text.as_bytes())?;
     }
     let reference = tmp.path().join("reference");
-    std::fs::create_dir(&reference)?;
-    std::fs::write(reference.join("vmlinux.h"), REFERENCE_VMLINUX_H)?;
+    crate::cache::write_atomic(&reference.join("vmlinux.h"), REFERENCE_VMLINUX_H.as_bytes())?;
     if dir.exists() {
         // Damaged: move it aside first (a rename cannot replace a non-empty
         // directory), then drop it.

@@ -22,7 +22,7 @@ use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, PackageName};
 use semver::Version;
 
-use crate::atomic::write_atomic;
+use crate::atomic::write_private;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file_registry::describe_versions;
@@ -161,7 +161,7 @@ impl Cache {
                 }
             }
         })?;
-        write_atomic(&path, archive.bytes())?;
+        write_private(&path, archive.bytes())?;
         tracing::debug!(package = %name, %version, registry = %registry.url(), bytes = size, "archive downloaded");
         Ok(archive)
     }
@@ -241,7 +241,7 @@ impl Cache {
             })?;
         bundle.verify_digest(&key, &entry.cksum, archive).map_err(bad)?;
         if !from_cache {
-            write_atomic(&bundle_path, bundle.json().as_bytes())?;
+            write_private(&bundle_path, bundle.json().as_bytes())?;
         }
         Ok(VerifiedSignature { bundle, key, revoked_at, revocation_checked })
     }
@@ -292,7 +292,7 @@ impl Cache {
             }
         };
         if !key_path.exists() {
-            write_atomic(&key_path, found.key.to_pem().as_bytes()).map_err(KeyProblem::Io)?;
+            write_private(&key_path, found.key.to_pem().as_bytes()).map_err(KeyProblem::Io)?;
         }
         Ok(found)
     }
@@ -324,9 +324,15 @@ impl Cache {
             }
         }
         let parent = self.layout.sources();
-        crate::atomic::create_dirs(&parent)?;
+        crate::atomic::create_private_dirs(&parent)?;
         match ebpkg_archive::unpack_verified(archive, name, version, &dest, &limits) {
-            Ok(unpacked) => Ok(unpacked.root),
+            Ok(unpacked) => {
+                // Unpacked with the archive's modes (0755/0644) inside the 0700
+                // `src/`; the cache's own are its user's alone. (A tree is compared
+                // with its archive by content, not mode, on every use.)
+                ebpkg_fs::private::restrict_tree(&dest).map_err(Error::io("restrict", &dest))?;
+                Ok(unpacked.root)
+            }
             Err(UnpackError::DestinationExists { .. }) => Ok(dest),
             Err(source) => Err(self.unpack_error(name, version, &path, source)),
         }

@@ -29,6 +29,9 @@ pub struct Deployment {
 pub fn status(ctx: &Ctx, opts: &StatusOptions) -> Result<Vec<Deployment>> {
     let deployer = ctx.deployer()?;
     let mut all = deployer.status(&|e| print_event(ctx, e))?;
+    if let Some((found, fix)) = crate::ops::writable_vm_tables(&ctx.config.bpffs_root) {
+        ctx.ui.warn(format!("{found}\nhelp: {fix}"));
+    }
     if let Some(n) = &opts.name {
         all.retain(|d| &d.record.name == n);
         if all.is_empty() {

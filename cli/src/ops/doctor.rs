@@ -1,6 +1,8 @@
 //! `ebpkg doctor`: can this machine build and load HIKe packages? Each check says
 //! what it found and, when it fails, what to do.
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use crate::Ctx;
@@ -156,38 +158,30 @@ pub fn doctor(ctx: &Ctx, opts: &DoctorOptions) -> Vec<Check> {
     checks
 }
 
-/// The cache: private (`cache_safety::check`) and writable. With `fix`, a
-/// directory of the caller's own that others can write is made `go-w`; one that
-/// someone else owns is only reported (its content is theirs: never chowned).
+/// The cache: private (`cache_safety::check`) and writable. With `fix`, what
+/// can be repaired is: a directory of the caller's that others can write is made
+/// `go-w`, and everything in it that someone else made or others could write is
+/// removed, at any depth (it is a cache: removing is safe; a planted entry is
+/// never taken over by a chown); an entry of the cache another user owns is
+/// removed. The cache root itself, when someone else owns it, is only reported.
 fn cache_check(ctx: &Ctx, fix: bool) -> Vec<Check> {
     let cache = &ctx.config.cache_dir;
+    let real_root = std::fs::canonicalize(cache).unwrap_or_else(|_| cache.clone());
+    let inside = |p: &Path| p != real_root && p.starts_with(&real_root);
     let mut checks = Vec::new();
-    // Each repair may reveal the next directory to repair; a few rounds suffice
-    // for a cache's handful of layout directories.
-    for _ in 0..64 {
+    // Each repair may reveal the next entry to repair (a sweep repairs a whole
+    // subtree at once, so few rounds are needed).
+    for _ in 0..256 {
         match crate::cache_safety::check(cache) {
-            Err(e) if fix && e.cause.chmod_repairs() => {
-                let path = &e.cause.path;
-                let repaired = std::fs::metadata(path).and_then(|m| {
-                    use std::os::unix::fs::PermissionsExt;
-                    let mode = m.permissions().mode() & 0o7777 & !0o022;
-                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-                });
-                match repaired {
-                    Ok(()) => checks.push(Check {
-                        name: "repaired",
-                        status: "ok",
-                        found: format!("made {} writable only by its owner (`chmod go-w`)", path.display()),
-                        fix: None,
-                    }),
-                    Err(err) => {
-                        checks.push(check("cache", false, format!("{e}; cannot chmod it: {err}"), "repair it by hand"));
-                        return checks;
-                    }
+            Err(e) if fix && (e.cause.chmod_repairs() || inside(&e.cause.path)) => match repair(&e.cause) {
+                Ok(done) => checks.extend(done),
+                Err(err) => {
+                    checks.push(check("cache", false, format!("{e}; cannot repair it: {err}"), "repair it by hand"));
+                    return checks;
                 }
-            }
+            },
             Err(e) => {
-                let fix = if e.cause.chmod_repairs() {
+                let fix = if e.cause.chmod_repairs() || inside(&e.cause.path) {
                     format!("{}; `ebpkg doctor --fix` does it", e.cause.fix())
                 } else {
                     format!("{}; or set EBPKG_CACHE_DIR to a directory of your own", e.cause.fix())
@@ -206,6 +200,38 @@ fn cache_check(ctx: &Ctx, fix: bool) -> Vec<Check> {
         "set EBPKG_CACHE_DIR to a writable directory",
     ));
     checks
+}
+
+/// Repairs one entry of the cache the privacy check refused (see `cache_check`).
+fn repair(cause: &ebpkg_fs::private::NotPrivate) -> std::io::Result<Vec<Check>> {
+    use ebpkg_fs::private::{Problem, Swept};
+    use std::os::unix::fs::PermissionsExt;
+    let repaired = |found: String| Check { name: "repaired", status: "ok", found, fix: None };
+    let path = &cause.path;
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.is_dir() && cause.chmod_repairs() {
+        let mode = meta.permissions().mode() & 0o7777 & !0o022;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        let mut done = vec![repaired(format!("made {} writable only by its owner (`chmod go-w`)", path.display()))];
+        for swept in ebpkg_fs::private::remove_foreign(path)? {
+            done.push(repaired(match swept {
+                Swept::Removed { path, problem: Problem::Owner { uid, .. } } => {
+                    format!("removed {}: uid {uid} made it in the cache", path.display())
+                }
+                Swept::Removed { path, .. } => format!("removed {}: others could write it", path.display()),
+                Swept::Restricted { path, mode } => {
+                    format!("made {} writable only by its owner (mode {mode:o})", path.display())
+                }
+            }));
+        }
+        return Ok(done);
+    }
+    if meta.is_dir() {
+        std::fs::remove_dir_all(path)?
+    } else {
+        std::fs::remove_file(path)?
+    }
+    Ok(vec![repaired(format!("removed {}: {}", path.display(), cause.reason()))])
 }
 
 /// A recorded "latest known time" of a registry's TUF datastore that is ahead of
@@ -271,22 +297,8 @@ fn host_state(ctx: &Ctx, fix: bool) -> Vec<Check> {
             Some("`ebpkg doctor --fix` (or the next `ebpkg test`) removes it".into()),
         ));
     }
-    match hike_runtime::vm_access::writable_vm_tables(&ctx.config.bpffs_root) {
-        Ok(tables) if tables.is_empty() => {}
-        Ok(tables) => checks.push(warn(
-            "vm tables",
-            format!(
-                "programs of any package deployed in {} can write {}: the root was made before the VM's tables were \
-                 read-only to programs, and a map's flags cannot change",
-                ctx.config.bpffs_root.display(),
-                tables.join(", ")
-            ),
-            Some(
-                "uninstall every deployment in it, then install them again: a root made anew has them read-only".into(),
-            ),
-        )),
-        // Not readable without the privileges every command using the root needs; those are checked above.
-        Err(e) => tracing::debug!("cannot read the flags of the VM's tables: {e}"),
+    if let Some((found, fix)) = crate::ops::writable_vm_tables(&ctx.config.bpffs_root) {
+        checks.push(warn("vm tables", found, Some(fix.into())));
     }
     for p in ebpkg_build::temps::stale(&ctx.config.cache_dir) {
         checks.push(warn(

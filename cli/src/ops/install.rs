@@ -172,6 +172,9 @@ fn install_timed(
     // An interrupted install is repaired first, whatever this one's options are
     // (recovery compiles nothing).
     deployer.recover(&|e| print_event(ctx, e))?;
+    if let Some((found, fix)) = crate::ops::writable_vm_tables(&ctx.config.bpffs_root) {
+        ctx.ui.warn(format!("{found}\nhelp: {fix}"));
+    }
     let builder = crate::ops::build::builder(ctx, &opts.build)?;
     if opts.chain_mode != ChainMode::Interpreted {
         let compiler = crate::ops::native::ClangCompiler::new(builder.clone());

@@ -75,6 +75,29 @@ pub struct TempRoot {
     pub root: hike_runtime::ScratchRoot,
 }
 
+/// VM tables programs can still write in the HIKe root `bpffs_root` (one made
+/// before they were read-only to programs), as what was found and the fix, for
+/// `doctor`, `install` and `status`. `None` when there are none, or when their
+/// flags cannot be read (without the privileges the commands check themselves).
+pub fn writable_vm_tables(bpffs_root: &std::path::Path) -> Option<(String, &'static str)> {
+    match hike_runtime::vm_access::writable_vm_tables(bpffs_root) {
+        Ok(tables) if tables.is_empty() => None,
+        Ok(tables) => Some((
+            format!(
+                "programs of any package deployed in {} can write {}: the root was made before the VM's tables were \
+                 read-only to programs, and a map's flags cannot change",
+                bpffs_root.display(),
+                tables.join(", ")
+            ),
+            "uninstall every deployment in it, then install them again: a root made anew has them read-only",
+        )),
+        Err(e) => {
+            tracing::debug!("cannot read the flags of the VM's tables: {e}");
+            None
+        }
+    }
+}
+
 /// The kinds of temporary roots commands make.
 const TEMP_ROOT_KINDS: &[&str] = &["test", "verify", "attest"];
 

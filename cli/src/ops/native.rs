@@ -108,14 +108,8 @@ const MAX_NATIVE_BYTES: u64 = ebpkg_spec::MAX_OBJECT_BYTES;
 /// each only when it matches its digest record (a mismatch is a miss and a
 /// warning: the chain is linked again, or stays interpreted without clang).
 fn cached_native(records: &ebpkg_build::CacheRecords, object: &std::path::Path) -> Option<(Vec<u8>, String, u32)> {
-    let verified = |path: &std::path::Path, max| match records.read(path, max) {
-        Ok(v) => Some(v.bytes),
-        Err(miss) => {
-            if miss.is_mismatch() {
-                tracing::warn!("{miss}; the native chain is built again");
-            }
-            None
-        }
+    let verified = |path: &std::path::Path, max| {
+        records.lookup(path, max, |miss| tracing::warn!("{miss}; the native chain is built again")).map(|v| v.bytes)
     };
     let meta = String::from_utf8(verified(&object.with_extension("meta"), 4096)?).ok()?;
     let (entry, steps) = meta.trim_end().split_once('\n')?;
@@ -134,9 +128,6 @@ fn store_native(
     elf: &[u8],
     meta: &str,
 ) -> std::io::Result<()> {
-    if let Some(dir) = object.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     records.write(&object.with_extension("meta"), meta.as_bytes())?;
     records.write(object, elf)?;
     Ok(())
@@ -144,22 +135,13 @@ fn store_native(
 
 /// A cached IR module, when it matches its digest record.
 fn cached_module(records: &ebpkg_build::CacheRecords, path: &std::path::Path) -> Option<String> {
-    match records.read(path, MAX_MODULE_BYTES) {
-        Ok(v) => String::from_utf8(v.bytes).ok(),
-        Err(miss) => {
-            if miss.is_mismatch() {
-                tracing::warn!("{miss}; the module is compiled again");
-            }
-            None
-        }
-    }
+    records
+        .lookup(path, MAX_MODULE_BYTES, |miss| tracing::warn!("{miss}; the module is compiled again"))
+        .and_then(|v| String::from_utf8(v.bytes).ok())
 }
 
 /// Writes an IR module into the cache with its digest record.
 fn store_module(records: &ebpkg_build::CacheRecords, path: &std::path::Path, ir: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     records.write(path, ir.as_bytes()).map(|_| ())
 }
 

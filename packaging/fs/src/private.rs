@@ -6,7 +6,7 @@
 //! not writable by others (unless sticky, like /tmp). One definition, for the
 //! state directory (ebpkg-deploy) and the cache (the CLI).
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// What is wrong with one path.
@@ -155,16 +155,58 @@ pub fn check_dir_and_ancestors(dir: &Path) -> Result<PathBuf, NotPrivate> {
     Ok(real)
 }
 
-/// Creates `dir` and missing parents mode 0700 (an existing one is left as it is).
+/// The mode of every directory ebpkg makes in a private tree (the cache).
+pub const DIR_MODE: u32 = 0o700;
+/// The mode of every file ebpkg writes in a private tree.
+pub const FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` and missing parents mode 0700, whatever the umask (an existing
+/// one is left as it is).
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    crate::write::create_dirs(dir, DIR_MODE)
 }
 
-/// Checks `root`, every directory above it, and every directory in it down to
-/// `depth` levels (at most `max_dirs` of them): the first that is not private.
-/// Deeper directories are trusted as the ones above them are, since only their
-/// owner can have made them.
-pub fn check_tree(root: &Path, depth: usize, max_dirs: usize) -> Result<(), NotPrivate> {
+/// Writes `path` atomically and durably, mode 0600, its missing directories
+/// made 0700: how every file of a private tree is written.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    crate::write::write_atomic(path, bytes, FILE_MODE)
+}
+
+/// Takes group and other permissions away from `dir` and everything in it
+/// (symbolic links aside): for a tree made elsewhere with the modes it carried
+/// (an unpacked archive) and moved into a private tree.
+pub fn restrict_tree(dir: &Path) -> std::io::Result<()> {
+    let mut todo = vec![dir.to_owned()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path)?;
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & !0o077))?;
+        }
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                todo.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks `root`, every directory above it, every directory in it down to
+/// `depth` levels and every other entry of those directories (at most
+/// `max_entries` in all): the first that is not private. A file is refused as a
+/// directory is (someone else's, or writable by group or others); a symbolic
+/// link only when someone else owns it (its own mode means nothing). Deeper
+/// entries are trusted as the directories above them are, which only their
+/// owner can have filled — unless one of them was once writable by others:
+/// [`remove_foreign`] is the repair that also clears what was planted then.
+pub fn check_tree(root: &Path, depth: usize, max_entries: usize) -> Result<(), NotPrivate> {
     let real = check_dir_and_ancestors(root)?;
     let mut todo = vec![(real, 0usize)];
     let mut seen = 0usize;
@@ -173,19 +215,89 @@ pub fn check_tree(root: &Path, depth: usize, max_dirs: usize) -> Result<(), NotP
             check_dir(&dir)?;
         }
         seen += 1;
-        if seen > max_dirs || level >= depth {
+        if seen > max_entries {
             continue;
         }
         let entries = std::fs::read_dir(&dir).map_err(|e| io_problem(&dir, &e))?;
         for entry in entries {
             let entry = entry.map_err(|e| io_problem(&dir, &e))?;
-            let kind = entry.file_type().map_err(|e| io_problem(&entry.path(), &e))?;
-            if kind.is_dir() {
-                todo.push((entry.path(), level + 1));
+            let path = entry.path();
+            // Not followed: the metadata of the link itself.
+            let meta = entry.metadata().map_err(|e| io_problem(&path, &e))?;
+            if meta.is_dir() {
+                if level < depth {
+                    todo.push((path, level + 1));
+                }
+            } else {
+                seen += 1;
+                check_entry(&path, &meta)?;
             }
         }
     }
     Ok(())
+}
+
+/// A non-directory entry of a private tree: the caller's, and, unless it is a
+/// symbolic link, writable by no one else.
+fn check_entry(path: &Path, meta: &std::fs::Metadata) -> Result<(), NotPrivate> {
+    if meta.file_type().is_symlink() {
+        let me = euid();
+        return if meta.uid() == me { Ok(()) } else { Err(not_private(path, Problem::Owner { uid: meta.uid(), me })) };
+    }
+    check_owner_and_mode(path, meta)
+}
+
+/// What [`remove_foreign`] did to one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Swept {
+    /// Removed (with everything in it): someone else's, or a file others could write.
+    Removed { path: PathBuf, problem: Problem },
+    /// A directory of the caller's that others could write, now `go-w`.
+    Restricted { path: PathBuf, mode: u32 },
+}
+
+/// Makes the tree under `dir` (a directory of the caller's, already private)
+/// private at every depth by removing what may have been planted while it or a
+/// directory in it was writable by others: every entry another user owns, and
+/// every file of the caller's that others could write (its content may have
+/// been changed). Directories of the caller's that others could write are made
+/// `go-w` and swept in turn. Only for directories whose content can be made
+/// again, such as a cache.
+pub fn remove_foreign(dir: &Path) -> std::io::Result<Vec<Swept>> {
+    let me = euid();
+    let mut swept = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let meta = entry.metadata()?;
+            let mode = meta.permissions().mode();
+            let problem = if meta.uid() != me {
+                Some(Problem::Owner { uid: meta.uid(), me })
+            } else if !meta.is_dir() && !meta.file_type().is_symlink() && mode & 0o022 != 0 {
+                Some(Problem::Writable { mode })
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                if meta.is_dir() {
+                    std::fs::remove_dir_all(&path)?
+                } else {
+                    std::fs::remove_file(&path)?
+                }
+                swept.push(Swept::Removed { path, problem });
+            } else if meta.is_dir() {
+                if mode & 0o022 != 0 {
+                    let mode = mode & 0o7777 & !0o022;
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+                    swept.push(Swept::Restricted { path: path.clone(), mode });
+                }
+                todo.push(path);
+            }
+        }
+    }
+    Ok(swept)
 }
 
 #[cfg(test)]
@@ -208,6 +320,39 @@ mod tests {
         assert!(e.to_string().contains("mode 1777") && e.to_string().contains("chmod go-w"), "{e}");
         // Below the depth checked, it is not looked at.
         check_tree(&root, 1, 1000).unwrap();
+    }
+
+    #[test]
+    fn files_others_own_or_can_write_are_refused_and_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("c");
+        create_private_dir(&root.join("vmlinux/ab/deep")).unwrap();
+        let header = root.join("vmlinux/ab/vmlinux.h");
+        std::fs::write(&header, "struct x;").unwrap();
+        std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o600)).unwrap();
+        check_tree(&root, 2, 1000).unwrap();
+        std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = check_tree(&root, 2, 1000).unwrap_err();
+        assert_eq!(e.path, std::fs::canonicalize(&header).unwrap());
+        assert!(matches!(e.problem, Problem::Writable { .. }), "{e}");
+        // A file one level below the deepest directory checked is still checked.
+        std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let planted = root.join("vmlinux/ab/deep/planted.h");
+        std::fs::write(&planted, "evil").unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
+        check_tree(&root, 2, 1000).unwrap();
+        if euid() == 0 {
+            std::os::unix::fs::chown(&header, Some(65534), None).unwrap();
+            let e = check_tree(&root, 2, 1000).unwrap_err();
+            assert_eq!(e.problem, Problem::Owner { uid: 65534, me: 0 });
+            std::os::unix::fs::chown(&planted, Some(65534), None).unwrap();
+        }
+        let open = root.join("vmlinux");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let swept = remove_foreign(&root).unwrap();
+        assert!(swept.contains(&Swept::Restricted { path: open.clone(), mode: 0o755 }), "{swept:?}");
+        assert_eq!(!header.exists() && !planted.exists(), euid() == 0, "{swept:?}");
+        check_tree(&root, 3, 1000).unwrap();
     }
 
     #[test]

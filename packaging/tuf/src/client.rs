@@ -197,7 +197,7 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
 ) -> Result<TrustedIndex> {
     let root = ebpkg_fs::read(trusted_root, MAX_ROOT_BYTES)
         .map_err(|e| Error::BadFile { path: trusted_root.to_owned(), problem: e.to_string() })?;
-    std::fs::create_dir_all(datastore)
+    ebpkg_fs::private::create_private_dir(datastore)
         .map_err(|e| Error::Io { what: format!("creating {}", datastore.display()), cause: e })?;
     let base = if metadata_url.path().ends_with('/') {
         metadata_url.clone()
@@ -223,6 +223,11 @@ pub fn load_with<T: tough::Transport + Send + Sync + 'static>(
         },
         e => Error::from_tough(e),
     })?;
+    // tough writes its datastore with the umask's modes; it is the cache's, so
+    // its user's alone (a failure is only that: the directory is 0700).
+    if let Err(e) = ebpkg_fs::private::restrict_tree(datastore) {
+        tracing::debug!("cannot make {} private: {e}", datastore.display());
+    }
     // tough reads any spec_version; the specification (and python-tuf) only 1.x.
     for (role, version) in [
         ("root", &repo.root().signed.spec_version),

@@ -139,11 +139,11 @@ pub fn load_probed<T: Transport + Send + Sync + Clone + 'static>(
 
 /// Keeps the role files of a full update and its view.
 fn keep(datastore: &Path, roles: &Path, index: &TrustedIndex, seen: &Seen, validators: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(roles)?;
+    ebpkg_fs::private::create_private_dir(roles)?;
     for (role, version, bytes) in &seen.roles {
         let path = roles.join(format!("{version}.{role}"));
         if !path.exists() {
-            ebpkg_fs::write_atomic(&path, bytes, 0o644)?;
+            ebpkg_fs::private::write_private(&path, bytes)?;
         }
     }
     // Versions no longer listed go.
@@ -156,7 +156,7 @@ fn keep(datastore: &Path, roles: &Path, index: &TrustedIndex, seen: &Seen, valid
     }
     let Some(timestamp) = &seen.timestamp else { return Ok(()) };
     let root_sha256: [u8; 32] = Sha256::digest(&index.root_json).into();
-    ebpkg_fs::write_atomic(&datastore.join(STATE), &encode(index, root_sha256, timestamp, validators), 0o644)
+    ebpkg_fs::private::write_private(&datastore.join(STATE), &encode(index, root_sha256, timestamp, validators))
 }
 
 /// What a full update's transport saw.

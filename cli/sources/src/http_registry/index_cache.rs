@@ -63,8 +63,8 @@ impl IndexCache {
         let path = self.path(name);
         let written = path
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| ebpkg_fs::write_replacing(&path, &encode(validators, body), 0o644));
+            .map_or(Ok(()), ebpkg_fs::private::create_private_dir)
+            .and_then(|()| ebpkg_fs::write_replacing(&path, &encode(validators, body), ebpkg_fs::private::FILE_MODE));
         if let Err(e) = written {
             tracing::warn!("cannot cache the index file {}: {e}", path.display());
         }
@@ -81,8 +81,8 @@ impl IndexCache {
         let path = self.config_path();
         let written = path
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| ebpkg_fs::write_replacing(&path, bytes, 0o644));
+            .map_or(Ok(()), ebpkg_fs::private::create_private_dir)
+            .and_then(|()| ebpkg_fs::write_replacing(&path, bytes, ebpkg_fs::private::FILE_MODE));
         if let Err(e) = written {
             tracing::warn!("cannot cache {}: {e}", path.display());
         }
@@ -185,7 +185,7 @@ mod tests {
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(cache.path(&name("meter"))).unwrap().permissions(),
         );
-        assert_eq!(mode & 0o777, 0o644);
+        assert_eq!(mode & 0o777, 0o600);
         cache.write(&name("meter"), &Validators::default(), b"");
         let bare = cache.read(&name("meter")).unwrap();
         assert_eq!((bare.validators, bare.body), (Validators::default(), Vec::new()));
