@@ -314,8 +314,8 @@ fn rebuilds(attestations: &[db::attestations::Shown], owners: &[Owner]) -> Marku
                     "Shipped objects rebuilt from this version's sources with the compiler each names, and compared \
                      byte for byte (" code { "ebpkg verify --rebuild" } "), each signed by the account that rebuilt \
                      them. An owner's own rebuild is informational; installs that load shipped objects only once \
-                     rebuilt count the rebuilders their trust policy lists (" code { "ebpkg trust rebuilder add" } \
-                     ")."
+                     rebuilt count the rebuilders their trust policy lists ("
+                    code { "ebpkg trust rebuilder add" } ")."
                 }
                 div.table-wrap tabindex="0" { table.stacked {
                     thead { tr { th scope="col" { "Object" } th scope="col" { "Result" } th scope="col" { "Compiler" }
