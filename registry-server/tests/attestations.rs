@@ -344,10 +344,8 @@ fn anyone_attaches_a_rebuild_with_their_own_key_and_only_owners_kernel_verificat
     assert_eq!(file.attestations.len(), 1);
     let uploader: String = reg
         .block_on(
-            sqlx::query_scalar::<_, String>(
-                "SELECT u.login FROM attestations a JOIN users u ON u.id = a.uploaded_by",
-            )
-            .fetch_one(reg.pool()),
+            sqlx::query_scalar::<_, String>("SELECT u.login FROM attestations a JOIN users u ON u.id = a.uploaded_by")
+                .fetch_one(reg.pool()),
         )
         .unwrap();
     assert_eq!(uploader, "bob");

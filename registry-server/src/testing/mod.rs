@@ -384,7 +384,11 @@ pub fn rebuild_attestation(
     let (name, version) = (ebpkg_spec::PackageName::new(name)?, semver::Version::parse(version)?);
     let object = ebpkg_spec::types::Sha256Digest([9; 32]);
     let predicate = Rebuild {
-        package: AttestedPackage { name: name.clone(), version: version.clone(), archive: Digests { sha256: *archive } },
+        package: AttestedPackage {
+            name: name.clone(),
+            version: version.clone(),
+            archive: Digests { sha256: *archive },
+        },
         attester: Attester { tool: "ebpkg test".to_owned() },
         rebuilt_at: "2026-12-02T00:00:00Z".to_owned(),
         objects: vec![RebuiltObject {

@@ -96,13 +96,13 @@ impl FileRegistry {
         attestation.verify(&key).map_err(|e| refused(e.to_string()))?;
         // A kernel verification names the kernels it observed; a rebuild none.
         let kernels: Vec<String> = if rebuild {
-                attestation.rebuild(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
-                Vec::new()
-            } else {
-                let observed =
-                    attestation.kernel_verification(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
-                observed.kernels.iter().map(|k| k.kernel.release.clone()).collect()
-            };
+            attestation.rebuild(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+            Vec::new()
+        } else {
+            let observed =
+                attestation.kernel_verification(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+            observed.kernels.iter().map(|k| k.kernel.release.clone()).collect()
+        };
         let bundle: serde_json::Value =
             serde_json::from_str(attestation.json()).map_err(|e| refused(format!("its JSON: {e}")))?;
 
