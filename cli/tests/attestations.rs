@@ -309,9 +309,15 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
     }
     let app = sb.package("app");
     let dir = sb.dir.path().to_owned();
-    // Shipped objects load only once rebuilt, and this node has no clang.
+    // Shipped objects load only once rebuilt, and this node has no clang (nor
+    // the verdicts the rebuilding machine keeps in its own build cache).
     sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
-    let no_clang = [("EBPKG_CLANG", "/nonexistent/clang"), ("PATH", "/usr/sbin:/sbin")];
+    let node_cache = sb.path("node-cache");
+    let no_clang = [
+        ("EBPKG_CLANG", "/nonexistent/clang"),
+        ("PATH", "/usr/sbin:/sbin"),
+        ("EBPKG_CACHE_DIR", node_cache.to_str().unwrap()),
+    ];
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).fails(12);
     assert!(run.stderr.contains("could not be rebuilt here"), "{}", run.stderr);
     assert!(run.stderr.contains("no trusted rebuild attestation vouches for it"), "{}", run.stderr);
