@@ -149,7 +149,7 @@ async fn add_inner(
     }
     let keys = {
         let mut conn = state.db.acquire().await?;
-        let signers = signers(&mut *conn, rebuild, caller, target.package_id).await?;
+        let signers = signers(&mut conn, rebuild, caller, target.package_id).await?;
         let subject = format!("the attestation of {id}");
         super::keys::signer_keys(&mut conn, attestation.key_hint(), &signers, &subject).await?
     };
@@ -282,7 +282,7 @@ async fn commit(
     if !rebuild && !db::packages::is_owner(&mut *tx, pkg.id, caller.user_id).await? {
         return Err(not_an_owner(caller, &pkg.name));
     }
-    let signers = signers(&mut *tx, rebuild, caller, pkg.id).await?;
+    let signers = signers(&mut tx, rebuild, caller, pkg.id).await?;
     match db::keys::by_id_for_share(&mut tx, key).await? {
         Some(row) if row.revoked_at.is_none() && signers.contains(&row.user_id) => {}
         _ => {
