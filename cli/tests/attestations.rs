@@ -309,9 +309,15 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
     }
     let app = sb.package("app");
     let dir = sb.dir.path().to_owned();
-    // Shipped objects load only once rebuilt, and this node has no clang.
+    // Shipped objects load only once rebuilt, and this node has no clang (nor
+    // the verdicts the rebuilding machine keeps in its own build cache).
     sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();
-    let no_clang = [("EBPKG_CLANG", "/nonexistent/clang"), ("PATH", "/usr/sbin:/sbin")];
+    let node_cache = sb.path("node-cache");
+    let no_clang = [
+        ("EBPKG_CLANG", "/nonexistent/clang"),
+        ("PATH", "/usr/sbin:/sbin"),
+        ("EBPKG_CACHE_DIR", node_cache.to_str().unwrap()),
+    ];
     let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).fails(12);
     assert!(run.stderr.contains("could not be rebuilt here"), "{}", run.stderr);
     assert!(run.stderr.contains("no trusted rebuild attestation vouches for it"), "{}", run.stderr);
@@ -351,16 +357,53 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
     assert!(run.stderr.contains("Verified 3 shipped object(s) of 3 package(s): 3 match"), "{}", run.stderr);
     assert!(run.stderr.contains("Published the rebuild attestation of classify@1.0.0"), "{}", run.stderr);
 
-    // Now the node without clang installs: each shipped object is vouched for.
-    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).ok();
+    // They were signed by the publisher's own key: a publisher vouching for
+    // its own objects proves nothing, so the node without clang still refuses,
+    // saying why each was left out, even with that key listed as a rebuilder.
+    let publisher =
+        *ebpkg_signing::PublicKey::from_pem(&std::fs::read_to_string(dir.join("keys/default.pub")).unwrap())
+            .unwrap()
+            .id();
+    sb.run(&dir, &["trust", "rebuilder", "add", "default"]).ok();
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).fails(12);
+    assert!(run.stderr.contains("no trusted rebuild attestation vouches for it"), "{}", run.stderr);
     assert!(
-        run.stderr.contains(
-            "Rebuilt prebuilt/xdp/src/flow.bpf.c.o of flow@1.0.0 matches its source (rebuild attestation by key"
-        ),
+        run.stderr.contains(&format!(
+            "flow@1.0.0: ignored rebuild attestation 1: signed by key {publisher}, which signed the version itself"
+        )),
         "{}",
         run.stderr
     );
-    assert!(!run.stderr.contains("ignored"), "{}", run.stderr);
+    sb.run(&dir, &["trust", "rebuilder", "remove", "default"]).ok();
+
+    // An independent rebuilder, with a key of its own that the registry holds
+    // (a directory registry has no accounts: its keys/ directory is who it
+    // knows), rebuilds and attests; not listed yet, it does not count either.
+    sb.run(&dir, &["key", "generate", "--name", "rebuilder"]).ok();
+    let pem = std::fs::read_to_string(dir.join("keys/rebuilder.pub")).unwrap();
+    let rebuilder = *ebpkg_signing::PublicKey::from_pem(&pem).unwrap().id();
+    std::fs::write(ebpkg_spec::cache_layout::key_file(&sb.path("registry"), &rebuilder), &pem).unwrap();
+    let run = sb.run(&app, &["verify", "--rebuild", "--sign", "rebuilder", "--publish"]).ok();
+    assert!(run.stderr.contains("Published the rebuild attestation of flow@1.0.0"), "{}", run.stderr);
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).fails(12);
+    assert!(
+        run.stderr.contains(&format!("signed by key {rebuilder}, which the trust policy does not list as a rebuilder")),
+        "{}",
+        run.stderr
+    );
+
+    // Listed, it vouches for each shipped object, and the node without clang installs.
+    sb.run(&dir, &["trust", "rebuilder", "add", "rebuilder"]).ok();
+    assert!(sb.run(&dir, &["trust", "list"]).ok().stdout.contains(&format!("rebuilder {rebuilder}")));
+    let run = sb.run_with(&app, &["install", "--set", "DEVNAME=va"], &no_clang, None).ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "Rebuilt prebuilt/xdp/src/flow.bpf.c.o of flow@1.0.0 matches its source (rebuild attestation by key \
+             {rebuilder})"
+        )),
+        "{}",
+        run.stderr
+    );
     assert_eq!(verdict(&sb, &udp4(9999)), XDP_DROP);
     sb.run(&app, &["uninstall"]).ok();
 }

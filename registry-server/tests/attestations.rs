@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use common::*;
-use ebpkg_registry::testing::{TestRegistry, attestation, kernel_observation, pack_with, publish_body};
+use ebpkg_registry::testing::{
+    TestRegistry, attestation, kernel_observation, pack_with, publish_body, rebuild_attestation,
+};
 use ebpkg_signing::{SignedAttestation, SigningKey};
 use ebpkg_spec::attestation::{AttestationFile, MAX_ATTESTATIONS, attestation_target};
 use ebpkg_spec::registry_api::{ApiErrors, AttestationAccepted, Scope};
@@ -311,6 +313,42 @@ fn attestations_that_must_be_refused_change_nothing() {
     assert_eq!(rows, 0);
     // And the good one, after all that, is accepted.
     assert!(accepted(post(&reg, PATH, Some(&alice), good.json())).added);
+}
+
+/// A rebuild is anyone's word: bob, no owner of meter, attaches one signed
+/// with his own key; a kernel verification he signs is refused (only owners
+/// attach those), and so is a rebuild signed with a key that is not his.
+#[test]
+fn anyone_attaches_a_rebuild_with_their_own_key_and_only_owners_kernel_verifications() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let alice = reg.token("alice", &[], &[]).unwrap();
+    let bob = reg.token("bob", &[], &[]).unwrap();
+    let [alices, bobs] = std::array::from_fn(|_| SigningKey::generate().unwrap());
+    register_key_at(reg.url(), &alice, "alice", &alices);
+    register_key_at(reg.url(), &bob, "bob", &bobs);
+    let v1 = pack_with(scratch.path(), "meter", "1.0.0", "", &[]).unwrap();
+    assert_eq!(publish(&reg, &alice, &publish_body(&v1, "meter", "1.0.0").unwrap()).status(), StatusCode::OK);
+
+    let kernel = attestation(&bobs, "meter", "1.0.0", &v1.sha256, two_kernels()).unwrap();
+    let text = refused(post(&reg, PATH, Some(&bob), kernel.json()), StatusCode::FORBIDDEN, "not an owner");
+    assert!(text.contains("only owners attach kernel verification attestations"), "{text}");
+    let alices_rebuild = rebuild_attestation(&alices, "meter", "1.0.0", &v1.sha256).unwrap();
+    refused(post(&reg, PATH, Some(&bob), alices_rebuild.json()), StatusCode::FORBIDDEN, "belongs to `alice`");
+    refused(get(&reg, PATH), StatusCode::NOT_FOUND, "has no attestation");
+
+    let bobs_rebuild = rebuild_attestation(&bobs, "meter", "1.0.0", &v1.sha256).unwrap();
+    let a = accepted(post(&reg, PATH, Some(&bob), bobs_rebuild.json()));
+    assert!(a.added && a.kernels.is_empty(), "{a:?}");
+    let file = AttestationFile::parse(&get(&reg, PATH).bytes().unwrap()).unwrap();
+    assert_eq!(file.attestations.len(), 1);
+    let uploader: String = reg
+        .block_on(
+            sqlx::query_scalar::<_, String>("SELECT u.login FROM attestations a JOIN users u ON u.id = a.uploaded_by")
+                .fetch_one(reg.pool()),
+        )
+        .unwrap();
+    assert_eq!(uploader, "bob");
 }
 
 #[test]

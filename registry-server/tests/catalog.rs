@@ -227,44 +227,15 @@ fn a_version_page_shows_its_kernels_and_a_new_attestation_at_once() {
 
     // A rebuild attestation goes in the same file and gets a section of its
     // own: who rebuilt which shipped object, with which compiler, and what
-    // they found.
-    let rebuild = {
-        use ebpkg_spec::attestation::rebuild::{REBUILD_PREDICATE_TYPE, Rebuild, RebuildResult, RebuiltObject};
-        use ebpkg_spec::attestation::{AttestedPackage, Attester, Digests};
-        let (name, version) = (ebpkg_spec::PackageName::new("meter").unwrap(), semver::Version::new(1, 0, 0));
-        let object = ebpkg_spec::types::Sha256Digest([9; 32]);
-        let predicate = Rebuild {
-            package: AttestedPackage {
-                name: name.clone(),
-                version: version.clone(),
-                archive: Digests { sha256: packed.sha256 },
-            },
-            attester: Attester { tool: "ebpkg test".into() },
-            rebuilt_at: "2026-12-02T00:00:00Z".into(),
-            objects: vec![RebuiltObject {
-                object: "prebuilt/xdp/src/meter.bpf.c.o".into(),
-                hook: ebpkg_spec::types::Hook::Xdp,
-                source: Some("src/meter.bpf.c".into()),
-                digest: Digests { sha256: object },
-                compiler: Some("Debian clang version 14.0.6".into()),
-                result: RebuildResult::Match,
-                rebuilt: Some(Digests { sha256: object }),
-                reason: None,
-            }],
-        };
-        let statement = ebpkg_signing::Statement::new(
-            vec![ebpkg_signing::Subject::sha256(
-                ebpkg_spec::attestation::archive_subject(&name, &version),
-                &packed.sha256,
-            )],
-            REBUILD_PREDICATE_TYPE,
-            serde_json::to_value(&predicate).unwrap(),
-        );
-        ebpkg_signing::attest(&key, &statement).unwrap()
-    };
+    // they found. Anyone may rebuild: carol, no owner, attaches one signed
+    // with her own key, and the page names her account.
+    let carol = reg.token("carol", &[], &[]).unwrap();
+    let carols = SigningKey::generate().unwrap();
+    register_key_at(reg.url(), &carol, "carol", &carols);
+    let rebuild = ebpkg_registry::testing::rebuild_attestation(&carols, "meter", "1.0.0", &packed.sha256).unwrap();
     let r = http()
         .post(format!("{}api/v1/packages/meter/1.0.0/attestations", reg.url()))
-        .header("Authorization", &token)
+        .header("Authorization", &carol)
         .body(rebuild.json().to_owned())
         .send()
         .unwrap();
@@ -275,9 +246,12 @@ fn a_version_page_shows_its_kernels_and_a_new_attestation_at_once() {
         "<code>prebuilt/xdp/src/meter.bpf.c.o</code>",
         "Debian clang version 14.0.6",
         "2026-12-02",
+        "of <a href=\"/users/carol\">carol</a>",
     ] {
         assert!(rebuilt.contains(shown), "`{shown}` is not on the page: {rebuilt}");
     }
+    assert!(!rebuilt.contains("signed with publisher keys"), "{rebuilt}");
+    assert!(!rebuilt.contains("no longer an owner"), "a rebuilder need not be an owner: {rebuilt}");
     assert!(!rebuilt.contains("an attestation this page cannot read"), "not a kernel row: {rebuilt}");
 
     // Alice revokes the key: the attestation stays, marked.

@@ -8,7 +8,8 @@
 //! object's SHA-256 and the source's reproducible cache key (the package's
 //! archive digest, the source, the hook, the flags, the SDK): a match or mismatch
 //! is the same every time for the same inputs, so it is found once. That a
-//! compiler is missing is not kept (it may be installed later).
+//! compiler is missing is not kept (it may be installed later). Each verdict
+//! is written and read through the cache's digest records, like the objects.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,8 @@ use ebpkg_spec::manifest::KernelBuild;
 use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
 
 use crate::builder::Builder;
-use crate::cache::{self, object_path};
+use crate::cache::object_path;
+use crate::cache_record::CacheRecords;
 use crate::compiler_of;
 use crate::plan::{BuildUnit, UnitInput};
 use crate::toolchain::{ToolRequest, ToolSource, Toolchain, ToolchainOptions, parse_clang_version};
@@ -142,7 +144,7 @@ impl Builder {
             }
             Err(e) => return RebuildOutcome::CannotRebuild { compiler: Some(compiler), reason: e.to_string() },
         };
-        if use_kept && let Some(kept) = read_verdict(&verdict_path, &compiler) {
+        if use_kept && let Some(kept) = read_verdict(self.records(), &verdict_path, &compiler) {
             return kept;
         }
         let toolchain = match self.compiler_named(&compiler) {
@@ -150,7 +152,7 @@ impl Builder {
             Err(reason) => return RebuildOutcome::CannotRebuild { compiler: Some(compiler), reason },
         };
         let outcome = self.rebuild_with(&unit, shipped.source, toolchain, &shipped_sha, compiler);
-        write_verdict(&verdict_path, &outcome);
+        write_verdict(self.records(), &verdict_path, &outcome);
         outcome
     }
 
@@ -237,9 +239,21 @@ impl Builder {
     }
 }
 
-/// A kept verdict for an object naming `compiler`, when there is a readable one.
-fn read_verdict(path: &Path, compiler: &str) -> Option<RebuildOutcome> {
-    let text = ebpkg_fs::read_text(path, MAX_VERDICT_BYTES).ok()?;
+/// A kept verdict for an object naming `compiler`, when there is a readable
+/// one whose digest record matches it: a verdict decides whether a native
+/// chain may run a shipped object's source, so an unrecorded or edited one is
+/// no verdict (the object is rebuilt again).
+fn read_verdict(records: &CacheRecords, path: &Path, compiler: &str) -> Option<RebuildOutcome> {
+    let kept = match records.read(path, MAX_VERDICT_BYTES) {
+        Ok(kept) => kept,
+        Err(miss) => {
+            if miss.is_mismatch() {
+                tracing::warn!("{miss}; the shipped object is rebuilt again");
+            }
+            return None;
+        }
+    };
+    let text = String::from_utf8(kept.bytes).ok()?;
     let mut lines = text.lines();
     let (verdict, kept_compiler) = (lines.next()?, lines.next()?);
     if kept_compiler != compiler {
@@ -258,7 +272,7 @@ fn read_verdict(path: &Path, compiler: &str) -> Option<RebuildOutcome> {
 
 /// Keeps a match or an object mismatch; a verdict that cannot be written only
 /// costs the next check a compile.
-fn write_verdict(path: &Path, outcome: &RebuildOutcome) {
+fn write_verdict(records: &CacheRecords, path: &Path, outcome: &RebuildOutcome) {
     let text = match outcome {
         RebuildOutcome::Match { compiler } => format!("match\n{compiler}\n"),
         RebuildOutcome::Mismatch { compiler, rebuilt: Rebuilt::Object(sha) } => {
@@ -266,7 +280,8 @@ fn write_verdict(path: &Path, outcome: &RebuildOutcome) {
         }
         _ => return,
     };
-    if let Err(e) = cache::write_atomic(path, text.as_bytes()) {
+    // The record creates the verdict's directory (private, like every cache one).
+    if let Err(e) = records.write(path, text.as_bytes()) {
         tracing::debug!(path = %path.display(), "rebuild verdict not kept: {e}");
     }
 }
@@ -281,19 +296,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("objects/ab/x.rebuild");
         let c = "Debian clang version 14.0.6";
+        let r = CacheRecords::open(dir.path());
         let m = RebuildOutcome::Match { compiler: c.into() };
-        write_verdict(&p, &m);
-        assert_eq!(read_verdict(&p, c), Some(m));
+        write_verdict(&r, &p, &m);
+        assert_eq!(read_verdict(&r, &p, c), Some(m));
         // Kept for another compiler's object: not this one's verdict.
-        assert_eq!(read_verdict(&p, "Debian clang version 16.0.6 (15~deb12u1)"), None);
+        assert_eq!(read_verdict(&r, &p, "Debian clang version 16.0.6 (15~deb12u1)"), None);
         let mm = RebuildOutcome::Mismatch { compiler: c.into(), rebuilt: Rebuilt::Object(Sha256Digest([7; 32])) };
-        write_verdict(&p, &mm);
-        assert_eq!(read_verdict(&p, c), Some(mm));
+        write_verdict(&r, &p, &mm);
+        assert_eq!(read_verdict(&r, &p, c), Some(mm));
         // What may change is not kept.
         let q = dir.path().join("objects/ab/y.rebuild");
-        write_verdict(&q, &RebuildOutcome::CannotRebuild { compiler: None, reason: "x".into() });
+        write_verdict(&r, &q, &RebuildOutcome::CannotRebuild { compiler: None, reason: "x".into() });
         assert!(!q.exists());
-        std::fs::write(&q, "maybe\n").unwrap();
-        assert_eq!(read_verdict(&q, c), None);
+        r.write(&q, b"maybe\n").unwrap();
+        assert_eq!(read_verdict(&r, &q, c), None);
     }
 }

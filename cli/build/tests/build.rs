@@ -906,13 +906,16 @@ fn shipped_objects_are_rebuilt_with_the_compiler_they_name() {
     assert_eq!(compiler.as_deref(), Some(renamed.as_str()));
     assert!(reason.contains("which is not installed here") && reason.contains("clang-61"), "{reason}");
 
-    // The verdicts are kept: a check that may use one reads it (here, one
-    // changed by hand), a check asked for compiles again.
+    // The verdicts are kept, with digest records: a check that may use one
+    // reads it (here, one rewritten through the records), a check asked for
+    // compiles again.
     let kept: Vec<PathBuf> =
         walk(cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "rebuild")).collect();
     assert_eq!(kept.len(), 2, "the match and the mismatch: {kept:?}");
     for k in &kept {
-        std::fs::write(k, format!("mismatch\n{}\n{}\n", tc16.clang_version, digest(9))).unwrap();
+        assert!(ebpkg_build::cache_record::record_path(k).exists(), "{} has no record", k.display());
+        let text = format!("mismatch\n{}\n{}\n", tc16.clang_version, digest(9));
+        here.records().write(k, text.as_bytes()).unwrap();
     }
     let s = ShippedObject {
         package: pkg.manifest.id(),
@@ -926,6 +929,22 @@ fn shipped_objects_are_rebuilt_with_the_compiler_they_name() {
     assert!(matches!(here.rebuild_shipped(&s, true), RebuildOutcome::Mismatch { .. }));
     assert!(matches!(here.rebuild_shipped(&s, false), RebuildOutcome::Match { .. }));
     assert!(matches!(here.rebuild_shipped(&s, true), RebuildOutcome::Match { .. }), "kept again");
+
+    // A verdict planted past the records is not believed: the object built
+    // from other code, with a `match` written over its verdict (record left
+    // as it was, or removed), is rebuilt and still does not match.
+    let o = ShippedObject { object: &other, ..s };
+    assert!(matches!(here.rebuild_shipped(&o, false), RebuildOutcome::Mismatch { .. }));
+    let planted = format!("match\n{}\n", tc16.clang_version);
+    for k in &kept {
+        std::fs::write(k, &planted).unwrap();
+    }
+    assert!(matches!(here.rebuild_shipped(&o, true), RebuildOutcome::Mismatch { .. }), "an edited verdict");
+    for k in &kept {
+        std::fs::write(k, &planted).unwrap();
+        std::fs::remove_file(ebpkg_build::cache_record::record_path(k)).unwrap();
+    }
+    assert!(matches!(here.rebuild_shipped(&o, true), RebuildOutcome::Mismatch { .. }), "an unrecorded verdict");
 }
 
 /// Every file under `dir`.

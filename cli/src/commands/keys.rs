@@ -57,7 +57,8 @@ enum KeyCommand {
 (--project), committed with it so every host installing the project enforces the same policy. Both apply.\n\n\
 Examples:\n  ebpkg trust add 'hike-*' gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ=\n  ebpkg trust add ddos-guard ./publisher.pub --project\n  \
 ebpkg trust allow-unsigned 'local-*'\n  ebpkg trust revoke gdKhOLs6Ofuuavi6eEZKBIxDfaw72MmqQbHxAnqyCEQ= --reason 'key leaked'\n  ebpkg trust unattested-kernels refuse   install only on kernels an attestation observed\n  \
-ebpkg trust prebuilt-objects rebuilt    load a shipped object only once rebuilt from its source into the same bytes")]
+ebpkg trust prebuilt-objects rebuilt    load a shipped object only once rebuilt from its source into the same bytes\n  \
+ebpkg trust rebuilder add ./rebuilder.pub   count that key's rebuild attestations (never a version's own signer's)")]
 pub struct TrustArgs {
     #[command(subcommand)]
     command: TrustCommand,
@@ -77,6 +78,20 @@ enum PrebuiltRule {
     Signer,
     Rebuilt,
     Never,
+}
+
+#[derive(Subcommand)]
+enum RebuilderCommand {
+    /// List a key as a rebuilder.
+    Add {
+        /// A key id, a public key file (PEM), or the name of one of your keys.
+        key: String,
+    },
+    /// Take a key off the rebuilders.
+    Remove {
+        /// A key id, a public key file or a key name.
+        key: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -119,6 +134,13 @@ enum TrustCommand {
     PrebuiltObjects {
         #[arg(value_enum)]
         rule: PrebuiltRule,
+    },
+    /// The keys whose rebuild attestations vouch for shipped objects under
+    /// `prebuilt-objects rebuilt`: independent rebuilders. A version's own
+    /// signer never counts, even when listed.
+    Rebuilder {
+        #[command(subcommand)]
+        command: RebuilderCommand,
     },
     /// Revoke a key: everything it signed is refused.
     Revoke {
@@ -239,6 +261,8 @@ pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
             PrebuiltRule::Rebuilt => ebpkg_signing::PrebuiltObjects::Rebuilt,
             PrebuiltRule::Never => ebpkg_signing::PrebuiltObjects::Never,
         }),
+        TrustCommand::Rebuilder { command: RebuilderCommand::Add { key } } => TrustChange::AddRebuilder { key },
+        TrustCommand::Rebuilder { command: RebuilderCommand::Remove { key } } => TrustChange::RemoveRebuilder { key },
     };
     print_policy_edit(ctx, &crate::ops::trust::edit_policy(ctx, scope, change)?);
     Ok(ExitCode::SUCCESS)
@@ -253,6 +277,7 @@ fn print_policy(ctx: &Ctx, policy: &TrustPolicy) -> Result<()> {
             "keys": keys, "unsigned": unsigned, "revoked": policy.revoked(),
             "unattested_kernels": policy.unattested().as_str(),
             "prebuilt_objects": policy.prebuilt().as_str(),
+            "rebuilders": policy.rebuilders(),
         }));
     }
     for (pattern, keys) in policy.keys() {
@@ -268,6 +293,9 @@ fn print_policy(ctx: &Ctx, policy: &TrustPolicy) -> Result<()> {
     }
     ctx.ui.out(format!("unattested kernels: {}", policy.unattested().as_str()));
     ctx.ui.out(format!("prebuilt objects: {}", policy.prebuilt().as_str()));
+    for key in policy.rebuilders() {
+        ctx.ui.out(format!("rebuilder {key}"));
+    }
     Ok(())
 }
 

@@ -38,8 +38,11 @@ pub struct VerifyArgs {
     /// Write the attestation here. Default: NAME-VERSION.rebuild.json, unless --publish.
     #[arg(long, value_name = "FILE", requires = "sign")]
     out: Option<std::path::PathBuf>,
-    /// Attach the attestation to the version in its registry (its owners' key,
-    /// registered there, must sign it).
+    /// Attach the attestation to the version in its registry (the key must be
+    /// registered there). A publisher's own rebuild attestation is
+    /// informational: installs under `prebuilt-objects rebuilt` count only
+    /// rebuilders their trust policy lists (`ebpkg trust rebuilder add`), never
+    /// the key that signed the version.
     #[arg(long, requires = "sign")]
     publish: bool,
 }

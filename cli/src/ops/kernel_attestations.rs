@@ -158,8 +158,11 @@ pub fn judge_version(
 
 /// The attestations of `p` in `registry` of `predicate_type` (others are
 /// skipped without a word: they are another kind's), each signed by a key
-/// trusted for the package and verified with it: `(number in the file, key,
-/// attestation)`, and why each other one of that type was left out.
+/// the policy accepts for that type and verified with it: `(number in the
+/// file, key, attestation)`, and why each other one of that type was left out.
+/// A kernel verification counts from the version's signer or a key trusted to
+/// publish the package; a rebuild only from a listed rebuilder that did not
+/// sign the version ([`TrustPolicy::judge_rebuilder`]).
 #[allow(clippy::type_complexity)]
 pub fn trusted_attestations(
     cache: &Cache,
@@ -198,8 +201,8 @@ pub fn trusted_attestations(
     Ok((trusted, ignored))
 }
 
-/// The key that signed `attestation`, when the policy trusts it for the
-/// package and the signature verifies with it.
+/// The key that signed `attestation`, when the policy accepts it for the
+/// package and the attestation's type and the signature verifies with it.
 fn judge_key(
     cache: &Cache,
     registry: &dyn Registry,
@@ -211,14 +214,20 @@ fn judge_key(
     let Some(key_id) = attestation.key_hint().copied() else {
         return Err("it names no key (publicKey.hint)".into());
     };
-    // The key that signed the version itself was accepted by the fetch.
-    let trusted =
-        p.signer == Some(key_id) || matches!(policy.decide(p.name.as_str(), Some(&key_id)), Decision::Trusted { .. });
-    if !trusted {
-        return Err(format!("signed by key {key_id}, which the trust policy does not trust for {}", p.name));
-    }
-    if let Decision::Revoked { reason, .. } = policy.decide(p.name.as_str(), Some(&key_id)) {
-        return Err(format!("signed by key {key_id}, which the trust policy revokes ({reason})"));
+    if attestation.statement().predicate_type == ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE {
+        // A publisher vouching for its own objects proves nothing: only an
+        // independent rebuilder the policy names counts.
+        policy.judge_rebuilder(&key_id, p.signer.as_ref())?;
+    } else {
+        // The key that signed the version itself was accepted by the fetch.
+        let trusted = p.signer == Some(key_id)
+            || matches!(policy.decide(p.name.as_str(), Some(&key_id)), Decision::Trusted { .. });
+        if !trusted {
+            return Err(format!("signed by key {key_id}, which the trust policy does not trust for {}", p.name));
+        }
+        if let Decision::Revoked { reason, .. } = policy.decide(p.name.as_str(), Some(&key_id)) {
+            return Err(format!("signed by key {key_id}, which the trust policy revokes ({reason})"));
+        }
     }
     let found = cache.publisher_key(registry, &key_id, offline).map_err(|problem| match problem {
         ebpkg_sources::KeyProblem::Offline => format!("key {key_id} is not cached and this run is offline"),

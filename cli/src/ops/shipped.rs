@@ -62,13 +62,14 @@ pub fn native_may_use_source(
     let Some(loaded) = pkg.objects.iter().find(|o| o.hook == hook && o.programs.iter().any(|p| p == program)) else {
         return Ok(());
     };
-    let bytes = ebpkg_fs::read(&loaded.path, ebpkg_spec::MAX_OBJECT_BYTES)
-        .map_err(|e| format!("cannot read the object of {} {program}: {e}", pkg.id))?;
-    // A shipped object that did not match its digest was ignored and the source
-    // compiled here instead: both tiers then run the source.
-    if Sha256Digest::of(&bytes) != pb.sha256 {
+    // The digest the build checked says which object the interpreter loads:
+    // a shipped object that did not match its digest was ignored and the
+    // source compiled here instead, so both tiers run the source.
+    if loaded.sha256 != Some(pb.sha256) {
         return Ok(());
     }
+    // Read through the plan, which refuses bytes other than those checked.
+    let bytes = loaded.read().map_err(|e| format!("cannot read the object of {} {program}: {e}", pkg.id))?;
     let shipped = ShippedObject {
         package: pkg.id.clone(),
         package_digest: pkg.checksum,

@@ -172,6 +172,14 @@ pub enum TrustChange {
     Unattested(ebpkg_signing::Unattested),
     /// When an install loads an object a package ships prebuilt.
     Prebuilt(ebpkg_signing::PrebuiltObjects),
+    /// List `key` as a rebuilder, whose rebuild attestations vouch for shipped objects.
+    AddRebuilder {
+        key: String,
+    },
+    /// Take `key` off the rebuilders.
+    RemoveRebuilder {
+        key: String,
+    },
 }
 
 /// What a change did to its policy file.
@@ -221,5 +229,7 @@ fn apply(ctx: &Ctx, policy: &mut TrustPolicy, change: TrustChange) -> Result<boo
         TrustChange::Revoke { key, reason } => policy.revoke(key_id_named(ctx, &key)?, reason),
         TrustChange::Unattested(rule) => policy.set_unattested(rule),
         TrustChange::Prebuilt(rule) => policy.set_prebuilt(rule),
+        TrustChange::AddRebuilder { key } => policy.add_rebuilder(key_id_named(ctx, &key)?),
+        TrustChange::RemoveRebuilder { key } => policy.remove_rebuilder(&key_id_named(ctx, &key)?),
     })
 }

@@ -21,14 +21,18 @@
 //!
 //! # Objects a package ships prebuilt: load them on the publisher's signature
 //! # ("signer", the default), only once rebuilt from their source into the
-//! # same bytes ("rebuilt"), or never (always build locally).
+//! # same bytes ("rebuilt"), or never (always build locally). Under "rebuilt",
+//! a rebuild attestation vouches for an object only when signed by one of the
+//! `rebuilders` (and never by the key that signed the version itself).
 //! [objects]
 //! prebuilt = "rebuilt"
+//! rebuilders = ["q0sUq9bnRJdt5FkNvtKAu7gqVwRyxOjAFPhQJ2RdXvo="]
 //! ```
 //!
 //! A user's policy (`~/.config/ebpkg/trust.toml`) and a project's
-//! (`ebpkg-trust.toml` beside `ebpkg.toml`) are merged: a key trusted by
-//! either is trusted, a key revoked by either is revoked.
+//! (`ebpkg-trust.toml` beside `ebpkg.toml`) are merged: a key trusted (or
+//! listed as a rebuilder) by either is trusted, a key revoked by either is
+//! revoked, and the stricter of the two rules applies.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -48,6 +52,7 @@ pub struct TrustPolicy {
     revoked: BTreeMap<KeyId, String>,
     unattested: Unattested,
     prebuilt: PrebuiltObjects,
+    rebuilders: Vec<KeyId>,
 }
 
 /// When an install loads an object a package ships prebuilt (SPEC.md §4.7).
@@ -59,8 +64,9 @@ pub enum PrebuiltObjects {
     /// On the publisher's signature over the archive.
     #[default]
     Signer,
-    /// Only once its source was rebuilt into the same bytes: here, or by the
-    /// signer of a trusted rebuild attestation.
+    /// Only once its source was rebuilt into the same bytes: here, or by a
+    /// key the policy lists as a rebuilder (never the version's own signer),
+    /// in a rebuild attestation.
     Rebuilt,
     /// Never: its source is compiled here instead.
     Never,
@@ -140,6 +146,8 @@ struct RawPolicy {
 struct RawObjects {
     #[serde(default)]
     prebuilt: PrebuiltObjects,
+    #[serde(default)]
+    rebuilders: Vec<KeyId>,
 }
 
 #[derive(Deserialize, Default)]
@@ -184,6 +192,9 @@ impl TrustPolicy {
         policy.revoked = raw.revoked;
         policy.unattested = raw.kernels.unattested;
         policy.prebuilt = raw.objects.prebuilt;
+        for key in raw.objects.rebuilders {
+            policy.add_rebuilder(key);
+        }
         Ok(policy)
     }
 
@@ -211,12 +222,15 @@ impl TrustPolicy {
             );
             let _ = writeln!(out, "unattested = {}", quote(self.unattested.as_str()));
         }
-        if self.prebuilt != PrebuiltObjects::default() {
+        if self.prebuilt != PrebuiltObjects::default() || !self.rebuilders.is_empty() {
             out.push_str(
                 "\n# Objects packages ship prebuilt: load on the \"signer\"'s word, once \"rebuilt\" into the same \
-                 bytes, or \"never\".\n[objects]\n",
+                 bytes, or \"never\".\n# Rebuilders: keys whose rebuild attestations vouch for them (never a \
+                 version's own signer).\n[objects]\n",
             );
             let _ = writeln!(out, "prebuilt = {}", quote(self.prebuilt.as_str()));
+            let rebuilders: Vec<String> = self.rebuilders.iter().map(|k| quote(&k.to_string())).collect();
+            let _ = writeln!(out, "rebuilders = [{}]", rebuilders.join(", "));
         }
         out
     }
@@ -234,6 +248,10 @@ impl TrustPolicy {
         for (key, reason) in &other.revoked {
             self.revoked.entry(*key).or_insert_with(|| reason.clone());
         }
+        // Like trusted keys: listed by either (a revocation by either still wins).
+        for key in &other.rebuilders {
+            self.add_rebuilder(*key);
+        }
         // The stricter of the two.
         self.unattested = self.unattested.max(other.unattested);
         self.prebuilt = self.prebuilt.max(other.prebuilt);
@@ -247,6 +265,50 @@ impl TrustPolicy {
     /// Sets [`prebuilt`](Self::prebuilt); false if it already was so.
     pub fn set_prebuilt(&mut self, rule: PrebuiltObjects) -> bool {
         std::mem::replace(&mut self.prebuilt, rule) != rule
+    }
+
+    /// The keys whose rebuild attestations vouch for shipped objects.
+    pub fn rebuilders(&self) -> &[KeyId] {
+        &self.rebuilders
+    }
+
+    /// Lists `key` as a rebuilder; false if it already was.
+    pub fn add_rebuilder(&mut self, key: KeyId) -> bool {
+        if self.rebuilders.contains(&key) {
+            return false;
+        }
+        self.rebuilders.push(key);
+        true
+    }
+
+    /// Takes `key` off the rebuilders; false if it was not one.
+    pub fn remove_rebuilder(&mut self, key: &KeyId) -> bool {
+        let before = self.rebuilders.len();
+        self.rebuilders.retain(|k| k != key);
+        before != self.rebuilders.len()
+    }
+
+    /// Whether a rebuild attestation signed by `key` vouches for the shipped
+    /// objects of a version signed by `signer`: `Err` says why not. The
+    /// version's own signer never does (it cannot vouch for its own objects),
+    /// nor a revoked key, nor one not listed as a rebuilder.
+    pub fn judge_rebuilder(&self, key: &KeyId, signer: Option<&KeyId>) -> Result<(), String> {
+        if signer == Some(key) {
+            return Err(format!(
+                "signed by key {key}, which signed the version itself: a publisher's own rebuild attestation is \
+                 informational, and only an independent rebuilder's vouches for its objects"
+            ));
+        }
+        if let Some(reason) = self.revoked.get(key) {
+            return Err(format!("signed by key {key}, which the trust policy revokes ({reason})"));
+        }
+        if !self.rebuilders.contains(key) {
+            return Err(format!(
+                "signed by key {key}, which the trust policy does not list as a rebuilder (`ebpkg trust rebuilder \
+                 add {key}` lists it)"
+            ));
+        }
+        Ok(())
     }
 
     /// What an install does on a kernel no trusted attestation observed.

@@ -98,6 +98,40 @@ fn merging_unions_trust_and_revocations() {
 }
 
 #[test]
+fn rebuild_attestations_vouch_only_from_listed_rebuilders_other_than_the_signer() {
+    let text = format!("[objects]\nprebuilt = \"rebuilt\"\nrebuilders = [\"{}\", \"{}\"]\n", key(4), key(5));
+    let mut policy = TrustPolicy::parse(&text).unwrap();
+    assert_eq!(policy.rebuilders(), [key(4), key(5)]);
+    assert_eq!(TrustPolicy::parse(&policy.to_toml_string()).unwrap(), policy, "{}", policy.to_toml_string());
+    // A listed rebuilder that did not sign the version vouches.
+    assert_eq!(policy.judge_rebuilder(&key(4), Some(&key(1))), Ok(()));
+    assert_eq!(policy.judge_rebuilder(&key(4), None), Ok(()));
+    // The version's own signer never does, even when listed.
+    let own = policy.judge_rebuilder(&key(4), Some(&key(4))).unwrap_err();
+    assert!(own.contains("signed the version itself"), "{own}");
+    // Nor a key trusted to publish that is not listed.
+    policy.trust(glob("*"), key(1));
+    let publisher = policy.judge_rebuilder(&key(1), Some(&key(2))).unwrap_err();
+    assert!(publisher.contains("does not list as a rebuilder"), "{publisher}");
+    // Nor a revoked one.
+    policy.revoke(key(5), "leaked".into());
+    assert!(policy.judge_rebuilder(&key(5), None).unwrap_err().contains("revokes (leaked)"));
+
+    assert!(!policy.add_rebuilder(key(4)));
+    assert!(policy.remove_rebuilder(&key(4)));
+    assert!(!policy.remove_rebuilder(&key(4)));
+    assert!(policy.judge_rebuilder(&key(4), None).is_err());
+
+    // Merged like trusted keys: listed by either file.
+    let mut user = TrustPolicy::default();
+    user.add_rebuilder(key(6));
+    let mut project = TrustPolicy::default();
+    project.add_rebuilder(key(7));
+    user.merge(&project);
+    assert_eq!(user.rebuilders(), [key(6), key(7)]);
+}
+
+#[test]
 fn bad_files_are_refused_with_the_reason() {
     for (text, reason) in [
         ("[keys]\n\"../x\" = []\n", "not a package name or glob"),

@@ -312,7 +312,10 @@ fn rebuilds(attestations: &[db::attestations::Shown], owners: &[Owner]) -> Marku
                 h2 #rebuilt { "Rebuilt by" }
                 p.muted {
                     "Shipped objects rebuilt from this version's sources with the compiler each names, and compared \
-                     byte for byte (" code { "ebpkg verify --rebuild" } "), signed with publisher keys."
+                     byte for byte (" code { "ebpkg verify --rebuild" } "), each signed by the account that rebuilt \
+                     them. An owner's own rebuild is informational; installs that load shipped objects only once \
+                     rebuilt count the rebuilders their trust policy lists ("
+                    code { "ebpkg trust rebuilder add" } ")."
                 }
                 div.table-wrap tabindex="0" { table.stacked {
                     thead { tr { th scope="col" { "Object" } th scope="col" { "Result" } th scope="col" { "Compiler" }
@@ -329,7 +332,7 @@ fn rebuilds(attestations: &[db::attestations::Shown], owners: &[Owner]) -> Marku
                                     }
                                     td data-label="Compiler" { (o.compiler.as_deref().unwrap_or("—")) }
                                     td data-label="Rebuilt" { (observed(&p.rebuilt_at)) }
-                                    td data-label="Rebuilt by" { (attester(a, owners)) }
+                                    td data-label="Rebuilt by" { (rebuilder(a, owners)) }
                                 }
                             }
                         }
@@ -376,13 +379,30 @@ fn observed(at: &str) -> Markup {
 }
 
 fn attester(a: &db::attestations::Shown, owners: &[Owner]) -> Markup {
+    html! {
+        (attesting_key(a))
+        @if !owners.iter().any(|o| o.login == a.login) { " (no longer an owner)" }
+        @if let Some(at) = a.revoked_at { " — " strong { "key revoked" } " " (layout::date(&at)) }
+    }
+}
+
+/// The account that signed a rebuild attestation: anyone may rebuild, so it is
+/// named as itself, and an owner's own rebuild is marked as such.
+fn rebuilder(a: &db::attestations::Shown, owners: &[Owner]) -> Markup {
+    html! {
+        (attesting_key(a))
+        @if owners.iter().any(|o| o.login == a.login) { " (an owner)" }
+        @if let Some(at) = a.revoked_at { " — " strong { "key revoked" } " " (layout::date(&at)) }
+    }
+}
+
+/// "key <id>… of <account>".
+fn attesting_key(a: &db::attestations::Shown) -> Markup {
     let key = <[u8; 32]>::try_from(a.key_id.as_slice()).map(|k| ebpkg_spec::types::KeyId(k).to_string());
     let key = key.unwrap_or_else(|_| hex::encode(&a.key_id));
     let short = key.get(..16).unwrap_or(&key);
     html! {
         "key " code title=(key) { (short) "…" } " of " a href=(format!("/users/{}", a.login)) { (a.login) }
-        @if !owners.iter().any(|o| o.login == a.login) { " (no longer an owner)" }
-        @if let Some(at) = a.revoked_at { " — " strong { "key revoked" } " " (layout::date(&at)) }
     }
 }
 

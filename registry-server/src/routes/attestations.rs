@@ -1,7 +1,9 @@
 //! Attestations of a version (kernel verifications and rebuilds): `GET` serves
 //! the version's attestation file (the bytes TUF signs), `POST` adds one
-//! bundle, signed with a live key of one of the package's owners, about this
-//! version's archive.
+//! bundle about this version's archive: a kernel verification signed with a
+//! live key of one of the package's owners, or a rebuild signed with a live
+//! key of the caller's own (anyone may rebuild a version and say what they
+//! found; clients decide whose rebuilds they count).
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -64,8 +66,9 @@ pub async fn get(
 
 /// Adds an attestation: one Sigstore bundle (v0.3, JSON) holding a DSSE
 /// envelope over an in-toto Statement whose subject is this version's archive
-/// and whose predicate is a kernel verification or a rebuild of it, signed with a live key
-/// of one of the package's owners. Yanked versions may be attested too.
+/// and whose predicate is a kernel verification of it, signed with a live key
+/// of one of the package's owners, or a rebuild of it, signed with a live key
+/// of the caller's (any account). Yanked versions may be attested too.
 #[utoipa::path(post, path = "/api/v1/packages/{name}/{version}/attestations", operation_id = "add_attestation",
     tag = "attestations", params(("name" = String, Path), ("version" = String, Path)),
     request_body(content_type = "application/json",
@@ -76,8 +79,9 @@ pub async fn get(
             content_type = "application/json"),
         (status = 400, description = "Not a Sigstore bundle holding an in-toto Statement"),
         (status = 401, description = "No valid token"),
-        (status = 403, description = "Not an owner, a token without `publish-update` for the package, or a bundle \
-            signed with a key that is not a live key of an owner"),
+        (status = 403, description = "A kernel verification from a non-owner, a token without `publish-update` \
+            for the package, or a bundle signed with a key that is not a live key of an owner (a kernel \
+            verification) or of the caller (a rebuild)"),
         (status = 404, description = "No such version"),
         (status = 409, description = "The version has the most attestations it may have"),
         (status = 413, description = "A bundle larger than 1 MiB"),
@@ -114,23 +118,22 @@ async fn add_inner(
 ) -> ApiResult<AttestationAccepted> {
     let name = path_name(name)?;
     let v = path_version(version)?;
-    // Who may, before a byte of the body is read (and with no connection held
-    // while it is).
+    // The token's scope, before a byte of the body is read (and with no
+    // connection held while it is); who may attach what once its type is known.
     caller.require(Scope::PublishUpdate, name.as_str())?;
-    let target = {
+    let (target, owner) = {
         let mut conn = state.db.acquire().await?;
         let Some(pkg) = db::packages::find(&mut *conn, &name.normalized()).await? else {
             return Err(ApiError::not_found(format!("no package `{name}` in this registry")));
         };
-        if !db::packages::is_owner(&mut *conn, pkg.id, caller.user_id).await? {
-            return Err(not_an_owner(caller, &pkg.name));
-        }
-        db::attestations::version(&mut *conn, &name.normalized(), &v).await?.ok_or_else(|| {
+        let owner = db::packages::is_owner(&mut *conn, pkg.id, caller.user_id).await?;
+        let target = db::attestations::version(&mut *conn, &name.normalized(), &v).await?.ok_or_else(|| {
             ApiError::not_found(format!(
                 "no {}@{v} in this registry; attest a published version (`ebpkg info {}` lists them)",
                 pkg.name, pkg.name
             ))
-        })?
+        })?;
+        (target, owner)
     };
     let id = format!("{}@{}", target.package, target.num);
     let bytes = read_body(body, &id).await?;
@@ -140,9 +143,13 @@ async fn add_inner(
              `ebpkg attest` makes)"
         ))
     })?;
+    let rebuild = attestation.statement().predicate_type == REBUILD_PREDICATE_TYPE;
+    if !rebuild && !owner {
+        return Err(not_an_owner(caller, &target.package));
+    }
     let keys = {
         let mut conn = state.db.acquire().await?;
-        let signers = db::packages::owner_ids(&mut *conn, target.package_id).await?;
+        let signers = signers(&mut conn, rebuild, caller, target.package_id).await?;
         let subject = format!("the attestation of {id}");
         super::keys::signer_keys(&mut conn, attestation.key_hint(), &signers, &subject).await?
     };
@@ -163,10 +170,25 @@ async fn add_inner(
 
 fn not_an_owner(caller: &Caller, package: &str) -> ApiError {
     ApiError::forbidden(format!(
-        "`{}` is not an owner of `{package}`, and only owners attach attestations; ask an owner to run `ebpkg \
-         owner add {package} {}`",
+        "`{}` is not an owner of `{package}`, and only owners attach kernel verification attestations (anyone may \
+         attach a rebuild); ask an owner to run `ebpkg owner add {package} {}`",
         caller.login, caller.login
     ))
+}
+
+/// The accounts whose keys may sign the attestation: for a rebuild, the
+/// caller's own (a rebuild is the rebuilder's word, whoever they are); for a
+/// kernel verification, the package's owners'.
+async fn signers(
+    conn: &mut sqlx::PgConnection,
+    rebuild: bool,
+    caller: &Caller,
+    package_id: i64,
+) -> ApiResult<Vec<i64>> {
+    if rebuild {
+        return Ok(vec![caller.user_id]);
+    }
+    Ok(db::packages::owner_ids(&mut *conn, package_id).await?)
 }
 
 /// The body, whole, refused past [`MAX_ATTESTATION_BYTES`].
@@ -256,10 +278,11 @@ async fn commit(
     let Some(pkg) = db::packages::lock(&mut tx, &normalized).await? else {
         return Err(ApiError::unavailable(format!("{id}: the package changed during the upload; retry")));
     };
-    if !db::packages::is_owner(&mut *tx, pkg.id, caller.user_id).await? {
+    let rebuild = attestation.statement().predicate_type == REBUILD_PREDICATE_TYPE;
+    if !rebuild && !db::packages::is_owner(&mut *tx, pkg.id, caller.user_id).await? {
         return Err(not_an_owner(caller, &pkg.name));
     }
-    let signers = db::packages::owner_ids(&mut *tx, pkg.id).await?;
+    let signers = signers(&mut tx, rebuild, caller, pkg.id).await?;
     match db::keys::by_id_for_share(&mut tx, key).await? {
         Some(row) if row.revoked_at.is_none() && signers.contains(&row.user_id) => {}
         _ => {

@@ -369,3 +369,44 @@ pub fn attestation(
     );
     Ok(ebpkg_signing::attest(key, &statement)?)
 }
+
+/// A rebuild attestation of `name@version` (whose archive has SHA-256
+/// `archive`) saying its one shipped object (SHA-256 `[9; 32]`) matched,
+/// signed with `key`, as `ebpkg verify --rebuild --sign` makes one.
+pub fn rebuild_attestation(
+    key: &ebpkg_signing::SigningKey,
+    name: &str,
+    version: &str,
+    archive: &ebpkg_spec::types::Sha256Digest,
+) -> anyhow::Result<ebpkg_signing::SignedAttestation> {
+    use ebpkg_spec::attestation::rebuild::{REBUILD_PREDICATE_TYPE, Rebuild, RebuildResult, RebuiltObject};
+    use ebpkg_spec::attestation::{AttestedPackage, Attester, Digests};
+    let (name, version) = (ebpkg_spec::PackageName::new(name)?, semver::Version::parse(version)?);
+    let object = ebpkg_spec::types::Sha256Digest([9; 32]);
+    let predicate = Rebuild {
+        package: AttestedPackage {
+            name: name.clone(),
+            version: version.clone(),
+            archive: Digests { sha256: *archive },
+        },
+        attester: Attester { tool: "ebpkg test".to_owned() },
+        rebuilt_at: "2026-12-02T00:00:00Z".to_owned(),
+        objects: vec![RebuiltObject {
+            object: "prebuilt/xdp/src/meter.bpf.c.o".into(),
+            hook: ebpkg_spec::types::Hook::Xdp,
+            source: Some("src/meter.bpf.c".into()),
+            digest: Digests { sha256: object },
+            compiler: Some("Debian clang version 14.0.6".into()),
+            result: RebuildResult::Match,
+            rebuilt: Some(Digests { sha256: object }),
+            reason: None,
+        }],
+    };
+    let subject = ebpkg_spec::attestation::archive_subject(&name, &version);
+    let statement = ebpkg_signing::Statement::new(
+        vec![ebpkg_signing::Subject::sha256(subject, archive)],
+        REBUILD_PREDICATE_TYPE,
+        serde_json::to_value(&predicate)?,
+    );
+    Ok(ebpkg_signing::attest(key, &statement)?)
+}

@@ -4,8 +4,12 @@
 //!
 //! A directory has no accounts, so "a key it knows for the package" is a key
 //! that signed one of the package's versions here: whoever holds it is the
-//! package's publisher as far as this registry can tell. Installs still judge
-//! every attestation by their own trust policy.
+//! package's publisher as far as this registry can tell: kernel verifications
+//! are accepted from those keys. A rebuild is accepted from any key the
+//! registry holds (`keys/<hex>.pem`) whose signature verifies: its worth is an
+//! independent rebuilder's word, so the publisher's keys are no better here,
+//! and the client's trust policy decides which rebuilders count. Installs
+//! judge every attestation by their own trust policy.
 
 use std::path::PathBuf;
 
@@ -80,7 +84,9 @@ impl FileRegistry {
                 "it names no key (a bundle's publicKey.hint); attest with `ebpkg attest --key`".into(),
             ));
         };
-        if !entries.iter().any(|e| e.signed_by.as_ref() == Some(key_id)) {
+        let rebuild =
+            attestation.statement().predicate_type == ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE;
+        if !rebuild && !entries.iter().any(|e| e.signed_by.as_ref() == Some(key_id)) {
             return Err(refused(format!(
                 "it is signed by key {key_id}, which signed no version of {name} in this registry: attest with the \
                  key the package is published with"
@@ -89,15 +95,14 @@ impl FileRegistry {
         let key = self.publisher_key(key_id)?.key;
         attestation.verify(&key).map_err(|e| refused(e.to_string()))?;
         // A kernel verification names the kernels it observed; a rebuild none.
-        let kernels: Vec<String> =
-            if attestation.statement().predicate_type == ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE {
-                attestation.rebuild(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
-                Vec::new()
-            } else {
-                let observed =
-                    attestation.kernel_verification(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
-                observed.kernels.iter().map(|k| k.kernel.release.clone()).collect()
-            };
+        let kernels: Vec<String> = if rebuild {
+            attestation.rebuild(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+            Vec::new()
+        } else {
+            let observed =
+                attestation.kernel_verification(name, version, &entry.cksum).map_err(|e| refused(e.to_string()))?;
+            observed.kernels.iter().map(|k| k.kernel.release.clone()).collect()
+        };
         let bundle: serde_json::Value =
             serde_json::from_str(attestation.json()).map_err(|e| refused(format!("its JSON: {e}")))?;
 
