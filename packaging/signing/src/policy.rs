@@ -274,18 +274,12 @@ impl TrustPolicy {
 
     /// Lists `key` as a rebuilder; false if it already was.
     pub fn add_rebuilder(&mut self, key: KeyId) -> bool {
-        if self.rebuilders.contains(&key) {
-            return false;
-        }
-        self.rebuilders.push(key);
-        true
+        push_new(&mut self.rebuilders, key)
     }
 
     /// Takes `key` off the rebuilders; false if it was not one.
     pub fn remove_rebuilder(&mut self, key: &KeyId) -> bool {
-        let before = self.rebuilders.len();
-        self.rebuilders.retain(|k| k != key);
-        before != self.rebuilders.len()
+        remove_all(&mut self.rebuilders, key)
     }
 
     /// Whether a rebuild attestation signed by `key` vouches for the shipped
@@ -349,18 +343,12 @@ impl TrustPolicy {
 
     /// Lets the packages `pattern` covers install unsigned; false if they could.
     pub fn allow_unsigned(&mut self, pattern: PackageGlob) -> bool {
-        if self.unsigned.contains(&pattern) {
-            return false;
-        }
-        self.unsigned.push(pattern);
-        true
+        push_new(&mut self.unsigned, pattern)
     }
 
     /// Takes back an [`allow_unsigned`](Self::allow_unsigned); false if absent.
     pub fn disallow_unsigned(&mut self, pattern: &PackageGlob) -> bool {
-        let before = self.unsigned.len();
-        self.unsigned.retain(|p| p != pattern);
-        before != self.unsigned.len()
+        remove_all(&mut self.unsigned, pattern)
     }
 
     /// Revokes `key`; false if it already was.
@@ -406,4 +394,20 @@ impl TrustPolicy {
             None => Decision::Untrusted { key: *key, trusted: self.trusted_for(package) },
         }
     }
+}
+
+/// Adds `item` to a policy list that holds each entry once; false if it was there.
+fn push_new<T: PartialEq>(list: &mut Vec<T>, item: T) -> bool {
+    if list.contains(&item) {
+        return false;
+    }
+    list.push(item);
+    true
+}
+
+/// Takes `item` off a policy list; false if it was not there.
+fn remove_all<T: PartialEq>(list: &mut Vec<T>, item: &T) -> bool {
+    let before = list.len();
+    list.retain(|x| x != item);
+    before != list.len()
 }
