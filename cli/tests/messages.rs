@@ -9,6 +9,8 @@ mod common;
 use std::process::{Command, Stdio};
 
 use common::*;
+use ebpkg_registry::testing::TestRegistry;
+use ebpkg_registry_testing::Nginx;
 
 #[test]
 fn a_diagnostic_has_one_error_heading() {
@@ -135,4 +137,93 @@ fn a_wrong_key_passphrase_is_said_before_the_build() {
     );
     assert!(!run.stderr.contains("Compiled") && !run.stderr.contains("Verifying"), "{}", run.stderr);
     assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
+}
+
+/// `ebpkg add` on a host whose trust policy trusts no key yet: the error leads
+/// with the trust policy (which versions, whose key, the `ebpkg trust add` line to
+/// run), and does not blame the registry, whose index and listing agree.
+#[test]
+fn a_refused_add_leads_with_the_trust_policy() {
+    let sb = Sandbox::new("refusedadd");
+    sb.publish_manifest("sets", "1.0.0", &[]);
+    sb.publish_manifest("basic", "1.0.0", &[("sets", "^1")]);
+    // A fresh host: no trust policy (the publisher's recorded its own key).
+    std::fs::remove_file(sb.path("trust.toml")).unwrap();
+    let dir = sb.path("app");
+    std::fs::create_dir_all(&dir).unwrap();
+    sb.run(&dir, &["init"]).ok();
+    let manifest = std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap();
+    let run = sb.run(&dir, &["add", "basic"]).fails(10);
+    let (url, key) = (sb.registry_url(), sb.key_id());
+    let error = &run.stderr[run.stderr.find("error: ").unwrap()..];
+    assert_eq!(
+        error,
+        format!(
+            "error: the trust policy refuses every version of `basic` the registry has:\n  \
+             basic@1.0.0 from {url}: it is signed by key {key}, and the trust policy trusts no key for basic\n  \
+             sets@1.0.0 from {url}: it is signed by key {key}, and the trust policy trusts no key for sets\n\
+             help: Check with the publisher that the key is theirs, then `ebpkg trust add basic {key}` (or install \
+             once with --trust-new-keys to trust it on first use)\n\
+             help: Check with the publisher that the key is theirs, then `ebpkg trust add sets {key}` (or install \
+             once with --trust-new-keys to trust it on first use)\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("ebpkg.toml")).unwrap(), manifest, "a refused add changes nothing");
+    // The line it gives is the way out.
+    sb.run(&dir, &["trust", "add", "basic", &key]).ok();
+    sb.run(&dir, &["trust", "add", "sets", &key]).ok();
+    sb.run(&dir, &["add", "basic"]).ok();
+
+    // A version signed by a key the policy does not trust for the package, asked for
+    // exactly: the policy first, then what resolving found without it.
+    let run = sb.run(&dir, &["key", "generate", "--name", "other", "--json"]).ok();
+    let other: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let other = other["id"].as_str().unwrap().to_owned();
+    let newer = sb.path("gen/sets-1.1.0");
+    std::fs::create_dir_all(&newer).unwrap();
+    std::fs::write(newer.join("ebpkg.toml"), "[package]\nname = \"sets\"\nversion = \"1.1.0\"\n").unwrap();
+    let other_key = sb.path("keys/other.key");
+    sb.run(&newer, &["publish", "--no-verify", "--key", other_key.to_str().unwrap()]).ok();
+    std::fs::write(sb.path("trust.toml"), format!("[keys]\n\"*\" = [\"{key}\"]\n")).unwrap();
+    let run = sb.run(&dir, &["add", "sets@=1.1.0"]).fails(10);
+    let error = &run.stderr[run.stderr.find("error: ").unwrap()..];
+    let lead = format!(
+        "error: the trust policy refuses versions that the dependencies of app need (fetching them would fail):\n  \
+         sets@1.1.0 from {url}: it is signed by key {other}, but the trust policy trusts only {key} for sets\n\
+         Without them, cannot find versions for the dependencies of app:\n"
+    );
+    assert!(error.starts_with(&lead), "{error}");
+    assert!(error.contains(&format!("help: If the publisher rotated keys, confirm it with them, then `ebpkg trust add sets {other}`")), "{error}");
+}
+
+/// Its index and its listing truly disagree (a proxy in front of the registry
+/// answers 404 for one index file while the search still lists the package): then,
+/// and only then, the registry is blamed.
+#[test]
+fn an_index_file_the_registry_lists_but_does_not_serve_is_blamed_on_the_registry() {
+    let server = TestRegistry::start().unwrap();
+    let mut sb = Sandbox::new("disagree");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    sb.publish_manifest("basic", "1.0.0", &[]);
+    let port = ebpkg_registry_testing::free_port().unwrap();
+    let _proxy = Nginx::start(&format!(
+        "server {{ listen 127.0.0.1:{port}; \
+         location = /index/ba/si/basic {{ return 404; }} \
+         location / {{ proxy_pass http://{}; }} }}",
+        server.addr()
+    ))
+    .unwrap();
+    let dir = sb.path("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    sb.run(&dir, &["init"]).ok();
+    let proxied = format!("http://127.0.0.1:{port}/");
+    let disagree = "the registry lists `basic` but serves no index file for it: its index and its listing disagree \
+                    (a redirect or a proxy in the way?); tell the registry's operator\n";
+    // Asked for by `add` (which reads the index first), and by a resolution.
+    let run = sb.run(&dir, &["--registry", &proxied, "add", "basic"]).fails(6);
+    assert_eq!(run.stderr, format!("error: package `basic` is not in {proxied}: {disagree}"));
+    let app = sb.app(&[("basic", "^1")]);
+    let run = sb.run(&app, &["--registry", &proxied, "lock"]).fails(3);
+    let error = &run.stderr[run.stderr.find("error: ").unwrap()..];
+    assert_eq!(error, format!("error: app depends on `basic`, which is not in the default registry; {disagree}"));
 }

@@ -31,7 +31,7 @@ pub use audit::{Finding, Fix};
 pub use deployer::{Attached, CRASH_POINTS, Deployer, Event};
 pub use error::{DeployError, Result, VerifierError};
 pub use install::InstallOutcome;
-pub use maps::{MapDump, MapEntryView};
+pub use maps::{MapDump, MapEntryView, MapView};
 pub use native::{ChainMode, NativeBuild, NativeCompiler, NativeRequest, Tier, tier_up};
 pub use plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 pub use record::{DeploymentRecord, RecordedObject, RecordedPackage};

@@ -23,9 +23,24 @@ pub struct MapDump {
     pub truncated: bool,
     /// How many entries the map holds.
     pub total: usize,
+    /// Entries of an array left out because their value is zero on every CPU
+    /// (slots never written, most of a sparse array); none with
+    /// [`MapView::zero_entries`].
+    pub zero_entries_hidden: usize,
     /// Why the map could not be read, when it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Which maps of a deployment, and which of their entries, `status --maps` shows.
+#[derive(Debug, Clone)]
+pub struct MapView {
+    /// At most this many entries per map (of those shown).
+    pub limit: usize,
+    /// Only the maps of this name (in any package).
+    pub only: Option<String>,
+    /// Also the entries of arrays whose value is zero on every CPU.
+    pub zero_entries: bool,
 }
 
 /// One entry, field by field.
@@ -94,20 +109,26 @@ fn decode(fields: &[(String, String)], values: &[Vec<u8>]) -> Option<Map<String,
 }
 
 impl Deployer {
-    /// The documented program maps of a deployment, at most `limit` entries each.
-    pub fn map_dumps(&self, record: &DeploymentRecord, limit: usize) -> Result<Vec<MapDump>> {
+    /// The documented program maps of a deployment, as `view` asks.
+    pub fn map_dumps(&self, record: &DeploymentRecord, view: &MapView) -> Result<Vec<MapDump>> {
         let Some(rt) = open_existing(&record.bpffs_root)? else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for p in &record.packages {
-            for m in &p.maps {
-                out.push(dump(&rt, p, m, limit));
+            for m in p.maps.iter().filter(|m| view.only.as_ref().is_none_or(|only| *only == m.name)) {
+                out.push(dump(&rt, p, m, view));
             }
         }
         Ok(out)
     }
 }
 
-fn dump(rt: &hike_runtime::Runtime, p: &RecordedPackage, m: &RecordedMap, limit: usize) -> MapDump {
+/// Whether every CPU's value is all zero bytes.
+fn is_zero(values: &[Vec<u8>]) -> bool {
+    values.iter().all(|v| v.iter().all(|b| *b == 0))
+}
+
+fn dump(rt: &hike_runtime::Runtime, p: &RecordedPackage, m: &RecordedMap, view: &MapView) -> MapDump {
+    let limit = view.limit;
     let (package, version) = (p.name.as_str(), &p.version.to_string());
     let mut d = MapDump {
         package: p.name.clone(),
@@ -116,17 +137,26 @@ fn dump(rt: &hike_runtime::Runtime, p: &RecordedPackage, m: &RecordedMap, limit:
         entries: Vec::new(),
         truncated: false,
         total: 0,
+        zero_entries_hidden: 0,
         error: None,
     };
     let entries = rt.package_map(package, version, &m.name).and_then(|map| {
         d.total = map.count();
-        map.entries(limit + 1)
+        // An array has every slot whether written or not: its zero ones are noise, unless
+        // asked for. A hash map's entry was put there, zero or not.
+        if !view.zero_entries && map.is_array() {
+            return map.entries_except(limit, is_zero);
+        }
+        let mut entries = map.entries(limit + 1)?;
+        let more = entries.len() > limit;
+        entries.truncate(limit);
+        Ok(hike_runtime::FilteredEntries { entries, hidden: 0, more })
     });
     match entries {
-        Ok(mut entries) => {
-            d.truncated = entries.len() > limit;
-            entries.truncate(limit);
-            for (k, values) in entries {
+        Ok(shown) => {
+            d.truncated = shown.more;
+            d.zero_entries_hidden = shown.hidden;
+            for (k, values) in shown.entries {
                 match (decode(&m.key, std::slice::from_ref(&k)), decode(&m.value, &values)) {
                     (Some(key), Some(value)) => d.entries.push(MapEntryView { key, value }),
                     _ => {

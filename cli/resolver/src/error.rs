@@ -43,11 +43,7 @@ fn unknown_package_message(required_by: &PackageName, pkg: &QualifiedName, sugge
     let mut msg = format!("{required_by} depends on `{}`, which is not in {registry}", pkg.name);
     // The registry lists the very name (its search), yet has no index file for it.
     if suggestions.iter().any(|n| n.normalized() == pkg.name.normalized()) {
-        msg.push_str(&format!(
-            "; the registry lists `{}` but serves no index file for it: its index and its listing disagree \
-             (a redirect or a proxy in the way?); tell the registry's operator",
-            pkg.name
-        ));
+        msg.push_str(&format!("; {}", listed_without_index(&pkg.name)));
         return msg;
     }
     if !suggestions.is_empty() {
@@ -55,6 +51,15 @@ fn unknown_package_message(required_by: &PackageName, pkg: &QualifiedName, sugge
         msg.push_str(&format!("; did you mean {}?", crate::explain::or_list(&names)));
     }
     msg
+}
+
+/// What to say of a package a registry lists (its search finds it) but has no index
+/// file for: the registry's own inconsistency, for its operator to fix.
+pub fn listed_without_index(name: &PackageName) -> String {
+    format!(
+        "the registry lists `{name}` but serves no index file for it: its index and its listing disagree (a \
+         redirect or a proxy in the way?); tell the registry's operator"
+    )
 }
 
 /// A derivation a person can follow, from requirements as written and real version numbers to the

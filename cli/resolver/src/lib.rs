@@ -52,7 +52,7 @@ use std::time::Instant;
 
 use pubgrub::PubGrubError;
 
-pub use crate::error::{Explanation, ResolveError};
+pub use crate::error::{Explanation, ResolveError, listed_without_index};
 pub use crate::model::{
     Candidate, CandidateList, DamagedPin, DepLists, Origin, QualifiedName, Req, Requirement, Resolution,
     ResolveRequest, ResolvedPackage, SourceError, UpdatePolicy, VersionSource, Versions,

@@ -9,21 +9,31 @@ use crate::Ctx;
 use crate::ops::deployments::{self, Deployment, RollbackOptions, StatusOptions, UninstallOptions};
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  ebpkg status\n  ebpkg status --json | jq '.[0].chain_runs'")]
+#[command(
+    after_help = "Examples:\n  ebpkg status\n  ebpkg status --maps                  every documented map, arrays without their zero \
+entries\n  ebpkg status --map flow_counters     one map\n  ebpkg status --json | jq '.[0].chain_runs'"
+)]
 pub struct StatusArgs {
     /// Only this deployment.
     name: Option<String>,
     /// Also show the contents of the programs' maps whose layouts the packages
-    /// document (per-CPU values summed).
+    /// document (per-CPU values summed). An array's entries whose value is zero
+    /// are left out (and counted).
     #[arg(long)]
     maps: bool,
+    /// Show only this map (in any package; implies --maps).
+    #[arg(long, value_name = "NAME")]
+    map: Option<String>,
+    /// With --maps: also an array's entries whose value is zero.
+    #[arg(long)]
+    zero_entries: bool,
     /// With --maps: at most this many entries per map.
     #[arg(long, default_value_t = 32)]
     limit: usize,
     /// List the deployment's kept generations instead (the project's when no
     /// name is given): when, what changed, who signed what; `ebpkg rollback` goes
     /// back to one.
-    #[arg(long, conflicts_with_all = ["maps"])]
+    #[arg(long, conflicts_with_all = ["maps", "map"])]
     generations: bool,
 }
 
@@ -60,12 +70,18 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
     if args.generations {
         return generations(ctx, args.name);
     }
-    let all = deployments::status(ctx, &StatusOptions { name: args.name, maps: args.maps, limit: args.limit })?;
+    let maps = (args.maps || args.map.is_some()).then(|| ebpkg_deploy::MapView {
+        limit: args.limit,
+        only: args.map,
+        zero_entries: args.zero_entries,
+    });
+    let with_maps = maps.is_some();
+    let all = deployments::status(ctx, &StatusOptions { name: args.name, maps })?;
     if ctx.ui.json {
         let mut values = Vec::new();
         for Deployment { status, maps } in &all {
             let mut v = serde_json::to_value(status)?;
-            if args.maps
+            if with_maps
                 && let Some(o) = v.as_object_mut()
             {
                 o.insert("maps".into(), serde_json::to_value(maps)?);
@@ -151,11 +167,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
             ctx.ui.out(format!("  params    {}", ps.join(" ")));
         }
         for m in maps {
-            let count = if m.truncated {
-                format!("{} of {} entries (raise --limit for more)", m.entries.len(), m.total)
-            } else {
-                format!("{} entr{}", m.entries.len(), if m.entries.len() == 1 { "y" } else { "ies" })
-            };
+            let count = map_count(m);
             let sharing: Vec<&str> = all
                 .iter()
                 .map(|o| &o.status)
@@ -181,6 +193,23 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many of a map's entries are shown, of how many: "16 entries", "2 of 16 entries
+/// (raise --limit for more)", "3 non-zero of 256 entries; 253 zero entries hidden (…)".
+fn map_count(m: &ebpkg_deploy::MapDump) -> String {
+    let word = |n: usize| if n == 1 { "entry" } else { "entries" };
+    let entries = |n: usize| format!("{n} {}", word(n));
+    let shown = m.entries.len();
+    let (kind, hidden) = match m.zero_entries_hidden {
+        0 => ("", String::new()),
+        n => ("non-zero ", format!("; {n} zero {} hidden (--zero-entries shows them)", word(n))),
+    };
+    let more = if m.truncated { " (raise --limit for more)" } else { "" };
+    if kind.is_empty() && !m.truncated {
+        return entries(shown);
+    }
+    format!("{shown} {kind}of {}{more}{hidden}", entries(m.total))
 }
 
 /// `status --generations`.

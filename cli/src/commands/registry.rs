@@ -261,11 +261,12 @@ fn print_entry(ctx: &Ctx, e: &IndexEntry) {
         let args: Vec<String> = p.args.iter().map(|a| format!("{}: {}", a.name, a.ty)).collect();
         let ret = p.returns.map(|r| format!(" -> {r}")).unwrap_or_default();
         ctx.ui.out(format!(
-            "program {}({}){ret}  [{}, ends packet: {:?}]",
+            "program {}({}){ret}  [{}, ends the packet: {} ({})]",
             p.name,
             args.join(", "),
             p.hook,
-            p.ends_packet
+            p.ends_packet,
+            p.ends_packet.meaning()
         ));
     }
     for l in &e.loaders {

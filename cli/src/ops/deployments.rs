@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use ebpkg_deploy::generations::SavedGeneration;
-use ebpkg_deploy::{DeploymentRecord, DeploymentStatus, InstallOutcome, MapDump};
+use ebpkg_deploy::{DeploymentRecord, DeploymentStatus, InstallOutcome, MapDump, MapView};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -12,10 +12,9 @@ use crate::ops::install::print_event;
 pub struct StatusOptions {
     /// Only this deployment.
     pub name: Option<String>,
-    /// Read the contents of the maps whose layouts the packages document.
-    pub maps: bool,
-    /// With `maps`: at most this many entries per map.
-    pub limit: usize,
+    /// Read the contents of the maps whose layouts the packages document: which maps
+    /// and entries.
+    pub maps: Option<MapView>,
 }
 
 /// One deployment as the kernel has it, with its maps when asked for.
@@ -38,9 +37,22 @@ pub fn status(ctx: &Ctx, opts: &StatusOptions) -> Result<Vec<Deployment>> {
             return Err(fail(Failure::Input, format!("no deployment named `{n}`")));
         }
     }
+    if let Some(only) = opts.maps.as_ref().and_then(|v| v.only.as_deref()) {
+        let mut names: Vec<&str> =
+            all.iter().flat_map(|d| &d.record.packages).flat_map(|p| &p.maps).map(|m| m.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        if !names.contains(&only) {
+            let known = if names.is_empty() { "none documented".to_owned() } else { names.join(", ") };
+            return Err(fail(Failure::Input, format!("no deployment has a map `{only}` (their maps: {known})")));
+        }
+    }
     all.into_iter()
         .map(|status| {
-            let maps = if opts.maps { deployer.map_dumps(&status.record, opts.limit)? } else { Vec::new() };
+            let maps = match &opts.maps {
+                Some(view) => deployer.map_dumps(&status.record, view)?,
+                None => Vec::new(),
+            };
             Ok(Deployment { status, maps })
         })
         .collect()

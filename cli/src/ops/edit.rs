@@ -66,7 +66,7 @@ pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> 
         if name.normalized() == project.manifest.package.name.normalized() {
             return Err(fail(Failure::Usage, format!("a package cannot depend on itself (`{name}`)")));
         }
-        let entries = regs.index(&url, name)?.ok_or_else(|| unknown(&regs, &url, name))?;
+        let entries = regs.index(&url, name)?.ok_or_else(|| regs.not_found(&url, name))?;
         let mut matching: Vec<&IndexEntry> = entries
             .iter()
             .filter(|e| !e.yanked && req.matches(&e.vers) && (explicit || e.vers.pre.is_empty()))
@@ -154,25 +154,6 @@ fn newest_trusted<'e>(
         }
     }
     None
-}
-
-fn unknown(
-    regs: &crate::registries::Registries<'_>,
-    url: &ebpkg_sources::RegistryUrl,
-    name: &PackageName,
-) -> anyhow::Error {
-    let names = regs.open(url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
-    let mut close: Vec<(usize, String)> = names
-        .iter()
-        .map(|n| (strsim::levenshtein(&n.normalized(), &name.normalized()), n.to_string()))
-        .filter(|(d, _)| *d <= 2)
-        .collect();
-    close.sort();
-    let hint = match close.first() {
-        Some((_, n)) => format!("; did you mean `{n}`?"),
-        None => format!("; `ebpkg search {name}` lists similar packages"),
-    };
-    fail(Failure::Registry, format!("package `{name}` is not in {url}{hint}"))
 }
 
 /// Removes dependencies (each named as spelled in ebpkg.toml or not).

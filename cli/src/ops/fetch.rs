@@ -63,7 +63,12 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
         progress.inc(id.to_string());
         if !was_cached {
-            progress.println(&ctx.ui, "Fetched", format!("{id} from {url}"));
+            // From where the bytes came: a mirror is named, with the registry it stands in for.
+            let from = match regs.read_from(&url)? {
+                mirror if mirror != url => format!("{mirror} (mirror of {url})"),
+                _ => url.to_string(),
+            };
+            progress.println(&ctx.ui, "Fetched", format!("{id} from {from}"));
         }
         out.push(Fetched { locked: p.clone(), root, manifest });
     }

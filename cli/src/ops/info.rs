@@ -45,21 +45,7 @@ fn key_text<S: serde::Serializer>(key: &KeyId, s: S) -> std::result::Result<S::O
 pub fn info(ctx: &Ctx, name: &PackageName, req: &semver::VersionReq) -> Result<PackageInfo> {
     let regs = ctx.registries()?;
     let url = &regs.default;
-    let versions = regs.index(url, name)?.ok_or_else(|| {
-        let names = regs.open(url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
-        let close: Vec<String> = names
-            .iter()
-            .filter(|n| strsim::levenshtein(n.as_str(), name.as_str()) <= 2)
-            .map(|n| format!("`{n}`"))
-            .collect();
-        fail(
-            Failure::Registry,
-            format!(
-                "package `{name}` is not in {url}{}",
-                if close.is_empty() { String::new() } else { format!("; did you mean {}?", close.join(" or ")) }
-            ),
-        )
-    })?;
+    let versions = regs.index(url, name)?.ok_or_else(|| regs.not_found(url, name))?;
     let chosen = versions
         .iter()
         .filter(|e| req.matches(&e.vers))

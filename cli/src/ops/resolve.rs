@@ -139,7 +139,7 @@ pub fn resolve(
     }
     let request = ResolveRequest { root: root.name, root_version: root.version, deps: root.deps, locked, update };
     let trust = Trust::load(ctx)?;
-    let mut skipped: Vec<(String, String)> = Vec::new();
+    let mut skipped: Vec<Refusal> = Vec::new();
     // Resolution reads only part of each index line; a chosen version whose line is
     // damaged elsewhere, or whose signer the policy refuses, is left out and the
     // dependencies resolved again, as if the line had been skipped from the start.
@@ -149,11 +149,12 @@ pub fn resolve(
             Ok(resolution) => resolution,
             // A cached record it met was damaged: resolved again from the index files.
             Err(_) if regs.reread_damaged() => continue,
-            // (Every version of a package left out looks like no package at all.)
+            // Every refusal follows a resolution that succeeded with the refused versions, so a
+            // failure now is the trust policy's doing, and is said as such.
             Err(
                 e @ (ebpkg_resolver::ResolveError::NoSolution(_) | ebpkg_resolver::ResolveError::UnknownPackage { .. }),
             ) if !skipped.is_empty() => {
-                return Err(untrusted_only(e, &skipped));
+                return Err(untrusted_only(&e, &skipped));
             }
             Err(e) => return Err(e.into()),
         };
@@ -172,7 +173,7 @@ pub fn resolve(
                 let id = PackageId::new(p.name.clone(), p.version.clone());
                 say_skipped(ctx, &id, &p.source, &why);
                 regs.leave_out(&regs.url(Some(&p.source))?, &p.name, &p.version);
-                skipped.push((format!("{id} {why}"), fix));
+                skipped.push(Refusal { id, source: p.source.to_string(), why, fix });
                 refused = true;
             }
         }
@@ -188,17 +189,52 @@ pub fn say_skipped(ctx: &Ctx, id: &PackageId, source: &str, why: &str) {
     ctx.ui.status("Skipping", format!("{id} ({source}): it {why}"));
 }
 
+/// A version the trust policy refused during a resolution.
+struct Refusal {
+    id: PackageId,
+    /// The registry it is from, as ebpkg.lock writes it.
+    source: String,
+    /// Follows "it", as in [`Verdict::Refused`].
+    why: String,
+    /// What to run to accept it, as in [`Verdict::Refused`].
+    fix: String,
+}
+
 /// A resolution that failed once the versions the trust policy refuses were left
-/// out: the explanation, then which versions were left out and why.
-fn untrusted_only(e: ebpkg_resolver::ResolveError, skipped: &[(String, String)]) -> anyhow::Error {
-    let mut text = format!("{e}\n\nLeft out because the trust policy refuses them (fetching them would fail):");
-    for (what, _) in skipped {
-        text.push_str(&format!("\n  {what}"));
+/// out. The trust policy is the cause (the same resolution succeeded with them), so
+/// it comes first: which versions it refused and whose signatures they carry, then
+/// what the resolution found without them, then what to run.
+fn untrusted_only(e: &ebpkg_resolver::ResolveError, skipped: &[Refusal]) -> anyhow::Error {
+    let mut text = match e {
+        // Every version of a dependency of the root was refused: the resolver's "not in the
+        // registry" (or "its index and its listing disagree") would blame the registry.
+        ebpkg_resolver::ResolveError::UnknownPackage { pkg, .. } => {
+            format!("the trust policy refuses every version of `{}` the registry has:", pkg.name)
+        }
+        ebpkg_resolver::ResolveError::NoSolution(explanation) => format!(
+            "the trust policy refuses versions that the dependencies of {} need (fetching them would fail):",
+            explanation.root
+        ),
+        ebpkg_resolver::ResolveError::Source { .. } => {
+            "the trust policy refuses versions these dependencies need (fetching them would fail):".to_owned()
+        }
+    };
+    for r in skipped {
+        text.push_str(&format!("\n  {} from {}: it {}", r.id, r.source, r.why));
     }
-    let mut fixes: Vec<&str> = skipped.iter().map(|(_, fix)| fix.as_str()).collect();
-    fixes.dedup();
-    for fix in fixes {
-        text.push_str(&format!("\nhelp: {fix}"));
+    // The explanation's own fixes (relax a requirement…) come after the trust policy's.
+    let mut later: &[String] = &[];
+    if let ebpkg_resolver::ResolveError::NoSolution(explanation) = e {
+        let steps = ebpkg_resolver::Explanation { help: Vec::new(), ..explanation.clone() };
+        text.push_str(&format!("\nWithout them, {steps}"));
+        later = &explanation.help;
+    }
+    let mut said: Vec<&str> = Vec::new();
+    for fix in skipped.iter().map(|r| r.fix.as_str()).chain(later.iter().map(String::as_str)) {
+        if !said.contains(&fix) {
+            text.push_str(&format!("\nhelp: {fix}"));
+            said.push(fix);
+        }
     }
     fail(Failure::Trust, text)
 }

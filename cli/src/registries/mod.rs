@@ -103,8 +103,7 @@ impl<'c> Registries<'c> {
         if let Some(r) = self.opened.borrow().get(url.as_str()) {
             return Ok(r.clone());
         }
-        let fetch = self.config.fetch_url(url.as_str());
-        let fetch_url = RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))?;
+        let fetch_url = self.read_from(url)?;
         // Offline, an HTTP registry answers from its cached index files only.
         let mut options = self.config.open_options(&fetch_url, self.offline);
         // A mirror stands in for its origin: the origin's TUF root checks it.
@@ -112,6 +111,37 @@ impl<'c> Registries<'c> {
         let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url, &options)?);
         self.opened.borrow_mut().insert(url.to_string(), r.clone());
         Ok(r)
+    }
+
+    /// Where the packages of the registry at `url` are read from: its mirror when one
+    /// is configured (what [`Registries::open`] opens), else `url` itself.
+    pub fn read_from(&self, url: &RegistryUrl) -> Result<RegistryUrl> {
+        let fetch = self.config.fetch_url(url.as_str());
+        Ok(RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))?)
+    }
+
+    /// The error for a package `url` has no index file for: the close names its listing
+    /// holds, or, when the listing holds the very name, that the two disagree.
+    pub fn not_found(&self, url: &RegistryUrl, name: &PackageName) -> anyhow::Error {
+        let names = self.open(url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
+        let hint = if names.iter().any(|n| n.normalized() == name.normalized()) {
+            format!(": {}", ebpkg_resolver::listed_without_index(name))
+        } else {
+            let mut close: Vec<(usize, &PackageName)> = names
+                .iter()
+                .map(|n| (strsim::levenshtein(&n.normalized(), &name.normalized()), n))
+                .filter(|(d, _)| *d <= 2)
+                .collect();
+            close.sort();
+            match close.as_slice() {
+                [] => format!("; `ebpkg search {name}` lists similar packages"),
+                close => {
+                    let close: Vec<String> = close.iter().take(3).map(|(_, n)| format!("`{n}`")).collect();
+                    format!("; did you mean {}?", close.join(" or "))
+                }
+            }
+        };
+        crate::exit::fail(Failure::Registry, format!("package `{name}` is not in {url}{hint}"))
     }
 
     /// The registry at `url` itself, for writes (publish, yank) and accounts
@@ -241,7 +271,12 @@ impl VersionSource for Registries<'_> {
 
     fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
         let Ok(url) = self.url(registry) else { return Vec::new() };
-        self.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default()
+        let mut names = self.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
+        // A name whose versions were left out (refused by the trust policy, or damaged) has an
+        // index file: listing it would read as "the registry lists it but serves no index".
+        let rejected = self.rejected.borrow();
+        names.retain(|n| !rejected.iter().any(|(u, r, _)| *u == url.as_str() && *r == n.normalized()));
+        names
     }
 }
 

@@ -217,6 +217,32 @@ pub enum EndsPacket {
     Always,
 }
 
+impl EndsPacket {
+    /// The spelling in manifests (`ends_packet = "never"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EndsPacket::Never => "never",
+            EndsPacket::May => "may",
+            EndsPacket::Always => "always",
+        }
+    }
+
+    /// What it means for a chain that calls the program, in words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            EndsPacket::Never => "it always returns to the chain",
+            EndsPacket::May => "depending on the packet it returns to the chain or ends the packet",
+            EndsPacket::Always => "code after the call in a chain never runs",
+        }
+    }
+}
+
+impl fmt::Display for EndsPacket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How a loader is attached to an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AttachMode {

@@ -52,7 +52,7 @@ pub use link::AttachMode;
 pub use load::object_programs;
 pub use loaders::{Attachment, ConfigMapSpec, LoaderInfo, LoaderObject, MapEntry};
 pub use native::{NativeInstalled, NativeModule, NativeObject};
-pub use package_maps::PackageMap;
+pub use package_maps::{FilteredEntries, PackageMap};
 pub use programs::{ProgramObject, RegisteredProgram, SharedMaps};
 pub use runtime::{InitOptions, Runtime};
 pub use scratch::{ScratchPath, ScratchRoot};

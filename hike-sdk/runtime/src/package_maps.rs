@@ -15,6 +15,16 @@ use crate::runtime::Runtime;
 /// not per-CPU).
 pub type Entry = (Vec<u8>, Vec<Vec<u8>>);
 
+/// Entries of a map without those a filter hid ([`PackageMap::entries_except`]).
+#[derive(Debug, Default)]
+pub struct FilteredEntries {
+    pub entries: Vec<Entry>,
+    /// How many entries the filter hid.
+    pub hidden: usize,
+    /// Entries the filter kept were left out by the limit.
+    pub more: bool,
+}
+
 /// One map of a package version.
 #[derive(Debug)]
 pub struct PackageMap {
@@ -34,6 +44,11 @@ impl PackageMap {
     /// True for per-CPU maps.
     pub fn per_cpu(&self) -> bool {
         matches!(self.handle.map_type(), MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash)
+    }
+
+    /// True for arrays (per-CPU or not): every slot exists, written or not.
+    pub fn is_array(&self) -> bool {
+        matches!(self.handle.map_type(), MapType::Array | MapType::PercpuArray)
     }
 
     fn check_sizes(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -100,6 +115,23 @@ impl PackageMap {
             };
             if let Some(values) = values {
                 out.push((k, values));
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`PackageMap::entries`] without those `hide` is true of (given the values, one
+    /// per CPU): up to `limit` of the others, with how many were hidden and whether more
+    /// were left out by `limit`. Every entry is read, to count the hidden ones.
+    pub fn entries_except(&self, limit: usize, hide: impl Fn(&[Vec<u8>]) -> bool) -> Result<FilteredEntries> {
+        let mut out = FilteredEntries::default();
+        for entry in self.entries(usize::MAX)? {
+            if hide(&entry.1) {
+                out.hidden += 1;
+            } else if out.entries.len() < limit {
+                out.entries.push(entry);
+            } else {
+                out.more = true;
             }
         }
         Ok(out)

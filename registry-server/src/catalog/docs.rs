@@ -101,13 +101,8 @@ fn call_signature(name: &str, args: &[ArgSignature], returns: Option<&str>) -> S
     sig
 }
 
-fn ends_packet(e: ebpkg_spec::types::EndsPacket) -> &'static str {
-    use ebpkg_spec::types::EndsPacket;
-    match e {
-        EndsPacket::Never => "never: it always returns to the chain",
-        EndsPacket::May => "may: depending on the packet it returns to the chain or ends the packet",
-        EndsPacket::Always => "always: code after the call in a chain never runs",
-    }
+fn ends_packet(e: ebpkg_spec::types::EndsPacket) -> String {
+    format!("{e}: {}", e.meaning())
 }
 
 fn programs(loaded: &Loaded) -> Markup {
