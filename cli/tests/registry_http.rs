@@ -291,12 +291,15 @@ fn a_mirror_of_a_server_installs_frozen_without_it() {
     sb.run(&app, &["lock"]).ok();
     let mirror = sb.path("mirror");
     sb.run(&app, &["mirror", mirror.to_str().unwrap()]).ok();
+    let origin = server.url().to_owned();
     drop(server);
     // A cache of its own: everything comes from the mirror.
     sb.cache = sb.path("cache-2");
     let url = format!("file://{}/", mirror.display());
     let fetched = sb.run_with(&app, &["--frozen", "fetch"], &[("EBPKG_MIRROR", &url)], None).ok();
     assert!(fetched.stderr.contains("Ready 2 packages in the cache"), "{}", fetched.stderr);
+    // Said as it happened: from the mirror, standing in for the registry.
+    assert!(fetched.stderr.contains(&format!("Fetched c@1.4.0 from {url} (mirror of {origin})")), "{}", fetched.stderr);
 }
 
 #[test]

@@ -58,11 +58,14 @@ fn publish_flow(sb: &Sandbox, version: &str, fields: &[&str], on_upgrade: Option
     sb.publish(&dir);
 }
 
-/// The entries of a map as `status --maps --json` decodes them: key → value.
+/// The entries of a map as `status --map NAME --json` decodes them (that map only):
+/// key → value.
 fn map(sb: &Sandbox, name: &str) -> Vec<(serde_json::Value, serde_json::Value)> {
-    let run = sb.run(sb.dir.path(), &["status", "--maps", "--json"]).ok();
+    let run = sb.run(sb.dir.path(), &["status", "--map", name, "--json"]).ok();
     let st: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let m = st[0]["maps"].as_array().unwrap().iter().find(|m| m["map"] == name).unwrap_or_else(|| panic!("{st}"));
+    let maps = st[0]["maps"].as_array().unwrap();
+    assert_eq!(maps.len(), 1, "only the map asked for: {st}");
+    let m = maps.iter().find(|m| m["map"] == name).unwrap_or_else(|| panic!("{st}"));
     m["entries"].as_array().unwrap().iter().map(|e| (e["key"].clone(), e["value"].clone())).collect()
 }
 

@@ -220,6 +220,13 @@ fn publish_search_info_and_duplicate_versions() {
     let run = sb.run(sb.dir.path(), &["info", "flow"]).ok();
     assert!(run.stdout.contains("program flow_match(proto: u8, port: u16) -> u64"), "{}", run.stdout);
     assert!(run.stdout.contains("versions: 1.0.0"), "{}", run.stdout);
+    // Whether a program ends the packet, in words (it read `ends packet: Never`, a Rust name).
+    assert!(
+        run.stdout.contains("program flow_count(slot: u32) -> u64  [xdp, ends the packet: never (it always returns to the chain)]"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("Never") && !run.stdout.contains("May"), "{}", run.stdout);
     let run = sb.run(sb.dir.path(), &["info", "flwo"]).fails(6);
     assert!(run.stderr.contains("did you mean `flow`?"), "{}", run.stderr);
 }

@@ -68,7 +68,10 @@ fn pages_have_correct_http_semantics_and_safe_content() {
     let (status, headers, net) = html(&reg, "/packages/net");
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[CACHE_CONTROL], "public, max-age=60");
-    assert!(net.contains("ebpkg add net"), "{net}");
+    // The install line names this registry (no client has it by default); no TUF root to trust here.
+    assert!(net.contains(&format!("ebpkg add net --from {}", reg.url())), "{net}");
+    assert!(net.contains(&format!("[registry] default = &quot;{}&quot;", reg.url())), "{net}");
+    assert!(!net.contains("--root root.json"), "{net}");
     assert!(net.contains(r#"href="/packages/net/1.0.0/docs#program.l2_redirect""#), "{net}");
     assert!(net.contains(r#"href="/packages/ddos""#), "ddos depends on net: {net}");
     assert!(net.contains("unsigned"), "{net}");
@@ -389,7 +392,7 @@ fn a_browser_shows_home_search_package_and_docs_without_errors() {
     // The copy button is there (the script ran) and labelled.
     let _ = browser.visit(&format!("{base}/packages/ddos")).unwrap();
     let button_after = browser.eval("(() => { const b = document.querySelector('button[data-copy]'); return b && !b.hidden ? b.dataset.copy : null })()").unwrap();
-    assert_eq!(button_after, "ebpkg add ddos");
+    assert_eq!(button_after, format!("ebpkg add ddos --from {}", reg.url()).as_str());
     // A search by keyboard: focus the box, type, submit.
     browser
         .eval("document.getElementById('q-top').value = 'token bucket'; document.querySelector('form.search').submit()")

@@ -59,6 +59,11 @@ fn publishes_and_yanks_re_sign_the_metadata_in_their_transaction() {
         reg.block_on(ebpkg_registry::tuf::init(reg.pool(), std::slice::from_ref(&k.root), 1, &k.online)).is_err(),
         "only once"
     );
+    // The catalog's install box tells users to trust the root before they add a package.
+    let page = http().get(format!("{}packages/meter", reg.url())).header("Accept", "text/html").send().unwrap();
+    let page = page.text().unwrap();
+    assert!(page.contains(&format!("ebpkg registry add private {} --root root.json", reg.url())), "{page}");
+    assert!(page.contains(&format!(r#"href="{}tuf/root.json""#, reg.url())), "{page}");
     let client = tempfile::tempdir().unwrap();
     let trusted = client.path().join("root.json");
     std::fs::write(&trusted, get(&reg, "tuf/root.json").bytes().unwrap()).unwrap();

@@ -108,6 +108,8 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
     let versions = db::packages::versions(&state.db, loaded.package_id).await?;
     let dependents = db::catalog::dependents(&state.db, &ebpkg_spec::names::normalize(&loaded.name), 50).await?;
     let attestations = db::attestations::shown(&state.db, loaded.package_id, &loaded.info.entry.vers).await?;
+    // A registry with TUF metadata is read only by clients that trust its root.
+    let tuf = db::tuf::file(&state.db, "root.json").await?.is_some();
     let signer = match &loaded.info.entry.signed_by {
         Some(key) => db::keys::by_id(&state.db, key).await?,
         None => None,
@@ -137,7 +139,7 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
                 div {
                     section aria-labelledby="install" {
                         h2 #install { "Install" }
-                        (install_line(&loaded))
+                        (install_line(&loaded, &state.config.public_url, tuf))
                         p.muted { "Then " code { "ebpkg install" } " builds it against your kernel and loads it." }
                         p.muted {
                             "Upgrading later (" code { "ebpkg update" } ", then " code { "ebpkg install" } ") keeps \
@@ -178,18 +180,48 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
     Ok(html_page(state, layout::page(&frame, content)))
 }
 
-fn install_line(loaded: &Loaded) -> Markup {
-    let line = if loaded.described {
-        format!("ebpkg add {}", loaded.name)
+/// The line that adds this package, naming this registry (no client has it as its
+/// default: the built-in one is a local directory), and what else its users need: its
+/// TUF root when it has one, and the project setting that makes it the default.
+fn install_line(loaded: &Loaded, registry: &url::Url, tuf: bool) -> Markup {
+    let package = if loaded.described {
+        loaded.name.clone()
     } else {
-        format!("ebpkg add {}@={}", loaded.name, loaded.info.entry.vers)
+        format!("{}@={}", loaded.name, loaded.info.entry.vers)
     };
+    let line = format!("ebpkg add {package} --from {registry}");
+    let root = format!("{registry}tuf/root.json");
     html! {
         div.copy-line {
             code #add-line { (line) }
             button type="button" data-copy=(line) aria-controls="add-line" hidden { "Copy" }
         }
+        @if tuf {
+            p.muted {
+                "This registry signs its index (TUF): trust its root once, with the " code { "root.json" } " its \
+                 operator hands you (the one served at " a href=(root) { (root) } " when they confirm it is theirs): "
+                code { "ebpkg registry add " (registry_name(registry)) " " (registry) " --root root.json" }
+            }
+        }
+        p.muted {
+            "A project that takes its packages from here names this registry once, in its " code { ".ebpkg/config.toml" }
+            " (" code { "[registry] default = \"" (registry) "\"" } "); then " code { "ebpkg add " (package) } " is enough."
+        }
     }
+}
+
+/// A name for this registry in its users' configuration: the first label of its host
+/// that says more than "registry" (`corp` for `registry.corp.example`), else `private`.
+fn registry_name(registry: &url::Url) -> String {
+    let generic = ["registry", "registries", "ebpkg", "www", "packages", "pkg"];
+    let label = match registry.host() {
+        Some(url::Host::Domain(host)) => host.split('.').find(|l| !generic.contains(l) && !l.is_empty()),
+        _ => None,
+    };
+    label
+        .filter(|l| l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .unwrap_or("private")
+        .to_owned()
 }
 
 fn items_summary(loaded: &Loaded) -> Markup {
@@ -525,4 +557,18 @@ fn readme_has_title(markdown: Option<&str>) -> bool {
     let first = lines.next().unwrap_or_default();
     let second = lines.next().unwrap_or_default().trim();
     first.starts_with('#') || (!first.trim().is_empty() && !second.is_empty() && second.chars().all(|c| c == '='))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::registry_name;
+
+    #[test]
+    fn a_registry_is_named_for_its_host() {
+        let name = |u: &str| registry_name(&url::Url::parse(u).unwrap());
+        assert_eq!(name("https://registry.corp.example/"), "corp");
+        assert_eq!(name("https://ebpkg.example.org/"), "example");
+        assert_eq!(name("http://127.0.0.1:8080/"), "private");
+        assert_eq!(name("http://[::1]:8080/"), "private");
+    }
 }
