@@ -193,7 +193,12 @@ fn a_refused_add_leads_with_the_trust_policy() {
          Without them, cannot find versions for the dependencies of app:\n"
     );
     assert!(error.starts_with(&lead), "{error}");
-    assert!(error.contains(&format!("help: If the publisher rotated keys, confirm it with them, then `ebpkg trust add sets {other}`")), "{error}");
+    assert!(
+        error.contains(&format!(
+            "help: If the publisher rotated keys, confirm it with them, then `ebpkg trust add sets {other}`"
+        )),
+        "{error}"
+    );
 }
 
 /// Its index and its listing truly disagree (a proxy in front of the registry

@@ -101,7 +101,8 @@ fn forged_untrusted_revoked_and_unsigned_packages_are_refused_and_the_deployment
     // Asked for by name, it is refused with the reason and the way out.
     let exact = sb.run(&app, &["add", "flow@=1.1.0"]).fails(10);
     // The trust policy first (the cause), then what resolving found without the version.
-    let said = ["error: the trust policy refuses versions that the dependencies of app need", "flow@1.1.0", "trusts only"];
+    let said =
+        ["error: the trust policy refuses versions that the dependencies of app need", "flow@1.1.0", "trusts only"];
     for says in said.iter().chain(&["Without them, cannot find versions", "ebpkg trust add"]) {
         assert!(exact.stderr.contains(says), "`{says}` in:\n{}", exact.stderr);
     }

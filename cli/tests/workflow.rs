@@ -222,7 +222,9 @@ fn publish_search_info_and_duplicate_versions() {
     assert!(run.stdout.contains("versions: 1.0.0"), "{}", run.stdout);
     // Whether a program ends the packet, in words (it read `ends packet: Never`, a Rust name).
     assert!(
-        run.stdout.contains("program flow_count(slot: u32) -> u64  [xdp, ends the packet: never (it always returns to the chain)]"),
+        run.stdout.contains(
+            "program flow_count(slot: u32) -> u64  [xdp, ends the packet: never (it always returns to the chain)]"
+        ),
         "{}",
         run.stdout
     );

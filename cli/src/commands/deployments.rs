@@ -81,9 +81,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
         let mut values = Vec::new();
         for Deployment { status, maps } in &all {
             let mut v = serde_json::to_value(status)?;
-            if with_maps
-                && let Some(o) = v.as_object_mut()
-            {
+            if with_maps && let Some(o) = v.as_object_mut() {
                 o.insert("maps".into(), serde_json::to_value(maps)?);
             }
             values.push(v);

@@ -184,11 +184,8 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
 /// default: the built-in one is a local directory), and what else its users need: its
 /// TUF root when it has one, and the project setting that makes it the default.
 fn install_line(loaded: &Loaded, registry: &url::Url, tuf: bool) -> Markup {
-    let package = if loaded.described {
-        loaded.name.clone()
-    } else {
-        format!("{}@={}", loaded.name, loaded.info.entry.vers)
-    };
+    let package =
+        if loaded.described { loaded.name.clone() } else { format!("{}@={}", loaded.name, loaded.info.entry.vers) };
     let line = format!("ebpkg add {package} --from {registry}");
     let root = format!("{registry}tuf/root.json");
     html! {
