@@ -238,6 +238,14 @@ fn a_chosen_version_whose_line_is_damaged_is_left_out_and_resolved_again() {
     let app = project(&sb, &[("c", "=1.5.0")]);
     let run = sb.run(&app, &["lock"]).fails(3);
     assert!(run.stderr.contains("c@1.5.0 cannot be used"), "{}", run.stderr);
+    // Its only version damaged, a package has an index file all the same: the registry's
+    // index and listing agree, and are not said to disagree.
+    sb.publish_manifest("d", "1.0.0", &[]);
+    damage_checksum(&sb, "d", 0);
+    let app = project(&sb, &[("d", "^1")]);
+    let run = sb.run(&app, &["lock"]).fails(3);
+    assert!(run.stderr.contains("d@1.0.0 cannot be used"), "{}", run.stderr);
+    assert!(!run.stderr.contains("serves no index file"), "{}", run.stderr);
 }
 
 /// A damaged line is left out before anything else of the same resolution is held
