@@ -70,7 +70,7 @@ pub fn status(ctx: &Ctx, args: StatusArgs) -> Result<ExitCode> {
     if args.generations {
         return generations(ctx, args.name);
     }
-    let maps = (args.maps || args.map.is_some()).then(|| ebpkg_deploy::MapView {
+    let maps = (args.maps || args.map.is_some()).then_some(ebpkg_deploy::MapView {
         limit: args.limit,
         only: args.map,
         zero_entries: args.zero_entries,

@@ -117,7 +117,7 @@ impl<'c> Registries<'c> {
     /// is configured (what [`Registries::open`] opens), else `url` itself.
     pub fn read_from(&self, url: &RegistryUrl) -> Result<RegistryUrl> {
         let fetch = self.config.fetch_url(url.as_str());
-        Ok(RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))?)
+        RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))
     }
 
     /// The error for a package `url` has no index file for: the close names its listing
