@@ -69,7 +69,8 @@ pub fn valid_search_query(q: &str) -> bool {
 pub const MAX_PEM_BYTES: usize = 4096;
 /// A PEM public key block (what `cosign.pub` and `ebpkg key export` hold); that
 /// it is an ECDSA P-256 key the server checks by reading it.
-pub const PEM_PUBLIC_KEY_PATTERN: &str = r"^\s*-----BEGIN PUBLIC KEY-----\r?\n[A-Za-z0-9+/=\r\n]+-----END PUBLIC KEY-----\s*$";
+pub const PEM_PUBLIC_KEY_PATTERN: &str =
+    r"^\s*-----BEGIN PUBLIC KEY-----\r?\n[A-Za-z0-9+/=\r\n]+-----END PUBLIC KEY-----\s*$";
 
 /// A trusted publisher's repository: `owner/repo`, each part 1 to 100 ASCII
 /// letters, digits, `-`, `_` and `.`, neither `.` nor `..`.
@@ -121,9 +122,50 @@ mod tests {
     /// a few beyond) inside each.
     fn samples() -> Vec<String> {
         let mut out: Vec<String> = [
-            "", " ", "  ", "a", " a ", "A", "0", "-", "_", ".", "..", "...", ".a", "..a", "a.", "a..b", "a/b", "a/",
-            "/b", "./b", "../b", ".../b", "a/..", "a/.b", "x.yml", ".yml", "x.yaml", "x.yml.txt", "x.YML", "-a", "a-",
-            "a b", "é", "日本", "\u{3000}", "\u{feff}", "*", "net*", "*x", "a**b", "Net", "1net", "n_e-t", "std",
+            "",
+            " ",
+            "  ",
+            "a",
+            " a ",
+            "A",
+            "0",
+            "-",
+            "_",
+            ".",
+            "..",
+            "...",
+            ".a",
+            "..a",
+            "a.",
+            "a..b",
+            "a/b",
+            "a/",
+            "/b",
+            "./b",
+            "../b",
+            ".../b",
+            "a/..",
+            "a/.b",
+            "x.yml",
+            ".yml",
+            "x.yaml",
+            "x.yml.txt",
+            "x.YML",
+            "-a",
+            "a-",
+            "a b",
+            "é",
+            "日本",
+            "\u{3000}",
+            "\u{feff}",
+            "*",
+            "net*",
+            "*x",
+            "a**b",
+            "Net",
+            "1net",
+            "n_e-t",
+            "std",
         ]
         .iter()
         .map(|s| (*s).to_owned())
@@ -174,7 +216,12 @@ mod tests {
         let pem = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEx9bVZeJ3b1hWqXq2g8U3h0x3Yw5b\nV1Rk5b5Q2w==\n-----END PUBLIC KEY-----\n";
         assert!(re.is_match(pem));
         assert!(re.is_match(&pem.replace('\n', "\r\n")));
-        for bad in ["", "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n", "MFkw", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"] {
+        for bad in [
+            "",
+            "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n",
+            "MFkw",
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        ] {
             assert!(!re.is_match(bad), "{bad:?}");
         }
     }
