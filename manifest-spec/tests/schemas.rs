@@ -159,12 +159,13 @@ fn the_schemas_refuse_what_ebpkg_refuses() {
     assert!(lock.refuses(&value).is_some(), "a lockfile checksum of \"abc\"");
 
     let attestation = Validator::new("kernel-verification.schema.json");
-    let wrong: [(&str, &dyn Fn(&mut serde_json::Value)); 5] = [
-        ("observedAt \"yesterday\"", &|p| p["kernels"][0]["observedAt"] = "yesterday".into()),
-        ("a control character in build", &|p| p["kernels"][0]["build"] = "#1 SMP\u{1b}[31m".into()),
-        ("U+0085 in an item's name", &|p| p["kernels"][0]["items"][0]["name"] = "flow\u{85}".into()),
-        ("a newline in the shipped path", &|p| p["kernels"][0]["items"][0]["object"]["shipped"] = "a\nb".into()),
-        ("an empty release", &|p| p["kernels"][0]["kernel"]["release"] = "".into()),
+    type Change = fn(&mut serde_json::Value);
+    let wrong: [(&str, Change); 5] = [
+        ("observedAt \"yesterday\"", |p| p["kernels"][0]["observedAt"] = "yesterday".into()),
+        ("a control character in build", |p| p["kernels"][0]["build"] = "#1 SMP\u{1b}[31m".into()),
+        ("U+0085 in an item's name", |p| p["kernels"][0]["items"][0]["name"] = "flow\u{85}".into()),
+        ("a newline in the shipped path", |p| p["kernels"][0]["items"][0]["object"]["shipped"] = "a\nb".into()),
+        ("an empty release", |p| p["kernels"][0]["kernel"]["release"] = "".into()),
     ];
     for (what, change) in wrong {
         let mut predicate = kernel_verification();
