@@ -31,8 +31,12 @@ use ebpkg_build::{ToolRequest, ToolSource};
 use ebpkg_sources::{OpenOptions, RegistryUrl};
 use serde::Deserialize;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    title = "ebpkg configuration (config.toml)",
+    description = "The user's or the host's settings (`$EBPKG_CONFIG`, `~/.config/ebpkg/config.toml`, `/etc/ebpkg/config.toml`): registries, mirrors, build tools and paths; cli/README.md describes each key."
+)]
 pub struct ConfigFile {
     #[serde(default)]
     pub registry: RegistrySection,
@@ -52,8 +56,12 @@ pub struct ConfigFile {
 /// the nearest parent that has one; it holds no token.
 pub const PROJECT_CONFIG: &str = ".ebpkg/config.toml";
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    title = "ebpkg project configuration (.ebpkg/config.toml)",
+    description = "A project's own settings, committed with it: the registries it uses (never a token)."
+)]
 struct ProjectConfigFile {
     #[serde(default)]
     registry: ProjectRegistry,
@@ -61,13 +69,13 @@ struct ProjectConfigFile {
     registries: BTreeMap<String, ProjectNamedRegistry>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ProjectRegistry {
     default: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ProjectNamedRegistry {
     url: String,
@@ -123,28 +131,28 @@ pub fn builtin_registry() -> String {
     format!("file://{}/", dir.display())
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegistrySection {
     pub default: Option<String>,
     pub token: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NamedRegistry {
     pub url: String,
     pub token: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSection {
     pub clang: Option<PathBuf>,
     pub jobs: Option<usize>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PathsSection {
     pub cache_dir: Option<PathBuf>,
@@ -436,6 +444,72 @@ fn registry_id(url: &RegistryUrl) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The checked-in JSON Schemas of the two configuration files, under
+    /// `manifest-spec/schemas/` with the others, as the types that read them
+    /// generate them; regenerate with `EBPKG_BLESS=1 cargo test -p ebpkg --bin ebpkg config::`.
+    #[test]
+    fn the_configuration_schemas_are_up_to_date_and_hold_what_ebpkg_writes_and_documents() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifest-spec/schemas");
+        let generated = [
+            ("config.toml.schema.json", ebpkg_spec::schema::render_toml::<ConfigFile>()),
+            ("project-config.toml.schema.json", ebpkg_spec::schema::render_toml::<ProjectConfigFile>()),
+        ];
+        for (name, text) in &generated {
+            if std::env::var_os("EBPKG_BLESS").is_some() {
+                std::fs::write(dir.join(name), text).unwrap();
+            }
+            assert_eq!(
+                &std::fs::read_to_string(dir.join(name)).unwrap_or_default(),
+                text,
+                "{name} is out of date: run `EBPKG_BLESS=1 cargo test -p ebpkg --bin ebpkg config::`"
+            );
+        }
+        let validator = |name: &str| {
+            let schema: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+            let mut schemas = boon::Schemas::new();
+            let mut compiler = boon::Compiler::new();
+            compiler.enable_format_assertions();
+            compiler.add_resource(name, schema).unwrap();
+            let index = compiler.compile(name, &mut schemas).unwrap();
+            move |text: &str| {
+                let value: serde_json::Value = toml::from_str(text).unwrap();
+                schemas.validate(&value, index).map_err(|e| format!("{e:#}"))
+            }
+        };
+        let config = validator("config.toml.schema.json");
+        // The example this module documents (every section), and a file as
+        // `ebpkg tuf trust --name` leaves it.
+        let example: String = include_str!("config.rs")
+            .lines()
+            .skip_while(|l| *l != "//! ```toml")
+            .skip(1)
+            .take_while(|l| *l != "//! ```")
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        for text in [example.as_str(), "[registries.corp]\nurl = \"https://ebpkg.corp.example/\"\n"] {
+            toml::from_str::<ConfigFile>(text).unwrap();
+            config(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        }
+        for wrong in
+            ["[registry]\nurl = \"x\"\n", "[registries.corp]\ntoken = \"t\"\n", "[build]\njobs = \"2\"\n", "[path]\n"]
+        {
+            assert!(toml::from_str::<ConfigFile>(wrong).is_err(), "ebpkg reads {wrong:?}");
+            assert!(config(wrong).is_err(), "the schema accepts {wrong:?}");
+        }
+        let project = validator("project-config.toml.schema.json");
+        let written =
+            "# The registry this project's dependencies come from.\n[registry]\ndefault = \"https://r.example/\"\n";
+        for text in [written, "[registries.corp]\nurl = \"https://ebpkg.corp.example/\"\n"] {
+            toml::from_str::<ProjectConfigFile>(text).unwrap();
+            project(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        }
+        for wrong in ["[registries.corp]\nurl = \"u\"\ntoken = \"t\"\n", "[registry]\ntoken = \"t\"\n"] {
+            assert!(toml::from_str::<ProjectConfigFile>(wrong).is_err(), "ebpkg reads {wrong:?}");
+            assert!(project(wrong).is_err(), "the schema accepts {wrong:?}");
+        }
+    }
 
     fn config(registry: &str, file_token: Option<(&str, &str)>) -> Config {
         let mut registries = BTreeMap::new();

@@ -309,6 +309,20 @@ fn a_rebuild_attestation_verifies_with_cosign_and_vouches_for_shipped_objects() 
     }
     let app = sb.package("app");
     let dir = sb.dir.path().to_owned();
+    // A kernel verification of a version with shipped objects names each by the
+    // source its manifest names, and the shipped object by its own path.
+    let observed = sb.path("flow.attestation.json");
+    sb.run(&dir, &["attest", "flow@1.0.0", "--out", observed.to_str().unwrap()]).ok();
+    let bundle = ebpkg_signing::SignedAttestation::parse(&std::fs::read(&observed).unwrap()).unwrap();
+    let statement = bundle.statement();
+    let item = &statement.predicate["kernels"][0]["items"][0];
+    assert_eq!(item["object"]["source"], "src/flow.bpf.c", "{item}");
+    assert_eq!(item["object"]["shipped"], "prebuilt/xdp/src/flow.bpf.c.o", "{item}");
+    assert_eq!(statement.subject[1].name, "flow@1.0.0/src_flow.bpf.c.xdp.o");
+    let predicate = sb.path("flow.predicate.json");
+    std::fs::write(&predicate, serde_json::to_vec(&statement.predicate).unwrap()).unwrap();
+    common::assert_schema_valid("kernel-verification.schema.json", &predicate);
+
     // Shipped objects load only once rebuilt, and this node has no clang (nor
     // the verdicts the rebuilding machine keeps in its own build cache).
     sb.run(&dir, &["trust", "prebuilt-objects", "rebuilt"]).ok();

@@ -157,6 +157,7 @@ fn a_project_remembers_its_registry_in_a_new_shell() {
     assert!(init.stderr.contains("Remembered"), "{}", init.stderr);
     let remembered = std::fs::read_to_string(dir.join(".ebpkg/config.toml")).unwrap();
     assert!(remembered.contains(&format!("default = \"{}\"", sb.registry_url())), "{remembered}");
+    common::assert_schema_valid("project-config.toml.schema.json", &dir.join(".ebpkg/config.toml"));
     sb.run(&dir, &["add", "c"]).ok();
     // ... and used in a shell without it: online, offline, from a subdirectory.
     let bare = |args: &[&str], cwd: &std::path::Path| {
@@ -166,6 +167,12 @@ fn a_project_remembers_its_registry_in_a_new_shell() {
     };
     bare(&["lock"], &dir);
     assert_eq!(locked_versions(&dir), ["c 1.0.0"]);
+    common::assert_schema_valid("ebpkg.lock.schema.json", &dir.join("ebpkg.lock"));
+    common::assert_schema_valid("ebpkg.toml.schema.json", &dir.join("ebpkg.toml"));
+    // The trust policy as ebpkg rewrites it.
+    sb.run(&dir, &["trust", "unattested-kernels", "refuse"]).ok();
+    common::assert_schema_valid("trust.toml.schema.json", &sb.path("trust.toml"));
+    sb.run(&dir, &["trust", "unattested-kernels", "note"]).ok();
     let tree = bare(&["--offline", "tree"], &dir);
     assert!(tree.stdout.contains("c 1.0.0"), "{}", tree.stdout);
     bare(&["tree"], &dir.join("chains"));

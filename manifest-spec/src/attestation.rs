@@ -27,6 +27,10 @@ pub const PREDICATE_TYPE: &str = "https://ebpkg.dev/attestation/kernel-verificat
 pub const MAX_KERNELS: usize = 64;
 pub const MAX_ITEMS: usize = 1024;
 pub const MAX_TEXT: usize = 2048;
+/// Text without control characters (Unicode `Cc`, what `char::is_control`
+/// matches): what the schemas say of the text [`KernelVerification::check`]
+/// checks.
+pub const NO_CONTROL_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f]*$";
 
 /// The TUF target name of a version's attestation file (`ebpkg-tuf` signs it
 /// like an index file), and its path in a directory registry: under the
@@ -99,6 +103,7 @@ impl AttestedPackage {
 #[serde(rename_all = "camelCase")]
 pub struct Attester {
     /// `ebpkg <version>`.
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
     pub tool: String,
 }
 
@@ -110,8 +115,10 @@ pub struct KernelObservation {
     /// `uname -v`: which build of the release (distributions rebuild one release
     /// several times).
     #[serde(default)]
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
     pub build: String,
     /// When, RFC 3339 (UTC).
+    #[schemars(extend("format" = "date-time"))]
     pub observed_at: String,
     pub items: Vec<ItemObservation>,
 }
@@ -123,8 +130,10 @@ pub struct KernelObservation {
 #[serde(rename_all = "camelCase")]
 pub struct KernelIdentity {
     /// `uname -r`.
+    #[schemars(length(min = 1), regex(pattern = NO_CONTROL_PATTERN))]
     pub release: String,
     /// `uname -m`.
+    #[schemars(length(min = 1), regex(pattern = NO_CONTROL_PATTERN))]
     pub architecture: String,
     pub btf: Digests,
 }
@@ -156,6 +165,7 @@ impl fmt::Display for KernelIdentity {
 #[serde(rename_all = "camelCase")]
 pub struct ItemObservation {
     pub kind: ItemKind,
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
     pub name: String,
     /// The object it was loaded from (none for a chain's interpreted tier).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +182,7 @@ pub struct ItemObservation {
     pub tier: Option<Tier>,
     /// Why it was refused, or why its tier is not native: one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
     pub reason: Option<String>,
 }
 
@@ -215,12 +226,22 @@ pub enum Tier {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
-    /// The object's source, as the manifest names it.
+    /// The object's source, as the manifest names it (`src/x.bpf.c`); for an
+    /// item shipped without a source, the shipped object's path. (Attestations
+    /// made before `shipped` existed name the shipped object's path here; they
+    /// are read as they were signed.)
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
     pub source: String,
+    /// For an object the package ships (`prebuilt`), its path in the package
+    /// (`prebuilt/xdp/src/x.bpf.c.o`); absent for one built from `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
+    pub shipped: Option<String>,
     pub hook: Hook,
     pub digest: Digests,
     /// The compiler that made it, as it says in the object (`.comment`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = NO_CONTROL_PATTERN))]
     pub compiler: Option<String>,
 }
 
@@ -276,6 +297,9 @@ impl KernelVerification {
                 }
                 if let Some(o) = &i.object {
                     text("object source", &o.source)?;
+                    if let Some(s) = &o.shipped {
+                        text("object shipped", s)?;
+                    }
                     if let Some(c) = &o.compiler {
                         text("compiler", c)?;
                     }

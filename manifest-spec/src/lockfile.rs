@@ -121,7 +121,7 @@ pub(crate) struct RawLockedPackage {
     #[schemars(with = "String")]
     pub source: Spanned<String>,
     /// SHA-256 of the package archive, 64 lowercase hex digits.
-    #[schemars(with = "String")]
+    #[schemars(with = "Sha256Digest")]
     pub checksum: Spanned<String>,
     /// Id of the key that signed the archive (base64, as cosign's key hint).
     pub signer: Option<KeyId>,

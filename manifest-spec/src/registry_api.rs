@@ -15,6 +15,8 @@ use crate::index::IndexEntry;
 use crate::names::{ItemName, PackageName};
 use crate::types::{KeyId, Sha256Digest};
 
+pub mod limits;
+
 /// Where the sparse index's configuration lives, relative to the registry URL.
 pub const INDEX_CONFIG_PATH: &str = "index/config.json";
 /// The prefix of index files, relative to the registry URL.
@@ -120,6 +122,7 @@ pub fn key_path(id: &KeyId) -> String {
 #[serde(deny_unknown_fields)]
 pub struct NewPublisherKey {
     /// The public key, PEM (`cosign.pub`, `ebpkg key export`): ECDSA P-256.
+    #[schemars(length(max = limits::MAX_PEM_BYTES), regex(pattern = limits::PEM_PUBLIC_KEY_PATTERN))]
     pub pem: String,
     /// Proof that the caller holds the private key: a Sigstore bundle signing
     /// [`key_proof_message`] for the caller's login with it. Without it, anyone
@@ -367,6 +370,8 @@ pub struct OwnersResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OwnersRequest {
+    /// User names.
+    #[schemars(length(min = 1, max = limits::MAX_OWNERS_PER_REQUEST), inner(length(min = 1, max = limits::LOGIN_MAX), regex(pattern = limits::LOGIN_PATTERN)))]
     pub users: Vec<String>,
 }
 
@@ -412,16 +417,32 @@ impl std::fmt::Display for Scope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
+    /// Printable characters, not only white space (stored trimmed).
+    #[schemars(length(min = 1, max = limits::TOKEN_NAME_MAX), regex(pattern = limits::TOKEN_NAME_PATTERN))]
     pub name: String,
     /// Empty: every power (only an unscoped token may create one).
     #[serde(default)]
     pub scopes: Vec<Scope>,
     /// Package name globs (`*` matches any run of characters) the token is
-    /// limited to; empty: every package.
+    /// limited to; empty: every package. A glob is a package name once each `*`
+    /// stands for a letter, so not a reserved name (SPEC §2.1).
     #[serde(default)]
+    #[schemars(length(max = limits::TOKEN_MAX_GLOBS), inner(regex(pattern = limits::PACKAGE_GLOB_PATTERN)))]
     pub packages: Vec<String>,
-    #[serde(default)]
+    /// Days until the token expires; absent: it does not.
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schemars(range(min = 1, max = limits::TOKEN_MAX_EXPIRY_DAYS))]
     pub expires_in_days: Option<u32>,
+}
+
+/// A JSON integer as JSON Schema has it: `7` and `7.0` alike (serde reads
+/// `7.0` as a float, which a `u32` refuses).
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else { return Ok(None) };
+    let whole = n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64));
+    whole.and_then(|w| u32::try_from(w).ok()).map(Some).ok_or_else(|| {
+        serde::de::Error::invalid_value(serde::de::Unexpected::Other(&n.to_string()), &"a whole number of days")
+    })
 }
 
 /// A token as listed (never its secret).
@@ -455,13 +476,17 @@ pub struct TokenList {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTrustedPublisher {
+    /// One of the OIDC issuers the registry trusts (its document lists them).
     pub issuer: String,
     /// `owner/repo`.
+    #[schemars(regex(pattern = limits::REPOSITORY_PATTERN))]
     pub repository: String,
     /// The workflow's file name under `.github/workflows/`: `publish.yml`.
+    #[schemars(regex(pattern = limits::WORKFLOW_PATTERN))]
     pub workflow: String,
     /// When set, the token's `environment` claim must be this.
     #[serde(default)]
+    #[schemars(length(min = 1, max = limits::ENVIRONMENT_MAX), regex(pattern = limits::ENVIRONMENT_PATTERN))]
     pub environment: Option<String>,
 }
 
@@ -571,6 +596,18 @@ mod tests {
             blob.download_url(&name, &Version::new(1, 0, 0), &cksum),
             format!("https://cdn.example/me/te/meter-1.0.0-{cksum}")
         );
+    }
+
+    #[test]
+    fn a_token_expiry_is_a_json_integer_however_written() {
+        let days = |json: &str| serde_json::from_str::<NewToken>(json).map(|t| t.expires_in_days);
+        assert_eq!(days(r#"{"name":"ci","expires_in_days":30}"#).unwrap(), Some(30));
+        assert_eq!(days(r#"{"name":"ci","expires_in_days":30.0}"#).unwrap(), Some(30));
+        assert_eq!(days(r#"{"name":"ci","expires_in_days":null}"#).unwrap(), None);
+        assert_eq!(days(r#"{"name":"ci"}"#).unwrap(), None);
+        for bad in ["30.5", "-1", "-1.0", "1e10", "\"30\""] {
+            assert!(days(&format!(r#"{{"name":"ci","expires_in_days":{bad}}}"#)).is_err(), "{bad}");
+        }
     }
 
     #[test]

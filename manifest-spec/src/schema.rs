@@ -21,6 +21,13 @@ pub fn all() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The schema of a TOML file read as `T` (pretty JSON): for the formats other
+/// crates read (the trust policy, the CLI's configuration files), rendered as
+/// the ones here are.
+pub fn render_toml<T: JsonSchema>() -> String {
+    render::<T>(Format::Toml)
+}
+
 /// TOML has no null: an absent optional key is just absent. JSON index lines do
 /// write `null`, so their optional fields admit it.
 enum Format {

@@ -5,7 +5,7 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use ebpkg_spec::names::PackageGlob;
-use ebpkg_spec::registry_api::{NewToken, Scope, TokenCreated};
+use ebpkg_spec::registry_api::{NewToken, Scope, TokenCreated, limits};
 use sha2::{Digest, Sha256};
 
 use crate::db;
@@ -29,12 +29,15 @@ pub fn digest(secret: &str) -> [u8; 32] {
 /// Makes a token for `user_id`: checks the request, stores the secret's digest,
 /// and returns the secret (shown this once). Used by the API and the admin command.
 pub async fn issue_token(db: &sqlx::PgPool, user_id: i64, request: &NewToken) -> Result<TokenCreated, ApiError> {
-    let name = request.name.trim();
-    if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
-        return Err(ApiError::bad_request("a token needs a name of 1 to 64 printable characters"));
+    if !limits::valid_token_name(&request.name) {
+        return Err(ApiError::bad_request(format!(
+            "a token needs a name of 1 to {} printable characters, not only white space",
+            limits::TOKEN_NAME_MAX
+        )));
     }
-    if request.packages.len() > 32 {
-        return Err(ApiError::bad_request("at most 32 package globs per token"));
+    let name = request.name.trim();
+    if request.packages.len() > limits::TOKEN_MAX_GLOBS {
+        return Err(ApiError::bad_request(format!("at most {} package globs per token", limits::TOKEN_MAX_GLOBS)));
     }
     for glob in &request.packages {
         if PackageGlob::new(glob).is_err() {
@@ -48,11 +51,17 @@ pub async fn issue_token(db: &sqlx::PgPool, user_id: i64, request: &NewToken) ->
         // 0 meant "never" by accident: a token that never expires is asked for by
         // leaving the expiry out, never by a number.
         Some(0) => {
-            return Err(ApiError::bad_request(
-                "expires_in_days is from 1 to 3650; leave it out for a token that does not expire",
-            ));
+            return Err(ApiError::bad_request(format!(
+                "expires_in_days is from 1 to {}; leave it out for a token that does not expire",
+                limits::TOKEN_MAX_EXPIRY_DAYS
+            )));
         }
-        Some(days) if days > 3650 => return Err(ApiError::bad_request("a token expires within 3650 days at most")),
+        Some(days) if days > limits::TOKEN_MAX_EXPIRY_DAYS => {
+            return Err(ApiError::bad_request(format!(
+                "a token expires within {} days at most",
+                limits::TOKEN_MAX_EXPIRY_DAYS
+            )));
+        }
         Some(days) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(days))),
     };
     let mut scopes = request.scopes.clone();

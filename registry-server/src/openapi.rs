@@ -37,14 +37,56 @@ macro_rules! body {
 }
 
 /// A Sigstore bundle (v0.3, JSON): what `POST …/attestations` reads. Its own
-/// schema is Sigstore's; the document says what it is and its bound.
+/// schema is Sigstore's; the document states what the registry reads of it
+/// (`ebpkg_signing::SignedAttestation::parse`): the media type, a DSSE envelope
+/// of an in-toto Statement with exactly one signature, and its bound.
 fn sigstore_bundle() -> Value {
+    use ebpkg_signing::attestation::{IN_TOTO_PAYLOAD_TYPE, MAX_ATTESTATION_BYTES};
     json!({
         "title": "SigstoreBundle",
-        "description": "A Sigstore bundle v0.3 (JSON) whose content is a DSSE envelope over an in-toto Statement \
-            (predicate type https://ebpkg.dev/attestation/kernel-verification/v1), with one signature by a \
-            registered, live publisher key of one of the package's owners; at most 1 MiB",
+        "description": format!("A Sigstore bundle v0.3 (JSON) whose content is a DSSE envelope over an in-toto \
+            Statement (predicate type https://ebpkg.dev/attestation/kernel-verification/v1 or \
+            https://ebpkg.dev/attestation/rebuild/v1), with one signature by a registered, live publisher key (of \
+            one of the package's owners for a kernel verification, of the caller for a rebuild); at most \
+            {MAX_ATTESTATION_BYTES} bytes"),
         "type": "object",
+        "required": ["mediaType", "verificationMaterial", "dsseEnvelope"],
+        "properties": {
+            "mediaType": {"type": "string", "pattern": "^application/vnd\\.dev\\.sigstore\\.bundle"},
+            "verificationMaterial": {"type": "object"},
+            "dsseEnvelope": {
+                "type": "object",
+                "required": ["payload", "payloadType", "signatures"],
+                "properties": {
+                    "payload": {"type": "string", "contentEncoding": "base64", "minLength": 1},
+                    "payloadType": {"const": IN_TOTO_PAYLOAD_TYPE},
+                    "signatures": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["sig"],
+                            "properties": {"sig": {"type": "string", "contentEncoding": "base64", "minLength": 1}},
+                        },
+                    },
+                },
+            },
+        },
+    })
+}
+
+/// The publish body (cargo's framing; `registry_api::encode_publish` writes it).
+/// Bytes, not JSON: what is inside cannot be said in a schema, so the
+/// description does.
+fn publish_body() -> Value {
+    json!({
+        "type": "string",
+        "format": "binary",
+        "description": format!("u32 LE length of the metadata (at most {} bytes), the metadata JSON \
+            (`PublishMetadata`: name, vers, cksum, bundle), u32 LE length of the archive, the archive (.tar.gz); \
+            nothing after it. A body of another form is refused (400)", api::MAX_PUBLISH_METADATA),
+        "minLength": 8,
     })
 }
 
@@ -157,6 +199,12 @@ pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&s
     // schemars refers to `#/$defs/X`; in OpenAPI they live in components.
     let text = Value::Object(components).to_string().replace("#/$defs/", "#/components/schemas/");
     doc["components"]["schemas"] = serde_json::from_str(&text).unwrap_or(Value::Null);
+    // A trusted publisher names one of the issuers this registry trusts (with
+    // none, the operation answers 404 whatever the body).
+    if !config.trusted_issuers.is_empty() {
+        doc["components"]["schemas"]["NewTrustedPublisher"]["properties"]["issuer"]["enum"] =
+            json!(config.trusted_issuers);
+    }
     doc["components"]["securitySchemes"]["token"] = json!({"type": "apiKey", "in": "header", "name": "Authorization", "description": "An API token (`ebpkg login`)"});
     let errors = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiErrors"}}});
     let refer = |name: &str| json!({"schema": {"$ref": format!("#/components/schemas/{name}")}});
@@ -171,6 +219,12 @@ pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&s
                     op.insert(
                         "requestBody".into(),
                         json!({"required": true, "content": {"application/json": refer(name)}}),
+                    );
+                }
+                if id == "publish_version" {
+                    op.insert(
+                        "requestBody".into(),
+                        json!({"required": true, "content": {"application/octet-stream": {"schema": publish_body()}}}),
                     );
                 }
                 // A package name in a path is of the form SPEC §2.1 gives (checked

@@ -160,11 +160,16 @@ fn publishes_that_must_be_refused_change_nothing() {
     // A length read from bytes that are not the framing announces more than was
     // sent: a malformed body (400), not a large one. Too large is a body that is.
     refuse(
-        b"garbage, not a publish body".to_vec(),
+        b"\x01\x02\x03\x04 and more".to_vec(),
         StatusCode::BAD_REQUEST,
-        "malformed: it announces 1651663207 bytes of publish metadata, but only 23 byte(s) follow",
+        "malformed: it announces 67305985 bytes of publish metadata, but only 9 byte(s) follow",
     );
     refuse(u32::MAX.to_le_bytes().to_vec(), StatusCode::BAD_REQUEST, "malformed");
+    // JSON where the binary body belongs (Schemathesis sent `null`): text is not
+    // read as a length, and the message says what the body is instead.
+    for json in [&b"null"[..], b"{}", b"{\"name\": \"my-pkg\"}", b"garbage, not a publish body"] {
+        refuse(json.to_vec(), StatusCode::BAD_REQUEST, "starts with text");
+    }
     let mut huge_metadata = u32::MAX.to_le_bytes().to_vec();
     huge_metadata.resize(4 + 64 * 1024 + 1, b' ');
     refuse(huge_metadata, StatusCode::PAYLOAD_TOO_LARGE, "publish metadata is 4294967295 bytes");
@@ -328,6 +333,13 @@ fn yank_owners_and_tokens() {
         StatusCode::NOT_FOUND
     );
 
+    // A registry that trusts no OIDC issuer has no trusted publishing to
+    // configure: 404, as for the exchange (its document names no issuer).
+    let body = serde_json::json!({"issuer": "https://token.actions.githubusercontent.com", "repository": "acme/net", "workflow": "publish.yml"});
+    let none = send(&reg, reqwest::Method::POST, "api/v1/packages/net/trusted_publishers", &alice, Some(body));
+    assert_eq!(none.status(), StatusCode::NOT_FOUND);
+    assert!(none.json::<ApiErrors>().unwrap().joined().contains("does not do trusted publishing"));
+
     // Owners: add bob, bob may now publish; the last owner cannot be removed.
     let users = |names: &[&str]| serde_json::json!({ "users": names });
     let add = send(&reg, reqwest::Method::PUT, "api/v1/packages/net/owners", &alice, Some(users(&["bob"])));
@@ -368,6 +380,19 @@ fn yank_owners_and_tokens() {
         let body = serde_json::json!({"name": "ci", "scopes": [], "packages": [], "expires_in_days": days});
         let refused = send(&reg, reqwest::Method::PUT, "api/v1/tokens", &alice, Some(body));
         assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{days} days");
+    }
+    // A name as /api/openapi.json says (limits::TOKEN_NAME_*): 1 to 64
+    // characters, printable, not only white space; 30.0 days is 30 (a JSON
+    // Schema integer).
+    let token_named = |name: &str, days: serde_json::Value| {
+        let body = serde_json::json!({"name": name, "expires_in_days": days});
+        send(&reg, reqwest::Method::PUT, "api/v1/tokens", &alice, Some(body)).status()
+    };
+    for name in ["", "   ", "\u{3000}", "a\u{85}b", &"x".repeat(65)] {
+        assert_eq!(token_named(name, serde_json::json!(1)), StatusCode::BAD_REQUEST, "{name:?}");
+    }
+    for name in [" padded ", &"\u{e9}".repeat(64)] {
+        assert_eq!(token_named(name, serde_json::json!(30.0)), StatusCode::OK, "{name:?}");
     }
     let listed = send(&reg, reqwest::Method::GET, "api/v1/tokens", &alice, None);
     let text = listed.text().unwrap();
@@ -442,7 +467,12 @@ fn search_ranks_like_the_file_registry_and_pages() {
     assert_eq!(get(&reg, &format!("api/v1/packages?q={}", "x".repeat(300))).status(), StatusCode::BAD_REQUEST);
     // What broke the server before (a 500): a NUL, which PostgreSQL's text cannot
     // hold; limits beyond the documented ones are refused, not clamped.
-    for query in ["q=%00", "q=me%01ter", "q=meter&per_page=101", "q=meter&per_page=0", "q=meter&page=0"] {
+    // What /api/openapi.json says (limits::SEARCH_QUERY_*): 256 characters, not
+    // bytes, and no control character, U+0080 to U+009F among them.
+    let wide = "%C3%A9".repeat(256);
+    assert_eq!(get(&reg, &format!("api/v1/packages?q={wide}")).status(), StatusCode::OK, "256 characters");
+    assert_eq!(get(&reg, &format!("api/v1/packages?q={wide}%C3%A9")).status(), StatusCode::BAD_REQUEST);
+    for query in ["q=%00", "q=me%01ter", "q=%C2%80", "q=meter&per_page=101", "q=meter&per_page=0", "q=meter&page=0"] {
         let answer = get(&reg, &format!("api/v1/packages?{query}"));
         assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{query}");
         let errors: ebpkg_spec::registry_api::ApiErrors = answer.json().unwrap();
@@ -601,6 +631,43 @@ fn operations_endpoints_and_the_openapi_document_match_the_routes() {
     }
     let create = &paths["/api/v1/tokens"]["put"];
     assert_eq!(create["requestBody"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/NewToken");
+    // Each request states the limits its handler checks, from the same
+    // constants (tests/conformance.rs has Schemathesis hold the server to them).
+    use ebpkg_spec::registry_api::limits;
+    let schemas = &doc["components"]["schemas"];
+    let name = &schemas["NewToken"]["properties"]["name"];
+    assert_eq!(
+        (&name["minLength"], &name["maxLength"]),
+        (&serde_json::json!(1), &serde_json::json!(limits::TOKEN_NAME_MAX))
+    );
+    assert_eq!(name["pattern"], limits::TOKEN_NAME_PATTERN);
+    assert_eq!(schemas["NewToken"]["properties"]["packages"]["maxItems"], limits::TOKEN_MAX_GLOBS);
+    assert_eq!(schemas["NewToken"]["properties"]["expires_in_days"]["maximum"], limits::TOKEN_MAX_EXPIRY_DAYS);
+    let users = &schemas["OwnersRequest"]["properties"]["users"];
+    assert_eq!(
+        (&users["minItems"], &users["maxItems"]),
+        (&serde_json::json!(1), &serde_json::json!(limits::MAX_OWNERS_PER_REQUEST))
+    );
+    assert_eq!(users["items"]["pattern"], limits::LOGIN_PATTERN);
+    assert_eq!(schemas["NewPublisherKey"]["properties"]["pem"]["pattern"], limits::PEM_PUBLIC_KEY_PATTERN);
+    assert_eq!(schemas["NewTrustedPublisher"]["properties"]["repository"]["pattern"], limits::REPOSITORY_PATTERN);
+    assert_eq!(schemas["NewTrustedPublisher"]["properties"]["workflow"]["pattern"], limits::WORKFLOW_PATTERN);
+    assert_eq!(
+        schemas["SigstoreBundle"]["required"],
+        serde_json::json!(["mediaType", "verificationMaterial", "dsseEnvelope"])
+    );
+    let search = paths["/api/v1/packages"]["get"]["parameters"].as_array().unwrap();
+    let q = search.iter().find(|p| p["name"] == "q").unwrap();
+    assert_eq!(
+        (&q["schema"]["maxLength"], &q["schema"]["pattern"]),
+        (&serde_json::json!(limits::SEARCH_QUERY_MAX), &serde_json::json!(limits::SEARCH_QUERY_PATTERN))
+    );
+    let publish_body =
+        &paths["/api/v1/packages/new"]["put"]["requestBody"]["content"]["application/octet-stream"]["schema"];
+    assert_eq!(
+        (&publish_body["type"], &publish_body["format"]),
+        (&serde_json::json!("string"), &serde_json::json!("binary"))
+    );
 
     // What axum's extractors refuse (not JSON, the wrong type, no field) answers
     // in the API's error shape, as documented.

@@ -61,6 +61,16 @@ fn a_pipeline_exchanges_its_oidc_token_for_a_scoped_short_lived_publish_token() 
         StatusCode::BAD_REQUEST,
         "owner/repo",
     );
+    // What /api/openapi.json says (limits::WORKFLOW_PATTERN, ENVIRONMENT_*):
+    // Schemathesis found `.yml` passing the handler and failing the table's
+    // CHECK (a 500), and an environment counted in bytes there.
+    for (workflow, environment) in
+        [(".yml", json!(null)), ("publish.yml", json!("")), ("publish.yml", json!("a\u{9f}"))]
+    {
+        let body =
+            json!({"issuer": issuer.url, "repository": "acme/meter", "workflow": workflow, "environment": environment});
+        refused(trust(body), StatusCode::BAD_REQUEST, "owner/repo");
+    }
     let added = trust(
         json!({"issuer": issuer.url, "repository": "acme/meter", "workflow": "publish.yml", "environment": "release"}),
     );
@@ -311,6 +321,14 @@ fn an_owner_who_leaves_takes_their_trusted_publishers_along() {
     assert_eq!(
         send(&reg, Method::POST, "api/v1/packages/meter/trusted_publishers", &alice, Some(body)).status(),
         StatusCode::OK
+    );
+    // An environment is 1 to 255 characters (limits::ENVIRONMENT_MAX), as the
+    // table now counts them too (it counted bytes: a 500).
+    let wide = json!({"issuer": issuer.url, "repository": "acme/meter", "workflow": "a.yaml", "environment": "\u{e9}".repeat(255)});
+    assert_eq!(
+        send(&reg, Method::POST, "api/v1/packages/meter/trusted_publishers", &alice, Some(wide)).status(),
+        StatusCode::OK,
+        "255 characters of environment"
     );
     assert_eq!(exchange(&reg, &key.sign(&issuer.claims())).status(), StatusCode::OK);
     let r = send(&reg, Method::PUT, "api/v1/packages/meter/owners", &alice, Some(json!({"users": ["bob"]})));

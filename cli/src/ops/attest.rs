@@ -324,6 +324,28 @@ fn dependencies(
     Ok(fetched)
 }
 
+/// How an attestation names an object: by the source the manifest names for it
+/// (`src/x.bpf.c`) and, for an object the package ships, by the shipped file's
+/// own path as well (`prebuilt/xdp/src/x.bpf.c.o`, what the build loaded).
+fn object_names(m: &Manifest, object: &PlannedObject) -> (String, Option<String>) {
+    let shipped_by = m
+        .programs
+        .iter()
+        .map(|p| (&p.source, &p.prebuilt, p.hook))
+        .chain(m.loaders.iter().map(|l| (&l.source, &l.prebuilt, l.hook)))
+        .find_map(|(source, prebuilt, hook)| {
+            let shipped = prebuilt.as_ref()?;
+            (hook == object.hook && shipped.object.as_str() == object.object_name).then_some(source)
+        });
+    match shipped_by {
+        Some(source) => {
+            let shipped = object.object_name.clone();
+            (source.as_ref().map_or_else(|| shipped.clone(), ToString::to_string), Some(shipped))
+        }
+        None => (object.object_name.clone(), None),
+    }
+}
+
 /// One object in `rt`, which it leaves as it found it (no program of its own):
 /// each program and loader through the verifier, then each program's native tier.
 fn observe_object(
@@ -333,8 +355,10 @@ fn observe_object(
     compiler: &crate::ops::native::ClangCompiler,
 ) -> Result<Vec<ItemObservation>> {
     let elf = object.read()?;
+    let (source, shipped) = object_names(&pkg.manifest, object);
     let reference = ObjectRef {
-        source: object.object_name.clone(),
+        source,
+        shipped,
         hook: object.hook,
         digest: Digests { sha256: Sha256Digest::of(&elf) },
         compiler: ebpkg_build::compiler_of(&elf),

@@ -422,3 +422,26 @@ pub fn verdict(sb: &Sandbox, packet: &[u8]) -> u32 {
 
 pub const XDP_DROP: u32 = 1;
 pub const XDP_PASS: u32 = 2;
+
+/// Panics unless `file` (TOML, or JSON when it ends so) is valid under
+/// `manifest-spec/schemas/<schema>`, formats asserted: what ebpkg writes is
+/// what its published schemas describe.
+pub fn assert_schema_valid(schema: &str, file: &Path) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../manifest-spec/schemas");
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(schema)).unwrap()).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.enable_format_assertions();
+    compiler.add_resource(schema, document).unwrap();
+    let index = compiler.compile(schema, &mut schemas).unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    let value: serde_json::Value = if file.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(&text).unwrap()
+    } else {
+        toml::from_str(&text).unwrap()
+    };
+    if let Err(e) = schemas.validate(&value, index) {
+        panic!("{} is not valid under {schema}: {e:#}\n{text}", file.display());
+    }
+}

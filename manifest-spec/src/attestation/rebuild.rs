@@ -25,6 +25,7 @@ pub struct Rebuild {
     /// What rebuilt them.
     pub attester: Attester,
     /// When, RFC 3339 (UTC).
+    #[schemars(extend("format" = "date-time"))]
     pub rebuilt_at: String,
     pub objects: Vec<RebuiltObject>,
 }

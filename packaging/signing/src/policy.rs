@@ -38,7 +38,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use ebpkg_spec::names::PackageGlob;
+use ebpkg_spec::registry_api::limits;
 use ebpkg_spec::types::KeyId;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Largest trust policy read.
@@ -58,7 +60,7 @@ pub struct TrustPolicy {
 /// When an install loads an object a package ships prebuilt (SPEC.md §4.7).
 /// Ordered from the most to the least trusting: merged policies keep the
 /// stricter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PrebuiltObjects {
     /// On the publisher's signature over the archive.
@@ -84,7 +86,7 @@ impl PrebuiltObjects {
 
 /// What an install does on a kernel that no trusted attestation of a package
 /// it installs observed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unattested {
     /// Say so, and go on.
@@ -126,13 +128,22 @@ pub struct PolicyError {
     pub message: String,
 }
 
-#[derive(Deserialize)]
+/// An ebpkg trust policy (`trust.toml`, beside `config.toml`): the keys
+/// trusted to sign each package, the packages allowed unsigned, revoked keys,
+/// and what an install does about unattested kernels and shipped objects.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "ebpkg trust policy (trust.toml)")]
 struct RawPolicy {
+    /// Keys trusted to sign packages: a package name or glob (`*` matches any
+    /// run of characters), and key ids.
     #[serde(default)]
+    #[schemars(extend("propertyNames" = {"pattern": limits::PACKAGE_GLOB_PATTERN}))]
     keys: BTreeMap<String, Vec<KeyId>>,
+    /// Packages that may be installed without a signature.
     #[serde(default)]
     unsigned: RawUnsigned,
+    /// Keys trusted no more, and why: what they signed is refused.
     #[serde(default)]
     revoked: BTreeMap<KeyId, String>,
     #[serde(default)]
@@ -141,8 +152,9 @@ struct RawPolicy {
     objects: RawObjects,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Objects")]
 struct RawObjects {
     #[serde(default)]
     prebuilt: PrebuiltObjects,
@@ -150,18 +162,28 @@ struct RawObjects {
     rebuilders: Vec<KeyId>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Kernels")]
 struct RawKernels {
     #[serde(default)]
     unattested: Unattested,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Unsigned")]
 struct RawUnsigned {
+    /// Package names or globs.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = limits::PACKAGE_GLOB_PATTERN)))]
     allow: Vec<String>,
+}
+
+/// The JSON Schema of `trust.toml` (checked in as
+/// `manifest-spec/schemas/trust.toml.schema.json`).
+pub fn schema() -> String {
+    ebpkg_spec::schema::render_toml::<RawPolicy>()
 }
 
 fn glob(text: &str) -> Result<PackageGlob, PolicyError> {

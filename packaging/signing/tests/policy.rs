@@ -148,3 +148,66 @@ fn bad_files_are_refused_with_the_reason() {
         assert!(err.to_string().contains(reason), "{text:?}: {err}");
     }
 }
+
+/// `manifest-spec/schemas/trust.toml.schema.json`, compiled with formats asserted.
+fn trust_schema() -> (boon::Schemas, boon::SchemaIndex) {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifest-spec/schemas/trust.toml.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.enable_format_assertions();
+    compiler.add_resource("trust.toml.schema.json", schema).unwrap();
+    let index = compiler.compile("trust.toml.schema.json", &mut schemas).unwrap();
+    (schemas, index)
+}
+
+/// The checked-in schema is what the type that reads the file generates;
+/// regenerate it with `EBPKG_BLESS=1 cargo test -p ebpkg-signing --test policy`.
+#[test]
+fn the_trust_policy_schema_is_up_to_date_and_holds_every_policy_ebpkg_writes() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifest-spec/schemas/trust.toml.schema.json");
+    let generated = ebpkg_signing::policy::schema();
+    if std::env::var_os("EBPKG_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap_or_default(),
+        generated,
+        "trust.toml.schema.json is out of date: run `EBPKG_BLESS=1 cargo test -p ebpkg-signing --test policy`"
+    );
+    let (schemas, index) = trust_schema();
+    let valid = |text: &str| {
+        let value: serde_json::Value = toml::from_str(text).unwrap();
+        schemas.validate(&value, index).map_err(|e| format!("{e:#}"))
+    };
+    // Every section, as ebpkg writes it back.
+    let full = format!(
+        "[keys]\n\"hike-*\" = [\"{}\"]\nnet = [\"{}\"]\n[unsigned]\nallow = [\"local-*\"]\n[revoked]\n\"{}\" = \"stolen\"\n\
+         [kernels]\nunattested = \"refuse\"\n[objects]\nprebuilt = \"rebuilt\"\nrebuilders = [\"{}\"]\n",
+        key(1),
+        key(2),
+        key(3),
+        key(4)
+    );
+    for text in
+        [full.clone(), TrustPolicy::parse(&full).unwrap().to_toml_string(), TrustPolicy::default().to_toml_string()]
+    {
+        TrustPolicy::parse(&text).unwrap();
+        valid(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+    // What ebpkg refuses, the schema refuses.
+    for wrong in [
+        "[keys]\nnet = [\"not a key id\"]\n",
+        "[keys]\n\"Net!\" = []\n",
+        "[unsigned]\nallow = [\"UPPER\"]\n",
+        "[kernels]\nunattested = \"maybe\"\n",
+        "[objects]\nprebuilt = \"always\"\n",
+        "[objects]\nrebuilder = []\n",
+        "[trust]\n",
+    ] {
+        assert!(TrustPolicy::parse(wrong).is_err(), "ebpkg reads {wrong:?}");
+        assert!(valid(wrong).is_err(), "the schema accepts {wrong:?}");
+    }
+}

@@ -12,11 +12,7 @@ pub struct User {
 /// Whether `login` is a valid user name (the table's CHECK, said once more so the
 /// admin command can explain it before touching the database).
 pub fn valid_login(login: &str) -> bool {
-    let b = login.as_bytes();
-    !b.is_empty()
-        && b.len() <= 39
-        && b[0].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_')
+    ebpkg_spec::registry_api::limits::valid_login(login)
 }
 
 /// Creates a user; `None` when the login is taken.

@@ -5,6 +5,7 @@
 
 use axum::extract::{Path, State};
 use ebpkg_signing::{PublicKey, SignedBundle};
+use ebpkg_spec::registry_api::limits::MAX_PEM_BYTES;
 use ebpkg_spec::registry_api::{self, NewPublisherKey, PublisherKey, PublisherKeyList};
 use ebpkg_spec::types::KeyId;
 
@@ -12,9 +13,6 @@ use crate::auth::Caller;
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-/// Longest PEM accepted for a public key (a P-256 one is 178 bytes).
-const MAX_PEM_BYTES: usize = 4096;
 
 fn path_key(hex: &str) -> ApiResult<KeyId> {
     KeyId::from_hex(hex)

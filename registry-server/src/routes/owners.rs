@@ -1,6 +1,7 @@
 //! Package owners: only owners publish new versions, yank, and change owners.
 
 use axum::extract::{Path, State};
+use ebpkg_spec::registry_api::limits::{LOGIN_MAX, MAX_OWNERS_PER_REQUEST};
 use ebpkg_spec::registry_api::{OkResponse, OwnersRequest, OwnersResponse, Scope};
 
 use super::path_name;
@@ -8,9 +9,6 @@ use crate::auth::Caller;
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-/// Most users one request may add or remove.
-const MAX_USERS: usize = 100;
 
 /// Lists a package's owners.
 #[utoipa::path(get, path = "/api/v1/packages/{name}/owners", operation_id = "list_owners", tag = "owners",
@@ -61,13 +59,13 @@ async fn change(
 ) -> ApiResult<axum::Json<OkResponse>> {
     let name = path_name(name)?;
     caller.require(Scope::ChangeOwners, name.as_str())?;
-    if request.users.is_empty() || request.users.len() > MAX_USERS {
-        return Err(ApiError::bad_request(format!("name between 1 and {MAX_USERS} users")));
+    if request.users.is_empty() || request.users.len() > MAX_OWNERS_PER_REQUEST {
+        return Err(ApiError::bad_request(format!("name between 1 and {MAX_OWNERS_PER_REQUEST} users")));
     }
     // Checked before the database sees them (it holds no NUL, for one).
     if let Some(bad) = request.users.iter().find(|login| !db::users::valid_login(login)) {
         return Err(ApiError::bad_request(format!(
-            "`{}` is not a user name: letters, digits, `-` and `_`, at most 39",
+            "`{}` is not a user name: letters, digits, `-` and `_`, at most {LOGIN_MAX}",
             bad.escape_debug()
         )));
     }

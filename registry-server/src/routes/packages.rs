@@ -4,7 +4,7 @@ use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use ebpkg_spec::registry_api::{OkResponse, PackageInfo, Scope, SearchMeta, SearchResponse, VersionInfo};
+use ebpkg_spec::registry_api::{OkResponse, PackageInfo, Scope, SearchMeta, SearchResponse, VersionInfo, limits};
 use ebpkg_spec::types::Sha256Digest;
 use serde::Deserialize;
 
@@ -14,24 +14,45 @@ use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-/// Most results per page.
-pub const MAX_PER_PAGE: u32 = 100;
-
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub struct SearchParams {
     /// Matched against names, keywords, program names and descriptions; empty:
-    /// every package. At most 256 bytes, no control character.
+    /// every package. At most 256 characters, no control character.
     #[serde(default)]
-    #[param(max_length = 256, pattern = "^[^\\x00-\\x1f\\x7f]*$")]
+    #[param(schema_with = search_query_schema)]
     pub q: String,
     /// From 1 to 10000 [default: 1].
     #[serde(default)]
-    #[param(minimum = 1, maximum = 10000)]
+    #[param(schema_with = page_schema)]
     pub page: Option<u32>,
     /// From 1 to 100 [default: 20].
     #[serde(default)]
-    #[param(minimum = 1, maximum = 100)]
+    #[param(schema_with = per_page_schema)]
     pub per_page: Option<u32>,
+}
+
+fn search_query_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .max_length(Some(limits::SEARCH_QUERY_MAX))
+        .pattern(Some(limits::SEARCH_QUERY_PATTERN))
+        .build()
+}
+
+fn page_number(max: u32) -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(max))
+        .build()
+}
+
+fn page_schema() -> utoipa::openapi::schema::Object {
+    page_number(limits::MAX_PAGE)
+}
+
+fn per_page_schema() -> utoipa::openapi::schema::Object {
+    page_number(limits::MAX_PER_PAGE)
 }
 
 /// Searches packages, ranked: exact name, name prefix, name substring, keyword,
@@ -39,24 +60,24 @@ pub struct SearchParams {
 #[utoipa::path(get, path = "/api/v1/packages", operation_id = "search_packages", tag = "packages", params(SearchParams),
     responses(
         (status = 200, description = "One page of matches", content_type = "application/json"),
-        (status = 400, description = "A query longer than 256 bytes or with a control character, or `page` or \
-            `per_page` beyond their limits", content_type = "application/json")))]
+        (status = 400, description = "A query longer than 256 characters or with a control character, or `page` \
+            or `per_page` beyond their limits", content_type = "application/json")))]
 pub async fn search(
     State(state): State<AppState>,
     Query(params): Query<SearchParams>,
 ) -> ApiResult<axum::Json<SearchResponse>> {
-    if params.q.len() > 256 {
-        return Err(ApiError::bad_request("the search query is longer than 256 bytes"));
-    }
     // PostgreSQL's text holds no NUL, and no name or word has a control character.
-    if params.q.chars().any(char::is_control) {
-        return Err(ApiError::bad_request("the search query holds a control character; search for words"));
+    if !limits::valid_search_query(&params.q) {
+        return Err(ApiError::bad_request(format!(
+            "the search query is longer than {} characters or holds a control character; search for words",
+            limits::SEARCH_QUERY_MAX
+        )));
     }
-    if params.per_page.is_some_and(|n| n == 0 || n > MAX_PER_PAGE) {
-        return Err(ApiError::bad_request(format!("per_page is from 1 to {MAX_PER_PAGE}")));
+    if params.per_page.is_some_and(|n| n == 0 || n > limits::MAX_PER_PAGE) {
+        return Err(ApiError::bad_request(format!("per_page is from 1 to {}", limits::MAX_PER_PAGE)));
     }
-    if params.page.is_some_and(|n| n == 0 || n > 10_000) {
-        return Err(ApiError::bad_request("page is from 1 to 10000"));
+    if params.page.is_some_and(|n| n == 0 || n > limits::MAX_PAGE) {
+        return Err(ApiError::bad_request(format!("page is from 1 to {}", limits::MAX_PAGE)));
     }
     let page = params.page.unwrap_or(1);
     let per_page = params.per_page.unwrap_or(20);

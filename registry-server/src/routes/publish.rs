@@ -61,6 +61,13 @@ pub async fn publish(
 
 async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResult<PublishResponse> {
     let mut body = BodyReader::new(body);
+    if let Some(text) = body.leading_text().await? {
+        return Err(ApiError::bad_request(format!(
+            "the publish body starts with text (`{text}`), not with a length: it is binary, not JSON (a u32 LE \
+             metadata length, the metadata JSON, a u32 LE archive length and the archive; `ebpkg publish` sends \
+             one)"
+        )));
+    }
     let len = body.length_prefix("publish metadata", registry_api::MAX_PUBLISH_METADATA.into(), "").await?;
     let metadata = registry_api::parse_publish_metadata(&body.exact(len).await?).map_err(framing)?;
     let id = format!("{}@{}", metadata.name, metadata.vers);
@@ -451,6 +458,17 @@ impl BodyReader {
              length and the archive",
             self.read
         )))
+    }
+
+    /// The body's first bytes, when they are text (printable ASCII or white
+    /// space) rather than a length: a length the framing allows (at most
+    /// [`registry_api::MAX_PUBLISH_METADATA`]) has zero high bytes, and a body is
+    /// never shorter than two lengths.
+    async fn leading_text(&mut self) -> ApiResult<Option<String>> {
+        let have = self.fill(4).await?.min(4);
+        let head = &self.buffered[..have];
+        let text = !head.is_empty() && head.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace());
+        Ok(text.then(|| String::from_utf8_lossy(head).escape_debug().to_string()))
     }
 
     /// Reads until `len` bytes are buffered or the body ends; how many are.

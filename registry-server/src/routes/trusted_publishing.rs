@@ -4,6 +4,7 @@
 
 use axum::extract::{Path, State};
 use ebpkg_spec::PackageName;
+use ebpkg_spec::registry_api::limits;
 use ebpkg_spec::registry_api::{
     NewTrustedPublisher, OkResponse, Scope, TrustedPublisherList, TrustedPublishingExchange, TrustedPublishingToken,
 };
@@ -51,7 +52,10 @@ pub async fn list(
     request_body(content_type = "application/json",
         description = "{\"issuer\", \"repository\": \"owner/repo\", \"workflow\": \"publish.yml\", \"environment\"?}"),
     responses((status = 200, description = "Added (or there already)", content_type = "application/json"),
-        (status = 400), (status = 401), (status = 403), (status = 404)),
+        (status = 400, description = "An issuer the registry does not trust, or a repository, workflow or \
+            environment not of the documented form"),
+        (status = 401), (status = 403),
+        (status = 404, description = "No such package, or the registry trusts no OIDC issuer")),
     security(("token" = [])))]
 pub async fn add(
     State(state): State<AppState>,
@@ -61,21 +65,22 @@ pub async fn add(
 ) -> ApiResult<axum::Json<TrustedPublisherList>> {
     caller.require_unrestricted("configuring trusted publishing")?;
     let (name, package_id) = owned_package(&state, &caller, &name).await?;
+    // Like the exchange: a registry that trusts no issuer has no trusted
+    // publishing to configure (its document lists no issuer to name).
+    if state.config.trusted_issuers.is_empty() {
+        return Err(ApiError::not_found(
+            "this registry does not do trusted publishing: the operator has not enabled it (--trusted-issuer)",
+        ));
+    }
     if !state.config.trusted_issuers.contains(&new.issuer) {
-        let trusted = if state.config.trusted_issuers.is_empty() {
-            "none: the operator has not enabled trusted publishing (--trusted-issuer)".to_owned()
-        } else {
-            state.config.trusted_issuers.join(", ")
-        };
         return Err(ApiError::bad_request(format!(
-            "`{}` is not an issuer this registry trusts (it trusts: {trusted})",
-            new.issuer
+            "`{}` is not an issuer this registry trusts (it trusts: {})",
+            new.issuer,
+            state.config.trusted_issuers.join(", ")
         )));
     }
-    let repository_ok = new.repository.split_once('/').is_some_and(|(o, r)| valid_part(o) && valid_part(r));
-    let workflow_ok = valid_part(&new.workflow) && (new.workflow.ends_with(".yml") || new.workflow.ends_with(".yaml"));
-    let environment_ok = new.environment.as_ref().is_none_or(|e| !e.is_empty() && e.len() <= 255);
-    if !repository_ok || !workflow_ok || !environment_ok {
+    let environment_ok = new.environment.as_deref().is_none_or(limits::valid_environment);
+    if !limits::valid_repository(&new.repository) || !limits::valid_workflow(&new.workflow) || !environment_ok {
         return Err(ApiError::bad_request(
             "a trusted publisher is a repository `owner/repo`, a workflow file name `publish.yml` (in \
              .github/workflows/) and optionally an environment",
@@ -86,14 +91,6 @@ pub async fn add(
         "trusted publisher added");
     let rows = db::trusted_publishers::of_package(&state.db, package_id).await?;
     Ok(axum::Json(TrustedPublisherList { publishers: rows.iter().map(|r| r.api()).collect() }))
-}
-
-fn valid_part(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 100
-        && s != "."
-        && s != ".."
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Stops a CI identity from publishing a package.
