@@ -14,6 +14,7 @@ use reqwest::header::{
     RETRY_AFTER,
 };
 
+use crate::cainfo::{CaInfo, certificate_hint, certificate_problem};
 use crate::error::{ErrorKind, Result};
 
 /// Establishing a connection (TCP and TLS).
@@ -219,6 +220,8 @@ pub struct Client {
     progress: Option<Progress>,
     policy: RetryPolicy,
     deadlines: Deadlines,
+    /// CA certificates trusted besides the system's, read when the TLS client is built.
+    cainfo: Option<CaInfo>,
 }
 
 /// An upload body that reports how much of it was read.
@@ -257,7 +260,14 @@ impl Client {
             progress,
             policy: RETRY,
             deadlines: Deadlines::default(),
+            cainfo: None,
         })
+    }
+
+    /// The same client, trusting the CA certificates of `cainfo` too.
+    pub fn with_cainfo(mut self, cainfo: Option<CaInfo>) -> Client {
+        self.cainfo = cainfo;
+        self
     }
 
     /// The same client with other deadlines.
@@ -322,14 +332,20 @@ impl Client {
             .user_agent(concat!("ebpkg/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(READ_TIMEOUT);
+        let failed = |e: reqwest::Error| {
+            Failure::Final(Box::new(ErrorKind::HttpClient { url: self.registry.clone(), cause: cause_of(&e) }))
+        };
         if plain {
             builder = builder.tls_certs_only(std::iter::empty()).redirect(reqwest::redirect::Policy::custom(|a| {
                 if a.url().scheme() == "https" || a.previous().len() >= MAX_REDIRECTS { a.stop() } else { a.follow() }
             }));
+        } else if let Some(cainfo) = &self.cainfo {
+            // Added to the system's roots (the platform verifier's), as cargo's `http.cainfo`.
+            let ders = cainfo.certificates().map_err(|e| Failure::Final(Box::new(ErrorKind::CaInfo(e))))?;
+            let certificates = ders.iter().map(|der| reqwest::Certificate::from_der(der)).collect::<Result<Vec<_>, _>>();
+            builder = builder.tls_certs_merge(certificates.map_err(failed)?);
         }
-        let built = builder.build().map_err(|e| {
-            Failure::Final(Box::new(ErrorKind::HttpClient { url: self.registry.clone(), cause: cause_of(&e) }))
-        })?;
+        let built = builder.build().map_err(failed)?;
         Ok(cell.get_or_init(|| built))
     }
 
@@ -390,6 +406,16 @@ impl Client {
         };
         let started = Instant::now();
         let response = request.send().map_err(|e| {
+            // A refused certificate is refused again: said at once, with what to do.
+            if let Some(problem) = certificate_problem(&e) {
+                return Failure::Final(Box::new(ErrorKind::Certificate {
+                    what: r.what.to_owned(),
+                    method: r.method.name(),
+                    url: r.url.to_owned(),
+                    cause: rustls::Error::InvalidCertificate(problem.clone()).to_string(),
+                    hint: certificate_hint(problem, self.cainfo.as_ref()),
+                }));
+            }
             let error = Box::new(network(cause_of(&e)));
             // Connection refused or reset, DNS, TLS, timeouts: worth asking again.
             // (A redirect loop or a malformed URL is not.)
