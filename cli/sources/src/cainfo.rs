@@ -124,18 +124,18 @@ pub(crate) fn certificate_hint(problem: &CertificateError, cainfo: Option<&CaInf
 }
 
 /// The certificate problem behind a failed request, if that is why it failed:
-/// rustls' error, somewhere in the chain of causes (inside an `io::Error`, whose
-/// `source` skips the error it wraps).
+/// rustls' error, somewhere among the causes (inside `io::Error`s, whose
+/// `source` skips the error they wrap, and which wrap each other).
 pub(crate) fn certificate_problem<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a CertificateError> {
-    let mut next = Some(error);
-    while let Some(e) = next {
-        let inner = e.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref).map(|i| i as _);
-        for candidate in [Some(e), inner].into_iter().flatten() {
-            if let Some(rustls::Error::InvalidCertificate(problem)) = candidate.downcast_ref::<rustls::Error>() {
-                return Some(problem);
-            }
+    let mut pending = vec![error];
+    while let Some(e) = pending.pop() {
+        if let Some(rustls::Error::InvalidCertificate(problem)) = e.downcast_ref::<rustls::Error>() {
+            return Some(problem);
         }
-        next = e.source();
+        if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref) {
+            pending.push(inner);
+        }
+        pending.extend(e.source());
     }
     None
 }
@@ -192,7 +192,11 @@ mod tests {
 
     #[test]
     fn a_certificate_problem_is_found_inside_an_io_error() {
-        let wrapped = std::io::Error::other(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        // As hyper-rustls and hyper-util wrap it: an io::Error in an io::Error.
+        let wrapped = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+        ));
         #[derive(Debug, thiserror::Error)]
         #[error("outer")]
         struct Outer(#[source] std::io::Error);
