@@ -577,7 +577,7 @@ mod tests {
         assert_eq!(global.path, Path::new("/home/u/.config/ebpkg/all.pem"));
         assert_eq!(global.setting.to_string(), "[http] cainfo in /home/u/.config/ebpkg/config.toml");
         let env = cainfo_settings(&mut BTreeMap::new(), file.http.cainfo, path, Some("rel/env.pem".into())).unwrap();
-        assert_eq!((env.path.as_path(), env.setting), (Path::new("rel/env.pem"), CaInfoSetting::Env));
+        assert_eq!((env.path.as_path(), &env.setting), (Path::new("rel/env.pem"), &CaInfoSetting::Env));
 
         let mut c = config("https://corp.example", None);
         c.file = Some(path.to_owned());

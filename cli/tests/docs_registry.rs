@@ -474,8 +474,8 @@ fn the_registry_tls_section_runs_verbatim() {
     server.wait_for("the replica serving", Duration::from_secs(120), |_, err| err.contains("serving"));
 
     // Through nginx: HTTP/2, and /metrics only on the private side.
-    let curl = "curl -sS --cacert corp-ca.pem -o /dev/null -w '%{http_version} %{http_code}\\n' \
-                https://ebpkg.corp.example/index/config.json https://ebpkg.corp.example/metrics; \
+    let curl = "curl -sS --cacert corp-ca.pem -w '%{http_version} %{http_code}\\n' \
+                -o /dev/null https://ebpkg.corp.example/index/config.json -o /dev/null https://ebpkg.corp.example/metrics; \
                 curl -sS -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8080/metrics";
     let (out, _) = host.run("curl", &ca, &with_hosts(&hosts, curl), Duration::from_secs(60));
     assert_eq!(out, "2 200\n2 404\n200\n", "HTTP/2 through nginx, /metrics refused there, served by the replica");
