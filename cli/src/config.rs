@@ -329,7 +329,6 @@ impl Config {
         let credentials_path =
             path.parent().map_or_else(|| PathBuf::from("credentials.toml"), |d| d.join(CREDENTIALS_FILE));
         let credentials = read_credentials(&credentials_path)?;
-        let mut registries = registries;
         let cainfo = cainfo_settings(&mut registries, cfg.http.cainfo, &path, env(ebpkg_sources::CAINFO_ENV));
         Ok(Config {
             cainfo,
@@ -480,7 +479,9 @@ fn cainfo_settings(
     }
     match (env_path, http) {
         (Some(path), _) => Some(CaInfo { path: PathBuf::from(path), setting: CaInfoSetting::Env }),
-        (None, Some(path)) => Some(CaInfo { path: beside(path), setting: CaInfoSetting::Http { file: file.to_owned() } }),
+        (None, Some(path)) => {
+            Some(CaInfo { path: beside(path), setting: CaInfoSetting::Http { file: file.to_owned() } })
+        }
         (None, None) => None,
     }
 }
@@ -498,8 +499,10 @@ mod tests {
 
     fn config(registry: &str, file_token: Option<(&str, &str)>) -> Config {
         let mut registries = BTreeMap::new();
-        registries
-            .insert("corp".to_owned(), NamedRegistry { url: "https://corp.example".into(), token: Some("c".into()), cainfo: None });
+        registries.insert(
+            "corp".to_owned(),
+            NamedRegistry { url: "https://corp.example".into(), token: Some("c".into()), cainfo: None },
+        );
         let mut credentials = BTreeMap::new();
         credentials.insert("https://login.example/".to_owned(), "l".to_owned());
         Config {

@@ -433,13 +433,37 @@ fn the_registry_tls_section_runs_verbatim() {
     std::fs::create_dir_all(&operator).unwrap();
     host.run("the certificate request", &operator, &request, Duration::from_secs(60));
     let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-    openssl(&ca, &[&["req", "-x509"][..], &ec, &["-keyout", "ca.key", "-out", "corp-ca.pem", "-days", "2", "-subj", "/CN=Corp Test CA"]].concat());
+    openssl(
+        &ca,
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "corp-ca.pem", "-days", "2", "-subj", "/CN=Corp Test CA"],
+        ]
+        .concat(),
+    );
     let csr = operator.join("registry.csr").display().to_string();
     let crt = operator.join("registry.crt").display().to_string();
-    openssl(&ca, &[
-        "x509", "-req", "-in", &csr, "-CA", "corp-ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-copy_extensions",
-        "copy", "-days", "2", "-out", &crt,
-    ]);
+    openssl(
+        &ca,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "corp-ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-copy_extensions",
+            "copy",
+            "-days",
+            "2",
+            "-out",
+            &crt,
+        ],
+    );
 
     // nginx with the section's server block, its files where the block names them.
     let prefix = host.sb.path("nginx");
@@ -481,7 +505,8 @@ fn the_registry_tls_section_runs_verbatim() {
     assert_eq!(out, "2 200\n2 404\n200\n", "HTTP/2 through nginx, /metrics refused there, served by the replica");
 
     // A client without the setting: refused once, with the hint, no raw log line.
-    let handshakes = || std::fs::read_to_string(prefix.join("error.log")).unwrap().matches("while SSL handshaking").count();
+    let handshakes =
+        || std::fs::read_to_string(prefix.join("error.log")).unwrap().matches("while SSL handshaking").count();
     assert_eq!(handshakes(), 0);
     let login = format!("echo {token} | ebpkg login --registry https://ebpkg.corp.example/ --token-stdin");
     let mut refused = Script::start(&host.env(), &host.home, &with_hosts(&hosts, &login));

@@ -238,9 +238,7 @@ pub enum ErrorKind {
     )]
     TooSlow { what: String, method: &'static str, url: String, secs: u64, var: &'static str },
 
-    #[error(
-        "{what}: {method} {url} failed: the server's certificate was refused ({cause}). {hint}"
-    )]
+    #[error("{what}: {method} {url} failed: the server's certificate was refused ({cause}). {hint}")]
     Certificate {
         what: String,
         method: &'static str,

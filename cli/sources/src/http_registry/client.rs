@@ -342,7 +342,8 @@ impl Client {
         } else if let Some(cainfo) = &self.cainfo {
             // Added to the system's roots (the platform verifier's), as cargo's `http.cainfo`.
             let ders = cainfo.certificates().map_err(|e| Failure::Final(Box::new(ErrorKind::CaInfo(e))))?;
-            let certificates = ders.iter().map(|der| reqwest::Certificate::from_der(der)).collect::<Result<Vec<_>, _>>();
+            let certificates =
+                ders.iter().map(|der| reqwest::Certificate::from_der(der)).collect::<Result<Vec<_>, _>>();
             builder = builder.tls_certs_merge(certificates.map_err(failed)?);
         }
         let built = builder.build().map_err(failed)?;
@@ -625,12 +626,30 @@ mod tests {
             assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         };
         let (ca, ca_key) = (format!("{name}-ca.pem"), format!("{name}-ca.key"));
-        let (cert, key, csr, ext) = (format!("{name}.pem"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"));
+        let (cert, key, csr, ext) =
+            (format!("{name}.pem"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"));
         std::fs::write(dir.join(&ext), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n").unwrap();
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-        run(&[&["req", "-x509"][..], &ec, &["-keyout", &ca_key, "-out", &ca, "-days", "2", "-subj", "/CN=Test CA"]].concat());
+        run(&[&["req", "-x509"][..], &ec, &["-keyout", &ca_key, "-out", &ca, "-days", "2", "-subj", "/CN=Test CA"]]
+            .concat());
         run(&[&["req", "-new"][..], &ec, &["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]].concat());
-        run(&["x509", "-req", "-in", &csr, "-CA", &ca, "-CAkey", &ca_key, "-CAcreateserial", "-out", &cert, "-days", "2", "-extfile", &ext]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ]);
     }
 
     /// An HTTPS server on 127.0.0.1 with `dir`'s `<name>` certificate, answering
@@ -702,7 +721,10 @@ mod tests {
 
         let other = Client::new(&url, None).unwrap().with_cainfo(given("other"));
         let text = other.send(&get()).err().unwrap().to_string();
-        assert!(text.contains(&format!("{}-ca.pem ($EBPKG_HTTP_CAINFO)", dir.path().join("other").display())), "{text}");
+        assert!(
+            text.contains(&format!("{}-ca.pem ($EBPKG_HTTP_CAINFO)", dir.path().join("other").display())),
+            "{text}"
+        );
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
 
         // A missing CA file: nothing sent, the file and the setting named.
