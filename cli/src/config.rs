@@ -9,6 +9,10 @@
 //! [registries.corp]                       # named registries: URL and publish token
 //! url = "https://ebpkg.corp.example/"
 //! token = "…"
+//! cainfo = "corp-ca.pem"                  # its CA's certificates (PEM), besides the system's
+//!
+//! [http]
+//! cainfo = "/etc/ssl/corp-ca.pem"         # for every registry ($EBPKG_HTTP_CAINFO wins)
 //!
 //! [mirrors]                               # fetch a registry's packages from elsewhere
 //! "https://registry.ebpkg.dev/" = "file:///srv/mirror"
@@ -28,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use ebpkg_build::{ToolRequest, ToolSource};
-use ebpkg_sources::{OpenOptions, RegistryUrl};
+use ebpkg_sources::{CaInfo, CaInfoSetting, OpenOptions, RegistryUrl};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -48,6 +52,17 @@ pub struct ConfigFile {
     pub build: BuildSection,
     #[serde(default)]
     pub paths: PathsSection,
+    #[serde(default)]
+    pub http: HttpSection,
+}
+
+/// `[http]`: how every registry is reached.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// A PEM file of CA certificates trusted besides the system's (relative:
+    /// to the config file's directory).
+    pub cainfo: Option<PathBuf>,
 }
 
 /// A project's own configuration, committed with it: the registries it uses, so
@@ -143,6 +158,8 @@ pub struct RegistrySection {
 pub struct NamedRegistry {
     pub url: String,
     pub token: Option<String>,
+    /// As `[http] cainfo`, for this registry only (and instead of it).
+    pub cainfo: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -190,6 +207,9 @@ pub struct Config {
     pub tuf_trust_clock: bool,
     /// Tokens by canonical registry URL, from the credentials file.
     credentials: BTreeMap<String, String>,
+    /// Extra CA certificates for every registry: `$EBPKG_HTTP_CAINFO`, else
+    /// `[http] cainfo` (a registry's own `cainfo` wins: [`Config::cainfo_for`]).
+    pub cainfo: Option<CaInfo>,
     /// Original registry URL → URL to fetch from instead.
     pub mirrors: BTreeMap<String, String>,
     /// The tools to build with (`None`: the default name on `PATH`).
@@ -295,7 +315,7 @@ impl Config {
                 match registries.get(&name) {
                     Some(mine) if mine.url == named.url => {}
                     _ => {
-                        registries.insert(name, NamedRegistry { url: named.url, token: None });
+                        registries.insert(name, NamedRegistry { url: named.url, token: None, cainfo: None });
                     }
                 }
             }
@@ -317,7 +337,9 @@ impl Config {
         let credentials_path =
             path.parent().map_or_else(|| PathBuf::from("credentials.toml"), |d| d.join(CREDENTIALS_FILE));
         let credentials = read_credentials(&credentials_path)?;
+        let cainfo = cainfo_settings(&mut registries, cfg.http.cainfo, &path, env(ebpkg_sources::CAINFO_ENV));
         Ok(Config {
+            cainfo,
             file,
             project_file,
             registry_from_project,
@@ -410,7 +432,22 @@ impl Config {
             tuf: self.tuf_trust(url),
             tuf_online_key: self.tuf_online_key.clone(),
             deadlines: ebpkg_sources::Deadlines::from_env(),
+            cainfo: self.cainfo_for(url),
         }
+    }
+
+    /// The extra CA certificates for the registry at `url`: its own
+    /// `[registries.NAME] cainfo`, else `$EBPKG_HTTP_CAINFO`, else `[http] cainfo`.
+    pub fn cainfo_for(&self, url: &RegistryUrl) -> Option<CaInfo> {
+        let file = || self.file.clone().unwrap_or_default();
+        self.registries
+            .iter()
+            .find(|(_, r)| r.cainfo.is_some() && RegistryUrl::parse(&r.url).is_ok_and(|u| u == *url))
+            .and_then(|(name, r)| {
+                let setting = CaInfoSetting::Registry { name: name.clone(), file: file() };
+                r.cainfo.clone().map(|path| CaInfo { path, setting })
+            })
+            .or_else(|| self.cainfo.clone())
     }
 
     /// Where the trusted TUF root of the registry at `url` is kept (whether or
@@ -431,6 +468,29 @@ impl Config {
 
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
+    }
+}
+
+/// The CA files the config file `file` names: each registry's (made absolute
+/// in place) and the one for every registry, the environment's (`env_path`)
+/// over the file's `[http] cainfo`. A relative path in the file is beside the
+/// file, whatever the current directory (one in the environment is not).
+fn cainfo_settings(
+    registries: &mut BTreeMap<String, NamedRegistry>,
+    http: Option<PathBuf>,
+    file: &Path,
+    env_path: Option<String>,
+) -> Option<CaInfo> {
+    let beside = |p: PathBuf| file.parent().map_or_else(|| p.clone(), |dir| dir.join(&p));
+    for named in registries.values_mut() {
+        named.cainfo = named.cainfo.take().map(beside);
+    }
+    match (env_path, http) {
+        (Some(path), _) => Some(CaInfo { path: PathBuf::from(path), setting: CaInfoSetting::Env }),
+        (None, Some(path)) => {
+            Some(CaInfo { path: beside(path), setting: CaInfoSetting::Http { file: file.to_owned() } })
+        }
+        (None, None) => None,
     }
 }
 
@@ -513,8 +573,10 @@ mod tests {
 
     fn config(registry: &str, file_token: Option<(&str, &str)>) -> Config {
         let mut registries = BTreeMap::new();
-        registries
-            .insert("corp".to_owned(), NamedRegistry { url: "https://corp.example".into(), token: Some("c".into()) });
+        registries.insert(
+            "corp".to_owned(),
+            NamedRegistry { url: "https://corp.example".into(), token: Some("c".into()), cainfo: None },
+        );
         let mut credentials = BTreeMap::new();
         credentials.insert("https://login.example/".to_owned(), "l".to_owned());
         Config {
@@ -531,6 +593,7 @@ mod tests {
             tuf_online_key: None,
             tuf_trust_clock: false,
             credentials,
+            cainfo: None,
             mirrors: BTreeMap::new(),
             tools: ebpkg_build::ToolchainOptions::default(),
             jobs: None,
@@ -574,5 +637,38 @@ mod tests {
         let mut c = config("https://evil.example/", None);
         c.registry_from_project = true;
         assert_eq!(c.token_given(&url("https://evil.example/"), Some("e".to_owned())), None);
+    }
+
+    /// `[registries.NAME] cainfo` for its registry, else `$EBPKG_HTTP_CAINFO`,
+    /// else `[http] cainfo`; relative paths in the file are beside it.
+    #[test]
+    fn ca_files_apply_per_registry_then_env_then_file() {
+        let file: ConfigFile = toml::from_str(
+            "[http]\ncainfo = \"all.pem\"\n[registries.corp]\nurl = \"https://corp.example\"\ncainfo = \"/etc/corp.pem\"\n\
+             [registries.lab]\nurl = \"https://lab.example\"\ncainfo = \"lab/ca.pem\"\n",
+        )
+        .unwrap();
+        let path = Path::new("/home/u/.config/ebpkg/config.toml");
+        let mut registries = file.registries;
+        let global = cainfo_settings(&mut registries, file.http.cainfo.clone(), path, None).unwrap();
+        assert_eq!(global.path, Path::new("/home/u/.config/ebpkg/all.pem"));
+        assert_eq!(global.setting.to_string(), "[http] cainfo in /home/u/.config/ebpkg/config.toml");
+        let env = cainfo_settings(&mut BTreeMap::new(), file.http.cainfo, path, Some("rel/env.pem".into())).unwrap();
+        assert_eq!((env.path.as_path(), &env.setting), (Path::new("rel/env.pem"), &CaInfoSetting::Env));
+
+        let mut c = config("https://corp.example", None);
+        c.file = Some(path.to_owned());
+        c.registries = registries;
+        c.cainfo = Some(env);
+        let corp = c.cainfo_for(&url("https://corp.example/")).unwrap();
+        assert_eq!(corp.path, Path::new("/etc/corp.pem"));
+        assert_eq!(corp.setting.to_string(), "[registries.corp] cainfo in /home/u/.config/ebpkg/config.toml");
+        let lab = c.cainfo_for(&url("https://lab.example/")).unwrap();
+        assert_eq!(lab.path, Path::new("/home/u/.config/ebpkg/lab/ca.pem"));
+        assert_eq!(c.cainfo_for(&url("https://other.example/")).unwrap().setting, CaInfoSetting::Env);
+        assert_eq!(c.open_options(&url("https://corp.example/"), false).cainfo, Some(corp));
+        c.cainfo = None;
+        assert_eq!(c.cainfo_for(&url("https://other.example/")), None);
+        assert!(toml::from_str::<ConfigFile>("[http]\ncafile = \"x\"\n").is_err(), "unknown keys refused");
     }
 }

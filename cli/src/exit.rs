@@ -189,7 +189,8 @@ fn source_failure(e: &ebpkg_sources::Error) -> Failure {
         | ErrorKind::UnsignedRefused { .. }
         | ErrorKind::AttestationRefused { .. }
         | ErrorKind::Tuf { .. } => Failure::Trust,
-        ErrorKind::TufKeyNeeded { .. } => Failure::Usage,
+        // A CA file setting naming an unusable file: the user's settings to fix.
+        ErrorKind::TufKeyNeeded { .. } | ErrorKind::CaInfo(_) => Failure::Usage,
         _ => Failure::Registry,
     }
 }

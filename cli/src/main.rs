@@ -48,7 +48,7 @@ Exit codes:
 
 Environment: EBPKG_CONFIG, EBPKG_REGISTRY, EBPKG_REGISTRY_TOKEN, EBPKG_MIRROR, EBPKG_CACHE_DIR,
 EBPKG_STATE_DIR, EBPKG_BPFFS_ROOT, EBPKG_CLANG, EBPKG_JOBS, EBPKG_HTTP_DEADLINE and EBPKG_DOWNLOAD_DEADLINE
-(seconds), EBPKG_TUF_TRUST_CLOCK=1 (a time service keeps this clock: see docs/SECURITY.md), EBPKG_LOG
+(seconds), EBPKG_HTTP_CAINFO (a PEM file of CA certificates trusted besides the system's), EBPKG_TUF_TRUST_CLOCK=1 (a time service keeps this clock: see docs/SECURITY.md), EBPKG_LOG
 (tracing filter).";
 
 #[derive(Parser)]
@@ -201,6 +201,9 @@ fn main() -> ExitCode {
         Color::Never => false,
         Color::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none(),
     };
+    // The TLS verifier logs each certificate it refuses at ERROR, before ebpkg's
+    // own error says the same with what to do: kept for -vv.
+    let level = if level == "debug" { level.to_owned() } else { format!("{level},rustls_platform_verifier=off") };
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("EBPKG_LOG").unwrap_or_else(|_| level.into()))
         .with_writer(std::io::stderr)

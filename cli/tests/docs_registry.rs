@@ -3,7 +3,8 @@
 //! `serve`, login, a key, a first package published), the publisher's pipeline
 //! ("Publishing from CI": the pipeline's key, `ci/publish --dry-run && ci/publish`
 //! of the whole first-party set) and then the README's first session, installing
-//! from that registry; and registry-server/README.md's "Running it". Nothing in
+//! from that registry; and registry-server/README.md's "Running it" and its TLS
+//! section (nginx with a certificate from a CA the test makes). Nothing in
 //! the blocks is edited: they run in a network
 //! namespace of their own (so `127.0.0.1:8080` is free), against a PostgreSQL
 //! cluster of their own (found through PGHOST, as libpq and sqlx look for it), with
@@ -28,9 +29,10 @@ use std::time::{Duration, Instant};
 use common::{KEY_PASSWORD, Sandbox, copy_dir, first_party};
 use ebpkg_registry_testing::{Postgres, spawn_guarded};
 
-const TESTS: [(&str, fn()); 2] = [
+const TESTS: [(&str, fn()); 3] = [
     ("the_registry_readme_runs_verbatim", the_registry_readme_runs_verbatim),
     ("the_registry_server_readme_runs_verbatim", the_registry_server_readme_runs_verbatim),
+    ("the_registry_tls_section_runs_verbatim", the_registry_tls_section_runs_verbatim),
 ];
 
 fn main() -> ExitCode {
@@ -374,4 +376,164 @@ fn the_registry_server_readme_runs_verbatim() {
     let (code, out, err) = publish.finish(Duration::from_secs(600));
     assert_eq!(code, 0, "the workstation's commands failed:\n{out}\n{err}\nserver:\n{:?}", server.output());
     assert!(err.contains("Published meter@1.0.0 to http://127.0.0.1:8080/"), "{err}");
+}
+
+/// The first fenced block of `lang` after `marker` in `text`.
+fn fenced_block(text: &str, marker: &str, lang: &str) -> String {
+    let after = text.split(marker).nth(1).unwrap_or_else(|| panic!("the document has {marker:?}"));
+    let open = format!("```{lang}\n");
+    after.split(open.as_str()).nth(1).and_then(|s| s.split("\n```").next()).expect("a fenced block").to_owned()
+}
+
+/// `script`, run in a mount namespace of its own whose /etc/hosts is `hosts`:
+/// the name the section's certificate is for reaches the host's loopback.
+fn with_hosts(hosts: &Path, script: &str) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    format!(
+        "exec unshare --mount -- bash -e -c {} {}",
+        quote(&format!("mount --bind {} /etc/hosts && exec bash -e -c \"$0\"", hosts.display())),
+        quote(script)
+    )
+}
+
+/// Runs openssl in `dir` (the test plays the company's CA).
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").args(args).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// registry-server/README.md's "TLS with your organisation's CA": the
+/// certificate request, signed by a CA the test makes; nginx with the section's
+/// server block (in the host's network namespace, so port 443 is the test's
+/// own); the replica; a client that does not trust the CA yet, refused once with
+/// the hint; then the workstation's block (login, publish, install through
+/// HTTPS, trusting the CA by the documented setting alone).
+fn the_registry_tls_section_runs_verbatim() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../registry-server/README.md")).unwrap();
+    let request = sh_block(&text, "<!-- TLS: the certificate request");
+    let site = fenced_block(&text, "<!-- TLS: nginx", "nginx");
+    let replica = sh_block(&text, "<!-- TLS: the replica");
+    let workstation = sh_block(&text, "<!-- TLS: a workstation");
+    assert!(site.contains("location = /metrics"), "{site}");
+    assert!(workstation.contains("cainfo = "), "{workstation}");
+    let database = text
+        .split("(The database: `")
+        .nth(1)
+        .and_then(|s| s.split("` on Debian.)").next())
+        .expect("the database's command");
+
+    let mut host = Host::new("tlsdoc");
+    let hosts = host.sb.path("hosts");
+    std::fs::write(&hosts, "127.0.0.1 localhost\n127.0.0.1 ebpkg.corp.example\n").unwrap();
+    host.run("the database's command", &host.home, database, Duration::from_secs(60));
+
+    // The operator's certificate request, signed by the company's CA.
+    let (ca, operator) = (host.sb.path("ca"), host.sb.path("operator"));
+    std::fs::create_dir_all(&ca).unwrap();
+    std::fs::create_dir_all(&operator).unwrap();
+    host.run("the certificate request", &operator, &request, Duration::from_secs(60));
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    openssl(
+        &ca,
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "corp-ca.pem", "-days", "2", "-subj", "/CN=Corp Test CA"],
+        ]
+        .concat(),
+    );
+    let csr = operator.join("registry.csr").display().to_string();
+    let crt = operator.join("registry.crt").display().to_string();
+    openssl(
+        &ca,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "corp-ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-copy_extensions",
+            "copy",
+            "-days",
+            "2",
+            "-out",
+            &crt,
+        ],
+    );
+
+    // nginx with the section's server block, its files where the block names them.
+    let prefix = host.sb.path("nginx");
+    std::fs::create_dir_all(prefix.join("ebpkg")).unwrap();
+    for file in ["registry.crt", "registry.key"] {
+        std::fs::copy(operator.join(file), prefix.join("ebpkg").join(file)).unwrap();
+    }
+    let p = prefix.display();
+    std::fs::write(
+        prefix.join("nginx.conf"),
+        format!(
+            "user root;\nworker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/error.log info;\n\
+             events {{ worker_connections 256; }}\nhttp {{\naccess_log off;\nclient_body_temp_path {p}/body;\n\
+             proxy_temp_path {p}/proxy;\nfastcgi_temp_path {p}/fastcgi;\nuwsgi_temp_path {p}/uwsgi;\n\
+             scgi_temp_path {p}/scgi;\n{site}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let mut nginx = Script::start(
+        &host.env(),
+        &prefix,
+        &format!("exec nginx -p {p}/ -c {p}/nginx.conf -e {p}/error.log -g 'daemon off;'"),
+    );
+    nginx.wait_for("nginx's pid file", Duration::from_secs(30), |_, _| prefix.join("nginx.pid").exists());
+
+    // The replica, after `init` as "Running it" does it.
+    host.vars.push(("EBPKG_REGISTRY_DATABASE_URL".into(), "postgres:///ebpkg".into()));
+    host.vars.push(("EBPKG_REGISTRY_STORAGE".into(), format!("file://{}/ebpkg-blobs", host.home.display())));
+    let (out, _) = host.run("init", &host.home, "ebpkg-registry init --admin alice", Duration::from_secs(120));
+    let token = out.lines().find(|l| l.starts_with("ebpkg_")).expect("alice's token").to_owned();
+    let mut server = Script::start(&host.env(), &host.home, &replica);
+    server.wait_for("the replica serving", Duration::from_secs(120), |_, err| err.contains("serving"));
+
+    // Through nginx: HTTP/2, and /metrics only on the private side.
+    let curl = "curl -sS --cacert corp-ca.pem -w '%{http_version} %{http_code}\\n' \
+                -o /dev/null https://ebpkg.corp.example/index/config.json -o /dev/null https://ebpkg.corp.example/metrics; \
+                curl -sS -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8080/metrics";
+    let (out, _) = host.run("curl", &ca, &with_hosts(&hosts, curl), Duration::from_secs(60));
+    assert_eq!(out, "2 200\n2 404\n200\n", "HTTP/2 through nginx, /metrics refused there, served by the replica");
+
+    // A client without the setting: refused once, with the hint, no raw log line.
+    let handshakes =
+        || std::fs::read_to_string(prefix.join("error.log")).unwrap().matches("while SSL handshaking").count();
+    assert_eq!(handshakes(), 0);
+    let login = format!("echo {token} | ebpkg login --registry https://ebpkg.corp.example/ --token-stdin");
+    let mut refused = Script::start(&host.env(), &host.home, &with_hosts(&hosts, &login));
+    let (code, out, err) = refused.finish(Duration::from_secs(120));
+    assert_eq!(code, 6, "{out}\n{err}");
+    assert!(err.contains("the server's certificate was refused (invalid peer certificate: UnknownIssuer)"), "{err}");
+    assert!(err.contains("EBPKG_HTTP_CAINFO=/path/ca.pem") && err.contains("[registries.NAME]"), "{err}");
+    assert!(!err.contains("rustls") && !err.contains("ERROR") && !err.contains("trying again"), "{err}");
+    assert!(!err.contains("PROXY"), "{err}");
+    assert_eq!(handshakes(), 1, "one attempt: {err}");
+
+    // The workstation's block, trusting the CA by its setting alone.
+    let desk = host.sb.path("workstation");
+    std::fs::create_dir_all(&desk).unwrap();
+    std::fs::copy(ca.join("corp-ca.pem"), desk.join("corp-ca.pem")).unwrap();
+    let mut session = Script::start(&host.env(), &desk, &with_hosts(&hosts, &workstation));
+    {
+        let mut stdin = session.child.stdin.take().unwrap();
+        stdin.write_all(format!("{token}\n").as_bytes()).unwrap();
+    }
+    let (code, out, err) = session.finish(Duration::from_secs(600));
+    assert_eq!(code, 0, "the workstation's block failed:\n{out}\n{err}\nserver: {:?}", server.output());
+    assert!(err.contains("Published flowstats@0.1.0 to https://ebpkg.corp.example/"), "{err}");
+    assert!(err.contains("Locking flowstats 0.1.0 (https://ebpkg.corp.example/)"), "{err}");
+    assert!(err.contains("Installed chain main"), "{err}");
+    assert!(!err.contains("rustls"), "{err}");
+    assert_eq!(handshakes(), 1, "every later handshake succeeded");
+    assert!(host.sb.pins().is_empty(), "uninstall removed everything: {:?}", host.sb.pins());
+    drop((server, nginx));
 }

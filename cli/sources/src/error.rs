@@ -238,6 +238,19 @@ pub enum ErrorKind {
     )]
     TooSlow { what: String, method: &'static str, url: String, secs: u64, var: &'static str },
 
+    #[error("{what}: {method} {url} failed: the server's certificate was refused ({cause}). {hint}")]
+    Certificate {
+        what: String,
+        method: &'static str,
+        url: String,
+        cause: String,
+        /// What to do (`crate::cainfo::certificate_hint`): for an unknown issuer, the CA file setting.
+        hint: String,
+    },
+
+    #[error(transparent)]
+    CaInfo(#[from] crate::cainfo::CaInfoError),
+
     #[error("cannot set up HTTP for {url}: {cause}")]
     HttpClient { url: String, cause: String },
 

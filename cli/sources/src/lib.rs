@@ -12,6 +12,7 @@
 
 mod atomic;
 mod cache;
+mod cainfo;
 mod content;
 mod error;
 mod file_registry;
@@ -23,6 +24,7 @@ mod tuf;
 mod url;
 
 pub use cache::{Cache, CachedKey, CleanReport, KeyProblem, VerifiedSignature, check_locked};
+pub use cainfo::{CAINFO_ENV, CaInfo, CaInfoError, CaInfoSetting, MAX_CAINFO_BYTES};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};
 pub use http_registry::{

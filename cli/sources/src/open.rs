@@ -28,8 +28,13 @@ fn full_update(_: Option<&ebpkg_tuf::LastVerified>) -> ebpkg_tuf::Probe {
 
 /// Loads the metadata the registry at `registry` serves from the root in
 /// `trust` (a candidate, for `ebpkg registry add --root`): a root that does not
-/// verify the registry is not worth trusting.
-pub fn check_root(registry: &RegistryUrl, trust: &TufTrust, token: Option<String>) -> Result<TrustedIndex> {
+/// verify the registry is not worth trusting. `cainfo`: as [`OpenOptions::cainfo`].
+pub fn check_root(
+    registry: &RegistryUrl,
+    trust: &TufTrust,
+    token: Option<String>,
+    cainfo: Option<crate::CaInfo>,
+) -> Result<TrustedIndex> {
     let refused = |cause: ebpkg_tuf::Error| -> Error { ErrorKind::Tuf { registry: registry.clone(), cause }.into() };
     let not_a_url = |what: String| refused(ebpkg_tuf::Error::Metadata { detail: what });
     match registry.kind() {
@@ -41,7 +46,7 @@ pub fn check_root(registry: &RegistryUrl, trust: &TufTrust, token: Option<String
         RegistryKind::Http => {
             let base = registry.as_str().trim_end_matches('/');
             let url = url::Url::parse(&format!("{base}/tuf/")).map_err(|e| not_a_url(e.to_string()))?;
-            let transport = ClientTransport::new(registry.as_str(), token)?;
+            let transport = ClientTransport::new(registry.as_str(), token, cainfo)?;
             crate::tuf::load_trusted(trust, &url, transport, full_update).map_err(refused)
         }
     }

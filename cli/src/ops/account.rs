@@ -81,7 +81,12 @@ fn login_with_token(ctx: &Ctx, url: RegistryUrl, token: &str) -> Result<LoggedIn
     if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(fail(Failure::Usage, "the token has spaces or control characters in it; paste the token alone"));
     }
-    let options = OpenOptions { token: Some(token.clone()), offline: ctx.offline, ..OpenOptions::default() };
+    let options = OpenOptions {
+        token: Some(token.clone()),
+        offline: ctx.offline,
+        cainfo: ctx.config.cainfo_for(&url),
+        ..OpenOptions::default()
+    };
     let registry = HttpRegistry::open(&url, &options)?;
     // Checked before it is saved, so a mistyped token is said at once.
     let me = registry.whoami().map_err(|e| match e.kind() {
@@ -100,7 +105,7 @@ fn login_with_token(ctx: &Ctx, url: RegistryUrl, token: &str) -> Result<LoggedIn
 
 /// `login --trusted-publishing`: the job's OIDC token exchanged for a publish token.
 fn login_trusted(ctx: &Ctx, url: RegistryUrl, file: Option<&Path>) -> Result<LoggedIn> {
-    let options = OpenOptions { offline: ctx.offline, ..OpenOptions::default() };
+    let options = OpenOptions { offline: ctx.offline, cainfo: ctx.config.cainfo_for(&url), ..OpenOptions::default() };
     let registry = HttpRegistry::open(&url, &options)?;
     let Some(audience) = registry.trusted_publishing_audience()? else {
         return Err(fail(
@@ -108,7 +113,7 @@ fn login_trusted(ctx: &Ctx, url: RegistryUrl, file: Option<&Path>) -> Result<Log
             format!("{url} does not do trusted publishing (its config.json names no audience); log in with a token"),
         ));
     };
-    let jwt = oidc_token(file, &audience)?;
+    let jwt = oidc_token(file, &audience, ctx.config.cainfo.clone())?;
     let minted = registry.exchange_oidc_token(jwt.trim()).map_err(|e| match e.kind() {
         ErrorKind::Http { status: 401 | 403, detail, .. } => {
             fail(Failure::Trust, format!("{url} refused the OIDC token: {detail}; nothing was saved"))
@@ -121,7 +126,7 @@ fn login_trusted(ctx: &Ctx, url: RegistryUrl, file: Option<&Path>) -> Result<Log
 
 /// The CI job's OIDC token: from `file`, else EBPKG_OIDC_TOKEN, else asked of
 /// GitHub Actions for `audience`.
-fn oidc_token(file: Option<&Path>, audience: &str) -> Result<String> {
+fn oidc_token(file: Option<&Path>, audience: &str, cainfo: Option<ebpkg_sources::CaInfo>) -> Result<String> {
     match (file, std::env::var("EBPKG_OIDC_TOKEN").ok()) {
         (Some(path), _) => ebpkg_fs::read_text(path, MAX_OIDC_TOKEN_BYTES)
             .with_context(|| format!("reading the OIDC token from {}", path.display())),
@@ -136,7 +141,7 @@ fn oidc_token(file: Option<&Path>, audience: &str) -> Result<String> {
                      `permissions: id-token: write`",
                 ));
             };
-            Ok(ebpkg_sources::github_actions_oidc_token(&request_url, &request_token, audience)?)
+            Ok(ebpkg_sources::github_actions_oidc_token(&request_url, &request_token, audience, cainfo)?)
         }
     }
 }

@@ -70,8 +70,8 @@ fn trust_root(ctx: &Ctx, url: &RegistryUrl, root: &Path) -> Result<TrustedRoot> 
     std::fs::write(&candidate, &bytes).with_context(|| candidate.display().to_string())?;
     let trust =
         ebpkg_sources::TufTrust { root: candidate, datastore: scratch.path().join("datastore"), trust_clock: false };
-    let index =
-        ebpkg_sources::check_tuf_root(url, &trust, ctx.config.token_for(url)).context("the root was not trusted")?;
+    let index = ebpkg_sources::check_tuf_root(url, &trust, ctx.config.token_for(url), ctx.config.cainfo_for(url))
+        .context("the root was not trusted")?;
     ebpkg_fs::write_atomic(&target, &index.root_json, 0o644).with_context(|| target.display().to_string())?;
     Ok(TrustedRoot { version: index.root_version, targets: index.len(), expires: index.expires.clone() })
 }

@@ -14,6 +14,7 @@ use reqwest::header::{
     RETRY_AFTER,
 };
 
+use crate::cainfo::{CaInfo, certificate_hint, certificate_problem};
 use crate::error::{ErrorKind, Result};
 
 /// Establishing a connection (TCP and TLS).
@@ -219,6 +220,8 @@ pub struct Client {
     progress: Option<Progress>,
     policy: RetryPolicy,
     deadlines: Deadlines,
+    /// CA certificates trusted besides the system's, read when the TLS client is built.
+    cainfo: Option<CaInfo>,
 }
 
 /// An upload body that reports how much of it was read.
@@ -257,7 +260,14 @@ impl Client {
             progress,
             policy: RETRY,
             deadlines: Deadlines::default(),
+            cainfo: None,
         })
+    }
+
+    /// The same client, trusting the CA certificates of `cainfo` too.
+    pub fn with_cainfo(mut self, cainfo: Option<CaInfo>) -> Client {
+        self.cainfo = cainfo;
+        self
     }
 
     /// The same client with other deadlines.
@@ -322,14 +332,21 @@ impl Client {
             .user_agent(concat!("ebpkg/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(READ_TIMEOUT);
+        let failed = |e: reqwest::Error| {
+            Failure::Final(Box::new(ErrorKind::HttpClient { url: self.registry.clone(), cause: cause_of(&e) }))
+        };
         if plain {
             builder = builder.tls_certs_only(std::iter::empty()).redirect(reqwest::redirect::Policy::custom(|a| {
                 if a.url().scheme() == "https" || a.previous().len() >= MAX_REDIRECTS { a.stop() } else { a.follow() }
             }));
+        } else if let Some(cainfo) = &self.cainfo {
+            // Added to the system's roots (the platform verifier's), as cargo's `http.cainfo`.
+            let ders = cainfo.certificates().map_err(|e| Failure::Final(Box::new(ErrorKind::CaInfo(e))))?;
+            let certificates =
+                ders.iter().map(|der| reqwest::Certificate::from_der(der)).collect::<Result<Vec<_>, _>>();
+            builder = builder.tls_certs_merge(certificates.map_err(failed)?);
         }
-        let built = builder.build().map_err(|e| {
-            Failure::Final(Box::new(ErrorKind::HttpClient { url: self.registry.clone(), cause: cause_of(&e) }))
-        })?;
+        let built = builder.build().map_err(failed)?;
         Ok(cell.get_or_init(|| built))
     }
 
@@ -390,6 +407,16 @@ impl Client {
         };
         let started = Instant::now();
         let response = request.send().map_err(|e| {
+            // A refused certificate is refused again: said at once, with what to do.
+            if let Some(problem) = certificate_problem(&e) {
+                return Failure::Final(Box::new(ErrorKind::Certificate {
+                    what: r.what.to_owned(),
+                    method: r.method.name(),
+                    url: r.url.to_owned(),
+                    cause: rustls::Error::InvalidCertificate(problem.clone()).to_string(),
+                    hint: certificate_hint(problem, self.cainfo.as_ref()),
+                }));
+            }
             let error = Box::new(network(cause_of(&e)));
             // Connection refused or reset, DNS, TLS, timeouts: worth asking again.
             // (A redirect loop or a malformed URL is not.)
@@ -589,6 +616,123 @@ mod tests {
         let err = client.send(&Request::new(Method::Get, &url, "reading", 1024)).err().unwrap().to_string();
         assert!(err.contains(&format!("https://127.0.0.1:{closed}/index/1/c")), "{err}");
         assert!(client.plain.get().is_some() && client.tls.get().is_some());
+    }
+
+    /// A CA (openssl's, as a company's would be made) and a certificate it
+    /// issued for 127.0.0.1, in `dir`: `<name>-ca.pem`, `<name>.pem`, `<name>.key`.
+    fn issue(dir: &std::path::Path, name: &str) {
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("openssl").args(args).current_dir(dir).output().unwrap();
+            assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        let (ca, ca_key) = (format!("{name}-ca.pem"), format!("{name}-ca.key"));
+        let (cert, key, csr, ext) =
+            (format!("{name}.pem"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"));
+        std::fs::write(dir.join(&ext), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n").unwrap();
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+        run(&[&["req", "-x509"][..], &ec, &["-keyout", &ca_key, "-out", &ca, "-days", "2", "-subj", "/CN=Test CA"]]
+            .concat());
+        run(&[&["req", "-new"][..], &ec, &["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]].concat());
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ]);
+    }
+
+    /// An HTTPS server on 127.0.0.1 with `dir`'s `<name>` certificate, answering
+    /// `ok` to every request; counts the connections it accepted.
+    fn tls_server(dir: &std::path::Path, name: &str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use rustls::pki_types::pem::PemObject;
+        use std::io::Write;
+        let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(dir.join(format!("{name}.pem")))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(dir.join(format!("{name}.key"))).unwrap();
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = std::sync::Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(certs, key)
+                .unwrap(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/index/config.json", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let connection = rustls::ServerConnection::new(config.clone()).unwrap();
+                let mut tls = rustls::StreamOwned::new(connection, stream);
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                // A refused handshake ends here, with the client's alert.
+                while !request.ends_with(b"\r\n\r\n") && matches!(tls.read(&mut byte), Ok(1)) {
+                    request.push(byte[0]);
+                }
+                let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+                let _ = tls.flush();
+            }
+        });
+        (url, accepted)
+    }
+
+    /// A certificate from an unknown CA is refused once (the retry policy
+    /// would ask three times), with the CA file setting as the hint; the CA's
+    /// certificate given as the setting makes the same server trusted, added
+    /// to the system's roots; another CA's leaves it refused, naming that file.
+    #[test]
+    fn a_private_ca_is_trusted_only_when_given_and_a_refusal_is_final() {
+        let dir = tempfile::tempdir().unwrap();
+        issue(dir.path(), "corp");
+        issue(dir.path(), "other");
+        let (url, accepted) = tls_server(dir.path(), "corp");
+        let get = || Request::new(Method::Get, &url, "reading the registry's configuration", 1024);
+
+        let err = Client::new(&url, None).unwrap().send(&get()).err().unwrap();
+        assert!(matches!(err.kind(), ErrorKind::Certificate { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("UnknownIssuer") && text.contains("EBPKG_HTTP_CAINFO=/path/ca.pem"), "{text}");
+        assert!(!text.contains("HTTPS_PROXY") && !text.contains("times"), "{text}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once: {text}");
+
+        let given = |name: &str| {
+            Some(CaInfo { path: dir.path().join(format!("{name}-ca.pem")), setting: crate::CaInfoSetting::Env })
+        };
+        let trusted = Client::new(&url, None).unwrap().with_cainfo(given("corp"));
+        assert_eq!(trusted.send(&get()).unwrap().body, b"ok");
+
+        let other = Client::new(&url, None).unwrap().with_cainfo(given("other"));
+        let text = other.send(&get()).err().unwrap().to_string();
+        assert!(
+            text.contains(&format!("{}-ca.pem ($EBPKG_HTTP_CAINFO)", dir.path().join("other").display())),
+            "{text}"
+        );
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+
+        // A missing CA file: nothing sent, the file and the setting named.
+        let missing = Client::new(&url, None).unwrap().with_cainfo(given("missing"));
+        let err = missing.send(&get()).err().unwrap();
+        assert!(matches!(err.kind(), ErrorKind::CaInfo(_)), "{err:?}");
+        assert!(err.to_string().contains("missing-ca.pem ($EBPKG_HTTP_CAINFO) does not exist"), "{err}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub struct OpenOptions {
     pub tuf_online_key: Option<PathBuf>,
     /// How long one exchange with the server may take in all.
     pub deadlines: Deadlines,
+    /// CA certificates trusted besides the system's, for this registry's
+    /// `https://` URLs (index, API, downloads, attestations, TUF metadata).
+    pub cainfo: Option<crate::CaInfo>,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -78,6 +81,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("token", &self.token.as_ref().map(|_| "***"))
             .field("cache_dir", &self.cache_dir)
             .field("offline", &self.offline)
+            .field("cainfo", &self.cainfo)
             .finish_non_exhaustive()
     }
 }
@@ -111,7 +115,9 @@ impl HttpRegistry {
         Ok(HttpRegistry {
             url: url.clone(),
             client: std::sync::Arc::new(
-                Client::new(url.as_str(), options.upload_progress.clone())?.with_deadlines(options.deadlines),
+                Client::new(url.as_str(), options.upload_progress.clone())?
+                    .with_deadlines(options.deadlines)
+                    .with_cainfo(options.cainfo.clone()),
             ),
             token: options.token.clone(),
             cache: options.cache_dir.as_ref().map(|dir| IndexCache::new(dir, url)),

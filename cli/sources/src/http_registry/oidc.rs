@@ -9,14 +9,20 @@ use crate::error::{ErrorKind, Result};
 const MAX_BYTES: u64 = 64 * 1024;
 
 /// The OIDC token GitHub Actions gives this job for `audience`, from
-/// `ACTIONS_ID_TOKEN_REQUEST_URL` with `ACTIONS_ID_TOKEN_REQUEST_TOKEN`.
-pub fn github_actions_oidc_token(request_url: &str, request_token: &str, audience: &str) -> Result<String> {
+/// `ACTIONS_ID_TOKEN_REQUEST_URL` with `ACTIONS_ID_TOKEN_REQUEST_TOKEN`;
+/// `cainfo`: extra CA certificates (the ones every registry gets).
+pub fn github_actions_oidc_token(
+    request_url: &str,
+    request_token: &str,
+    audience: &str,
+    cainfo: Option<crate::CaInfo>,
+) -> Result<String> {
     let mut url = url::Url::parse(request_url).map_err(|e| ErrorKind::BadResponse {
         url: request_url.to_owned(),
         problem: format!("ACTIONS_ID_TOKEN_REQUEST_URL is not a URL: {e}"),
     })?;
     url.query_pairs_mut().append_pair("audience", audience);
-    let client = Client::new(url.as_str(), None)?;
+    let client = Client::new(url.as_str(), None)?.with_cainfo(cainfo);
     let mut request = Request::new(Method::Get, url.as_str(), "requesting the job's OIDC token", MAX_BYTES);
     let bearer = format!("bearer {request_token}");
     request.token = Some(&bearer);

@@ -24,8 +24,8 @@ pub(crate) struct ClientTransport {
 }
 
 impl ClientTransport {
-    pub(crate) fn new(registry: &str, token: Option<String>) -> Result<ClientTransport> {
-        Ok(ClientTransport { client: Arc::new(Client::new(registry, None)?), token })
+    pub(crate) fn new(registry: &str, token: Option<String>, cainfo: Option<crate::CaInfo>) -> Result<ClientTransport> {
+        Ok(ClientTransport { client: Arc::new(Client::new(registry, None)?.with_cainfo(cainfo)), token })
     }
 
     /// Over an existing client (a registry's own).
