@@ -57,7 +57,7 @@ pub struct ConfigFile {
 }
 
 /// `[http]`: how every registry is reached.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpSection {
     /// A PEM file of CA certificates trusted besides the system's (relative:
