@@ -84,6 +84,33 @@ pub struct PublishMetadata {
     pub bundle: Option<serde_json::Value>,
 }
 
+/// A version as the API reads it: SemVer 2.0, each number at most 16 digits
+/// (so that it fits the 64 bits the parser keeps).
+pub const VERSION_PATTERN: &str = r"^(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})(-(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$";
+
+/// The path, under the API prefix, that answers whether a token may publish a
+/// version ([`PublishCheck`]), as a publish of it would before reading its archive.
+pub const PUBLISH_CHECK_PATH: &str = "packages/new/check";
+
+/// `POST /api/v1/packages/new/check`: may the caller's token publish this version?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishCheck {
+    pub name: PackageName,
+    #[schemars(with = "String", regex(pattern = VERSION_PATTERN))]
+    pub vers: Version,
+}
+
+/// The answer to a [`PublishCheck`] the publish would pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublishAllowed {
+    /// The user the token publishes as.
+    pub login: String,
+    /// True when no package has the name yet: the publish would create it, with
+    /// this user as its first owner.
+    pub new_package: bool,
+}
+
 /// The path, under the API prefix, of the Sigstore bundle of a version.
 pub fn bundle_path(name: &PackageName, version: &Version) -> String {
     format!("packages/{name}/{version}/bundle")
@@ -399,6 +426,15 @@ impl Scope {
 
     pub fn parse(text: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// [`Scope::parse`] for a command line's `--scope`: an unknown one is told
+    /// the scopes there are.
+    pub fn parse_arg(text: &str) -> Result<Scope, String> {
+        Scope::parse(text).ok_or_else(|| {
+            let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+            format!("`{text}` is not a scope; use one of {}", all.join(", "))
+        })
     }
 }
 

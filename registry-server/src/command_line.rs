@@ -109,7 +109,7 @@ enum TokenCommand {
         #[arg(long, default_value = "created by ebpkg-registry")]
         name: String,
         /// publish-new, publish-update, yank, change-owners (repeatable); none: every power.
-        #[arg(long = "scope", value_parser = parse_scope)]
+        #[arg(long = "scope", value_parser = Scope::parse_arg)]
         scopes: Vec<Scope>,
         /// Limit to packages matching this glob (repeatable).
         #[arg(long = "package", value_name = "GLOB")]
@@ -118,13 +118,6 @@ enum TokenCommand {
         #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=3650))]
         expires: Option<u32>,
     },
-}
-
-fn parse_scope(text: &str) -> Result<Scope, String> {
-    Scope::parse(text).ok_or_else(|| {
-        let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
-        format!("`{text}` is not a scope; use one of {}", all.join(", "))
-    })
 }
 
 /// Parses the process's arguments and runs the command; the exit code is decided here.
