@@ -325,8 +325,17 @@ fn the_registry_readme_runs_verbatim() {
     // The pipeline: the whole first-party set in one run, on the registry's first day.
     let (_, err) = host.run("the pipeline's block", &checkout, &pipeline, Duration::from_secs(1200));
     let count = first_party().len();
+    assert!(err.contains("created user `ci`"), "{err}");
+    assert!(err.contains("Created token 3 `ci-publish` on http://127.0.0.1:8080/ (publish-new, publish-update"), "{err}");
+    assert!(err.contains("Revoked token 2 `key-registration`"), "{err}");
     assert!(err.contains(&format!("{count} package(s) checked; nothing was published (--dry-run)")), "{err}");
     assert!(err.contains(&format!("{count} package(s) published or already there")), "{err}");
+    // The unrestricted token was refused from its revocation on; the narrow one publishes as `ci`.
+    let check = "! EBPKG_REGISTRY_TOKEN=\"$(cat registration.token)\" ebpkg --registry http://127.0.0.1:8080/ token list \
+                 2>refused && grep -q 'answered 401 Unauthorized: the API token `key-registration` was revoked' refused \
+                 && ebpkg --registry http://127.0.0.1:8080/ owner list net";
+    let (out, _) = host.run("the revoked token's refusal", &checkout, check, Duration::from_secs(60));
+    assert_eq!(out, "ci\n");
 
     // The README's first session on this host, from that registry.
     host.vars.push(("EBPKG_REGISTRY".into(), "http://127.0.0.1:8080/".into()));
