@@ -323,10 +323,13 @@ fn the_registry_readme_runs_verbatim() {
     assert!(out.contains("flowstats"), "search finds it: {out}");
 
     // The pipeline: the whole first-party set in one run, on the registry's first day.
-    let (_, err) = host.run("the pipeline's block", &checkout, &pipeline, Duration::from_secs(1200));
+    let (out, err) = host.run("the pipeline's block", &checkout, &pipeline, Duration::from_secs(1200));
     let count = first_party().len();
-    assert!(err.contains("created user `ci`"), "{err}");
-    assert!(err.contains("Created token 3 `ci-publish` on http://127.0.0.1:8080/ (publish-new, publish-update"), "{err}");
+    assert!(out.contains("created user `ci`"), "{out}");
+    assert!(
+        err.contains("Created token 3 `ci-publish` on http://127.0.0.1:8080/ (publish-new, publish-update"),
+        "{err}"
+    );
     assert!(err.contains("Revoked token 2 `key-registration`"), "{err}");
     assert!(err.contains(&format!("{count} package(s) checked; nothing was published (--dry-run)")), "{err}");
     assert!(err.contains(&format!("{count} package(s) published or already there")), "{err}");

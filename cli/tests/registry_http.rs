@@ -209,7 +209,8 @@ fn tokens_are_listed_created_and_revoked_and_a_revoked_one_is_refused_at_once() 
         assert!(line.contains(part), "`{part}` in {line}");
     }
     assert!(!list.contains("ebpkg_"), "never a secret: {list}");
-    let json: serde_json::Value = serde_json::from_str(&sb.run(&dir, &["--json", "token", "list"]).ok().stdout).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.run(&dir, &["--json", "token", "list"]).ok().stdout).unwrap();
     assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
     // A limited token may not manage tokens (it could widen itself).
     let narrow = sb.run_with(&dir, &["--registry", server.url(), "token", "list"], &env, None);
@@ -229,7 +230,11 @@ fn tokens_are_listed_created_and_revoked_and_a_revoked_one_is_refused_at_once() 
         sb.run(&dir, &["token", "create", "twin"]).ok();
     }
     let twins = sb.run(&dir, &["token", "revoke", "twin"]).fails(2);
-    assert!(twins.stderr.contains("2 of your tokens") && twins.stderr.contains("revoke one by its id"), "{}", twins.stderr);
+    assert!(
+        twins.stderr.contains("2 of your tokens") && twins.stderr.contains("revoke one by its id"),
+        "{}",
+        twins.stderr
+    );
     let list = sb.run(&dir, &["token", "list"]).ok().stdout;
     let id = list.lines().find(|l| l.contains("\ttwin\t")).and_then(|l| l.split('\t').next()).unwrap().to_owned();
     sb.run(&dir, &["token", "revoke", &id]).ok();

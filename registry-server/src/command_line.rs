@@ -324,7 +324,8 @@ async fn run(cli: Cli) -> Result<()> {
                 eprintln!("`{}` has no live token", user.login);
             }
             for t in tokens.iter().map(db::tokens::TokenRow::info) {
-                let used = t.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
+                let used =
+                    t.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
                 println!("{}\t{}\t{}\tcreated {}\t{used}", t.id, t.name, powers(&t), t.created_at);
             }
         }

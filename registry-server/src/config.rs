@@ -263,7 +263,9 @@ fn listen(args: &ConfigArgs, file: &ConfigFile) -> Result<SocketAddr, ConfigErro
 }
 
 fn public_url_of(args: &ConfigArgs, file: &ConfigFile, listen: SocketAddr) -> Result<Url, ConfigError> {
-    parse_public_url(&args.public_url.clone().or(file.public_url.clone()).unwrap_or_else(|| format!("http://{listen}/")))
+    parse_public_url(
+        &args.public_url.clone().or(file.public_url.clone()).unwrap_or_else(|| format!("http://{listen}/")),
+    )
 }
 
 /// The URL clients reach the registry at, as `serve` announces it with these

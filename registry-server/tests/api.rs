@@ -332,7 +332,8 @@ fn the_publish_check_answers_conflicts_as_the_publish_does() {
     let scratch = tempfile::tempdir().unwrap();
     let alice = reg.token("alice", &[], &[]).unwrap();
     let bob = reg.token("bob", &[], &[]).unwrap();
-    let body = publish_body(&pack_with(scratch.path(), "my-pkg", "1.0.0", "", &[]).unwrap(), "my-pkg", "1.0.0").unwrap();
+    let body =
+        publish_body(&pack_with(scratch.path(), "my-pkg", "1.0.0", "", &[]).unwrap(), "my-pkg", "1.0.0").unwrap();
     assert_eq!(publish(&reg, &alice, &body).status(), StatusCode::OK);
     for (token, name, vers, says) in [
         (&alice, "my-pkg", "1.0.0", "already exists"),
