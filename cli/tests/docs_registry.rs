@@ -376,7 +376,12 @@ fn the_registry_server_readme_runs_verbatim() {
     let alice = server.output().0.lines().find(|l| l.starts_with("ebpkg_")).unwrap().to_owned();
     let (_, err) = server.output();
     assert!(err.contains("created user `alice`"), "{err}");
-    assert!(err.contains("publish-new, publish-update; expires"), "{err}");
+    assert!(err.contains("publish-new, publish-update; packages net-*; expires"), "{err}");
+    let (out, _) = server.output();
+    assert!(
+        out.contains("\tcreated by ebpkg-registry\tpublish-new, publish-update; packages net-*"),
+        "token list: {out}"
+    );
 
     let mut publish = Script::start(&host.env(), &package, workstation);
     {
