@@ -241,6 +241,31 @@ fn tokens_are_listed_created_and_revoked_and_a_revoked_one_is_refused_at_once() 
     assert_eq!(sb.run(&dir, &["token", "list"]).ok().stdout.matches("\ttwin\t").count(), 1);
 }
 
+/// `publish --dry-run` against a server asks it, and says its refusal in the
+/// words of the publish: here a signing key nobody registered.
+#[test]
+fn a_dry_run_asks_the_server_and_refuses_as_the_publish_does() {
+    let server = TestRegistry::start_with(Box::new(|c| c.allow_unsigned = false)).unwrap();
+    let mut sb = Sandbox::new("rdryrun");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    let dir = sb.path("gen/dry");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), "[package]\nname = \"dry\"\nversion = \"1.0.0\"\n").unwrap();
+    let allowed = sb.run(&dir, &["publish", "--dry-run", "--no-verify"]).ok();
+    assert!(
+        allowed.stderr.contains("`alice` may publish dry@1.0.0 (a new package: its first owner)"),
+        "{}",
+        allowed.stderr
+    );
+    sb.run(&dir, &["key", "generate", "--name", "other"]).ok();
+    let said = |run: &Run| run.stderr.split_once("403 Forbidden: ").map(|(_, s)| s.to_owned()).unwrap_or_default();
+    let dry = sb.run(&dir, &["publish", "--dry-run", "--no-verify", "--key", "other"]);
+    assert!(said(&dry).contains("not registered with this registry"), "{}", dry.stderr);
+    assert!(!dry.stderr.contains("Resolving"), "asked before resolving: {}", dry.stderr);
+    let real = sb.run(&dir, &["publish", "--no-verify", "--key", "other"]);
+    assert_eq!((dry.code, said(&dry)), (real.code, said(&real)), "{}", real.stderr);
+}
+
 /// Publishes a manifest-only package with `args` before `publish`, and `env`:
 /// unsigned (the test registry allows it), since several users publish from
 /// one sandbox here and a key belongs to one user.

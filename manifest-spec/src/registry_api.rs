@@ -99,6 +99,11 @@ pub struct PublishCheck {
     pub name: PackageName,
     #[schemars(with = "String", regex(pattern = VERSION_PATTERN))]
     pub vers: Version,
+    /// The key the version would be signed with: checked as the publish checks
+    /// its signature's key (registered, live, an owner's). Absent: no signature is
+    /// checked (the archive may be signed elsewhere, with cosign say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<KeyId>,
 }
 
 /// The answer to a [`PublishCheck`] the publish would pass.

@@ -124,10 +124,16 @@ pub trait Registry: Send + Sync {
 
     /// Whether the caller's token may publish `name@version`, as the publish
     /// itself would answer before its archive (the token's scopes and package
-    /// globs, the owners, the names). `None`: the registry has no tokens to ask
+    /// globs, the owners, the names, and the signing key when there is one:
+    /// registered, live and an owner's). `None`: the registry has no tokens to ask
     /// about (a directory registry: whoever can write it publishes).
-    fn may_publish(&self, name: &PackageName, version: &Version) -> Result<Option<PublishAllowed>> {
-        let _ = (name, version);
+    fn may_publish(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        key: Option<&KeyId>,
+    ) -> Result<Option<PublishAllowed>> {
+        let _ = (name, version, key);
         Ok(None)
     }
 

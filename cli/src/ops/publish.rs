@@ -114,18 +114,20 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     {
         return Ok(Published::AlreadyThere { id, registry: regs.default.clone(), how });
     }
-    // A dry run asks the server what the publish would answer before the archive
-    // (the token's scopes and package globs, the owners, the name), before the
-    // dependencies are resolved: a first publish's may not be there yet.
-    let allowed = if opts.dry_run {
-        let registry = regs.open_origin(&regs.default, None)?;
-        registry.may_publish(&m.package.name, &m.package.version)?.map(|a| (regs.default.clone(), a))
-    } else {
-        None
-    };
     // Signed first: a key that does not open (a wrong passphrase) is said before
     // the build and the kernel's verification, not after them; --dry-run too.
     let signature = publish_signature(ctx, &opts, &id, &packed.bytes)?;
+    // A dry run asks the server what the publish would answer before the archive
+    // (the token's scopes and package globs, the owners, the name, the signing
+    // key), before the dependencies are resolved: a first publish's may not be
+    // there yet.
+    let allowed = if opts.dry_run {
+        let registry = regs.open_origin(&regs.default, None)?;
+        let key = signature.as_ref().map(|s| s.key.id());
+        registry.may_publish(&m.package.name, &m.package.version, key)?.map(|a| (regs.default.clone(), a))
+    } else {
+        None
+    };
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
     let lock = resolve(ctx, Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;

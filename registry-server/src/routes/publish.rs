@@ -66,16 +66,9 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     let id = format!("{}@{}", metadata.name, metadata.vers);
     let bundle = match &metadata.bundle {
         Some(json) => Some(parse_bundle(json, &metadata, &id)?),
-        None if state.config.allow_unsigned => None,
         None => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!(
-                    "{id} is not signed, and this registry accepts only signed versions: create a key with \
-                     `ebpkg key generate`, register it with `ebpkg owner key add`, then publish again (ebpkg signs \
-                     with it)"
-                ),
-            ));
+            allows_unsigned(state, &id)?;
+            None
         }
     };
 
@@ -126,18 +119,22 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
 /// Whether this token may publish this version: what a publish of it answers
 /// before reading its archive (401, 403, 409), without publishing.
 ///
-/// Its limits: it sees neither the archive nor its signature, so what only they
-/// decide (the checksum, the manifest, the size, whether the signature verifies
-/// with a live key of an owner, and whether this registry refuses unsigned
-/// versions) is the publish's to say; it takes nothing from the publish rate
-/// limit, so a publish can still answer 429; and it answers for now: an owner
-/// removed or a version published in between changes the publish's answer.
+/// With `key`, the key is checked as the publish checks its signature's (registered,
+/// live, an owner's); without it, no signature is checked (the archive may be signed
+/// elsewhere: the publish refuses an unsigned one when the registry requires
+/// signatures, as its `config.json` says).
+///
+/// Its limits: it sees neither the archive nor the signature itself, so what only
+/// they decide (the checksum, the manifest, the size, whether the signature
+/// verifies) is the publish's to say; it takes nothing from the publish rate limit,
+/// so a publish can still answer 429; and it answers for now: an owner removed or a
+/// version published in between changes the publish's answer.
 #[utoipa::path(post, path = "/api/v1/packages/new/check", operation_id = "check_publish", tag = "packages",
     request_body(content_type = "application/json", description = "{\"name\", \"vers\"}: the version to publish"),
     responses(
         (status = 200, description = "A publish of it would get past the token, the owners and the names", content_type = "application/json"),
         (status = 401, description = "No valid token"),
-        (status = 403, description = "Not an owner, or the token's scopes or package globs do not allow it: the publish's own message"),
+        (status = 403, description = "Not an owner, the token's scopes or package globs do not allow it, or the key is not a live key of an owner: the publish's own message"),
         (status = 409, description = "The version exists, or the name collides with or is too close to another package"),
         (status = 503, description = "Database unavailable")),
     security(("token" = [])))]
@@ -149,7 +146,24 @@ pub async fn check(
     let id = format!("{}@{}", request.name, request.vers);
     let mut conn = state.db.acquire().await?;
     let allowed = authorize(&mut conn, &caller, &request.name, &request.vers, &id).await?;
+    if let Some(key) = &request.key {
+        super::keys::signer_keys(&mut conn, Some(key), &allowed.signers, &id).await?;
+    }
     Ok(axum::Json(PublishAllowed { login: caller.login, new_package: allowed.new_package }))
+}
+
+/// Refuses an unsigned version unless the registry accepts them.
+fn allows_unsigned(state: &AppState, id: &str) -> ApiResult<()> {
+    if state.config.allow_unsigned {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!(
+            "{id} is not signed, and this registry accepts only signed versions: create a key with `ebpkg key \
+             generate`, register it with `ebpkg owner key add`, then publish again (ebpkg signs with it)"
+        ),
+    ))
 }
 
 /// Who may sign a version the caller may publish.

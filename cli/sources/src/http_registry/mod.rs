@@ -666,10 +666,16 @@ impl Registry for HttpRegistry {
 
     /// Said as the publish would say it ("publishing NAME@VERSION"), with the
     /// server's own words: the check runs the publish's own authorisation.
-    fn may_publish(&self, name: &PackageName, version: &Version) -> Result<Option<PublishAllowed>> {
+    fn may_publish(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        key: Option<&KeyId>,
+    ) -> Result<Option<PublishAllowed>> {
         self.online("checking a publish")?;
         let token = self.write_token("publishing")?;
-        let body = serde_json::to_vec(&PublishCheck { name: name.clone(), vers: version.clone() })
+        let check = PublishCheck { name: name.clone(), vers: version.clone(), key: key.copied() };
+        let body = serde_json::to_vec(&check)
             .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
         let what = format!("publishing {name}@{version} (--dry-run)");
         self.api_json(Method::Post, registry_api::PUBLISH_CHECK_PATH, &what, Some(body), Some(token)).map(Some)
