@@ -103,10 +103,11 @@ fn publishable_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schem
     })
 }
 
+/// `null` is the field left out, as serde reads it.
 fn key_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "type": "string",
-        "description": "A publisher key id: standard base64 of the SHA-256 of the key's SubjectPublicKeyInfo DER.",
+        "type": ["string", "null"],
+        "description": "A publisher key id: standard base64 of the SHA-256 of the key's SubjectPublicKeyInfo DER; null or absent: no key.",
         "pattern": KEY_ID_PATTERN,
     })
 }
