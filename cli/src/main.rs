@@ -152,6 +152,8 @@ enum Command {
     Logout(commands::account::LogoutArgs),
     /// List, add or remove the owners of a package, or your publisher keys, on a registry server.
     Owner(commands::account::OwnerArgs),
+    /// List, create or revoke your API tokens on a registry server.
+    Token(commands::account::TokenArgs),
     /// Create and show signing keys (cosign-compatible).
     Key(commands::keys::KeyArgs),
     /// Say whose keys may sign which packages, which may be unsigned, which keys are revoked.
@@ -264,6 +266,7 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
         Command::Login(a) => commands::account::login(ctx, a),
         Command::Logout(a) => commands::account::logout(ctx, a),
         Command::Owner(a) => commands::account::owner(ctx, a),
+        Command::Token(a) => commands::account::token(ctx, a),
         Command::Key(a) => commands::keys::key(ctx, a),
         Command::Trust(a) => commands::keys::trust(ctx, a),
         Command::Registry(a) => commands::tuf::registry(ctx, a),

@@ -1,7 +1,8 @@
 //! `ci/publish`, the pipeline's publish step, against a file registry: it
 //! orders packages by their dependencies, publishes what the registry lacks,
 //! skips what it has with the same checksum, changes nothing in a dry run, and
-//! stops with exit 1 on a version whose files changed without a bump.
+//! stops with exit 1 on a version whose files changed without a bump; against
+//! a registry server, its dry run stops where the token's limits would.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Run, Sandbox, copy_dir, first_party};
+use ebpkg_registry::testing::TestRegistry;
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ci/publish")
@@ -120,6 +122,63 @@ fn ci_publish_orders_publishes_skips_and_stops_on_a_changed_version() {
 
     let usage = sb.shell(sb.dir.path(), &format!("{} --bogus", script().display()));
     assert_eq!(usage.code, 2, "{}", usage.stderr);
+}
+
+/// The line of a refusal that holds the server's words (after its status).
+fn refusal(stderr: &str) -> &str {
+    stderr
+        .lines()
+        .find_map(|l| l.split_once("answered 403 Forbidden: ").map(|(_, said)| said))
+        .unwrap_or_else(|| panic!("no 403 in {stderr}"))
+}
+
+/// Against a registry server, with a token limited to some packages: the dry
+/// run asks the server about each package and stops where the real run stops,
+/// with the same words, having published nothing.
+#[test]
+fn ci_publish_dry_run_stops_at_the_first_package_the_token_may_not_publish() {
+    let server = TestRegistry::start().unwrap();
+    let mut sb = Sandbox::new("cipubtok");
+    // The README's recipe: an unrestricted token registers the pipeline's key,
+    // a narrow one publishes.
+    sb.use_server(server.url(), &server.token("ci", &[], &[]).unwrap()).ok();
+    let globs = ["alt_mark", "basic", "meter", "s*", "net"];
+    let mut create = vec!["token", "create", "ci-publish", "--scope", "publish-new", "--scope", "publish-update"];
+    for glob in &globs {
+        create.extend(["--package", glob]);
+    }
+    let narrow = sb.run(sb.dir.path(), &create).ok().stdout.trim().to_owned();
+    assert!(narrow.starts_with("ebpkg_"), "{narrow}");
+    let dirs = copy_packages(&sb, first_party().iter());
+    let run = |args: &str| {
+        let script = format!(
+            "EBPKG=\"$(command -v ebpkg)\" EBPKG_REGISTRY_TOKEN={narrow} {} --registry {} --source-only --no-verify {args} {}",
+            script().display(),
+            server.url(),
+            dirs.join(" ")
+        );
+        sb.shell(sb.dir.path(), &script)
+    };
+
+    let dry = run("--dry-run");
+    assert_eq!(dry.code, 6, "{}", dry.stderr);
+    for allowed in ["alt_mark", "basic", "meter", "sampler", "sets", "net"] {
+        assert!(dry.stderr.contains(&format!("Skipped publishing {allowed}@1.0.0 (--dry-run)")), "{}", dry.stderr);
+    }
+    assert!(dry.stderr.contains("publishing ddos@1.0.0 (--dry-run): POST"), "{}", dry.stderr);
+    assert!(dry.stderr.contains("/ddos (exit 6); nothing was published (--dry-run)"), "{}", dry.stderr);
+    let said = refusal(&dry.stderr).to_owned();
+    assert!(said.contains("is limited to packages matching `alt_mark`"), "{said}");
+    assert!(said.contains("`ddos` is not one of them"), "{said}");
+    let listed = sb.run(sb.dir.path(), &["search", ""]).ok();
+    assert!(listed.stdout.starts_with("no package matches"), "nothing was published: {}", listed.stdout);
+
+    let real = run("");
+    assert_eq!(real.code, 6, "{}", real.stderr);
+    assert!(real.stderr.contains("Published net@1.0.0"), "{}", real.stderr);
+    assert!(!real.stderr.contains("Published ddos"), "{}", real.stderr);
+    assert!(real.stderr.contains("/ddos (exit 6); the packages before it are published"), "{}", real.stderr);
+    assert_eq!(refusal(&real.stderr), said, "the dry run said what the real run says");
 }
 
 /// `--attest-kernels host`: each version published (or already there) is put

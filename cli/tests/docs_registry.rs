@@ -325,10 +325,22 @@ fn the_registry_readme_runs_verbatim() {
     assert!(out.contains("flowstats"), "search finds it: {out}");
 
     // The pipeline: the whole first-party set in one run, on the registry's first day.
-    let (_, err) = host.run("the pipeline's block", &checkout, &pipeline, Duration::from_secs(1200));
+    let (out, err) = host.run("the pipeline's block", &checkout, &pipeline, Duration::from_secs(1200));
     let count = first_party().len();
+    assert!(out.contains("created user `ci`"), "{out}");
+    assert!(
+        err.contains("Created token 3 `ci-publish` on http://127.0.0.1:8080/ (publish-new, publish-update"),
+        "{err}"
+    );
+    assert!(err.contains("Revoked token 2 `key-registration`"), "{err}");
     assert!(err.contains(&format!("{count} package(s) checked; nothing was published (--dry-run)")), "{err}");
     assert!(err.contains(&format!("{count} package(s) published or already there")), "{err}");
+    // The unrestricted token was refused from its revocation on; the narrow one publishes as `ci`.
+    let check = "! EBPKG_REGISTRY_TOKEN=\"$(cat registration.token)\" ebpkg --registry http://127.0.0.1:8080/ token list \
+                 2>refused && grep -q 'answered 401 Unauthorized: the API token `key-registration` was revoked' refused \
+                 && ebpkg --registry http://127.0.0.1:8080/ owner list net";
+    let (out, _) = host.run("the revoked token's refusal", &checkout, check, Duration::from_secs(60));
+    assert_eq!(out, "ci\n");
 
     // The README's first session on this host, from that registry.
     host.vars.push(("EBPKG_REGISTRY".into(), "http://127.0.0.1:8080/".into()));
@@ -366,7 +378,12 @@ fn the_registry_server_readme_runs_verbatim() {
     let alice = server.output().0.lines().find(|l| l.starts_with("ebpkg_")).unwrap().to_owned();
     let (_, err) = server.output();
     assert!(err.contains("created user `alice`"), "{err}");
-    assert!(err.contains("publish-new, publish-update; expires"), "{err}");
+    assert!(err.contains("publish-new, publish-update; packages net-*; expires"), "{err}");
+    let (out, _) = server.output();
+    assert!(
+        out.contains("\tcreated by ebpkg-registry\tpublish-new, publish-update; packages net-*"),
+        "token list: {out}"
+    );
 
     let mut publish = Script::start(&host.env(), &package, workstation);
     {

@@ -185,6 +185,87 @@ fn login_logout_and_owners() {
     assert!(none.stderr.contains("directory registry"), "{}", none.stderr);
 }
 
+/// `ebpkg token list|create|revoke`: the user's own tokens, with their limits
+/// and last use; a revoked one is refused by the very next request (401).
+#[test]
+fn tokens_are_listed_created_and_revoked_and_a_revoked_one_is_refused_at_once() {
+    let server = TestRegistry::start().unwrap();
+    let mut sb = Sandbox::new("rtokens");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    let dir = sb.dir.path().to_owned();
+    let created = sb
+        .run(&dir, &["token", "create", "ci", "--scope", "publish-update", "--package", "net*", "--expires", "30"])
+        .ok();
+    let secret = created.stdout.trim().to_owned();
+    assert!(secret.starts_with("ebpkg_") && !created.stderr.contains(&secret), "{}", created.stderr);
+    assert!(created.stderr.contains("publish-update; packages net*; expires 20"), "{}", created.stderr);
+    // Used once, with the registry's own token variable.
+    let env = [("EBPKG_REGISTRY_TOKEN", secret.as_str())];
+    let used = sb.run_with(&dir, &["--registry", server.url(), "yank", "nosuch@1.0.0"], &env, None);
+    assert!(!used.stderr.contains("401"), "{}", used.stderr);
+    let list = sb.run(&dir, &["token", "list"]).ok().stdout;
+    let line = list.lines().find(|l| l.contains("\tci\t")).unwrap_or_else(|| panic!("{list}"));
+    for part in ["publish-update", "packages net*", "expires 20", "last used 20"] {
+        assert!(line.contains(part), "`{part}` in {line}");
+    }
+    assert!(!list.contains("ebpkg_"), "never a secret: {list}");
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.run(&dir, &["--json", "token", "list"]).ok().stdout).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
+    // A limited token may not manage tokens (it could widen itself).
+    let narrow = sb.run_with(&dir, &["--registry", server.url(), "token", "list"], &env, None);
+    assert_eq!(narrow.code, 6, "{}", narrow.stderr);
+    assert!(narrow.stderr.contains("needs an unrestricted token"), "{}", narrow.stderr);
+
+    let revoked = sb.run(&dir, &["token", "revoke", "ci"]).ok();
+    assert!(revoked.stderr.contains("`ci`") && revoked.stderr.contains("refuses it from now on"), "{}", revoked.stderr);
+    let refused = sb.run_with(&dir, &["--registry", server.url(), "yank", "nosuch@1.0.0"], &env, None);
+    assert_eq!(refused.code, 6, "{}", refused.stderr);
+    assert!(refused.stderr.contains("401") && refused.stderr.contains("was revoked"), "{}", refused.stderr);
+    assert!(!sb.run(&dir, &["token", "list"]).ok().stdout.contains("\tci\t"));
+    let again = sb.run(&dir, &["token", "revoke", "ci"]).fails(1);
+    assert!(again.stderr.contains("no live token with the id or name `ci`"), "{}", again.stderr);
+    // By id; names shared by two tokens need one.
+    for _ in 0..2 {
+        sb.run(&dir, &["token", "create", "twin"]).ok();
+    }
+    let twins = sb.run(&dir, &["token", "revoke", "twin"]).fails(2);
+    assert!(
+        twins.stderr.contains("2 of your tokens") && twins.stderr.contains("revoke one by its id"),
+        "{}",
+        twins.stderr
+    );
+    let list = sb.run(&dir, &["token", "list"]).ok().stdout;
+    let id = list.lines().find(|l| l.contains("\ttwin\t")).and_then(|l| l.split('\t').next()).unwrap().to_owned();
+    sb.run(&dir, &["token", "revoke", &id]).ok();
+    assert_eq!(sb.run(&dir, &["token", "list"]).ok().stdout.matches("\ttwin\t").count(), 1);
+}
+
+/// `publish --dry-run` against a server asks it, and says its refusal in the
+/// words of the publish: here a signing key nobody registered.
+#[test]
+fn a_dry_run_asks_the_server_and_refuses_as_the_publish_does() {
+    let server = TestRegistry::start_with(Box::new(|c| c.allow_unsigned = false)).unwrap();
+    let mut sb = Sandbox::new("rdryrun");
+    sb.use_server(server.url(), &server.token("alice", &[], &[]).unwrap()).ok();
+    let dir = sb.path("gen/dry");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ebpkg.toml"), "[package]\nname = \"dry\"\nversion = \"1.0.0\"\n").unwrap();
+    let allowed = sb.run(&dir, &["publish", "--dry-run", "--no-verify"]).ok();
+    assert!(
+        allowed.stderr.contains("`alice` may publish dry@1.0.0 (a new package: its first owner)"),
+        "{}",
+        allowed.stderr
+    );
+    sb.run(&dir, &["key", "generate", "--name", "other"]).ok();
+    let said = |run: &Run| run.stderr.split_once("403 Forbidden: ").map(|(_, s)| s.to_owned()).unwrap_or_default();
+    let dry = sb.run(&dir, &["publish", "--dry-run", "--no-verify", "--key", "other"]);
+    assert!(said(&dry).contains("not registered with this registry"), "{}", dry.stderr);
+    assert!(!dry.stderr.contains("Resolving"), "asked before resolving: {}", dry.stderr);
+    let real = sb.run(&dir, &["publish", "--no-verify", "--key", "other"]);
+    assert_eq!((dry.code, said(&dry)), (real.code, said(&real)), "{}", real.stderr);
+}
+
 /// Publishes a manifest-only package with `args` before `publish`, and `env`:
 /// unsigned (the test registry allows it), since several users publish from
 /// one sandbox here and a key belongs to one user.

@@ -59,6 +59,23 @@ const RESERVED: &[(&str, &str)] = &[
     ("lpt3", "it is a Windows device name"),
 ];
 
+/// Every spelling of a name no package may take (the reserved words and the
+/// chain language's keywords, each `_` also as `-`): what a schema lists as
+/// excluded, since a pattern cannot say it.
+pub fn reserved_package_names() -> Vec<String> {
+    let words = RESERVED.iter().map(|(word, _)| *word).chain(CHAIN_KEYWORDS.iter().copied());
+    let mut out = Vec::new();
+    for word in words {
+        let mut spellings = vec![String::new()];
+        for c in word.chars() {
+            let options: &[char] = if c == '_' { &['_', '-'] } else { &[c] };
+            spellings = spellings.iter().flat_map(|s| options.iter().map(move |o| format!("{s}{o}"))).collect();
+        }
+        out.extend(spellings);
+    }
+    out
+}
+
 /// The length of the longest word of [`RESERVED`] and [`CHAIN_KEYWORDS`]: longer
 /// names are none of them.
 const LONGEST_RESERVED: usize = {

@@ -86,6 +86,64 @@ pub struct PublishMetadata {
     pub bundle: Option<serde_json::Value>,
 }
 
+/// A version as the API reads it: SemVer 2.0, each number at most 16 digits
+/// (so that it fits the 64 bits the parser keeps).
+pub const VERSION_PATTERN: &str = r"^(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})(-(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$";
+
+/// A publisher key id as the API reads it in a JSON body: standard base64 of 32
+/// bytes (the last character before `=` carries 4 bits, the rest being zero).
+pub const KEY_ID_PATTERN: &str = "^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$";
+
+/// A package name a publish may take, as a schema: the characters and length of
+/// SPEC §2.1, and not one of the reserved names.
+fn publishable_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": "A package name: ASCII lowercase letters, digits, `-` and `_`, starting with a letter, at most 64 characters, not a reserved name.",
+        "pattern": "^[a-z][a-z0-9_-]{0,63}$",
+        "not": {"enum": crate::names::reserved_package_names()},
+    })
+}
+
+/// `null` is the field left out, as serde reads it.
+fn key_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "null"],
+        "description": "A publisher key id: standard base64 of the SHA-256 of the key's SubjectPublicKeyInfo DER; null or absent: no key.",
+        "pattern": KEY_ID_PATTERN,
+    })
+}
+
+/// The path, under the API prefix, that answers whether a token may publish a
+/// version ([`PublishCheck`]), as a publish of it would before reading its archive.
+pub const PUBLISH_CHECK_PATH: &str = "packages/new/check";
+
+/// `POST /api/v1/packages/new/check`: may the caller's token publish this version?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishCheck {
+    #[schemars(schema_with = "publishable_name_schema")]
+    pub name: PackageName,
+    #[schemars(with = "String", regex(pattern = VERSION_PATTERN))]
+    pub vers: Version,
+    /// The key the version would be signed with: checked as the publish checks
+    /// its signature's key (registered, live, an owner's). Absent: no signature is
+    /// checked (the archive may be signed elsewhere, with cosign say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "key_id_schema")]
+    pub key: Option<KeyId>,
+}
+
+/// The answer to a [`PublishCheck`] the publish would pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublishAllowed {
+    /// The user the token publishes as.
+    pub login: String,
+    /// True when no package has the name yet: the publish would create it, with
+    /// this user as its first owner.
+    pub new_package: bool,
+}
+
 /// The path, under the API prefix, of the Sigstore bundle of a version.
 pub fn bundle_path(name: &PackageName, version: &Version) -> String {
     format!("packages/{name}/{version}/bundle")
@@ -405,6 +463,15 @@ impl Scope {
     pub fn parse(text: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|s| s.as_str() == text)
     }
+
+    /// [`Scope::parse`] for a command line's `--scope`: an unknown one is told
+    /// the scopes there are.
+    pub fn parse_arg(text: &str) -> Result<Scope, String> {
+        Scope::parse(text).ok_or_else(|| {
+            let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+            format!("`{text}` is not a scope; use one of {}", all.join(", "))
+        })
+    }
 }
 
 impl std::fmt::Display for Scope {
@@ -553,6 +620,26 @@ mod tests {
         let (m, archive) = decode_publish(&body, 100).unwrap();
         assert_eq!(m, metadata());
         assert_eq!(archive, b"archive");
+    }
+
+    /// The publish check's schema excludes the names a package may not take,
+    /// each spelling (a pattern cannot say it); the patterns themselves are
+    /// exercised by Schemathesis' positive-data check (tests/conformance.rs).
+    #[test]
+    fn the_publish_check_schema_excludes_the_reserved_names() {
+        let schema = serde_json::to_value(schemars::schema_for!(PublishCheck)).unwrap();
+        let name = &schema["properties"]["name"];
+        assert_eq!(name["pattern"], "^[a-z][a-z0-9_-]{0,63}$");
+        let excluded: Vec<&str> = name["not"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        for n in ["std", "hike_sdk", "hike-sdk", "while", "lpt3"] {
+            assert!(excluded.contains(&n), "{n}");
+        }
+        for n in &excluded {
+            assert!(PackageName::new(n).is_err(), "{n} is excluded but valid");
+        }
+        assert!(!excluded.contains(&"net") && PackageName::new("net").is_ok());
+        assert_eq!(schema["properties"]["key"]["pattern"], KEY_ID_PATTERN);
+        assert_eq!(schema["properties"]["vers"]["pattern"], VERSION_PATTERN);
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub fn router(state: AppState) -> Router {
     // cacheable, and a CDN's job to absorb).
     let (limited, mut api) = OpenApiRouter::new()
         .routes(routes!(publish::publish))
+        .routes(routes!(publish::check))
         .routes(routes!(packages::search))
         .routes(routes!(packages::info))
         .routes(routes!(packages::version))

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
 use crate::{AdminConfig, Config, ConfigArgs, Server, db};
-use clap::{Parser, Subcommand};
-use ebpkg_spec::registry_api::{NewToken, Scope};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use ebpkg_spec::registry_api::{NewToken, Scope, TokenInfo};
 
 #[derive(Parser)]
 #[command(name = "ebpkg-registry", version, about = "The ebpkg registry server", after_help = AFTER_HELP)]
@@ -71,6 +71,9 @@ enum TufCommand {
         /// How many of the root keys must sign the root and targets roles.
         #[arg(long, default_value_t = 1)]
         threshold: u64,
+        /// The online key (generated when missing): it signs the bins, snapshot and
+        /// timestamp roles, and `serve --tuf-online-key` re-signs with it on every
+        /// publish and yank. Keep it on the server; the root keys stay offline.
         #[arg(long, value_name = "FILE")]
         online_key: PathBuf,
     },
@@ -101,6 +104,14 @@ enum UserCommand {
 
 #[derive(Subcommand)]
 enum TokenCommand {
+    /// List a user's live tokens (neither revoked nor expired): id, name, scopes,
+    /// package globs, expiry and last use; never their secrets.
+    List {
+        #[arg(long)]
+        user: String,
+    },
+    /// Revoke a token by its id (`token list`): refused from the next request on.
+    Revoke { id: i64 },
     /// Create a token for a user and print its secret, once.
     Create {
         #[arg(long)]
@@ -109,7 +120,7 @@ enum TokenCommand {
         #[arg(long, default_value = "created by ebpkg-registry")]
         name: String,
         /// publish-new, publish-update, yank, change-owners (repeatable); none: every power.
-        #[arg(long = "scope", value_parser = parse_scope)]
+        #[arg(long = "scope", value_parser = Scope::parse_arg)]
         scopes: Vec<Scope>,
         /// Limit to packages matching this glob (repeatable).
         #[arg(long = "package", value_name = "GLOB")]
@@ -120,16 +131,55 @@ enum TokenCommand {
     },
 }
 
-fn parse_scope(text: &str) -> Result<Scope, String> {
-    Scope::parse(text).ok_or_else(|| {
-        let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
-        format!("`{text}` is not a scope; use one of {}", all.join(", "))
+/// The settings every command may read (where the database is, how to log).
+const ADMIN_SETTINGS: [&str; 3] = ["config", "database_url", "log_json"];
+
+/// Besides [`ADMIN_SETTINGS`], the settings a command (by its path) reads:
+/// `serve` reads them all, and the others are global (`--storage X serve` works)
+/// but left out of the other commands' --help, which would otherwise repeat
+/// every `serve` flag.
+fn settings_read(path: &str) -> &'static [&'static str] {
+    match path {
+        "init" => &["listen", "public_url", "storage"],
+        "tuf refresh" => &["tuf_online_key"],
+        _ => &[],
+    }
+}
+
+/// The command line, with each subcommand's --help listing only the settings it reads.
+pub fn command() -> clap::Command {
+    let mut command = Cli::command();
+    // Global flags reach the subcommands when the command is built; hidden after.
+    command.build();
+    let settings: Vec<String> =
+        command.get_arguments().filter(|a| a.is_global_set()).map(|a| a.get_id().to_string()).collect();
+    hide_unread(command, "", &settings)
+}
+
+fn hide_unread(command: clap::Command, path: &str, settings: &[String]) -> clap::Command {
+    // In place (the order of the arguments and subcommands is what --help shows).
+    command.mut_subcommands(|sub| {
+        let sub_path = if path.is_empty() { sub.get_name().to_owned() } else { format!("{path} {}", sub.get_name()) };
+        if sub_path == "serve" {
+            return sub;
+        }
+        let read = settings_read(&sub_path);
+        let sub = sub.mut_args(|arg| {
+            let id = arg.get_id().as_str();
+            let setting = settings.iter().any(|s| s == id);
+            if setting && !ADMIN_SETTINGS.contains(&id) && !read.contains(&id) { arg.hide(true) } else { arg }
+        });
+        hide_unread(sub, &sub_path, settings)
     })
 }
 
 /// Parses the process's arguments and runs the command; the exit code is decided here.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logs(cli.config.log_json);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
@@ -201,9 +251,8 @@ async fn run(cli: Cli) -> Result<()> {
             let created = crate::auth::issue_token(&pool, user.id, &request)
                 .await
                 .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
-            let url = cli.config.public_url.clone().unwrap_or_else(|| {
-                format!("http://{}/", cli.config.listen.map_or_else(|| "127.0.0.1:8080".to_owned(), |l| l.to_string()))
-            });
+            // As `serve` will announce it: flag, environment or file.
+            let url = crate::config::public_url(&cli.config)?;
             eprintln!(
                 "token {} `init` for `{}` (every power; never expires: keep it as the administrator's and give \
                  publishers narrower ones, step 5); the secret is shown this once, on standard output:",
@@ -267,34 +316,68 @@ async fn run(cli: Cli) -> Result<()> {
                 None => bail!("a user `{login}` exists already"),
             }
         }
+        Command::Token(TokenCommand::List { user }) => {
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            let user = existing_user(&pool, &user).await?;
+            let tokens = db::tokens::live_of_user(&pool, user.id).await.context("listing the tokens")?;
+            if tokens.is_empty() {
+                eprintln!("`{}` has no live token", user.login);
+            }
+            for t in tokens.iter().map(db::tokens::TokenRow::info) {
+                let used =
+                    t.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
+                println!("{}\t{}\t{}\tcreated {}\t{used}", t.id, t.name, powers(&t), t.created_at);
+            }
+        }
+        Command::Token(TokenCommand::Revoke { id }) => {
+            let pool = db::pool(&admin()?.database_url, 1)?;
+            let token = db::tokens::by_id(&pool, id).await.context("looking the token up")?;
+            let Some(token) = token.filter(|t| t.revoked_at.is_none()) else {
+                bail!("no live token with id {id}; `ebpkg-registry token list --user LOGIN` lists a user's");
+            };
+            if !db::tokens::revoke(&pool, token.user_id, id).await.context("revoking the token")? {
+                bail!("token {id} was revoked meanwhile");
+            }
+            println!("revoked token {id} `{}` of `{}`: refused from the next request on", token.name, token.login);
+        }
         Command::Token(TokenCommand::Create { user, name, scopes, packages, expires }) => {
             let pool = db::pool(&admin()?.database_url, 1)?;
-            let Some(user) = db::users::by_login(&pool, &user).await.context("looking the user up")? else {
-                bail!("no user `{user}`; create it with `ebpkg-registry user create {user}`");
-            };
+            let user = existing_user(&pool, &user).await?;
             let request = NewToken { name, scopes, packages, expires_in_days: expires };
             let created = crate::auth::issue_token(&pool, user.id, &request)
                 .await
                 .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
             eprintln!(
-                "token {} `{}` for `{}` ({}; {}); the secret is shown this once:",
+                "token {} `{}` for `{}` ({}); the secret is shown this once:",
                 created.token.id,
                 created.token.name,
                 user.login,
-                if created.token.scopes.is_empty() {
-                    "every power".to_owned()
-                } else {
-                    created.token.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-                },
-                match &created.token.expires_at {
-                    Some(at) => format!("expires {at}"),
-                    None => "never expires".to_owned(),
-                }
+                powers(&created.token)
             );
             println!("{}", created.secret);
         }
     }
     Ok(())
+}
+
+async fn existing_user(pool: &sqlx::PgPool, login: &str) -> Result<db::users::User> {
+    match db::users::by_login(pool, login).await.context("looking the user up")? {
+        Some(user) => Ok(user),
+        None => bail!("no user `{login}`; create it with `ebpkg-registry user create {login}`"),
+    }
+}
+
+/// What a token may do, in words: scopes, packages, expiry.
+fn powers(t: &TokenInfo) -> String {
+    let scopes = if t.scopes.is_empty() {
+        "every power".to_owned()
+    } else {
+        t.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    let packages =
+        if t.packages.is_empty() { "every package".to_owned() } else { format!("packages {}", t.packages.join(", ")) };
+    let expiry = t.expires_at.as_ref().map_or_else(|| "never expires".to_owned(), |at| format!("expires {at}"));
+    format!("{scopes}; {packages}; {expiry}")
 }
 
 async fn serve(config: Config, migrate: bool) -> Result<()> {

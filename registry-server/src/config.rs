@@ -255,6 +255,26 @@ fn config_file(args: &ConfigArgs) -> Result<ConfigFile, ConfigError> {
     }
 }
 
+fn listen(args: &ConfigArgs, file: &ConfigFile) -> Result<SocketAddr, ConfigError> {
+    match args.listen.or(file.listen) {
+        Some(a) => Ok(a),
+        None => DEFAULT_LISTEN.parse().map_err(|_| ConfigError::Missing { setting: "listen", how: "--listen" }),
+    }
+}
+
+fn public_url_of(args: &ConfigArgs, file: &ConfigFile, listen: SocketAddr) -> Result<Url, ConfigError> {
+    parse_public_url(
+        &args.public_url.clone().or(file.public_url.clone()).unwrap_or_else(|| format!("http://{listen}/")),
+    )
+}
+
+/// The URL clients reach the registry at, as `serve` announces it with these
+/// settings (flag, environment, then the file; else `http://LISTEN/`).
+pub fn public_url(args: &ConfigArgs) -> Result<Url, ConfigError> {
+    let file = config_file(args)?;
+    public_url_of(args, &file, listen(args, &file)?)
+}
+
 fn database_url(args: &ConfigArgs, file: &ConfigFile) -> Result<String, ConfigError> {
     args.database_url.clone().or(file.database_url.clone()).ok_or(ConfigError::Missing {
         setting: "database-url",
@@ -267,17 +287,13 @@ impl Config {
     pub fn load(args: &ConfigArgs) -> Result<Config, ConfigError> {
         let file = config_file(args)?;
         let database_url = database_url(args, &file)?;
-        let listen = match args.listen.or(file.listen) {
-            Some(a) => a,
-            None => DEFAULT_LISTEN.parse().map_err(|_| ConfigError::Missing { setting: "listen", how: "--listen" })?,
-        };
-        let storage = args.storage.clone().or(file.storage).ok_or(ConfigError::Missing {
+        let listen = listen(args, &file)?;
+        let storage = args.storage.clone().or(file.storage.clone()).ok_or(ConfigError::Missing {
             setting: "storage",
             how: "--storage file:///DIR (or s3://bucket/prefix), EBPKG_REGISTRY_STORAGE or `storage` in --config",
         })?;
         let storage = StorageUrl::parse(&storage)?;
-        let public = args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("http://{listen}/"));
-        let public_url = parse_public_url(&public)?;
+        let public_url = public_url_of(args, &file, listen)?;
         let new_package = Bucket {
             // A team's first import of its packages fits (the first-party set is 8);
             // a token spraying names is still stopped within minutes.
@@ -335,8 +351,28 @@ impl Config {
 fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     let text = ebpkg_fs::read_text(path, MAX_CONFIG_BYTES)
         .map_err(|e| ConfigError::File { path: path.to_owned(), why: e.to_string() })?;
-    toml::from_str(&text)
-        .map_err(|e| ConfigError::File { path: path.to_owned(), why: e.to_string().trim_end().to_owned() })
+    toml::from_str(&text).map_err(|e: toml::de::Error| {
+        let mut why = e.to_string().trim_end().to_owned();
+        if let Some(key) = nearest_key(e.message()) {
+            why.push_str(&format!("\ndid you mean `{key}`?"));
+        }
+        ConfigError::File { path: path.to_owned(), why }
+    })
+}
+
+/// For a key the file may not have, the one it most likely meant: serde's
+/// message names the key and the keys there are ("unknown field `a`, expected
+/// one of `b`, `c`").
+fn nearest_key(message: &str) -> Option<&str> {
+    let (unknown, expected) = message.strip_prefix("unknown field `")?.split_once('`')?;
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|key| (strsim::damerau_levenshtein(unknown, key), key))
+        .filter(|(distance, key)| *distance <= (unknown.len() / 3).max(2) || key.starts_with(unknown))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, key)| key)
 }
 
 /// An OIDC issuer: https (tokens and keys must not be readable or forgeable on
@@ -489,5 +525,32 @@ mod tests {
         std::fs::write(&file, "databse-url = \"x\"\n").unwrap();
         let err = Config::load(&args).err().unwrap().to_string();
         assert!(err.contains("registry.toml") && err.contains("databse-url"), "{err}");
+        assert!(err.ends_with("did you mean `database-url`?"), "{err}");
+    }
+
+    #[test]
+    fn a_misspelt_key_is_told_the_key_it_meant() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(&file, "database-url = \"postgres://db/x\"\ntrusted-proxy = [\"10.0.0.1\"]\n").unwrap();
+        let args = ConfigArgs { config: Some(file.clone()), ..ConfigArgs::default() };
+        let err = AdminConfig::load(&args).err().unwrap().to_string();
+        assert!(err.contains("unknown field `trusted-proxy`"), "{err}");
+        assert!(err.ends_with("did you mean `trusted-proxies`?"), "{err}");
+        // Nothing near: no guess.
+        std::fs::write(&file, "colour = \"blue\"\n").unwrap();
+        let err = AdminConfig::load(&args).err().unwrap().to_string();
+        assert!(!err.contains("did you mean"), "{err}");
+    }
+
+    #[test]
+    fn the_public_url_is_the_files_when_no_flag_says_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("registry.toml");
+        std::fs::write(&file, "listen = \"0.0.0.0:9090\"\npublic-url = \"https://ebpkg.corp.example\"\n").unwrap();
+        let args = ConfigArgs { config: Some(file.clone()), ..ConfigArgs::default() };
+        assert_eq!(public_url(&args).unwrap().as_str(), "https://ebpkg.corp.example/");
+        std::fs::write(&file, "listen = \"127.0.0.1:9090\"\n").unwrap();
+        assert_eq!(public_url(&args).unwrap().as_str(), "http://127.0.0.1:9090/");
     }
 }

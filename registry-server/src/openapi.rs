@@ -95,6 +95,7 @@ fn operations() -> Vec<Operation> {
     vec![
         op("get_index_config", None, body!(IndexConfig)),
         op("publish_version", None, body!(PublishResponse)),
+        op("check_publish", body!(PublishCheck), body!(PublishAllowed)),
         op("search_packages", None, body!(SearchResponse)),
         op("get_package", None, body!(PackageInfo)),
         op("get_version", None, body!(VersionInfo)),

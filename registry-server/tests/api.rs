@@ -9,8 +9,8 @@ use common::*;
 use ebpkg_registry::testing::{TestRegistry, pack_described, pack_with, publish_body};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{
-    ApiErrors, IndexConfig, MatchedOn, OwnersResponse, PackageInfo, PublishResponse, Scope, SearchResponse,
-    TokenCreated, TokenList, VersionInfo,
+    ApiErrors, IndexConfig, MatchedOn, OwnersResponse, PackageInfo, PublishAllowed, PublishResponse, Scope,
+    SearchResponse, TokenCreated, TokenList, VersionInfo,
 };
 use ebpkg_spec::types::Sha256Digest;
 use reqwest::StatusCode;
@@ -258,6 +258,12 @@ fn tokens_scopes_and_owners_decide_every_action() {
     for (action, expected) in table {
         for ((label, token), want) in kinds.iter().zip(expected) {
             next += 1;
+            // A publish is first checked (`packages/new/check`): the same answer, in the same words.
+            let checked = match action {
+                "publish new package" => Some(check_publish(&reg, token.as_deref(), &format!("guard{next}"), "1.0.0")),
+                "publish new version" => Some(check_publish(&reg, token.as_deref(), "guard", &format!("2.0.{next}"))),
+                _ => None,
+            };
             let mut request = match action {
                 "publish new package" => {
                     let name = format!("guard{next}");
@@ -295,8 +301,64 @@ fn tokens_scopes_and_owners_decide_every_action() {
             let detail =
                 if status.is_success() { String::new() } else { response.json::<ApiErrors>().unwrap().joined() };
             assert_eq!(status, want, "{action} with {label}: {detail}");
+            if let Some((checked, said)) = checked {
+                assert_eq!(checked, status, "the check of `{action}` with {label}: {said}");
+                if !status.is_success() {
+                    assert_eq!(said, detail, "the check of `{action}` with {label}: the same words");
+                }
+            }
         }
     }
+}
+
+/// `POST api/v1/packages/new/check`: its status and error detail (empty when allowed).
+fn check_publish(reg: &TestRegistry, token: Option<&str>, name: &str, vers: &str) -> (StatusCode, String) {
+    let mut request = http()
+        .post(format!("{}api/v1/packages/new/check", reg.url()))
+        .json(&serde_json::json!({"name": name, "vers": vers}));
+    if let Some(token) = token {
+        request = request.header("Authorization", token);
+    }
+    let response = request.send().unwrap();
+    let status = response.status();
+    if status.is_success() {
+        let allowed: PublishAllowed = response.json().unwrap();
+        (status, if allowed.new_package { String::new() } else { "(a new version)".to_owned() })
+    } else {
+        (status, response.json::<ApiErrors>().unwrap().joined())
+    }
+}
+
+/// The check answers 409 as the publish would: a version that exists, a name
+/// spelt differently, a name too close to another's package.
+#[test]
+fn the_publish_check_answers_conflicts_as_the_publish_does() {
+    let reg = TestRegistry::start().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let alice = reg.token("alice", &[], &[]).unwrap();
+    let bob = reg.token("bob", &[], &[]).unwrap();
+    let body =
+        publish_body(&pack_with(scratch.path(), "my-pkg", "1.0.0", "", &[]).unwrap(), "my-pkg", "1.0.0").unwrap();
+    assert_eq!(publish(&reg, &alice, &body).status(), StatusCode::OK);
+    for (token, name, vers, says) in [
+        (&alice, "my-pkg", "1.0.0", "already exists"),
+        (&alice, "my_pkg", "1.1.0", "collides with the existing package `my-pkg`"),
+        (&bob, "my-pkg", "1.1.0", "is not an owner of `my-pkg`"),
+        (&bob, "rny-pkg", "1.0.0", "too close to the existing package `my-pkg`"),
+    ] {
+        let (status, detail) = check_publish(&reg, Some(token), name, vers);
+        assert!(detail.contains(says), "{name}@{vers}: {detail}");
+        let body = publish_body(&pack_with(scratch.path(), name, vers, "", &[]).unwrap(), name, vers).unwrap();
+        let real = publish(&reg, token, &body);
+        assert_eq!(real.status(), status, "{name}@{vers}");
+        assert_eq!(real.json::<ApiErrors>().unwrap().joined(), detail, "{name}@{vers}: the same words");
+    }
+    // Allowed: a new version of an existing package, or a new package.
+    assert_eq!(check_publish(&reg, Some(&alice), "my-pkg", "1.1.0"), (StatusCode::OK, "(a new version)".to_owned()));
+    assert_eq!(check_publish(&reg, Some(&alice), "other", "0.1.0"), (StatusCode::OK, String::new()));
+    // Not of the form a version has: refused as a malformed body, before anything.
+    let (status, _) = check_publish(&reg, Some(&alice), "my-pkg", "1.0");
+    assert!(status == StatusCode::UNPROCESSABLE_ENTITY || status == StatusCode::BAD_REQUEST, "{status}");
 }
 
 #[test]
@@ -755,10 +817,89 @@ fn init_makes_the_administrator_and_a_working_token_and_says_what_next() {
     let me: serde_json::Value =
         http().get(format!("{}api/v1/me", reg.url())).header("Authorization", &secret).send().unwrap().json().unwrap();
     assert_eq!(me["login"], "alice", "{me}");
-    let again = init();
+    // Again, configured by a file: the next steps name the file's public URL.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registry.toml");
+    let settings = format!(
+        "database-url = \"{}\"\nlisten = \"0.0.0.0:9443\"\npublic-url = \"https://pkgs.corp.example:9443/\"\n",
+        database.url()
+    );
+    std::fs::write(&file, settings).unwrap();
+    let again =
+        std::process::Command::new(bin).arg("--config").arg(&file).args(["init", "--admin", "alice"]).output().unwrap();
     let said = String::from_utf8_lossy(&again.stderr).into_owned();
     assert!(again.status.success() && said.contains("exists already"), "{said}");
+    assert!(said.contains("ebpkg login --registry https://pkgs.corp.example:9443/"), "{said}");
+    assert!(!said.contains("127.0.0.1:8080"), "{said}");
     assert_ne!(String::from_utf8_lossy(&again.stdout).trim(), secret, "another token");
+}
+
+/// `ebpkg-registry token list|revoke`: on the database, for any user; a revoked
+/// token is refused by the next request.
+#[test]
+fn the_administrator_lists_and_revokes_tokens_and_a_revoked_one_is_refused_at_once() {
+    let reg = TestRegistry::start().unwrap();
+    let secret = reg.token("carol", &[Scope::PublishNew], &["net*"]).unwrap();
+    let bin = env!("CARGO_BIN_EXE_ebpkg-registry");
+    let admin = |args: &[&str]| {
+        std::process::Command::new(bin).args(["--database-url", &reg.database().url()]).args(args).output().unwrap()
+    };
+    let me = || http().get(format!("{}api/v1/me", reg.url())).header("Authorization", &secret).send().unwrap();
+    assert_eq!(me().status(), StatusCode::OK);
+    let listed = admin(&["token", "list", "--user", "carol"]);
+    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let line = text.lines().next().unwrap_or_default();
+    for part in ["test token of carol", "publish-new", "packages net*", "never expires", "last used 20"] {
+        assert!(line.contains(part), "`{part}` in {text}");
+    }
+    assert!(!text.contains(&secret), "never a secret: {text}");
+    let id = line.split('\t').next().unwrap();
+    let revoked = admin(&["token", "revoke", id]);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    assert!(String::from_utf8_lossy(&revoked.stdout).contains("of `carol`"));
+    let refused = me();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert!(refused.text().unwrap().contains("was revoked"));
+    let again = admin(&["token", "revoke", id]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains(&format!("no live token with id {id}")));
+    let none = admin(&["token", "list", "--user", "carol"]);
+    assert!(none.stdout.is_empty() && String::from_utf8_lossy(&none.stderr).contains("no live token"));
+    let nobody = admin(&["token", "list", "--user", "nobody"]);
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("no user `nobody`"));
+}
+
+/// The administration commands' --help lists the settings they read, not the
+/// ~22 of `serve`; `serve --help` lists them all.
+#[test]
+fn each_commands_help_lists_only_the_settings_it_reads() {
+    let bin = env!("CARGO_BIN_EXE_ebpkg-registry");
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(bin).args(args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for command in [&["token", "create"][..], &["token", "list"], &["token", "revoke"], &["user"], &["tuf", "init"]] {
+        let text = help(command);
+        assert!(text.contains("--database-url") && text.contains("--config"), "{command:?}: {text}");
+        for serving in ["--listen", "--max-archive-bytes", "--trusted-proxy", "--ip-rate-per-minute", "--storage"] {
+            assert!(!text.contains(serving), "{command:?} repeats {serving}: {text}");
+        }
+    }
+    let tuf_init = help(&["tuf", "init"]);
+    let online_key = tuf_init.lines().find(|l| l.trim_start().starts_with("--online-key <FILE>")).unwrap_or_default();
+    assert!(online_key.contains("The online key"), "--online-key is described: {tuf_init}");
+    let init = help(&["init"]);
+    assert!(init.contains("--public-url") && !init.contains("--max-archive-bytes"), "{init}");
+    let serve = help(&["serve"]);
+    assert!(serve.contains("--max-archive-bytes") && serve.contains("--trusted-proxy"), "{serve}");
+    // Hidden is still accepted: the settings are global, wherever they are written.
+    let out = std::process::Command::new(bin)
+        .args(["user", "create", "--listen", "127.0.0.1:1", "--database-url", "postgres://nobody@127.0.0.1:1/x", "x"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("unexpected argument"), "{out:?}");
 }
 
 #[test]

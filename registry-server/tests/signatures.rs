@@ -330,3 +330,36 @@ fn any_owners_key_signs_and_revocation_or_removal_ends_it() {
     );
     assert_eq!(index_lines(&reg, "index/me/te/meter").len(), 3);
 }
+
+/// The publish check (`packages/new/check`) with the key a version would be
+/// signed with: the key's refusals the publish gives before the archive, in its
+/// words (403 a key that is not a live owner's); without a key, no signature is
+/// checked (one made elsewhere, with cosign, comes with the publish).
+#[test]
+fn the_publish_check_answers_for_the_signing_key_as_the_publish_does() {
+    let reg = signed_registry();
+    let scratch = tempfile::tempdir().unwrap();
+    let alice = reg.token("alice", &[], &[]).unwrap();
+    let key = SigningKey::generate().unwrap();
+    let id = key.public().id().to_string();
+    let check = |key: Option<&str>| {
+        let mut body = serde_json::json!({"name": "signed", "vers": "1.0.0"});
+        if let Some(key) = key {
+            body["key"] = serde_json::Value::from(key);
+        }
+        let r = send(&reg, Method::POST, "api/v1/packages/new/check", &alice, Some(body));
+        let status = r.status();
+        (status, if status.is_success() { String::new() } else { r.json::<ApiErrors>().unwrap().joined() })
+    };
+    let packed = pack_with(scratch.path(), "signed", "1.0.0", "", &[]).unwrap();
+    let real = |body: Vec<u8>| {
+        let r = publish(&reg, &alice, &body);
+        (r.status(), r.json::<ApiErrors>().unwrap().joined())
+    };
+    assert_eq!(check(None), (StatusCode::OK, String::new()));
+    let unregistered = check(Some(&id));
+    assert!(unregistered.1.contains("not registered with this registry"), "{}", unregistered.1);
+    assert_eq!(unregistered, real(signed_publish_body(&packed, "signed", "1.0.0", &key).unwrap()));
+    assert_eq!(register(&reg, &alice, "alice", &key).status(), StatusCode::OK);
+    assert_eq!(check(Some(&id)), (StatusCode::OK, String::new()));
+}

@@ -34,8 +34,9 @@ pub use http_registry::{
 pub use mirror::{MirrorReport, mirror};
 pub use open::{check_root as check_tuf_root, open_registry};
 pub use registry::{
-    IndexFingerprint, IndexText, KeyRecord, MatchedOn, NewTrustedPublisher, Owner, PublishSignature, PublisherKey,
-    Registry, SearchHit, SignedVersion, TrustedPublisher, warn_skipped_line,
+    IndexFingerprint, IndexText, KeyRecord, MatchedOn, NewToken, NewTrustedPublisher, Owner, PublishAllowed,
+    PublishSignature, PublisherKey, Registry, SearchHit, SignedVersion, TokenCreated, TokenInfo, TrustedPublisher,
+    warn_skipped_line,
 };
 pub use tuf::TufTrust;
 pub use url::{RegistryKind, RegistryUrl, UrlError};

@@ -3,7 +3,10 @@
 use ebpkg_signing::{PublicKey, SignedAttestation, SignedBundle, SigningKey};
 use ebpkg_spec::index::IndexEntry;
 pub use ebpkg_spec::registry_api::AttestationAccepted;
-pub use ebpkg_spec::registry_api::{MatchedOn, NewTrustedPublisher, Owner, PublisherKey, SearchHit, TrustedPublisher};
+pub use ebpkg_spec::registry_api::{
+    MatchedOn, NewToken, NewTrustedPublisher, Owner, PublishAllowed, PublisherKey, SearchHit, TokenCreated, TokenInfo,
+    TrustedPublisher,
+};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
@@ -115,6 +118,38 @@ pub trait Registry: Send + Sync {
     /// Revokes one of the caller's keys: publishes signed by it are refused from
     /// then on, and installs are told.
     fn revoke_key(&self, id: &KeyId) -> Result<PublisherKey> {
+        let _ = id;
+        Err(no_accounts(self.url()))
+    }
+
+    /// Whether the caller's token may publish `name@version`, as the publish
+    /// itself would answer before its archive (the token's scopes and package
+    /// globs, the owners, the names, and the signing key when there is one:
+    /// registered, live and an owner's). `None`: the registry has no tokens to ask
+    /// about (a directory registry: whoever can write it publishes).
+    fn may_publish(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        key: Option<&KeyId>,
+    ) -> Result<Option<PublishAllowed>> {
+        let _ = (name, version, key);
+        Ok(None)
+    }
+
+    /// The caller's live API tokens (never their secrets). Only registry servers have accounts.
+    fn tokens(&self) -> Result<Vec<TokenInfo>> {
+        Err(no_accounts(self.url()))
+    }
+
+    /// Creates an API token for the caller; its secret is in the answer, and only there.
+    fn create_token(&self, new: &NewToken) -> Result<TokenCreated> {
+        let _ = new;
+        Err(no_accounts(self.url()))
+    }
+
+    /// Revokes one of the caller's tokens by its id: refused from then on. The registry's answer.
+    fn revoke_token(&self, id: i64) -> Result<String> {
         let _ = id;
         Err(no_accounts(self.url()))
     }

@@ -1,7 +1,7 @@
-//! Commands about who publishes: `login`, `logout`, `owner`: their arguments,
-//! reading the token (standard input, or a prompt with echo off), and what they
-//! print. The work is `ops::account::{login, logout}` and `ops::owner`'s
-//! functions, one for each `owner` subcommand.
+//! Commands about who publishes: `login`, `logout`, `owner`, `token`: their
+//! arguments, reading the token (standard input, or a prompt with echo off), and
+//! what they print. The work is `ops::account::{login, logout}`, `ops::owner`'s
+//! functions, one for each `owner` subcommand, and `ops::token`'s.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use ebpkg_sources::{PublisherKey, RegistryUrl, TrustedPublisher};
 use ebpkg_spec::PackageName;
+use ebpkg_spec::registry_api::{NewToken, Scope, TokenInfo};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -114,6 +115,111 @@ enum OwnerKeyCommand {
     Remove { id: String },
     /// List your keys, revoked ones included.
     List,
+}
+
+#[derive(Args)]
+#[command(after_help = "Your tokens on the registry server (--registry, else the default one), as crates.io's \
+token page: managing them needs an unrestricted token (no --scope, no --package), which `ebpkg login` saved.\n\n\
+Examples:\n  ebpkg token list\n  \
+ebpkg token create ci-publish --scope publish-new --scope publish-update --package 'net*' --expires 90\n  \
+ebpkg token revoke ci-publish      # or by its id: ebpkg token revoke 7")]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    command: TokenCommand,
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// List your live tokens: id, name, scopes, package globs, expiry and last use (never secrets).
+    List,
+    /// Create a token and print its secret, once, on standard output.
+    Create {
+        /// A name to recognize it by (1 to 64 printable characters).
+        name: String,
+        /// publish-new, publish-update, yank, change-owners (repeatable); none: every power.
+        #[arg(long = "scope", value_parser = Scope::parse_arg)]
+        scopes: Vec<Scope>,
+        /// Limit to packages matching this glob, `*` matching any run of characters (repeatable).
+        #[arg(long = "package", value_name = "GLOB")]
+        packages: Vec<String>,
+        /// Expire after this many days (1 to 3650); without it the token never expires.
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=3650))]
+        expires: Option<u32>,
+    },
+    /// Revoke a token by its id or its name: the registry refuses it at once.
+    Revoke {
+        /// The token's id (`ebpkg token list`) or name.
+        token: String,
+    },
+}
+
+pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
+    match args.command {
+        TokenCommand::List => {
+            let listed = crate::ops::token::list(ctx)?;
+            if ctx.ui.json {
+                return ctx.ui.json(&listed.tokens).map(|()| ExitCode::SUCCESS);
+            }
+            if listed.tokens.is_empty() {
+                ctx.ui.status("Tokens", format!("none live on {}", listed.registry));
+            }
+            for t in &listed.tokens {
+                ctx.ui.out(token_line(t));
+            }
+        }
+        TokenCommand::Create { name, scopes, packages, expires } => {
+            let new = NewToken { name, scopes, packages, expires_in_days: expires };
+            let created = crate::ops::token::create(ctx, &new)?;
+            if ctx.ui.json {
+                return ctx.ui.json(&created.created).map(|()| ExitCode::SUCCESS);
+            }
+            let t = &created.created.token;
+            ctx.ui.status(
+                "Created",
+                format!(
+                    "token {} `{}` on {} ({}); its secret, shown this once, is on standard output",
+                    t.id,
+                    t.name,
+                    created.registry,
+                    powers(t)
+                ),
+            );
+            ctx.ui.out(&created.created.secret);
+        }
+        TokenCommand::Revoke { token } => {
+            let revoked = crate::ops::token::revoke(ctx, &token)?;
+            if ctx.ui.json {
+                return ctx.ui.json(&revoked.token).map(|()| ExitCode::SUCCESS);
+            }
+            ctx.ui.status(
+                "Revoked",
+                format!(
+                    "token {} `{}` on {}: the registry refuses it from now on",
+                    revoked.token.id, revoked.token.name, revoked.registry
+                ),
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a token may do, in words: its scopes, its packages, its expiry.
+fn powers(t: &TokenInfo) -> String {
+    let scopes = if t.scopes.is_empty() {
+        "every power".to_owned()
+    } else {
+        t.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    let packages =
+        if t.packages.is_empty() { "every package".to_owned() } else { format!("packages {}", t.packages.join(", ")) };
+    let expiry = t.expires_at.as_ref().map_or_else(|| "never expires".to_owned(), |at| format!("expires {at}"));
+    format!("{scopes}; {packages}; {expiry}")
+}
+
+/// One line of `token list`: id, name, powers, last use.
+fn token_line(t: &TokenInfo) -> String {
+    let used = t.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
+    format!("{}\t{}\t{}\tcreated {}\t{used}", t.id, t.name, powers(t), t.created_at)
 }
 
 /// Longest token accepted on standard input.

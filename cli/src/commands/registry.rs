@@ -22,10 +22,11 @@ use crate::ops::yank::{YankOptions, Yanked};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, publish nothing\n  ebpkg publish --with-objects  ship the portable objects too: installs need no clang\n  ebpkg publish --dry-run --out pkg.tar.gz     the archive, to sign elsewhere (cosign sign-blob)\n  ebpkg publish --bundle b.json --public-key cosign.pub"
+    after_help = "Examples:\n  ebpkg publish --registry file:///srv/ebpkg\n  ebpkg login --registry https://ebpkg.corp.example/ && ebpkg publish --registry https://ebpkg.corp.example/\n  ebpkg publish --dry-run       pack and verify, ask the registry server whether the token may publish it; publish nothing\n  ebpkg publish --with-objects  ship the portable objects too: installs need no clang\n  ebpkg publish --dry-run --out pkg.tar.gz     the archive, to sign elsewhere (cosign sign-blob)\n  ebpkg publish --bundle b.json --public-key cosign.pub"
 )]
 pub struct PublishArgs {
-    /// Pack and verify only.
+    /// Pack and verify only; a registry server is asked whether this token may
+    /// publish the version (its scopes, package globs, the owners, the name).
     #[arg(long)]
     dry_run: bool,
     /// Skip the verification: building the package, compiling its chains and
@@ -130,7 +131,13 @@ fn print_published(ctx: &Ctx, published: Published) -> Result<()> {
             "Skipped",
             format!("{id}: {registry} has it already, published without its objects (the next version ships them)"),
         ),
-        Published::DryRun { id } => ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)")),
+        Published::DryRun { id, allowed } => {
+            if let Some((registry, allowed)) = allowed {
+                let new = if allowed.new_package { " (a new package: its first owner)" } else { "" };
+                ctx.ui.status("Allowed", format!("{registry}: `{}` may publish {id}{new}", allowed.login));
+            }
+            ctx.ui.status("Skipped", format!("publishing {id} (--dry-run)"))
+        }
         Published::Sent { id, registry, entry, own_key } => {
             if ctx.ui.json {
                 ctx.ui.json(&entry)?;

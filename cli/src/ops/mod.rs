@@ -26,6 +26,7 @@ pub mod search;
 pub mod ship_objects;
 pub mod shipped;
 pub mod test;
+pub mod token;
 pub mod trust;
 pub mod tuf;
 pub mod verify;

@@ -18,7 +18,7 @@ pub struct KeyChange {
 }
 
 /// The default registry itself (never a mirror: accounts live at the origin).
-fn origin(ctx: &Ctx) -> Result<Box<dyn Registry>> {
+pub(crate) fn origin(ctx: &Ctx) -> Result<Box<dyn Registry>> {
     let regs = ctx.registries()?;
     regs.open_origin(&regs.default, None)
 }

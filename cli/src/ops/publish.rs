@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ebpkg_resolver::UpdatePolicy;
-use ebpkg_sources::RegistryUrl;
+use ebpkg_sources::{PublishAllowed, RegistryUrl};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Lockfile, Manifest, PackageId, PackageName};
@@ -51,8 +51,10 @@ pub struct PublishOptions<'a> {
 pub enum Published {
     /// `--skip-existing`, and the registry has this version already.
     AlreadyThere { id: PackageId, registry: RegistryUrl, how: Existing },
-    /// `--dry-run`: packed, signed and verified; nothing was sent.
-    DryRun { id: PackageId },
+    /// `--dry-run`: packed, signed and verified; nothing was sent. A registry
+    /// server said the token may publish it (`None` for a directory registry,
+    /// which has no tokens).
+    DryRun { id: PackageId, allowed: Option<(RegistryUrl, PublishAllowed)> },
     /// Sent to `registry`, which answered with its index entry.
     Sent {
         id: PackageId,
@@ -115,6 +117,17 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     // Signed first: a key that does not open (a wrong passphrase) is said before
     // the build and the kernel's verification, not after them; --dry-run too.
     let signature = publish_signature(ctx, &opts, &id, &packed.bytes)?;
+    // A dry run asks the server what the publish would answer before the archive
+    // (the token's scopes and package globs, the owners, the name, the signing
+    // key), before the dependencies are resolved: a first publish's may not be
+    // there yet.
+    let allowed = if opts.dry_run {
+        let registry = regs.open_origin(&regs.default, None)?;
+        let key = signature.as_ref().map(|s| s.key.id());
+        registry.may_publish(&m.package.name, &m.package.version, key)?.map(|a| (regs.default.clone(), a))
+    } else {
+        None
+    };
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
     let lock = resolve(ctx, Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
@@ -125,7 +138,7 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
         verify_package(ctx, project, packed.sha256, &regs, &lock)?;
     }
     if opts.dry_run {
-        return Ok(Published::DryRun { id });
+        return Ok(Published::DryRun { id, allowed });
     }
     // Over HTTP the upload shows as a bar on a terminal.
     let registry = regs.open_origin(&regs.default, ctx.ui.upload_bar("Uploading"))?;

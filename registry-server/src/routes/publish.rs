@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use bytes::{Bytes, BytesMut};
 use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
-use ebpkg_spec::registry_api::{self, PublishMetadata, PublishResponse, Scope};
+use ebpkg_spec::registry_api::{self, PublishAllowed, PublishCheck, PublishMetadata, PublishResponse, Scope};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName};
 use futures_util::StreamExt;
@@ -73,34 +73,18 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     let id = format!("{}@{}", metadata.name, metadata.vers);
     let bundle = match &metadata.bundle {
         Some(json) => Some(parse_bundle(json, &metadata, &id)?),
-        None if state.config.allow_unsigned => None,
         None => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!(
-                    "{id} is not signed, and this registry accepts only signed versions: create a key with \
-                     `ebpkg key generate`, register it with `ebpkg owner key add`, then publish again (ebpkg signs \
-                     with it)"
-                ),
-            ));
+            allows_unsigned(state, &id)?;
+            None
         }
     };
 
     // Everything that needs no archive, before reading it.
     let keys = {
         let mut conn = state.db.acquire().await?;
-        let signers = match db::packages::find(&mut *conn, &metadata.name.normalized()).await? {
-            None => {
-                caller.require(Scope::PublishNew, metadata.name.as_str())?;
-                vec![caller.user_id]
-            }
-            Some(pkg) => {
-                check_existing(&mut conn, caller, &metadata, &pkg, &id).await?;
-                db::packages::owner_ids(&mut *conn, pkg.id).await?
-            }
-        };
+        let allowed = authorize(&mut conn, caller, &metadata.name, &metadata.vers, &id).await?;
         match &bundle {
-            Some(bundle) => super::keys::signer_keys(&mut conn, bundle.key_hint(), &signers, &id).await?,
+            Some(bundle) => super::keys::signer_keys(&mut conn, bundle.key_hint(), &allowed.signers, &id).await?,
             None => Vec::new(),
         }
     };
@@ -139,6 +123,98 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     Ok(PublishResponse { entry })
 }
 
+/// Whether this token may publish this version: what a publish of it answers
+/// before reading its archive (401, 403, 409), without publishing.
+///
+/// With `key`, the key is checked as the publish checks its signature's (registered,
+/// live, an owner's); without it, no signature is checked (the archive may be signed
+/// elsewhere: the publish refuses an unsigned one when the registry requires
+/// signatures, as its `config.json` says).
+///
+/// Its limits: it sees neither the archive nor the signature itself, so what only
+/// they decide (the checksum, the manifest, the size, whether the signature
+/// verifies) is the publish's to say; it takes nothing from the publish rate limit,
+/// so a publish can still answer 429; and it answers for now: an owner removed or a
+/// version published in between changes the publish's answer.
+#[utoipa::path(post, path = "/api/v1/packages/new/check", operation_id = "check_publish", tag = "packages",
+    request_body(content_type = "application/json", description = "{\"name\", \"vers\"}: the version to publish"),
+    responses(
+        (status = 200, description = "A publish of it would get past the token, the owners and the names", content_type = "application/json"),
+        (status = 401, description = "No valid token"),
+        (status = 403, description = "Not an owner, the token's scopes or package globs do not allow it, or the key is not a live key of an owner: the publish's own message"),
+        (status = 409, description = "The version exists, or the name collides with or is too close to another package"),
+        (status = 503, description = "Database unavailable")),
+    security(("token" = [])))]
+pub async fn check(
+    State(state): State<AppState>,
+    caller: Caller,
+    axum::Json(request): axum::Json<PublishCheck>,
+) -> ApiResult<axum::Json<PublishAllowed>> {
+    let id = format!("{}@{}", request.name, request.vers);
+    let mut conn = state.db.acquire().await?;
+    let allowed = authorize(&mut conn, &caller, &request.name, &request.vers, &id).await?;
+    if let Some(key) = &request.key {
+        super::keys::signer_keys(&mut conn, Some(key), &allowed.signers, &id).await?;
+    }
+    Ok(axum::Json(PublishAllowed { login: caller.login, new_package: allowed.new_package }))
+}
+
+/// Refuses an unsigned version unless the registry accepts them.
+fn allows_unsigned(state: &AppState, id: &str) -> ApiResult<()> {
+    if state.config.allow_unsigned {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!(
+            "{id} is not signed, and this registry accepts only signed versions: create a key with `ebpkg key \
+             generate`, register it with `ebpkg owner key add`, then publish again (ebpkg signs with it)"
+        ),
+    ))
+}
+
+/// Who may sign a version the caller may publish.
+struct Authorized {
+    /// The users whose keys may sign it: the package's owners, or the caller
+    /// for a new package.
+    signers: Vec<i64>,
+    new_package: bool,
+}
+
+/// The token, the owners and the names: whether `caller` may publish
+/// `name@vers`. One function for the publish and its check ([`check`]), so that
+/// they answer alike; [`commit`] asks again under the package's lock.
+async fn authorize(
+    conn: &mut sqlx::PgConnection,
+    caller: &Caller,
+    name: &PackageName,
+    vers: &semver::Version,
+    id: &str,
+) -> ApiResult<Authorized> {
+    match db::packages::find(&mut *conn, &name.normalized()).await? {
+        None => {
+            caller.require(Scope::PublishNew, name.as_str())?;
+            if let Some(existing) = db::packages::too_close(conn, name, caller.user_id).await? {
+                return Err(too_close(id, &existing));
+            }
+            Ok(Authorized { signers: vec![caller.user_id], new_package: true })
+        }
+        Some(pkg) => {
+            check_existing(conn, caller, name, vers, &pkg, id).await?;
+            Ok(Authorized { signers: db::packages::owner_ids(&mut *conn, pkg.id).await?, new_package: false })
+        }
+    }
+}
+
+fn too_close(id: &str, existing: &str) -> ApiError {
+    ApiError::conflict(format!(
+        "{id}: the name is too close to the existing package `{existing}` ({}), so one could pass for the \
+         other; choose another name, publish as `{existing}` if it is yours, or ask the registry's operator \
+         to release it",
+        ebpkg_spec::names::LOOK_ALIKES
+    ))
+}
+
 fn framing(e: registry_api::FramingError) -> ApiError {
     match e {
         registry_api::FramingError::TooLarge { .. } => ApiError::too_large(e.to_string()),
@@ -152,18 +228,19 @@ fn framing(e: registry_api::FramingError) -> ApiError {
 async fn check_existing(
     conn: &mut sqlx::PgConnection,
     caller: &Caller,
-    metadata: &PublishMetadata,
+    name: &PackageName,
+    vers: &semver::Version,
     pkg: &PackageRow,
     id: &str,
 ) -> ApiResult<()> {
-    if pkg.name != metadata.name.as_str() {
+    if pkg.name != name.as_str() {
         return Err(ApiError::conflict(format!(
             "{id}: the name collides with the existing package `{}` (names that differ only in case or \
              `-`/`_` are one package); publish as `{}` or choose another name",
             pkg.name, pkg.name
         )));
     }
-    if db::packages::version_exists(&mut *conn, pkg.id, &metadata.vers).await? {
+    if db::packages::version_exists(&mut *conn, pkg.id, vers).await? {
         return Err(ApiError::conflict(format!(
             "{id} already exists (versions are immutable, yanked ones too); bump the version in ebpkg.toml"
         )));
@@ -174,7 +251,7 @@ async fn check_existing(
             caller.login, pkg.name, pkg.name, caller.login
         )));
     }
-    caller.require(Scope::PublishUpdate, metadata.name.as_str())
+    caller.require(Scope::PublishUpdate, name.as_str())
 }
 
 /// A verified signature: the key it verified with and the bundle as published.
@@ -333,12 +410,7 @@ async fn commit(
     let (pkg, new_package) = match db::packages::lock(&mut tx, &normalized).await? {
         Some(pkg) => (pkg, false),
         None if let Some(existing) = db::packages::too_close(&mut tx, name, caller.user_id).await? => {
-            return Err(ApiError::conflict(format!(
-                "{id}: the name is too close to the existing package `{existing}` ({}), so one could pass for the \
-                 other; choose another name, publish as `{existing}` if it is yours, or ask the registry's operator \
-                 to release it",
-                ebpkg_spec::names::LOOK_ALIKES
-            )));
+            return Err(too_close(id, &existing));
         }
         None => match db::packages::create(&mut tx, name).await? {
             Some(created) => {
@@ -354,7 +426,7 @@ async fn commit(
         },
     };
     if !new_package {
-        check_existing(&mut tx, caller, metadata, &pkg, id).await?;
+        check_existing(&mut tx, caller, &metadata.name, &metadata.vers, &pkg, id).await?;
     }
     let package_id = pkg.id;
     if let Some(signature) = signature {

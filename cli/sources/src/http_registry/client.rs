@@ -133,20 +133,23 @@ pub enum Method {
     /// `PUT api/v1/packages/new`: never repeated, since a publish that reached the
     /// server and then lost its answer would come back as "already exists".
     Publish,
+    /// A `PUT` that creates something (`PUT api/v1/tokens`): not repeated
+    /// either, or a lost answer would make a second one.
+    PutOnce,
 }
 
 impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::Get => "GET",
-            Method::Put | Method::Publish => "PUT",
+            Method::Put | Method::Publish | Method::PutOnce => "PUT",
             Method::Post => "POST",
             Method::Delete => "DELETE",
         }
     }
 
     fn idempotent(self) -> bool {
-        !matches!(self, Method::Publish | Method::Post)
+        !matches!(self, Method::Publish | Method::Post | Method::PutOnce)
     }
 }
 
@@ -354,7 +357,7 @@ impl Client {
         let inner = self.inner(r.url)?;
         let mut request = match r.method {
             Method::Get => inner.get(r.url),
-            Method::Put | Method::Publish => inner.put(r.url),
+            Method::Put | Method::Publish | Method::PutOnce => inner.put(r.url),
             Method::Post => inner.post(r.url),
             Method::Delete => inner.delete(r.url),
         };

@@ -17,9 +17,10 @@ use std::sync::OnceLock;
 use ebpkg_signing::{PublicKey, SigningKey};
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::registry_api::{
-    self, IndexConfig, Me, NewPublisherKey, NewTrustedPublisher, OkResponse, Owner, OwnersRequest, OwnersResponse,
-    PublishMetadata, PublishResponse, PublisherKey, PublisherKeyList, SearchResponse, TrustedPublisher,
-    TrustedPublisherList, TrustedPublishingExchange, TrustedPublishingToken, VersionInfo,
+    self, IndexConfig, Me, NewPublisherKey, NewToken, NewTrustedPublisher, OkResponse, Owner, OwnersRequest,
+    OwnersResponse, PublishAllowed, PublishCheck, PublishMetadata, PublishResponse, PublisherKey, PublisherKeyList,
+    SearchResponse, TokenCreated, TokenInfo, TokenList, TrustedPublisher, TrustedPublisherList,
+    TrustedPublishingExchange, TrustedPublishingToken, VersionInfo,
 };
 use ebpkg_spec::types::KeyId;
 use ebpkg_spec::{Manifest, PackageName};
@@ -667,6 +668,47 @@ impl Registry for HttpRegistry {
         let what = format!("revoking publisher key {id}");
         let token = self.write_token("revoking a publisher key")?;
         self.api_json(Method::Delete, &format!("me/{}", registry_api::key_path(id)), &what, None, Some(token))
+    }
+
+    /// Said as the publish would say it ("publishing NAME@VERSION"), with the
+    /// server's own words: the check runs the publish's own authorisation.
+    fn may_publish(
+        &self,
+        name: &PackageName,
+        version: &Version,
+        key: Option<&KeyId>,
+    ) -> Result<Option<PublishAllowed>> {
+        self.online("checking a publish")?;
+        let token = self.write_token("publishing")?;
+        let check = PublishCheck { name: name.clone(), vers: version.clone(), key: key.copied() };
+        let body = serde_json::to_vec(&check)
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
+        let what = format!("publishing {name}@{version} (--dry-run)");
+        self.api_json(Method::Post, registry_api::PUBLISH_CHECK_PATH, &what, Some(body), Some(token)).map(Some)
+    }
+
+    fn tokens(&self) -> Result<Vec<TokenInfo>> {
+        self.online("listing tokens")?;
+        let token = self.write_token("listing your tokens")?;
+        let list: TokenList = self.api_json(Method::Get, "tokens", "listing your tokens", None, Some(token))?;
+        Ok(list.tokens)
+    }
+
+    fn create_token(&self, new: &NewToken) -> Result<TokenCreated> {
+        self.online("creating a token")?;
+        let token = self.write_token("creating a token")?;
+        let body = serde_json::to_vec(new)
+            .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
+        let what = format!("creating the token `{}`", new.name);
+        self.api_json(Method::PutOnce, "tokens", &what, Some(body), Some(token))
+    }
+
+    fn revoke_token(&self, id: i64) -> Result<String> {
+        self.online("revoking a token")?;
+        let token = self.write_token("revoking a token")?;
+        let what = format!("revoking token {id}");
+        let answer: OkResponse = self.api_json(Method::Delete, &format!("tokens/{id}"), &what, None, Some(token))?;
+        Ok(answer.msg.unwrap_or_else(|| format!("token {id} revoked")))
     }
 
     fn set_yanked(&self, name: &PackageName, version: &Version, yanked: bool) -> Result<IndexEntry> {
