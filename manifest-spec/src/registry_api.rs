@@ -86,21 +86,13 @@ pub struct PublishMetadata {
     pub bundle: Option<serde_json::Value>,
 }
 
-/// A version as the API reads it: SemVer 2.0, each number at most 16 digits
-/// (so that it fits the 64 bits the parser keeps).
-pub const VERSION_PATTERN: &str = r"^(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})(-(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$";
-
-/// A publisher key id as the API reads it in a JSON body: standard base64 of 32
-/// bytes (the last character before `=` carries 4 bits, the rest being zero).
-pub const KEY_ID_PATTERN: &str = "^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$";
-
 /// A package name a publish may take, as a schema: the characters and length of
 /// SPEC §2.1, and not one of the reserved names.
 fn publishable_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",
         "description": "A package name: ASCII lowercase letters, digits, `-` and `_`, starting with a letter, at most 64 characters, not a reserved name.",
-        "pattern": "^[a-z][a-z0-9_-]{0,63}$",
+        "pattern": limits::PACKAGE_NAME_PATTERN,
         "not": {"enum": crate::names::reserved_package_names()},
     })
 }
@@ -110,7 +102,7 @@ fn key_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": ["string", "null"],
         "description": "A publisher key id: standard base64 of the SHA-256 of the key's SubjectPublicKeyInfo DER; null or absent: no key.",
-        "pattern": KEY_ID_PATTERN,
+        "pattern": limits::KEY_ID_PATTERN,
     })
 }
 
@@ -124,7 +116,7 @@ pub const PUBLISH_CHECK_PATH: &str = "packages/new/check";
 pub struct PublishCheck {
     #[schemars(schema_with = "publishable_name_schema")]
     pub name: PackageName,
-    #[schemars(with = "String", regex(pattern = VERSION_PATTERN))]
+    #[schemars(with = "String", regex(pattern = limits::VERSION_PATTERN))]
     pub vers: Version,
     /// The key the version would be signed with: checked as the publish checks
     /// its signature's key (registered, live, an owner's). Absent: no signature is
@@ -638,8 +630,8 @@ mod tests {
             assert!(PackageName::new(n).is_err(), "{n} is excluded but valid");
         }
         assert!(!excluded.contains(&"net") && PackageName::new("net").is_ok());
-        assert_eq!(schema["properties"]["key"]["pattern"], KEY_ID_PATTERN);
-        assert_eq!(schema["properties"]["vers"]["pattern"], VERSION_PATTERN);
+        assert_eq!(schema["properties"]["key"]["pattern"], limits::KEY_ID_PATTERN);
+        assert_eq!(schema["properties"]["vers"]["pattern"], limits::VERSION_PATTERN);
     }
 
     #[test]

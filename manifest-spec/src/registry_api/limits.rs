@@ -113,6 +113,18 @@ fn valid_repository_part(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// A package name as a publish check reads it: SPEC §2.1's characters and length
+/// (the reserved names are excluded beside it, as a `not` of their `enum`).
+pub const PACKAGE_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]{0,63}$";
+
+/// A version as the API reads it: SemVer 2.0, each number at most 16 digits
+/// (so that it fits the 64 bits the parser keeps).
+pub const VERSION_PATTERN: &str = r"^(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]{0,15})(-(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]{0,15}|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$";
+
+/// A publisher key id as the API reads it in a JSON body: standard base64 of 32
+/// bytes (the last character before `=` carries 4 bits, the rest being zero).
+pub const KEY_ID_PATTERN: &str = "^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$";
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -208,6 +220,55 @@ mod tests {
         for s in samples().iter().filter(|s| !reserved.contains(&s.as_str())) {
             assert_eq!(re.is_match(s), glob(s), "{PACKAGE_GLOB_PATTERN} and PackageGlob disagree on {s:?}");
         }
+    }
+
+    #[test]
+    fn the_publish_checks_patterns_say_what_the_parsers_read() {
+        let reserved = crate::names::reserved_package_names();
+        let name = |n: &str| !reserved.iter().any(|r| r == n) && crate::names::PackageName::new(n).is_ok();
+        agree(PACKAGE_NAME_PATTERN, 0, usize::MAX, |n| name(n) || reserved.iter().any(|r| r == n));
+        let key = |k: &str| crate::types::KeyId::parse(k).is_some();
+        let mut keys: Vec<String> = samples();
+        let id = crate::types::KeyId([7; 32]).to_string();
+        keys.extend([
+            id.clone(),
+            id.replace('=', ""),
+            format!("{}B=", &id[..42]),
+            format!("{id}="),
+            id.replace('H', "-"),
+        ]);
+        let re = regex::Regex::new(KEY_ID_PATTERN).unwrap();
+        for k in &keys {
+            assert_eq!(re.is_match(k), key(k), "{KEY_ID_PATTERN} and KeyId::parse disagree on {k:?}");
+        }
+        // The pattern is the parser's grammar with numbers cut at 16 digits.
+        let re = regex::Regex::new(VERSION_PATTERN).unwrap();
+        let versions = [
+            "1.0.0",
+            "0.0.0",
+            "1.2.3-alpha.1",
+            "1.2.3-0.a",
+            "1.0.0+build.7",
+            "1.0.0-rc.1+x",
+            "1.0.0-x-y.-",
+            "9999999999999999.0.0",
+            "01.0.0",
+            "1.0",
+            "1.0.0-",
+            "1.0.0-01",
+            "1.0.0+",
+            "1.0.0-a..b",
+            " 1.0.0",
+            "v1.0.0",
+            "1.0.0-ä",
+            "1.0.0+a+b",
+        ];
+        for v in versions.iter().map(|v| v.to_string()).chain(samples()) {
+            let parsed = semver::Version::parse(&v).is_ok();
+            assert!(!re.is_match(&v) || parsed, "{VERSION_PATTERN} matches {v:?}, which the parser refuses");
+            assert_eq!(re.is_match(&v), parsed, "{VERSION_PATTERN} and semver disagree on {v:?}");
+        }
+        assert!(!re.is_match("10000000000000000.0.0") && semver::Version::parse("10000000000000000.0.0").is_ok());
     }
 
     #[test]
