@@ -126,7 +126,7 @@ enum TokenCommand {
         #[arg(long = "package", value_name = "GLOB")]
         packages: Vec<String>,
         /// Expire after this many days (1 to 3650); without it the token never expires.
-        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=3650))]
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=i64::from(ebpkg_spec::registry_api::limits::TOKEN_MAX_EXPIRY_DAYS)))]
         expires: Option<u32>,
     },
 }
