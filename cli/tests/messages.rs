@@ -199,6 +199,41 @@ fn a_refused_add_leads_with_the_trust_policy() {
         )),
         "{error}"
     );
+
+    // A refused version, and without it a dependency the registry does not have: the
+    // policy first, and the missing package is the registry's, not "refused".
+    sb.publish_manifest("gone", "1.0.0", &[]);
+    sb.publish_manifest("lone", "1.0.0", &[("gone", "^1")]);
+    let newer = sb.path("gen/lone-1.1.0");
+    std::fs::create_dir_all(&newer).unwrap();
+    std::fs::write(newer.join("ebpkg.toml"), "[package]\nname = \"lone\"\nversion = \"1.1.0\"\n").unwrap();
+    sb.run(&newer, &["publish", "--no-verify", "--key", other_key.to_str().unwrap()]).ok();
+    std::fs::write(sb.path("trust.toml"), format!("[keys]\n\"*\" = [\"{key}\"]\n")).unwrap();
+    fn remove_named(dir: &std::path::Path, name: &str) -> usize {
+        let mut removed = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                removed += remove_named(&path, name);
+            } else if path.file_name().is_some_and(|f| f == name) {
+                std::fs::remove_file(&path).unwrap();
+                removed += 1;
+            }
+        }
+        removed
+    }
+    assert_eq!(remove_named(&sb.path("registry/index"), "gone"), 1, "gone's index file");
+    let run = sb.run(&dir, &["add", "lone"]).fails(10);
+    let error = &run.stderr[run.stderr.find("error: ").unwrap()..];
+    let lead = format!(
+        "error: the trust policy refuses versions that the dependencies of app need (fetching them would fail):\n  \
+         lone@1.1.0 from {url}: it is signed by key {other}, but the trust policy trusts only {key} for lone\n\
+         Without them, cannot find versions for the dependencies of app:\n  \
+         1. Because app depends on lone ^1.0.0 and lone 1.0.0 depends on gone ^1 (no version of gone is published)"
+    );
+    assert!(error.starts_with(&lead), "{error}");
+    assert!(error.ends_with("help: no package named `gone` is published in the default registry\n"), "{error}");
+    assert!(!error.contains("every version of `gone`"), "{error}");
 }
 
 /// Its index and its listing truly disagree (a proxy in front of the registry

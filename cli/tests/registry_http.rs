@@ -231,7 +231,7 @@ fn tokens_are_listed_created_and_revoked_and_a_revoked_one_is_refused_at_once() 
     }
     let twins = sb.run(&dir, &["token", "revoke", "twin"]).fails(2);
     assert!(
-        twins.stderr.contains("2 of your tokens") && twins.stderr.contains("revoke one by its id"),
+        twins.stderr.contains("names 2 of your tokens") && twins.stderr.contains("revoke one by an id"),
         "{}",
         twins.stderr
     );
@@ -264,6 +264,29 @@ fn a_dry_run_asks_the_server_and_refuses_as_the_publish_does() {
     assert!(!dry.stderr.contains("Resolving"), "asked before resolving: {}", dry.stderr);
     let real = sb.run(&dir, &["publish", "--no-verify", "--key", "other"]);
     assert_eq!((dry.code, said(&dry)), (real.code, said(&real)), "{}", real.stderr);
+
+    // Unsigned where signatures are required: refused as the publish refuses it...
+    let dry = sb.run(&dir, &["publish", "--dry-run", "--no-verify", "--no-sign"]);
+    let real = sb.run(&dir, &["publish", "--no-verify", "--no-sign"]);
+    assert_ne!(dry.code, 0, "{}", dry.stderr);
+    assert_eq!(dry.code, real.code, "{}\n{}", dry.stderr, real.stderr);
+    assert!(dry.stderr.contains("is not signed") && real.stderr.contains("is not signed"), "{}", dry.stderr);
+    // ...unless the archive is written out to be signed elsewhere: asked, the key said unchecked.
+    let out = sb.path("gen/dry.tar.gz");
+    let elsewhere =
+        sb.run(&dir, &["publish", "--dry-run", "--no-verify", "--no-sign", "--out", out.to_str().unwrap()]).ok();
+    assert!(
+        elsewhere.stderr.contains("Not checked") && elsewhere.stderr.contains("may publish"),
+        "{}",
+        elsewhere.stderr
+    );
+    // With no way to ask (offline, or no token), the dry run packs and says the server was not asked.
+    let offline =
+        sb.run(&dir, &["--offline", "publish", "--dry-run", "--no-verify", "--out", out.to_str().unwrap()]).ok();
+    assert!(offline.stderr.contains("Not asked") && offline.stderr.contains("(--offline)"), "{}", offline.stderr);
+    sb.run(&dir, &["logout"]).ok();
+    let tokenless = sb.run(&dir, &["publish", "--dry-run", "--no-verify", "--out", out.to_str().unwrap()]).ok();
+    assert!(tokenless.stderr.contains("Not asked") && tokenless.stderr.contains("no token"), "{}", tokenless.stderr);
 }
 
 /// Publishes a manifest-only package with `args` before `publish`, and `env`:

@@ -280,7 +280,7 @@ impl KernelVerification {
             text("kernel.release", &k.kernel.release)?;
             text("kernel.architecture", &k.kernel.architecture)?;
             text("build", &k.build)?;
-            text("observedAt", &k.observed_at)?;
+            date_time("observedAt", &k.observed_at)?;
             if k.kernel.release.is_empty() || k.kernel.architecture.is_empty() {
                 return Err(PredicateError("a kernel has no release or architecture".into()));
             }
@@ -318,6 +318,15 @@ fn text(what: &str, s: &str) -> Result<(), PredicateError> {
         return Err(PredicateError(format!("its {what} holds a control character")));
     }
     Ok(())
+}
+
+/// An RFC 3339 time with its offset (`2026-12-01T00:00:00Z`), as the schemas'
+/// `format: date-time` says.
+pub(crate) fn date_time(what: &str, s: &str) -> Result<(), PredicateError> {
+    text(what, s)?;
+    s.parse::<jiff::Timestamp>()
+        .map(drop)
+        .map_err(|_| PredicateError(format!("its {what} `{s}` is not a time like 2026-12-01T00:00:00Z (RFC 3339)")))
 }
 
 /// What one kernel's observation comes to, for a person deciding.

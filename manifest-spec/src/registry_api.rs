@@ -516,6 +516,31 @@ pub struct TokenInfo {
     pub last_used_at: Option<String>,
 }
 
+impl TokenInfo {
+    /// What the token may do, in words: its scopes, its packages, its expiry.
+    pub fn powers(&self) -> String {
+        let scopes = if self.scopes.is_empty() {
+            "every power".to_owned()
+        } else {
+            self.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        };
+        let packages = if self.packages.is_empty() {
+            "every package".to_owned()
+        } else {
+            format!("packages {}", self.packages.join(", "))
+        };
+        let expiry = self.expires_at.as_ref().map_or_else(|| "never expires".to_owned(), |at| format!("expires {at}"));
+        format!("{scopes}; {packages}; {expiry}")
+    }
+
+    /// One line of a token listing (both command lines'): id, name, powers,
+    /// creation and last use, tab-separated.
+    pub fn listing_line(&self) -> String {
+        let used = self.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
+        format!("{}\t{}\t{}\tcreated {}\t{used}", self.id, self.name, self.powers(), self.created_at)
+    }
+}
+
 /// A new token: its secret, shown this once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenCreated {
@@ -621,7 +646,7 @@ mod tests {
     fn the_publish_check_schema_excludes_the_reserved_names() {
         let schema = serde_json::to_value(schemars::schema_for!(PublishCheck)).unwrap();
         let name = &schema["properties"]["name"];
-        assert_eq!(name["pattern"], "^[a-z][a-z0-9_-]{0,63}$");
+        assert_eq!(name["pattern"], limits::PACKAGE_NAME_PATTERN);
         let excluded: Vec<&str> = name["not"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         for n in ["std", "hike_sdk", "hike-sdk", "while", "lpt3"] {
             assert!(excluded.contains(&n), "{n}");

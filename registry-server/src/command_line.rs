@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::{AdminConfig, Config, ConfigArgs, Server, db};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use ebpkg_spec::registry_api::{NewToken, Scope, TokenInfo};
+use ebpkg_spec::registry_api::{NewToken, Scope, limits};
 
 #[derive(Parser)]
 #[command(name = "ebpkg-registry", version, about = "The ebpkg registry server", after_help = AFTER_HELP)]
@@ -221,7 +221,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Init { admin: login } => {
             if !db::users::valid_login(&login) {
                 bail!(
-                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
+                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most {}",
+                    limits::LOGIN_MAX
                 );
             }
             let config = admin()?;
@@ -307,7 +308,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::User(UserCommand::Create { login }) => {
             if !db::users::valid_login(&login) {
                 bail!(
-                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most 39"
+                    "`{login}` is not a valid user name: letters, digits, `-` and `_`, starting with a letter or digit, at most {}",
+                    limits::LOGIN_MAX
                 );
             }
             let pool = db::pool(&admin()?.database_url, 1)?;
@@ -324,9 +326,7 @@ async fn run(cli: Cli) -> Result<()> {
                 eprintln!("`{}` has no live token", user.login);
             }
             for t in tokens.iter().map(db::tokens::TokenRow::info) {
-                let used =
-                    t.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
-                println!("{}\t{}\t{}\tcreated {}\t{used}", t.id, t.name, powers(&t), t.created_at);
+                println!("{}", t.listing_line());
             }
         }
         Command::Token(TokenCommand::Revoke { id }) => {
@@ -352,7 +352,7 @@ async fn run(cli: Cli) -> Result<()> {
                 created.token.id,
                 created.token.name,
                 user.login,
-                powers(&created.token)
+                created.token.powers()
             );
             println!("{}", created.secret);
         }
@@ -365,19 +365,6 @@ async fn existing_user(pool: &sqlx::PgPool, login: &str) -> Result<db::users::Us
         Some(user) => Ok(user),
         None => bail!("no user `{login}`; create it with `ebpkg-registry user create {login}`"),
     }
-}
-
-/// What a token may do, in words: scopes, packages, expiry.
-fn powers(t: &TokenInfo) -> String {
-    let scopes = if t.scopes.is_empty() {
-        "every power".to_owned()
-    } else {
-        t.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-    };
-    let packages =
-        if t.packages.is_empty() { "every package".to_owned() } else { format!("packages {}", t.packages.join(", ")) };
-    let expiry = t.expires_at.as_ref().map_or_else(|| "never expires".to_owned(), |at| format!("expires {at}"));
-    format!("{scopes}; {packages}; {expiry}")
 }
 
 async fn serve(config: Config, migrate: bool) -> Result<()> {

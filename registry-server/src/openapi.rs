@@ -232,7 +232,7 @@ pub fn document(generated: utoipa::openapi::OpenApi, config: &Config, open: &[&s
                 // by the handlers, which answer 404 to anything else).
                 for param in op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
                     if param["in"] == "path" && param["name"] == "name" {
-                        param["schema"] = json!({"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$"});
+                        param["schema"] = json!({"type": "string", "pattern": api::limits::PACKAGE_NAME_PATTERN});
                     }
                 }
                 let extra = common_errors(path, method, op, config, open.contains(&path.as_str()));

@@ -151,6 +151,11 @@ fn pages_have_correct_http_semantics_and_safe_content() {
     assert!(!results.contains("<script>alert"), "{results}");
     let (status, _, _) = html(&reg, &format!("/search?q={}", "a".repeat(300)));
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    // The API's rule: 256 characters (not bytes), and no control character.
+    let (status, _, _) = html(&reg, &format!("/search?q={}", "%C3%A9".repeat(200)));
+    assert_eq!(status, StatusCode::OK, "200 characters of 2 bytes each");
+    let (status, _, _) = html(&reg, "/search?q=me%00ter");
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a NUL never reaches the database");
 
     // A hostile README is rendered without its script, handlers or javascript: links.
     let readme = "# Evil\n\n<script>alert(1)</script><img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))\n";

@@ -35,8 +35,8 @@ pub use mirror::{MirrorReport, mirror};
 pub use open::{check_root as check_tuf_root, open_registry};
 pub use registry::{
     IndexFingerprint, IndexText, KeyRecord, MatchedOn, NewToken, NewTrustedPublisher, Owner, PublishAllowed,
-    PublishSignature, PublisherKey, Registry, SearchHit, SignedVersion, TokenCreated, TokenInfo, TrustedPublisher,
-    warn_skipped_line,
+    PublishSignature, PublisherKey, Registry, SearchHit, SignedVersion, SignedWith, TokenCreated, TokenInfo,
+    TrustedPublisher, warn_skipped_line,
 };
 pub use tuf::TufTrust;
 pub use url::{RegistryKind, RegistryUrl, UrlError};

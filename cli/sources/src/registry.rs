@@ -131,9 +131,9 @@ pub trait Registry: Send + Sync {
         &self,
         name: &PackageName,
         version: &Version,
-        key: Option<&KeyId>,
+        signed: SignedWith<'_>,
     ) -> Result<Option<PublishAllowed>> {
-        let _ = (name, version, key);
+        let _ = (name, version, signed);
         Ok(None)
     }
 
@@ -285,6 +285,20 @@ impl IndexFingerprint {
             _ => None,
         }
     }
+}
+
+/// How the version a publish check asks about will be signed: what the check can
+/// answer for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignedWith<'a> {
+    /// With this publisher key: checked as the publish checks it (registered,
+    /// live, an owner's).
+    Key(&'a KeyId),
+    /// Elsewhere (the archive written out to sign with cosign, say): the key is
+    /// not known, so not checked.
+    Elsewhere,
+    /// Not at all: refused as the publish refuses it where signatures are required.
+    Unsigned,
 }
 
 /// Says that a line of an index file is left out, and what to do about it.

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use ebpkg_sources::{PublisherKey, RegistryUrl, TrustedPublisher};
 use ebpkg_spec::PackageName;
-use ebpkg_spec::registry_api::{NewToken, Scope, TokenInfo};
+use ebpkg_spec::registry_api::{NewToken, Scope};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -164,7 +164,7 @@ pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
                 ctx.ui.status("Tokens", format!("none live on {}", listed.registry));
             }
             for t in &listed.tokens {
-                ctx.ui.out(token_line(t));
+                ctx.ui.out(t.listing_line());
             }
         }
         TokenCommand::Create { name, scopes, packages, expires } => {
@@ -181,7 +181,7 @@ pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
                     t.id,
                     t.name,
                     created.registry,
-                    powers(t)
+                    t.powers()
                 ),
             );
             ctx.ui.out(&created.created.secret);
@@ -201,25 +201,6 @@ pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What a token may do, in words: its scopes, its packages, its expiry.
-fn powers(t: &TokenInfo) -> String {
-    let scopes = if t.scopes.is_empty() {
-        "every power".to_owned()
-    } else {
-        t.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-    };
-    let packages =
-        if t.packages.is_empty() { "every package".to_owned() } else { format!("packages {}", t.packages.join(", ")) };
-    let expiry = t.expires_at.as_ref().map_or_else(|| "never expires".to_owned(), |at| format!("expires {at}"));
-    format!("{scopes}; {packages}; {expiry}")
-}
-
-/// One line of `token list`: id, name, powers, last use.
-fn token_line(t: &TokenInfo) -> String {
-    let used = t.last_used_at.as_ref().map_or_else(|| "never used".to_owned(), |at| format!("last used {at}"));
-    format!("{}\t{}\t{}\tcreated {}\t{used}", t.id, t.name, powers(t), t.created_at)
 }
 
 /// Longest token accepted on standard input.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ebpkg_resolver::UpdatePolicy;
-use ebpkg_sources::{PublishAllowed, RegistryUrl};
+use ebpkg_sources::{PublishAllowed, RegistryUrl, SignedWith};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Lockfile, Manifest, PackageId, PackageName};
@@ -122,9 +122,12 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     // key), before the dependencies are resolved: a first publish's may not be
     // there yet.
     let allowed = if opts.dry_run {
-        let registry = regs.open_origin(&regs.default, None)?;
-        let key = signature.as_ref().map(|s| s.key.id());
-        registry.may_publish(&m.package.name, &m.package.version, key)?.map(|a| (regs.default.clone(), a))
+        let signed = match (&signature, &opts.out) {
+            (Some(s), _) => SignedWith::Key(s.key.id()),
+            (None, Some(_)) => SignedWith::Elsewhere,
+            (None, None) => SignedWith::Unsigned,
+        };
+        ask_before_publishing(ctx, &regs, &id, m, signed)?
     } else {
         None
     };
@@ -170,6 +173,37 @@ fn write_archive(ctx: &Ctx, id: &PackageId, out: &Path, archive: &[u8]) -> Resul
     ebpkg_fs::write_atomic(out, archive, 0o644).with_context(|| format!("writing the archive to {}", out.display()))?;
     ctx.ui.status("Wrote", format!("{id}'s archive to {}", out.display()));
     Ok(())
+}
+
+/// A dry run's question to the registry: may this token publish `id`? Not asked
+/// (and said so) without a token or online access, so that a dry run that only
+/// packs (`--out`, to sign with cosign elsewhere) works on the key holder's
+/// machine.
+fn ask_before_publishing(
+    ctx: &Ctx,
+    regs: &Registries<'_>,
+    id: &PackageId,
+    m: &Manifest,
+    signed: SignedWith<'_>,
+) -> Result<Option<(RegistryUrl, PublishAllowed)>> {
+    if regs.default.kind() == ebpkg_sources::RegistryKind::Http {
+        let why = if ctx.offline {
+            Some("--offline")
+        } else if ctx.config.token_for(&regs.default).is_none() {
+            Some("no token for it; `ebpkg login` to be told")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            ctx.ui.status("Not asked", format!("{} whether {id} may be published ({why})", regs.default));
+            return Ok(None);
+        }
+    }
+    if signed == SignedWith::Elsewhere {
+        ctx.ui.status("Not checked", format!("{id}'s signing key: the archive is signed elsewhere"));
+    }
+    let registry = regs.open_origin(&regs.default, None)?;
+    Ok(registry.may_publish(&m.package.name, &m.package.version, signed)?.map(|a| (regs.default.clone(), a)))
 }
 
 /// A server refuses a publish without a token: said before verifying.

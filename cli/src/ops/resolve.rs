@@ -205,17 +205,23 @@ struct Refusal {
 /// it comes first: which versions it refused and whose signatures they carry, then
 /// what the resolution found without them, then what to run.
 fn untrusted_only(e: &ebpkg_resolver::ResolveError, skipped: &[Refusal]) -> anyhow::Error {
+    use ebpkg_resolver::ResolveError;
+    // Every version of a package was refused: the resolver's "not in the registry" (or
+    // "its index and its listing disagree") would blame the registry. Another package
+    // missing is the registry's doing, said after the refusals.
+    let all_refused = match e {
+        ResolveError::UnknownPackage { pkg, .. } => skipped.iter().any(|r| r.id.name == pkg.name),
+        _ => false,
+    };
     let mut text = match e {
-        // Every version of a dependency of the root was refused: the resolver's "not in the
-        // registry" (or "its index and its listing disagree") would blame the registry.
-        ebpkg_resolver::ResolveError::UnknownPackage { pkg, .. } => {
+        ResolveError::UnknownPackage { pkg, .. } if all_refused => {
             format!("the trust policy refuses every version of `{}` the registry has:", pkg.name)
         }
-        ebpkg_resolver::ResolveError::NoSolution(explanation) => format!(
+        ResolveError::NoSolution(explanation) => format!(
             "the trust policy refuses versions that the dependencies of {} need (fetching them would fail):",
             explanation.root
         ),
-        ebpkg_resolver::ResolveError::Source { .. } => {
+        ResolveError::UnknownPackage { .. } | ResolveError::Source { .. } => {
             "the trust policy refuses versions these dependencies need (fetching them would fail):".to_owned()
         }
     };
@@ -224,10 +230,14 @@ fn untrusted_only(e: &ebpkg_resolver::ResolveError, skipped: &[Refusal]) -> anyh
     }
     // The explanation's own fixes (relax a requirement…) come after the trust policy's.
     let mut later: &[String] = &[];
-    if let ebpkg_resolver::ResolveError::NoSolution(explanation) = e {
-        let steps = ebpkg_resolver::Explanation { help: Vec::new(), ..explanation.clone() };
-        text.push_str(&format!("\nWithout them, {steps}"));
-        later = &explanation.help;
+    match e {
+        ResolveError::NoSolution(explanation) => {
+            let steps = ebpkg_resolver::Explanation { help: Vec::new(), ..explanation.clone() };
+            text.push_str(&format!("\nWithout them, {steps}"));
+            later = &explanation.help;
+        }
+        ResolveError::UnknownPackage { .. } if all_refused => {}
+        other => text.push_str(&format!("\nWithout them, {other}")),
     }
     let mut said: Vec<&str> = Vec::new();
     for fix in skipped.iter().map(|r| r.fix.as_str()).chain(later.iter().map(String::as_str)) {

@@ -51,15 +51,12 @@ pub fn revoke(ctx: &Ctx, which: &str) -> Result<Revoked> {
     Ok(Revoked { token, registry: url })
 }
 
-/// The token `which` names: an id first, then a name.
+/// The token `which` names, by its id or by its name. A number that is one
+/// token's id and another's name is refused: which one was meant is not known.
 fn pick<'a>(tokens: &'a [TokenInfo], which: &str, registry: &RegistryUrl) -> Result<&'a TokenInfo> {
-    if let Ok(id) = which.parse::<i64>()
-        && let Some(token) = tokens.iter().find(|t| t.id == id)
-    {
-        return Ok(token);
-    }
-    let named: Vec<&TokenInfo> = tokens.iter().filter(|t| t.name == which).collect();
-    match named.as_slice() {
+    let id = which.parse::<i64>().ok();
+    let matching: Vec<&TokenInfo> = tokens.iter().filter(|t| Some(t.id) == id || t.name == which).collect();
+    match matching.as_slice() {
         [token] => Ok(token),
         [] => Err(fail(
             Failure::Input,
@@ -70,10 +67,42 @@ fn pick<'a>(tokens: &'a [TokenInfo], which: &str, registry: &RegistryUrl) -> Res
         several => Err(fail(
             Failure::Usage,
             format!(
-                "{} of your tokens on {registry} are named `{which}` (ids {}); revoke one by its id",
+                "`{which}` names {} of your tokens on {registry} ({}); revoke one by an id no other token is named",
                 several.len(),
-                several.iter().map(|t| t.id.to_string()).collect::<Vec<_>>().join(", ")
+                several.iter().map(|t| format!("id {} named `{}`", t.id, t.name)).collect::<Vec<_>>().join(", ")
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(id: i64, name: &str) -> TokenInfo {
+        TokenInfo {
+            id,
+            name: name.to_owned(),
+            scopes: Vec::new(),
+            packages: Vec::new(),
+            created_at: "2026-12-07T00:00:00Z".to_owned(),
+            expires_at: None,
+            last_used_at: None,
+        }
+    }
+
+    #[test]
+    fn a_token_is_picked_by_an_id_or_a_name_only_when_that_names_one() {
+        let url = RegistryUrl::parse("http://127.0.0.1:1/").unwrap();
+        let tokens = [token(3, "ci"), token(7, "laptop"), token(12, "3"), token(13, "twin"), token(14, "twin")];
+        assert_eq!(pick(&tokens, "7", &url).unwrap().id, 7);
+        assert_eq!(pick(&tokens, "laptop", &url).unwrap().id, 7);
+        // `3` is token 3's id and token 12's name.
+        let both = pick(&tokens, "3", &url).unwrap_err().to_string();
+        assert!(both.contains("id 3 named `ci`") && both.contains("id 12 named `3`"), "{both}");
+        let twins = pick(&tokens, "twin", &url).unwrap_err().to_string();
+        assert!(twins.contains("id 13") && twins.contains("id 14"), "{twins}");
+        assert!(pick(&tokens, "99", &url).unwrap_err().to_string().contains("no live token"));
+        assert_eq!(pick(&tokens, "13", &url).unwrap().id, 13);
     }
 }

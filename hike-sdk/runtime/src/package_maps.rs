@@ -104,16 +104,9 @@ impl PackageMap {
     /// integers (ids, counters' slots), longer ones byte by byte (addresses are in
     /// network order), so listings are stable and read in order.
     pub fn entries(&self, limit: usize) -> Result<Vec<Entry>> {
-        let mut keys: Vec<Vec<u8>> = self.handle.keys().collect();
-        keys.sort_by_cached_key(|k| key_order(k));
         let mut out = Vec::new();
-        for k in keys.into_iter().take(limit) {
-            let values = if self.per_cpu() {
-                self.handle.lookup_percpu(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?
-            } else {
-                self.handle.lookup(&k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?.map(|v| vec![v])
-            };
-            if let Some(values) = values {
+        for k in self.sorted_keys().into_iter().take(limit) {
+            if let Some(values) = self.values(&k)? {
                 out.push((k, values));
             }
         }
@@ -122,19 +115,37 @@ impl PackageMap {
 
     /// [`PackageMap::entries`] without those `hide` is true of (given the values, one
     /// per CPU): up to `limit` of the others, with how many were hidden and whether more
-    /// were left out by `limit`. Every entry is read, to count the hidden ones.
+    /// were left out by `limit`. Every entry is read, to count the hidden ones, but
+    /// only the shown ones are kept (an array can have a million slots).
     pub fn entries_except(&self, limit: usize, hide: impl Fn(&[Vec<u8>]) -> bool) -> Result<FilteredEntries> {
         let mut out = FilteredEntries::default();
-        for entry in self.entries(usize::MAX)? {
-            if hide(&entry.1) {
+        for k in self.sorted_keys() {
+            let Some(values) = self.values(&k)? else { continue };
+            if hide(&values) {
                 out.hidden += 1;
             } else if out.entries.len() < limit {
-                out.entries.push(entry);
+                out.entries.push((k, values));
             } else {
                 out.more = true;
             }
         }
         Ok(out)
+    }
+
+    /// The map's keys in [`PackageMap::entries`]' order.
+    fn sorted_keys(&self) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = self.handle.keys().collect();
+        keys.sort_by_cached_key(|k| key_order(k));
+        keys
+    }
+
+    /// The value under `k`, one per CPU for per-CPU maps; `None` once removed.
+    fn values(&self, k: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
+        Ok(if self.per_cpu() {
+            self.handle.lookup_percpu(k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?
+        } else {
+            self.handle.lookup(k, MapFlags::ANY).kernel(|| format!("read map `{}`", self.name))?.map(|v| vec![v])
+        })
     }
 
     /// Writes every entry of this map into `dest` (for each CPU of per-CPU maps),

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use semver::Version;
 use serde::{Deserialize, Serialize};
 
-use super::{AttestedPackage, Attester, Digests, MAX_ITEMS, PredicateError, text};
+use super::{AttestedPackage, Attester, Digests, MAX_ITEMS, PredicateError, date_time, text};
 use crate::names::PackageName;
 use crate::types::{Hook, Sha256Digest};
 
@@ -98,7 +98,7 @@ impl Rebuild {
             return Err(PredicateError(format!("{} objects, more than {MAX_ITEMS}", self.objects.len())));
         }
         text("attester.tool", &self.attester.tool)?;
-        text("rebuiltAt", &self.rebuilt_at)?;
+        date_time("rebuiltAt", &self.rebuilt_at)?;
         for o in &self.objects {
             text("object", &o.object)?;
             for (what, s) in [("source", &o.source), ("compiler", &o.compiler), ("reason", &o.reason)] {

@@ -2,7 +2,7 @@
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use ebpkg_spec::registry_api::MatchedOn;
+use ebpkg_spec::registry_api::{MatchedOn, limits};
 use maud::html;
 
 use super::layout::{self, Frame};
@@ -14,10 +14,17 @@ use crate::state::AppState;
 const PER_PAGE: u32 = 20;
 
 pub async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> PageResult {
-    if params.q.len() > 256 {
-        return Err(PageError::new(StatusCode::BAD_REQUEST, "The search is longer than 256 bytes; shorten it."));
+    // The API's rule: the page searches what the API searches.
+    if !limits::valid_search_query(&params.q) {
+        return Err(PageError::new(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "The search is longer than {} characters or holds a control character; search for words.",
+                limits::SEARCH_QUERY_MAX
+            ),
+        ));
     }
-    let page = params.page.unwrap_or(1).clamp(1, 10_000);
+    let page = params.page.unwrap_or(1).clamp(1, limits::MAX_PAGE);
     let (hits, total) = db::packages::search(&state.db, &params.q, page, PER_PAGE).await?;
     let pages = total.div_ceil(u64::from(PER_PAGE)).max(1);
     let query = params.q.trim();

@@ -31,7 +31,9 @@ use self::client::{Client, Method, Request};
 use self::index_cache::IndexCache;
 pub use self::oidc::github_actions_oidc_token;
 use crate::error::{ErrorKind, Result};
-use crate::registry::{IndexFingerprint, IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
+use crate::registry::{
+    IndexFingerprint, IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion, SignedWith,
+};
 use crate::url::RegistryUrl;
 
 /// Largest index file accepted: as for file registries.
@@ -676,11 +678,23 @@ impl Registry for HttpRegistry {
         &self,
         name: &PackageName,
         version: &Version,
-        key: Option<&KeyId>,
+        signed: SignedWith<'_>,
     ) -> Result<Option<PublishAllowed>> {
         self.online("checking a publish")?;
         let token = self.write_token("publishing")?;
-        let check = PublishCheck { name: name.clone(), vers: version.clone(), key: key.copied() };
+        if signed == SignedWith::Unsigned && self.config()?.require_signatures {
+            return Err(ErrorKind::UnsignedRefused {
+                package: name.clone(),
+                version: version.clone(),
+                registry: self.url.clone(),
+            }
+            .into());
+        }
+        let key = match signed {
+            SignedWith::Key(key) => Some(*key),
+            SignedWith::Elsewhere | SignedWith::Unsigned => None,
+        };
+        let check = PublishCheck { name: name.clone(), vers: version.clone(), key };
         let body = serde_json::to_vec(&check)
             .map_err(|e| ErrorKind::BadResponse { url: self.url.to_string(), problem: e.to_string() })?;
         let what = format!("publishing {name}@{version} (--dry-run)");
