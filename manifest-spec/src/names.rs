@@ -59,6 +59,22 @@ const RESERVED: &[(&str, &str)] = &[
     ("lpt3", "it is a Windows device name"),
 ];
 
+/// Every package glob [`PackageGlob::new`] refuses for being a reserved name once
+/// each `*` stands for `a` (`*s` is `as`): each reserved spelling with any of its
+/// `a`s written `*`. What a schema lists as excluded beside the glob's pattern.
+pub fn reserved_package_globs() -> Vec<String> {
+    let mut out = Vec::new();
+    for name in reserved_package_names() {
+        let mut globs = vec![String::new()];
+        for c in name.chars() {
+            let options: &[char] = if c == 'a' { &['a', '*'] } else { &[c] };
+            globs = globs.iter().flat_map(|g| options.iter().map(move |o| format!("{g}{o}"))).collect();
+        }
+        out.extend(globs);
+    }
+    out
+}
+
 /// Every spelling of a name no package may take (the reserved words and the
 /// chain language's keywords, each `_` also as `-`): what a schema lists as
 /// excluded, since a pattern cannot say it.

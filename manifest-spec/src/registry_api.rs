@@ -97,6 +97,20 @@ fn publishable_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schem
     })
 }
 
+/// A token's package globs, as a schema: at most so many, each a package name once
+/// each `*` stands for a letter, so none that is then a reserved name.
+fn package_globs_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "maxItems": limits::TOKEN_MAX_GLOBS,
+        "items": {
+            "type": "string",
+            "pattern": limits::PACKAGE_GLOB_PATTERN,
+            "not": {"enum": crate::names::reserved_package_globs()},
+        },
+    })
+}
+
 /// `null` is the field left out, as serde reads it.
 fn key_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
@@ -486,7 +500,7 @@ pub struct NewToken {
     /// limited to; empty: every package. A glob is a package name once each `*`
     /// stands for a letter, so not a reserved name (SPEC §2.1).
     #[serde(default)]
-    #[schemars(length(max = limits::TOKEN_MAX_GLOBS), inner(regex(pattern = limits::PACKAGE_GLOB_PATTERN)))]
+    #[schemars(schema_with = "package_globs_schema")]
     pub packages: Vec<String>,
     /// Days until the token expires; absent: it does not.
     #[serde(default, deserialize_with = "whole_number")]

@@ -215,10 +215,18 @@ mod tests {
         agree(WORKFLOW_PATTERN, 0, usize::MAX, valid_workflow);
         agree(ENVIRONMENT_PATTERN, 1, ENVIRONMENT_MAX, valid_environment);
         let glob = |g: &str| crate::names::PackageGlob::new(g).is_ok();
-        let reserved = ["std", "prog", "hike", "ebpkg"];
+        // The pattern and the excluded reserved globs beside it, as the schema says them.
+        let reserved = crate::names::reserved_package_globs();
         let re = regex::Regex::new(PACKAGE_GLOB_PATTERN).unwrap();
-        for s in samples().iter().filter(|s| !reserved.contains(&s.as_str())) {
-            assert_eq!(re.is_match(s), glob(s), "{PACKAGE_GLOB_PATTERN} and PackageGlob disagree on {s:?}");
+        let mut globs = samples();
+        globs.extend(["as", "*s", "*nd", "st*", "*", "hike_*", "a*", "*ssert", "while", "wh*le"].map(String::from));
+        for s in &globs {
+            let schema = re.is_match(s) && !reserved.contains(s);
+            assert_eq!(
+                schema,
+                glob(s),
+                "{PACKAGE_GLOB_PATTERN} less the reserved globs and PackageGlob disagree on {s:?}"
+            );
         }
     }
 
