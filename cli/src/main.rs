@@ -1,5 +1,6 @@
-//! `ebpkg`: the package manager for eBPF. Commands are thin (`commands/`): they
-//! parse arguments, call the operation that does the work (`ops/`), and print.
+//! The `ebpkg` command. Commands are thin (`commands/`): they parse arguments,
+//! call the operation of the `ebpkg` library that does the work (`ops/`), and
+//! print; this file decides the exit code.
 
 /// Resolution and index reading allocate and free hundreds of thousands of small
 /// values (a 10,000-package registry: 200,000 index lines); glibc's allocator
@@ -12,23 +13,15 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod cache_safety;
 mod commands;
-mod config;
-mod ctx;
-mod exit;
-mod ops;
-mod project;
-mod registries;
-mod ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-pub use ctx::Ctx;
-pub use exit::{EXIT_INPUT, Failure};
+use ebpkg::exit::{self, Failure};
+use ebpkg::{Ctx, config, ui};
 
 const AFTER_HELP: &str = "\
 Getting started:

@@ -12,10 +12,10 @@ use ebpkg_sources::{PublisherKey, RegistryUrl, TrustedPublisher};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::registry_api::{NewToken, Scope};
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::account::{LoggedIn, LoggedOut, LoginWith};
-use crate::ops::owner::KeyChange;
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::account::{LoggedIn, LoggedOut, LoginWith};
+use ebpkg::ops::owner::KeyChange;
 
 #[derive(Args)]
 #[command(
@@ -156,7 +156,7 @@ enum TokenCommand {
 pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
     match args.command {
         TokenCommand::List => {
-            let listed = crate::ops::token::list(ctx)?;
+            let listed = ebpkg::ops::token::list(ctx)?;
             if ctx.ui.json {
                 return ctx.ui.json(&listed.tokens).map(|()| ExitCode::SUCCESS);
             }
@@ -169,7 +169,7 @@ pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
         }
         TokenCommand::Create { name, scopes, packages, expires } => {
             let new = NewToken { name, scopes, packages, expires_in_days: expires };
-            let created = crate::ops::token::create(ctx, &new)?;
+            let created = ebpkg::ops::token::create(ctx, &new)?;
             if ctx.ui.json {
                 return ctx.ui.json(&created.created).map(|()| ExitCode::SUCCESS);
             }
@@ -187,7 +187,7 @@ pub fn token(ctx: &Ctx, args: TokenArgs) -> Result<ExitCode> {
             ctx.ui.out(&created.created.secret);
         }
         TokenCommand::Revoke { token } => {
-            let revoked = crate::ops::token::revoke(ctx, &token)?;
+            let revoked = ebpkg::ops::token::revoke(ctx, &token)?;
             if ctx.ui.json {
                 return ctx.ui.json(&revoked.token).map(|()| ExitCode::SUCCESS);
             }
@@ -212,7 +212,7 @@ pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
     } else {
         LoginWith::Token(&|url| read_token(url, args.token_stdin))
     };
-    print_logged_in(ctx, &crate::ops::account::login(ctx, with)?);
+    print_logged_in(ctx, &ebpkg::ops::account::login(ctx, with)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -250,7 +250,7 @@ fn print_logged_in(ctx: &Ctx, logged_in: &LoggedIn) {
 }
 
 pub fn logout(ctx: &Ctx, _: LogoutArgs) -> Result<ExitCode> {
-    print_logged_out(ctx, &crate::ops::account::logout(ctx)?);
+    print_logged_out(ctx, &ebpkg::ops::account::logout(ctx)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -285,7 +285,7 @@ pub(crate) fn prompt_hidden(prompt: &str) -> Result<String> {
 
 /// A package name given on the command line.
 fn package_name(text: &str) -> Result<PackageName> {
-    PackageName::new(text).map_err(|e| crate::exit::bad_name(text, &e))
+    PackageName::new(text).map_err(|e| ebpkg::exit::bad_name(text, &e))
 }
 
 pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
@@ -293,7 +293,7 @@ pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
         OwnerCommand::Key(command) => owner_key(ctx, command)?,
         OwnerCommand::TrustedPublisher(command) => trusted_publisher(ctx, command)?,
         OwnerCommand::List { package } => {
-            let owners = crate::ops::owner::list(ctx, &package_name(&package)?)?;
+            let owners = ebpkg::ops::owner::list(ctx, &package_name(&package)?)?;
             if ctx.ui.json {
                 ctx.ui.json(&owners)?;
             } else {
@@ -303,10 +303,10 @@ pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
             }
         }
         OwnerCommand::Add { package, users } => {
-            ctx.ui.status("Owners", crate::ops::owner::add(ctx, &package_name(&package)?, &users)?);
+            ctx.ui.status("Owners", ebpkg::ops::owner::add(ctx, &package_name(&package)?, &users)?);
         }
         OwnerCommand::Remove { package, users } => {
-            ctx.ui.status("Owners", crate::ops::owner::remove(ctx, &package_name(&package)?, &users)?);
+            ctx.ui.status("Owners", ebpkg::ops::owner::remove(ctx, &package_name(&package)?, &users)?);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -315,15 +315,15 @@ pub fn owner(ctx: &Ctx, args: OwnerArgs) -> Result<ExitCode> {
 fn owner_key(ctx: &Ctx, command: OwnerKeyCommand) -> Result<()> {
     match command {
         OwnerKeyCommand::Add { key } => {
-            let added = crate::ops::owner::add_key(ctx, &key, &|| crate::commands::keys::passphrase(false))?;
+            let added = ebpkg::ops::owner::add_key(ctx, &key, &|| crate::commands::keys::passphrase(false))?;
             print_key_change(ctx, "Registered", "with", &added)
         }
         OwnerKeyCommand::Remove { id } => {
             let id = ebpkg_spec::types::KeyId::parse(&id)
                 .ok_or_else(|| fail(Failure::Usage, format!("`{id}` is not a key id (44 characters of base64)")))?;
-            print_key_change(ctx, "Revoked", "on", &crate::ops::owner::revoke_key(ctx, &id)?)
+            print_key_change(ctx, "Revoked", "on", &ebpkg::ops::owner::revoke_key(ctx, &id)?)
         }
-        OwnerKeyCommand::List => print_publisher_keys(ctx, &crate::ops::owner::keys(ctx)?),
+        OwnerKeyCommand::List => print_publisher_keys(ctx, &ebpkg::ops::owner::keys(ctx)?),
     }
 }
 
@@ -350,7 +350,7 @@ fn trusted_publisher(ctx: &Ctx, command: TrustedPublisherCommand) -> Result<()> 
     let list = match command {
         TrustedPublisherCommand::Add { package, repository, workflow, environment, issuer } => {
             let new = ebpkg_sources::NewTrustedPublisher { issuer, repository, workflow, environment };
-            let list = crate::ops::owner::add_trusted_publisher(ctx, &package_name(&package)?, &new)?;
+            let list = ebpkg::ops::owner::add_trusted_publisher(ctx, &package_name(&package)?, &new)?;
             ctx.ui.status(
                 "Trusted",
                 format!(
@@ -361,10 +361,10 @@ fn trusted_publisher(ctx: &Ctx, command: TrustedPublisherCommand) -> Result<()> 
             list
         }
         TrustedPublisherCommand::List { package } => {
-            crate::ops::owner::trusted_publishers(ctx, &package_name(&package)?)?
+            ebpkg::ops::owner::trusted_publishers(ctx, &package_name(&package)?)?
         }
         TrustedPublisherCommand::Remove { package, id } => {
-            let msg = crate::ops::owner::remove_trusted_publisher(ctx, &package_name(&package)?, id)?;
+            let msg = ebpkg::ops::owner::remove_trusted_publisher(ctx, &package_name(&package)?, id)?;
             ctx.ui.status("Removed", msg);
             return Ok(());
         }

@@ -8,9 +8,9 @@ use clap::Args;
 use ebpkg_spec::PackageName;
 use ebpkg_spec::attestation::{KernelVerification, Tier, Verdict};
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::attest::{AttestOptions, Attested};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::attest::{AttestOptions, Attested};
 
 #[derive(Args)]
 #[command(after_help = "A published version is fetched from the registry (its archive, checked against the index), \
@@ -63,7 +63,7 @@ pub fn run(ctx: &Ctx, args: AttestArgs) -> Result<ExitCode> {
         }
         None => (args.package.as_str(), None),
     };
-    let name = PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
+    let name = PackageName::new(name).map_err(|e| ebpkg::exit::bad_name(name, &e))?;
     let opts = AttestOptions {
         name,
         version,
@@ -75,7 +75,7 @@ pub fn run(ctx: &Ctx, args: AttestArgs) -> Result<ExitCode> {
         out: args.out,
         publish: args.publish,
     };
-    let attested = crate::ops::attest::attest(ctx, opts)?;
+    let attested = ebpkg::ops::attest::attest(ctx, opts)?;
     print(ctx, &attested)?;
     Ok(ExitCode::SUCCESS)
 }

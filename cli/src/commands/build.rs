@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::Ctx;
-use crate::ops::build::{BuildOptions, BuildProjectOptions, BuiltObject, BuiltProject, build_project};
+use ebpkg::Ctx;
+use ebpkg::ops::build::{BuildOptions, BuildProjectOptions, BuiltObject, BuiltProject, build_project};
 
 #[derive(Args)]
 #[command(

@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use ebpkg_spec::cache_layout::CachePart;
 
-use crate::Ctx;
-use crate::ops::cache::{cache_dir, clean};
+use ebpkg::Ctx;
+use ebpkg::ops::cache::{cache_dir, clean};
 
 #[derive(Args)]
 pub struct CacheArgs {

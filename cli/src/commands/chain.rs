@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hike_chainc::Diagnostics;
 
-use crate::ops::chain_script::{ChainSource, CompiledScript, compile};
-use crate::{Ctx, EXIT_INPUT};
+use ebpkg::ops::chain_script::{ChainSource, CompiledScript, compile};
+use ebpkg::{Ctx, EXIT_INPUT};
 
 #[derive(Args)]
 pub struct ChainArgs {
@@ -71,7 +71,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
                     report(ctx, &c.warnings)?;
                     if !ctx.ui.quiet && !ctx.ui.json {
                         let n = c.artifact.chains.len();
-                        crate::ui::stderr(&format!("{}: {n} chain(s), no errors\n", source.file.display()));
+                        ebpkg::ui::stderr(&format!("{}: {n} chain(s), no errors\n", source.file.display()));
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -99,7 +99,7 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
             };
             match output {
                 Some(path) => std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?,
-                None => crate::ui::stdout(&out),
+                None => ebpkg::ui::stdout(&out),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -108,12 +108,12 @@ pub fn run(ctx: &Ctx, args: ChainArgs) -> Result<ExitCode> {
 
 fn report(ctx: &Ctx, d: &Diagnostics) -> Result<()> {
     if ctx.ui.json {
-        crate::ui::stdout(&format!(
+        ebpkg::ui::stdout(&format!(
             "{}\n",
             serde_json::to_string_pretty(&serde_json::json!({ "file": d.file, "diagnostics": d.items }))?
         ));
     } else if !ctx.ui.quiet || d.has_errors() {
-        crate::ui::stderr(&d.render());
+        ebpkg::ui::stderr(&d.render());
     }
     Ok(())
 }

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::Ctx;
-use crate::ops::deployments::{self, Deployment, RollbackOptions, StatusOptions, UninstallOptions};
+use ebpkg::Ctx;
+use ebpkg::ops::deployments::{self, Deployment, RollbackOptions, StatusOptions, UninstallOptions};
 
 #[derive(Args)]
 #[command(
@@ -281,7 +281,7 @@ fn print_objects(ctx: &Ctx, packages: &[ebpkg_deploy::RecordedPackage]) {
 pub fn rollback(ctx: &Ctx, args: RollbackArgs) -> Result<ExitCode> {
     let opts = RollbackOptions { name: args.name, to: args.to, reset_state: args.reset_state };
     let outcome = deployments::rollback(ctx, opts)?;
-    crate::commands::install::report(ctx, &outcome, &crate::ops::install::Timings::default(), &[], false)
+    crate::commands::install::report(ctx, &outcome, &ebpkg::ops::install::Timings::default(), &[], false)
 }
 
 pub fn uninstall(ctx: &Ctx, args: UninstallArgs) -> Result<ExitCode> {

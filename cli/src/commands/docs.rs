@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory};
 
-use crate::Ctx;
+use ebpkg::Ctx;
 
 #[derive(Args)]
 #[command(
@@ -33,7 +33,7 @@ pub fn completions(_ctx: &Ctx, args: CompletionsArgs) -> Result<ExitCode> {
     let mut cmd = crate::Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "ebpkg", &mut out);
-    crate::ui::stdout(&String::from_utf8_lossy(&out));
+    ebpkg::ui::stdout(&String::from_utf8_lossy(&out));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -49,7 +49,7 @@ pub fn man(ctx: &Ctx, args: ManArgs) -> Result<ExitCode> {
         None => {
             let mut out = Vec::new();
             clap_mangen::Man::new(cmd).render(&mut out).context("cannot render the manual page")?;
-            crate::ui::stdout(&String::from_utf8_lossy(&out));
+            ebpkg::ui::stdout(&String::from_utf8_lossy(&out));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::doctor::{DoctorOptions, doctor};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::doctor::{DoctorOptions, doctor};
 
 #[derive(Args)]
 #[command(after_help = "Examples:\n  sudo ebpkg doctor\n  sudo ebpkg doctor --fix")]

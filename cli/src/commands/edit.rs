@@ -8,9 +8,9 @@ use anyhow::Result;
 use clap::Args;
 use ebpkg_spec::PackageName;
 
-use crate::Ctx;
 use crate::commands::install::parse_package_spec;
-use crate::ops::edit::{self as ops, Requested};
+use ebpkg::Ctx;
+use ebpkg::ops::edit::{self as ops, Requested};
 
 #[derive(Args)]
 #[command(
@@ -50,7 +50,7 @@ pub fn remove(ctx: &Ctx, args: RemoveArgs) -> Result<ExitCode> {
     let names = args
         .packages
         .iter()
-        .map(|spec| PackageName::new(spec).map_err(|e| crate::exit::bad_name(spec, &e)))
+        .map(|spec| PackageName::new(spec).map_err(|e| ebpkg::exit::bad_name(spec, &e)))
         .collect::<Result<Vec<_>>>()?;
     ops::remove(ctx, &names)?;
     Ok(ExitCode::SUCCESS)

@@ -8,10 +8,10 @@ use anyhow::Result;
 use clap::Args;
 use ebpkg_deploy::{ChainMode, InstallOutcome};
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::build::BuildOptions;
-use crate::ops::install::{InstallOptions, Target, Timings, install};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::build::BuildOptions;
+use ebpkg::ops::install::{InstallOptions, Target, Timings, install};
 
 const EXAMPLES: &str = "Examples:
   sudo ebpkg install --set DEVNAME=eth0      deploy this project's chains on eth0
@@ -72,7 +72,7 @@ pub fn parse_package_spec(spec: &str) -> Result<(ebpkg_spec::PackageName, semver
         Some((n, r)) => (n, r),
         None => (spec, "*"),
     };
-    let name = ebpkg_spec::PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
+    let name = ebpkg_spec::PackageName::new(name).map_err(|e| ebpkg::exit::bad_name(name, &e))?;
     let req = semver::VersionReq::parse(req)
         .map_err(|e| fail(Failure::Usage, format!("`{req}` is not a version requirement: {e}")))?;
     Ok((name, req))
@@ -103,7 +103,7 @@ pub fn report(
     ctx: &Ctx,
     outcome: &InstallOutcome,
     timings: &Timings,
-    kernels: &[crate::ops::kernel_attestations::Coverage],
+    kernels: &[ebpkg::ops::kernel_attestations::Coverage],
     show_timings: bool,
 ) -> Result<ExitCode> {
     if ctx.ui.json {

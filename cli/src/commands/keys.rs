@@ -12,10 +12,10 @@ use ebpkg_signing::TrustPolicy;
 use ebpkg_spec::names::PackageGlob;
 use zeroize::Zeroizing;
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::keys::{DEFAULT_KEY, GenerateOptions, NamedKey, PASSWORD_ENV};
-use crate::ops::trust::{PolicyEdit, PolicyScope, TrustChange};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::keys::{DEFAULT_KEY, GenerateOptions, NamedKey, PASSWORD_ENV};
+use ebpkg::ops::trust::{PolicyEdit, PolicyScope, TrustChange};
 
 #[derive(Args)]
 #[command(after_help = "Keys are cosign-compatible (ECDSA P-256; the private key is cosign's encrypted PEM): \
@@ -158,12 +158,12 @@ pub fn key(ctx: &Ctx, args: KeyArgs) -> Result<ExitCode> {
     match args.command {
         KeyCommand::Generate { name, force } => {
             let generated =
-                crate::ops::keys::generate(ctx, GenerateOptions { name, force, passphrase: &|| passphrase(true) })?;
+                ebpkg::ops::keys::generate(ctx, GenerateOptions { name, force, passphrase: &|| passphrase(true) })?;
             print_generated(ctx, &generated)?;
         }
-        KeyCommand::List => print_keys(ctx, &crate::ops::keys::list(ctx)?)?,
-        KeyCommand::Show { name } => print_key(ctx, &crate::ops::keys::show(ctx, &name)?)?,
-        KeyCommand::Export { name } => ctx.ui.out(crate::ops::keys::export(ctx, &name)?.to_pem().trim_end()),
+        KeyCommand::List => print_keys(ctx, &ebpkg::ops::keys::list(ctx)?)?,
+        KeyCommand::Show { name } => print_key(ctx, &ebpkg::ops::keys::show(ctx, &name)?)?,
+        KeyCommand::Export { name } => ctx.ui.out(ebpkg::ops::keys::export(ctx, &name)?.to_pem().trim_end()),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -244,7 +244,7 @@ pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
     let scope = if args.project { PolicyScope::Project } else { PolicyScope::User };
     let change = match args.command {
         TrustCommand::List => {
-            print_policy(ctx, &crate::ops::trust::listed_policy(ctx, scope)?)?;
+            print_policy(ctx, &ebpkg::ops::trust::listed_policy(ctx, scope)?)?;
             return Ok(ExitCode::SUCCESS);
         }
         TrustCommand::Add { packages, key } => TrustChange::Add { packages: glob_arg(&packages)?, key },
@@ -264,7 +264,7 @@ pub fn trust(ctx: &Ctx, args: TrustArgs) -> Result<ExitCode> {
         TrustCommand::Rebuilder { command: RebuilderCommand::Add { key } } => TrustChange::AddRebuilder { key },
         TrustCommand::Rebuilder { command: RebuilderCommand::Remove { key } } => TrustChange::RemoveRebuilder { key },
     };
-    print_policy_edit(ctx, &crate::ops::trust::edit_policy(ctx, scope, change)?);
+    print_policy_edit(ctx, &ebpkg::ops::trust::edit_policy(ctx, scope, change)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Args;
 use ebpkg_spec::{Lockfile, PackageName};
 
-use crate::Ctx;
-use crate::ops::lock::{self as ops, Node, Updated};
+use ebpkg::Ctx;
+use ebpkg::ops::lock::{self as ops, Node, Updated};
 
 #[derive(Args)]
 #[command(
@@ -61,7 +61,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
     let names = args
         .packages
         .iter()
-        .map(|p| PackageName::new(p).map_err(|e| crate::exit::bad_name(p, &e)))
+        .map(|p| PackageName::new(p).map_err(|e| ebpkg::exit::bad_name(p, &e)))
         .collect::<Result<Vec<_>>>()?;
     let Updated { locked, newer } = ops::update(ctx, &names)?;
     if ctx.ui.json {
@@ -111,7 +111,7 @@ pub fn tree(ctx: &Ctx, _args: TreeArgs) -> Result<ExitCode> {
         for (i, r) in root.dependencies.iter().enumerate() {
             print(r, "", i + 1 == root.dependencies.len(), &mut out);
         }
-        crate::ui::stdout(&out);
+        ebpkg::ui::stdout(&out);
     }
     Ok(ExitCode::SUCCESS)
 }

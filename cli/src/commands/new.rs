@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::Ctx;
-use crate::ops::new::{self as ops, Created, NewOptions};
+use ebpkg::Ctx;
+use ebpkg::ops::new::{self as ops, Created, NewOptions};
 
 #[derive(Args)]
 #[command(
@@ -57,7 +57,7 @@ impl Kind {
 fn report(ctx: &Ctx, created: &Created) {
     let Created { name, dir, program, remembered_registry } = created;
     if let Some(registry) = remembered_registry {
-        ctx.ui.status("Remembered", format!("{registry} in {}", crate::config::PROJECT_CONFIG));
+        ctx.ui.status("Remembered", format!("{registry} in {}", ebpkg::config::PROJECT_CONFIG));
     }
     ctx.ui.status(
         "Created",

@@ -12,13 +12,13 @@ use ebpkg_sources::MirrorReport;
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::IndexEntry;
 
-use crate::Ctx;
 use crate::commands::install::parse_package_spec;
-use crate::exit::{Failure, fail};
-use crate::ops::info::PackageInfo;
-use crate::ops::publish::{Existing, PublishOptions, Published, Signing};
-use crate::ops::search::Found;
-use crate::ops::yank::{YankOptions, Yanked};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::info::PackageInfo;
+use ebpkg::ops::publish::{Existing, PublishOptions, Published, Signing};
+use ebpkg::ops::search::Found;
+use ebpkg::ops::yank::{YankOptions, Yanked};
 
 #[derive(Args)]
 #[command(
@@ -118,7 +118,7 @@ pub fn publish(ctx: &Ctx, args: PublishArgs) -> Result<ExitCode> {
         skip_existing: args.skip_existing,
         with_objects: args.with_objects,
     };
-    print_published(ctx, crate::ops::publish::publish(ctx, opts)?)?;
+    print_published(ctx, ebpkg::ops::publish::publish(ctx, opts)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -160,11 +160,11 @@ pub fn yank(ctx: &Ctx, args: YankArgs) -> Result<ExitCode> {
         .package
         .split_once('@')
         .ok_or_else(|| fail(Failure::Usage, format!("`{}`: write name@version, e.g. meter@1.2.0", args.package)))?;
-    let name = PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
+    let name = PackageName::new(name).map_err(|e| ebpkg::exit::bad_name(name, &e))?;
     let version = semver::Version::parse(version)
         .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
     let opts = YankOptions { name, version, undo: args.undo };
-    let yanked = crate::ops::yank::yank(ctx, &opts)?;
+    let yanked = ebpkg::ops::yank::yank(ctx, &opts)?;
     print_yanked(ctx, &opts, &yanked)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -179,7 +179,7 @@ fn print_yanked(ctx: &Ctx, opts: &YankOptions, yanked: &Yanked) -> Result<()> {
 }
 
 pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
-    let found = crate::ops::search::search(ctx, &args.query, args.limit)?;
+    let found = ebpkg::ops::search::search(ctx, &args.query, args.limit)?;
     print_found(ctx, &args.query, &found)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -206,7 +206,7 @@ fn print_found(ctx: &Ctx, query: &str, found: &Found) -> Result<()> {
 
 pub fn info(ctx: &Ctx, args: InfoArgs) -> Result<ExitCode> {
     let (name, req) = parse_package_spec(&args.package)?;
-    print_info(ctx, &crate::ops::info::info(ctx, &name, &req)?)?;
+    print_info(ctx, &ebpkg::ops::info::info(ctx, &name, &req)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -310,7 +310,7 @@ fn kernel_line(k: &ebpkg_spec::manifest::KernelReq) -> String {
 }
 
 pub fn mirror(ctx: &Ctx, args: MirrorArgs) -> Result<ExitCode> {
-    print_mirrored(ctx, &crate::ops::mirror::mirror(ctx, &args.dir)?)?;
+    print_mirrored(ctx, &ebpkg::ops::mirror::mirror(ctx, &args.dir)?)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
 
 const HELP: &str = "Test files are tests/*.test.toml in the package:
 
@@ -58,7 +58,7 @@ pub struct TestArgs {
 
 pub fn run(ctx: &Ctx, args: TestArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
-    let report = crate::ops::test::run_tests(ctx, &project, args.filter.as_deref())?;
+    let report = ebpkg::ops::test::run_tests(ctx, &project, args.filter.as_deref())?;
     if ctx.ui.json {
         ctx.ui.json(&report)?;
     } else {

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::Ctx;
-use crate::ops::tuf;
+use ebpkg::Ctx;
+use ebpkg::ops::tuf;
 
 #[derive(Args)]
 #[command(after_help = "Examples:\n  ebpkg registry add corp file:///srv/ebpkg --root root.json\n  \

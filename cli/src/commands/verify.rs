@@ -7,9 +7,9 @@ use clap::Args;
 use ebpkg_build::{RebuildOutcome, Rebuilt};
 use ebpkg_spec::PackageName;
 
-use crate::Ctx;
-use crate::exit::{Failure, fail};
-use crate::ops::verify::{RebuildReport, SignOptions, SignedRebuild, VerifyTarget, rebuilt_sha256};
+use ebpkg::Ctx;
+use ebpkg::exit::{Failure, fail};
+use ebpkg::ops::verify::{RebuildReport, SignOptions, SignedRebuild, VerifyTarget, rebuilt_sha256};
 
 #[derive(Args)]
 #[command(after_help = "A version's shipped objects (`prebuilt` in its ebpkg.toml, as `ebpkg publish --with-objects` \
@@ -59,13 +59,13 @@ pub fn run(ctx: &Ctx, args: VerifyArgs) -> Result<ExitCode> {
             };
             let version = semver::Version::parse(version)
                 .map_err(|e| fail(Failure::Usage, format!("`{version}` is not a version: {e}")))?;
-            let name = PackageName::new(name).map_err(|e| crate::exit::bad_name(name, &e))?;
+            let name = PackageName::new(name).map_err(|e| ebpkg::exit::bad_name(name, &e))?;
             VerifyTarget::Version { name, version }
         }
     };
-    let report = crate::ops::verify::rebuild(ctx, &target)?;
+    let report = ebpkg::ops::verify::rebuild(ctx, &target)?;
     let signed = match args.sign {
-        Some(key) => crate::ops::verify::sign(
+        Some(key) => ebpkg::ops::verify::sign(
             ctx,
             &report,
             SignOptions {
