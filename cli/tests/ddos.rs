@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ebpkg_packages_harness::bpf::{self, Loaded};
-use ebpkg_packages_harness::netns::{Netns, veth};
+use ebpkg_packages_harness::netns::{Netns, send_frames, veth};
 use ebpkg_packages_harness::packets;
 use hike_runtime::{Clock, Runtime};
 
@@ -102,14 +102,11 @@ fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
 
     let obj =
         bpf::compile(&ebpkg_packages_harness::packages_dir().join("harness/bpf/scenario.bpf.c"), &sb.cache).unwrap();
-    let mut source = Loaded::load(&obj, "source").unwrap();
-    source.attach("xdp_tx_all", &src, "eth0").unwrap();
     let mut collector = Loaded::load(&obj, "collector").unwrap();
     collector.attach("xdp_count", &col, "eth0").unwrap();
 
     let target = Ipv6Addr::new(0x2001, 0xdb8, 0xff, 0, 0, 0, 0, 1);
     let other = Ipv6Addr::new(0x2001, 0xdb8, 0xfe, 0, 0, 0, 0, 1);
-    let fd = source.prog_fd("xdp_tx_all").unwrap();
     let src_if = src.ifindex("eth0").unwrap();
     // Sent in bursts, each seen through the chain (its events counted) before the next: frames sent
     // faster than the receiving side runs the chain overflow its veth queue (256 frames) and are lost
@@ -118,7 +115,7 @@ fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
     let mut send = |packet: Vec<u8>, n: u32| {
         for burst in (0..n).step_by(32).map(|start| (n - start).min(32)) {
             let packet = packet.clone();
-            src.run(move || bpf::test_run(fd, &packet, src_if, true, burst).unwrap()).unwrap();
+            src.run(move || send_frames(src_if, &packet, burst).unwrap()).unwrap();
             sent += u64::from(burst);
             let deadline = Instant::now() + Duration::from_secs(30);
             while events(&sb).iter().sum::<u64>() < sent && Instant::now() < deadline {
@@ -199,7 +196,6 @@ fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
         assert_eq!(events(&sb), want, "the flood is still dropped, every count went on");
     }
 
-    drop(source);
     drop(collector);
     sb.run(&empty, &["uninstall", "ddos"]).ok();
     assert!(!sb.root.exists());

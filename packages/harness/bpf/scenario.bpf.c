@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Plain XDP programs for scenarios: a traffic source and a counting sink.
+/* A plain XDP program for scenarios: a counting sink. (Scenarios send their
+ * frames through a packet socket: harness/src/netns.rs send_frames.)
  *
- * xdp_tx_all: sends every frame back out of its interface. Run with
- *   BPF_PROG_TEST_RUN and live frames on a veth, it injects the test's frames
- *   into the veth's peer, exactly as many as asked for.
  * xdp_count: counts the frames that reach an interface (then drops them). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -14,12 +12,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counted SEC(".maps");
-
-SEC("xdp")
-int xdp_tx_all(struct xdp_md *ctx)
-{
-	return XDP_TX;
-}
 
 SEC("xdp")
 int xdp_count(struct xdp_md *ctx)

@@ -105,3 +105,42 @@ pub fn veth(a: &Netns, a_dev: &str, a_index: u32, b: &Netns, b_dev: &str, b_inde
     b.ip(&["link", "set", b_dev, "up"])?;
     Ok(())
 }
+
+/// Sends `frame` `n` times out of interface `ifindex` of the calling thread's
+/// namespace (call it inside [`Netns::run`]) through a packet socket, as a host's
+/// stack would: the peer's XDP program sees each one. BPF_PROG_TEST_RUN's live
+/// frames would do the same faster, but some hosts refuse them with EPERM (seen
+/// on a 6.18 host that loads and test-runs programs otherwise), while a packet
+/// socket needs only CAP_NET_RAW and works on every kernel the project tests.
+pub fn send_frames(ifindex: u32, frame: &[u8], n: u32) -> Result<()> {
+    // SAFETY: plain syscalls on a descriptor this function owns; the address is a
+    // zeroed sockaddr_ll with the fields the kernel reads set.
+    unsafe {
+        let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error()).context("packet socket (needs CAP_NET_RAW)");
+        }
+        let fd = <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_ll = std::mem::zeroed();
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_ifindex = i32::try_from(ifindex).context("interface index")?;
+        addr.sll_halen = 6;
+        addr.sll_addr[..6].copy_from_slice(frame.get(..6).context("a frame shorter than its Ethernet header")?);
+        let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        for _ in 0..n {
+            let sent = libc::sendto(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                frame.as_ptr().cast(),
+                frame.len(),
+                0,
+                (&raw const addr).cast(),
+                len,
+            );
+            if sent < 0 {
+                return Err(std::io::Error::last_os_error())
+                    .with_context(|| format!("send a frame out of interface {ifindex}"));
+            }
+        }
+    }
+    Ok(())
+}
