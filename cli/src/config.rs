@@ -378,6 +378,35 @@ impl Config {
         })
     }
 
+    /// Settings from nothing but `dir` and `registry` (the default registry): every
+    /// file and directory in `dir` (`config.toml`'s siblings, `cache/`, `state/`,
+    /// `bpffs/`), no configuration file, environment or project configuration read.
+    /// For callers of the library that must not see the user's (tests, benchmarks).
+    pub fn isolated(dir: &Path, registry: &str) -> Config {
+        Config {
+            file: None,
+            project_file: None,
+            registry_from_project: false,
+            registry: registry.to_owned(),
+            registries: BTreeMap::new(),
+            token: None,
+            credentials_path: dir.join(CREDENTIALS_FILE),
+            keys_dir: dir.join("keys"),
+            trust_path: dir.join("trust.toml"),
+            tuf_dir: dir.join("tuf"),
+            tuf_online_key: None,
+            tuf_trust_clock: false,
+            credentials: BTreeMap::new(),
+            cainfo: None,
+            mirrors: BTreeMap::new(),
+            tools: ebpkg_build::ToolchainOptions::default(),
+            jobs: None,
+            cache_dir: dir.join("cache"),
+            state_dir: dir.join("state"),
+            bpffs_root: dir.join("bpffs"),
+        }
+    }
+
     /// The URL to fetch a registry's packages from (a mirror, when one is set).
     pub fn fetch_url<'a>(&'a self, registry: &'a str) -> &'a str {
         self.mirrors.get(registry).or_else(|| self.mirrors.get("*")).map_or(registry, String::as_str)

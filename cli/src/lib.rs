@@ -12,6 +12,7 @@ pub mod exit;
 pub mod ops;
 pub mod project;
 pub mod registries;
+pub mod trust_files;
 pub mod ui;
 
 pub use ctx::Ctx;

@@ -223,6 +223,7 @@ fn main() -> ExitCode {
             netns: cli.netns,
             manifest_path: cli.manifest_path,
             cache_checked: std::sync::OnceLock::new(),
+            loaded: Default::default(),
         };
         run(&ctx, cli.command)
     });

@@ -17,6 +17,9 @@ pub struct Project {
     /// The directory holding ebpkg.toml.
     pub dir: PathBuf,
     pub manifest: Manifest,
+    /// ebpkg.toml as it was read (and parsed into `manifest`): what the project's
+    /// digest hashes and an edit starts from, so that the file is read once.
+    pub manifest_text: String,
 }
 
 /// What is found where ebpkg.lock belongs.
@@ -38,14 +41,17 @@ pub fn manifest_error(e: ManifestError) -> anyhow::Error {
 
 impl Project {
     /// The digest of the project's files as they would be packed (what the build
-    /// cache and deployment records know it by). It is the checksum of the very
-    /// archive `ebpkg publish` would upload, gzip included, not a cheaper hash of
-    /// the files: objects built here before publishing are then found in the
-    /// build cache (and shipped with `--with-objects`) under the key an install of
-    /// the published archive computes.
+    /// cache and deployment records know it by): `ebpkg_archive::tree_digest`,
+    /// each file streamed through SHA-256 once (ebpkg.toml from `manifest_text`),
+    /// with no archive made. Two states of the project have the same digest
+    /// exactly when they pack to the same archive; the value is not the archive's
+    /// checksum (that is a digest of gzip's output), so objects built here are
+    /// found in the build cache by this project's builds, and an install of the
+    /// published archive compiles under the archive's own checksum. (`publish
+    /// --with-objects` builds under the archive's checksum itself.)
     pub fn digest(&self) -> Result<ebpkg_spec::types::Sha256Digest> {
-        let packed = ebpkg_archive::pack(&self.dir).map_err(|e| fail(Failure::Input, e.render().trim_end()))?;
-        Ok(packed.sha256)
+        ebpkg_archive::tree_digest(&self.dir, &self.manifest, self.manifest_text.as_bytes())
+            .map_err(|e| fail(Failure::Input, e.render().trim_end()))
     }
 
     /// Finds and loads the project: `manifest_path` when given, else the nearest
@@ -70,10 +76,13 @@ impl Project {
     }
 
     pub fn load(manifest_path: &Path) -> Result<Project> {
-        let manifest = Manifest::load(manifest_path).map_err(manifest_error)?;
+        let (manifest, bytes) = Manifest::load_with_bytes(manifest_path).map_err(manifest_error)?;
+        // (Parsing decoded it as UTF-8 already.)
+        let manifest_text = String::from_utf8(bytes)
+            .map_err(|e| fail(Failure::Input, format!("{}: not UTF-8: {e}", manifest_path.display())))?;
         let dir = manifest_path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned);
         let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
-        Ok(Project { dir, manifest })
+        Ok(Project { dir, manifest, manifest_text })
     }
 
     pub fn manifest_path(&self) -> PathBuf {

@@ -74,6 +74,47 @@ fn the_ddos_chain_installs_from_a_registry_server() {
     flood_is_blacklisted(sb, "auto");
 }
 
+/// Every byte read once: one install of the DDoS project opens its ebpkg.toml
+/// once (not again to hash the project, nor to load the trust policy, nor for
+/// each step that needs the project) and each package archive once (checked,
+/// signature-verified, unpacked and compared from those bytes). Counted with
+/// strace over the process and its children, so a read by any path (ebpkg_fs or
+/// not) counts.
+#[test]
+fn an_install_of_the_ddos_project_opens_its_manifest_and_each_archive_once() {
+    let sb = Sandbox::with_veth("ddosr", "in0", "x0").shared_cache();
+    sb.publish_first_party();
+    let project = sb.path("ddos");
+    copy_dir(&ebpkg_packages_harness::packages_dir().join("ddos"), &project);
+    let (run, opens) = sb.run_traced(&project, &["install", "--set", "DEVNAME=in0"]);
+    let run = run.ok();
+    assert!(run.stderr.contains("Attached in0 to ddos-1-basic-ip6_sc"), "{}", run.stderr);
+    let reads: Vec<&str> = opens
+        .iter()
+        .filter(|(_, flags)| flags.contains("O_RDONLY") && !flags.contains("O_PATH") && !flags.contains("O_DIRECTORY"))
+        .map(|(path, _)| path.as_str())
+        .collect();
+
+    let manifest = project.join("ebpkg.toml");
+    let manifest = [manifest.display().to_string(), std::fs::canonicalize(&manifest).unwrap().display().to_string()];
+    let manifest_reads = reads.iter().filter(|p| manifest.contains(&p.to_string())).count();
+    assert_eq!(manifest_reads, 1, "{manifest:?} opened {manifest_reads} times");
+
+    let lock = std::fs::read_to_string(project.join("ebpkg.lock")).unwrap();
+    let lock = ebpkg_spec::Lockfile::parse(&lock, "ebpkg.lock").unwrap();
+    let mut per_archive = std::collections::BTreeMap::<&str, usize>::new();
+    for path in reads.iter().filter(|p| p.ends_with(".tar.gz")) {
+        *per_archive.entry(path.rsplit('/').next().unwrap_or(path)).or_default() += 1;
+    }
+    let locked: Vec<String> = lock.packages().iter().map(|p| format!("{}.tar.gz", p.checksum.to_hex())).collect();
+    assert_eq!(lock.packages().len(), 5, "net, basic, meter, sets, sampler");
+    assert_eq!(per_archive.len(), locked.len(), "only the locked archives: {per_archive:?}");
+    for archive in &locked {
+        assert_eq!(per_archive.get(archive.as_str()), Some(&1), "{archive} read once: {per_archive:?}");
+    }
+    sb.run(&project, &["uninstall"]).ok();
+}
+
 fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
     let upgrade = chain_mode == "interpreted";
     let pid = sb.tag.clone();

@@ -8,7 +8,43 @@ use crate::types::Sha256Digest;
 impl Sha256Digest {
     /// The SHA-256 of `bytes`.
     pub fn of(bytes: &[u8]) -> Sha256Digest {
-        Sha256Digest(Sha256::digest(bytes).into())
+        counted(Sha256Digest(Sha256::digest(bytes).into()))
+    }
+}
+
+/// Every digest computed passes here: with the `testing` feature, it is counted
+/// ([`testing::times_computed`]).
+fn counted(digest: Sha256Digest) -> Sha256Digest {
+    #[cfg(feature = "testing")]
+    testing::count(&digest);
+    digest
+}
+
+/// For tests of "read once, hashed once" (feature `testing`): how many times this
+/// process computed each digest. Counted by value, so tests running in parallel
+/// do not disturb one another as long as they hash different bytes (an archive
+/// of their own).
+#[cfg(feature = "testing")]
+pub mod testing {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+
+    use crate::types::Sha256Digest;
+
+    fn counts() -> &'static Mutex<HashMap<Sha256Digest, u64>> {
+        static COUNTS: OnceLock<Mutex<HashMap<Sha256Digest, u64>>> = OnceLock::new();
+        COUNTS.get_or_init(Default::default)
+    }
+
+    pub(super) fn count(digest: &Sha256Digest) {
+        *counts().lock().unwrap_or_else(PoisonError::into_inner).entry(*digest).or_default() += 1;
+    }
+
+    /// How many times a SHA-256 that came out as `digest` was computed (by
+    /// [`Sha256Digest::of`] or a [`Hasher`](super::Hasher)): how many times the
+    /// bytes with that digest were hashed.
+    pub fn times_computed(digest: &Sha256Digest) -> u64 {
+        counts().lock().unwrap_or_else(PoisonError::into_inner).get(digest).copied().unwrap_or(0)
     }
 }
 
@@ -26,7 +62,7 @@ impl Hasher {
     }
 
     pub fn finish(self) -> Sha256Digest {
-        Sha256Digest(self.0.finalize().into())
+        counted(Sha256Digest(self.0.finalize().into()))
     }
 }
 

@@ -184,11 +184,22 @@ pub struct PrebuiltRefused {
 /// against its manifest ([`ObjectItems::check`]), reading each at most
 /// [`crate::MAX_OBJECT_BYTES`].
 pub fn check_prebuilt(manifest: &Manifest, root: &Path) -> Result<(), PrebuiltRefused> {
+    check_prebuilt_with(manifest, |object| {
+        ebpkg_fs::read(&root.join(object), crate::MAX_OBJECT_BYTES).map_err(|e| format!("cannot be read: {e}"))
+    })
+}
+
+/// [`check_prebuilt`] with each object's bytes from `read` (given the package
+/// path `prebuilt.object` names; its error says why it cannot be read): for a
+/// package held in memory, as a registry checks a publish.
+pub fn check_prebuilt_with<B: AsRef<[u8]>>(
+    manifest: &Manifest,
+    mut read: impl FnMut(&str) -> Result<B, String>,
+) -> Result<(), PrebuiltRefused> {
     for object in prebuilt_objects(manifest) {
         let refused = |why: String| PrebuiltRefused { object: object.to_owned(), why };
-        let elf = ebpkg_fs::read(&root.join(object), crate::MAX_OBJECT_BYTES)
-            .map_err(|e| refused(format!("cannot be read: {e}")))?;
-        let items = ObjectItems::read(&elf).map_err(|e| refused(e.to_string()))?;
+        let elf = read(object).map_err(refused)?;
+        let items = ObjectItems::read(elf.as_ref()).map_err(|e| refused(e.to_string()))?;
         items.check(manifest, &prebuilt_in(manifest, object)).map_err(|e| refused(e.to_string()))?;
     }
     Ok(())

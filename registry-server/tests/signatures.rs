@@ -93,6 +93,31 @@ fn a_signed_publish_is_verified_recorded_and_served() {
     assert_eq!(get(&reg, "api/v1/packages/meter/9.9.9/bundle").status(), StatusCode::NOT_FOUND);
 }
 
+/// A publish hashes its archive once: the digest computed when it is checked
+/// against the metadata serves the in-memory read (no unpacking to a scratch
+/// directory, no second hash), the signature (verified against that digest), the
+/// index line and the blob's name.
+#[test]
+fn a_signed_publish_hashes_its_archive_once() {
+    let reg = signed_registry();
+    let scratch = tempfile::tempdir().unwrap();
+    let token = reg.token("alice", &[], &[]).unwrap();
+    let key = SigningKey::generate().unwrap();
+    assert_eq!(register(&reg, &token, "alice", &key).status(), StatusCode::OK);
+    // A package no other test publishes: digests are counted per process, by value.
+    let readme = "readme = \"README.md\"\n";
+    let packed = pack_with(scratch.path(), "hashed-once", "1.0.0", readme, &[("README.md", "# once\n")]).unwrap();
+    let body = signed_publish_body(&packed, "hashed-once", "1.0.0", &key).unwrap();
+    let before = ebpkg_spec::digest::testing::times_computed(&packed.sha256);
+    let r = publish(&reg, &token, &body);
+    assert_eq!(r.status(), StatusCode::OK);
+    let published: PublishResponse = r.json().unwrap();
+    assert_eq!(published.entry.cksum, packed.sha256);
+    assert_eq!(published.entry.signed_by.as_ref(), Some(key.public().id()));
+    let hashed = ebpkg_spec::digest::testing::times_computed(&packed.sha256) - before;
+    assert_eq!(hashed, 1, "the server hashed the archive {hashed} times");
+}
+
 #[test]
 fn unsigned_publishes_are_refused_by_default_and_accepted_where_allowed() {
     let reg = signed_registry();

@@ -25,9 +25,6 @@ use crate::store::{Store, io};
 /// older ones are removed when a new one is committed.
 pub const KEEP: usize = 5;
 
-/// Largest object copied into a generation (as the build reads them).
-const MAX_OBJECT: u64 = ebpkg_spec::MAX_OBJECT_BYTES;
-
 /// A generation as saved: its record, and the plan that installed it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SavedGeneration {
@@ -88,8 +85,14 @@ impl Store {
 
     /// Saves what `plan` installed as `record`'s generation (before the record is
     /// committed: a committed generation always has its copy). Written beside and
-    /// renamed into place, so a copy is whole or absent.
-    pub(crate) fn save_generation(&self, plan: &DeployPlan, record: &DeploymentRecord) -> Result<()> {
+    /// renamed into place, so a copy is whole or absent. Each object's bytes are
+    /// `elf`'s (what the install read and checked), not read again.
+    pub(crate) fn save_generation<'a>(
+        &self,
+        plan: &'a DeployPlan,
+        record: &DeploymentRecord,
+        elf: &dyn Fn(&'a PlannedPackage, &'a PlannedObject) -> Result<&'a [u8]>,
+    ) -> Result<()> {
         let base = self.generations_dir(&record.name);
         make_dir(&base)?;
         let dest = self.generation_dir(&record.name, record.generation);
@@ -101,15 +104,10 @@ impl Store {
         for p in &plan.packages {
             let mut objects = Vec::new();
             for o in &p.objects {
-                let bytes = ebpkg_fs::read(&o.path, MAX_OBJECT)
-                    .map_err(|cause| DeployError::Read { what: "cannot copy an object into its generation", cause })?;
-                let sha256 = Sha256Digest::of(&bytes);
-                if o.sha256.is_some_and(|d| d != sha256) {
-                    return Err(DeployError::Package {
-                        package: p.id.clone(),
-                        reason: format!("its object {} changed while it was installed", o.path.display()),
-                    });
-                }
+                let bytes = elf(p, o)?;
+                // Checked against the digest the build gave when it was read (a plan
+                // made without a build has none: hashed here).
+                let sha256 = o.sha256.unwrap_or_else(|| Sha256Digest::of(bytes));
                 let file = format!("{}.o", sha256.to_hex());
                 let path = temp.join("objects").join(&file);
                 // An object an earlier generation saved is linked, not written again.
@@ -119,7 +117,7 @@ impl Store {
                 });
                 let linked = !path.exists() && earlier.is_some_and(|e| std::fs::hard_link(e, &path).is_ok());
                 if !linked && !path.exists() {
-                    ebpkg_fs::write_atomic(&path, &bytes, 0o644).map_err(io("cannot write", &path))?;
+                    ebpkg_fs::write_atomic(&path, bytes, 0o644).map_err(io("cannot write", &path))?;
                 }
                 objects.push(SavedObject {
                     file,

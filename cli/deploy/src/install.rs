@@ -261,7 +261,7 @@ impl Deployer {
             .and_then(|rt| self.apply(&rt, plan, &checked, &mut journal, &inputs, on).map(|record| (rt, record)));
         let (rt, record) = match applied.and_then(|(rt, record)| {
             crash_point("switched");
-            self.store.save_generation(plan, &record)?;
+            self.store.save_generation(plan, &record, &|pkg, obj| checked.elf(pkg, obj))?;
             crash_point("saved");
             self.store.save_record(&record)?;
             Ok((rt, record))
@@ -386,7 +386,7 @@ impl Deployer {
         for (script, sids) in plan.scripts.iter().zip(&script_ids) {
             collect_loader_work(&script.artifact, &script.file, sids, &plan.params, &mut work, &mut seen_keys)?;
         }
-        let mut loaders = self.load_loaders(rt, plan, journal, &work, on)?;
+        let mut loaders = self.load_loaders(rt, plan, checked, journal, &work, on)?;
         crash_point("loaders");
 
         self.switch_interfaces(rt, journal, &mut loaders, &work, on)?;
@@ -452,6 +452,7 @@ impl Deployer {
         &self,
         rt: &Runtime,
         plan: &DeployPlan,
+        checked: &Checked,
         journal: &mut Journal,
         work: &BTreeMap<(String, String), LoaderWork>,
         on: &dyn Fn(&Event),
@@ -484,7 +485,7 @@ impl Deployer {
             let instance = loader_instance(&plan.deployment, journal.generation, package, loader);
             journal.steps.push(Step::LoadLoader { instance: instance.clone() });
             self.store.save_journal(journal)?;
-            self.load_loader(rt, pkg, loader, &instance)?;
+            self.load_loader(rt, pkg, checked, loader, &instance)?;
             for (map, entries) in &w.entries {
                 rt.configure_loader(&instance, map, entries).map_err(DeployError::runtime(format!(
                     "cannot configure map `{map}` of loader {package}::{loader}"
@@ -714,9 +715,17 @@ impl Deployer {
         Ok(out)
     }
 
-    fn load_loader(&self, rt: &Runtime, pkg: &PlannedPackage, loader: &str, instance: &str) -> Result<()> {
+    fn load_loader(
+        &self,
+        rt: &Runtime,
+        pkg: &PlannedPackage,
+        checked: &Checked,
+        loader: &str,
+        instance: &str,
+    ) -> Result<()> {
         let (manifest_loader, obj) = loader_object(pkg, loader)?;
-        let elf = read_object(pkg, obj)?;
+        // Read and checked by preflight: not read again.
+        let elf = checked.elf(pkg, obj)?;
         let config_maps = manifest_loader
             .maps
             .iter()
@@ -737,7 +746,7 @@ impl Deployer {
             package: pkg.name(),
             version: &pkg.version(),
             object_name: &obj.object_name,
-            elf: &elf,
+            elf,
             program: loader,
             hook: obj.hook,
             config_maps,
@@ -836,9 +845,24 @@ fn recorded_objects(pkg: &PlannedPackage, checked: &Checked) -> Result<Vec<Recor
 
 /// What preflight read of each object with programs (by path): its bytes and
 /// the HIKe programs it holds, checked against its manifest. Registration uses
-/// them rather than reading and parsing each object a second time.
+/// them rather than reading and parsing each object a second time; loading a
+/// loader and saving the generation use the bytes of every object, loaders'
+/// included, rather than reading them again.
 struct Checked {
     objects: BTreeMap<std::path::PathBuf, CheckedObject>,
+    /// The bytes of the objects without programs (loaders only).
+    others: BTreeMap<std::path::PathBuf, Vec<u8>>,
+}
+
+impl Checked {
+    /// The bytes preflight read of `obj` (of `pkg`), checked against its digest.
+    fn elf(&self, pkg: &PlannedPackage, obj: &PlannedObject) -> Result<&[u8]> {
+        let with_programs = self.objects.get(&obj.path).map(|c| &c.elf[..]);
+        with_programs.or_else(|| self.others.get(&obj.path).map(Vec::as_slice)).ok_or_else(|| DeployError::Package {
+            package: pkg.id.clone(),
+            reason: format!("its object {} was not checked before installing", obj.path.display()),
+        })
+    }
 }
 
 struct CheckedObject {
@@ -853,11 +877,13 @@ struct CheckedObject {
 /// package declares and was built.
 fn preflight(plan: &DeployPlan) -> Result<Checked> {
     let mut objects = BTreeMap::new();
+    let mut others = BTreeMap::new();
     for pkg in &plan.packages {
         for obj in &pkg.objects {
             let elf = read_object(pkg, obj)?;
             check_items(pkg, obj, &elf)?;
             if obj.programs.is_empty() {
+                others.insert(obj.path.clone(), elf);
                 continue;
             }
             let sigs = hike_runtime::signature::read(&obj.object_name, &elf)
@@ -878,7 +904,7 @@ fn preflight(plan: &DeployPlan) -> Result<Checked> {
             loader_object(pkg, loader)?;
         }
     }
-    Ok(Checked { objects })
+    Ok(Checked { objects, others })
 }
 
 /// The object defines the programs and loaders the manifest builds into it, and

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use ebpkg_archive::{Limits, UnpackError, VerifiedArchive};
 use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::cache_layout::{CacheLayout, CachePart};
-use ebpkg_spec::index::EntryPin;
+use ebpkg_spec::index::{EntryPin, IndexEntry};
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, PackageName};
 use semver::Version;
@@ -25,7 +25,6 @@ use semver::Version;
 use crate::atomic::write_private;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
-use crate::file_registry::describe_versions;
 use crate::registry::{Registry, SignedVersion};
 
 /// A download cache rooted at a directory.
@@ -69,6 +68,15 @@ pub enum KeyProblem {
     Io(Error),
 }
 
+/// A package unpacked in the cache ([`Cache::unpack`]).
+#[derive(Debug, Clone)]
+pub struct CachedSource {
+    /// The package root (the directory holding `ebpkg.toml`).
+    pub root: PathBuf,
+    /// Its manifest, as the archive holds it.
+    pub manifest: ebpkg_spec::Manifest,
+}
+
 /// What [`Cache::clean`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleanReport {
@@ -101,7 +109,8 @@ impl Cache {
         self.layout.source_dir(name, version, digest)
     }
 
-    /// The path of the cached archive of `name` `version`, downloading it from
+    /// The cached archive of the version `entry` is the index line of (the one the
+    /// caller resolved and checked: it is not looked up again), downloading it from
     /// `registry` when it is not cached (or the cached copy no longer hashes to
     /// `expected`, in which case that copy is deleted).
     ///
@@ -112,11 +121,11 @@ impl Cache {
     pub fn fetch(
         &self,
         registry: &dyn Registry,
-        name: &PackageName,
-        version: &Version,
+        entry: &IndexEntry,
         expected: &Sha256Digest,
         offline: bool,
     ) -> Result<VerifiedArchive> {
+        let (name, version) = (&entry.name, &entry.vers);
         let path = self.archive_path(expected);
         if let Some(archive) = content::read_verified(&path, expected)? {
             tracing::debug!(package = %name, %version, path = %path.display(), "archive cache hit");
@@ -134,15 +143,6 @@ impl Cache {
             }
             .into());
         }
-        let entries = registry
-            .index(name)?
-            .ok_or_else(|| ErrorKind::NoSuchPackage { name: name.clone(), url: registry.url().clone() })?;
-        let entry = entries.iter().find(|e| e.vers == *version).ok_or_else(|| ErrorKind::NoSuchVersion {
-            name: name.clone(),
-            version: version.clone(),
-            url: registry.url().clone(),
-            available: describe_versions(&entries),
-        })?;
         let bytes = registry.download(entry)?;
         let size = bytes.len();
         let archive = VerifiedArchive::check(bytes, expected, &Limits::default()).map_err(|e| -> Error {
@@ -172,8 +172,8 @@ impl Cache {
         content::read_verified(&self.archive_path(expected), expected)
     }
 
-    /// The signature of a signed version over `archive` (its bytes, already
-    /// checked against the digest the caller trusts), verified: the bundle and
+    /// The signature of a signed version over `archive` (checked against the
+    /// digest the caller trusts, the version's), verified: the bundle and
     /// the key come from the cache when there, else from `registry` (and are
     /// cached); the key must hash to the id the index line names, and the bundle
     /// must sign the archive with it. Online, the key's revocation is asked of the
@@ -182,7 +182,7 @@ impl Cache {
         &self,
         registry: &dyn Registry,
         entry: &SignedVersion,
-        archive: &[u8],
+        archive: &VerifiedArchive,
         offline: bool,
     ) -> Result<VerifiedSignature> {
         let id = entry.key;
@@ -239,7 +239,15 @@ impl Cache {
                 KeyProblem::Unavailable(what) => unavailable(what),
                 KeyProblem::Io(e) => e,
             })?;
-        bundle.verify_digest(&key, &entry.cksum, archive).map_err(bad)?;
+        // The archive's bytes were hashed once, when checked: the signature is
+        // verified against that digest, which the version's must be.
+        if archive.digest() != &entry.cksum {
+            return Err(bad(ebpkg_signing::Error::OtherArchive {
+                signed: entry.cksum.to_string(),
+                actual: archive.digest().to_string(),
+            }));
+        }
+        bundle.verify_digest(&key, archive.digest()).map_err(bad)?;
         if !from_cache {
             write_private(&bundle_path, bundle.json().as_bytes())?;
         }
@@ -297,11 +305,12 @@ impl Cache {
         Ok(found)
     }
 
-    /// The package root of `name` `version` unpacked from `archive` (checked,
-    /// from [`Cache::fetch`]), unpacking it on first use: from memory, not read or
-    /// hashed again. Concurrent callers may race to unpack the same package; the
-    /// first to finish wins and the others use its tree.
-    pub fn unpack(&self, name: &PackageName, version: &Version, archive: &VerifiedArchive) -> Result<PathBuf> {
+    /// The package `name` `version` unpacked from `archive` (checked, from
+    /// [`Cache::fetch`]), unpacking it on first use: from memory, not read or
+    /// hashed again; its manifest is parsed from the archive, not read back from
+    /// the tree. Concurrent callers may race to unpack the same package; the first
+    /// to finish wins and the others use its tree.
+    pub fn unpack(&self, name: &PackageName, version: &Version, archive: &VerifiedArchive) -> Result<CachedSource> {
         let digest = archive.digest();
         let dest = self.source_dir(name, version, digest);
         let path = self.archive_path(digest);
@@ -311,7 +320,7 @@ impl Cache {
         // every use and unpacked again when it differs.
         if fs::symlink_metadata(&dest).is_ok() {
             match ebpkg_archive::verify_tree_verified(archive, name, version, &dest, &limits) {
-                Ok(()) => return Ok(dest),
+                Ok(manifest) => return Ok(CachedSource { root: dest, manifest }),
                 Err(UnpackError::TreeModified { path, problem }) => {
                     tracing::warn!(
                         "the cached source of {name}@{version} was changed after it was unpacked ({}: {problem}); \
@@ -331,9 +340,14 @@ impl Cache {
                 // `src/`; the cache's own are its user's alone. (A tree is compared
                 // with its archive by content, not mode, on every use.)
                 ebpkg_fs::private::restrict_tree(&dest).map_err(Error::io("restrict", &dest))?;
-                Ok(unpacked.root)
+                Ok(CachedSource { root: unpacked.root, manifest: unpacked.manifest })
             }
-            Err(UnpackError::DestinationExists { .. }) => Ok(dest),
+            // Another process finished first: its tree is compared like any cached one.
+            Err(UnpackError::DestinationExists { .. }) => {
+                ebpkg_archive::verify_tree_verified(archive, name, version, &dest, &limits)
+                    .map(|manifest| CachedSource { root: dest, manifest })
+                    .map_err(|source| self.unpack_error(name, version, &path, source))
+            }
             Err(source) => Err(self.unpack_error(name, version, &path, source)),
         }
     }

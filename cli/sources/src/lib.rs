@@ -23,7 +23,7 @@ mod registry;
 mod tuf;
 mod url;
 
-pub use cache::{Cache, CachedKey, CleanReport, KeyProblem, VerifiedSignature, check_locked};
+pub use cache::{Cache, CachedKey, CachedSource, CleanReport, KeyProblem, VerifiedSignature, check_locked};
 pub use cainfo::{CAINFO_ENV, CaInfo, CaInfoError, CaInfoSetting, MAX_CAINFO_BYTES};
 pub use error::{Error, ErrorKind, Result};
 pub use file_registry::{CONFIG_FILE, FileRegistry, Imported, REGISTRY_FORMAT};

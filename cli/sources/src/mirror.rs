@@ -67,18 +67,17 @@ pub fn mirror(
         let entries = source.index(&locked.name)?.ok_or_else(not_listed)?;
         let entry = entries.into_iter().find(|e| e.vers == locked.version).ok_or_else(not_listed)?;
         check_locked(&(&entry).into(), locked)?;
-        let archive = cache.fetch(source.as_ref(), &locked.name, &locked.version, &locked.checksum, false)?;
-        let bytes = archive.bytes();
+        let archive = cache.fetch(source.as_ref(), &entry, &locked.checksum, false)?;
         let signature = match entry.signed_by {
             Some(key) => {
                 let signed =
                     SignedVersion { name: entry.name.clone(), version: entry.vers.clone(), cksum: entry.cksum, key };
-                let verified = cache.fetch_signature(source.as_ref(), &signed, bytes, false)?;
+                let verified = cache.fetch_signature(source.as_ref(), &signed, &archive, false)?;
                 Some(PublishSignature { bundle: verified.bundle, key: verified.key })
             }
             None => None,
         };
-        match target.import(&entry, bytes, signature.as_ref(), &url)? {
+        match target.import(&entry, &archive, signature.as_ref(), &url)? {
             Imported::Added => report.added.push(id),
             Imported::AlreadyPresent => report.already_present.push(id),
         }

@@ -1,5 +1,6 @@
 //! The interface every kind of registry offers (opening one by URL: `open`).
 
+use ebpkg_archive::VerifiedArchive;
 use ebpkg_signing::{PublicKey, SignedAttestation, SignedBundle, SigningKey};
 use ebpkg_spec::index::IndexEntry;
 pub use ebpkg_spec::registry_api::AttestationAccepted;
@@ -69,8 +70,14 @@ pub trait Registry: Send + Sync {
     /// Publishes `archive`, the packed form of `manifest`, signed by `signature`
     /// (unsigned when `None`), and returns its new index entry. Refused when the
     /// version exists (even yanked), the name collides with a differently spelled
-    /// package, or the registry refuses the signature or its absence.
-    fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry>;
+    /// package, or the registry refuses the signature or its absence. The
+    /// archive's digest is the one it comes with (the packer's): not computed again.
+    fn publish(
+        &self,
+        archive: &VerifiedArchive,
+        manifest: &Manifest,
+        signature: Option<&PublishSignature>,
+    ) -> Result<IndexEntry>;
 
     /// The Sigstore bundle of a signed version, as stored (not yet verified; at
     /// most [`ebpkg_signing::MAX_BUNDLE_BYTES`]).

@@ -39,7 +39,7 @@ impl Registry for Remote {
     }
     fn publish(
         &self,
-        archive: &[u8],
+        archive: &ebpkg_archive::VerifiedArchive,
         manifest: &Manifest,
         signature: Option<&ebpkg_sources::PublishSignature>,
     ) -> ebpkg_sources::Result<IndexEntry> {
@@ -71,7 +71,7 @@ fn setup() -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let reg = FileRegistry::at(&tmp.path().join("registry")).unwrap();
     let packed = pack(tmp.path(), "net", "1.0.0");
-    let entry = reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     let cache = Cache::new(tmp.path().join("cache"));
     Setup { tmp, reg, cache, entry, bytes: packed.bytes }
 }
@@ -92,7 +92,7 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn fetch_stores_a_verified_archive_and_then_hits() {
     let s = setup();
-    let archive = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    let archive = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     assert_eq!(archive.bytes(), s.bytes.as_slice());
     assert_eq!(archive.digest(), &s.entry.cksum);
     let path = s.cache.archive_path(&s.entry.cksum);
@@ -102,17 +102,17 @@ fn fetch_stores_a_verified_archive_and_then_hits() {
 
     // A hit needs neither the registry's archive nor its index.
     fs::remove_dir_all(s.reg.root()).unwrap();
-    let hit = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap();
+    let hit = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, true).unwrap();
     assert_eq!(hit.bytes(), s.bytes.as_slice());
 }
 
 #[test]
 fn a_corrupted_cached_archive_is_fetched_again() {
     let s = setup();
-    s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     let path = s.cache.archive_path(&s.entry.cksum);
     fs::write(&path, b"bit rot").unwrap();
-    let again = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    let again = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     assert_eq!(again.bytes(), s.bytes.as_slice());
     assert_eq!(fs::read(&path).unwrap(), s.bytes);
 }
@@ -121,22 +121,22 @@ fn a_corrupted_cached_archive_is_fetched_again() {
 fn offline_mode_blocks_only_remote_registries() {
     let s = setup();
     // A file registry is local: offline mode reads it.
-    s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap();
+    s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, true).unwrap();
 
     let remote = Remote {
         inner: FileRegistry::at(s.reg.root()).unwrap(),
         url: RegistryUrl::parse("https://registry.example.org").unwrap(),
     };
     let other = Cache::new(s.tmp.path().join("other-cache"));
-    let e = other.fetch(&remote, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap_err();
+    let e = other.fetch(&remote, &s.entry, &s.entry.cksum, true).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Offline { .. }), "{e}");
     assert!(e.to_string().contains("net@1.0.0 is not in the cache, and offline mode forbids downloading it"), "{e}");
 
     // A corrupted copy is not "in the cache" either, and is not kept.
-    other.fetch(&remote, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap();
+    other.fetch(&remote, &s.entry, &s.entry.cksum, false).unwrap();
     let path = other.archive_path(&s.entry.cksum);
     fs::write(&path, b"bit rot").unwrap();
-    let e = other.fetch(&remote, &name("net"), &version("1.0.0"), &s.entry.cksum, true).unwrap_err();
+    let e = other.fetch(&remote, &s.entry, &s.entry.cksum, true).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Offline { .. }), "{e}");
     assert!(!path.exists());
 }
@@ -146,7 +146,7 @@ fn an_archive_not_matching_the_pinned_digest_is_refused_and_not_stored() {
     let s = setup();
     // The lockfile pins other content than the registry serves.
     let pinned = Sha256Digest([0xab; 32]);
-    let e = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &pinned, false).unwrap_err();
+    let e = s.cache.fetch(&s.reg, &s.entry, &pinned, false).unwrap_err();
     match e.kind() {
         ErrorKind::ChecksumMismatch { package, version: v, expected, actual, registry } => {
             assert_eq!(package.as_str(), "net");
@@ -168,50 +168,51 @@ fn an_archive_not_matching_the_pinned_digest_is_refused_and_not_stored() {
     // The registry's archive itself was swapped: the index's digest catches it.
     let other = pack(s.tmp.path(), "net", "1.0.1");
     fs::write(s.reg.archive_path(&s.entry.cksum), &other.bytes).unwrap();
-    let e = s.cache.fetch(&s.reg, &name("net"), &version("1.0.0"), &s.entry.cksum, false).unwrap_err();
+    let e = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::ChecksumMismatch { actual, .. } if *actual == other.sha256), "{e}");
     assert!(files_under(s.cache.root()).is_empty());
 }
 
+/// The index line the caller resolved is what is fetched: the registry's index
+/// is not read again (a resolution already read and parsed it).
 #[test]
-fn fetching_an_unknown_version_lists_the_known_ones() {
+fn fetch_downloads_the_entry_it_is_given_without_reading_the_index() {
     let s = setup();
-    let e = s.cache.fetch(&s.reg, &name("net"), &version("2.0.0"), &s.entry.cksum, false).unwrap_err();
-    assert!(
-        e.to_string().contains("net@2.0.0 is not in the registry") && e.to_string().contains("versions 1.0.0"),
-        "{e}"
-    );
-    let e = s.cache.fetch(&s.reg, &name("meter"), &version("1.0.0"), &s.entry.cksum, false).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::NoSuchPackage { .. }), "{e}");
+    fs::remove_dir_all(s.reg.root().join("index")).unwrap();
+    let archive = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
+    assert_eq!(archive.bytes(), s.bytes.as_slice());
 }
 
 #[test]
 fn unpack_once_then_reuse() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
-    let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    let root = s.cache.unpack(&n, &v, &archive).unwrap();
+    let archive = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
+    let unpacked = s.cache.unpack(&n, &v, &archive).unwrap();
+    let root = unpacked.root;
     assert_eq!(root, s.cache.source_dir(&n, &v, &s.entry.cksum));
     assert!(root.ends_with(format!("src/net-1.0.0-{}", &s.entry.cksum.to_hex()[..16])));
     assert!(fs::read_to_string(root.join("ebpkg.toml")).unwrap().contains("name = \"net\""));
+    assert_eq!(unpacked.manifest.package.name, n, "the manifest, parsed from the archive");
 
-    assert_eq!(s.cache.unpack(&n, &v, &archive).unwrap(), root);
+    let reused = s.cache.unpack(&n, &v, &archive).unwrap();
+    assert_eq!((&reused.root, &reused.manifest.package.version), (&root, &v));
     // The cached archive's bytes are not read again: the tree is checked against
     // the archive in memory (already checked against its digest).
     fs::remove_file(s.cache.archive_path(&s.entry.cksum)).unwrap();
-    assert_eq!(s.cache.unpack(&n, &v, &archive).unwrap(), root);
+    assert_eq!(s.cache.unpack(&n, &v, &archive).unwrap().root, root);
 }
 
 #[test]
 fn concurrent_unpacks_of_one_package_agree() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
-    let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    let archive = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     let cache = Arc::new(s.cache.clone());
     let threads: Vec<_> = (0..8)
         .map(|_| {
             let (cache, archive, n, v) = (Arc::clone(&cache), archive.clone(), n.clone(), v.clone());
-            std::thread::spawn(move || cache.unpack(&n, &v, &archive).unwrap())
+            std::thread::spawn(move || cache.unpack(&n, &v, &archive).unwrap().root)
         })
         .collect();
     let roots: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -228,11 +229,11 @@ fn a_corrupted_archive_is_never_unpacked() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
     assert!(ebpkg_archive::VerifiedArchive::check(b"bit rot".to_vec(), &s.entry.cksum, &Default::default()).is_err());
-    s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     fs::write(s.cache.archive_path(&s.entry.cksum), b"bit rot").unwrap();
     assert!(s.cache.cached_archive(&s.entry.cksum).unwrap().is_none(), "a corrupted copy is not the archive");
-    let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    let root = s.cache.unpack(&n, &v, &archive).unwrap();
+    let archive = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
+    let root = s.cache.unpack(&n, &v, &archive).unwrap().root;
     assert!(root.join("ebpkg.toml").is_file());
 }
 
@@ -245,9 +246,9 @@ fn clean_removes_what_it_is_asked_to_and_counts_it() {
         CleanReport::default(),
         "an empty cache"
     );
-    let fetched = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    let fetched = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     let archive = s.cache.archive_path(&s.entry.cksum);
-    let root = s.cache.unpack(&n, &v, &fetched).unwrap();
+    let root = s.cache.unpack(&n, &v, &fetched).unwrap().root;
     let unpacked_files = files_under(&root);
     let unpacked_bytes: u64 = unpacked_files.iter().map(|f| fs::metadata(f).unwrap().len()).sum();
 
@@ -259,7 +260,7 @@ fn clean_removes_what_it_is_asked_to_and_counts_it() {
     assert_eq!(report, CleanReport { files: 1, bytes: s.bytes.len() as u64 });
     assert!(!archive.exists());
 
-    let fetched = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    let fetched = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     s.cache.unpack(&n, &v, &fetched).unwrap();
     let report = s.cache.clean(&[CachePart::Archives, CachePart::Sources]).unwrap();
     assert_eq!(report.files, 1 + unpacked_files.len() as u64);
@@ -299,15 +300,15 @@ fn check_locked_catches_a_republished_version() {
 fn an_edited_cached_tree_is_unpacked_again() {
     let s = setup();
     let (n, v) = (name("net"), version("1.0.0"));
-    let archive = s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
-    let root = s.cache.unpack(&n, &v, &archive).unwrap();
+    let archive = s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
+    let root = s.cache.unpack(&n, &v, &archive).unwrap().root;
     let pristine = files_under(&root).into_iter().map(|f| (fs::read(&f).unwrap(), f)).collect::<Vec<_>>();
     let manifest = root.join("ebpkg.toml");
     let original = fs::read(&manifest).unwrap();
     fs::write(&manifest, [original.as_slice(), b"\n# edited\n"].concat()).unwrap();
     fs::write(root.join("planted.h"), b"#define EVIL 1\n").unwrap();
     let again = s.cache.unpack(&n, &v, &archive).unwrap();
-    assert_eq!(again, root);
+    assert_eq!(again.root, root);
     assert_eq!(fs::read(&manifest).unwrap(), original);
     assert!(!root.join("planted.h").exists());
     let now = files_under(&root).into_iter().map(|f| (fs::read(&f).unwrap(), f)).collect::<Vec<_>>();
@@ -329,8 +330,7 @@ fn an_edited_cached_tree_is_unpacked_again() {
 #[test]
 fn a_cached_archive_that_is_not_a_file_is_fetched_again_unread() {
     let s = setup();
-    let (n, v) = (name("net"), version("1.0.0"));
-    s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap();
+    s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap();
     let path = s.cache.archive_path(&s.entry.cksum);
     type Plant = fn(&Path);
     let plants: &[Plant] = &[
@@ -342,7 +342,7 @@ fn a_cached_archive_that_is_not_a_file_is_fetched_again_unread() {
         fs::remove_file(&path).unwrap();
         plant(&path);
         let started = std::time::Instant::now();
-        assert_eq!(s.cache.fetch(&s.reg, &n, &v, &s.entry.cksum, false).unwrap().bytes(), s.bytes.as_slice());
+        assert_eq!(s.cache.fetch(&s.reg, &s.entry, &s.entry.cksum, false).unwrap().bytes(), s.bytes.as_slice());
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
         assert_eq!(fs::read(&path).unwrap(), s.bytes);
     }

@@ -23,10 +23,10 @@ const VERSIONS_EACH: usize = 4;
 fn publish_share(reg: &FileRegistry, scratch: &Path, id: usize) {
     for i in 0..VERSIONS_EACH {
         let packed = pack(scratch, "net", &format!("{id}.{i}.0"));
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     }
     let own = pack(scratch, &format!("pkg{id}"), "1.0.0");
-    reg.publish(&own.bytes, &own.manifest, None).unwrap();
+    reg.publish(&own.archive(), &own.manifest, None).unwrap();
 }
 
 /// Every index file parses, and every archive an index line names is there, intact.
@@ -131,7 +131,7 @@ fn readers_never_see_a_torn_index_file() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = Arc::new(FileRegistry::at(&tmp.path().join("registry")).unwrap());
     let first = pack(tmp.path(), "net", "0.0.0");
-    reg.publish(&first.bytes, &first.manifest, None).unwrap();
+    reg.publish(&first.archive(), &first.manifest, None).unwrap();
     let index_file = reg.root().join("index/3/n/net");
 
     let done = Arc::new(AtomicBool::new(false));
@@ -167,7 +167,7 @@ fn readers_never_see_a_torn_index_file() {
     let scratch = tmp.path().join("scratch");
     for i in 1..=PUBLISHES {
         let packed = pack(&scratch, "net", &format!("0.{i}.0"));
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
         if i % 3 == 0 {
             // Rewrites of existing lines must be just as atomic.
             reg.set_yanked(&name("net"), &version("0.0.0"), i % 2 == 0).unwrap();

@@ -23,7 +23,7 @@ fn publish_writes_the_archive_then_one_index_line() {
     let reg = registry(&tmp);
     let packed = pack_described(tmp.path(), "net", "1.0.0", "Verdicts for chains", &["xdp"], "hike_drop");
 
-    let entry = reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     assert_eq!(entry, IndexEntry::from_manifest(&packed.manifest, packed.sha256));
     assert_eq!(entry.description.as_deref(), Some("Verdicts for chains"));
     assert_eq!(entry.keywords, ["xdp"]);
@@ -43,7 +43,7 @@ fn publish_writes_the_archive_then_one_index_line() {
     assert_eq!(reg.names().unwrap(), [name("net")]);
 
     let second = pack(tmp.path(), "net", "1.1.0");
-    let entry2 = reg.publish(&second.bytes, &second.manifest, None).unwrap();
+    let entry2 = reg.publish(&second.archive(), &second.manifest, None).unwrap();
     let lines = fs::read_to_string(&index_file).unwrap();
     assert_eq!(lines, format!("{}\n{}\n", entry.to_line(), entry2.to_line()), "appended in publication order");
 }
@@ -55,7 +55,7 @@ fn open_registry_gives_a_file_registry_for_file_urls() {
     let reg = open_registry(&url, &ebpkg_sources::OpenOptions::default()).unwrap();
     assert_eq!(reg.url(), &url);
     let packed = pack(tmp.path(), "net", "1.0.0");
-    reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     assert!(reg.index(&name("net")).unwrap().is_some());
     assert_eq!(reg.index(&name("meter")).unwrap(), None);
 }
@@ -65,11 +65,11 @@ fn a_published_version_is_never_replaced() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let first = pack(tmp.path(), "net", "1.0.0");
-    reg.publish(&first.bytes, &first.manifest, None).unwrap();
+    reg.publish(&first.archive(), &first.manifest, None).unwrap();
 
     // Different content, same version.
     let again = pack_with(tmp.path(), "net", "1.0.0", "description = \"changed\"\n", &[]);
-    let e = reg.publish(&again.bytes, &again.manifest, None).unwrap_err();
+    let e = reg.publish(&again.archive(), &again.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::VersionExists { .. }), "{e}");
     let message = e.to_string();
     assert!(message.contains("net@1.0.0 is already published"), "{message}");
@@ -78,12 +78,12 @@ fn a_published_version_is_never_replaced() {
     // Yanked versions stay taken; build metadata does not make a new version.
     reg.set_yanked(&name("net"), &version("1.0.0"), true).unwrap();
     assert!(matches!(
-        reg.publish(&again.bytes, &again.manifest, None).unwrap_err().kind(),
+        reg.publish(&again.archive(), &again.manifest, None).unwrap_err().kind(),
         ErrorKind::VersionExists { .. }
     ));
     let build = pack(tmp.path(), "net", "1.0.0+build.2");
     assert!(matches!(
-        reg.publish(&build.bytes, &build.manifest, None).unwrap_err().kind(),
+        reg.publish(&build.archive(), &build.manifest, None).unwrap_err().kind(),
         ErrorKind::VersionExists { .. }
     ));
 
@@ -98,10 +98,10 @@ fn names_colliding_after_normalization_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let original = pack(tmp.path(), "my-pkg", "1.0.0");
-    reg.publish(&original.bytes, &original.manifest, None).unwrap();
+    reg.publish(&original.archive(), &original.manifest, None).unwrap();
 
     let impostor = pack(tmp.path(), "my_pkg", "2.0.0");
-    let e = reg.publish(&impostor.bytes, &impostor.manifest, None).unwrap_err();
+    let e = reg.publish(&impostor.archive(), &impostor.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NameCollision { existing, .. } if existing.as_str() == "my-pkg"), "{e}");
     assert!(e.to_string().contains("already has the package `my-pkg`"), "{e}");
 
@@ -116,10 +116,10 @@ fn a_new_name_too_close_to_an_existing_one_is_refused_with_its_name() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let original = pack(tmp.path(), "ddos", "1.0.0");
-    reg.publish(&original.bytes, &original.manifest, None).unwrap();
+    reg.publish(&original.archive(), &original.manifest, None).unwrap();
     for close in ["dd_os", "ddos_", "dd0s", "dd-0s"] {
         let impostor = pack(tmp.path(), close, "1.0.0");
-        let e = reg.publish(&impostor.bytes, &impostor.manifest, None).unwrap_err();
+        let e = reg.publish(&impostor.archive(), &impostor.manifest, None).unwrap_err();
         assert!(matches!(e.kind(), ErrorKind::NameTooClose { existing, .. } if existing.as_str() == "ddos"), "{e}");
         assert!(e.to_string().contains("too close to `ddos`") && e.to_string().contains("operator"), "{e}");
         assert!(reg.index(&name(close)).unwrap().is_none(), "{close}: nothing written");
@@ -127,7 +127,7 @@ fn a_new_name_too_close_to_an_existing_one_is_refused_with_its_name() {
     // Names apart, and new versions of the existing package, are fine.
     for (apart, version) in [("ddos2", "1.0.0"), ("ddos", "1.1.0")] {
         let packed = pack(tmp.path(), apart, version);
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     }
 }
 
@@ -142,12 +142,12 @@ fn look_alike_runs_are_refused_unless_the_publisher_signed_the_existing_package(
         key: key.public().clone(),
     };
     let meter = pack(tmp.path(), "meter", "1.0.0");
-    reg.publish(&meter.bytes, &meter.manifest, Some(&signed(&owner, &meter.bytes))).unwrap();
+    reg.publish(&meter.archive(), &meter.manifest, Some(&signed(&owner, &meter.bytes))).unwrap();
     // `rn` passes for `m`, `3` for `e`: unsigned, or signed by someone else, refused with the name.
     for close in ["rneter", "rn3ter", "m3ter"] {
         let impostor = pack(tmp.path(), close, "1.0.0");
         for signature in [None, Some(signed(&other, &impostor.bytes))] {
-            let e = reg.publish(&impostor.bytes, &impostor.manifest, signature.as_ref()).unwrap_err();
+            let e = reg.publish(&impostor.archive(), &impostor.manifest, signature.as_ref()).unwrap_err();
             assert!(
                 matches!(e.kind(), ErrorKind::NameTooClose { existing, .. } if existing.as_str() == "meter"),
                 "{e}"
@@ -158,7 +158,7 @@ fn look_alike_runs_are_refused_unless_the_publisher_signed_the_existing_package(
     }
     // The publisher of `meter` (who signed it) may publish a look-alike of their own package.
     let own = pack(tmp.path(), "rneter", "1.0.0");
-    reg.publish(&own.bytes, &own.manifest, Some(&signed(&owner, &own.bytes))).unwrap();
+    reg.publish(&own.archive(), &own.manifest, Some(&signed(&owner, &own.bytes))).unwrap();
     assert!(reg.index(&name("rneter")).unwrap().is_some());
 }
 
@@ -168,14 +168,14 @@ fn dash_underscore_lookup_reaches_other_index_directories() {
     let reg = registry(&tmp);
     // `a-_b` lives under `a-/_b/`; `a_-b` would live under `a_/-b/`.
     let packed = pack(tmp.path(), "a-_b", "0.1.0");
-    reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     for spelling in ["a_-b", "a__b", "a--b", "a-_b"] {
         let found = reg.index(&name(spelling)).unwrap().unwrap();
         assert_eq!(found[0].name.as_str(), "a-_b", "{spelling}");
     }
     let other = pack(tmp.path(), "a__b", "0.2.0");
     assert!(matches!(
-        reg.publish(&other.bytes, &other.manifest, None).unwrap_err().kind(),
+        reg.publish(&other.archive(), &other.manifest, None).unwrap_err().kind(),
         ErrorKind::NameCollision { .. }
     ));
 }
@@ -186,7 +186,7 @@ fn yank_and_unyank_change_only_that_line() {
     let reg = registry(&tmp);
     for v in ["1.0.0", "1.1.0", "1.2.0"] {
         let packed = pack(tmp.path(), "net", v);
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     }
     let path = reg.root().join("index").join(index_path("net"));
     // A line of a future schema, which this ebpkg skips but must keep.
@@ -230,7 +230,7 @@ fn search_ranks_name_matches_first() {
     let reg = registry(&tmp);
     let publish = |n: &str, v: &str, description: &str, keywords: &[&str], program: &str| {
         let packed = pack_described(tmp.path(), n, v, description, keywords, program);
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     };
     publish("meter", "1.0.0", "Token buckets", &["rate"], "tb_mon");
     publish("meter", "1.2.0", "Token buckets per flow", &["rate", "policing"], "tb_mon");
@@ -275,7 +275,7 @@ fn search_describes_the_newest_usable_version() {
     let reg = registry(&tmp);
     for v in ["1.0.0", "1.1.0", "2.0.0-rc.1"] {
         let packed = pack(tmp.path(), "net", v);
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     }
     let hit = |reg: &FileRegistry| reg.search("net", 1).unwrap().remove(0);
     assert_eq!(hit(&reg).version, version("1.1.0"), "stable before pre-release");
@@ -295,7 +295,7 @@ fn search_skips_a_corrupt_index_file_and_non_index_files() {
     let reg = registry(&tmp);
     for n in ["net", "meter"] {
         let packed = pack(tmp.path(), n, "1.0.0");
-        reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     }
     fs::write(reg.root().join("index").join(index_path("meter")), "garbage\n").unwrap();
     fs::write(reg.root().join("index").join("README"), "not a package\n").unwrap();
@@ -305,7 +305,7 @@ fn search_skips_a_corrupt_index_file_and_non_index_files() {
     assert_eq!(reg.index(&name("meter")).unwrap(), Some(vec![]), "no usable line");
     // A writer refuses to add to a file it cannot fully read.
     let packed = pack(tmp.path(), "meter", "1.1.0");
-    let e = reg.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = reg.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::CorruptIndex { .. }));
     assert!(e.to_string().contains("is corrupt: line 1: not an index entry"), "{e}");
 }
@@ -317,7 +317,7 @@ fn a_bad_index_line_costs_only_that_line() {
     let mut lines = Vec::new();
     for v in ["1.0.0", "1.1.0", "1.2.0"] {
         let packed = pack(tmp.path(), "net", v);
-        lines.push(reg.publish(&packed.bytes, &packed.manifest, None).unwrap().to_line());
+        lines.push(reg.publish(&packed.archive(), &packed.manifest, None).unwrap().to_line());
     }
     let index_file = reg.root().join("index").join(index_path("net"));
     // Line 2 truncated, line 3's checksum in uppercase (SPEC §6: lowercase only).
@@ -332,7 +332,7 @@ fn a_bad_index_line_costs_only_that_line() {
     let entry = IndexEntry::parse_line(&lines[0]).unwrap().unwrap();
     assert_eq!(Sha256Digest::of(&reg.download(&entry).unwrap()), entry.cksum);
     let packed = pack(tmp.path(), "net", "1.3.0");
-    let e = reg.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = reg.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(e.to_string().contains("line 2:"), "{e}");
 }
 
@@ -343,7 +343,7 @@ fn devices_fifos_and_huge_files_in_a_registry_are_refused_unread() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let packed = pack(tmp.path(), "net", "1.0.0");
-    let entry = reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     let archive = reg.archive_path(&entry.cksum);
 
     let expect_damaged = |what: &str| {
@@ -383,7 +383,7 @@ fn only_empty_or_registry_directories_are_published_into() {
     fs::write(dir.join("notes.txt"), "mine").unwrap();
     let reg = FileRegistry::at(&dir).unwrap();
     let packed = pack(tmp.path(), "net", "1.0.0");
-    let e = reg.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = reg.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotARegistry { .. }), "{e}");
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "nothing was written there");
 
@@ -395,7 +395,7 @@ fn only_empty_or_registry_directories_are_published_into() {
     // An existing empty directory becomes a registry.
     let empty = tmp.path().join("empty");
     fs::create_dir_all(&empty).unwrap();
-    FileRegistry::at(&empty).unwrap().publish(&packed.bytes, &packed.manifest, None).unwrap();
+    FileRegistry::at(&empty).unwrap().publish(&packed.archive(), &packed.manifest, None).unwrap();
 
     // A newer registry format is not guessed at.
     fs::write(empty.join("config.json"), "{\"ebpkg-registry\":2}").unwrap();
@@ -410,16 +410,19 @@ fn archive_and_manifest_must_agree() {
     let net = pack(tmp.path(), "net", "1.0.0");
     let other = pack_with(tmp.path(), "net", "1.0.0", "description = \"not what was packed\"\n", &[]);
 
-    let e = reg.publish(&net.bytes, &other.manifest, None).unwrap_err();
+    let e = reg.publish(&net.archive(), &other.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::ManifestMismatch { .. }), "{e}");
     assert!(e.to_string().contains("differs from the archive's ebpkg.toml in [package]"), "{e}");
 
     let meter = pack(tmp.path(), "meter", "1.0.0");
-    let e = reg.publish(&meter.bytes, &net.manifest, None).unwrap_err();
+    let e = reg.publish(&meter.archive(), &net.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::InvalidArchive { .. }), "{e}");
     assert!(e.to_string().contains("`meter-1.0.0/ebpkg.toml` is not under `net-1.0.0/`"), "{e}");
 
-    let e = reg.publish(b"not a tar.gz", &net.manifest, None).unwrap_err();
+    let junk = b"not a tar.gz".to_vec();
+    let digest = ebpkg_spec::types::Sha256Digest::of(&junk);
+    let junk = ebpkg_archive::VerifiedArchive::check(junk, &digest, &Default::default()).unwrap();
+    let e = reg.publish(&junk, &net.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::InvalidArchive { .. }), "{e}");
     assert!(!reg.root().join("index").exists(), "nothing was published");
 }
@@ -435,13 +438,13 @@ fn dependency_registries_must_be_urls() {
         "\n[dependencies]\nmeter = { version = \"1\", registry = \"https://registry.example.org\" }\n",
         &[],
     );
-    reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
 
     // The manifest rules already refuse most bad URLs; this one is a URL, but a file://
     // URL naming another host, which no installer can reach.
     let deps = "\n[dependencies]\nmeter = { version = \"1\", registry = \"file://elsewhere/reg\" }\n";
     let packed = pack_with(tmp.path(), "guard2", "1.0.0", deps, &[]);
-    let e = reg.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = reg.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::BadDependencyRegistry { .. }), "{e}");
     assert!(e.to_string().contains("dependency `meter` names the registry `file://elsewhere/reg`"), "{e}");
     assert!(e.to_string().contains("remove the host name"), "{e}");
@@ -452,7 +455,7 @@ fn a_missing_archive_is_reported_as_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let packed = pack(tmp.path(), "net", "1.0.0");
-    let entry = reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     fs::remove_file(reg.archive_path(&entry.cksum)).unwrap();
     let e = reg.download(&entry).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::ArchiveMissing { .. }), "{e}");
@@ -464,14 +467,14 @@ fn a_registry_that_requires_signatures_refuses_unsigned_and_badly_signed_publish
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let first = pack(tmp.path(), "net", "1.0.0");
-    reg.publish(&first.bytes, &first.manifest, None).unwrap();
+    reg.publish(&first.archive(), &first.manifest, None).unwrap();
     let config = reg.root().join("config.json");
     fs::write(&config, "{\"ebpkg-registry\":1,\"require-signatures\":true}\n").unwrap();
     let index_file = reg.root().join("index").join(index_path("net"));
     let before = fs::read(&index_file).unwrap();
 
     let next = pack(tmp.path(), "net", "1.1.0");
-    let err = reg.publish(&next.bytes, &next.manifest, None).unwrap_err();
+    let err = reg.publish(&next.archive(), &next.manifest, None).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::UnsignedRefused { .. }), "{err}");
     assert!(err.to_string().contains("require-signatures"), "{err}");
 
@@ -481,7 +484,7 @@ fn a_registry_that_requires_signatures_refuses_unsigned_and_badly_signed_publish
         bundle: ebpkg_signing::sign(&key, &first.bytes).unwrap(),
         key: key.public().clone(),
     };
-    assert!(reg.publish(&next.bytes, &next.manifest, Some(&wrong)).is_err());
+    assert!(reg.publish(&next.archive(), &next.manifest, Some(&wrong)).is_err());
     assert_eq!(fs::read(&index_file).unwrap(), before, "nothing was published");
     assert!(!reg.archive_path(&next.sha256).exists());
 
@@ -489,7 +492,7 @@ fn a_registry_that_requires_signatures_refuses_unsigned_and_badly_signed_publish
         bundle: ebpkg_signing::sign(&key, &next.bytes).unwrap(),
         key: key.public().clone(),
     };
-    let entry = reg.publish(&next.bytes, &next.manifest, Some(&signed)).unwrap();
+    let entry = reg.publish(&next.archive(), &next.manifest, Some(&signed)).unwrap();
     assert_eq!(entry.signed_by.as_ref(), Some(key.public().id()));
     let record = reg.publisher_key(key.public().id()).unwrap();
     assert_eq!(record.key.id(), key.public().id());
@@ -500,7 +503,7 @@ fn the_text_read_carries_the_fingerprint_of_the_file_read_once_settled() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let packed = pack(tmp.path(), "net", "1.0.0");
-    reg.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
     let net = name("net");
     // Just written: no fingerprint is trusted, before or after a read.
     assert_eq!(reg.index_fingerprint(&net).unwrap(), None);

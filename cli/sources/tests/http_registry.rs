@@ -48,7 +48,7 @@ fn publish_index_download_and_revalidation() {
     let token = reg.token("alice", &[], &[]).unwrap();
     let http = client(&reg, Some(&token), Some(&cache), false);
     let packed = pack_described(tmp.path(), "meter", "1.0.0", "Rate meters", &["rate"], "ip6_meter");
-    let entry = http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = http.publish(&packed.archive(), &packed.manifest, None).unwrap();
     assert_eq!(entry.cksum, packed.sha256);
 
     let entries = http.index(&name("meter")).unwrap().unwrap();
@@ -102,7 +102,7 @@ fn offline_reads_the_cache_and_never_the_network() {
     let token = reg.token("alice", &[], &[]).unwrap();
     let http = client(&reg, Some(&token), Some(&cache), false);
     let packed = pack(tmp.path(), "my-pkg", "1.0.0");
-    let entry = http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = http.publish(&packed.archive(), &packed.manifest, None).unwrap();
     assert_eq!(http.index(&name("my_pkg")).unwrap().unwrap(), std::slice::from_ref(&entry));
     let url = reg.url().to_owned();
     drop(reg); // no server any more: offline must not need one
@@ -116,7 +116,7 @@ fn offline_reads_the_cache_and_never_the_network() {
     let refusals = [
         offline.search("m", 5).map(drop).unwrap_err(),
         offline.download(&entry).map(drop).unwrap_err(),
-        offline.publish(&packed.bytes, &packed.manifest, None).map(drop).unwrap_err(),
+        offline.publish(&packed.archive(), &packed.manifest, None).map(drop).unwrap_err(),
         offline.set_yanked(&name("my-pkg"), &version("1.0.0"), true).map(drop).unwrap_err(),
         offline.owners(&name("my-pkg")).map(drop).unwrap_err(),
     ];
@@ -143,8 +143,8 @@ fn yank_owners_search_and_errors() {
         ("guard", "Guards", &[][..], "meter_guard"),
     ] {
         let packed = pack_described(tmp.path(), n, "1.0.0", d, k, p);
-        http.publish(&packed.bytes, &packed.manifest, None).unwrap();
-        file.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        http.publish(&packed.archive(), &packed.manifest, None).unwrap();
+        file.publish(&packed.archive(), &packed.manifest, None).unwrap();
     }
     // Search answers as the file registry does, across pages too.
     for query in ["meter", "", "samp", "nothing-like-it"] {
@@ -169,7 +169,7 @@ fn yank_owners_search_and_errors() {
     // Errors say what was being done, the method, URL, status, the server's
     // words and what to do.
     let packed = pack(tmp.path(), "meter", "1.0.0");
-    let e = http.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = http.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 409, .. }), "{text}");
     for part in ["publishing meter@1.0.0", "PUT ", "api/v1/packages/new", "409 Conflict", "bump the version"] {
@@ -177,7 +177,7 @@ fn yank_owners_search_and_errors() {
     }
     assert_eq!(text.matches("bump the version").count(), 1, "said once: {text}");
     let anonymous = client(&reg, None, None, false);
-    let e = anonymous.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = anonymous.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NeedsToken { .. }), "{e}");
     assert!(e.to_string().contains(&format!("ebpkg login --registry {}", reg.url())), "{e}");
     let wrong = client(&reg, Some("ebpkg_wrong"), None, false);
@@ -219,7 +219,7 @@ fn a_package_too_large_for_the_registry_is_refused_with_413() {
         })
         .collect();
     let packed = pack_with(tmp.path(), "big", "1.0.0", "", &[("data.txt", &noise)]);
-    let e = http.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = http.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 413, .. }), "{e}");
     assert!(e.to_string().contains("publishing big@1.0.0") && e.to_string().contains("leave out"), "{e}");
 }
@@ -237,7 +237,7 @@ fn a_publish_reports_its_upload_progress() {
     };
     let http = HttpRegistry::open(&RegistryUrl::parse(reg.url()).unwrap(), &options).unwrap();
     let packed = pack_with(tmp.path(), "big", "1.0.0", "", &[("data.txt", &"z".repeat(300_000))]);
-    http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    http.publish(&packed.archive(), &packed.manifest, None).unwrap();
     let seen = seen.lock().unwrap();
     let total = seen.last().unwrap().1;
     assert!(total > packed.bytes.len() as u64, "the whole body: framing and archive");
@@ -254,7 +254,7 @@ fn threads_share_one_registry_client() {
     let mut expected = Vec::new();
     for n in ["aa", "bb", "cc", "dd"] {
         let packed = pack(tmp.path(), n, "1.0.0");
-        http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+        http.publish(&packed.archive(), &packed.manifest, None).unwrap();
         expected.push((name(n), packed.sha256));
     }
     std::thread::scope(|s| {
@@ -278,7 +278,7 @@ fn server_errors_are_retried_after_the_wait_the_server_asks_for() {
     let tmp = tempfile::tempdir().unwrap();
     let http = client(&reg, Some(&reg.token("alice", &[], &[]).unwrap()), None, false);
     let packed = pack(tmp.path(), "steady", "1.0.0");
-    http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    http.publish(&packed.archive(), &packed.manifest, None).unwrap();
 
     // The database goes away; it is back a second later. The first search gets
     // 503 with Retry-After (5 s), the client waits that long and asks again.
@@ -299,7 +299,7 @@ fn server_errors_are_retried_after_the_wait_the_server_asks_for() {
     pg.stop().unwrap();
     let started = Instant::now();
     let packed = pack(tmp.path(), "steady", "1.1.0");
-    let e = http.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = http.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 503, retry_after: Some(_), .. }), "{e}");
     assert!(started.elapsed() < Duration::from_secs(4), "not repeated: {:?}", started.elapsed());
     assert!(e.to_string().contains("try again later"), "{e}");
@@ -318,10 +318,10 @@ fn rate_limits_delay_reads_and_refuse_publishes_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let http = client(&reg, Some(&reg.token("alice", &[], &[]).unwrap()), None, false);
     let packed = pack(tmp.path(), "first", "1.0.0");
-    http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    http.publish(&packed.archive(), &packed.manifest, None).unwrap();
     let started = Instant::now();
     let packed = pack(tmp.path(), "second", "1.0.0");
-    let e = http.publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = http.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 429, retry_after: Some(1..=5), .. }), "{e}");
     assert!(started.elapsed() < Duration::from_secs(1), "a publish is never repeated: {:?}", started.elapsed());
     assert!(e.to_string().contains("try again in"), "{e}");
@@ -518,7 +518,7 @@ fn answers_are_bounded_whatever_the_server_sends() {
     assert_eq!(heads.lock().unwrap().len(), 3);
     let tmp = tempfile::tempdir().unwrap();
     let packed = pack(tmp.path(), "meter", "1.0.0");
-    let e = open(&url, Some("ebpkg_t"), None, false).publish(&packed.bytes, &packed.manifest, None).unwrap_err();
+    let e = open(&url, Some("ebpkg_t"), None, false).publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 500, .. }), "{e}");
     assert_eq!(heads.lock().unwrap().len(), 4, "a publish is sent once");
 }
@@ -530,7 +530,7 @@ fn a_private_registry_is_read_with_the_token() {
     let token = reg.token("alice", &[], &[]).unwrap();
     let http = client(&reg, Some(&token), Some(&tmp.path().join("cache")), false);
     let packed = pack(tmp.path(), "secret", "1.0.0");
-    let entry = http.publish(&packed.bytes, &packed.manifest, None).unwrap();
+    let entry = http.publish(&packed.archive(), &packed.manifest, None).unwrap();
     assert_eq!(http.index(&name("secret")).unwrap().unwrap(), std::slice::from_ref(&entry));
     assert_eq!(Sha256Digest::of(&http.download(&entry).unwrap()), packed.sha256);
     assert_eq!(http.search("secret", 5).unwrap().len(), 1);

@@ -28,7 +28,7 @@ fn locked(entry: &IndexEntry, source: &FileRegistry) -> LockedPackage {
 
 fn publish(reg: &FileRegistry, scratch: &Path, n: &str, v: &str) -> IndexEntry {
     let packed = pack(scratch, n, v);
-    reg.publish(&packed.bytes, &packed.manifest, None).unwrap()
+    reg.publish(&packed.archive(), &packed.manifest, None).unwrap()
 }
 
 /// Every file under `dir` with its bytes, for comparing directory states.
@@ -105,7 +105,8 @@ fn a_mirror_holds_exactly_the_locked_packages() {
     // Installing from the mirror with the lockfile's checksums works, from a fresh cache.
     let fresh = Cache::new(w.tmp.path().join("fresh-cache"));
     for p in w.lock.packages() {
-        let archive = fresh.fetch(&m, &p.name, &p.version, &p.checksum, true).unwrap();
+        let entry = m.index(&p.name).unwrap().unwrap().into_iter().find(|e| e.vers == p.version).unwrap();
+        let archive = fresh.fetch(&m, &entry, &p.checksum, true).unwrap();
         fresh.unpack(&p.name, &p.version, &archive).unwrap();
     }
 }
@@ -182,7 +183,7 @@ fn a_mirror_refuses_other_content_under_a_locked_version() {
     // The destination already has a different net 1.1.0.
     let m = FileRegistry::at(&dest).unwrap();
     let impostor = pack_with(&w.tmp.path().join("scratch3"), "net", "1.1.0", "description = \"other\"\n", &[]);
-    m.publish(&impostor.bytes, &impostor.manifest, None).unwrap();
+    m.publish(&impostor.archive(), &impostor.manifest, None).unwrap();
     let e = mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::ImportDiffers { .. }), "{e}");
     assert!(e.to_string().contains("Mirror into a new, empty directory"), "{e}");

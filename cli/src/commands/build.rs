@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx, args: BuildArgs) -> Result<ExitCode> {
         out_dir: args.out_dir,
         verify: args.verify,
     };
-    let BuiltProject { objects, stats } = build_project(ctx, &project, opts)?;
+    let BuiltProject { objects, stats } = build_project(ctx, project, opts)?;
     let mut out = Vec::new();
     for BuiltObject { object: o, path } in &objects {
         let verified: Vec<&hike_runtime::VerifierStats> =

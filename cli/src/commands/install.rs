@@ -84,7 +84,7 @@ pub fn run(ctx: &Ctx, args: InstallArgs) -> Result<ExitCode> {
             let (name, req) = parse_package_spec(spec)?;
             Target::Package { name, req }
         }
-        None => Target::Project(Box::new(ctx.project()?)),
+        None => Target::Project(Box::new(ctx.project()?.clone())),
     };
     let opts = InstallOptions {
         params: parse_params(&args.set)?,

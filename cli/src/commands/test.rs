@@ -58,7 +58,7 @@ pub struct TestArgs {
 
 pub fn run(ctx: &Ctx, args: TestArgs) -> Result<ExitCode> {
     let project = ctx.project()?;
-    let report = ebpkg::ops::test::run_tests(ctx, &project, args.filter.as_deref())?;
+    let report = ebpkg::ops::test::run_tests(ctx, project, args.filter.as_deref())?;
     if ctx.ui.json {
         ctx.ui.json(&report)?;
     } else {

@@ -47,7 +47,7 @@ const MAX_SIGNATURES_BYTES: u64 = 16 * 1024 * 1024;
 /// `--manifest-path` one).
 fn project_of(ctx: &Ctx, file: &Path) -> Result<Option<crate::project::Project>> {
     if ctx.manifest_path.is_some() {
-        return ctx.project().map(Some);
+        return ctx.project().cloned().map(Some);
     }
     let abs = std::path::absolute(file).with_context(|| format!("cannot resolve {}", file.display()))?;
     match abs.ancestors().skip(1).map(|d| d.join(ebpkg_spec::manifest::MANIFEST_FILE)).find(|p| p.is_file()) {

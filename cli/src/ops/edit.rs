@@ -24,11 +24,11 @@ pub struct Requested {
     pub explicit: bool,
 }
 
-fn load_doc(project: &Project) -> Result<(String, DocumentMut)> {
+/// The project's ebpkg.toml as a document to edit: the text the project was
+/// loaded from, not read again.
+fn load_doc(project: &Project) -> Result<DocumentMut> {
     let path = project.manifest_path();
-    let text = ebpkg_fs::read_text(&path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
-    let doc: DocumentMut = text.parse().map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
-    Ok((text, doc))
+    project.manifest_text.parse().map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))
 }
 
 fn deps_table(doc: &mut DocumentMut) -> Result<&mut Table> {
@@ -43,7 +43,7 @@ fn commit(ctx: &Ctx, project: &Project, doc: &DocumentMut) -> Result<()> {
     let manifest =
         Manifest::parse(&text, &path.display().to_string()).map_err(|d| fail(Failure::Input, d.render(&text)))?;
     let regs = ctx.registries()?;
-    let updated = Project { dir: project.dir.clone(), manifest };
+    let updated = Project { dir: project.dir.clone(), manifest, manifest_text: text.clone() };
     // Resolved before anything is written: a change that cannot resolve (or that
     // --locked forbids) leaves both files as they were.
     let resolved = resolve_project(ctx, &updated, &regs, UpdatePolicy::Nothing)?;
@@ -56,7 +56,7 @@ fn commit(ctx: &Ctx, project: &Project, doc: &DocumentMut) -> Result<()> {
 /// requirement is given, from `from` instead of the default registry when given.
 pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> {
     let project = ctx.project()?;
-    let (_, mut doc) = load_doc(&project)?;
+    let mut doc = load_doc(project)?;
     let regs = ctx.registries()?;
     let from = from.map(|u| regs.url(Some(u))).transpose()?;
     let url = from.clone().unwrap_or_else(|| regs.default.clone());
@@ -118,7 +118,7 @@ pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> 
             format!("{key} {req_text}{}", from.as_ref().map(|u| format!(" from {u}")).unwrap_or_default()),
         );
     }
-    commit(ctx, &project, &doc)
+    commit(ctx, project, &doc)
 }
 
 /// The newest of `matching` (newest first) that the trust policy does not refuse,
@@ -159,7 +159,7 @@ fn newest_trusted<'e>(
 /// Removes dependencies (each named as spelled in ebpkg.toml or not).
 pub fn remove(ctx: &Ctx, packages: &[PackageName]) -> Result<()> {
     let project = ctx.project()?;
-    let (_, mut doc) = load_doc(&project)?;
+    let mut doc = load_doc(project)?;
     let deps = deps_table(&mut doc)?;
     for name in packages {
         let keys: Vec<String> = deps
@@ -178,5 +178,5 @@ pub fn remove(ctx: &Ctx, packages: &[PackageName]) -> Result<()> {
             ctx.ui.status("Removing", &k);
         }
     }
-    commit(ctx, &project, &doc)
+    commit(ctx, project, &doc)
 }

@@ -6,14 +6,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use ebpkg_sources::{RegistryUrl, SignedVersion};
-use ebpkg_spec::manifest::MANIFEST_FILE;
 use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::{LockedPackage, Lockfile, Manifest};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
 use crate::ops::trust::{Trust, Verdict};
-use crate::project::manifest_error;
 use crate::registries::Registries;
 
 /// A package ready to build.
@@ -55,12 +53,13 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
                     p.name
                 ));
             }
-            cache.fetch(registry.as_ref(), &p.name, &p.version, &p.checksum, ctx.offline)?
+            // The entry just read (and checked against the lock) is the one fetched.
+            cache.fetch(registry.as_ref(), &entry, &p.checksum, ctx.offline)?
         };
         // Checked before the archive is unpacked: nothing of a refused package is used.
         trust.check(ctx, regs, &url, p, &archive, &mut unchecked)?;
-        let root = cache.unpack(&p.name, &p.version, &archive)?;
-        let manifest = Manifest::load(&root.join(MANIFEST_FILE)).map_err(manifest_error)?;
+        // Its manifest comes from the archive's bytes, not from the tree read back.
+        let ebpkg_sources::CachedSource { root, manifest } = cache.unpack(&p.name, &p.version, &archive)?;
         progress.inc(id.to_string());
         if !was_cached {
             // From where the bytes came: a mirror is named, with the registry it stands in for.
@@ -114,7 +113,8 @@ impl Trust {
             Verdict::TrustedOnFirstUse { key } => {
                 crate::ops::trust::record_trust(&self.user_path, &p.name, key)?;
                 let exact = PackageGlob::new(p.name.as_str()).map_err(|e| anyhow::anyhow!("{e}"))?;
-                self.policy.trust(exact, key);
+                self.policy.trust(exact.clone(), key);
+                ctx.trusted_on_first_use(exact, key);
                 ctx.ui.warn(format!(
                     "trusting key {key} for {} from now on (first use, --trust-new-keys; recorded in {})",
                     p.name,
@@ -126,7 +126,7 @@ impl Trust {
         };
         let registry = regs.open(url)?;
         let signed = SignedVersion { name: p.name.clone(), version: p.version.clone(), cksum: p.checksum, key };
-        let verified = ctx.cache()?.fetch_signature(registry.as_ref(), &signed, archive.bytes(), ctx.offline)?;
+        let verified = ctx.cache()?.fetch_signature(registry.as_ref(), &signed, archive, ctx.offline)?;
         if let Some(at) = verified.revoked_at {
             return Err(fail(
                 Failure::Trust,

@@ -52,7 +52,7 @@ pub fn info(ctx: &Ctx, name: &PackageName, req: &semver::VersionReq) -> Result<P
         .max_by(|a, b| (!a.yanked, &a.vers).cmp(&(!b.yanked, &b.vers)))
         .ok_or_else(|| fail(Failure::Registry, format!("no version of {name} matches {req}")))?
         .clone();
-    let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
+    let policy = ctx.trust_policy()?;
     let registry = regs.open(url)?;
     // What cannot be read (offline, a server down) is said, not a failure: the
     // rest of what info shows came from the cache.

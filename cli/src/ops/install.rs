@@ -161,6 +161,24 @@ pub fn install(ctx: &Ctx, target: Target, opts: InstallOptions) -> Result<Instal
     Ok(Installed { outcome, timings: clock.finish(), kernels })
 }
 
+/// What an install deploys, made but not deployed ([`plan`]).
+pub struct Planned {
+    pub plan: DeployPlan,
+    /// What the packages' kernel verification attestations say of this kernel.
+    pub kernels: Vec<crate::ops::kernel_attestations::Coverage>,
+    /// The project's resolution, for ebpkg.lock once the plan is deployed.
+    pub resolved: Option<crate::ops::resolve::Resolved>,
+}
+
+/// What `ebpkg install` would deploy: resolved, fetched, checked against this
+/// kernel and the trust policy, built and chains compiled, with nothing deployed
+/// and ebpkg.lock not written. Needs no privileges.
+pub fn plan(ctx: &Ctx, target: &Target, opts: &InstallOptions) -> Result<Planned> {
+    let builder = crate::ops::build::builder(ctx, &opts.build)?;
+    let regs = ctx.registries()?;
+    plan_timed(ctx, target, opts, &builder, &regs, &mut Clock::new())
+}
+
 fn install_timed(
     ctx: &Ctx,
     target: Target,
@@ -181,14 +199,48 @@ fn install_timed(
         deployer = deployer.with_native_compiler(std::sync::Arc::new(compiler));
     }
     let regs = ctx.registries()?;
+    let Planned { plan, kernels, resolved } = plan_timed(ctx, &target, &opts, &builder, &regs, clock)?;
+    ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
+    // Each deployment phase ends with its last event; a phase without events is
+    // folded into the next.
+    let marks: std::cell::RefCell<Vec<(&'static str, std::time::Instant)>> = Default::default();
+    let outcome = deployer.install(&plan, &|e| {
+        if let Some(phase) = phase_of(e) {
+            let mut m = marks.borrow_mut();
+            match m.last_mut() {
+                Some((p, at)) if *p == phase => *at = std::time::Instant::now(),
+                _ => m.push((phase, std::time::Instant::now())),
+            }
+        }
+        print_event(ctx, e)
+    })?;
+    for (phase, at) in marks.into_inner() {
+        clock.phases.push((phase, (at - clock.last).as_secs_f64() * 1e3));
+        clock.last = at;
+    }
+    clock.lap("commit");
+    if let (Some(resolved), Target::Project(p)) = (resolved, &target) {
+        resolved.save(ctx, p)?;
+    }
+    Ok((outcome, kernels))
+}
 
+/// [`plan`], with the command's builder and registries, timing each phase.
+fn plan_timed(
+    ctx: &Ctx,
+    target: &Target,
+    opts: &InstallOptions,
+    builder: &std::sync::Arc<ebpkg_build::Builder>,
+    regs: &crate::registries::Registries<'_>,
+    clock: &mut Clock,
+) -> Result<Planned> {
     // Resolve and fetch.
     // ebpkg.lock is written only once the install succeeded: a failed install
     // leaves the project as it was.
     let mut pending_lock = None;
     let lock = match &target {
         Target::Project(p) => {
-            let resolved = resolve_project(ctx, p, &regs, UpdatePolicy::Nothing)?;
+            let resolved = resolve_project(ctx, p, regs, UpdatePolicy::Nothing)?;
             let lock = resolved.lock.clone();
             pending_lock = Some(resolved);
             lock
@@ -201,11 +253,11 @@ fn install_timed(
                 ));
             }
             ctx.ui.status("Resolving", format!("{name}@{req}"));
-            resolve(ctx, Root::of_package(name.clone(), req.clone())?, None, UpdatePolicy::Nothing, &regs)?
+            resolve(ctx, Root::of_package(name.clone(), req.clone())?, None, UpdatePolicy::Nothing, regs)?
         }
     };
     clock.lap("resolve");
-    let fetched = fetch_all(ctx, &regs, &lock)?;
+    let fetched = fetch_all(ctx, regs, &lock)?;
     clock.lap("fetch");
 
     // The package whose chains are deployed, and the project's digest when it is
@@ -227,7 +279,7 @@ fn install_timed(
     // So is one on which a trusted attestation saw a package refused.
     let attested = {
         let locked: Vec<&ebpkg_spec::LockedPackage> = fetched.iter().map(|f| &f.locked).collect();
-        let coverage = crate::ops::kernel_attestations::check(ctx, &regs, &locked, &kernel)?;
+        let coverage = crate::ops::kernel_attestations::check(ctx, regs, &locked, &kernel)?;
         crate::ops::kernel_attestations::enforce(ctx, &coverage, &kernel)?;
         coverage
     };
@@ -235,7 +287,7 @@ fn install_timed(
 
     // Build every package (the project too when it has programs or loaders),
     // taking their shipped objects as the trust policy says.
-    let prebuilt = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?.prebuilt();
+    let prebuilt = ctx.trust_policy()?.prebuilt();
     let built_from: Vec<std::borrow::Cow<'_, Manifest>> = fetched
         .iter()
         .map(|f| match prebuilt {
@@ -251,7 +303,7 @@ fn install_timed(
     if let Some(digest) = project_digest {
         inputs.push(BuildInput { root: &chain_root, digest, manifest: &chain_pkg });
     }
-    let mut objects = crate::ops::build::build_with(ctx, &builder, &inputs)?;
+    let mut objects = crate::ops::build::build_with(ctx, builder, &inputs)?;
     if prebuilt == PrebuiltObjects::Rebuilt {
         let built: Vec<crate::ops::shipped::Built<'_>> = fetched
             .iter()
@@ -270,8 +322,8 @@ fn install_timed(
             .filter(|f| !crate::ops::shipped::shipped_objects(&f.manifest).is_empty())
             .map(|f| &f.locked)
             .collect();
-        let attested = crate::ops::shipped::attested_matches(ctx, &regs, &locked)?;
-        let matched = crate::ops::shipped::require_rebuilt(ctx, &builder, &built, &|archive, object| {
+        let attested = crate::ops::shipped::attested_matches(ctx, regs, &locked)?;
+        let matched = crate::ops::shipped::require_rebuilt(ctx, builder, &built, &|archive, object| {
             attested.get(&(*archive, *object)).cloned()
         })?;
         for o in objects.iter_mut().flatten() {
@@ -333,27 +385,5 @@ fn install_timed(
         reset_state: opts.reset_state,
         restores: None,
     };
-    ctx.ui.status("Deploying", format!("{} to {}", plan.deployment, ctx.config.bpffs_root.display()));
-    // Each deployment phase ends with its last event; a phase without events is
-    // folded into the next.
-    let marks: std::cell::RefCell<Vec<(&'static str, std::time::Instant)>> = Default::default();
-    let outcome = deployer.install(&plan, &|e| {
-        if let Some(phase) = phase_of(e) {
-            let mut m = marks.borrow_mut();
-            match m.last_mut() {
-                Some((p, at)) if *p == phase => *at = std::time::Instant::now(),
-                _ => m.push((phase, std::time::Instant::now())),
-            }
-        }
-        print_event(ctx, e)
-    })?;
-    for (phase, at) in marks.into_inner() {
-        clock.phases.push((phase, (at - clock.last).as_secs_f64() * 1e3));
-        clock.last = at;
-    }
-    clock.lap("commit");
-    if let (Some(resolved), Target::Project(p)) = (pending_lock, &target) {
-        resolved.save(ctx, p)?;
-    }
-    Ok((outcome, attested))
+    Ok(Planned { plan, kernels: attested, resolved: pending_lock })
 }

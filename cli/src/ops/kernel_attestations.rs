@@ -298,7 +298,7 @@ pub fn check(
     packages: &[&LockedPackage],
     kernel: &crate::ops::kernel_fit::RunningKernel,
 ) -> Result<Vec<Coverage>> {
-    let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
+    let policy = ctx.trust_policy()?;
     let cache = ctx.cache()?;
     let mut identity = None;
     let mut out = Vec::new();
@@ -333,7 +333,7 @@ pub fn check(
 /// unattested (or unread) packages when the policy refuses those.
 pub fn enforce(ctx: &Ctx, coverage: &[Coverage], kernel: &crate::ops::kernel_fit::RunningKernel) -> Result<()> {
     let kernel = kernel.name();
-    let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
+    let policy = ctx.trust_policy()?;
     for c in coverage {
         for why in &c.ignored {
             ctx.ui.warn(format!("{}: ignored {why}", c.package));

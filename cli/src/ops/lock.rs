@@ -19,8 +19,8 @@ use crate::registries::Registries;
 pub fn lock(ctx: &Ctx) -> Result<(Project, Locked)> {
     let project = ctx.project()?;
     let regs = ctx.registries()?;
-    let locked = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?;
-    Ok((project, locked))
+    let locked = lock_project(ctx, project, &regs, UpdatePolicy::Nothing)?;
+    Ok((project.clone(), locked))
 }
 
 /// Resolves the project and brings every locked package into the cache; returns
@@ -28,7 +28,7 @@ pub fn lock(ctx: &Ctx) -> Result<(Project, Locked)> {
 pub fn fetch(ctx: &Ctx) -> Result<(Locked, usize)> {
     let project = ctx.project()?;
     let regs = ctx.registries()?;
-    let locked = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?;
+    let locked = lock_project(ctx, project, &regs, UpdatePolicy::Nothing)?;
     let fetched = crate::ops::fetch::fetch_all(ctx, &regs, &locked.lock)?;
     Ok((locked, fetched.len()))
 }
@@ -71,8 +71,8 @@ pub fn update(ctx: &Ctx, packages: &[PackageName]) -> Result<Updated> {
         }
         UpdatePolicy::Only(names)
     };
-    let locked = lock_project(ctx, &project, &regs, policy)?;
-    let newer = newer_incompatible(ctx, &project, &regs, &locked.lock)?;
+    let locked = lock_project(ctx, project, &regs, policy)?;
+    let newer = newer_incompatible(ctx, project, &regs, &locked.lock)?;
     Ok(Updated { locked, newer })
 }
 
@@ -137,7 +137,7 @@ pub struct Node {
 pub fn tree(ctx: &Ctx) -> Result<Node> {
     let project = ctx.project()?;
     let regs = ctx.registries()?;
-    let lock = lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
+    let lock = lock_project(ctx, project, &regs, UpdatePolicy::Nothing)?.lock;
     let mut roots = Vec::new();
     let mut shown = HashSet::new();
     let by_name = lock.by_normalized_name();

@@ -14,7 +14,7 @@ use crate::Ctx;
 pub fn mirror(ctx: &Ctx, dir: &Path) -> Result<MirrorReport> {
     let project = ctx.project()?;
     let regs = ctx.registries()?;
-    let lock = crate::ops::resolve::lock_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
+    let lock = crate::ops::resolve::lock_project(ctx, project, &regs, UpdatePolicy::Nothing)?.lock;
     let cache = ctx.cache()?;
     let open = |url: &RegistryUrl| -> ebpkg_sources::Result<Box<dyn ebpkg_sources::Registry>> {
         let fetch = RegistryUrl::parse(ctx.config.fetch_url(url.as_str()))?;

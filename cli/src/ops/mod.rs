@@ -32,6 +32,9 @@ pub mod tuf;
 pub mod verify;
 pub mod yank;
 
+#[cfg(test)]
+mod tests;
+
 use anyhow::Result;
 
 use crate::exit::{Failure, fail};

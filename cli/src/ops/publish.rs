@@ -93,8 +93,8 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     let source_only = if opts.with_objects && opts.skip_existing { Some(pack(&project.dir)?.sha256) } else { None };
     // With --with-objects, a copy of the package holding its objects is what is
     // packed, verified and published.
-    let staged = if opts.with_objects { Some(crate::ops::ship_objects::stage(ctx, &project)?) } else { None };
-    let project = staged.as_ref().map_or(&project, |s| &s.project);
+    let staged = if opts.with_objects { Some(crate::ops::ship_objects::stage(ctx, project)?) } else { None };
+    let project = staged.as_ref().map_or(project, |s| &s.project);
     let m = &project.manifest;
     let id = m.package.id();
     // Its objects hold what the manifest declares and nothing more, as the registry and
@@ -116,7 +116,7 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     }
     // Signed first: a key that does not open (a wrong passphrase) is said before
     // the build and the kernel's verification, not after them; --dry-run too.
-    let signature = publish_signature(ctx, &opts, &id, &packed.bytes)?;
+    let signature = publish_signature(ctx, &opts, &id, &packed)?;
     // A dry run asks the server what the publish would answer before the archive
     // (the token's scopes and package globs, the owners, the name, the signing
     // key), before the dependencies are resolved: a first publish's may not be
@@ -145,7 +145,8 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     }
     // Over HTTP the upload shows as a bar on a terminal.
     let registry = regs.open_origin(&regs.default, ctx.ui.upload_bar("Uploading"))?;
-    let entry = Box::new(registry.publish(&packed.bytes, m, signature.as_ref())?);
+    // With the digest packing computed: the archive is not hashed again to send it.
+    let entry = Box::new(registry.publish(&packed.archive(), m, signature.as_ref())?);
     let own_key = match (&opts.signing, &signature) {
         (Signing::Key(_), Some(signature)) => trust_own_key(ctx, &m.package.name, signature.key.id()),
         _ => Ok(None),
@@ -275,7 +276,7 @@ fn publish_signature(
     ctx: &Ctx,
     opts: &PublishOptions<'_>,
     id: &PackageId,
-    archive: &[u8],
+    packed: &ebpkg_archive::Packed,
 ) -> Result<Option<ebpkg_sources::PublishSignature>> {
     match &opts.signing {
         Signing::Unsigned => {
@@ -283,32 +284,28 @@ fn publish_signature(
                 .warn(format!("{id} is published unsigned (--no-sign): installs need a trust policy exception for it"));
             Ok(None)
         }
-        Signing::Bundle { bundle, public_key } => bundle_signature(ctx, id, bundle, public_key, archive).map(Some),
-        Signing::Key(named) => key_signature(ctx, id, named.as_deref(), opts.passphrase, archive),
+        Signing::Bundle { bundle, public_key } => {
+            bundle_signature(ctx, id, bundle, public_key, &packed.sha256).map(Some)
+        }
+        Signing::Key(named) => key_signature(ctx, id, named.as_deref(), opts.passphrase, &packed.bytes),
     }
 }
 
-/// The bundle at `path`, checked to sign `archive` with `public_key`.
+/// The bundle at `path`, checked to sign the archive (whose digest packing
+/// computed is `digest`) with `public_key`.
 fn bundle_signature(
     ctx: &Ctx,
     id: &PackageId,
     path: &Path,
     public_key: &str,
-    archive: &[u8],
+    digest: &Sha256Digest,
 ) -> Result<ebpkg_sources::PublishSignature> {
     let key = crate::ops::keys::public_key_named(ctx, public_key)?;
     let bytes = ebpkg_fs::read(path, ebpkg_signing::MAX_BUNDLE_BYTES as u64)?;
     let bundle = ebpkg_signing::SignedBundle::parse(&bytes)
         .map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display())))?;
-    bundle.verify(&key, archive).map_err(|e| {
-        fail(
-            Failure::Trust,
-            format!(
-                "{}: {e}; the bundle must sign this archive (sha256 {})",
-                path.display(),
-                Sha256Digest::of(archive)
-            ),
-        )
+    bundle.verify_digest(&key, digest).map_err(|e| {
+        fail(Failure::Trust, format!("{}: {e}; the bundle must sign this archive (sha256 {digest})", path.display()))
     })?;
     ctx.ui.status("Signed", format!("{id} by key {} (bundle {})", key.id(), path.display()));
     Ok(ebpkg_sources::PublishSignature { bundle, key })

@@ -127,12 +127,13 @@ pub fn stage(ctx: &Ctx, project: &Project) -> Result<Staged> {
     }
 
     let manifest_path = root.join(MANIFEST_FILE);
-    let manifest = if by_item.is_empty() {
+    let (manifest, manifest_text) = if by_item.is_empty() {
         ctx.ui.status("Shipping", format!("no objects: {id} builds no program or loader from source"));
-        m.clone()
+        // The copy's ebpkg.toml is the project's, byte for byte.
+        (m.clone(), project.manifest_text.clone())
     } else {
-        let text = ebpkg_fs::read_text(&manifest_path, ebpkg_spec::MAX_TOML_BYTES as u64)?;
-        let edited = add_prebuilt_entries(&text, &by_item)
+        let text = &project.manifest_text;
+        let edited = add_prebuilt_entries(text, &by_item)
             .map_err(|e| fail(Failure::Input, format!("{}: {e}", project.manifest_path().display())))?;
         let manifest = Manifest::parse(&edited, &manifest_path.display().to_string())
             .map_err(|d| fail(Failure::Input, d.render(&edited)))?;
@@ -141,9 +142,9 @@ pub fn stage(ctx: &Ctx, project: &Project) -> Result<Staged> {
         let names: Vec<String> =
             written.keys().map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string()).collect();
         ctx.ui.status("Shipping", format!("{} portable object(s) with {id}: {}", written.len(), names.join(", ")));
-        manifest
+        (manifest, edited)
     };
-    Ok(Staged { project: Project { dir: root, manifest }, _dir: dir })
+    Ok(Staged { project: Project { dir: root, manifest, manifest_text }, _dir: dir })
 }
 
 /// Copies a built object to `dest` (package path `rel`) in the staged copy;

@@ -222,7 +222,7 @@ pub fn attested_matches(
 ) -> anyhow::Result<std::collections::BTreeMap<(Sha256Digest, Sha256Digest), String>> {
     use crate::ops::kernel_attestations::{Attested, trusted_attestations};
     use ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE;
-    let policy = crate::ops::trust::effective_policy(ctx, ctx.project().ok().as_ref())?;
+    let policy = ctx.trust_policy()?;
     let cache = ctx.cache()?;
     let mut out = std::collections::BTreeMap::new();
     for p in packages {

@@ -13,12 +13,9 @@ use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::types::KeyId;
 
 use crate::Ctx;
-use crate::exit::{Failure, fail};
 use crate::ops::keys::key_id_named;
-use crate::project::Project;
 
-/// A project's own trust policy, committed with it.
-pub const PROJECT_TRUST_FILE: &str = "ebpkg-trust.toml";
+pub use crate::trust_files::{PROJECT_TRUST_FILE, read_policy};
 
 /// What the policy says of one version, before anything of it is fetched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,11 +41,11 @@ pub struct Trust {
 }
 
 impl Trust {
-    /// The user's policy merged with the project's (of the current directory).
+    /// The user's policy merged with the project's (of the current directory),
+    /// as the command read it ([`Ctx::trust_policy`]).
     pub fn load(ctx: &Ctx) -> Result<Trust> {
-        let project = ctx.project().ok();
         Ok(Trust {
-            policy: effective_policy(ctx, project.as_ref())?,
+            policy: ctx.trust_policy()?,
             trust_new_keys: ctx.trust_new_keys,
             user_path: ctx.config.trust_path.clone(),
         })
@@ -94,24 +91,6 @@ impl Trust {
             }
         }
     }
-}
-
-/// Reads one policy file; a missing file is an empty policy.
-pub fn read_policy(path: &Path) -> Result<TrustPolicy> {
-    match ebpkg_fs::read_text(path, ebpkg_signing::policy::MAX_POLICY_BYTES) {
-        Ok(text) => TrustPolicy::parse(&text).map_err(|e| fail(Failure::Input, format!("{}: {e}", path.display()))),
-        Err(e) if e.is_not_found() => Ok(TrustPolicy::default()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The policy in force: the user's, merged with the project's when there is one.
-pub fn effective_policy(ctx: &Ctx, project: Option<&Project>) -> Result<TrustPolicy> {
-    let mut policy = read_policy(&ctx.config.trust_path)?;
-    if let Some(project) = project {
-        policy.merge(&read_policy(&project.dir.join(PROJECT_TRUST_FILE))?);
-    }
-    Ok(policy)
 }
 
 pub fn write_policy(path: &Path, policy: &TrustPolicy) -> Result<()> {
@@ -193,7 +172,7 @@ pub struct PolicyEdit {
 /// the project's, when there is one), or the project's file alone.
 pub fn listed_policy(ctx: &Ctx, scope: PolicyScope) -> Result<TrustPolicy> {
     match scope {
-        PolicyScope::User => effective_policy(ctx, ctx.project().ok().as_ref()),
+        PolicyScope::User => ctx.trust_policy(),
         PolicyScope::Project => read_policy(&policy_path(ctx, scope)?),
     }
 }

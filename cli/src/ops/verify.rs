@@ -103,7 +103,7 @@ pub fn rebuild(ctx: &Ctx, target: &VerifyTarget) -> Result<RebuildReport> {
         }
         VerifyTarget::Lockfile => {
             let project = ctx.project()?;
-            let lock = resolve_project(ctx, &project, &regs, UpdatePolicy::Nothing)?.lock;
+            let lock = resolve_project(ctx, project, &regs, UpdatePolicy::Nothing)?.lock;
             fetch_all(ctx, &regs, &lock)?
         }
     };

@@ -620,7 +620,7 @@ mod tests {
         }
         fn publish(
             &self,
-            archive: &[u8],
+            archive: &ebpkg_archive::VerifiedArchive,
             manifest: &Manifest,
             signature: Option<&ebpkg_sources::PublishSignature>,
         ) -> SourceResult<IndexEntry> {

@@ -244,6 +244,29 @@ impl Sandbox {
         Run::from(self.cmd(cwd, args).output().unwrap())
     }
 
+    /// Runs `ebpkg` as [`Sandbox::run`] does, under `strace -f` (ci/setup installs
+    /// it): with the run, every file it or a child of it opened (the opens that
+    /// succeeded), as `(path, flags)` in order (`flags` as strace writes them:
+    /// `O_RDONLY|O_CLOEXEC`).
+    pub fn run_traced(&self, cwd: &Path, args: &[&str]) -> (Run, Vec<(String, String)>) {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let log = self.path(&format!("strace-{}.log", N.fetch_add(1, Ordering::SeqCst)));
+        let cmd = self.cmd(cwd, args);
+        let mut traced = Command::new("strace");
+        // (-z: only the calls that succeeded, each on one line.)
+        traced.args(["-f", "-qq", "-z", "-s", "4096", "-e", "trace=open,openat,openat2", "-o"]).arg(&log);
+        traced.arg(cmd.get_program()).args(cmd.get_args()).current_dir(cwd);
+        for (name, value) in cmd.get_envs() {
+            match value {
+                Some(value) => traced.env(name, value),
+                None => traced.env_remove(name),
+            };
+        }
+        let run = Run::from(traced.output().expect("strace (ci/setup installs it)"));
+        let opens = std::fs::read_to_string(&log).unwrap().lines().filter_map(traced_open).collect();
+        (run, opens)
+    }
+
     /// Runs `ebpkg` with more environment variables and, if given, `stdin` on its
     /// standard input.
     pub fn run_with(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Run {
@@ -368,6 +391,17 @@ impl Drop for Sandbox {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
     }
+}
+
+/// The path and flags of an open in a line of `strace -f -z` (`PID
+/// openat(AT_FDCWD, "/path", O_RDONLY|O_CLOEXEC) = 3`).
+fn traced_open(line: &str) -> Option<(String, String)> {
+    let call = ["openat2(", "openat(", "open("].iter().find_map(|c| line.find(c).map(|at| &line[at + c.len()..]))?;
+    let (_, rest) = call.split_once('"')?;
+    let (path, rest) = rest.split_once('"')?;
+    let flags = rest.trim_start_matches([',', ' ', '{']).trim_start_matches("flags=");
+    let flags = flags.split([',', ')', ' ', '}']).next().unwrap_or("");
+    Some((path.to_owned(), flags.to_owned()))
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {

@@ -67,12 +67,20 @@ impl Manifest {
 
     /// Reads and validates the manifest at `path`. Errors name the path as given.
     pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        Manifest::load_with_bytes(path).map(|(manifest, _)| manifest)
+    }
+
+    /// [`Manifest::load`], with the bytes it was read from: for a caller that
+    /// hashes or stores the file, so that it is read once.
+    pub fn load_with_bytes(path: &Path) -> Result<(Manifest, Vec<u8>), ManifestError> {
         let bytes = read_capped(path, toml_input::MAX_TOML_BYTES)?;
         let file = path.display().to_string();
-        Manifest::parse_bytes(&bytes, &file).map_err(|diagnostics| ManifestError::Invalid {
-            diagnostics,
-            source_text: String::from_utf8(bytes).unwrap_or_default(),
-        })
+        match Manifest::parse_bytes(&bytes, &file) {
+            Ok(manifest) => Ok((manifest, bytes)),
+            Err(diagnostics) => {
+                Err(ManifestError::Invalid { diagnostics, source_text: String::from_utf8(bytes).unwrap_or_default() })
+            }
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use crate::paths::archive_prefix;
 use crate::references::{Reference, referenced_files};
 use crate::select::{SourceFile, select};
 use crate::stream::{self, Tripped};
+use crate::verified::VerifiedArchive;
 
 /// An archive built by [`pack`].
 #[derive(Debug, Clone)]
@@ -43,6 +44,12 @@ pub struct PackedFile {
 }
 
 impl Packed {
+    /// The archive, as one whose digest is known: packing computed it from these
+    /// very bytes, so it is not hashed again (to publish it, for one).
+    pub fn archive(&self) -> VerifiedArchive {
+        VerifiedArchive::packed(self.bytes.clone(), self.sha256)
+    }
+
     /// The conventional file name of the archive, `<name>-<version>.tar.gz`.
     pub fn file_name(&self) -> String {
         format!("{}.tar.gz", archive_prefix(&self.manifest.package.name, &self.manifest.package.version))
@@ -68,7 +75,7 @@ pub fn pack_with_limits(dir: &Path, limits: &PackLimits) -> Result<Packed, PackE
     for (rel, source) in &sources {
         let data = read_within(source, limits.max_total_bytes - total, limits)?;
         total += data.len() as u64;
-        check_prebuilt(rel, &data, &refs)?;
+        check_prebuilt(rel, || Sha256Digest::of(&data), &refs)?;
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Regular);
         header.set_size(data.len() as u64);
@@ -113,11 +120,18 @@ fn read_within(source: &SourceFile, budget: u64, limits: &PackLimits) -> Result<
 
 /// A prebuilt object only used through its digest must match it, or every install of
 /// the package would fail; with C source beside it, a stale object is merely ignored.
-fn check_prebuilt(rel: &str, data: &[u8], refs: &[Reference]) -> Result<(), PackError> {
-    let mut actual = None;
-    for reference in refs.iter().filter(|r| r.path.as_str() == rel) {
-        let Some((expected, has_source)) = reference.prebuilt else { continue };
-        let actual = *actual.get_or_insert_with(|| Sha256Digest::of(data));
+/// `digest` gives the file's digest, asked for only when the file is a prebuilt object.
+pub(crate) fn check_prebuilt(
+    rel: &str,
+    digest: impl FnOnce() -> Sha256Digest,
+    refs: &[Reference],
+) -> Result<(), PackError> {
+    let mut prebuilt = refs.iter().filter(|r| r.path.as_str() == rel).filter_map(|r| Some((r, r.prebuilt?))).peekable();
+    if prebuilt.peek().is_none() {
+        return Ok(());
+    }
+    let actual = digest();
+    for (reference, (expected, has_source)) in prebuilt {
         if actual == expected {
             continue;
         }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ebpkg_spec::manifest::MANIFEST_FILE;
 use ebpkg_spec::types::Sha256Digest;
-use ebpkg_spec::{Manifest, PackageName};
+use ebpkg_spec::{Diagnostics, Manifest, PackageName};
 use semver::Version;
 use tar::EntryType;
 
@@ -72,7 +72,7 @@ fn unpack_checked(
     let prefix = archive_prefix(name, version);
     let mut staging = Staging::new(dest)?;
     let contents = extract(bytes, &prefix, &mut staging, limits)?;
-    let manifest = check_manifest(&staging, &contents, &prefix, name, version)?;
+    let manifest = check_manifest(&contents, parse_manifest(&contents, &prefix), &prefix, name, version)?;
     let root = staging.commit()?;
     tracing::debug!(package = %prefix, files = contents.files.len(), bytes = contents.bytes, dest = %root.display(), "unpacked");
     Ok(Unpacked { root, manifest, files: contents.files.len(), bytes: contents.bytes })
@@ -84,7 +84,10 @@ pub(crate) struct Contents {
     pub(crate) files: BTreeSet<String>,
     /// Directories, whether from an entry (`true`) or implied by a deeper path.
     pub(crate) dirs: BTreeMap<String, bool>,
-    bytes: u64,
+    pub(crate) bytes: u64,
+    /// The bytes of `ebpkg.toml`, kept as they went by: the manifest is parsed
+    /// from the archive, not read back from where it was written.
+    pub(crate) manifest: Option<Vec<u8>>,
 }
 
 impl Contents {
@@ -130,6 +133,10 @@ pub(crate) trait Target {
     fn create_file(&mut self, rel: &str, executable: bool, size: u64) -> Result<Self::File, UnpackError>;
     /// Called after the entry's bytes were all written to `file`.
     fn finish_file(&mut self, rel: &str, file: Self::File) -> Result<(), UnpackError>;
+    /// Called with the bytes of `ebpkg.toml` once they were all read.
+    fn manifest_read(&mut self, bytes: &[u8]) {
+        let _ = bytes;
+    }
     /// The path errors about `rel` name.
     fn path_of(&self, rel: &str) -> PathBuf;
 }
@@ -139,6 +146,8 @@ pub(crate) trait Target {
 /// same bytes, the same directories, and nothing else (no added file, no symbolic
 /// link). Cached trees are checked this way before each use, so a tree edited or
 /// damaged after unpacking is never built from: [`UnpackError::TreeModified`].
+/// Returns the package's manifest, parsed from the archive (and checked as
+/// [`unpack`] checks it): the tree's `ebpkg.toml` is not read again.
 pub fn verify_tree(
     bytes: &[u8],
     expected: &Sha256Digest,
@@ -146,7 +155,7 @@ pub fn verify_tree(
     version: &Version,
     dir: &Path,
     limits: &Limits,
-) -> Result<(), UnpackError> {
+) -> Result<Manifest, UnpackError> {
     check_digest(bytes, expected, limits)?;
     verify_tree_checked(bytes, name, version, dir, limits)
 }
@@ -158,7 +167,7 @@ pub fn verify_tree_verified(
     version: &Version,
     dir: &Path,
     limits: &Limits,
-) -> Result<(), UnpackError> {
+) -> Result<Manifest, UnpackError> {
     verify_tree_checked(archive.bytes(), name, version, dir, limits)
 }
 
@@ -168,17 +177,27 @@ fn verify_tree_checked(
     version: &Version,
     dir: &Path,
     limits: &Limits,
-) -> Result<(), UnpackError> {
+) -> Result<Manifest, UnpackError> {
     if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir()) {
         return Err(UnpackError::TreeModified { path: dir.to_owned(), problem: "it is not a directory".into() });
     }
     let prefix = archive_prefix(name, version);
     let mut compare = crate::compare::Compare::new(dir);
     let contents = extract(bytes, &prefix, &mut compare, limits)?;
-    compare.nothing_else(&contents.files, &contents.dirs)
+    compare.nothing_else(&contents.files, &contents.dirs)?;
+    check_manifest(&contents, parse_manifest(&contents, &prefix), &prefix, name, version)
 }
 
-fn extract<T: Target>(bytes: &[u8], prefix: &str, staging: &mut T, limits: &Limits) -> Result<Contents, UnpackError> {
+/// Goes through every entry of the archive `bytes` (whose files and directories
+/// must all be under `prefix`/), checking each as untrusted input within `limits`
+/// and handing it to `staging`: the one pass every reader of an archive makes
+/// (unpacking, comparing with a tree, reading in memory).
+pub(crate) fn extract<T: Target>(
+    bytes: &[u8],
+    prefix: &str,
+    staging: &mut T,
+    limits: &Limits,
+) -> Result<Contents, UnpackError> {
     let (reader, tripwire) = MeteredGunzip::new(bytes, limits);
     let stream_error = |e: io::Error| stream_error(e, &tripwire, limits);
     let mut archive = tar::Archive::new(reader);
@@ -227,13 +246,24 @@ fn extract<T: Target>(bytes: &[u8], prefix: &str, staging: &mut T, limits: &Limi
         let mode =
             entry.header().mode().map_err(|e| UnpackError::Corrupt { detail: format!("entry `{shown}`: {e}") })?;
         let mut file = staging.create_file(&rel, mode & 0o111 != 0, size)?;
-        let written = copy_entry(&mut entry, &mut file, &staging.path_of(&rel), &stream_error)?;
+        let path = staging.path_of(&rel);
+        let written = if rel == MANIFEST_FILE {
+            let mut kept = Tee { inner: &mut file, copy: Vec::new() };
+            let written = copy_entry(&mut entry, &mut kept, &path, &stream_error)?;
+            contents.manifest = Some(kept.copy);
+            written
+        } else {
+            copy_entry(&mut entry, &mut file, &path, &stream_error)?
+        };
         if written != size {
             return Err(UnpackError::Corrupt {
                 detail: format!("entry `{shown}` is truncated ({written} of {size} bytes)"),
             });
         }
         staging.finish_file(&rel, file)?;
+        if let Some(manifest) = contents.manifest.as_deref().filter(|_| rel == MANIFEST_FILE) {
+            staging.manifest_read(manifest);
+        }
         contents.bytes += written;
     }
     // Read to the end of the gzip stream so that its checksum and length are checked
@@ -241,6 +271,23 @@ fn extract<T: Target>(bytes: &[u8], prefix: &str, staging: &mut T, limits: &Limi
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink()).map_err(stream_error)?;
     Ok(contents)
+}
+
+/// Writes to `inner` and keeps a copy of what it wrote.
+struct Tee<'a, W> {
+    inner: &'a mut W,
+    copy: Vec<u8>,
+}
+
+impl<W: Write> Write for Tee<'_, W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(data)?;
+        self.copy.extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Copies an entry's data, telling errors of the archive from errors of the disk.
@@ -290,22 +337,27 @@ fn describe(kind: EntryType) -> String {
     }
 }
 
-/// Reads the unpacked `ebpkg.toml` and checks it describes the package asked for and
-/// that every file it names was in the archive.
-fn check_manifest(
-    staging: &Staging,
+/// The archive's `ebpkg.toml` parsed, when the archive holds one (the errors
+/// name it inside the archive).
+pub(crate) fn parse_manifest(contents: &Contents, prefix: &str) -> Option<Result<Manifest, Diagnostics>> {
+    let bytes = contents.manifest.as_deref()?;
+    Some(Manifest::parse_bytes(bytes, &format!("{prefix}/{MANIFEST_FILE}")))
+}
+
+/// Checks that the archive held an `ebpkg.toml` (`parsed`, from [`parse_manifest`])
+/// that describes the package asked for, and that every file it names was in the
+/// archive.
+pub(crate) fn check_manifest(
     contents: &Contents,
+    parsed: Option<Result<Manifest, Diagnostics>>,
     prefix: &str,
     name: &PackageName,
     version: &Version,
 ) -> Result<Manifest, UnpackError> {
-    if !contents.files.contains(MANIFEST_FILE) {
+    let Some(parsed) = parsed.filter(|_| contents.files.contains(MANIFEST_FILE)) else {
         return Err(UnpackError::MissingManifest { prefix: prefix.to_owned() });
-    }
-    let path = staging.path_of(MANIFEST_FILE);
-    let text = std::fs::read(&path).map_err(|cause| UnpackError::Io { path, cause })?;
-    let manifest =
-        Manifest::parse_bytes(&text, &format!("{prefix}/{MANIFEST_FILE}")).map_err(UnpackError::InvalidManifest)?;
+    };
+    let manifest = parsed.map_err(UnpackError::InvalidManifest)?;
     let package = &manifest.package;
     if package.name != *name || package.version != *version {
         return Err(UnpackError::WrongPackage {

@@ -22,12 +22,22 @@ impl VerifiedArchive {
         Ok(VerifiedArchive { bytes, digest: *expected })
     }
 
+    /// The archive `pack` made, with the digest it computed of `bytes`.
+    pub(crate) fn packed(bytes: Vec<u8>, digest: Sha256Digest) -> VerifiedArchive {
+        VerifiedArchive { bytes, digest }
+    }
+
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 
     pub fn digest(&self) -> &Sha256Digest {
         &self.digest
+    }
+
+    /// The bytes, to keep or send once nothing more is read from them.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 }
 

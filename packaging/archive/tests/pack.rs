@@ -296,3 +296,54 @@ fn an_archive_unpack_would_take_for_a_bomb_is_refused() {
     let err = pack(a.path()).unwrap_err();
     assert!(matches!(&err, PackError::Unpackable { reason } if reason.contains("200")), "{err}");
 }
+
+/// A directory's tree digest: the same exactly when it would pack to the same
+/// archive (files, contents, executable bits, name and version), without packing;
+/// `ebpkg.toml` is hashed from the bytes given, not read again.
+#[test]
+fn the_tree_digest_changes_exactly_when_the_archive_would() {
+    let digest = |dir: &Path| {
+        let text = fs::read(dir.join("ebpkg.toml")).unwrap();
+        let manifest = ebpkg_spec::Manifest::parse_bytes(&text, "ebpkg.toml").unwrap();
+        ebpkg_archive::tree_digest(dir, &manifest, &text).unwrap()
+    };
+    let a = TempDir::new().unwrap();
+    demo_package(a.path());
+    let first = digest(a.path());
+    assert_eq!(digest(a.path()), first, "deterministic");
+    assert_ne!(first, pack(a.path()).unwrap().sha256, "not the archive's checksum");
+
+    // What packing leaves out, and timestamps, change nothing.
+    write_files(a.path(), &[("target/debug.o", b"built"), ("src/counter.bpf.c~", b"backup"), ("ebpkg.lock", b"")]);
+    let past = SystemTime::now() - Duration::from_secs(3600);
+    fs::File::options().write(true).open(a.path().join("README.md")).unwrap().set_modified(past).unwrap();
+    assert_eq!(digest(a.path()), first);
+
+    // What packing keeps does.
+    type Change = fn(&Path);
+    let changes: &[(&str, Change)] = &[
+        ("content", |d| fs::write(d.join("README.md"), b"# demo, edited\n").unwrap()),
+        ("executable bit", |d| fs::set_permissions(d.join("README.md"), fs::Permissions::from_mode(0o755)).unwrap()),
+        ("new file", |d| write_files(d, &[("docs/more.md", b"more")])),
+        ("renamed", |d| fs::rename(d.join("tools/gen.sh"), d.join("tools/gen2.sh")).unwrap()),
+    ];
+    for (what, change) in changes {
+        let b = TempDir::new().unwrap();
+        demo_package(b.path());
+        assert_eq!(digest(b.path()), first, "{what}: another directory, the same files");
+        change(b.path());
+        assert_ne!(digest(b.path()), first, "{what}");
+    }
+
+    // ebpkg.toml's bytes are the caller's: the file is not read again.
+    let text = fs::read(a.path().join("ebpkg.toml")).unwrap();
+    let manifest = ebpkg_spec::Manifest::parse_bytes(&text, "ebpkg.toml").unwrap();
+    fs::write(a.path().join("ebpkg.toml"), b"not read").unwrap();
+    assert_eq!(ebpkg_archive::tree_digest(a.path(), &manifest, &text).unwrap(), first);
+
+    // What packing refuses, it refuses.
+    fs::write(a.path().join("ebpkg.toml"), &text).unwrap();
+    fs::remove_file(a.path().join("chains/ddos.eclat")).unwrap();
+    let err = ebpkg_archive::tree_digest(a.path(), &manifest, &text).unwrap_err();
+    assert!(matches!(err, PackError::MissingReferenced { .. }), "{err}");
+}

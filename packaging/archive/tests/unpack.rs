@@ -40,6 +40,40 @@ fn round_trip_restores_every_file_and_executable_bit() {
     assert_eq!(beside, ["pkg"]);
 }
 
+/// Read in memory, a package has the manifest unpacking gives it, and only the
+/// files the caller keeps, byte for byte; nothing is written anywhere.
+#[test]
+fn reading_in_memory_keeps_only_the_files_asked_for() {
+    let src = TempDir::new().unwrap();
+    demo_package(src.path());
+    let packed = pack(src.path()).unwrap();
+    let name = PackageName::new("demo").unwrap();
+    let version = semver::Version::new(1, 0, 0);
+    let archive = packed.archive();
+    assert_eq!(archive.digest(), &packed.sha256);
+    // README.md comes before ebpkg.toml in the archive, chains/ too, src/ after it:
+    // kept or dropped alike once the manifest is read.
+    let keep = |m: &ebpkg_spec::Manifest, rel: &str| {
+        assert_eq!(m.package.name.as_str(), "demo", "asked with the manifest");
+        rel == "README.md" || rel == "src/counter.bpf.c"
+    };
+    let files = ebpkg_archive::read_verified(&archive, &name, &version, &defaults(), keep).unwrap();
+    assert_eq!(files.manifest, packed.manifest);
+    assert_eq!(files.manifest_bytes(), MANIFEST.as_bytes());
+    assert_eq!(files.file("README.md"), Some(&b"# demo\n"[..]));
+    assert_eq!(files.file("src/counter.bpf.c"), Some(&b"int counter(void) { return 0; }\n"[..]));
+    assert_eq!(files.file("chains/ddos.eclat"), None, "not kept");
+    assert_eq!(files.file("tools/gen.sh"), None, "not kept");
+    assert_eq!(files.files, packed.files.len());
+    assert_eq!(files.bytes, packed.files.iter().map(|f| f.size).sum::<u64>());
+    // The manifest is checked as unpacking checks it.
+    let other = semver::Version::new(1, 0, 1);
+    let err = ebpkg_archive::read_verified(&archive, &name, &other, &defaults(), |_, _| true).unwrap_err();
+    let site = Site::new();
+    let unpacked = site.unpack(&packed.bytes, "demo", "1.0.1", &defaults()).unwrap_err();
+    assert_eq!(err.to_string(), unpacked.to_string());
+}
+
 #[test]
 fn digest_mismatch_writes_nothing() {
     let src = TempDir::new().unwrap();
@@ -454,7 +488,8 @@ fn verify_tree_finds_every_change_to_an_unpacked_tree() {
     for (what, change, expect) in changes {
         let site = Site::new();
         site.unpack(&packed.bytes, "demo", "1.0.0", &defaults()).unwrap();
-        verify_tree(&packed.bytes, &packed.sha256, &name, &version, &site.dest, &defaults()).unwrap();
+        let manifest = verify_tree(&packed.bytes, &packed.sha256, &name, &version, &site.dest, &defaults()).unwrap();
+        assert_eq!(manifest, packed.manifest, "parsed from the archive");
         change(&site.dest);
         let err = verify_tree(&packed.bytes, &packed.sha256, &name, &version, &site.dest, &defaults()).unwrap_err();
         assert!(matches!(err, UnpackError::TreeModified { .. }), "{what}: {err}");

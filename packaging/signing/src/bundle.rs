@@ -7,7 +7,6 @@
 //! message signature over a SHA-256 digest.
 
 use ebpkg_spec::types::{KeyId, Sha256Digest};
-use sigstore::crypto::Signature;
 use sigstore_protobuf_specs::dev::sigstore::bundle::v1::{Bundle, VerificationMaterial, bundle, verification_material};
 use sigstore_protobuf_specs::dev::sigstore::common::v1::{
     HashAlgorithm, HashOutput, MessageSignature, PublicKeyIdentifier,
@@ -96,20 +95,22 @@ impl SignedBundle {
 
     /// Checks that this bundle signs `archive` with `key`.
     pub fn verify(&self, key: &PublicKey, archive: &[u8]) -> Result<()> {
-        self.verify_digest(key, &Sha256Digest::of(archive), archive)
+        self.verify_digest(key, &Sha256Digest::of(archive))
     }
 
-    /// As [`verify`](Self::verify), for a caller that already hashed the archive.
-    pub fn verify_digest(&self, key: &PublicKey, actual: &Sha256Digest, archive: &[u8]) -> Result<()> {
+    /// As [`verify`](Self::verify), for a caller that already hashed the archive:
+    /// `actual` is the SHA-256 the caller computed of the archive's bytes (or
+    /// checked them against). The signature is checked against that digest
+    /// (ECDSA over a prehashed message, the SHA-256 that signing computed), so the
+    /// archive is not hashed again.
+    pub fn verify_digest(&self, key: &PublicKey, actual: &Sha256Digest) -> Result<()> {
         if &self.digest != actual {
             return Err(Error::OtherArchive { signed: self.digest.to_string(), actual: actual.to_string() });
         }
         if let Some(named) = self.hint.as_ref().filter(|named| *named != key.id()) {
             return Err(Error::OtherKey { named: *named, expected: *key.id() });
         }
-        key.verification_key()?
-            .verify_signature(Signature::Raw(&self.signature), archive)
-            .map_err(|_| Error::BadSignature { key: *key.id() })
+        key.verify_prehashed(actual, &self.signature)
     }
 }
 

@@ -59,6 +59,23 @@ impl PublicKey {
     pub(crate) fn verification_key(&self) -> Result<CosignVerificationKey> {
         verification_key(&self.der)
     }
+
+    /// Checks that `signature` (ECDSA P-256, ASN.1 DER) signs a message whose
+    /// SHA-256 is `digest`: what verifying over the message computes first, taken
+    /// from a caller that has it (sigstore keeps its prehash verification to
+    /// itself, so aws-lc-rs, which it verifies with, is asked directly).
+    pub(crate) fn verify_prehashed(&self, digest: &Sha256Digest, signature: &[u8]) -> Result<()> {
+        use aws_lc_rs::signature::{ECDSA_P256_SHA256_ASN1, UnparsedPublicKey};
+        let bad = || Error::BadSignature { key: self.id };
+        let CosignVerificationKey::ECDSA_P256_SHA256_ASN1(spki) = self.verification_key()? else {
+            return Err(Error::KeyType("another algorithm".into()));
+        };
+        let digest =
+            aws_lc_rs::digest::Digest::import_less_safe(&digest.0, &aws_lc_rs::digest::SHA256).map_err(|_| bad())?;
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, spki.as_slice())
+            .verify_digest(&digest, signature)
+            .map_err(|_| bad())
+    }
 }
 
 /// Parses SubjectPublicKeyInfo DER (its algorithm names the curve) and keeps

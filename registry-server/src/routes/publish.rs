@@ -3,15 +3,17 @@
 //! the archive is read.
 //!
 //! Order of effects, so that a crash at any point leaves either no version or a
-//! complete one: the archive is unpacked and checked in a scratch directory; it is
-//! written to the blob store (content-addressed, durable); then one transaction
-//! inserts the version and rebuilds the package's index file. Until that commit
-//! nothing names the archive.
+//! complete one: the archive is hashed once and read in memory with every check an
+//! installer's unpacking makes (nothing is written to disk); it is written to the
+//! blob store (content-addressed, durable); then one transaction inserts the
+//! version and rebuilds the package's index file. Until that commit nothing names
+//! the archive.
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 use bytes::{Bytes, BytesMut};
+use ebpkg_archive::{UnpackError, VerifiedArchive};
 use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{self, PublishAllowed, PublishCheck, PublishMetadata, PublishResponse, Scope};
@@ -94,21 +96,17 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
         return Err(ApiError::bad_request(format!("{id}: bytes follow the archive in the publish body")));
     }
 
-    let cksum = Sha256Digest::of(&archive);
-    if cksum != metadata.cksum {
-        return Err(ApiError::bad_request(format!(
-            "{id}: the archive's SHA-256 is {cksum}, the metadata says {}; the upload was damaged or the metadata is wrong",
-            metadata.cksum
-        )));
-    }
-    let checked = check_archive(state, archive.clone(), &metadata).await?;
+    let (archive, checked) = check_archive(state, archive, &metadata).await?;
+    // Hashed once, when checked: the signature, the index line and the blob's
+    // name all use that digest.
+    let cksum = *archive.digest();
     let mut entry = IndexEntry::from_manifest(&checked.manifest, cksum);
     check_dependency_registries(&entry, &id)?;
     // The keys were chosen before the archive was read; `commit` checks again,
     // under the package's lock, that the one that verified is still allowed.
     let signature = match &bundle {
         Some(bundle) => {
-            let key = verify_signature(bundle, &keys, &cksum, &archive, &id)?;
+            let key = verify_signature(bundle, &keys, &cksum, &id)?;
             entry.signed_by = Some(key);
             Some(Signature { key, bundle })
         }
@@ -116,7 +114,7 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     };
     crash_point("unpacked");
 
-    state.blobs.put_archive(&cksum, archive.clone()).await?;
+    state.blobs.put_archive(&cksum, Bytes::from(archive.into_bytes())).await?;
     crash_point("archive-stored");
     commit(state, caller, &metadata, &entry, &checked, signature.as_ref(), &id).await?;
     tracing::info!(package = %id, user = %caller.login, cksum = %cksum, size = checked.size, "published");
@@ -280,17 +278,12 @@ fn parse_bundle(json: &serde_json::Value, metadata: &PublishMetadata, id: &str) 
     Ok(bundle)
 }
 
-/// The key among `keys` the bundle's signature over `archive` verifies with.
-fn verify_signature(
-    bundle: &SignedBundle,
-    keys: &[PublicKey],
-    cksum: &Sha256Digest,
-    archive: &[u8],
-    id: &str,
-) -> ApiResult<KeyId> {
+/// The key among `keys` the bundle's signature over the archive (whose digest,
+/// computed when it was checked, is `cksum`) verifies with.
+fn verify_signature(bundle: &SignedBundle, keys: &[PublicKey], cksum: &Sha256Digest, id: &str) -> ApiResult<KeyId> {
     let mut why = Vec::new();
     for key in keys {
-        match bundle.verify_digest(key, cksum, archive) {
+        match bundle.verify_digest(key, cksum) {
             Ok(()) => return Ok(*key.id()),
             Err(e) => why.push(e.to_string()),
         }
@@ -324,49 +317,76 @@ struct CheckedArchive {
     size: u64,
 }
 
-/// Unpacks the archive exactly as an installer would (ebpkg-archive's checks,
-/// the manifest validated by ebpkg-spec and naming `name@version`), in a scratch
-/// directory, off the async threads.
-async fn check_archive(state: &AppState, archive: Bytes, metadata: &PublishMetadata) -> ApiResult<CheckedArchive> {
+/// Hashes the archive once against the digest the metadata says, then reads it
+/// in memory exactly as an installer unpacks it (ebpkg-archive's checks, the
+/// manifest validated by ebpkg-spec and naming `name@version`), keeping only the
+/// README, the chain sources and the shipped objects; off the async threads.
+async fn check_archive(
+    state: &AppState,
+    archive: Bytes,
+    metadata: &PublishMetadata,
+) -> ApiResult<(VerifiedArchive, CheckedArchive)> {
     let (name, vers, cksum) = (metadata.name.clone(), metadata.vers.clone(), metadata.cksum);
     let limits = ebpkg_archive::Limits { max_archive_bytes: state.config.max_archive_bytes, ..Default::default() };
     let id = format!("{name}@{vers}");
     tokio::task::spawn_blocking(move || {
-        let scratch = tempfile::tempdir().map_err(|e| ApiError::internal(format!("no scratch directory: {e}")))?;
-        let dest = scratch.path().join("package");
-        let unpacked = ebpkg_archive::unpack(&archive, &cksum, &name, &vers, &dest, &limits)
+        let size = archive.len() as u64;
+        let archive = VerifiedArchive::check(Vec::from(archive), &cksum, &limits).map_err(|e| match e {
+            UnpackError::DigestMismatch { actual, .. } => ApiError::bad_request(format!(
+                "{id}: the archive's SHA-256 is {actual}, the metadata says {cksum}; the upload was damaged or the \
+                 metadata is wrong"
+            )),
+            e => ApiError::bad_request(format!("{id}: the archive was refused: {e}")),
+        })?;
+        let files = ebpkg_archive::read_verified(&archive, &name, &vers, &limits, kept_file)
             .map_err(|e| ApiError::bad_request(format!("{id}: the archive was refused: {e}")))?;
-        let readme = unpacked
-            .manifest
-            .package
-            .readme
-            .as_ref()
-            .and_then(|rel| ebpkg_fs::read_text(&unpacked.root.join(rel.as_str()), MAX_README_BYTES).ok());
-        // Unpacking parsed this file, under the archive's limits.
-        let manifest_text =
-            ebpkg_fs::read_text(&unpacked.root.join("ebpkg.toml"), ebpkg_spec::MAX_TOML_BYTES as u64)
-                .map_err(|e| ApiError::internal(format!("{id}: the unpacked manifest could not be read again: {e}")))?;
+        let manifest = &files.manifest;
+        let text = |rel: &str, max: u64| -> Result<String, String> {
+            let bytes = files.file(rel).ok_or_else(|| "is not in the archive".to_owned())?;
+            if bytes.len() as u64 > max {
+                return Err(format!("is {} bytes, more than the {max} kept", bytes.len()));
+            }
+            String::from_utf8(bytes.to_vec()).map_err(|_| "is not UTF-8 text".to_owned())
+        };
+        let readme = manifest.package.readme.as_ref().and_then(|rel| text(rel.as_str(), MAX_README_BYTES).ok());
+        // Parsing decoded it as UTF-8 already.
+        let manifest_text = String::from_utf8(files.manifest_bytes().to_vec())
+            .map_err(|e| ApiError::internal(format!("{id}: the manifest is not UTF-8 once parsed: {e}")))?;
         // A shipped object holds what the manifest declares, and nothing more (as installs check).
-        ebpkg_spec::object_items::check_prebuilt(&unpacked.manifest, &unpacked.root)
-            .map_err(|e| ApiError::bad_request(format!("{id}: {e}")))?;
+        ebpkg_spec::object_items::check_prebuilt_with(manifest, |object| {
+            let bytes = files.file(object).ok_or_else(|| "is not in the archive".to_owned())?;
+            if bytes.len() as u64 > ebpkg_spec::MAX_OBJECT_BYTES {
+                return Err(format!("is {} bytes, more than objects may be", bytes.len()));
+            }
+            Ok(bytes)
+        })
+        .map_err(|e| ApiError::bad_request(format!("{id}: {e}")))?;
         let mut chain_sources = std::collections::BTreeMap::new();
-        for chain in &unpacked.manifest.chains {
-            let path = unpacked.root.join(chain.source.as_str());
-            let text = ebpkg_fs::read_text(&path, MAX_CHAIN_SOURCE_BYTES).map_err(|e| {
+        for chain in &manifest.chains {
+            let source = text(chain.source.as_str(), MAX_CHAIN_SOURCE_BYTES).map_err(|e| {
                 ApiError::bad_request(format!("{id}: chain `{}`: its source {}: {e}", chain.name, chain.source))
             })?;
-            chain_sources.insert(chain.name.to_string(), text);
+            chain_sources.insert(chain.name.to_string(), source);
         }
-        Ok(CheckedArchive {
-            manifest: unpacked.manifest,
-            manifest_text,
-            readme,
-            chain_sources,
-            size: archive.len() as u64,
-        })
+        let checked = CheckedArchive { manifest: files.manifest, manifest_text, readme, chain_sources, size };
+        Ok((archive, checked))
     })
     .await
     .map_err(|e| ApiError::internal(format!("{e}")))?
+}
+
+/// The files of a published archive the registry keeps besides the archive: the
+/// README and the chain sources (for the package's page) and the shipped objects
+/// (checked against the manifest).
+fn kept_file(manifest: &Manifest, rel: &str) -> bool {
+    manifest.package.readme.as_ref().is_some_and(|r| r.as_str() == rel)
+        || manifest.chains.iter().any(|c| c.source.as_str() == rel)
+        || manifest
+            .programs
+            .iter()
+            .filter_map(|p| p.prebuilt.as_ref())
+            .chain(manifest.loaders.iter().filter_map(|l| l.prebuilt.as_ref()))
+            .any(|p| p.object.as_str() == rel)
 }
 
 /// A dependency from another registry must name it by an absolute http(s) or

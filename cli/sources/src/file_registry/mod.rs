@@ -458,7 +458,12 @@ impl Registry for FileRegistry {
         }
     }
 
-    fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry> {
+    fn publish(
+        &self,
+        archive: &ebpkg_archive::VerifiedArchive,
+        manifest: &Manifest,
+        signature: Option<&PublishSignature>,
+    ) -> Result<IndexEntry> {
         self.publish_archive(archive, manifest, signature)
     }
 

@@ -2,7 +2,7 @@
 //! elsewhere (mirrors). Every write happens under the registry's lock, archive first,
 //! index line second.
 
-use ebpkg_archive::{Limits, UnpackError};
+use ebpkg_archive::{Limits, UnpackError, VerifiedArchive};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Manifest, PackageName, index_path};
@@ -11,7 +11,7 @@ use semver::Version;
 use super::FileRegistry;
 use crate::atomic::write_atomic;
 use crate::content;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::registry::PublishSignature;
 use crate::url::RegistryUrl;
 use ebpkg_spec::cache_layout::{bundle_file, key_file};
@@ -28,19 +28,19 @@ pub enum Imported {
 impl FileRegistry {
     pub(super) fn publish_archive(
         &self,
-        archive: &[u8],
+        archive: &VerifiedArchive,
         manifest: &Manifest,
         signature: Option<&PublishSignature>,
     ) -> Result<IndexEntry> {
         let name = &manifest.package.name;
         let version = &manifest.package.version;
         check_dependency_registries(manifest)?;
-        let cksum = Sha256Digest::of(archive);
+        let cksum = *archive.digest();
         // The expensive checks run before taking the lock, so other writers do not
         // wait for them.
-        check_archive_holds(archive, &cksum, manifest)?;
+        check_archive_holds(archive, manifest)?;
         match signature {
-            Some(s) => self.check_signature(s, name, version, &cksum, archive)?,
+            Some(s) => self.check_signature(s, name, version, &cksum)?,
             None if self.requires_signatures()? => {
                 return Err(ErrorKind::UnsignedRefused {
                     package: name.clone(),
@@ -66,7 +66,7 @@ impl FileRegistry {
             .into());
         }
         let mut entry = IndexEntry::from_manifest(manifest, cksum);
-        write_atomic(&self.archive_path(&cksum), archive)?;
+        write_atomic(&self.archive_path(&cksum), archive.bytes())?;
         if let Some(s) = signature {
             self.store_signature(s, &cksum)?;
             entry.signed_by = Some(*s.key.id());
@@ -88,11 +88,11 @@ impl FileRegistry {
     pub fn import(
         &self,
         entry: &IndexEntry,
-        archive: &[u8],
+        archive: &VerifiedArchive,
         signature: Option<&PublishSignature>,
         from: &RegistryUrl,
     ) -> Result<Imported> {
-        let actual = Sha256Digest::of(archive);
+        let actual = *archive.digest();
         if actual != entry.cksum {
             return Err(ErrorKind::ChecksumMismatch {
                 package: entry.name.clone(),
@@ -108,7 +108,7 @@ impl FileRegistry {
         match (entry.signed_by, signature) {
             (None, None) => {}
             (Some(id), Some(s)) if *s.key.id() == id => {
-                self.check_signature(s, &entry.name, &entry.vers, &entry.cksum, archive)?;
+                self.check_signature(s, &entry.name, &entry.vers, &entry.cksum)?;
             }
             (signed_by, _) => {
                 return Err(ErrorKind::SignerDrift {
@@ -137,14 +137,14 @@ impl FileRegistry {
                 .into());
             }
             if !content::holds(&archive_path, &entry.cksum)? {
-                write_atomic(&archive_path, archive)?;
+                write_atomic(&archive_path, archive.bytes())?;
             }
             if let Some(s) = signature {
                 self.store_signature(s, &entry.cksum)?;
             }
             return Ok(Imported::AlreadyPresent);
         }
-        write_atomic(&archive_path, archive)?;
+        write_atomic(&archive_path, archive.bytes())?;
         if let Some(s) = signature {
             self.store_signature(s, &entry.cksum)?;
         }
@@ -155,16 +155,16 @@ impl FileRegistry {
         Ok(Imported::Added)
     }
 
-    /// Checks that `signature` signs `archive` (whose digest is `cksum`).
+    /// Checks that `signature` signs the archive whose digest is `cksum` (computed
+    /// of, or checked against, the bytes held).
     fn check_signature(
         &self,
         signature: &PublishSignature,
         name: &PackageName,
         version: &Version,
         cksum: &Sha256Digest,
-        archive: &[u8],
     ) -> Result<()> {
-        signature.bundle.verify_digest(&signature.key, cksum, archive).map_err(|cause| {
+        signature.bundle.verify_digest(&signature.key, cksum).map_err(|cause| {
             ErrorKind::BadSignature {
                 package: name.clone(),
                 version: version.clone(),
@@ -288,26 +288,23 @@ fn check_dependency_registries(manifest: &Manifest) -> Result<()> {
     Ok(())
 }
 
-/// Unpacks the archive into a scratch directory, exactly as an installer will: an
+/// Reads the archive in memory with every check an installer's unpacking makes: an
 /// archive every installer would refuse, or whose `ebpkg.toml` is not `manifest` (so
 /// the index entry would describe other contents), is refused at the door.
-fn check_archive_holds(archive: &[u8], cksum: &ebpkg_spec::types::Sha256Digest, manifest: &Manifest) -> Result<()> {
+fn check_archive_holds(archive: &VerifiedArchive, manifest: &Manifest) -> Result<()> {
     let name = &manifest.package.name;
     let version = &manifest.package.version;
-    let scratch = tempfile::Builder::new()
-        .prefix("ebpkg-publish-")
-        .tempdir()
-        .map_err(Error::io("create a scratch directory in", std::env::temp_dir()))?;
     let unpacked =
-        ebpkg_archive::unpack(archive, cksum, name, version, &scratch.path().join("package"), &Limits::default())
-            .map_err(|source| match source {
+        ebpkg_archive::read_verified(archive, name, version, &Limits::default(), |_, _| false).map_err(|source| {
+            match source {
                 UnpackError::WrongPackage { found, .. } => ErrorKind::ManifestMismatch {
                     name: name.clone(),
                     version: version.clone(),
                     problem: format!("the archive holds {found}, not the package of the manifest given"),
                 },
                 source => ErrorKind::InvalidArchive { name: name.clone(), version: version.clone(), cause: source },
-            })?;
+            }
+        })?;
     let (a, b) = (&unpacked.manifest, manifest);
     let differing = match () {
         _ if a.package != b.package => "[package]",

@@ -501,7 +501,12 @@ impl Registry for HttpRegistry {
 
     /// Sent once, never repeated: a publish whose answer was lost may have
     /// happened, and a second one would be refused as a duplicate.
-    fn publish(&self, archive: &[u8], manifest: &Manifest, signature: Option<&PublishSignature>) -> Result<IndexEntry> {
+    fn publish(
+        &self,
+        archive: &ebpkg_archive::VerifiedArchive,
+        manifest: &Manifest,
+        signature: Option<&PublishSignature>,
+    ) -> Result<IndexEntry> {
         self.online("publishing")?;
         let token = self.write_token("publishing")?;
         if signature.is_none() && self.config()?.require_signatures {
@@ -522,11 +527,12 @@ impl Registry for HttpRegistry {
         let metadata = PublishMetadata {
             name: manifest.package.name.clone(),
             vers: manifest.package.version.clone(),
-            cksum: ebpkg_spec::types::Sha256Digest::of(archive),
+            // The packer's: the archive is sent as it was hashed, not hashed again.
+            cksum: *archive.digest(),
             bundle,
         };
         let what = format!("publishing {}@{}", metadata.name, metadata.vers);
-        let body = registry_api::encode_publish(&metadata, archive);
+        let body = registry_api::encode_publish(&metadata, archive.bytes());
         let published: PublishResponse =
             self.api_json(Method::Publish, "packages/new", &what, Some(body), Some(token))?;
         Ok(published.entry)

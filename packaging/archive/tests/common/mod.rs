@@ -8,7 +8,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use ebpkg_archive::{Limits, UnpackError, Unpacked, unpack};
+use ebpkg_archive::{Limits, PackageFiles, UnpackError, Unpacked, VerifiedArchive, read_verified, unpack};
 use ebpkg_spec::PackageName;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -180,13 +180,18 @@ impl Site {
     }
 
     /// Unpacks `bytes` as demo 1.0.0 with `limits`, expecting a refusal, and checks
-    /// that nothing was left anywhere.
+    /// that nothing was left anywhere, and that reading it in memory
+    /// ([`read_verified`]) refuses it alike.
     pub fn refuse(&self, bytes: &[u8], limits: &Limits) -> UnpackError {
         let err = match self.unpack(bytes, "demo", "1.0.0", limits) {
             Ok(u) => panic!("archive was accepted: {u:?}"),
             Err(e) => e,
         };
         self.assert_clean();
+        match read_in_memory(bytes, "demo", "1.0.0", limits) {
+            Ok(files) => panic!("unpacking refused it ({err}), reading it in memory did not: {:?}", files.manifest),
+            Err(in_memory) => assert_eq!(in_memory.to_string(), err.to_string(), "refused alike in memory"),
+        }
         err
     }
 
@@ -207,6 +212,15 @@ impl Site {
         found.sort();
         assert_eq!(found, ["cache", "sentinel"], "something was left behind");
     }
+}
+
+/// `bytes` checked against their own digest and read in memory as `name`
+/// `version`, every file kept.
+pub fn read_in_memory(bytes: &[u8], name: &str, version: &str, limits: &Limits) -> Result<PackageFiles, UnpackError> {
+    let name = PackageName::new(name).unwrap();
+    let version = semver::Version::parse(version).unwrap();
+    let archive = VerifiedArchive::check(bytes.to_vec(), &Sha256Digest::of(bytes), limits)?;
+    read_verified(&archive, &name, &version, limits, |_, _| true)
 }
 
 /// Bytes that do not compress: a xorshift stream.
