@@ -52,7 +52,6 @@ pub struct LoaderInfo {
     pub package: String,
     pub version: String,
     pub program: String,
-    #[serde(serialize_with = "crate::status::ser_hook")]
     pub hook: Hook,
     pub configured: bool,
     pub maps: Vec<String>,

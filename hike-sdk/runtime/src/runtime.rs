@@ -11,6 +11,7 @@ use hike_bytecode::vm_maps::{self, VmMap};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use crate::abi;
+use crate::clock::Clock;
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
 use crate::layout::Layout;
 use crate::load::{self, LoadRequest};
@@ -220,6 +221,16 @@ impl Runtime {
         let v =
             self.maps.config.lookup(&key(0), MapFlags::ANY).kernel(|| "read hike_config".into())?.unwrap_or_default();
         Ok(abi::u32_at(&v, abi::config::BUDGET))
+    }
+
+    /// Sets what `hike_ktime_ns()` returns, for every program of the instance.
+    pub fn set_clock(&self, clock: Clock) -> Result<()> {
+        crate::clock::write(&self.layout, clock)
+    }
+
+    /// What `hike_ktime_ns()` returns.
+    pub fn clock(&self) -> Result<Clock> {
+        crate::clock::read(&self.layout)
     }
 
     pub(crate) fn prog_meta(&self, id: u32) -> Result<ProgMeta> {

@@ -20,6 +20,7 @@ mod paths;
 mod references;
 mod select;
 mod stream;
+mod target;
 mod unpack;
 mod verified;
 
