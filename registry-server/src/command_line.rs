@@ -81,19 +81,7 @@ enum TufCommand {
     Refresh,
     /// Replace the offline keys (`--new-root-key`) and/or the online key
     /// (`--new-online-key`; then serve with it). New keys are generated when missing.
-    Rotate {
-        #[arg(long = "root-key", value_name = "FILE", required = true)]
-        root_keys: Vec<PathBuf>,
-        /// The current online key.
-        #[arg(long, value_name = "FILE")]
-        online_key: PathBuf,
-        #[arg(long = "new-root-key", value_name = "FILE")]
-        new_root_keys: Vec<PathBuf>,
-        #[arg(long, default_value_t = 1)]
-        threshold: u64,
-        #[arg(long, value_name = "FILE")]
-        new_online_key: Option<PathBuf>,
-    },
+    Rotate(ebpkg_tuf::repo::Rotation),
 }
 
 #[derive(Subcommand)]
@@ -287,13 +275,8 @@ async fn run(cli: Cli) -> Result<()> {
                 root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
             );
         }
-        Command::Tuf(TufCommand::Rotate { root_keys, online_key, new_root_keys, threshold, new_online_key }) => {
-            if new_root_keys.is_empty() && new_online_key.is_none() {
-                bail!("nothing to rotate: give --new-root-key and/or --new-online-key");
-            }
+        Command::Tuf(TufCommand::Rotate(rotation)) => {
             let pool = db::pool(&admin()?.database_url, 1)?;
-            let rotation =
-                ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
             crate::tuf::rotate(&pool, rotation).await?;
             println!("TUF keys rotated; clients follow on their next read (serve with the new online key, if any)");
         }
