@@ -401,3 +401,29 @@ async fn shutdown_signal() {
     tokio::select! { () = ctrl_c => {}, () = term => {} }
     tracing::info!("shutting down: finishing the requests in flight");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let args = ["ebpkg-registry", "--database-url", "postgres:///x"].iter().chain(args);
+        command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m))
+    }
+
+    /// `tuf rotate` takes the rotation arguments the client's `tuf-rotate` takes
+    /// (`ebpkg_tuf::repo::Rotation`), a new key required.
+    #[test]
+    fn tuf_rotate_takes_the_shared_rotation_arguments() {
+        let current = ["tuf", "rotate", "--root-key", "r", "--online-key", "o"];
+        let refused = parse(&current).err().unwrap();
+        assert_eq!(refused.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{refused}");
+        let Command::Tuf(TufCommand::Rotate(rotation)) =
+            parse(&[&current[..], &["--new-root-key", "n", "--threshold", "1"]].concat()).unwrap().command
+        else {
+            panic!("not `tuf rotate`");
+        };
+        assert_eq!((rotation.root_keys, rotation.new_root_keys), (vec!["r".into()], vec!["n".into()]));
+        assert_eq!((rotation.online_key, rotation.new_online_key), ("o".into(), None));
+    }
+}
