@@ -141,8 +141,7 @@ fn flood_is_blacklisted(mut sb: Sandbox, chain_mode: &str) {
     // below do not depend on how fast this machine sends.
     Runtime::open(&sb.root).unwrap().set_clock(Clock::Frozen(1_000_000_000_000)).unwrap();
 
-    let obj =
-        bpf::compile(&ebpkg_packages_harness::packages_dir().join("harness/bpf/scenario.bpf.c"), &sb.cache).unwrap();
+    let obj = bpf::compile(&ebpkg_packages_harness::scenario_source(), &sb.cache).unwrap();
     let mut collector = Loaded::load(&obj, "collector").unwrap();
     collector.attach("xdp_count", &col, "eth0").unwrap();
 

@@ -455,66 +455,51 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 struct ForgingProxy {
     url: String,
     forge: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    _peer: ebpkg_registry_testing::HttpPeer,
 }
 
 impl ForgingProxy {
     fn start(upstream: &str, forged_request: &'static str, forgery: fn(&[u8]) -> Vec<u8>) -> ForgingProxy {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{Read, Write};
         let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_owned();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
         let forge = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let forging = forge.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(mut client) = client else { continue };
-                let mut reader = BufReader::new(client.try_clone().unwrap());
-                let (mut head, mut length) = (Vec::new(), 0usize);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
+        let peer = ebpkg_registry_testing::HttpPeer::start(move |request, client| {
+            // Plain answers, so that a line can be added to them.
+            let head: String = request
+                .head
+                .split_inclusive("\r\n")
+                .filter(|line| {
                     let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    // Plain answers, so that a line can be added to them.
-                    if !lower.starts_with("connection:") && !lower.starts_with("accept-encoding:") {
-                        head.push(line);
-                    }
-                }
-                let mut body = vec![0; length];
-                if reader.read_exact(&mut body).is_err() || head.is_empty() {
-                    continue;
-                }
-                let forged = head[0].starts_with(forged_request);
-                let mut server = std::net::TcpStream::connect(&upstream).unwrap();
-                let request: String = head.concat() + "Connection: close\r\n\r\n";
-                server.write_all(request.as_bytes()).unwrap();
-                server.write_all(&body).unwrap();
-                let mut answer = Vec::new();
-                let _ = server.read_to_end(&mut answer);
-                let split = answer.windows(4).position(|w| w == b"\r\n\r\n").map_or(answer.len(), |p| p + 4);
-                if forged && forging.load(std::sync::atomic::Ordering::SeqCst) && answer.starts_with(b"HTTP/1.1 200") {
-                    let forged_body = forgery(&answer[split..]);
-                    let headers = String::from_utf8_lossy(&answer[..split]).to_string();
-                    let headers: String = headers
-                        .split_inclusive("\r\n")
-                        .map(|h| {
-                            if h.to_ascii_lowercase().starts_with("content-length:") {
-                                format!("content-length: {}\r\n", forged_body.len())
-                            } else {
-                                h.to_owned()
-                            }
-                        })
-                        .collect();
-                    answer = [headers.into_bytes(), forged_body].concat();
-                }
-                let _ = client.write_all(&answer);
+                    !lower.starts_with("connection:") && !lower.starts_with("accept-encoding:")
+                })
+                .collect();
+            let forged = request.line().starts_with(forged_request);
+            let mut server = std::net::TcpStream::connect(&upstream).unwrap();
+            server.write_all((head + "Connection: close\r\n\r\n").as_bytes()).unwrap();
+            server.write_all(&request.body).unwrap();
+            let mut answer = Vec::new();
+            let _ = server.read_to_end(&mut answer);
+            let split = answer.windows(4).position(|w| w == b"\r\n\r\n").map_or(answer.len(), |p| p + 4);
+            if forged && forging.load(std::sync::atomic::Ordering::SeqCst) && answer.starts_with(b"HTTP/1.1 200") {
+                let forged_body = forgery(&answer[split..]);
+                let headers = String::from_utf8_lossy(&answer[..split]).to_string();
+                let headers: String = headers
+                    .split_inclusive("\r\n")
+                    .map(|h| {
+                        if h.to_ascii_lowercase().starts_with("content-length:") {
+                            format!("content-length: {}\r\n", forged_body.len())
+                        } else {
+                            h.to_owned()
+                        }
+                    })
+                    .collect();
+                answer = [headers.into_bytes(), forged_body].concat();
             }
-        });
-        ForgingProxy { url, forge }
+            let _ = client.write_all(&answer);
+        })
+        .unwrap();
+        ForgingProxy { url: peer.url(), forge, _peer: peer }
     }
 
     fn forging(&self, on: bool) {

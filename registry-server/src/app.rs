@@ -199,8 +199,6 @@ impl Server {
                 downloads: Arc::new(DownloadCounter::default()),
                 index_cache: Arc::new(IndexCache::default()),
                 archives: Arc::new(ArchiveCache::new(usize::try_from(archive_cache).unwrap_or(usize::MAX))),
-                readmes: Arc::default(),
-                pages: Arc::default(),
                 jwks: Arc::default(),
                 config_signed: Arc::default(),
             },

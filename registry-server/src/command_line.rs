@@ -81,19 +81,7 @@ enum TufCommand {
     Refresh,
     /// Replace the offline keys (`--new-root-key`) and/or the online key
     /// (`--new-online-key`; then serve with it). New keys are generated when missing.
-    Rotate {
-        #[arg(long = "root-key", value_name = "FILE", required = true)]
-        root_keys: Vec<PathBuf>,
-        /// The current online key.
-        #[arg(long, value_name = "FILE")]
-        online_key: PathBuf,
-        #[arg(long = "new-root-key", value_name = "FILE")]
-        new_root_keys: Vec<PathBuf>,
-        #[arg(long, default_value_t = 1)]
-        threshold: u64,
-        #[arg(long, value_name = "FILE")]
-        new_online_key: Option<PathBuf>,
-    },
+    Rotate(ebpkg_tuf::repo::Rotation),
 }
 
 #[derive(Subcommand)]
@@ -287,13 +275,8 @@ async fn run(cli: Cli) -> Result<()> {
                 root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
             );
         }
-        Command::Tuf(TufCommand::Rotate { root_keys, online_key, new_root_keys, threshold, new_online_key }) => {
-            if new_root_keys.is_empty() && new_online_key.is_none() {
-                bail!("nothing to rotate: give --new-root-key and/or --new-online-key");
-            }
+        Command::Tuf(TufCommand::Rotate(rotation)) => {
             let pool = db::pool(&admin()?.database_url, 1)?;
-            let rotation =
-                ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
             crate::tuf::rotate(&pool, rotation).await?;
             println!("TUF keys rotated; clients follow on their next read (serve with the new online key, if any)");
         }
@@ -417,4 +400,30 @@ async fn shutdown_signal() {
     };
     tokio::select! { () = ctrl_c => {}, () = term => {} }
     tracing::info!("shutting down: finishing the requests in flight");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let args = ["ebpkg-registry", "--database-url", "postgres:///x"].iter().chain(args);
+        command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m))
+    }
+
+    /// `tuf rotate` takes the rotation arguments the client's `tuf-rotate` takes
+    /// (`ebpkg_tuf::repo::Rotation`), a new key required.
+    #[test]
+    fn tuf_rotate_takes_the_shared_rotation_arguments() {
+        let current = ["tuf", "rotate", "--root-key", "r", "--online-key", "o"];
+        let refused = parse(&current).err().unwrap();
+        assert_eq!(refused.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{refused}");
+        let Command::Tuf(TufCommand::Rotate(rotation)) =
+            parse(&[&current[..], &["--new-root-key", "n", "--threshold", "1"]].concat()).unwrap().command
+        else {
+            panic!("not `tuf rotate`");
+        };
+        assert_eq!((rotation.root_keys, rotation.new_root_keys), (vec!["r".into()], vec!["n".into()]));
+        assert_eq!((rotation.online_key, rotation.new_online_key), ("o".into(), None));
+    }
 }

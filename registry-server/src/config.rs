@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use axum::http::HeaderValue;
 use clap::Args;
 use serde::Deserialize;
 use url::Url;
@@ -407,6 +408,42 @@ fn parse_public_url(text: &str) -> Result<Url, ConfigError> {
         url.set_path(&path);
     }
     Ok(url)
+}
+
+/// What a configuration tells clients: the index configuration and how long
+/// answers may be kept. Here, below every handler, because the API, the catalog
+/// and the TUF signer all say it.
+impl Config {
+    /// The bytes of `index/config.json`: a TUF target, so the same configuration is
+    /// always the same bytes.
+    pub fn index_config_bytes(&self) -> Vec<u8> {
+        let public = self.public_url.as_str().trim_end_matches('/');
+        let index = ebpkg_spec::registry_api::IndexConfig {
+            dl: self.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
+            api: Some(public.to_owned()),
+            auth_required: self.auth_required,
+            require_signatures: !self.allow_unsigned,
+            trusted_publishing_audience: (!self.trusted_issuers.is_empty()).then(|| self.trusted_audience.clone()),
+        };
+        // A struct of strings and booleans always serializes.
+        serde_json::to_vec(&index).unwrap_or_default()
+    }
+
+    /// How long clients and caches may keep an index file without revalidating.
+    /// A private registry's responses are for the token holder only: a shared
+    /// cache in front must not keep them.
+    pub fn index_cache_control(&self) -> HeaderValue {
+        HeaderValue::from_static(if self.auth_required { "private, max-age=600" } else { "public, max-age=600" })
+    }
+
+    /// For what never changes once published (archives, bundles, static files).
+    pub fn immutable_cache_control(&self) -> HeaderValue {
+        HeaderValue::from_static(if self.auth_required {
+            "private, max-age=31536000, immutable"
+        } else {
+            "public, max-age=31536000, immutable"
+        })
+    }
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; a password in

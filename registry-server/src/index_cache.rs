@@ -21,10 +21,8 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
+use crate::db::INDEX_CHANNEL;
 use crate::db::packages::IndexFile;
-
-/// The channel writers notify on.
-pub const CHANNEL: &str = "ebpkg_index";
 
 #[derive(Default)]
 pub struct IndexCache {
@@ -83,7 +81,7 @@ impl IndexCache {
     pub async fn listen(self: Arc<Self>, pool: PgPool) {
         loop {
             match PgListener::connect_with(&pool).await {
-                Ok(mut listener) => match listener.listen(CHANNEL).await {
+                Ok(mut listener) => match listener.listen(INDEX_CHANNEL).await {
                     Ok(()) => {
                         // Anything cached before this point may have missed a change.
                         self.forget_all(true);

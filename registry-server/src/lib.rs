@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;
 pub mod routes;
+pub mod search;
 pub mod state;
 pub mod storage;
 #[cfg(feature = "testing")]

@@ -1,12 +1,13 @@
-//! What every request handler shares.
+//! What every request handler shares. The application's own parts only: what a
+//! part of the HTTP surface keeps for itself (the catalog's rendered pages and
+//! READMEs) is that part's, so this module imports no handler (as crates.io's
+//! `App` knows no controller).
 
 use std::sync::Arc;
 
 use sqlx::PgPool;
 
 use crate::archive_cache::ArchiveCache;
-use crate::catalog::PageCache;
-use crate::catalog::markdown::ReadmeCache;
 use crate::config::Config;
 use crate::downloads::DownloadCounter;
 use crate::index_cache::IndexCache;
@@ -22,10 +23,6 @@ pub struct AppState {
     pub downloads: Arc<DownloadCounter>,
     pub index_cache: Arc<IndexCache>,
     pub archives: Arc<ArchiveCache>,
-    /// READMEs rendered for the catalog's pages.
-    pub readmes: Arc<ReadmeCache>,
-    /// The catalog's rendered pages, for seconds.
-    pub pages: Arc<PageCache>,
     /// Trusted publishing: the OIDC issuers' keys.
     pub jwks: Arc<crate::trusted_publishing::JwksCache>,
     /// Whether this process saw its `index/config.json` signed by the TUF

@@ -44,7 +44,7 @@ pub async fn sign_config(state: &AppState) -> ApiResult<()> {
     if state.config_signed.load(Ordering::Acquire) {
         return Ok(());
     }
-    let bytes = crate::routes::index::config_bytes(&state.config);
+    let bytes = state.config.index_config_bytes();
     let target = ebpkg_spec::registry_api::INDEX_CONFIG_PATH;
     // Read first, without locking: metadata readers must not queue behind one another.
     let bin = format!("{}.json", ebpkg_tuf::bins::bin_of(target));

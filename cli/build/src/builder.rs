@@ -18,10 +18,10 @@ use crate::cache_key::{CacheKeyInput, KeyKernel, cache_key};
 use crate::cache_record::CacheRecords;
 use crate::compile::{self, Dirs};
 use crate::elf_check::check_bpf_object;
-use crate::error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
+use crate::error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch};
 use crate::plan::{BuildUnit, UnitInput};
 use crate::sdk;
-use crate::toolchain::{ToolSource, Toolchain, ToolchainOptions, target_arch};
+use crate::toolchain::{ToolSource, Toolchain, ToolchainError, ToolchainOptions, target_arch};
 
 /// Largest warning text kept per object; more is cut (clang repeats itself).
 const MAX_WARNINGS_BYTES: usize = 64 * 1024;

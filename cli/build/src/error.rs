@@ -8,61 +8,13 @@ use ebpkg_spec::PackageId;
 use ebpkg_spec::types::{Hook, RelPath, Sha256Digest};
 
 use crate::elf_check::ElfProblem;
-use crate::toolchain::{INSTALL_HINT, MIN_CLANG_MAJOR, ToolSource};
+use crate::toolchain::{INSTALL_HINT, ToolchainError};
 
 /// Most lines of clang's output a compile error shows (the full text stays in
 /// [`CompileError::stderr`]).
 pub const MAX_SHOWN_LINES: usize = 40;
 /// Most characters of clang's output a compile error shows.
 pub const MAX_SHOWN_CHARS: usize = 6000;
-
-/// The toolchain is missing or unusable.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ToolchainError {
-    #[error(
-        "cannot find clang (`{}`, {how}): HIKe programs are compiled with clang {MIN_CLANG_MAJOR} or newer; \
-         {INSTALL_HINT}, or name a clang with ${} or `clang` in [build] of the configuration file",
-        requested.display(), crate::toolchain::CLANG_ENV
-    )]
-    ClangNotFound { requested: PathBuf, how: ToolSource },
-
-    #[error(
-        "cannot use {} as clang: {detail}; {INSTALL_HINT}, or name another clang with ${} or `clang` in [build] \
-         of the configuration file",
-        clang.display(), crate::toolchain::CLANG_ENV
-    )]
-    ClangUnusable { clang: PathBuf, detail: String },
-
-    #[error(
-        "{} is clang {version}, but HIKe programs need clang {MIN_CLANG_MAJOR} or newer (for BTF decl tags); \
-         {INSTALL_HINT}, or name a newer clang with ${} (e.g. EBPKG_CLANG=clang-16)",
-        clang.display(), crate::toolchain::CLANG_ENV
-    )]
-    ClangTooOld { clang: PathBuf, version: String },
-
-    #[error(
-        "{} cannot find libbpf's <bpf/bpf_helpers.h>, which every HIKe program includes; \
-         install libbpf's headers with `apt-get install libbpf-dev` (or run `./ci/setup`)",
-        clang.display()
-    )]
-    LibbpfHeadersMissing { clang: PathBuf },
-
-    #[error(
-        "cannot find bpftool (`{}`, {how}), which ebpkg needs to turn the kernel's BTF into vmlinux.h; \
-         {INSTALL_HINT}, or name it with ${}",
-        requested.display(), crate::toolchain::BPFTOOL_ENV
-    )]
-    BpftoolNotFound { requested: PathBuf, how: ToolSource },
-
-    #[error("cannot use {} as bpftool: {detail}; {INSTALL_HINT}", bpftool.display())]
-    BpftoolUnusable { bpftool: PathBuf, detail: String },
-
-    #[error(
-        "this machine's architecture `{arch}` has no known BPF target name (__TARGET_ARCH_*); \
-         ebpkg builds on x86_64, aarch64, arm, s390x, powerpc64, mips, riscv64, loongarch64 and sparc64"
-    )]
-    UnsupportedArch { arch: String },
-}
 
 /// The kernel's BTF could not be read or turned into `vmlinux.h`.
 #[derive(Debug, thiserror::Error)]

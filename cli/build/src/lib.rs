@@ -38,12 +38,12 @@ pub use cache::object_path;
 pub use cache_key::{CacheKeyInput, FORMAT_VERSION, KeyKernel, cache_key};
 pub use cache_record::{CacheRecords, Miss, Verified};
 pub use elf_check::{EM_BPF, ElfProblem, check_bpf_object, compiler_of};
-pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch, ToolchainError};
+pub use error::{BtfError, BuildError, CompileError, PackageFileError, PrebuiltMismatch};
 pub use plan::{BuildUnit, PackageToBuild, UnitInput, plan};
 pub use rebuild::{RebuildOutcome, Rebuilt, ShippedObject};
 pub use toolchain::{
-    BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolRequest, ToolSource, Toolchain, ToolchainOptions, parse_clang_version,
-    target_arch,
+    BPFTOOL_ENV, CLANG_ENV, MIN_CLANG_MAJOR, ToolRequest, ToolSource, Toolchain, ToolchainError, ToolchainOptions,
+    parse_clang_version, target_arch,
 };
 
 /// The HIKe SDK headers this build of ebpkg carries.

@@ -5,8 +5,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::ToolchainError;
-
 /// Environment variable naming the clang to use when no path is given.
 pub const CLANG_ENV: &str = "EBPKG_CLANG";
 /// Environment variable naming the bpftool to use when no path is given.
@@ -16,6 +14,54 @@ pub const BPFTOOL_ENV: &str = "EBPKG_BPFTOOL";
 pub const MIN_CLANG_MAJOR: u32 = 14;
 /// What to tell people who lack a tool.
 pub const INSTALL_HINT: &str = "install the BPF toolchain with `apt-get install clang bpftool libbpf-dev` (or run `./ci/setup` in an ebpkg checkout)";
+
+/// The toolchain is missing or unusable.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ToolchainError {
+    #[error(
+        "cannot find clang (`{}`, {how}): HIKe programs are compiled with clang {MIN_CLANG_MAJOR} or newer; \
+         {INSTALL_HINT}, or name a clang with ${} or `clang` in [build] of the configuration file",
+        requested.display(), CLANG_ENV
+    )]
+    ClangNotFound { requested: PathBuf, how: ToolSource },
+
+    #[error(
+        "cannot use {} as clang: {detail}; {INSTALL_HINT}, or name another clang with ${} or `clang` in [build] \
+         of the configuration file",
+        clang.display(), CLANG_ENV
+    )]
+    ClangUnusable { clang: PathBuf, detail: String },
+
+    #[error(
+        "{} is clang {version}, but HIKe programs need clang {MIN_CLANG_MAJOR} or newer (for BTF decl tags); \
+         {INSTALL_HINT}, or name a newer clang with ${} (e.g. EBPKG_CLANG=clang-16)",
+        clang.display(), CLANG_ENV
+    )]
+    ClangTooOld { clang: PathBuf, version: String },
+
+    #[error(
+        "{} cannot find libbpf's <bpf/bpf_helpers.h>, which every HIKe program includes; \
+         install libbpf's headers with `apt-get install libbpf-dev` (or run `./ci/setup`)",
+        clang.display()
+    )]
+    LibbpfHeadersMissing { clang: PathBuf },
+
+    #[error(
+        "cannot find bpftool (`{}`, {how}), which ebpkg needs to turn the kernel's BTF into vmlinux.h; \
+         {INSTALL_HINT}, or name it with ${}",
+        requested.display(), BPFTOOL_ENV
+    )]
+    BpftoolNotFound { requested: PathBuf, how: ToolSource },
+
+    #[error("cannot use {} as bpftool: {detail}; {INSTALL_HINT}", bpftool.display())]
+    BpftoolUnusable { bpftool: PathBuf, detail: String },
+
+    #[error(
+        "this machine's architecture `{arch}` has no known BPF target name (__TARGET_ARCH_*); \
+         ebpkg builds on x86_64, aarch64, arm, s390x, powerpc64, mips, riscv64, loongarch64 and sparc64"
+    )]
+    UnsupportedArch { arch: String },
+}
 
 /// The tools to use. `None` is the default name: `clang` on `PATH`; `bpftool`
 /// on `PATH` or in the `sbin` directories where distributions put it. (The

@@ -85,7 +85,7 @@ pub enum Event {
 
 /// What the points of `EBPKG_CRASH_AT` a deployment adds are called, in the
 /// order an install reaches them (the runtime adds its own inside each step;
-/// `EBPKG_CRASH_AFTER=N` counts them all, see [`hike_runtime::crashpoint`]).
+/// `EBPKG_CRASH_AFTER=N` counts them all, see [`ebpkg_crashpoint`]).
 pub const CRASH_POINTS: &[&str] = &[
     "begin",
     "registering",
@@ -103,7 +103,7 @@ pub const CRASH_POINTS: &[&str] = &[
 ];
 
 pub(crate) fn crash_point(point: &str) {
-    hike_runtime::crashpoint::hit(point);
+    ebpkg_crashpoint::hit(point);
 }
 
 impl Deployer {

@@ -16,8 +16,7 @@ use hike_chainc::Artifact;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DeployError, Result};
-use crate::native::ChainMode;
-use crate::plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
+use crate::plan::{ChainMode, DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 use crate::record::{DeploymentRecord, FORMAT};
 use crate::store::{Store, io};
 

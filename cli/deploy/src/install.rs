@@ -15,8 +15,8 @@ use hike_runtime::{ChainSpec, ConfigMapSpec, LoaderObject, MapEntry, ProgramObje
 use crate::deployer::{Attached, Deployer, Event, crash_point};
 use crate::error::{DeployError, Result, VerifierError};
 use crate::journal::{ConfigEntry, Journal, Step};
-use crate::native::{self, ChainMode, NativeRequest, Tier};
-use crate::plan::{DeployPlan, PlannedObject, PlannedPackage};
+use crate::native::{self, NativeRequest, Tier};
+use crate::plan::{ChainMode, DeployPlan, PlannedObject, PlannedPackage};
 use crate::record::{
     DeploymentRecord, FORMAT, RecordedAttachment, RecordedChain, RecordedLoader, RecordedObject, RecordedPackage,
     RecordedProgram, loader_instance,

@@ -13,30 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::PlannedPackage;
 
-/// How `ebpkg install` runs chains (`--chain-mode`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum ChainMode {
-    /// The VM only.
-    Interpreted,
-    /// Native, or the install fails (and is undone).
-    Native,
-    /// Native where the kernel accepts it, interpreted (with the reason recorded) elsewhere.
-    #[default]
-    Auto,
-}
-
-impl ChainMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            ChainMode::Interpreted => "interpreted",
-            ChainMode::Native => "native",
-            ChainMode::Auto => "auto",
-        }
-    }
-}
-
 /// What to compile: one chain loaders start, with what it calls.
 pub struct NativeRequest<'a> {
     pub hook: Hook,

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use ebpkg_spec::Manifest;
 use hike_bytecode::Hook;
 use hike_chainc::Artifact;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A deployment to install (or to replace the current one with).
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ pub struct DeployPlan {
     /// Deploy even when the current deployment has the same inputs.
     pub force: bool,
     /// How chains run (`--chain-mode`).
-    pub chain_mode: crate::native::ChainMode,
+    pub chain_mode: ChainMode,
     /// Start empty the maps whose layout changed, instead of refusing the
     /// upgrade (`--reset-state`).
     pub reset_state: bool,
@@ -132,7 +132,7 @@ impl DeployPlan {
             packages: Vec<(&'a str, String, &'a str, String)>,
             scripts: Vec<(&'a str, &'a str)>,
             params: &'a BTreeMap<String, String>,
-            chain_mode: crate::native::ChainMode,
+            chain_mode: ChainMode,
         }
         let mut packages: Vec<_> =
             self.packages.iter().map(|p| (p.name(), p.version(), p.source.as_str(), p.checksum.to_hex())).collect();
@@ -157,6 +157,30 @@ impl DeployPlan {
     }
 }
 
+/// How `ebpkg install` runs chains (`--chain-mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum ChainMode {
+    /// The VM only.
+    Interpreted,
+    /// Native, or the install fails (and is undone).
+    Native,
+    /// Native where the kernel accepts it, interpreted (with the reason recorded) elsewhere.
+    #[default]
+    Auto,
+}
+
+impl ChainMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ChainMode::Interpreted => "interpreted",
+            ChainMode::Native => "native",
+            ChainMode::Auto => "auto",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -173,7 +197,7 @@ mod tests {
             scripts: Vec::new(),
             params: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
             force: false,
-            chain_mode: crate::native::ChainMode::default(),
+            chain_mode: ChainMode::default(),
             reset_state: false,
             restores: None,
         }

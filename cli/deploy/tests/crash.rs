@@ -8,7 +8,7 @@
 //!
 //! The killed process is this test binary run again (`child`) with
 //! `EBPKG_CRASH_AFTER=N`, which makes it SIGKILL itself at the N-th crash point
-//! (`hike_runtime::crashpoint`). N runs from 1 until the child finishes unkilled.
+//! (`ebpkg_crashpoint`). N runs from 1 until the child finishes unkilled.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -3,13 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use ebpkg_sources::{IndexFingerprint, RegistryUrl};
 use ebpkg_spec::PackageName;
 
 use crate::format::{Directory, Encoded, ListContext, RecordBytes, Stored, decode, encode, read_directory, write_file};
 use crate::loaded::LoadedIndex;
+use crate::lock;
 
 /// Larger files are neither read nor written: a registry that big is read
 /// directly (records kept from earlier commands are dropped first).
@@ -17,11 +18,6 @@ const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// The file is rewritten once more than 1/this of its packages were parsed afresh.
 const REWRITE_AT_PERCENT: usize = 100;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A thread that panicked holding it left a list of records, still whole.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The caches of every directory registry one command reads.
 pub struct ResolutionCaches {

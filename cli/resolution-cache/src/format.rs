@@ -559,7 +559,7 @@ pub(crate) fn decode_list(bytes: &[u8], context: &ListContext) -> Option<Box<[Re
     let mut r = Reader { bytes, pos: 0 };
     let n = r.count(9)?;
     let mut deps = reserve(n);
-    let mut known = crate::cache::lock(&context.reqs);
+    let mut known = crate::lock(&context.reqs);
     for _ in 0..n {
         let name = PackageName::new(r.str()?).ok()?;
         let registry = match r.u8()? {

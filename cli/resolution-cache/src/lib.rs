@@ -64,6 +64,14 @@ mod loaded;
 pub use cache::{CacheRef, RegistryCache, ResolutionCaches};
 pub use loaded::{Line, LoadedIndex};
 
+use std::sync::{Mutex, MutexGuard};
+
+/// The lists every module of the cache shares between the resolver's threads.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A thread that panicked holding it left a list of records, still whole.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Every record of a cache file given as bytes that decodes, as a command whose
 /// default registry is the records' own would read it: what the fuzz target
 /// feeds arbitrary bytes to.

@@ -135,7 +135,7 @@ impl StoredRecord {
             let bytes = self.bytes(self.cold_at as usize, len);
             let intact = bytes.is_some_and(|bytes| crc32fast::hash(bytes) == self.cold_crc);
             if !intact {
-                crate::cache::lock(&self.context.damaged).push(Arc::clone(&self.package));
+                crate::lock(&self.context.damaged).push(Arc::clone(&self.package));
             }
             intact
         })
@@ -147,7 +147,7 @@ impl StoredRecord {
             let bytes = self.bytes(list.at as usize, list.len as usize);
             let decoded = bytes.and_then(|bytes| crate::format::decode_list(bytes, &self.context));
             if decoded.is_none() {
-                crate::cache::lock(&self.context.damaged).push(Arc::clone(&self.package));
+                crate::lock(&self.context.damaged).push(Arc::clone(&self.package));
             }
             decoded
         };
@@ -404,7 +404,7 @@ impl LoadedIndex {
         {
             return stored.pin(&record.package).map(Ok);
         }
-        let mut learned = crate::cache::lock(&self.learned);
+        let mut learned = crate::lock(&self.learned);
         if let Some((_, pin)) = learned.iter().find(|(at, _)| *at == k32) {
             return Some(Ok(pin.clone()));
         }
@@ -417,13 +417,13 @@ impl LoadedIndex {
 
     /// Whether this command learned pins the cache does not hold.
     pub(crate) fn learned_pins(&self) -> bool {
-        !crate::cache::lock(&self.learned).is_empty()
+        !crate::lock(&self.learned).is_empty()
     }
 
     /// Every pin known, stored or learned, by line.
     pub(crate) fn all_pins(&self) -> Vec<(u32, EntryPin)> {
         let mut all: Vec<(u32, EntryPin)> = self.stored_pins().collect();
-        all.extend(crate::cache::lock(&self.learned).iter().cloned());
+        all.extend(crate::lock(&self.learned).iter().cloned());
         all.sort_unstable_by_key(|(k, _)| *k);
         all.dedup_by_key(|(k, _)| *k);
         all

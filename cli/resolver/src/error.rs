@@ -48,7 +48,7 @@ fn unknown_package_message(required_by: &PackageName, pkg: &QualifiedName, sugge
     }
     if !suggestions.is_empty() {
         let names: Vec<String> = suggestions.iter().map(|n| format!("`{n}`")).collect();
-        msg.push_str(&format!("; did you mean {}?", crate::explain::or_list(&names)));
+        msg.push_str(&format!("; did you mean {}?", crate::suggest::or_list(&names)));
     }
     msg
 }

@@ -21,6 +21,7 @@ use semver::Version;
 use crate::catalog::{Catalog, Pkg, ROOT, Unavailable, View, matching};
 use crate::error::Explanation;
 use crate::model::Requirement;
+use crate::suggest::{and_list, or_list};
 use crate::version_set::IndexSet;
 
 type Tree = DerivationTree<Pkg, IndexSet, Unavailable>;
@@ -527,24 +528,6 @@ fn version_list(versions: &[Cow<'_, Version>]) -> String {
     match s.len() {
         0..=4 => and_list(&s),
         n => format!("{}, …, {} ({n} versions)", s[0], s[n - 1]),
-    }
-}
-
-/// `a`, `a and b`, `a, b and c`.
-pub(crate) fn and_list(items: &[String]) -> String {
-    join_last(items, " and ")
-}
-
-/// `a`, `a or b`, `a, b or c`.
-pub(crate) fn or_list(items: &[String]) -> String {
-    join_last(items, " or ")
-}
-
-fn join_last(items: &[String], last: &str) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., tail] => format!("{}{last}{tail}", init.join(", ")),
     }
 }
 

@@ -1,4 +1,5 @@
-//! "Did you mean" suggestions for package names that do not exist.
+//! "Did you mean" suggestions for package names that do not exist, and the
+//! lists in prose they (and the explanations) are written as.
 
 use ebpkg_spec::PackageName;
 
@@ -32,6 +33,24 @@ fn levenshtein(a: &str, b: &str) -> usize {
         std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub(crate) fn and_list(items: &[String]) -> String {
+    join_last(items, " and ")
+}
+
+/// `a`, `a or b`, `a, b or c`.
+pub(crate) fn or_list(items: &[String]) -> String {
+    join_last(items, " or ")
+}
+
+fn join_last(items: &[String], last: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., tail] => format!("{}{last}{tail}", init.join(", ")),
+    }
 }
 
 #[cfg(test)]

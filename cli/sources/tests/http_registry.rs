@@ -6,15 +6,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::*;
 use ebpkg_registry::config::Bucket;
 use ebpkg_registry::testing::TestRegistry;
-use ebpkg_registry_testing::Postgres;
+use ebpkg_registry_testing::{HttpPeer, Postgres, respond};
 use ebpkg_sources::{ErrorKind, FileRegistry, HttpRegistry, OpenOptions, Registry, RegistryUrl, open_registry};
 use ebpkg_spec::registry_api::Scope;
 use ebpkg_spec::types::Sha256Digest;
@@ -359,67 +359,46 @@ fn connection_failures_are_retried_then_reported() {
 
 /// A hostile HTTP/1.1 peer on loopback, for what the real server never sends:
 /// `config.json` as a registry serves it (`auth-required` as asked), every other
-/// request answered by `answer`. Keeps the heads of those other requests.
-fn hostile(auth_required: bool, answer: fn(&mut TcpStream)) -> (String, Arc<Mutex<Vec<String>>>) {
+/// request answered by `answer`. Answers while it lives.
+fn hostile(auth_required: bool, answer: fn(&mut TcpStream)) -> (String, HttpPeer) {
     hostile_with_dl(auth_required, None, answer)
 }
 
 /// [`hostile`] whose `config.json` names `dl` as where archives are downloaded.
-fn hostile_with_dl(
-    auth_required: bool,
-    dl: Option<String>,
-    answer: fn(&mut TcpStream),
-) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let heads = Arc::new(Mutex::new(Vec::new()));
-    let seen = heads.clone();
-    let dl = dl.unwrap_or_else(|| format!("{url}dl"));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut head = String::new();
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                head.push_str(&line);
-            }
-            let _ = std::io::copy(&mut (&mut reader).take(length as u64), &mut std::io::sink());
-            if head.starts_with("GET /index/config.json") {
-                let body = format!("{{\"dl\":\"{dl}\",\"auth-required\":{auth_required}}}");
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            } else {
-                seen.lock().unwrap().push(head);
-                answer(&mut stream);
-            }
+fn hostile_with_dl(auth_required: bool, dl: Option<String>, answer: fn(&mut TcpStream)) -> (String, HttpPeer) {
+    // Given, or the peer itself: known once it listens, before anyone asks.
+    let where_dl = Arc::new(OnceLock::<String>::new());
+    let config = where_dl.clone();
+    let peer = HttpPeer::start(move |request, stream| {
+        if request.line().starts_with("GET /index/config.json ") {
+            let body = format!("{{\"dl\":\"{}\",\"auth-required\":{auth_required}}}", config.get().unwrap());
+            let _ = respond(stream, "200 OK", &[("Connection", "close")], body.as_bytes());
+        } else {
+            answer(stream);
         }
-    });
-    (url, heads)
+    })
+    .unwrap();
+    where_dl.set(dl.unwrap_or_else(|| format!("{}dl", peer.url()))).unwrap();
+    (peer.url(), peer)
+}
+
+/// The heads of the requests `peer` answered with `answer` (not `config.json`).
+fn heads(peer: &HttpPeer) -> Vec<String> {
+    peer.requests().into_iter().filter(|r| !r.line().starts_with("GET /index/config.json ")).map(|r| r.head).collect()
 }
 
 fn not_found(s: &mut TcpStream) {
-    let _ = s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let _ = respond(s, "404 Not Found", &[("Connection", "close")], b"");
 }
 
 #[test]
 fn a_token_goes_with_reads_only_where_the_registry_requires_it() {
     for required in [false, true] {
-        let (url, heads) = hostile(required, not_found);
+        let (url, peer) = hostile(required, not_found);
         let http = open(&url, Some("ebpkg_secret"), None, false);
         assert_eq!(http.index(&name("meter")).unwrap(), None);
         let _ = http.search("m", 5);
-        let heads = heads.lock().unwrap();
+        let heads = heads(&peer);
         assert_eq!(heads.len(), 2, "{heads:?}");
         for head in heads.iter() {
             let sent = head.to_ascii_lowercase().contains("authorization: ebpkg_secret");
@@ -433,9 +412,9 @@ fn a_token_goes_with_reads_only_where_the_registry_requires_it() {
 fn a_token_is_never_sent_to_another_origin() {
     // Where the registry sends downloads (`dl`, e.g. a CDN or a bucket): another
     // port of the same host is another origin already.
-    let (elsewhere, other_heads) = hostile(false, not_found);
+    let (elsewhere, other_peer) = hostile(false, not_found);
     let dl = format!("{elsewhere}dl/{{name}}/{{version}}");
-    let (url, heads) = hostile_with_dl(true, Some(dl), not_found);
+    let (url, peer) = hostile_with_dl(true, Some(dl), not_found);
     let http = open(&url, Some("ebpkg_secret"), None, false);
     assert_eq!(http.index(&name("meter")).unwrap(), None);
     let entry: ebpkg_spec::IndexEntry = serde_json::from_str(&format!(
@@ -445,20 +424,20 @@ fn a_token_is_never_sent_to_another_origin() {
     .unwrap();
     let e = http.download(&entry).unwrap_err();
     assert!(e.to_string().contains("404"), "{e}");
-    let other = other_heads.lock().unwrap();
+    let other = heads(&other_peer);
     assert!(other.iter().any(|h| h.starts_with("GET /dl/meter/1.0.0")), "the download went elsewhere: {other:?}");
     for head in other.iter() {
         assert!(!head.to_ascii_lowercase().contains("authorization"), "the token left its origin: {head}");
     }
     // The registry's own origin still gets it (its index is private).
-    let heads = heads.lock().unwrap();
+    let heads = heads(&peer);
     assert!(heads.iter().all(|h| h.to_ascii_lowercase().contains("authorization: ebpkg_secret")), "{heads:?}");
 }
 
 #[test]
 fn a_server_that_never_finishes_is_given_up_on_at_the_deadline() {
     // A byte a second: every read is well within its timeout, the answer never ends.
-    let (url, heads) = hostile(false, |s| {
+    let (url, peer) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n");
         for _ in 0..120 {
             if s.write_all(b"x").and_then(|()| s.flush()).is_err() {
@@ -476,7 +455,7 @@ fn a_server_that_never_finishes_is_given_up_on_at_the_deadline() {
     let text = e.to_string();
     assert!(text.contains(&format!("{url}index/")) && text.contains("EBPKG_HTTP_DEADLINE"), "{text}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
-    assert_eq!(heads.lock().unwrap().len(), 1, "a server this slow is not asked again");
+    assert_eq!(heads(&peer).len(), 1, "a server this slow is not asked again");
     // The default gives an index file two minutes, an archive ten.
     assert_eq!(
         ebpkg_sources::Deadlines::default(),
@@ -487,7 +466,7 @@ fn a_server_that_never_finishes_is_given_up_on_at_the_deadline() {
 #[test]
 fn answers_are_bounded_whatever_the_server_sends() {
     // A length announced beyond the limit: refused before a byte of it is read.
-    let (url, _) = hostile(false, |s| {
+    let (url, _peer) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\nConnection: close\r\n\r\n");
     });
     let started = Instant::now();
@@ -497,7 +476,7 @@ fn answers_are_bounded_whatever_the_server_sends() {
     assert!(started.elapsed() < Duration::from_secs(5));
 
     // No length, and no end: the read stops past the limit.
-    let (url, _) = hostile(false, |s| {
+    let (url, _peer) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
         let chunk = vec![b'x'; 1 << 20];
         while s.write_all(&chunk).is_ok() {}
@@ -507,7 +486,7 @@ fn answers_are_bounded_whatever_the_server_sends() {
 
     // A 500 with an endless body: the error reads a little of it, and a GET is
     // asked three times in all, a publish once.
-    let (url, heads) = hostile(false, |s| {
+    let (url, peer) = hostile(false, |s| {
         let _ = s.write_all(b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n");
         let chunk = vec![b'y'; 1 << 16];
         while s.write_all(&chunk).is_ok() {}
@@ -515,12 +494,12 @@ fn answers_are_bounded_whatever_the_server_sends() {
     let e = open(&url, None, None, false).index(&name("meter")).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 500, .. }), "{e}");
     assert!(e.to_string().len() < 2000, "the detail is the start of the body: {e}");
-    assert_eq!(heads.lock().unwrap().len(), 3);
+    assert_eq!(heads(&peer).len(), 3);
     let tmp = tempfile::tempdir().unwrap();
     let packed = pack(tmp.path(), "meter", "1.0.0");
     let e = open(&url, Some("ebpkg_t"), None, false).publish(&packed.archive(), &packed.manifest, None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Http { status: 500, .. }), "{e}");
-    assert_eq!(heads.lock().unwrap().len(), 4, "a publish is sent once");
+    assert_eq!(heads(&peer).len(), 4, "a publish is sent once");
 }
 
 #[test]

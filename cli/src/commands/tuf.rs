@@ -59,21 +59,8 @@ enum RegistryCommand {
     TufRotate {
         /// The registry's directory.
         dir: PathBuf,
-        /// The current offline keys (repeatable).
-        #[arg(long = "root-key", value_name = "FILE", required = true)]
-        root_keys: Vec<PathBuf>,
-        /// The current online key.
-        #[arg(long, value_name = "FILE")]
-        online_key: PathBuf,
-        /// New offline keys (repeatable; generated when missing).
-        #[arg(long = "new-root-key", value_name = "FILE")]
-        new_root_keys: Vec<PathBuf>,
-        /// How many of the new offline keys must sign.
-        #[arg(long, default_value_t = 1)]
-        threshold: u64,
-        /// A new online key (generated when missing); publish with it from then on.
-        #[arg(long, value_name = "FILE")]
-        new_online_key: Option<PathBuf>,
+        #[command(flatten)]
+        rotation: ebpkg_tuf::repo::Rotation,
     },
     /// Re-sign the timestamp (and whatever would expire within a day) so that an
     /// unchanged registry does not look frozen. Run it daily.
@@ -123,9 +110,7 @@ pub fn registry(ctx: &Ctx, args: RegistryArgs) -> Result<ExitCode> {
                 root_keys.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
             ));
         }
-        RegistryCommand::TufRotate { dir, root_keys, online_key, new_root_keys, threshold, new_online_key } => {
-            let rotation =
-                ebpkg_tuf::repo::Rotation { root_keys, online_key, new_root_keys, threshold, new_online_key };
+        RegistryCommand::TufRotate { dir, rotation } => {
             tuf::tuf_rotate(&dir, &rotation)?;
             ctx.ui.status("Rotated", format!("the TUF keys of {}; clients follow on their next read", dir.display()));
         }

@@ -12,7 +12,8 @@
 //! instruction per line, `;` or `#` starts a comment), so tests and tools can write
 //! chains by hand.
 
-use crate::insn::{Insn, build};
+use crate::build;
+use crate::insn::Insn;
 use crate::op::{AluOp, Bank, Cond, Endian, Op, Operand, Size, decode};
 
 fn reg_or_imm(src: Operand) -> String {

@@ -85,4 +85,14 @@ mod tests {
         assert_eq!(Hook::Tc.verdict_code("drop"), Some(2));
         assert_eq!(Hook::Xdp.verdict_name(9), None);
     }
+
+    /// What serializes a hook (the manifest, the deployment journal, `hikectl
+    /// status --json`) writes its name: one spelling everywhere.
+    #[test]
+    fn a_hook_serializes_as_its_name() {
+        for hook in [Hook::Xdp, Hook::Tc] {
+            assert_eq!(serde_json::to_value(hook).unwrap(), serde_json::json!(hook.name()));
+            assert_eq!(serde_json::from_value::<Hook>(serde_json::json!(hook.name())).unwrap(), hook);
+        }
+    }
 }

@@ -322,7 +322,7 @@ impl<'a> Vm<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::insn::build::*;
+    use crate::build::*;
     use crate::op::{AluOp, Cond, Size};
 
     fn chains(list: &[(u32, Vec<Insn>)]) -> HashMap<u32, Vec<Insn>> {

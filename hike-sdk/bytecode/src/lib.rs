@@ -7,6 +7,7 @@
 //! knows nothing about the kernel.
 
 pub mod asm;
+pub mod build;
 pub mod hook;
 pub mod ids;
 pub mod insn;
@@ -19,7 +20,7 @@ pub mod vm_maps;
 
 pub use hook::Hook;
 pub use ids::{ChainId, ProgId};
-pub use insn::{Insn, build};
+pub use insn::Insn;
 pub use interp::{AbortReason, Ending, Memory, ProgramOutcome, Programs, Run};
 pub use op::{AluOp, Bank, Cond, Endian, Op, Operand, Size, decode};
 pub use types::{AttachMode, EndsPacket, FieldType, IntType};

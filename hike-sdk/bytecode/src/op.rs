@@ -557,36 +557,6 @@ pub fn apply_end(kind: Endian, bits: u32, d: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::insn::build;
-
-    #[test]
-    fn builders_decode_to_what_they_say() {
-        let cases: Vec<(Vec<Insn>, Op)> = vec![
-            (vec![build::mov_imm(1, -5)], Op::Alu { op: AluOp::Mov, dst: 1, src: Operand::Imm(-5) }),
-            (vec![build::alu_reg(AluOp::SDiv, 2, 3)], Op::Alu { op: AluOp::SDiv, dst: 2, src: Operand::Reg(3) }),
-            (vec![build::neg(4)], Op::Neg { dst: 4 }),
-            (build::ld_imm64(5, 0x1122_3344_5566_7788).to_vec(), Op::LdImm64 { dst: 5, imm: 0x1122_3344_5566_7788 }),
-            (vec![build::be(1, 16)], Op::End { kind: Endian::ToBe, dst: 1, bits: 16 }),
-            (
-                vec![build::load(Size::H, Bank::Packet, 1, 2, 12)],
-                Op::Load { size: Size::H, bank: Bank::Packet, dst: 1, base: 2, off: 12 },
-            ),
-            (
-                vec![build::store(Size::DW, Bank::Stack, 10, -8, 1)],
-                Op::Store { size: Size::DW, bank: Bank::Stack, base: 10, off: -8, src: 1 },
-            ),
-            (
-                vec![build::jmp_imm(Cond::SLt, 1, -1, 3)],
-                Op::Jump { cond: Cond::SLt, dst: 1, src: Operand::Imm(-1), off: 3 },
-            ),
-            (vec![build::call_prog(7, 2)], Op::CallProg { id: 7, nargs: 2 }),
-            (vec![build::call_chain(3, 0)], Op::CallChain { id: 3, nargs: 0 }),
-            (vec![build::exit()], Op::Exit),
-        ];
-        for (insns, want) in cases {
-            assert_eq!(decode(&insns, 0), Ok(want));
-        }
-    }
 
     #[test]
     fn reserved_fields_must_be_zero() {

@@ -256,7 +256,7 @@ pub fn validate(insns: &[Insn], env: &Env) -> Result<ChainFacts, ValidationError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::insn::build::*;
+    use crate::build::*;
     use crate::op::Size;
 
     fn env() -> Env {

@@ -16,10 +16,7 @@ use crate::cost::{ChainCost, Cost, Names, analyse_chain};
 use crate::diag::{Code, Diagnostics, Sink, Span, did_you_mean, source_text};
 use crate::env::{CompileEnv, LoaderSig, ProgramSig};
 use crate::parser::is_constant_name;
-use crate::types::{FieldType, IntType};
-
-/// Names the language gives a meaning: they name no chain or variable.
-pub const BUILT_INS: &[&str] = &["packet", "scratch", "range"];
+use crate::types::{BUILT_INS, FieldType, IntType};
 
 /// A successful compilation: the artifact and any warnings.
 #[derive(Debug, Clone)]

@@ -73,17 +73,17 @@ impl Runtime {
             owner: spec.owner.to_owned(),
         };
         self.set_chain_meta(id, &meta)?;
-        crate::crashpoint::hit("chain-pending");
+        ebpkg_crashpoint::hit("chain-pending");
         let value = abi::encode_chain(spec.insns, spec.nargs);
         if let Err(e) = self.maps.chains.update(&key(id), &value, MapFlags::ANY).kernel(|| format!("write chain {id}"))
         {
             let _ = self.set_chain_meta(id, &ChainMeta::free());
             return Err(e);
         }
-        crate::crashpoint::hit("chain-written");
+        ebpkg_crashpoint::hit("chain-written");
         meta.state = RecordState::Ready;
         self.set_chain_meta(id, &meta)?;
-        crate::crashpoint::hit("chain-ready");
+        ebpkg_crashpoint::hit("chain-ready");
         Ok(ChainId(id))
     }
 
@@ -162,7 +162,7 @@ impl Runtime {
                 }
             }
         }
-        crate::crashpoint::hit("chain-native-cleared");
+        ebpkg_crashpoint::hit("chain-native-cleared");
         if going.is_empty() {
             return Ok(());
         }
@@ -174,7 +174,7 @@ impl Runtime {
                 .chains
                 .update(&key(id), &vec![0u8; abi::chain::SIZE], MapFlags::ANY)
                 .kernel(|| format!("clear chain {id}"))?;
-            crate::crashpoint::hit("chain-cleared");
+            ebpkg_crashpoint::hit("chain-cleared");
             self.set_chain_meta(id, &ChainMeta::free())?;
         }
         Ok(())

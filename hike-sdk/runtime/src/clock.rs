@@ -5,7 +5,7 @@
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use crate::error::{KernelContext, Result};
-use crate::runtime::{Runtime, key};
+use crate::layout::Layout;
 
 /// Size of `struct hike_clock`.
 pub const CLOCK_SIZE: usize = 16;
@@ -76,26 +76,25 @@ pub(crate) fn create(vm_dir: &std::path::Path) -> Result<MapHandle> {
     Ok(map)
 }
 
-impl Runtime {
-    fn clock_map(&self) -> Result<MapHandle> {
-        let path = self.layout.vm_map("hike_clock");
-        if path.exists() {
-            MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))
-        } else {
-            create(&self.layout.vm_dir())
-        }
+/// The pinned clock map of the instance at `layout`, created when missing.
+fn map(layout: &Layout) -> Result<MapHandle> {
+    let path = layout.vm_map("hike_clock");
+    if path.exists() {
+        MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))
+    } else {
+        create(&layout.vm_dir())
     }
+}
 
-    /// Sets what `hike_ktime_ns()` returns, for every program of the instance.
-    pub fn set_clock(&self, clock: Clock) -> Result<()> {
-        self.clock_map()?.update(&key(0), &clock.encode(), MapFlags::ANY).kernel(|| "write hike_clock".into())
-    }
+/// Sets the clock of the instance at `layout` ([`Runtime::set_clock`](crate::Runtime::set_clock)).
+pub(crate) fn write(layout: &Layout, clock: Clock) -> Result<()> {
+    map(layout)?.update(&0u32.to_le_bytes(), &clock.encode(), MapFlags::ANY).kernel(|| "write hike_clock".into())
+}
 
-    /// What `hike_ktime_ns()` returns.
-    pub fn clock(&self) -> Result<Clock> {
-        let v = self.clock_map()?.lookup(&key(0), MapFlags::ANY).kernel(|| "read hike_clock".into())?;
-        Ok(v.map_or(Clock::Real, |v| Clock::decode(&v)))
-    }
+/// The clock of the instance at `layout`.
+pub(crate) fn read(layout: &Layout) -> Result<Clock> {
+    let v = map(layout)?.lookup(&0u32.to_le_bytes(), MapFlags::ANY).kernel(|| "read hike_clock".into())?;
+    Ok(v.map_or(Clock::Real, |v| Clock::decode(&v)))
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ impl Runtime {
                     return Err(refuse(format!("entry {index} lies outside the map")));
                 }
                 mapping.store_u32(at, abi::u32_at(&e.value, *off as usize));
-                crate::crashpoint::hit("loader-entry");
+                ebpkg_crashpoint::hit("loader-entry");
             }
         }
         Ok(())

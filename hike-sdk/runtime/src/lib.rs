@@ -13,7 +13,6 @@ pub mod abi;
 mod chains;
 mod clock;
 mod config_flip;
-pub mod crashpoint;
 mod error;
 pub mod kernel_btf;
 mod layout;

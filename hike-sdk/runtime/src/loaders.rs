@@ -52,7 +52,6 @@ pub struct LoaderInfo {
     pub package: String,
     pub version: String,
     pub program: String,
-    #[serde(serialize_with = "crate::status::ser_hook")]
     pub hook: Hook,
     pub configured: bool,
     pub maps: Vec<String>,
@@ -182,7 +181,7 @@ impl Runtime {
         }
         let maps_dir = dir.join("maps");
         std::fs::create_dir_all(&maps_dir).io("cannot create", &maps_dir)?;
-        crate::crashpoint::hit("loader-dir");
+        ebpkg_crashpoint::hit("loader-dir");
         let result = (|| -> Result<()> {
             let vm_dir = self.layout.vm_dir();
             let obj = load::load(&LoadRequest {
@@ -195,7 +194,7 @@ impl Runtime {
                 mmapable: &l.config_maps.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
                 runtime_object: false,
             })?;
-            crate::crashpoint::hit("loader-loaded");
+            ebpkg_crashpoint::hit("loader-loaded");
             for spec in &l.config_maps {
                 if !maps_dir.join(&spec.name).exists() {
                     return Err(RuntimeError::Loader {
@@ -210,7 +209,7 @@ impl Runtime {
             })?;
             let prog_pin = dir.join("prog");
             prog.pin(&prog_pin).kernel(|| format!("pin {}", prog_pin.display()))?;
-            crate::crashpoint::hit("loader-pinned");
+            ebpkg_crashpoint::hit("loader-pinned");
             let meta = LoaderMeta {
                 hook: l.hook,
                 configured: l.config_maps.is_empty(),
@@ -228,7 +227,7 @@ impl Runtime {
             map.update(&key(0), &meta.encode(), MapFlags::ANY).kernel(|| "write the loader record".into())?;
             let meta_path = dir.join("meta");
             map.pin(&meta_path).kernel(|| format!("pin {}", meta_path.display()))?;
-            crate::crashpoint::hit("loader-ready");
+            ebpkg_crashpoint::hit("loader-ready");
             Ok(())
         })();
         if let Err(e) = result {
@@ -256,7 +255,7 @@ impl Runtime {
         self.check_entries(instance, &meta, spec, &handle, entries)?;
         for e in entries {
             handle.update(&e.key, &e.value, MapFlags::ANY).kernel(|| format!("write map `{map}` of {instance}"))?;
-            crate::crashpoint::hit("loader-entry");
+            ebpkg_crashpoint::hit("loader-entry");
         }
         if !meta.configured {
             meta.configured = true;
@@ -333,7 +332,7 @@ impl Runtime {
         let ifindex =
             sys::ifindex(ifname).map_err(|cause| RuntimeError::NoInterface { name: ifname.to_owned(), cause })?;
         let pin = dir.join(format!("link@{ifname}@{}", mode.name()));
-        crate::crashpoint::hit("attaching");
+        ebpkg_crashpoint::hit("attaching");
         link::attach_and_pin(&dir.join("prog"), ifindex, mode, &pin).map_err(|e| {
             bad(match e.raw_os_error() {
                 Some(16) | Some(17) => in_the_way(ifname, ifindex, mode, &e),
@@ -378,7 +377,7 @@ impl Runtime {
                 .ok_or_else(|| RuntimeError::NotFound(format!("attachment of {old} to {ifname}")))?,
         };
         link::update_link(&pin, &new_dir.join("prog")).io("cannot switch the link of", &pin)?;
-        crate::crashpoint::hit("switch-updated");
+        ebpkg_crashpoint::hit("switch-updated");
         let file = pin.file_name().map(|f| f.to_owned()).unwrap_or_default();
         let moved = new_dir.join(file);
         if moved != pin {
@@ -393,12 +392,12 @@ impl Runtime {
         let (dir, _, _) = self.loader_meta(instance)?;
         for pin in link_pins(&dir)? {
             std::fs::remove_file(&pin).io("cannot remove", &pin)?;
-            crate::crashpoint::hit("unload-detached");
+            ebpkg_crashpoint::hit("unload-detached");
         }
         // The record goes first: a directory without it is what `repair` removes.
         let meta = dir.join("meta");
         std::fs::remove_file(&meta).io("cannot remove", &meta)?;
-        crate::crashpoint::hit("unload-unrecorded");
+        ebpkg_crashpoint::hit("unload-unrecorded");
         remove_tree(&dir).io("cannot remove", &dir)
     }
 
@@ -489,7 +488,7 @@ impl Runtime {
             let path = self.layout.loader_dir(&instance)?.join("maps").join(&map);
             let handle = MapHandle::from_pinned_path(&path).kernel(|| format!("open {}", path.display()))?;
             handle.update(&k, &v, MapFlags::EXIST).kernel(|| format!("switch {instance} {map} to chain {new}"))?;
-            crate::crashpoint::hit("retarget-entry");
+            ebpkg_crashpoint::hit("retarget-entry");
         }
         Ok(())
     }

@@ -98,7 +98,7 @@ impl Runtime {
             .native(meta.hook)
             .update(&key(chain), &raw.to_le_bytes(), MapFlags::ANY)
             .kernel(|| format!("put {object_name} in its slot"))?;
-        crate::crashpoint::hit("native-installed");
+        ebpkg_crashpoint::hit("native-installed");
         Ok(NativeInstalled { bpf_id, verifier, load_time: started.elapsed() })
     }
 

@@ -51,7 +51,7 @@ impl Runtime {
             map.update(&key(0), &value, MapFlags::ANY).kernel(|| "write hike_owner".into())?;
             map.pin(&path).kernel(|| format!("pin {}", path.display()))?;
         }
-        crate::crashpoint::hit("claimed");
+        ebpkg_crashpoint::hit("claimed");
         Ok(Ok(()))
     }
 }

@@ -116,7 +116,7 @@ impl Runtime {
         let maps_dir = pkg_dir.join("maps");
         let pkg_dir_existed = pkg_dir.exists();
         std::fs::create_dir_all(&maps_dir).io("cannot create", &maps_dir)?;
-        crate::crashpoint::hit("register-dir");
+        ebpkg_crashpoint::hit("register-dir");
         let undo_dir = |_: &RuntimeError| {
             if !pkg_dir_existed {
                 let _ = remove_tree(&pkg_dir);
@@ -138,7 +138,7 @@ impl Runtime {
             runtime_object: false,
         })
         .inspect_err(undo_dir)?;
-        crate::crashpoint::hit("register-loaded");
+        ebpkg_crashpoint::hit("register-loaded");
         let counters = self.counters()?;
 
         let mut done: Vec<RegisteredProgram> = Vec::new();
@@ -164,7 +164,7 @@ impl Runtime {
                     version: obj.version.to_owned(),
                 };
                 self.set_prog_meta(id, &meta)?;
-                crate::crashpoint::hit("register-pending");
+                ebpkg_crashpoint::hit("register-pending");
                 let pin = pkg_dir.join(&name);
                 if pin.exists() {
                     // An orphan from a process that died before recording it.
@@ -183,16 +183,16 @@ impl Runtime {
                 };
                 done.push(reg);
                 prog.pin(&pin).kernel(|| format!("pin {}", pin.display()))?;
-                crate::crashpoint::hit("register-pinned");
+                ebpkg_crashpoint::hit("register-pinned");
                 let fd = prog.as_fd().as_raw_fd() as u32;
                 self.maps
                     .progs(obj.hook)
                     .update(&key(id), &fd.to_le_bytes(), MapFlags::ANY)
                     .kernel(|| format!("put program {name} in hike_progs_{} at id {id}", obj.hook))?;
-                crate::crashpoint::hit("register-in-array");
+                ebpkg_crashpoint::hit("register-in-array");
                 meta.state = RecordState::Ready;
                 self.set_prog_meta(id, &meta)?;
-                crate::crashpoint::hit("register-ready");
+                ebpkg_crashpoint::hit("register-ready");
             }
             Ok(())
         })();
@@ -223,7 +223,7 @@ impl Runtime {
                 .kernel(|| format!("open map `{name}` of {package}@{from}"))?;
             map.pin(&target).kernel(|| format!("pin map `{name}` of {package}@{from} at {}", target.display()))?;
         }
-        crate::crashpoint::hit("register-shared-maps");
+        ebpkg_crashpoint::hit("register-shared-maps");
         Ok(())
     }
 
@@ -257,7 +257,7 @@ impl Runtime {
         // one leaves a record that `repair` finishes removing.
         for (id, meta) in &going {
             self.vacate_slot(meta.hook, *id)?;
-            crate::crashpoint::hit("unregister-out-of-array");
+            ebpkg_crashpoint::hit("unregister-out-of-array");
         }
         if going.is_empty() {
             return Ok(());
@@ -266,9 +266,9 @@ impl Runtime {
         for (id, meta) in &going {
             let pin = self.layout.package_dir(&meta.package, &meta.version)?.join(&meta.name);
             std::fs::remove_file(&pin).or_else(ignore_missing).io("cannot unpin", &pin)?;
-            crate::crashpoint::hit("unregister-unpinned");
+            ebpkg_crashpoint::hit("unregister-unpinned");
             self.set_prog_meta(*id, &ProgMeta::free())?;
-            crate::crashpoint::hit("unregister-freed");
+            ebpkg_crashpoint::hit("unregister-freed");
         }
         // A package version's maps go with its last program.
         let records = self.prog_records()?;

@@ -11,6 +11,7 @@ use hike_bytecode::vm_maps::{self, VmMap};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use crate::abi;
+use crate::clock::Clock;
 use crate::error::{IoContext, KernelContext, Result, RuntimeError};
 use crate::layout::Layout;
 use crate::load::{self, LoadRequest};
@@ -222,6 +223,16 @@ impl Runtime {
         Ok(abi::u32_at(&v, abi::config::BUDGET))
     }
 
+    /// Sets what `hike_ktime_ns()` returns, for every program of the instance.
+    pub fn set_clock(&self, clock: Clock) -> Result<()> {
+        crate::clock::write(&self.layout, clock)
+    }
+
+    /// What `hike_ktime_ns()` returns.
+    pub fn clock(&self) -> Result<Clock> {
+        crate::clock::read(&self.layout)
+    }
+
     pub(crate) fn prog_meta(&self, id: u32) -> Result<ProgMeta> {
         let v = self.maps.prog_meta.lookup(&key(id), MapFlags::ANY).kernel(|| format!("read program record {id}"))?;
         Ok(v.map_or_else(ProgMeta::free, |v| ProgMeta::decode(&v)))
@@ -302,7 +313,7 @@ impl Runtime {
                 }
             }
         }
-        crate::crashpoint::hit("destroy-unlinked");
+        ebpkg_crashpoint::hit("destroy-unlinked");
         remove_tree(root).io("cannot remove", root)?;
         Ok(())
     }
@@ -379,10 +390,10 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
     for hook in [Hook::Xdp, Hook::Tc] {
         let mut obj = load_vm_program(&vm, hook, objects::continuation(hook), "hike_cont")?;
         let mut prog = vm_program(&mut obj, "hike_cont")?;
-        crate::crashpoint::hit("init-loaded");
+        ebpkg_crashpoint::hit("init-loaded");
         let pin_path = vm.join(format!("cont_{hook}"));
         prog.pin(&pin_path).kernel(|| format!("pin {}", pin_path.display()))?;
-        crate::crashpoint::hit("init-pinned");
+        ebpkg_crashpoint::hit("init-pinned");
         let progs = MapHandle::from_pinned_path(vm.join(format!("hike_progs_{hook}")))
             .kernel(|| format!("open hike_progs_{hook}"))?;
         let raw = std::os::fd::AsRawFd::as_raw_fd(&prog.as_fd()) as u32;
@@ -398,7 +409,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
             .kernel(|| format!("create {name}"))?;
         let path = vm.join(name);
         map.pin(&path).kernel(|| format!("pin {}", path.display()))?;
-        crate::crashpoint::hit("init-records");
+        ebpkg_crashpoint::hit("init-records");
         if name == "hike_prog_meta" {
             let cont = ProgMeta {
                 state: RecordState::Ready,
@@ -414,7 +425,7 @@ fn create_vm(layout: &Layout, opts: &InitOptions) -> Result<()> {
             map.update(&key(0), &cont.encode(), MapFlags::ANY).kernel(|| "reserve program id 0".into())?;
         }
     }
-    crate::crashpoint::hit("init-configuring");
+    ebpkg_crashpoint::hit("init-configuring");
     let config = MapHandle::from_pinned_path(vm.join("hike_config")).kernel(|| "open hike_config".into())?;
     let mut v = vec![0u8; abi::config::SIZE];
     v[abi::config::MAGIC..abi::config::MAGIC + 4].copy_from_slice(&MAGIC.to_le_bytes());

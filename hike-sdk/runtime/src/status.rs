@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use hike_bytecode::{AbortReason, Hook};
 use libbpf_rs::{MapCore, MapFlags};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::abi::{self, state};
 use crate::error::{KernelContext, Result};
@@ -15,10 +15,6 @@ use crate::meta::RecordState;
 use crate::runtime::{Runtime, key};
 use hike_bytecode::{ChainId, ProgId};
 
-pub(crate) fn ser_hook<S: Serializer>(h: &Hook, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(h.name())
-}
-
 /// A registered program and how often chains called it (since it got its id).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProgramStatus {
@@ -26,7 +22,6 @@ pub struct ProgramStatus {
     pub name: String,
     pub package: String,
     pub version: String,
-    #[serde(serialize_with = "ser_hook")]
     pub hook: Hook,
     pub nargs: u8,
     pub bpf_id: u32,
@@ -39,7 +34,6 @@ pub struct ChainStatus {
     pub id: ChainId,
     pub name: String,
     pub owner: String,
-    #[serde(serialize_with = "ser_hook")]
     pub hook: Hook,
     pub instructions: u32,
     pub nargs: u8,

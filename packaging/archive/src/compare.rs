@@ -11,7 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::UnpackError;
-use crate::unpack::Target;
+use crate::target::Target;
 
 pub(crate) struct Compare {
     dir: PathBuf,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::error::UnpackError;
-use crate::unpack::Target;
+use crate::target::Target;
 
 pub(crate) struct Staging {
     dir: TempDir,

@@ -27,6 +27,7 @@ mod paths;
 mod references;
 mod select;
 mod stream;
+mod target;
 mod tree_digest;
 mod unpack;
 mod verified;

@@ -15,7 +15,8 @@ use semver::Version;
 use crate::error::UnpackError;
 use crate::limits::Limits;
 use crate::paths::archive_prefix;
-use crate::unpack::{Target, check_manifest, extract};
+use crate::target::Target;
+use crate::unpack::{check_manifest, extract};
 use crate::verified::VerifiedArchive;
 
 /// A package read from its archive by [`read_verified`]: its manifest, and the

@@ -17,6 +17,7 @@ use crate::limits::Limits;
 use crate::paths::{PathRefusal, archive_prefix, display_bytes, parse_entry_path};
 use crate::references::referenced_files;
 use crate::stream::{MeteredGunzip, Tripped, Tripwire};
+use crate::target::Target;
 use crate::verified::{VerifiedArchive, check_digest};
 
 /// A package unpacked by [`unpack`].
@@ -123,22 +124,6 @@ impl Contents {
         }
         Ok(())
     }
-}
-
-/// Where the entries of an archive go: a staging directory when unpacking, a
-/// comparison with an unpacked tree when checking one.
-pub(crate) trait Target {
-    type File: Write;
-    fn create_dir(&mut self, rel: &str) -> Result<(), UnpackError>;
-    fn create_file(&mut self, rel: &str, executable: bool, size: u64) -> Result<Self::File, UnpackError>;
-    /// Called after the entry's bytes were all written to `file`.
-    fn finish_file(&mut self, rel: &str, file: Self::File) -> Result<(), UnpackError>;
-    /// Called with the bytes of `ebpkg.toml` once they were all read.
-    fn manifest_read(&mut self, bytes: &[u8]) {
-        let _ = bytes;
-    }
-    /// The path errors about `rel` name.
-    fn path_of(&self, rel: &str) -> PathBuf;
 }
 
 /// Checks that the unpacked tree `dir` holds exactly what the archive `bytes` (with

@@ -481,13 +481,29 @@ fn drop_unused_keys(root: &mut Root) {
 }
 
 /// A key rotation an operator asks for: new offline keys (with their
-/// threshold), a new online key, or both (offline first).
+/// threshold), a new online key, or both (offline first). With the `clap`
+/// feature, the arguments that ask for it, declared once for `ebpkg registry
+/// tuf-rotate` and `ebpkg-registry tuf rotate`: at least one new key is required.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "clap", command(group(clap::ArgGroup::new("new_keys").required(true).multiple(true)
+    .args(["new_root_keys", "new_online_key"]))))]
 pub struct Rotation {
+    /// The current offline keys (repeatable).
+    #[cfg_attr(feature = "clap", arg(long = "root-key", value_name = "FILE", required = true))]
     pub root_keys: Vec<PathBuf>,
+    /// The current online key.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub online_key: PathBuf,
+    /// New offline keys (repeatable; generated when missing), cross-signed by
+    /// the current ones so that clients follow.
+    #[cfg_attr(feature = "clap", arg(long = "new-root-key", value_name = "FILE"))]
     pub new_root_keys: Vec<PathBuf>,
+    /// How many of the new offline keys must sign.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1))]
     pub threshold: u64,
+    /// A new online key (generated when missing), which signs from then on.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub new_online_key: Option<PathBuf>,
 }
 
@@ -536,5 +552,28 @@ mod tests {
         let now: super::Time = "2026-11-28T08:39:33.290918818Z".parse().unwrap();
         let at = super::expires(now, jiff::SignedDuration::from_hours(24)).unwrap();
         assert_eq!(serde_json::to_string(&at).unwrap(), "\"2026-11-29T08:39:33Z\"");
+    }
+
+    /// The arguments both `tuf rotate` commands flatten: a rotation names at least
+    /// one new key, or the parser refuses it.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn a_rotation_from_the_command_line_names_a_new_key() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Rotate {
+            #[command(flatten)]
+            rotation: super::Rotation,
+        }
+        let current = ["rotate", "--root-key", "r1", "--root-key", "r2", "--online-key", "o"];
+        let refused = Rotate::try_parse_from(current).err().unwrap();
+        assert_eq!(refused.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{refused}");
+        assert!(refused.to_string().contains("--new-root-key"), "{refused}");
+        let online = Rotate::try_parse_from([&current[..], &["--new-online-key", "n"]].concat()).unwrap().rotation;
+        assert_eq!(online.root_keys, [std::path::PathBuf::from("r1"), "r2".into()]);
+        assert_eq!((online.new_online_key, online.new_root_keys.len(), online.threshold), (Some("n".into()), 0, 1));
+        let offline = ["--new-root-key", "a", "--new-root-key", "b", "--threshold", "2"];
+        let offline = Rotate::try_parse_from([&current[..], &offline[..]].concat()).unwrap().rotation;
+        assert_eq!((offline.new_root_keys.len(), offline.threshold, offline.new_online_key), (2, 2, None));
     }
 }

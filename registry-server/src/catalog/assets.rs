@@ -39,7 +39,7 @@ pub async fn serve(State(state): State<AppState>, Path(file): Path<String>) -> R
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type)),
-            (header::CACHE_CONTROL, crate::routes::index::immutable_cache_control(&state.config)),
+            (header::CACHE_CONTROL, state.config.immutable_cache_control()),
             (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
         ],
         asset.body,

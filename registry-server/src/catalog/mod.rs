@@ -11,12 +11,14 @@ pub mod markdown;
 mod owner;
 mod package;
 mod page_cache;
-pub use page_cache::PageCache;
 mod respond;
 mod search;
 mod sitemap;
 
+use std::sync::Arc;
+
 use axum::Router;
+use axum::extract::FromRef;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -25,9 +27,34 @@ use maud::{Markup, html};
 use crate::error::ApiError;
 use crate::state::AppState;
 
+/// What the catalog's handlers are given: the application's state, and the
+/// catalog's own caches, which nothing else reads (so `AppState` knows nothing of
+/// the catalog). A handler takes `State<AppState>` or a cache, by [`FromRef`].
+#[derive(Clone)]
+struct CatalogState {
+    app: AppState,
+    /// The rendered pages, for seconds.
+    pages: Arc<page_cache::PageCache>,
+    /// READMEs rendered for the package pages.
+    readmes: Arc<markdown::ReadmeCache>,
+}
+
+impl FromRef<CatalogState> for AppState {
+    fn from_ref(state: &CatalogState) -> AppState {
+        state.app.clone()
+    }
+}
+
+impl FromRef<CatalogState> for Arc<markdown::ReadmeCache> {
+    fn from_ref(state: &CatalogState) -> Arc<markdown::ReadmeCache> {
+        state.readmes.clone()
+    }
+}
+
 /// The pages (cached briefly, rate-limited by `limit` like the API) and their
-/// static files.
+/// static files. The caches live as long as the router.
 pub fn router(state: &AppState, limit: impl Fn(Router<AppState>) -> Router<AppState>) -> Router<AppState> {
+    let state = CatalogState { app: state.clone(), pages: Arc::default(), readmes: Arc::default() };
     let pages = Router::new()
         .route("/", get(home::home))
         .route("/search", get(search::search))
@@ -39,7 +66,8 @@ pub fn router(state: &AppState, limit: impl Fn(Router<AppState>) -> Router<AppSt
         .route("/sitemap.xml", get(sitemap::sitemap))
         .route("/robots.txt", get(sitemap::robots));
     let pages = pages.route_layer(axum::middleware::from_fn_with_state(state.clone(), page_cache::cached));
-    limit(pages).route("/static/{file}", get(assets::serve)).route("/favicon.ico", get(assets::favicon))
+    let files = Router::new().route("/static/{file}", get(assets::serve)).route("/favicon.ico", get(assets::favicon));
+    limit(pages.with_state(state.clone())).merge(files.with_state(state))
 }
 
 type PageResult = Result<Response, PageError>;

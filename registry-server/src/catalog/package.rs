@@ -3,6 +3,7 @@
 //! kernel), versions, dependencies and dependents, and the README.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use ebpkg_spec::Manifest;
@@ -14,6 +15,7 @@ use maud::{Markup, PreEscaped, html};
 
 use super::docs::{self, item_anchor};
 use super::layout::{self, Frame};
+use super::markdown::ReadmeCache;
 use super::search::url_escape;
 use super::{PageError, PageResult, html_page};
 use crate::db;
@@ -101,7 +103,11 @@ fn not_found(name: &str, close: &[String]) -> PageError {
     )
 }
 
-pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) -> PageResult {
+pub async fn page(
+    State(state): State<AppState>,
+    State(readmes): State<Arc<ReadmeCache>>,
+    Path(path): Path<PackagePath>,
+) -> PageResult {
     let state = &state;
     let loaded = load(state, &path, "").await?;
     let owners = db::packages::owners(&state.db, loaded.package_id).await?;
@@ -118,7 +124,7 @@ pub async fn page(State(state): State<AppState>, Path(path): Path<PackagePath>) 
         .info
         .readme
         .as_deref()
-        .map(|md| state.readmes.get_or_render(loaded.package_id, &loaded.info.entry.vers.to_string(), md));
+        .map(|md| readmes.get_or_render(loaded.package_id, &loaded.info.entry.vers.to_string(), md));
     let entry = &loaded.info.entry;
     let title = format!("{} {}", loaded.name, entry.vers);
     let content = html! {

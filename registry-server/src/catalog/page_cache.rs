@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::state::AppState;
+use super::CatalogState;
 
 const TTL: Duration = Duration::from_secs(10);
 /// Distinct URLs kept (a search per query string): emptied when full.
@@ -73,12 +73,12 @@ impl PageCache {
 }
 
 /// The middleware in front of every page.
-pub async fn cached(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+pub(super) async fn cached(State(state): State<CatalogState>, mut request: Request, next: Next) -> Response {
     let key = request.uri().path_and_query().map_or_else(|| request.uri().path().to_owned(), |p| p.to_string());
     // Taken off the request: the page below always renders in full, and the
     // comparison is made here, against the cached page or the fresh one.
     let conditional: Vec<_> = request.headers_mut().remove(header::IF_NONE_MATCH).into_iter().collect();
-    let (page, old) = match state.pages.get(&key, state.index_cache.trusted_epoch()) {
+    let (page, old) = match state.pages.get(&key, state.app.index_cache.trusted_epoch()) {
         Lookup::Hit(page) => (Some(page), None),
         Lookup::Refresh(old) => (None, Some(old)),
         Lookup::Miss => (None, None),
@@ -87,7 +87,7 @@ pub async fn cached(State(state): State<AppState>, mut request: Request, next: N
         Some(page) => page,
         None => {
             // Read before rendering: a change during the render makes the entry stale at once.
-            let epoch = state.index_cache.trusted_epoch();
+            let epoch = state.app.index_cache.trusted_epoch();
             let response = next.run(request).await;
             if response.status() != StatusCode::OK {
                 return match old {

@@ -8,7 +8,7 @@ use maud::html;
 use super::layout::{self, Frame};
 use super::{PageError, PageResult, html_page};
 use crate::db;
-use crate::routes::packages::SearchParams;
+use crate::search::SearchParams;
 use crate::state::AppState;
 
 const PER_PAGE: u32 = 20;

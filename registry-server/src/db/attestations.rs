@@ -141,13 +141,9 @@ pub async fn store_file(tx: &mut PgConnection, version_id: i64, bytes: &[u8]) ->
 /// Announces a change to the package at commit (`NOTIFY ebpkg_index`): every
 /// replica drops what it derived from it (its index file, its catalog pages).
 pub async fn notify(tx: &mut PgConnection, package_id: i64) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2",
-        crate::index_cache::CHANNEL,
-        package_id
-    )
-    .execute(tx)
-    .await?;
+    sqlx::query!("SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2", super::INDEX_CHANNEL, package_id)
+        .execute(tx)
+        .await?;
     Ok(())
 }
 

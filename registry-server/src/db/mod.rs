@@ -18,6 +18,11 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
+/// The channel every transaction that changes a package's index file notifies
+/// (`NOTIFY ebpkg_index, '<normalized name>'`, delivered at commit): the index
+/// cache listens on it.
+pub const INDEX_CHANNEL: &str = "ebpkg_index";
+
 /// The migrations, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 

@@ -246,13 +246,9 @@ pub async fn refresh(tx: &mut PgConnection, package_id: i64) -> Result<Option<(S
     }
     let Some(described) = described(&entries) else { return Ok(None) };
     // Delivered at commit: every replica's index cache drops this package.
-    sqlx::query!(
-        "SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2",
-        crate::index_cache::CHANNEL,
-        package_id
-    )
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query!("SELECT pg_notify($1, normalized_name) FROM packages WHERE id = $2", super::INDEX_CHANNEL, package_id)
+        .execute(&mut *tx)
+        .await?;
     let all_yanked = entries.iter().all(|e| e.yanked);
     let programs: Vec<String> = described.programs.iter().map(|p| p.name.as_str().to_owned()).collect();
     let depends_on: Vec<String> =

@@ -53,7 +53,7 @@ pub async fn get(
     };
     let etag = format!("\"{}\"", hex::encode(&file.sha256));
     let mut out = HeaderMap::new();
-    out.insert(header::CACHE_CONTROL, super::index::index_cache_control(&state.config));
+    out.insert(header::CACHE_CONTROL, state.config.index_cache_control());
     if let Ok(v) = HeaderValue::from_str(&etag) {
         out.insert(header::ETAG, v);
     }

@@ -4,52 +4,20 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ebpkg_spec::registry_api::IndexConfig;
 
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-/// How long clients and caches may keep an index file without revalidating.
-/// A private registry's responses are for the token holder only: a shared
-/// cache in front must not keep them.
-pub fn index_cache_control(config: &crate::config::Config) -> HeaderValue {
-    HeaderValue::from_static(if config.auth_required { "private, max-age=600" } else { "public, max-age=600" })
-}
-
-/// For what never changes once published (archives, bundles).
-pub fn immutable_cache_control(config: &crate::config::Config) -> HeaderValue {
-    HeaderValue::from_static(if config.auth_required {
-        "private, max-age=31536000, immutable"
-    } else {
-        "public, max-age=31536000, immutable"
-    })
-}
 
 /// The sparse index configuration.
 #[utoipa::path(get, path = "/index/config.json", operation_id = "get_index_config", tag = "index",
     responses((status = 200, description = "Where archives and the API are", content_type = "application/json")))]
 pub async fn config(State(state): State<AppState>) -> Response {
     let mut response =
-        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], config_bytes(&state.config))
+        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], state.config.index_config_bytes())
             .into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, index_cache_control(&state.config));
+    response.headers_mut().insert(header::CACHE_CONTROL, state.config.index_cache_control());
     response
-}
-
-/// The bytes of `index/config.json`: a TUF target, so the same configuration is
-/// always the same bytes.
-pub fn config_bytes(config: &crate::config::Config) -> Vec<u8> {
-    let public = config.public_url.as_str().trim_end_matches('/');
-    let index = IndexConfig {
-        dl: config.dl_template.clone().unwrap_or_else(|| format!("{public}/api/v1/packages")),
-        api: Some(public.to_owned()),
-        auth_required: config.auth_required,
-        require_signatures: !config.allow_unsigned,
-        trusted_publishing_audience: (!config.trusted_issuers.is_empty()).then(|| config.trusted_audience.clone()),
-    };
-    // A struct of strings and booleans always serializes.
-    serde_json::to_vec(&index).unwrap_or_default()
 }
 
 /// One package's index file: a JSON line per version (SPEC §6).
@@ -86,7 +54,7 @@ pub async fn file(State(state): State<AppState>, Path(path): Path<String>, heade
     let etag = format!("\"{}\"", hex::encode(&file.index_sha256));
     let modified = file.index_modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
     let mut out = HeaderMap::new();
-    out.insert(header::CACHE_CONTROL, index_cache_control(&state.config));
+    out.insert(header::CACHE_CONTROL, state.config.index_cache_control());
     if let Ok(v) = HeaderValue::from_str(&etag) {
         out.insert(header::ETAG, v);
     }

@@ -6,54 +6,13 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use ebpkg_spec::registry_api::{OkResponse, PackageInfo, Scope, SearchMeta, SearchResponse, VersionInfo, limits};
 use ebpkg_spec::types::Sha256Digest;
-use serde::Deserialize;
 
 use super::{path_name, path_version};
 use crate::auth::Caller;
 use crate::db;
 use crate::error::{ApiError, ApiResult};
+use crate::search::SearchParams;
 use crate::state::AppState;
-
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-pub struct SearchParams {
-    /// Matched against names, keywords, program names and descriptions; empty:
-    /// every package. At most 256 characters, no control character.
-    #[serde(default)]
-    #[param(schema_with = search_query_schema)]
-    pub q: String,
-    /// From 1 to 10000 [default: 1].
-    #[serde(default)]
-    #[param(schema_with = page_schema)]
-    pub page: Option<u32>,
-    /// From 1 to 100 [default: 20].
-    #[serde(default)]
-    #[param(schema_with = per_page_schema)]
-    pub per_page: Option<u32>,
-}
-
-fn search_query_schema() -> utoipa::openapi::schema::Object {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .max_length(Some(limits::SEARCH_QUERY_MAX))
-        .pattern(Some(limits::SEARCH_QUERY_PATTERN))
-        .build()
-}
-
-fn page_number(max: u32) -> utoipa::openapi::schema::Object {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(max))
-        .build()
-}
-
-fn page_schema() -> utoipa::openapi::schema::Object {
-    page_number(limits::MAX_PAGE)
-}
-
-fn per_page_schema() -> utoipa::openapi::schema::Object {
-    page_number(limits::MAX_PER_PAGE)
-}
 
 /// Searches packages, ranked: exact name, name prefix, name substring, keyword,
 /// program name, description (full text), then by relevance and name.
@@ -175,7 +134,7 @@ pub async fn download(
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/gzip"));
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-    headers.insert(header::CACHE_CONTROL, crate::routes::index::immutable_cache_control(&state.config));
+    headers.insert(header::CACHE_CONTROL, state.config.immutable_cache_control());
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{cksum}\"")) {
         headers.insert(header::ETAG, etag);
     }
@@ -203,7 +162,7 @@ pub async fn bundle(
     let mut response = bundle.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(header::CACHE_CONTROL, crate::routes::index::immutable_cache_control(&state.config));
+    headers.insert(header::CACHE_CONTROL, state.config.immutable_cache_control());
     Ok(response)
 }
 

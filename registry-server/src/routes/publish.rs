@@ -14,6 +14,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use bytes::{Bytes, BytesMut};
 use ebpkg_archive::{UnpackError, VerifiedArchive};
+use ebpkg_crashpoint::hit as crash_point;
 use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{self, PublishAllowed, PublishCheck, PublishMetadata, PublishResponse, Scope};
@@ -496,16 +497,6 @@ async fn commit(
     state.index_cache.forget(&normalized);
     crash_point("committed");
     Ok(())
-}
-
-/// For the crash tests: `EBPKG_REGISTRY_CRASH_AT=<point>` has the process killed
-/// (SIGKILL, nothing runs after) when a publish reaches that point.
-fn crash_point(point: &str) {
-    static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    if AT.get_or_init(|| std::env::var("EBPKG_REGISTRY_CRASH_AT").ok()).as_deref() == Some(point) {
-        tracing::warn!(point, "EBPKG_REGISTRY_CRASH_AT: killing the server");
-        let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
-    }
 }
 
 /// Reads a request body in exact pieces, never holding more than asked for.

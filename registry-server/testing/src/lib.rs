@@ -1,19 +1,22 @@
 //! Real servers for tests, never mocks: PostgreSQL clusters (one shared per test
 //! process, or private ones for tests that stop the database) and a database per
 //! test; an S3-compatible server (moto) for the blob store; nginx, for the
-//! load-balancer tests and the benchmark. Each is cleaned up
+//! load-balancer tests and the benchmark; a scripted HTTP peer, for what a real
+//! server never sends. Each is cleaned up
 //! by a guard, and by the kernel when the test process dies (the servers get
 //! `PR_SET_PDEATHSIG`). Synchronous: usable from any test, with or without a
 //! runtime. Headless Chromium, for what the catalog's pages show in a browser.
 
 mod browser;
 mod nginx;
+mod peer;
 mod postgres;
 mod s3;
 mod spawn;
 
 pub use browser::{Browser, Visit};
 pub use nginx::Nginx;
+pub use peer::{HttpPeer, Request, respond};
 pub use postgres::{Database, Postgres};
 pub use s3::S3Server;
 pub use spawn::{ServedRegistry, free_port, http, spawn_guarded, wait_listening};

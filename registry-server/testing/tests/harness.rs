@@ -3,12 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ebpkg_registry_testing::{Error, Nginx, Postgres, S3Server, free_port, http};
+use ebpkg_registry_testing::{Error, HttpPeer, Nginx, Postgres, S3Server, free_port, http, respond};
 
 #[test]
 fn databases_of_the_shared_cluster_are_isolated_and_dropped() {
@@ -120,43 +120,19 @@ fn tempfile_with(bytes: &[u8]) -> std::path::PathBuf {
     path
 }
 
-/// A tiny HTTP responder: answers every request with `body`.
-fn responder(body: &'static str) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                loop {
-                    // Read one request's head (no bodies here), answer, keep alive.
-                    let mut line = String::new();
-                    let mut first = true;
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if line == "\r\n" && !first {
-                            break;
-                        }
-                        first = false;
-                    }
-                    let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-                    if stream.write_all(answer.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
+/// A tiny HTTP responder: answers every request with `body`, keeping the
+/// connection open for the next (nginx's upstream keepalive).
+fn responder(body: &'static str) -> HttpPeer {
+    HttpPeer::start(move |_, stream| {
+        let _ = respond(stream, "200 OK", &[], body.as_bytes());
+    })
+    .unwrap()
 }
 
 #[test]
 fn nginx_proxies_to_a_test_server() {
-    let backend = responder("hello from behind nginx");
+    let responder = responder("hello from behind nginx");
+    let backend = responder.addr().port();
     let port = free_port().unwrap();
     let start = Instant::now();
     let nginx = Nginx::start(&format!(

@@ -123,7 +123,7 @@ impl Binary {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Some(point) = crash_at {
-            cmd.env("EBPKG_REGISTRY_CRASH_AT", point);
+            cmd.env("EBPKG_CRASH_AT", point);
         }
         let child = cmd.spawn().unwrap();
         let url = format!("http://127.0.0.1:{port}/");

@@ -598,22 +598,13 @@ mod tests {
     /// is refused a connection, and says so for the `https://` URL.
     #[test]
     fn a_redirect_to_https_is_followed_with_tls() {
-        use std::io::{BufRead, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let url = format!("http://{}/index/1/c", listener.local_addr().unwrap());
-        std::thread::spawn(move || {
-            let (stream, _) = listener.accept().unwrap();
-            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap() > 2 {
-                line.clear();
-            }
-            let answer = format!(
-                "HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1:{closed}/index/1/c\r\nContent-Length: 0\r\n\r\n"
-            );
-            (&stream).write_all(answer.as_bytes()).unwrap();
-        });
+        let peer = ebpkg_registry_testing::HttpPeer::start(move |_, stream| {
+            let location = format!("https://127.0.0.1:{closed}/index/1/c");
+            let _ = ebpkg_registry_testing::respond(stream, "302 Found", &[("Location", &location)], b"");
+        })
+        .unwrap();
+        let url = format!("{}index/1/c", peer.url());
         let mut client = Client::new(&url, None).unwrap();
         client.policy = RetryPolicy { attempts: 1, base: Duration::from_millis(1), max_wait: Duration::from_millis(1) };
         let err = client.send(&Request::new(Method::Get, &url, "reading", 1024)).err().unwrap().to_string();
@@ -656,10 +647,12 @@ mod tests {
     }
 
     /// An HTTPS server on 127.0.0.1 with `dir`'s `<name>` certificate, answering
-    /// `ok` to every request; counts the connections it accepted.
-    fn tls_server(dir: &std::path::Path, name: &str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    /// `ok` to every request (while the peer lives); counts the connections it accepted.
+    fn tls_server(
+        dir: &std::path::Path,
+        name: &str,
+    ) -> (ebpkg_registry_testing::HttpPeer, String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         use rustls::pki_types::pem::PemObject;
-        use std::io::Write;
         let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(dir.join(format!("{name}.pem")))
             .unwrap()
             .map(Result::unwrap)
@@ -674,27 +667,19 @@ mod tests {
                 .with_single_cert(certs, key)
                 .unwrap(),
         );
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("https://{}/index/config.json", listener.local_addr().unwrap());
         let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let count = accepted.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let connection = rustls::ServerConnection::new(config.clone()).unwrap();
-                let mut tls = rustls::StreamOwned::new(connection, stream);
-                let mut request = Vec::new();
-                let mut byte = [0u8; 1];
-                // A refused handshake ends here, with the client's alert.
-                while !request.ends_with(b"\r\n\r\n") && matches!(tls.read(&mut byte), Ok(1)) {
-                    request.push(byte[0]);
-                }
-                let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-                let _ = tls.flush();
-            }
-        });
-        (url, accepted)
+        // A refused handshake ends the connection at the request's first read.
+        let tls = move |stream: std::net::TcpStream| {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Some(rustls::StreamOwned::new(rustls::ServerConnection::new(config.clone()).unwrap(), stream))
+        };
+        let peer = ebpkg_registry_testing::HttpPeer::start_over(tls, |_, stream| {
+            let _ = ebpkg_registry_testing::respond(stream, "200 OK", &[("Connection", "close")], b"ok");
+        })
+        .unwrap();
+        let url = format!("https://{}/index/config.json", peer.addr());
+        (peer, url, accepted)
     }
 
     /// A certificate from an unknown CA is refused once (the retry policy
@@ -706,7 +691,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         issue(dir.path(), "corp");
         issue(dir.path(), "other");
-        let (url, accepted) = tls_server(dir.path(), "corp");
+        let (_peer, url, accepted) = tls_server(dir.path(), "corp");
         let get = || Request::new(Method::Get, &url, "reading the registry's configuration", 1024);
 
         let err = Client::new(&url, None).unwrap().send(&get()).err().unwrap();

@@ -6,7 +6,7 @@ impl Gen<'_, '_, '_> {
     pub(super) fn check_assignable(&mut self, name: &Name) -> bool {
         let reason = if IntType::from_name(&name.text).is_some() {
             Some("is a type")
-        } else if crate::compile::BUILT_INS.contains(&name.text.as_str()) {
+        } else if crate::types::BUILT_INS.contains(&name.text.as_str()) {
             Some("is a built-in")
         } else if self.scope.programs.contains_key(&name.text) {
             Some("is an imported program")

@@ -168,8 +168,7 @@ fn setup(ebpkg_bin: &Path, bpffs: &Path, cache: &Path) -> Result<Setup> {
         tail.set_prog("mmlf_tail_progs", i as u32, p)?;
     }
     // Redirected frames need a receiver with XDP on the far end of out0.
-    let mut sink_counter =
-        Loaded::load(&bpf::compile(&crate::packages_dir().join("harness/bpf/scenario.bpf.c"), cache)?, "sink")?;
+    let mut sink_counter = Loaded::load(&bpf::compile(&crate::scenario_source(), cache)?, "sink")?;
     sink_counter.attach("xdp_count", &sink, "sink0")?;
     Ok(Setup {
         dut,

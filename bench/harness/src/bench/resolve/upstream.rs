@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use ebpkg_registry_testing::Database;
 
-/// The channel the server's index caches listen on (`index_cache::CHANNEL`).
+/// The channel the server's index caches listen on (`db::INDEX_CHANNEL`).
 const INDEX_CHANNEL: &str = "ebpkg_index";
 
 /// One package of a registry served from `db`, and its index file as served.

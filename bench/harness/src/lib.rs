@@ -15,5 +15,11 @@ use std::path::PathBuf;
 
 /// The repository's `packages/` directory.
 pub fn packages_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../packages")
+}
+
+/// `bpf/scenario.bpf.c`: the frame source and counting sink the scenarios and
+/// the MMLF benchmark load beside the packages.
+pub fn scenario_source() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf/scenario.bpf.c")
 }
