@@ -22,6 +22,7 @@ mod plan;
 pub mod record;
 mod safety;
 pub mod signatures;
+mod source;
 pub mod state;
 mod status;
 mod store;
@@ -36,5 +37,6 @@ pub use native::{ChainMode, NativeBuild, NativeCompiler, NativeRequest, Tier, ti
 pub use plan::{DeployPlan, PlannedObject, PlannedPackage, PlannedScript};
 pub use record::{DeploymentRecord, RecordedObject, RecordedPackage};
 pub use record::{Fate, MapState};
+pub use source::PackageSource;
 pub use status::DeploymentStatus;
 pub use store::{DEFAULT_STATE_DIR, Store};

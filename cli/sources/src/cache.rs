@@ -410,7 +410,7 @@ pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
             version: locked.version.clone(),
             locked: locked.signer,
             index: entry.signed_by,
-            registry: locked.source.to_string(),
+            registry: locked.source.clone(),
         }
         .into());
     }
@@ -422,7 +422,7 @@ pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
         version: locked.version.clone(),
         locked: locked.checksum,
         index: entry.cksum,
-        registry: locked.source.to_string(),
+        registry: locked.source.clone(),
     }
     .into())
 }
