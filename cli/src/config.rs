@@ -30,9 +30,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use ebpkg_build::{ToolRequest, ToolSource};
-use ebpkg_sources::{CaInfo, CaInfoSetting, OpenOptions, RegistryUrl};
+use ebpkg_sources::{CaInfo, CaInfoSetting, OpenOptions, RegistryId};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -93,7 +93,16 @@ struct ProjectRegistry {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ProjectNamedRegistry {
-    url: String,
+    #[serde(deserialize_with = "registry_location")]
+    #[schemars(with = "String")]
+    url: RegistryId,
+}
+
+/// A registry's URL or directory in a configuration file, parsed where the file is
+/// read (a bad one is an error at its line there, not later in some command).
+fn registry_location<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<RegistryId, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    RegistryId::parse(&text).map_err(serde::de::Error::custom)
 }
 
 /// The configuration of the project `dir` is in, if it has one, and what it
@@ -141,9 +150,9 @@ fn project_config(dir: &Path) -> Result<Option<(PathBuf, ProjectConfigFile)>> {
 }
 
 /// The registry a user gets without configuring one: a directory under their data home.
-pub fn builtin_registry() -> String {
+pub fn builtin_registry() -> Result<RegistryId> {
     let dir = xdg("XDG_DATA_HOME", ".local/share").join("ebpkg/registry");
-    format!("file://{}/", dir.display())
+    Ok(RegistryId::from_path(&dir)?)
 }
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -156,7 +165,9 @@ pub struct RegistrySection {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NamedRegistry {
-    pub url: String,
+    #[serde(deserialize_with = "registry_location")]
+    #[schemars(with = "String")]
+    pub url: RegistryId,
     pub token: Option<String>,
     /// As `[http] cainfo`, for this registry only (and instead of it).
     pub cainfo: Option<PathBuf>,
@@ -186,13 +197,13 @@ pub struct Config {
     pub registry_from_project: bool,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
-    /// The default registry's URL.
-    pub registry: String,
+    /// The default registry.
+    pub registry: RegistryId,
     /// Named registries (`--registry NAME` may name one).
     pub registries: BTreeMap<String, NamedRegistry>,
     /// `[registry] token` of the config file, with the registry it is for: the
     /// file's `[registry] default` (never whatever `--registry` names).
-    token: Option<(String, String)>,
+    token: Option<(String, RegistryId)>,
     /// Where `ebpkg login` keeps tokens: `credentials.toml` beside the config file.
     pub credentials_path: PathBuf,
     /// Signing keys (`ebpkg key`): `<config dir>/keys/NAME.key|.pub`.
@@ -205,13 +216,15 @@ pub struct Config {
     pub tuf_online_key: Option<PathBuf>,
     /// `EBPKG_TUF_TRUST_CLOCK=1`: see `ebpkg_sources::TufTrust::trust_clock`.
     pub tuf_trust_clock: bool,
-    /// Tokens by canonical registry URL, from the credentials file.
-    credentials: BTreeMap<String, String>,
+    /// Tokens by registry, from the credentials file.
+    credentials: BTreeMap<RegistryId, String>,
     /// Extra CA certificates for every registry: `$EBPKG_HTTP_CAINFO`, else
     /// `[http] cainfo` (a registry's own `cainfo` wins: [`Config::cainfo_for`]).
     pub cainfo: Option<CaInfo>,
-    /// Original registry URL → URL to fetch from instead.
-    pub mirrors: BTreeMap<String, String>,
+    /// Original registry → registry to fetch its packages from instead.
+    pub mirrors: BTreeMap<RegistryId, RegistryId>,
+    /// Where to fetch every other registry's packages from (`[mirrors] "*"`, `$EBPKG_MIRROR`).
+    pub mirror_all: Option<RegistryId>,
     /// The tools to build with (`None`: the default name on `PATH`).
     pub tools: ebpkg_build::ToolchainOptions,
     pub jobs: Option<usize>,
@@ -237,8 +250,9 @@ pub const CREDENTIALS_FILE: &str = "credentials.toml";
 #[derive(Debug, Default, serde::Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialsFile {
+    /// By registry (written by its URL, and read by it: a bad one is an error at its line).
     #[serde(default)]
-    pub registries: BTreeMap<String, Credential>,
+    pub registries: BTreeMap<RegistryId, Credential>,
 }
 
 #[derive(Debug, serde::Serialize, Deserialize)]
@@ -257,7 +271,7 @@ pub fn read_credentials_file(path: &Path) -> Result<CredentialsFile> {
     }
 }
 
-fn read_credentials(path: &Path) -> Result<BTreeMap<String, String>> {
+fn read_credentials(path: &Path) -> Result<BTreeMap<RegistryId, String>> {
     Ok(read_credentials_file(path)?.registries.into_iter().map(|(url, c)| (url, c.token)).collect())
 }
 
@@ -292,22 +306,33 @@ impl Config {
             Err(e) if e.is_not_found() => (None, ConfigFile::default()),
             Err(e) => return Err(e.into()),
         };
-        let default_registry = builtin_registry;
         let project = match over.project_dir.clone().map_or_else(std::env::current_dir, Ok) {
             Ok(dir) => project_config(&dir)?,
             Err(_) => None,
         };
+        // A default registry is a configured registry's name, else its location.
+        let named_or_parsed = |registries: &BTreeMap<String, NamedRegistry>, text: &str| -> Result<RegistryId> {
+            match registries.get(text) {
+                Some(named) => Ok(named.url.clone()),
+                None => Ok(RegistryId::parse(text)?),
+            }
+        };
         // The registry `[registry] token` is for: the file's own default.
-        let file_default = cfg
-            .registry
-            .default
-            .clone()
-            .map(|d| cfg.registries.get(&d).map_or(d, |named| named.url.clone()))
-            .unwrap_or_else(default_registry);
+        let token = match cfg.registry.token {
+            Some(token) => {
+                let file_default = match &cfg.registry.default {
+                    Some(d) => named_or_parsed(&cfg.registries, d)
+                        .with_context(|| format!("{}: [registry] default `{d}`", path.display()))?,
+                    None => builtin_registry()?,
+                };
+                Some((token, file_default))
+            }
+            None => None,
+        };
         // The project's registries over the user's: the command line, then the
         // environment, then the project, then the user's file.
         let mut registries = cfg.registries;
-        let mut mirrors = cfg.mirrors;
+        let mirrors = cfg.mirrors;
         let mut project_default = None;
         let project_file = project.map(|(path, p)| {
             for (name, named) in p.registries {
@@ -326,13 +351,17 @@ impl Config {
         // EBPKG_REGISTRY_TOKEN goes to the registry its user chose (the command
         // line, the environment, their file), never to one a project names.
         let registry_from_project = given.is_none() && project_default.is_some();
-        let mut registry = given.or(project_default).or(cfg.registry.default).unwrap_or_else(default_registry);
         // `--registry corp` names a configured registry.
-        if let Some(named) = registries.get(&registry) {
-            registry = named.url.clone();
-        }
+        let registry = match given.or(project_default).or(cfg.registry.default) {
+            Some(text) => {
+                named_or_parsed(&registries, &text).with_context(|| format!("the default registry `{text}`"))?
+            }
+            None => builtin_registry()?,
+        };
+        let (mirrors, mut mirror_all) =
+            parse_mirrors(mirrors).with_context(|| format!("{}: [mirrors]", path.display()))?;
         if let Some(all) = env("EBPKG_MIRROR") {
-            mirrors.insert("*".into(), all);
+            mirror_all = Some(RegistryId::parse(&all).context("$EBPKG_MIRROR")?);
         }
         let credentials_path =
             path.parent().map_or_else(|| PathBuf::from("credentials.toml"), |d| d.join(CREDENTIALS_FILE));
@@ -345,7 +374,7 @@ impl Config {
             registry_from_project,
             registry,
             registries,
-            token: cfg.registry.token.map(|token| (token, file_default)),
+            token,
             keys_dir: path.parent().map_or_else(|| PathBuf::from("keys"), |d| d.join("keys")),
             trust_path: path.parent().map_or_else(|| PathBuf::from("trust.toml"), |d| d.join("trust.toml")),
             tuf_dir: path.parent().map_or_else(|| PathBuf::from("tuf"), |d| d.join("tuf")),
@@ -354,6 +383,7 @@ impl Config {
             credentials_path,
             credentials,
             mirrors,
+            mirror_all,
             // $EBPKG_CLANG wins over the file; each remembers where it came from,
             // for the messages about it.
             tools: ebpkg_build::ToolchainOptions {
@@ -382,12 +412,12 @@ impl Config {
     /// file and directory in `dir` (`config.toml`'s siblings, `cache/`, `state/`,
     /// `bpffs/`), no configuration file, environment or project configuration read.
     /// For callers of the library that must not see the user's (tests, benchmarks).
-    pub fn isolated(dir: &Path, registry: &str) -> Config {
+    pub fn isolated(dir: &Path, registry: RegistryId) -> Config {
         Config {
             file: None,
             project_file: None,
             registry_from_project: false,
-            registry: registry.to_owned(),
+            registry,
             registries: BTreeMap::new(),
             token: None,
             credentials_path: dir.join(CREDENTIALS_FILE),
@@ -399,6 +429,7 @@ impl Config {
             credentials: BTreeMap::new(),
             cainfo: None,
             mirrors: BTreeMap::new(),
+            mirror_all: None,
             tools: ebpkg_build::ToolchainOptions::default(),
             jobs: None,
             cache_dir: dir.join("cache"),
@@ -407,9 +438,9 @@ impl Config {
         }
     }
 
-    /// The URL to fetch a registry's packages from (a mirror, when one is set).
-    pub fn fetch_url<'a>(&'a self, registry: &'a str) -> &'a str {
-        self.mirrors.get(registry).or_else(|| self.mirrors.get("*")).map_or(registry, String::as_str)
+    /// The registry to fetch a registry's packages from (a mirror, when one is set).
+    pub fn fetch_url<'a>(&'a self, registry: &'a RegistryId) -> &'a RegistryId {
+        self.mirrors.get(registry).or(self.mirror_all.as_ref()).unwrap_or(registry)
     }
 
     /// The token for a registry: `EBPKG_REGISTRY_TOKEN` (for the registry this
@@ -417,34 +448,32 @@ impl Config {
     /// dependency names), else what `ebpkg login` stored for it, else the config
     /// file's (`[registries.NAME] token`, or `[registry] token` for the file's
     /// `[registry] default`).
-    pub fn token_for(&self, url: &RegistryUrl) -> Option<String> {
+    pub fn token_for(&self, url: &RegistryId) -> Option<String> {
         self.token_given(url, env("EBPKG_REGISTRY_TOKEN"))
     }
 
     /// [`Config::token_for`], with `EBPKG_REGISTRY_TOKEN`'s value given.
-    fn token_given(&self, url: &RegistryUrl, env_token: Option<String>) -> Option<String> {
-        let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
+    fn token_given(&self, url: &RegistryId, env_token: Option<String>) -> Option<String> {
         env_token
-            .filter(|_| same(&self.registry) && !self.registry_from_project)
-            .or_else(|| self.credentials.get(url.as_str()).cloned())
-            .or_else(|| self.registries.values().find(|r| same(&r.url)).and_then(|r| r.token.clone()))
-            .or_else(|| self.token.as_ref().filter(|(_, for_url)| same(for_url)).map(|(token, _)| token.clone()))
+            .filter(|_| self.registry == *url && !self.registry_from_project)
+            .or_else(|| self.credentials.get(url).cloned())
+            .or_else(|| self.registries.values().find(|r| r.url == *url).and_then(|r| r.token.clone()))
+            .or_else(|| self.token.as_ref().filter(|(_, for_url)| for_url == url).map(|(token, _)| token.clone()))
     }
 
     /// Where a token for `url` comes from other than the credentials file (for
     /// `ebpkg logout` to say), if anywhere.
-    pub fn token_elsewhere(&self, url: &RegistryUrl) -> Option<String> {
+    pub fn token_elsewhere(&self, url: &RegistryId) -> Option<String> {
         self.token_elsewhere_given(url, env("EBPKG_REGISTRY_TOKEN"))
     }
 
-    fn token_elsewhere_given(&self, url: &RegistryUrl, env_token: Option<String>) -> Option<String> {
-        let same = |u: &str| RegistryUrl::parse(u).is_ok_and(|u| u == *url);
+    fn token_elsewhere_given(&self, url: &RegistryId, env_token: Option<String>) -> Option<String> {
         let file = || self.file.as_ref().map_or_else(|| "the config file".to_owned(), |f| f.display().to_string());
-        if env_token.is_some() && same(&self.registry) && !self.registry_from_project {
+        if env_token.is_some() && self.registry == *url && !self.registry_from_project {
             Some("EBPKG_REGISTRY_TOKEN".to_owned())
-        } else if let Some((name, _)) = self.registries.iter().find(|(_, r)| same(&r.url) && r.token.is_some()) {
+        } else if let Some((name, _)) = self.registries.iter().find(|(_, r)| r.url == *url && r.token.is_some()) {
             Some(format!("[registries.{name}] token in {}", file()))
-        } else if self.token.as_ref().is_some_and(|(_, for_url)| same(for_url)) {
+        } else if self.token.as_ref().is_some_and(|(_, for_url)| for_url == url) {
             Some(format!("[registry] token in {}", file()))
         } else {
             None
@@ -452,7 +481,7 @@ impl Config {
     }
 
     /// How to open the registry at `url`.
-    pub fn open_options(&self, url: &RegistryUrl, offline: bool) -> OpenOptions {
+    pub fn open_options(&self, url: &RegistryId, offline: bool) -> OpenOptions {
         OpenOptions {
             token: self.token_for(url),
             cache_dir: Some(self.cache_dir.clone()),
@@ -467,11 +496,11 @@ impl Config {
 
     /// The extra CA certificates for the registry at `url`: its own
     /// `[registries.NAME] cainfo`, else `$EBPKG_HTTP_CAINFO`, else `[http] cainfo`.
-    pub fn cainfo_for(&self, url: &RegistryUrl) -> Option<CaInfo> {
+    pub fn cainfo_for(&self, url: &RegistryId) -> Option<CaInfo> {
         let file = || self.file.clone().unwrap_or_default();
         self.registries
             .iter()
-            .find(|(_, r)| r.cainfo.is_some() && RegistryUrl::parse(&r.url).is_ok_and(|u| u == *url))
+            .find(|(_, r)| r.cainfo.is_some() && r.url == *url)
             .and_then(|(name, r)| {
                 let setting = CaInfoSetting::Registry { name: name.clone(), file: file() };
                 r.cainfo.clone().map(|path| CaInfo { path, setting })
@@ -481,12 +510,12 @@ impl Config {
 
     /// Where the trusted TUF root of the registry at `url` is kept (whether or
     /// not there is one): `<config dir>/tuf/<16 hex digits of the URL's SHA-256>/root.json`.
-    pub fn tuf_root_path(&self, url: &RegistryUrl) -> PathBuf {
+    pub fn tuf_root_path(&self, url: &RegistryId) -> PathBuf {
         self.tuf_dir.join(registry_id(url)).join("root.json")
     }
 
     /// The TUF trust configured for `url` (`ebpkg registry add … --root`), if any.
-    pub fn tuf_trust(&self, url: &RegistryUrl) -> Option<ebpkg_sources::TufTrust> {
+    pub fn tuf_trust(&self, url: &RegistryId) -> Option<ebpkg_sources::TufTrust> {
         let root = self.tuf_root_path(url);
         root.is_file().then(|| ebpkg_sources::TufTrust {
             root,
@@ -523,8 +552,24 @@ fn cainfo_settings(
     }
 }
 
+/// `[mirrors]`: each registry's mirror, and the one for every other registry (`"*"`).
+fn parse_mirrors(text: BTreeMap<String, String>) -> Result<(BTreeMap<RegistryId, RegistryId>, Option<RegistryId>)> {
+    let mut mirrors = BTreeMap::new();
+    let mut all = None;
+    for (origin, mirror) in text {
+        let to = RegistryId::parse(&mirror).with_context(|| format!("the mirror of `{origin}`"))?;
+        match origin.as_str() {
+            "*" => all = Some(to),
+            _ => {
+                mirrors.insert(RegistryId::parse(&origin).with_context(|| format!("`{origin}`"))?, to);
+            }
+        }
+    }
+    Ok((mirrors, all))
+}
+
 /// A short, file-name-safe name for a registry URL.
-fn registry_id(url: &RegistryUrl) -> String {
+fn registry_id(url: &RegistryId) -> String {
     use sha2::Digest;
     hex::encode(&sha2::Sha256::digest(url.as_str().as_bytes())[..8])
 }
@@ -604,17 +649,17 @@ mod tests {
         let mut registries = BTreeMap::new();
         registries.insert(
             "corp".to_owned(),
-            NamedRegistry { url: "https://corp.example".into(), token: Some("c".into()), cainfo: None },
+            NamedRegistry { url: url("https://corp.example"), token: Some("c".into()), cainfo: None },
         );
         let mut credentials = BTreeMap::new();
-        credentials.insert("https://login.example/".to_owned(), "l".to_owned());
+        credentials.insert(url("https://login.example/"), "l".to_owned());
         Config {
             file: None,
             project_file: None,
             registry_from_project: false,
-            registry: registry.into(),
+            registry: url(registry),
             registries,
-            token: file_token.map(|(t, u)| (t.to_owned(), u.to_owned())),
+            token: file_token.map(|(t, u)| (t.to_owned(), url(u))),
             credentials_path: PathBuf::from("credentials.toml"),
             keys_dir: PathBuf::from("keys"),
             trust_path: PathBuf::from("trust.toml"),
@@ -624,6 +669,7 @@ mod tests {
             credentials,
             cainfo: None,
             mirrors: BTreeMap::new(),
+            mirror_all: None,
             tools: ebpkg_build::ToolchainOptions::default(),
             jobs: None,
             cache_dir: PathBuf::new(),
@@ -632,8 +678,8 @@ mod tests {
         }
     }
 
-    fn url(u: &str) -> RegistryUrl {
-        RegistryUrl::parse(u).unwrap()
+    fn url(u: &str) -> RegistryId {
+        RegistryId::parse(u).unwrap()
     }
 
     /// EBPKG_REGISTRY_TOKEN, then `ebpkg login`'s, then the config file's; each
@@ -699,5 +745,41 @@ mod tests {
         c.cainfo = None;
         assert_eq!(c.cainfo_for(&url("https://other.example/")), None);
         assert!(toml::from_str::<ConfigFile>("[http]\ncafile = \"x\"\n").is_err(), "unknown keys refused");
+    }
+
+    /// Registries are read with the file that names them: a bad one is an error at
+    /// its line, and every spelling of one is the same registry.
+    #[test]
+    fn registries_are_read_with_the_configuration() {
+        let e = toml::from_str::<ConfigFile>("[registries.corp]\nurl = \"https://me:pw@corp.example/\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("it contains credentials"), "{e}");
+        let file: ConfigFile = toml::from_str("[registries.corp]\nurl = \"https://Corp.example\"\n").unwrap();
+        assert_eq!(file.registries["corp"].url, url("https://corp.example/"));
+        let credentials: CredentialsFile =
+            toml::from_str("[registries.\"https://login.example\"]\ntoken = \"t\"\n").unwrap();
+        assert_eq!(credentials.registries.keys().collect::<Vec<_>>(), [&url("https://login.example/")]);
+        assert_eq!(toml::to_string(&credentials).unwrap(), "[registries.\"https://login.example/\"]\ntoken = \"t\"\n");
+        let e = toml::from_str::<CredentialsFile>("[registries.\"./reg\"]\ntoken = \"t\"\n").unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("`./reg` is not a registry URL"), "{e}");
+    }
+
+    /// `[mirrors]` names registries in any spelling; `"*"` stands in for every other.
+    #[test]
+    fn mirrors_are_found_whatever_the_spelling() {
+        let text = BTreeMap::from([
+            ("https://registry.example".to_owned(), "/srv/mirror".to_owned()),
+            ("*".to_owned(), "file:///srv/all".to_owned()),
+        ]);
+        let (mirrors, all) = parse_mirrors(text).unwrap();
+        let mut c = config("https://registry.example/", None);
+        (c.mirrors, c.mirror_all) = (mirrors, all);
+        assert_eq!(c.fetch_url(&url("https://registry.example/")).as_str(), "file:///srv/mirror/");
+        assert_eq!(c.fetch_url(&url("https://other.example")).as_str(), "file:///srv/all/");
+        c.mirror_all = None;
+        assert_eq!(c.fetch_url(&url("https://other.example")).as_str(), "https://other.example/");
+        let e = parse_mirrors(BTreeMap::from([("gopher://x".to_owned(), "/srv/m".to_owned())])).unwrap_err();
+        assert!(format!("{e:#}").starts_with("`gopher://x`: `gopher://x` uses the scheme `gopher:`"), "{e:#}");
     }
 }

@@ -110,7 +110,7 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
     if let Some(e) = e.downcast_ref::<ebpkg_sources::Error>() {
         return Some(source_failure(e));
     }
-    if let Some(e) = e.downcast_ref::<ebpkg_sources::UrlError>() {
+    if let Some(e) = e.downcast_ref::<ebpkg_sources::RegistryIdError>() {
         return Some(url_failure(e));
     }
     if let Some(e) = e.downcast_ref::<ResolveError>() {
@@ -123,7 +123,7 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<Failure> {
                     if let Some(s) = c.downcast_ref::<ebpkg_sources::Error>() {
                         return Some(source_failure(s));
                     }
-                    if let Some(u) = c.downcast_ref::<ebpkg_sources::UrlError>() {
+                    if let Some(u) = c.downcast_ref::<ebpkg_sources::RegistryIdError>() {
                         return Some(url_failure(u));
                     }
                     next = c.source();
@@ -170,10 +170,12 @@ pub fn deploy_failure(e: &DeployError) -> Failure {
     }
 }
 
-fn url_failure(e: &ebpkg_sources::UrlError) -> Failure {
+fn url_failure(e: &ebpkg_sources::RegistryIdError) -> Failure {
     match e {
-        ebpkg_sources::UrlError::CurrentDir { .. } => Failure::Environment,
-        ebpkg_sources::UrlError::Invalid { .. } | ebpkg_sources::UrlError::UnsupportedScheme { .. } => Failure::Input,
+        ebpkg_sources::RegistryIdError::CurrentDir { .. } => Failure::Environment,
+        ebpkg_sources::RegistryIdError::Invalid { .. }
+        | ebpkg_sources::RegistryIdError::NotAUrl { .. }
+        | ebpkg_sources::RegistryIdError::UnsupportedScheme { .. } => Failure::Input,
     }
 }
 
@@ -248,7 +250,7 @@ mod tests {
         let e = anyhow::Error::new(runtime(RuntimeError::IdsExhausted { kind: "program", max: 64 }))
             .context("installing kapp");
         assert_eq!(failure_of(&e), Failure::Limit);
-        let url = ebpkg_sources::RegistryUrl::parse("gopher://x").unwrap_err();
+        let url = ebpkg_sources::RegistryId::parse("gopher://x").unwrap_err();
         assert_eq!(failure_of(&anyhow::Error::new(url).context("the default registry")), Failure::Input);
         let usage = fail(Failure::Usage, "bad flag").context("while parsing");
         assert_eq!(failure_of(&usage), Failure::Usage);

@@ -18,11 +18,12 @@ use std::path::{Path, PathBuf};
 use semver::Version;
 
 use crate::PackageName;
+use crate::registry_id::RegistryId;
 use crate::types::{KeyId, Sha256Digest};
 
 /// A registry's name in cache paths: its canonical URL's digest, shortened.
-fn registry_id(registry_url: &str) -> String {
-    let mut digest = Sha256Digest::of(registry_url.as_bytes()).to_hex();
+fn registry_dir(registry: &RegistryId) -> String {
+    let mut digest = Sha256Digest::of(registry.as_str().as_bytes()).to_hex();
     digest.truncate(16);
     digest
 }
@@ -65,16 +66,16 @@ impl CacheLayout {
         }
     }
 
-    /// The cached index file at `index_path` of the HTTP registry `registry_url`
-    /// (its canonical URL): one directory per registry, named by its URL's digest.
-    pub fn http_index(&self, registry_url: &str, index_path: &str) -> PathBuf {
-        self.root.join("index").join(registry_id(registry_url)).join(index_path)
+    /// The cached index file at `index_path` of the HTTP registry `registry`: one
+    /// directory per registry, named by its canonical URL's digest.
+    pub fn http_index(&self, registry: &RegistryId, index_path: &str) -> PathBuf {
+        self.root.join("index").join(registry_dir(registry)).join(index_path)
     }
 
-    /// The parsed index files of the directory registry `registry_url` (its
-    /// canonical URL), kept for later resolutions.
-    pub fn resolution_cache(&self, registry_url: &str) -> PathBuf {
-        self.root.join("index").join(format!("{}.resolution", registry_id(registry_url)))
+    /// The parsed index files of the directory registry `registry`, kept for later
+    /// resolutions.
+    pub fn resolution_cache(&self, registry: &RegistryId) -> PathBuf {
+        self.root.join("index").join(format!("{}.resolution", registry_dir(registry)))
     }
 
     pub fn archives(&self) -> PathBuf {

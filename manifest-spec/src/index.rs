@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::manifest::{Field, KernelReq, Manifest};
 use crate::names::{ItemName, PackageName};
+use crate::registry_id::RegistryId;
 use crate::types::{EndsPacket, Hook, IntType, KeyId, Sha256Digest};
 
 /// The index schema version this crate writes.
@@ -80,7 +81,8 @@ pub struct IndexDependency {
     #[schemars(with = "String")]
     pub req: VersionReq,
     /// The registry it comes from; `null` means the registry of this index.
-    pub registry: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub registry: Option<RegistryId>,
 }
 
 /// A program's calling signature.
@@ -157,6 +159,11 @@ impl From<&IndexEntry> for EntryPin {
 }
 
 impl IndexEntry {
+    /// `name@version`, typed.
+    pub fn id(&self) -> crate::PackageId {
+        crate::PackageId::new(self.name.clone(), self.vers.clone())
+    }
+
     /// The entry for a manifest whose archive has digest `cksum`.
     pub fn from_manifest(manifest: &Manifest, cksum: Sha256Digest) -> Self {
         IndexEntry {

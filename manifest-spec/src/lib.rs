@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod names;
 pub mod object_items;
 pub mod registry_api;
+pub mod registry_id;
 pub mod schema;
 mod toml_input;
 pub mod types;
@@ -26,6 +27,7 @@ pub use index::{IndexEntry, index_path, index_target};
 pub use lockfile::{LockedDependency, LockedPackage, Lockfile};
 pub use manifest::{Manifest, ManifestError};
 pub use names::{ItemName, PackageName};
+pub use registry_id::{RegistryId, RegistryIdError, RegistryKind};
 pub use toml_input::{MAX_LOCK_BYTES, MAX_TOML_BYTES};
 
 /// Largest BPF object (prebuilt, compiled or cached) ebpkg reads: as large as any

@@ -5,7 +5,7 @@
 //! Parsing that text and writing it again gives the same bytes, so a lockfile only
 //! changes in version control when the resolution changed.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -20,6 +20,7 @@ mod canonical;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::manifest::{ManifestError, read_capped};
 use crate::names::PackageName;
+use crate::registry_id::RegistryId;
 use crate::toml_input;
 use crate::types::{KeyId, Sha256Digest};
 
@@ -37,16 +38,6 @@ pub struct Lockfile {
     packages: Vec<LockedPackage>,
 }
 
-/// `source` as one of `sources` (the sources seen so far), added when new.
-fn shared_source(sources: &mut HashSet<std::sync::Arc<str>>, source: String) -> std::sync::Arc<str> {
-    if let Some(seen) = sources.get(source.as_str()) {
-        return std::sync::Arc::clone(seen);
-    }
-    let new: std::sync::Arc<str> = source.into();
-    sources.insert(std::sync::Arc::clone(&new));
-    new
-}
-
 /// How lockfile text is read (see [`canonical`]).
 #[derive(Clone, Copy)]
 enum Read {
@@ -60,9 +51,9 @@ enum Read {
 pub struct LockedPackage {
     pub name: PackageName,
     pub version: Version,
-    /// URL of the registry it came from (shared: a lock names one or two registries
-    /// for thousands of packages).
-    pub source: std::sync::Arc<str>,
+    /// The registry it came from (read once per registry: a lock names one or two
+    /// registries for thousands of packages).
+    pub source: RegistryId,
     /// SHA-256 of the package archive.
     pub checksum: Sha256Digest,
     /// The key that signed the archive, as the registry's index line named it
@@ -213,7 +204,7 @@ impl Lockfile {
             out.push_str("\"\nversion = \"");
             push_version(out, &p.version);
             out.push_str("\"\nsource = ");
-            push_quoted(out, &p.source);
+            push_quoted(out, p.source.as_str());
             out.push_str("\nchecksum = \"");
             push_hex(out, &p.checksum.0);
             out.push_str("\"\n");
@@ -306,7 +297,7 @@ impl Lockfile {
             .into());
         }
         let mut packages = Vec::new();
-        let mut sources = HashSet::new();
+        let mut sources: HashMap<String, RegistryId> = HashMap::new();
         let mut dep_refs = Vec::new();
         // A set, not a search of the packages so far: a lock may list 100,000 packages.
         let mut listed: BTreeSet<(PackageName, Version)> = BTreeSet::new();
@@ -343,16 +334,23 @@ impl Lockfile {
                     })
                 })
                 .ok();
-            let source_ok = !p.source.get_ref().is_empty() && url::Url::parse(p.source.get_ref()).is_ok();
-            if !source_ok {
-                diags.push(|| {
-                    err(
-                        p.source.span(),
-                        format!("source \"{}\" is not a registry URL", p.source.get_ref()),
-                        "regenerate the lockfile with `ebpkg lock`",
-                    )
-                });
-            }
+            // Each registry's text parsed once (cargo's lockfile reader decodes each
+            // `SourceId` once): a lock names one or two for thousands of packages.
+            let source = match sources.get(p.source.get_ref().as_str()) {
+                Some(id) => Some(RegistryId::clone(id)),
+                None => match RegistryId::parse_url(p.source.get_ref()) {
+                    Ok(id) => {
+                        sources.insert(p.source.get_ref().clone(), id.clone());
+                        Some(id)
+                    }
+                    Err(e) => {
+                        diags.push(|| {
+                            err(p.source.span(), format!("source {e}"), "regenerate the lockfile with `ebpkg lock`")
+                        });
+                        None
+                    }
+                },
+            };
             let mut dependencies = Vec::new();
             for d in &p.dependencies {
                 match parse_dep_ref(d.get_ref()) {
@@ -371,7 +369,7 @@ impl Lockfile {
             }
             // Only a package whose every field is well-formed is kept (salvage
             // hands them on as they are).
-            if let (Some(name), Some(version), Some(checksum), true) = (name, version, checksum, source_ok) {
+            if let (Some(name), Some(version), Some(checksum), Some(source)) = (name, version, checksum, source) {
                 if !listed.insert((name.clone(), version.clone())) {
                     diags.push(|| {
                         err(
@@ -381,14 +379,7 @@ impl Lockfile {
                         )
                     });
                 }
-                packages.push(LockedPackage {
-                    name,
-                    version,
-                    source: shared_source(&mut sources, p.source.into_inner()),
-                    checksum,
-                    signer: p.signer,
-                    dependencies,
-                });
+                packages.push(LockedPackage { name, version, source, checksum, signer: p.signer, dependencies });
             }
         }
         for (span, dep) in dep_refs {
@@ -547,7 +538,7 @@ mod tests {
         LockedPackage {
             name: PackageName::new(name).unwrap(),
             version: Version::parse(version).unwrap(),
-            source: "file:///srv/registry".into(),
+            source: RegistryId::parse_url("file:///srv/registry").unwrap(),
             checksum: Sha256Digest([7; 32]),
             signer: None,
             dependencies: deps
@@ -629,7 +620,7 @@ mod tests {
                 .iter()
                 .map(|(n, m, source)| {
                     let mut p = pkg(&format!("p{n}"), &format!("1.{m}.0"), &[]);
-                    p.source = format!("file:///srv/registry{source}").into();
+                    p.source = RegistryId::parse_url(&format!("file:///srv/registry{source}")).unwrap();
                     p
                 })
                 .collect();
@@ -655,7 +646,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "# This file is written by ebpkg; do not edit it by hand.\nversion = 1\n\n[[package]]\nname = \"ddos\"\nversion = \"1.4.0\"\nsource = \"file:///srv/registry\"\nchecksum = \"{digest}\"\ndependencies = [\n    \"net 1.0.0\",\n]\n\n[[package]]\nname = \"net\"\nversion = \"1.0.0\"\nsource = \"file:///srv/registry\"\nchecksum = \"{digest}\"\n"
+                "# This file is written by ebpkg; do not edit it by hand.\nversion = 1\n\n[[package]]\nname = \"ddos\"\nversion = \"1.4.0\"\nsource = \"file:///srv/registry/\"\nchecksum = \"{digest}\"\ndependencies = [\n    \"net 1.0.0\",\n]\n\n[[package]]\nname = \"net\"\nversion = \"1.0.0\"\nsource = \"file:///srv/registry/\"\nchecksum = \"{digest}\"\n"
             )
         );
         assert_eq!(Lockfile::parse(&text, "ebpkg.lock").unwrap(), lock);
@@ -685,15 +676,49 @@ mod tests {
     }
 
     #[test]
-    fn packages_of_one_registry_share_its_url_when_read() {
+    fn packages_of_one_registry_share_its_id_when_read() {
         let mut other = pkg("meter", "1.0.0", &[]);
-        other.source = "file:///srv/other".into();
+        other.source = RegistryId::parse_url("file:///srv/other").unwrap();
         let lock = Lockfile::new(vec![pkg("ddos", "1.4.0", &[]), pkg("net", "1.0.0", &[]), other]);
         let read = Lockfile::parse(&lock.to_toml_string(), "ebpkg.lock").unwrap();
         assert_eq!(read, lock);
         let [ddos, meter, net] = read.packages() else { panic!("{read:?}") };
-        assert!(std::sync::Arc::ptr_eq(&ddos.source, &net.source));
-        assert!(!std::sync::Arc::ptr_eq(&ddos.source, &meter.source));
+        assert_eq!(ddos.source, net.source);
+        assert_ne!(ddos.source, meter.source);
+        assert_eq!(meter.source.as_str(), "file:///srv/other/");
+    }
+
+    /// A source is a registry URL by the rules every registry named anywhere follows
+    /// (RegistryId): one that is not is an error at its place in the file.
+    #[test]
+    fn a_bad_source_is_refused_where_it_is_written() {
+        let text = Lockfile::new(vec![pkg("net", "1.0.0", &[])]).to_toml_string();
+        for (bad, why) in [
+            ("https://user:secret@registry.example/", "credentials"),
+            ("gopher://registry.example/", "scheme `gopher:`"),
+            ("/srv/registry/", "relative URL without a base"),
+        ] {
+            let text = text.replace("file:///srv/registry/", bad);
+            for e in [
+                Lockfile::parse(&text, "ebpkg.lock").unwrap_err(),
+                Lockfile::parse_as_toml(&text, "ebpkg.lock").unwrap_err(),
+            ] {
+                let e = e.to_string();
+                assert!(e.starts_with(&format!("ebpkg.lock:7:10: source `{bad}`")), "{e}");
+                assert!(e.contains(why) && e.ends_with("regenerate the lockfile with `ebpkg lock`"), "{e}");
+            }
+        }
+    }
+
+    /// Another spelling of a registry (written by hand) reads as the registry, and
+    /// is written back in the one canonical spelling.
+    #[test]
+    fn a_source_is_read_in_its_canonical_spelling() {
+        let text = Lockfile::new(vec![pkg("net", "1.0.0", &[])]).to_toml_string();
+        let spelled = text.replace("file:///srv/registry/", "file://localhost/srv/./registry");
+        let read = Lockfile::parse(&spelled, "ebpkg.lock").unwrap();
+        assert_eq!(read.packages()[0].source, RegistryId::parse("/srv/registry").unwrap());
+        assert_eq!(read.to_toml_string(), text);
     }
 
     /// Found by the lockfile fuzzer: a package whose source is not a URL was kept

@@ -38,7 +38,7 @@ fn full_manifest_parses_with_every_section() {
     assert_eq!(m.package.kernel.helpers, ["bpf_fib_lookup", "bpf_ktime_get_ns"]);
     assert_eq!(m.dependencies.len(), 2);
     assert_eq!(m.dependencies["meter"].version.to_string(), "~1.2.3");
-    assert_eq!(m.dependencies["meter"].registry.as_deref(), Some("https://registry.example.org"));
+    assert_eq!(m.dependencies["meter"].registry.as_ref().map(|r| r.as_str()), Some("https://registry.example.org/"));
     assert_eq!(m.reexports["meter"][0].as_str(), "ip6_dst_tbmon");
     assert_eq!(m.programs.len(), 2);
     let tb = &m.programs[0];
@@ -268,12 +268,36 @@ fn dependency_rules() {
     );
     assert_eq!(
         errors(&with_head("[dependencies]\nnet = { version = \"1\", registry = \"nowhere\" }\n")),
-        "ebpkg.toml:5:35: registry \"nowhere\" is not a URL: relative URL without a base; write a full URL, e.g. \"https://github.com/me/my-package\""
+        "ebpkg.toml:5:35: dependency `net`: `nowhere` is not a registry URL: relative URL without a base; name a registry by its URL, such as `https://registry.example.org/` or `file:///srv/ebpkg-registry/`"
     );
     assert_eq!(
         errors(&with_head("[dependencies]\nNet = \"1\"\n")),
         "ebpkg.toml:5:1: package name `Net` must start with a lowercase ASCII letter; write `net`"
     );
+}
+
+/// A dependency's registry is read by the rules of every registry URL
+/// (`RegistryId`): a directory registry by its file:// URL, never a path, a host
+/// other installers cannot reach, or credentials.
+#[test]
+fn dependency_registries_follow_the_registry_url_rules() {
+    let m = Manifest::parse(
+        &with_head("[dependencies]\nnet = { version = \"1\", registry = \"file:///srv/./reg\" }\n"),
+        "ebpkg.toml",
+    )
+    .unwrap();
+    assert_eq!(m.dependencies["net"].registry.as_ref().map(|r| r.as_str()), Some("file:///srv/reg/"));
+    for (registry, why) in [
+        ("file://elsewhere/reg", "remove the host name"),
+        ("/srv/reg", "relative URL without a base"),
+        ("https://me:secret@r.example/", "contains credentials"),
+        ("https://r.example/?x=1", "no `?query` or `#fragment`"),
+        ("ssh://r.example/", "uses the scheme `ssh:`"),
+    ] {
+        let e =
+            errors(&with_head(&format!("[dependencies]\nnet = {{ version = \"1\", registry = \"{registry}\" }}\n")));
+        assert!(e.starts_with(&format!("ebpkg.toml:5:35: dependency `net`: `{registry}`")) && e.contains(why), "{e}");
+    }
 }
 
 #[test]

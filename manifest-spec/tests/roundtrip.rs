@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use ebpkg_spec::index::{ArgSignature, ChainSummary, IndexDependency, LoaderSummary, MapLayout, ProgramSummary};
 use ebpkg_spec::manifest::{Field, KernelReq};
 use ebpkg_spec::types::{EndsPacket, FieldType, Hook, IntType, KernelVersion, KeyId, Sha256Digest};
-use ebpkg_spec::{IndexEntry, ItemName, LockedDependency, LockedPackage, Lockfile, PackageName};
+use ebpkg_spec::{IndexEntry, ItemName, LockedDependency, LockedPackage, Lockfile, PackageName, RegistryId};
 use proptest::prelude::*;
 use semver::{Version, VersionReq};
 
@@ -48,13 +48,14 @@ fn digest() -> impl Strategy<Value = Sha256Digest> {
     any::<[u8; 32]>().prop_map(Sha256Digest)
 }
 
-fn source() -> impl Strategy<Value = String> {
+fn source() -> impl Strategy<Value = RegistryId> {
     prop_oneof![
         Just("https://registry.ebpkg.dev/".to_owned()),
         "[a-z]{1,8}".prop_map(|s| format!("file:///srv/{s}")),
-        // Quotes and backslashes must survive TOML quoting.
+        // Quotes and backslashes, percent-encoded or read as `/`.
         "[a-z\"\\\\]{1,8}".prop_map(|s| format!("https://example.org/{s}")),
     ]
+    .prop_map(|url| RegistryId::parse_url(&url).unwrap())
 }
 
 /// A consistent lockfile: every dependency names a package of the file.
@@ -64,7 +65,7 @@ fn lockfile_packages() -> impl Strategy<Value = Vec<LockedPackage>> {
         (source(), digest(), prop::option::of(any::<[u8; 32]>().prop_map(KeyId))),
         0..12,
     )
-    .prop_flat_map(|pkgs: BTreeMap<(PackageName, Version), (String, Sha256Digest, Option<KeyId>)>| {
+    .prop_flat_map(|pkgs: BTreeMap<(PackageName, Version), (RegistryId, Sha256Digest, Option<KeyId>)>| {
         let keys: Vec<(PackageName, Version)> = pkgs.keys().cloned().collect();
         let n = keys.len();
         let deps = prop::collection::vec(prop::collection::vec(0..n.max(1), 0..4), n);
@@ -76,7 +77,7 @@ fn lockfile_packages() -> impl Strategy<Value = Vec<LockedPackage>> {
             .map(|(((name, version), (source, checksum, signer)), dep_idx)| LockedPackage {
                 name,
                 version,
-                source: source.into(),
+                source,
                 checksum,
                 signer,
                 dependencies: dep_idx

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::http::HeaderValue;
 use clap::Args;
+use ebpkg_spec::{RegistryId, RegistryKind};
 use serde::Deserialize;
 use url::Url;
 
@@ -152,7 +153,7 @@ pub struct Config {
     pub listen: SocketAddr,
     pub storage: StorageUrl,
     /// Ends in `/`.
-    pub public_url: Url,
+    pub public_url: RegistryId,
     pub dl_template: Option<String>,
     pub max_archive_bytes: u64,
     pub request_timeout: Duration,
@@ -263,7 +264,7 @@ fn listen(args: &ConfigArgs, file: &ConfigFile) -> Result<SocketAddr, ConfigErro
     }
 }
 
-fn public_url_of(args: &ConfigArgs, file: &ConfigFile, listen: SocketAddr) -> Result<Url, ConfigError> {
+fn public_url_of(args: &ConfigArgs, file: &ConfigFile, listen: SocketAddr) -> Result<RegistryId, ConfigError> {
     parse_public_url(
         &args.public_url.clone().or(file.public_url.clone()).unwrap_or_else(|| format!("http://{listen}/")),
     )
@@ -271,7 +272,7 @@ fn public_url_of(args: &ConfigArgs, file: &ConfigFile, listen: SocketAddr) -> Re
 
 /// The URL clients reach the registry at, as `serve` announces it with these
 /// settings (flag, environment, then the file; else `http://LISTEN/`).
-pub fn public_url(args: &ConfigArgs) -> Result<Url, ConfigError> {
+pub fn public_url(args: &ConfigArgs) -> Result<RegistryId, ConfigError> {
     let file = config_file(args)?;
     public_url_of(args, &file, listen(args, &file)?)
 }
@@ -397,15 +398,13 @@ fn parse_issuer(text: &str) -> Result<String, ConfigError> {
     Ok(text.to_owned())
 }
 
-fn parse_public_url(text: &str) -> Result<Url, ConfigError> {
+/// The registry's own URL, by the rules of every registry URL (`RegistryId`): what
+/// clients will write in their lockfiles.
+fn parse_public_url(text: &str) -> Result<RegistryId, ConfigError> {
     let bad = |why: String| ConfigError::Invalid { setting: "public-url", value: text.into(), why };
-    let mut url = Url::parse(text).map_err(|e| bad(e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") || url.query().is_some() || url.fragment().is_some() {
-        return Err(bad("write http(s)://host[:port][/path], without query or fragment".into()));
-    }
-    if !url.path().ends_with('/') {
-        let path = format!("{}/", url.path());
-        url.set_path(&path);
+    let url = RegistryId::parse_url(text).map_err(|e| bad(e.to_string()))?;
+    if url.kind() != RegistryKind::Http {
+        return Err(bad("a registry server is reached at http(s)://host[:port][/path]".into()));
     }
     Ok(url)
 }

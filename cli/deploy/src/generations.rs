@@ -39,7 +39,7 @@ pub struct SavedGeneration {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct SavedPackage {
     id: PackageId,
-    source: String,
+    source: crate::source::PackageSource,
     checksum: Sha256Digest,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     signer: Option<KeyId>,

@@ -43,8 +43,8 @@ pub struct DeployPlan {
 #[derive(Debug, Clone)]
 pub struct PlannedPackage {
     pub id: PackageId,
-    /// The registry it came from (`path+file://…` for a local directory).
-    pub source: String,
+    /// The registry it came from, or the project's directory.
+    pub source: crate::source::PackageSource,
     /// The archive's SHA-256, or the digest of the local directory's archive.
     pub checksum: Sha256Digest,
     /// Where its files are (for printing source lines of verifier failures).
@@ -129,13 +129,13 @@ impl DeployPlan {
             // for bytes that are not UTF-8 (which serde_json refuses in paths).
             root: std::borrow::Cow<'a, str>,
             project: &'a PackageId,
-            packages: Vec<(&'a str, String, &'a str, String)>,
+            packages: Vec<(&'a str, String, String, String)>,
             scripts: Vec<(&'a str, &'a str)>,
             params: &'a BTreeMap<String, String>,
             chain_mode: ChainMode,
         }
         let mut packages: Vec<_> =
-            self.packages.iter().map(|p| (p.name(), p.version(), p.source.as_str(), p.checksum.to_hex())).collect();
+            self.packages.iter().map(|p| (p.name(), p.version(), p.source.to_string(), p.checksum.to_hex())).collect();
         packages.sort();
         let mut scripts: Vec<_> = self.scripts.iter().map(|s| (s.file.as_str(), s.source.as_str())).collect();
         scripts.sort();

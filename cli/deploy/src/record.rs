@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{PackageId, PackageName};
+
+use crate::source::PackageSource;
 use semver::Version;
 
 /// Format version of records and journals.
@@ -54,7 +56,7 @@ pub struct DeploymentRecord {
 pub struct RecordedPackage {
     pub name: PackageName,
     pub version: Version,
-    pub source: String,
+    pub source: PackageSource,
     pub checksum: Sha256Digest,
     /// The key its archive's signature was verified with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,5 +258,23 @@ mod tests {
         assert!(e.to_string().contains("line"), "{e}");
         let text = include_str!("../fuzz/seeds/state_files/record.json").replacen("\"1.0.0\"", "\"one\"", 1);
         assert!(serde_json::from_str::<DeploymentRecord>(&text).is_err());
+    }
+
+    use ebpkg_spec::RegistryId;
+
+    /// Sources are typed as they are read: a registry by its URL (the rules every
+    /// registry named anywhere follows), the project by its directory.
+    #[test]
+    fn sources_read_as_registries_or_the_project() {
+        let text = include_str!("../fuzz/seeds/state_files/record.json");
+        let record: DeploymentRecord = serde_json::from_str(text).unwrap();
+        let source = |name: &str| &record.packages.iter().find(|p| p.name.as_str() == name).unwrap().source;
+        assert_eq!(source("app"), &PackageSource::Path(PathBuf::from("/tmp/kl/app")));
+        let registry = RegistryId::parse("/tmp/kl/registry").unwrap();
+        assert_eq!(source("flow"), &PackageSource::Registry(registry.clone()));
+        assert_eq!(source("flow").registry(), Some(&registry));
+        let bad = text.replacen("\"file:///tmp/kl/registry/\"", "\"https://user:secret@registry.example/\"", 1);
+        let e = serde_json::from_str::<DeploymentRecord>(&bad).unwrap_err().to_string();
+        assert!(e.contains("is not a registry URL: it contains credentials") && e.contains("line 24"), "{e}");
     }
 }

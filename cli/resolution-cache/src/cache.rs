@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ebpkg_sources::{IndexFingerprint, RegistryUrl};
+use ebpkg_sources::{IndexFingerprint, RegistryId};
 use ebpkg_spec::PackageName;
 
 use crate::format::{Directory, Encoded, ListContext, RecordBytes, Stored, decode, encode, read_directory, write_file};
@@ -23,12 +23,12 @@ const REWRITE_AT_PERCENT: usize = 100;
 pub struct ResolutionCaches {
     layout: ebpkg_spec::cache_layout::CacheLayout,
     /// The command's default registry, which requirements name as `None`.
-    default: RegistryUrl,
+    default: RegistryId,
     /// The default registry's, looked up without a lock: a resolution asks for it for
     /// every package it reads, from every thread reading.
     of_default: std::sync::OnceLock<RegistryCache>,
     /// The others'.
-    by_registry: Mutex<HashMap<String, Arc<RegistryCache>>>,
+    by_registry: Mutex<HashMap<RegistryId, Arc<RegistryCache>>>,
 }
 
 /// One registry's cache, as [`ResolutionCaches::registry`] hands it out.
@@ -48,7 +48,7 @@ impl std::ops::Deref for CacheRef<'_> {
 }
 
 impl ResolutionCaches {
-    pub fn new(cache_dir: &Path, default: RegistryUrl) -> ResolutionCaches {
+    pub fn new(cache_dir: &Path, default: RegistryId) -> ResolutionCaches {
         ResolutionCaches {
             layout: ebpkg_spec::cache_layout::CacheLayout::new(cache_dir),
             default,
@@ -58,18 +58,13 @@ impl ResolutionCaches {
     }
 
     /// The cache of the registry at `url`, opened on first use.
-    pub fn registry(&self, url: &RegistryUrl) -> CacheRef<'_> {
-        let open =
-            || RegistryCache::open(self.layout.resolution_cache(url.as_str()), url.clone(), self.default.clone());
-        if url.as_str() == self.default.as_str() {
+    pub fn registry(&self, url: &RegistryId) -> CacheRef<'_> {
+        let open = || RegistryCache::open(self.layout.resolution_cache(url), url.clone(), self.default.clone());
+        if *url == self.default {
             return CacheRef::Default(self.of_default.get_or_init(open));
         }
         let mut by_registry = lock(&self.by_registry);
-        // Asked for every package read: the key is built only the first time.
-        if let Some(cache) = by_registry.get(url.as_str()) {
-            return CacheRef::Other(Arc::clone(cache));
-        }
-        CacheRef::Other(Arc::clone(by_registry.entry(url.to_string()).or_insert_with(|| Arc::new(open()))))
+        CacheRef::Other(Arc::clone(by_registry.entry(url.clone()).or_insert_with(|| Arc::new(open()))))
     }
 
     /// Every registry's cache opened so far.
@@ -81,7 +76,7 @@ impl ResolutionCaches {
     /// The packages whose records turned out damaged (a dependency list that does
     /// not decode), by registry: to be read from their index files again. Each
     /// is dropped from the cache file when it is next written, which is then at once.
-    pub fn damaged(&self) -> Vec<(RegistryUrl, Arc<str>)> {
+    pub fn damaged(&self) -> Vec<(RegistryId, Arc<str>)> {
         let opened = self.opened();
         let each = opened.iter().flat_map(|c| lock(&c.context.damaged).clone().into_iter().map(|n| (c.url.clone(), n)));
         each.collect()
@@ -99,8 +94,8 @@ impl ResolutionCaches {
 /// afresh (to be written back by [`ResolutionCaches::save`]).
 pub struct RegistryCache {
     path: PathBuf,
-    url: RegistryUrl,
-    default: RegistryUrl,
+    url: RegistryId,
+    default: RegistryId,
     /// Shared by every record decoded (see [`ListContext`]).
     context: Arc<ListContext>,
     file: Option<CacheFile>,
@@ -123,7 +118,7 @@ struct CacheFile {
 }
 
 impl RegistryCache {
-    fn open(path: PathBuf, url: RegistryUrl, default: RegistryUrl) -> RegistryCache {
+    fn open(path: PathBuf, url: RegistryId, default: RegistryId) -> RegistryCache {
         let file = match CacheFile::open(&path) {
             Ok(file) => file,
             Err(why) => {
@@ -280,8 +275,8 @@ mod tests {
         bytes[start + len - 4..start + len].copy_from_slice(&crc.to_le_bytes());
     }
 
-    fn url(s: &str) -> RegistryUrl {
-        RegistryUrl::parse(s).unwrap()
+    fn url(s: &str) -> RegistryId {
+        RegistryId::parse(s).unwrap()
     }
 
     fn name(s: &str) -> PackageName {
@@ -293,7 +288,7 @@ mod tests {
     }
 
     fn req(pkg: &str, registry: Option<&str>, text: &str) -> Requirement {
-        Requirement::parse(QualifiedName::in_registry(name(pkg), registry.map(str::to_owned)), text).unwrap()
+        Requirement::parse(QualifiedName::in_registry(name(pkg), registry.map(url)), text).unwrap()
     }
 
     /// An index of `own` (not the default registry `default`) with three lines: two
@@ -338,7 +333,7 @@ mod tests {
     }
 
     fn cache_file(dir: &Path) -> PathBuf {
-        ebpkg_spec::cache_layout::CacheLayout::new(dir).resolution_cache(url("file:///own/").as_str())
+        ebpkg_spec::cache_layout::CacheLayout::new(dir).resolution_cache(&url("file:///own/"))
     }
 
     #[test]
@@ -381,8 +376,10 @@ mod tests {
         assert!(got.list(1).unwrap().is_empty());
         assert!(got.list(2).is_err());
         let deps = got.list(0).unwrap();
-        let described: Vec<(&str, Option<&str>, &str)> =
-            deps.iter().map(|d| (d.pkg.name.as_str(), d.pkg.registry.as_deref(), d.req.text())).collect();
+        let described: Vec<(&str, Option<&str>, &str)> = deps
+            .iter()
+            .map(|d| (d.pkg.name.as_str(), d.pkg.registry.as_ref().map(RegistryId::as_str), d.req.text()))
+            .collect();
         assert_eq!(
             described,
             [

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use ebpkg_resolver::{Candidate, CandidateList, DepLists, QualifiedName, Req, Requirement};
-use ebpkg_sources::{IndexFingerprint, RegistryUrl};
+use ebpkg_sources::{IndexFingerprint, RegistryId};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
@@ -347,22 +347,45 @@ fn directory_slots(hashes: &[u64]) -> (usize, Vec<Option<usize>>) {
 /// Also where records whose lists turn out damaged are noted, to be read from
 /// their index files again and dropped from the cache file.
 pub(crate) struct ListContext {
-    own: Option<String>,
-    default: String,
+    own: Option<RegistryId>,
+    default: RegistryId,
     pub(crate) damaged: std::sync::Mutex<Vec<Arc<str>>>,
-    /// Each requirement decoded so far, by its text, kept once: a registry's records repeat
-    /// the same few requirements, and a warm resolution of ten thousand packages decodes
-    /// some forty thousand of them (parsed and allocated one by one, a tenth of its fresh
-    /// memory, and their parsing a tenth of a reading thread's work).
-    reqs: std::sync::Mutex<HashMap<Box<str>, Req, rustc_hash::FxBuildHasher>>,
+    /// What was decoded so far, kept once.
+    known: std::sync::Mutex<Known>,
+}
+
+#[derive(Default)]
+struct Known {
+    /// Each requirement, by its text: a registry's records repeat the same few
+    /// requirements, and a warm resolution of ten thousand packages decodes some forty
+    /// thousand of them (parsed and allocated one by one, a tenth of its fresh memory, and
+    /// their parsing a tenth of a reading thread's work).
+    reqs: HashMap<Box<str>, Req, rustc_hash::FxBuildHasher>,
+    /// Each other registry a requirement names, by its URL: the cache's reader parses
+    /// each once.
+    registries: HashMap<Box<str>, RegistryId, rustc_hash::FxBuildHasher>,
 }
 
 impl ListContext {
     /// For records of registry `url` read by a command whose default registry is `default`.
-    pub(crate) fn new(url: &RegistryUrl, default: &RegistryUrl) -> ListContext {
-        let own = (url != default).then(|| url.to_string());
-        ListContext { own, default: default.to_string(), damaged: Default::default(), reqs: Default::default() }
+    pub(crate) fn new(url: &RegistryId, default: &RegistryId) -> ListContext {
+        let own = (url != default).then(|| url.clone());
+        ListContext { own, default: default.clone(), damaged: Default::default(), known: Default::default() }
     }
+}
+
+/// The registry the URL `text` names, parsed the first time only (`known`: a [`ListContext`]'s);
+/// `None` if it is not a registry URL.
+fn interned_registry(
+    known: &mut HashMap<Box<str>, RegistryId, rustc_hash::FxBuildHasher>,
+    text: &str,
+) -> Option<RegistryId> {
+    if let Some(id) = known.get(text) {
+        return Some(id.clone());
+    }
+    let id = RegistryId::parse_url(text).ok()?;
+    known.insert(text.into(), id.clone());
+    Some(id)
 }
 
 /// The requirement `text` states, parsed the first time only (`known`: a [`ListContext`]'s);
@@ -559,15 +582,15 @@ pub(crate) fn decode_list(bytes: &[u8], context: &ListContext) -> Option<Box<[Re
     let mut r = Reader { bytes, pos: 0 };
     let n = r.count(9)?;
     let mut deps = reserve(n);
-    let mut known = crate::lock(&context.reqs);
+    let mut known = crate::lock(&context.known);
     for _ in 0..n {
         let name = PackageName::new(r.str()?).ok()?;
         let registry = match r.u8()? {
             0 => context.own.clone(),
-            1 => Some(r.str()?).filter(|u| *u != context.default).map(str::to_owned),
+            1 => Some(interned_registry(&mut known.registries, r.str()?)?).filter(|u| *u != context.default),
             _ => return None,
         };
-        let req = interned_req(&mut known, r.str()?)?;
+        let req = interned_req(&mut known.reqs, r.str()?)?;
         deps.push(Requirement { pkg: QualifiedName::in_registry(name, registry), req });
     }
     (r.pos == bytes.len()).then(|| deps.into())
@@ -593,7 +616,7 @@ pub(crate) struct Encoded {
 
 /// The record of `index`, read from registry `url` by a command whose default
 /// registry is `default`; `None` if it cannot be stored faithfully.
-pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryUrl) -> Option<Encoded> {
+pub(crate) fn encode(index: &LoadedIndex, url: &RegistryId, default: &RegistryId) -> Option<Encoded> {
     let text = index.text();
     let mut out = Vec::with_capacity(64 * index.len());
     put_u32(&mut out, index.n_lists())?;
@@ -602,12 +625,12 @@ pub(crate) fn encode(index: &LoadedIndex, url: &RegistryUrl, default: &RegistryU
         put_u32(&mut out, deps.len())?;
         for d in deps {
             put_str(&mut out, d.pkg.name.as_str().as_bytes())?;
-            let abs = d.pkg.registry.as_deref().unwrap_or(default.as_str());
-            if abs == url.as_str() {
+            let abs = d.pkg.registry.as_ref().unwrap_or(default);
+            if abs == url {
                 out.push(0);
             } else {
                 out.push(1);
-                put_str(&mut out, abs.as_bytes())?;
+                put_str(&mut out, abs.as_str().as_bytes())?;
             }
             // Stored as text and parsed back: only if that gives the same requirement.
             if Req::parse(d.req.text()).ok()? != d.req {
@@ -762,7 +785,7 @@ pub(crate) fn reseal(bytes: &mut [u8]) {
 /// Every record of `bytes` that decodes (see [`crate::read_records`]).
 pub(crate) fn read_records(bytes: Vec<u8>) -> Vec<LoadedIndex> {
     let Some(directory) = read_directory(&bytes) else { return Vec::new() };
-    let Ok(url) = RegistryUrl::parse("file:///registry/") else { return Vec::new() };
+    let Ok(url) = RegistryId::parse_url("file:///registry/") else { return Vec::new() };
     let context = Arc::new(ListContext::new(&url, &url));
     let records: Vec<(Arc<str>, Record)> = directory.iter(&bytes).map(|(name, r)| (Arc::from(name), r)).collect();
     // Each listed name looked up through the table too, and names no file holds: found or a

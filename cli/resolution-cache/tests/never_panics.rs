@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches, read_records, reseal};
 use ebpkg_resolver::{Candidate, QualifiedName, Requirement};
-use ebpkg_sources::{IndexFingerprint, RegistryUrl};
+use ebpkg_sources::{IndexFingerprint, RegistryId};
 use ebpkg_spec::PackageName;
 use proptest::prelude::*;
 use semver::Version;
@@ -22,7 +22,7 @@ fn seed() -> &'static [u8] {
     static SEED: OnceLock<Vec<u8>> = OnceLock::new();
     SEED.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let url = RegistryUrl::parse("file:///registry/").unwrap();
+        let url = RegistryId::parse("file:///registry/").unwrap();
         let caches = ResolutionCaches::new(dir.path(), url.clone());
         let cache = caches.registry(&url);
         for (n, name) in ["meter", "ddos", "net_tools"].iter().enumerate() {
@@ -33,7 +33,7 @@ fn seed() -> &'static [u8] {
             let text = format!("{}\n{}\n", line("1.0.0"), line("2.0.0-rc.1+b"));
             let split = text.find('\n').unwrap();
             let dep = Requirement::parse(
-                QualifiedName::in_registry(PackageName::new("meter").unwrap(), Some("file:///other/".into())),
+                QualifiedName::in_registry(PackageName::new("meter").unwrap(), Some(RegistryId::parse_url("file:///other/").unwrap())),
                 "^1.2, <1.9",
             )
             .unwrap();
@@ -50,7 +50,7 @@ fn seed() -> &'static [u8] {
             cache.remember(&PackageName::new(name).unwrap(), fp, Arc::new(index));
         }
         caches.save();
-        let path = ebpkg_spec::cache_layout::CacheLayout::new(dir.path()).resolution_cache(url.as_str());
+        let path = ebpkg_spec::cache_layout::CacheLayout::new(dir.path()).resolution_cache(&url);
         std::fs::read(path).unwrap()
     })
 }

@@ -672,7 +672,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// The source's known names in `registry`.
-    pub(crate) fn known_names(&self, registry: Option<&str>) -> Vec<ebpkg_spec::PackageName> {
+    pub(crate) fn known_names(&self, registry: Option<&ebpkg_spec::RegistryId>) -> Vec<ebpkg_spec::PackageName> {
         self.source.known_names(registry)
     }
 }

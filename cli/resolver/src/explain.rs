@@ -662,7 +662,7 @@ impl Helper<'_, '_> {
                 Some(url) => format!("registry {url}"),
             };
             let mut s = format!("no package named `{}` is published in {registry}", id.name);
-            let close = crate::suggest::close_names(&id.name, &cat.known_names(id.registry.as_deref()));
+            let close = crate::suggest::close_names(&id.name, &cat.known_names(id.registry.as_ref()));
             if !close.is_empty() {
                 let names: Vec<String> = close.iter().map(|n| format!("`{n}`")).collect();
                 s.push_str(&format!("; did you mean {}?", or_list(&names)));

@@ -127,7 +127,7 @@ fn load_root_deps(
     match catalog.load_root_deps() {
         Ok(None) => Ok(()),
         Ok(Some(missing)) => {
-            let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_deref()));
+            let suggestions = suggest::close_names(&missing.name, &source.known_names(missing.registry.as_ref()));
             Err(ResolveError::UnknownPackage { pkg: missing, required_by: request.root.clone(), suggestions })
         }
         Err((pkg, cause)) => Err(ResolveError::Source { pkg, cause }),

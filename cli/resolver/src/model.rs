@@ -7,21 +7,21 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use ebpkg_spec::PackageName;
 use ebpkg_spec::index::EntryPin;
+use ebpkg_spec::{PackageName, RegistryId};
 use semver::{Version, VersionReq};
 
 /// A package in one registry. The same name in two registries is two different packages.
 ///
 /// Names compare in their normalized form (SPEC §2.1: `my-pkg` and `My_Pkg` are the same package), so
-/// `Eq`, `Ord` and `Hash` ignore case and `-`/`_`; the spelling is kept for display. Registry URLs are
-/// compared exactly as given: callers pass them in one canonical form.
+/// `Eq`, `Ord` and `Hash` ignore case and `-`/`_`; the spelling is kept for display. Registries
+/// compare as [`RegistryId`]s: by identity, whatever the spelling they were read from.
 #[derive(Debug, Clone)]
 pub struct QualifiedName {
     /// The package name, as first spelled.
     pub name: PackageName,
-    /// URL of the registry; `None` is the default registry.
-    pub registry: Option<String>,
+    /// The registry; `None` is the default registry.
+    pub registry: Option<RegistryId>,
 }
 
 impl QualifiedName {
@@ -31,7 +31,7 @@ impl QualifiedName {
     }
 
     /// `name` in the registry at `registry` (`None`: the default registry).
-    pub fn in_registry(name: PackageName, registry: Option<String>) -> Self {
+    pub fn in_registry(name: PackageName, registry: Option<RegistryId>) -> Self {
         QualifiedName { name, registry }
     }
 
@@ -342,7 +342,7 @@ pub trait VersionSource {
 
     /// The package names `registry` (`None`: the default one) is known to hold, used only to suggest
     /// a name when a required package does not exist. Sources that cannot list names keep the default.
-    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+    fn known_names(&self, registry: Option<&RegistryId>) -> Vec<PackageName> {
         let _ = registry;
         Vec::new()
     }
@@ -457,5 +457,31 @@ impl Resolution {
     /// The root's own dependencies with the versions chosen for them, sorted by package.
     pub fn root_dependencies(&self) -> Vec<(&QualifiedName, &Version)> {
         self.named(&self.root_deps).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Two spellings of one registry name one package; the same name in another
+    /// registry, or in the default one, is another package.
+    #[test]
+    fn a_registry_is_the_same_whatever_its_spelling() {
+        let meter = PackageName::new("meter").unwrap();
+        let in_reg = |url: &str| QualifiedName::in_registry(meter.clone(), Some(RegistryId::parse_url(url).unwrap()));
+        let (a, b) = (in_reg("https://r.example"), in_reg("HTTPS://R.example:443/"));
+        let hash = |q: &QualifiedName| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            q.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(a, b);
+        assert_eq!(hash(&a), hash(&b));
+        assert_eq!(a.cmp(&b), Ordering::Equal);
+        assert_ne!(a, in_reg("https://other.example"));
+        assert_ne!(a, QualifiedName::new(meter.clone()));
+        assert_eq!(a.to_string(), "meter (https://r.example/)");
     }
 }

@@ -114,7 +114,7 @@ impl VersionSource for Memo<'_> {
         }
     }
 
-    fn known_names(&self, registry: Option<&str>) -> Vec<ebpkg_spec::PackageName> {
+    fn known_names(&self, registry: Option<&ebpkg_spec::RegistryId>) -> Vec<ebpkg_spec::PackageName> {
         self.source.known_names(registry)
     }
 }

@@ -234,8 +234,8 @@ fn a_package_of_another_registry() {
         &e,
         "\
 cannot find versions for the dependencies of app:
-  1. Because app depends on ddos ^1 and ddos 1.0.0 depends on meter (https://r.example) ^2 (no published version matches), app's requirements cannot all be met.
-help: no version of meter (https://r.example) matches ^2 (available: 1.0.0)",
+  1. Because app depends on ddos ^1 and ddos 1.0.0 depends on meter (https://r.example/) ^2 (no published version matches), app's requirements cannot all be met.
+help: no version of meter (https://r.example/) matches ^2 (available: 1.0.0)",
     );
 }
 

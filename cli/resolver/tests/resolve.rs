@@ -202,7 +202,7 @@ fn the_same_name_in_two_registries_is_two_packages() {
     assert_eq!(r.packages.len(), 3);
     assert_eq!(version_of(&r, "meter"), "1.4.0");
     assert_eq!(r.version(&id("meter@https://mirror.example")).unwrap().to_string(), "3.1.0");
-    assert_eq!(id("meter@https://mirror.example").to_string(), "meter (https://mirror.example)");
+    assert_eq!(id("meter@https://mirror.example").to_string(), "meter (https://mirror.example/)");
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn an_unknown_package_is_reported_with_close_names() {
     // Without a list of names there is nothing to suggest; another registry is named.
     reg.list_names = false;
     let err = resolve(&request(&[("meter@https://r.example", "^1")]), &reg).unwrap_err();
-    assert_eq!(err.to_string(), "app depends on `meter`, which is not in registry https://r.example");
+    assert_eq!(err.to_string(), "app depends on `meter`, which is not in registry https://r.example/");
 }
 
 #[test]

@@ -424,7 +424,7 @@ pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
             version: locked.version.clone(),
             locked: locked.signer,
             index: entry.signed_by,
-            registry: locked.source.to_string(),
+            registry: locked.source.clone(),
         }
         .into());
     }
@@ -436,7 +436,7 @@ pub fn check_locked(entry: &EntryPin, locked: &LockedPackage) -> Result<()> {
         version: locked.version.clone(),
         locked: locked.checksum,
         index: entry.cksum,
-        registry: locked.source.to_string(),
+        registry: locked.source.clone(),
     }
     .into())
 }

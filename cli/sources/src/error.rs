@@ -8,7 +8,7 @@ use ebpkg_spec::PackageName;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use semver::Version;
 
-use crate::url::{RegistryUrl, UrlError};
+use crate::{RegistryId, RegistryIdError};
 
 /// Results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -32,10 +32,10 @@ pub enum ErrorKind {
     },
 
     #[error(transparent)]
-    Url(#[from] UrlError),
+    Url(#[from] RegistryIdError),
 
     #[error("{url}: {what}")]
-    Unsupported { url: RegistryUrl, what: String },
+    Unsupported { url: RegistryId, what: String },
 
     #[error(
         "there is no ebpkg registry at {}: its config.json is missing. \
@@ -55,7 +55,7 @@ pub enum ErrorKind {
     BadRegistryConfig { path: PathBuf, problem: String },
 
     #[error("the registry {url} is damaged: {cause}. Restore the file from a backup or a mirror of the registry")]
-    DamagedRegistry { url: RegistryUrl, cause: ebpkg_fs::ReadError },
+    DamagedRegistry { url: RegistryId, cause: ebpkg_fs::ReadError },
 
     #[error(
         "index file {} is corrupt: {problem}. The registry needs repair: restore the file from a backup \
@@ -65,13 +65,13 @@ pub enum ErrorKind {
     CorruptIndex { path: PathBuf, problem: String },
 
     #[error("there is no package `{name}` in the registry {url}; check the name with `ebpkg search`")]
-    NoSuchPackage { name: PackageName, url: RegistryUrl },
+    NoSuchPackage { name: PackageName, url: RegistryId },
 
     #[error("{name}@{version} is not in the registry {url}; it has {available}")]
     NoSuchVersion {
         name: PackageName,
         version: Version,
-        url: RegistryUrl,
+        url: RegistryId,
         /// The versions it does have, for the message.
         available: String,
     },
@@ -80,14 +80,14 @@ pub enum ErrorKind {
         "{name}@{version} is already published in {url}. Published versions never change, and yanking does not \
          free a version: bump the version in ebpkg.toml and publish again"
     )]
-    VersionExists { name: PackageName, version: Version, url: RegistryUrl },
+    VersionExists { name: PackageName, version: Version, url: RegistryId },
 
     #[error(
         "cannot publish `{name}`: the registry {url} already has the package `{existing}`, and names that differ \
          only in case or in `-` versus `_` are the same package. Publish as `{existing}` if it is yours, \
          or choose another name"
     )]
-    NameCollision { name: PackageName, existing: PackageName, url: RegistryUrl },
+    NameCollision { name: PackageName, existing: PackageName, url: RegistryId },
 
     #[error(
         "cannot publish `{name}`: it is too close to `{existing}`, which the registry {url} already has ({rules}), so \
@@ -95,7 +95,7 @@ pub enum ErrorKind {
          the key that signed it); to have a name released, ask the registry's operator",
         rules = ebpkg_spec::names::LOOK_ALIKES
     )]
-    NameTooClose { name: PackageName, existing: PackageName, url: RegistryUrl },
+    NameTooClose { name: PackageName, existing: PackageName, url: RegistryId },
 
     #[error(
         "cannot publish {name}@{version}: {problem}. Pack the package again and publish exactly the archive \
@@ -107,23 +107,11 @@ pub enum ErrorKind {
     InvalidArchive { name: PackageName, version: Version, cause: UnpackError },
 
     #[error(
-        "cannot publish {name}@{version}: dependency `{dependency}` names the registry `{registry}`, \
-         which is not usable ({reason}); fix `registry` in its [dependencies] entry"
-    )]
-    BadDependencyRegistry {
-        name: PackageName,
-        version: Version,
-        dependency: PackageName,
-        registry: String,
-        reason: String,
-    },
-
-    #[error(
         "the registry {url} lists {name}@{version}, but its archive {} is missing; the registry is damaged. \
          Restore the archive from a backup or a mirror",
         path.display()
     )]
-    ArchiveMissing { name: PackageName, version: Version, url: RegistryUrl, path: PathBuf },
+    ArchiveMissing { name: PackageName, version: Version, url: RegistryId, path: PathBuf },
 
     #[error(
         "the archive of {package}@{version} from {registry} has sha256 {actual}, but {expected} is pinned \
@@ -137,7 +125,7 @@ pub enum ErrorKind {
         version: Version,
         expected: Sha256Digest,
         actual: Sha256Digest,
-        registry: RegistryUrl,
+        registry: RegistryId,
     },
 
     #[error(
@@ -147,7 +135,13 @@ pub enum ErrorKind {
          the registry's maintainers). Nothing was installed; only if you know why they differ, run \
          `ebpkg update {package}` to lock the registry's archive"
     )]
-    LockDrift { package: PackageName, version: Version, locked: Sha256Digest, index: Sha256Digest, registry: String },
+    LockDrift {
+        package: PackageName,
+        version: Version,
+        locked: Sha256Digest,
+        index: Sha256Digest,
+        registry: RegistryId,
+    },
 
     #[error(
         "ebpkg.lock records {package}@{version} as signed by key {}, but the registry {registry} now says {}. \
@@ -161,50 +155,50 @@ pub enum ErrorKind {
         version: Version,
         locked: Option<KeyId>,
         index: Option<KeyId>,
-        registry: String,
+        registry: RegistryId,
     },
 
     #[error(
         "the signature of {package}@{version} from {registry} does not hold: {cause}. The archive or its bundle was \
          changed after publication; nothing from it is installed. Tell the registry's operators"
     )]
-    BadSignature { package: PackageName, version: Version, registry: RegistryUrl, cause: ebpkg_signing::Error },
+    BadSignature { package: PackageName, version: Version, registry: RegistryId, cause: ebpkg_signing::Error },
 
     #[error(
         "{package}@{version} is signed by key {key}, which cannot be checked: {what}; the package is not installed"
     )]
-    KeyUnavailable { package: PackageName, version: Version, key: KeyId, registry: RegistryUrl, what: String },
+    KeyUnavailable { package: PackageName, version: Version, key: KeyId, registry: RegistryId, what: String },
 
     #[error(
         "{package}@{version} is signed, but the registry {registry} has no bundle for it: the registry is damaged or \
          was tampered with, so the package is not installed. Tell the registry's operators"
     )]
-    BundleMissing { package: PackageName, version: Version, registry: RegistryUrl },
+    BundleMissing { package: PackageName, version: Version, registry: RegistryId },
 
     #[error("{what}: {cause}")]
     Signing { what: String, cause: ebpkg_signing::Error },
 
     #[error("{registry}: {cause}; nothing from it was used")]
-    Tuf { registry: RegistryUrl, cause: ebpkg_tuf::Error },
+    Tuf { registry: RegistryId, cause: ebpkg_tuf::Error },
 
     #[error(
         "the registry {registry} has TUF metadata ({}), which every change must re-sign: set EBPKG_TUF_ONLINE_KEY to \
          the registry's online key; nothing was written",
         dir.display()
     )]
-    TufKeyNeeded { registry: RegistryUrl, dir: PathBuf },
+    TufKeyNeeded { registry: RegistryId, dir: PathBuf },
 
     #[error("the registry {registry} refused the attestation of {package}@{version}: {reason}")]
-    AttestationRefused { package: PackageName, version: Version, registry: RegistryUrl, reason: String },
+    AttestationRefused { package: PackageName, version: Version, registry: RegistryId, reason: String },
 
     #[error("the registry {registry} has no publisher key {key}")]
-    NoSuchKey { key: KeyId, registry: RegistryUrl },
+    NoSuchKey { key: KeyId, registry: RegistryId },
 
     #[error(
         "{registry} requires signed packages (\"require-signatures\" in its config.json), and {package}@{version} \
          is not signed. Create a key with `ebpkg key generate` and publish again (ebpkg signs with it)"
     )]
-    UnsignedRefused { package: PackageName, version: Version, registry: RegistryUrl },
+    UnsignedRefused { package: PackageName, version: Version, registry: RegistryId },
 
     #[error(
         "{what}: {method} {url} answered {}: {detail}{}",
@@ -262,30 +256,30 @@ pub enum ErrorKind {
          (a server's URL is the part before `index/` and `api/`)",
         status_text(*status)
     )]
-    NotARegistryServer { url: RegistryUrl, status: u16 },
+    NotARegistryServer { url: RegistryId, status: u16 },
 
     #[error(
         "{what} on {url} needs an API token; log in with `ebpkg login --registry {url}` (or set EBPKG_REGISTRY_TOKEN)"
     )]
-    NeedsToken { what: &'static str, url: RegistryUrl },
+    NeedsToken { what: &'static str, url: RegistryId },
 
     #[error(
         "{what} needs the registry server {url}, and offline mode (--offline, --frozen) forbids reaching it; \
          run without it"
     )]
-    OfflineRegistry { what: &'static str, url: RegistryUrl },
+    OfflineRegistry { what: &'static str, url: RegistryId },
 
     #[error(
         "the index of `{name}` from {url} is not in the cache, and offline mode forbids fetching it. \
          Run once without --offline (for example `ebpkg fetch`) to fill the cache"
     )]
-    OfflineIndex { name: PackageName, url: RegistryUrl },
+    OfflineIndex { name: PackageName, url: RegistryId },
 
     #[error(
         "{package}@{version} is not in the cache, and offline mode forbids downloading it from {registry}. \
          Run once without --offline (for example `ebpkg fetch`) to fill the cache"
     )]
-    Offline { package: PackageName, version: Version, registry: RegistryUrl },
+    Offline { package: PackageName, version: Version, registry: RegistryId },
 
     #[error("cannot unpack {package}@{version} from {}: {cause}", archive.display())]
     Unpack { package: PackageName, version: Version, archive: PathBuf, cause: UnpackError },
@@ -294,19 +288,19 @@ pub enum ErrorKind {
         "ebpkg.lock takes {package}@{version} from {registry}, but that registry no longer lists it. \
          Mirror from a registry that still has it, or run `ebpkg update {package}` and mirror the new lockfile"
     )]
-    LockedNotInRegistry { package: PackageName, version: Version, registry: RegistryUrl },
+    LockedNotInRegistry { package: PackageName, version: Version, registry: RegistryId },
 
     #[error(
         "ebpkg.lock takes `{name}` from two registries, {first} and {second}; a mirror holds one package per name, \
          so it cannot hold both. Mirror the lockfile's packages of each registry into its own directory"
     )]
-    MirrorConflict { name: PackageName, first: RegistryUrl, second: RegistryUrl },
+    MirrorConflict { name: PackageName, first: RegistryId, second: RegistryId },
 
     #[error(
         "the lockfile takes packages from {first} and {second}, which both have TUF metadata; a mirror carries one \
          registry's metadata, so make one mirror per registry"
     )]
-    MirrorTufConflict { first: RegistryUrl, second: RegistryUrl },
+    MirrorTufConflict { first: RegistryId, second: RegistryId },
 
     #[error(
         "the registry {url} already holds {name}@{version} with sha256 {existing}, not {incoming}; \
@@ -315,7 +309,7 @@ pub enum ErrorKind {
     ImportDiffers {
         name: PackageName,
         version: Version,
-        url: RegistryUrl,
+        url: RegistryId,
         existing: Sha256Digest,
         incoming: Sha256Digest,
     },
@@ -346,8 +340,8 @@ pub fn status_text(status: u16) -> String {
     }
 }
 
-impl From<UrlError> for Error {
-    fn from(e: UrlError) -> Error {
+impl From<RegistryIdError> for Error {
+    fn from(e: RegistryIdError) -> Error {
         ErrorKind::Url(e).into()
     }
 }

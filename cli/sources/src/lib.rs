@@ -1,7 +1,7 @@
 //! Where packages come from: registries, the local download cache, and mirrors.
 //!
 //! - [`Registry`] is what every registry offers (index, download, publish, yank,
-//!   search, owners); [`open_registry`] opens one by [`RegistryUrl`]:
+//!   search, owners); [`open_registry`] opens one by [`RegistryId`]:
 //!   [`FileRegistry`], a registry in a directory, or [`HttpRegistry`], a client of
 //!   a registry server (index cached and revalidated, retries, offline use).
 //! - [`Cache`] keeps downloaded archives by digest and their unpacked trees, and never
@@ -21,7 +21,6 @@ mod mirror;
 mod open;
 mod registry;
 mod tuf;
-mod url;
 
 pub use cache::{Cache, CachedKey, CachedSource, CleanReport, KeyProblem, VerifiedSignature, check_locked};
 pub use cainfo::{CAINFO_ENV, CaInfo, CaInfoError, CaInfoSetting, MAX_CAINFO_BYTES};
@@ -39,4 +38,6 @@ pub use registry::{
     TrustedPublisher, warn_skipped_line,
 };
 pub use tuf::TufTrust;
-pub use url::{RegistryKind, RegistryUrl, UrlError};
+// Every call here names a registry by it: parsed once, where the configuration, a
+// manifest or the lockfile is read (ebpkg-spec's `registry_id`).
+pub use ebpkg_spec::{RegistryId, RegistryIdError, RegistryKind};

@@ -9,25 +9,24 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::path::Path;
 
-use ebpkg_spec::{LockedPackage, Lockfile, PackageName};
-use semver::Version;
+use ebpkg_spec::{LockedPackage, Lockfile, PackageId};
 
+use crate::RegistryId;
 use crate::cache::{Cache, check_locked};
 use crate::error::{ErrorKind, Result};
 use crate::file_registry::{FileRegistry, Imported};
 use crate::registry::Registry;
 use crate::registry::{PublishSignature, SignedVersion};
-use crate::url::RegistryUrl;
 
 /// What [`mirror`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MirrorReport {
     /// The mirror's URL: what to pass as `--registry`.
-    pub url: RegistryUrl,
+    pub url: RegistryId,
     /// Packages copied by this run, in lockfile order.
-    pub added: Vec<(PackageName, Version)>,
+    pub added: Vec<PackageId>,
     /// Packages the mirror held already, with the locked checksum.
-    pub already_present: Vec<(PackageName, Version)>,
+    pub already_present: Vec<PackageId>,
 }
 
 /// Makes the directory `dest` a file registry holding every package of `lock`, fetched
@@ -36,11 +35,11 @@ pub struct MirrorReport {
 ///
 /// Re-running adds what is missing and changes nothing else; packages already in the
 /// mirror are not fetched again, so a re-run needs no access to the sources unless
-/// something is missing. Refused before anything is written: a lockfile source that is
-/// not a registry URL, or one name taken from two registries with different content.
+/// something is missing. Refused before anything is written: one name taken from two
+/// registries with different content.
 pub fn mirror(
     lock: &Lockfile,
-    open: impl Fn(&RegistryUrl) -> Result<Box<dyn Registry>>,
+    open: impl Fn(&RegistryId) -> Result<Box<dyn Registry>>,
     cache: &Cache,
     dest: &Path,
 ) -> Result<MirrorReport> {
@@ -48,9 +47,9 @@ pub fn mirror(
     let target = FileRegistry::at(dest)?.into_mirror();
     target.create_if_missing()?;
     let mut report = MirrorReport { url: target.url().clone(), added: Vec::new(), already_present: Vec::new() };
-    let mut sources: BTreeMap<RegistryUrl, Box<dyn Registry>> = BTreeMap::new();
+    let mut sources: BTreeMap<RegistryId, Box<dyn Registry>> = BTreeMap::new();
     for (locked, url) in plan.iter().cloned() {
-        let id = (locked.name.clone(), locked.version.clone());
+        let id = locked.id();
         if target.holds_exactly(&locked.name, &locked.version, &locked.checksum)? {
             report.already_present.push(id);
             continue;
@@ -94,11 +93,11 @@ pub fn mirror(
 /// open are asked (a re-run that finds nothing missing needs no source); their
 /// packages already in the mirror get the index files matching the new metadata.
 fn carry_tuf(
-    plan: &[(&LockedPackage, RegistryUrl)],
-    sources: &BTreeMap<RegistryUrl, Box<dyn Registry>>,
+    plan: &[(&LockedPackage, RegistryId)],
+    sources: &BTreeMap<RegistryId, Box<dyn Registry>>,
     target: &FileRegistry,
 ) -> Result<()> {
-    let mut carried: Option<(RegistryUrl, crate::registry::TufFiles)> = None;
+    let mut carried: Option<(RegistryId, crate::registry::TufFiles)> = None;
     for (locked, url) in plan {
         let Some(source) = sources.get(url) else { continue };
         let Some(files) = source.tuf_files()? else { continue };
@@ -140,14 +139,14 @@ fn copy_attestations(source: &dyn Registry, target: &FileRegistry, locked: &Lock
     Ok(())
 }
 
-/// The lockfile's packages with their parsed sources, each distinct package once.
+/// The lockfile's packages with their sources, each distinct package once.
 /// A mirror has one index file per name, so a name may come from one registry only —
 /// unless two sources served the very same archive.
-fn plan(lock: &Lockfile) -> Result<Vec<(&LockedPackage, RegistryUrl)>> {
-    let mut plan: Vec<(&LockedPackage, RegistryUrl)> = Vec::new();
-    let mut origin: BTreeMap<String, (RegistryUrl, &LockedPackage)> = BTreeMap::new();
+fn plan(lock: &Lockfile) -> Result<Vec<(&LockedPackage, RegistryId)>> {
+    let mut plan: Vec<(&LockedPackage, RegistryId)> = Vec::new();
+    let mut origin: BTreeMap<String, (RegistryId, &LockedPackage)> = BTreeMap::new();
     for locked in lock.packages() {
-        let url = RegistryUrl::parse(&locked.source)?;
+        let url = locked.source.clone();
         match origin.entry(locked.name.normalized()) {
             Entry::Vacant(e) => {
                 e.insert((url.clone(), locked));

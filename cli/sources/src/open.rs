@@ -8,11 +8,11 @@ use crate::file_registry::FileRegistry;
 use crate::http_registry::{ClientTransport, HttpRegistry, OpenOptions};
 use crate::registry::Registry;
 use crate::tuf::TufTrust;
-use crate::url::{RegistryKind, RegistryUrl};
+use crate::{RegistryId, RegistryKind};
 
 /// Opens the registry at `url`: a directory (`file://`) or a registry server
 /// (`http(s)://`).
-pub fn open_registry(url: &RegistryUrl, options: &OpenOptions) -> Result<Box<dyn Registry>> {
+pub fn open_registry(url: &RegistryId, options: &OpenOptions) -> Result<Box<dyn Registry>> {
     match url.kind() {
         RegistryKind::File => {
             Ok(Box::new(FileRegistry::open(url)?.with_tuf(options.tuf.clone(), options.tuf_online_key.clone())))
@@ -30,7 +30,7 @@ fn full_update(_: Option<&ebpkg_tuf::LastVerified>) -> ebpkg_tuf::Probe {
 /// `trust` (a candidate, for `ebpkg registry add --root`): a root that does not
 /// verify the registry is not worth trusting. `cainfo`: as [`OpenOptions::cainfo`].
 pub fn check_root(
-    registry: &RegistryUrl,
+    registry: &RegistryId,
     trust: &TufTrust,
     token: Option<String>,
     cainfo: Option<crate::CaInfo>,

@@ -13,7 +13,7 @@ use ebpkg_spec::{Manifest, PackageName};
 use semver::Version;
 
 use crate::error::{ErrorKind, Result};
-use crate::url::{RegistryKind, RegistryUrl};
+use crate::{RegistryId, RegistryKind};
 
 /// A place packages are published to and fetched from.
 ///
@@ -23,7 +23,7 @@ use crate::url::{RegistryKind, RegistryUrl};
 /// [`Cache`](crate::Cache)) checks them against the digest it trusts.
 pub trait Registry: Send + Sync {
     /// The registry's canonical URL, as lockfiles record it.
-    fn url(&self) -> &RegistryUrl;
+    fn url(&self) -> &RegistryId;
 
     /// The index file of a package exactly as served, checked against TUF
     /// metadata when there is a trusted root (and its absence too). The name is
@@ -309,7 +309,7 @@ pub enum SignedWith<'a> {
 }
 
 /// Says that a line of an index file is left out, and what to do about it.
-pub fn warn_skipped_line(url: &RegistryUrl, origin: &str, problem: &ebpkg_spec::index::IndexError) {
+pub fn warn_skipped_line(url: &RegistryId, origin: &str, problem: &ebpkg_spec::index::IndexError) {
     let repair = match url.kind() {
         RegistryKind::File => "needs repair: restore the file from a backup",
         RegistryKind::Http => "needs repair; tell its operator",
@@ -317,7 +317,7 @@ pub fn warn_skipped_line(url: &RegistryUrl, origin: &str, problem: &ebpkg_spec::
     tracing::warn!("{origin}: {problem}; that line is skipped (the registry {url} {repair})");
 }
 
-fn no_accounts(url: &RegistryUrl) -> crate::Error {
+fn no_accounts(url: &RegistryId) -> crate::Error {
     ErrorKind::Unsupported {
         url: url.clone(),
         what: "a directory registry has no accounts, so no owners: whoever can write the directory publishes. \

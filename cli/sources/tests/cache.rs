@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{name, pack, version};
-use ebpkg_sources::{Cache, CleanReport, ErrorKind, FileRegistry, Registry, RegistryUrl, SearchHit, check_locked};
+use ebpkg_sources::{Cache, CleanReport, ErrorKind, FileRegistry, Registry, RegistryId, SearchHit, check_locked};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedPackage, Manifest, PackageName};
@@ -21,11 +21,11 @@ use semver::Version;
 /// (only the URL differs; every operation is the real file registry's).
 struct Remote {
     inner: FileRegistry,
-    url: RegistryUrl,
+    url: RegistryId,
 }
 
 impl Registry for Remote {
-    fn url(&self) -> &RegistryUrl {
+    fn url(&self) -> &RegistryId {
         &self.url
     }
     fn index_text(&self, name: &PackageName) -> ebpkg_sources::Result<Option<ebpkg_sources::IndexText>> {
@@ -125,7 +125,7 @@ fn offline_mode_blocks_only_remote_registries() {
 
     let remote = Remote {
         inner: FileRegistry::at(s.reg.root()).unwrap(),
-        url: RegistryUrl::parse("https://registry.example.org").unwrap(),
+        url: RegistryId::parse("https://registry.example.org").unwrap(),
     };
     let other = Cache::new(s.tmp.path().join("other-cache"));
     let e = other.fetch(&remote, &s.entry, &s.entry.cksum, true).unwrap_err();
@@ -273,7 +273,7 @@ fn check_locked_catches_a_republished_version() {
     let mut locked = LockedPackage {
         name: name("net"),
         version: version("1.0.0"),
-        source: s.reg.url().to_string().into(),
+        source: s.reg.url().clone(),
         checksum: s.entry.cksum,
         signer: None,
         dependencies: vec![],

@@ -9,7 +9,7 @@ use ebpkg_spec::types::Sha256Digest;
 use std::fs;
 
 use common::{name, pack, pack_described, pack_with, version};
-use ebpkg_sources::{ErrorKind, FileRegistry, IndexFingerprint, MatchedOn, Registry, RegistryUrl, open_registry};
+use ebpkg_sources::{ErrorKind, FileRegistry, IndexFingerprint, MatchedOn, Registry, RegistryId, open_registry};
 use ebpkg_spec::index::{IndexEntry, parse_index_file};
 use ebpkg_spec::index_path;
 
@@ -51,7 +51,7 @@ fn publish_writes_the_archive_then_one_index_line() {
 #[test]
 fn open_registry_gives_a_file_registry_for_file_urls() {
     let tmp = tempfile::tempdir().unwrap();
-    let url = RegistryUrl::from_path(&tmp.path().join("reg")).unwrap();
+    let url = RegistryId::from_path(&tmp.path().join("reg")).unwrap();
     let reg = open_registry(&url, &ebpkg_sources::OpenOptions::default()).unwrap();
     assert_eq!(reg.url(), &url);
     let packed = pack(tmp.path(), "net", "1.0.0");
@@ -428,7 +428,7 @@ fn archive_and_manifest_must_agree() {
 }
 
 #[test]
-fn dependency_registries_must_be_urls() {
+fn dependency_registries_are_recorded_by_their_canonical_url() {
     let tmp = tempfile::tempdir().unwrap();
     let reg = registry(&tmp);
     let packed = pack_with(
@@ -438,16 +438,17 @@ fn dependency_registries_must_be_urls() {
         "\n[dependencies]\nmeter = { version = \"1\", registry = \"https://registry.example.org\" }\n",
         &[],
     );
-    reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
+    let entry = reg.publish(&packed.archive(), &packed.manifest, None).unwrap();
+    assert_eq!(entry.deps[0].registry.as_ref().map(RegistryId::as_str), Some("https://registry.example.org/"));
+    let line = fs::read_to_string(reg.root().join("index").join(index_path("guard"))).unwrap();
+    assert!(line.contains(r#""registry":"https://registry.example.org/""#), "{line}");
 
-    // The manifest rules already refuse most bad URLs; this one is a URL, but a file://
-    // URL naming another host, which no installer can reach.
-    let deps = "\n[dependencies]\nmeter = { version = \"1\", registry = \"file://elsewhere/reg\" }\n";
-    let packed = pack_with(tmp.path(), "guard2", "1.0.0", deps, &[]);
-    let e = reg.publish(&packed.archive(), &packed.manifest, None).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::BadDependencyRegistry { .. }), "{e}");
-    assert!(e.to_string().contains("dependency `meter` names the registry `file://elsewhere/reg`"), "{e}");
-    assert!(e.to_string().contains("remove the host name"), "{e}");
+    // A file:// URL naming another host, which no installer can reach, is refused
+    // where the manifest is read: such a package is never packed, so never published.
+    let text = "[package]\nname = \"guard2\"\nversion = \"1.0.0\"\n[dependencies]\nmeter = { version = \"1\", registry = \"file://elsewhere/reg\" }\n";
+    let e = ebpkg_spec::Manifest::parse(text, "ebpkg.toml").unwrap_err().to_string();
+    assert!(e.contains("dependency `meter`: `file://elsewhere/reg` is not a registry URL"), "{e}");
+    assert!(e.contains("remove the host name"), "{e}");
 }
 
 #[test]

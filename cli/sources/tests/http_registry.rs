@@ -15,7 +15,7 @@ use common::*;
 use ebpkg_registry::config::Bucket;
 use ebpkg_registry::testing::TestRegistry;
 use ebpkg_registry_testing::{HttpPeer, Postgres, respond};
-use ebpkg_sources::{ErrorKind, FileRegistry, HttpRegistry, OpenOptions, Registry, RegistryUrl, open_registry};
+use ebpkg_sources::{ErrorKind, FileRegistry, HttpRegistry, OpenOptions, Registry, RegistryId, open_registry};
 use ebpkg_spec::registry_api::Scope;
 use ebpkg_spec::types::Sha256Digest;
 
@@ -26,7 +26,7 @@ fn open(url: &str, token: Option<&str>, cache: Option<&std::path::Path>, offline
         offline,
         ..OpenOptions::default()
     };
-    HttpRegistry::open(&RegistryUrl::parse(url).unwrap(), &options).unwrap()
+    HttpRegistry::open(&RegistryId::parse(url).unwrap(), &options).unwrap()
 }
 
 fn client(reg: &TestRegistry, token: Option<&str>, cache: Option<&std::path::Path>, offline: bool) -> HttpRegistry {
@@ -200,7 +200,7 @@ fn yank_owners_search_and_errors() {
     let e = open(&format!("{}nested/", reg.url()), None, None, false).index(&name("meter")).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotARegistryServer { status: 404, .. }), "{e}");
     assert!(e.to_string().contains("index/config.json answered 404 Not Found"), "{e}");
-    let reg_url = RegistryUrl::parse(reg.url()).unwrap();
+    let reg_url = RegistryId::parse(reg.url()).unwrap();
     assert!(open_registry(&reg_url, &OpenOptions::default()).is_ok());
 }
 
@@ -235,7 +235,7 @@ fn a_publish_reports_its_upload_progress() {
         upload_progress: Some(Arc::new(move |sent, total| record.lock().unwrap().push((sent, total)))),
         ..OpenOptions::default()
     };
-    let http = HttpRegistry::open(&RegistryUrl::parse(reg.url()).unwrap(), &options).unwrap();
+    let http = HttpRegistry::open(&RegistryId::parse(reg.url()).unwrap(), &options).unwrap();
     let packed = pack_with(tmp.path(), "big", "1.0.0", "", &[("data.txt", &"z".repeat(300_000))]);
     http.publish(&packed.archive(), &packed.manifest, None).unwrap();
     let seen = seen.lock().unwrap();
@@ -448,7 +448,7 @@ fn a_server_that_never_finishes_is_given_up_on_at_the_deadline() {
     });
     let deadlines = ebpkg_sources::Deadlines { answer: Duration::from_secs(2), archive: Duration::from_secs(3) };
     let options = OpenOptions { deadlines, ..OpenOptions::default() };
-    let http = HttpRegistry::open(&RegistryUrl::parse(&url).unwrap(), &options).unwrap();
+    let http = HttpRegistry::open(&RegistryId::parse(&url).unwrap(), &options).unwrap();
     let started = Instant::now();
     let e = http.index(&name("meter")).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::TooSlow { secs: 2, .. }), "{e}");

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{name, pack, pack_with, version};
-use ebpkg_sources::{Cache, ErrorKind, FileRegistry, OpenOptions, Registry, RegistryUrl, mirror, open_registry};
+use ebpkg_sources::{Cache, ErrorKind, FileRegistry, OpenOptions, Registry, RegistryId, mirror, open_registry};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::Sha256Digest;
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, index_path};
@@ -19,7 +19,7 @@ fn locked(entry: &IndexEntry, source: &FileRegistry) -> LockedPackage {
     LockedPackage {
         name: entry.name.clone(),
         version: entry.vers.clone(),
-        source: source.url().to_string().into(),
+        source: source.url().clone(),
         checksum: entry.cksum,
         signer: None,
         dependencies: vec![],
@@ -84,8 +84,8 @@ fn a_mirror_holds_exactly_the_locked_packages() {
     let w = world();
     let dest = w.tmp.path().join("mirror");
     let report = mirror(&w.lock, |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap();
-    assert_eq!(report.url, RegistryUrl::from_path(&dest).unwrap());
-    let added: Vec<String> = report.added.iter().map(|(n, v)| format!("{n}@{v}")).collect();
+    assert_eq!(report.url, RegistryId::from_path(&dest).unwrap());
+    let added: Vec<String> = report.added.iter().map(ToString::to_string).collect();
     assert_eq!(added, ["guard@1.0.0", "meter@1.0.0", "net@1.1.0"]);
     assert!(report.already_present.is_empty());
 
@@ -124,7 +124,7 @@ fn mirroring_again_is_idempotent_and_adds_what_is_missing() {
     assert_eq!(snapshot(&dest), before, "nothing changed");
 
     // A re-run needs no source at all when nothing is missing.
-    let fail = |url: &RegistryUrl| -> ebpkg_sources::Result<Box<dyn Registry>> { panic!("opened {url}") };
+    let fail = |url: &RegistryId| -> ebpkg_sources::Result<Box<dyn Registry>> { panic!("opened {url}") };
     mirror(&w.lock, fail, &Cache::new(w.tmp.path().join("empty-cache")), &dest).unwrap();
 
     // A lockfile with one more package: only that one is added, yanked as in its source.
@@ -133,7 +133,7 @@ fn mirroring_again_is_idempotent_and_adds_what_is_missing() {
     w.a.set_yanked(&name("net"), &version("1.0.0"), true).unwrap();
     let report =
         mirror(&Lockfile::new(packages), |u| open_registry(u, &OpenOptions::default()), &w.cache, &dest).unwrap();
-    assert_eq!(report.added, [(name("net"), version("1.0.0"))]);
+    assert_eq!(report.added, [ebpkg_spec::PackageId::new(name("net"), version("1.0.0"))]);
     let net = FileRegistry::at(&dest).unwrap().index(&name("net")).unwrap().unwrap();
     assert_eq!(
         net.iter().map(|e| (e.vers.to_string(), e.yanked)).collect::<Vec<_>>(),

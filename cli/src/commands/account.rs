@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use ebpkg_sources::{PublisherKey, RegistryUrl, TrustedPublisher};
+use ebpkg_sources::{PublisherKey, RegistryId, TrustedPublisher};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::registry_api::{NewToken, Scope};
 
@@ -218,7 +218,7 @@ pub fn login(ctx: &Ctx, args: LoginArgs) -> Result<ExitCode> {
 
 /// The API token: from standard input (--token-stdin, or when it is not a
 /// terminal), else asked for on the terminal.
-fn read_token(url: &RegistryUrl, from_stdin: bool) -> Result<String> {
+fn read_token(url: &RegistryId, from_stdin: bool) -> Result<String> {
     if !from_stdin && std::io::stdin().is_terminal() {
         return prompt_hidden(&format!("API token for {url}: "));
     }

@@ -4,9 +4,9 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
-use ebpkg_spec::PackageName;
+use ebpkg_spec::{PackageName, RegistryId};
 
 use crate::commands::install::parse_package_spec;
 use ebpkg::Ctx;
@@ -42,7 +42,9 @@ pub fn add(ctx: &Ctx, args: AddArgs) -> Result<ExitCode> {
             Ok(Requested { name, req, explicit: spec.contains('@') })
         })
         .collect::<Result<Vec<_>>>()?;
-    ops::add(ctx, &packages, args.from.as_deref())?;
+    // (The command line is where a registry it names is read.)
+    let from = args.from.as_deref().map(|u| RegistryId::parse(u).with_context(|| format!("registry `{u}`")));
+    ops::add(ctx, &packages, from.transpose()?.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 

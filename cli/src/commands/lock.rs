@@ -89,7 +89,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<ExitCode> {
 fn packages_json(lock: &Lockfile) -> Vec<serde_json::Value> {
     lock.packages()
         .iter()
-        .map(|p| serde_json::json!({ "name": p.name, "version": p.version.to_string(), "source": &*p.source, "checksum": p.checksum.to_hex() }))
+        .map(|p| serde_json::json!({ "name": p.name, "version": p.version.to_string(), "source": p.source.as_str(), "checksum": p.checksum.to_hex() }))
         .collect()
 }
 

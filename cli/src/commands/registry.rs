@@ -318,12 +318,12 @@ fn print_mirrored(ctx: &Ctx, report: &MirrorReport) -> Result<()> {
     if ctx.ui.json {
         return ctx.ui.json(&serde_json::json!({
             "url": report.url.to_string(),
-            "added": report.added.iter().map(|(n, v)| format!("{n}@{v}")).collect::<Vec<_>>(),
-            "already_present": report.already_present.iter().map(|(n, v)| format!("{n}@{v}")).collect::<Vec<_>>(),
+            "added": report.added.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "already_present": report.already_present.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }));
     }
-    for (n, v) in &report.added {
-        ctx.ui.status("Mirrored", format!("{n}@{v}"));
+    for id in &report.added {
+        ctx.ui.status("Mirrored", id.to_string());
     }
     ctx.ui.status(
         "Finished",

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use ebpkg_spec::RegistryId;
 
 use ebpkg::Ctx;
 use ebpkg::ops::tuf;
@@ -75,6 +76,8 @@ enum RegistryCommand {
 pub fn registry(ctx: &Ctx, args: RegistryArgs) -> Result<ExitCode> {
     match args.command {
         RegistryCommand::Add { name, url, root } => {
+            // (The command line is where the registry it names is read.)
+            let url = RegistryId::parse(&url).with_context(|| format!("registry `{url}`"))?;
             let added = tuf::add(ctx, &name, &url, root.as_deref())?;
             if let Some(root) = &added.root {
                 ctx.ui.status(

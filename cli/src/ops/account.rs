@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use ebpkg_sources::{ErrorKind, HttpRegistry, OpenOptions, RegistryKind, RegistryUrl};
+use ebpkg_sources::{ErrorKind, HttpRegistry, OpenOptions, RegistryId, RegistryKind};
 use ebpkg_spec::PackageName;
 
 use crate::Ctx;
@@ -18,7 +18,7 @@ const MAX_OIDC_TOKEN_BYTES: u64 = 16 * 1024;
 pub enum LoginWith<'a> {
     /// An API token, read by this callback (given the registry's URL) once the
     /// registry is known to be a server.
-    Token(&'a dyn Fn(&RegistryUrl) -> Result<String>),
+    Token(&'a dyn Fn(&RegistryId) -> Result<String>),
     /// Trusted publishing: the CI job's OIDC token (from this file, else the
     /// environment) exchanged for a short-lived publish token.
     TrustedPublishing { oidc_token_file: Option<PathBuf> },
@@ -27,15 +27,15 @@ pub enum LoginWith<'a> {
 /// Whom a saved token logs in as.
 pub enum LoggedIn {
     /// An API token of the user `login`.
-    WithToken { url: RegistryUrl, login: String, credentials: PathBuf },
+    WithToken { url: RegistryId, login: String, credentials: PathBuf },
     /// A token from trusted publishing: it acts as the owner `acting_as` and may
     /// publish `packages` until `expires_at`.
-    Trusted { url: RegistryUrl, acting_as: String, expires_at: String, packages: Vec<PackageName> },
+    Trusted { url: RegistryId, acting_as: String, expires_at: String, packages: Vec<PackageName> },
 }
 
 /// What a logout did.
 pub struct LoggedOut {
-    pub url: RegistryUrl,
+    pub url: RegistryId,
     pub credentials: PathBuf,
     /// False when the file held no token for the registry.
     pub removed: bool,
@@ -46,9 +46,8 @@ pub struct LoggedOut {
 
 /// The registry of the command (`--registry`), which must be a server: a
 /// directory registry has no accounts to `verb`.
-fn registry_server(ctx: &Ctx, verb: &str) -> Result<RegistryUrl> {
-    let url =
-        RegistryUrl::parse(&ctx.config.registry).with_context(|| format!("registry `{}`", ctx.config.registry))?;
+fn registry_server(ctx: &Ctx, verb: &str) -> Result<RegistryId> {
+    let url = ctx.config.registry.clone();
     if url.kind() != RegistryKind::Http {
         return Err(fail(
             Failure::Usage,
@@ -73,7 +72,7 @@ pub fn login(ctx: &Ctx, with: LoginWith<'_>) -> Result<LoggedIn> {
     }
 }
 
-fn login_with_token(ctx: &Ctx, url: RegistryUrl, token: &str) -> Result<LoggedIn> {
+fn login_with_token(ctx: &Ctx, url: RegistryId, token: &str) -> Result<LoggedIn> {
     let token = token.trim().to_owned();
     if token.is_empty() {
         return Err(fail(Failure::Usage, "no token given; create one on the registry (`ebpkg-registry token create`)"));
@@ -104,7 +103,7 @@ fn login_with_token(ctx: &Ctx, url: RegistryUrl, token: &str) -> Result<LoggedIn
 }
 
 /// `login --trusted-publishing`: the job's OIDC token exchanged for a publish token.
-fn login_trusted(ctx: &Ctx, url: RegistryUrl, file: Option<&Path>) -> Result<LoggedIn> {
+fn login_trusted(ctx: &Ctx, url: RegistryId, file: Option<&Path>) -> Result<LoggedIn> {
     let options = OpenOptions { offline: ctx.offline, cainfo: ctx.config.cainfo_for(&url), ..OpenOptions::default() };
     let registry = HttpRegistry::open(&url, &options)?;
     let Some(audience) = registry.trusted_publishing_audience()? else {
@@ -146,10 +145,10 @@ fn oidc_token(file: Option<&Path>, audience: &str, cainfo: Option<ebpkg_sources:
     }
 }
 
-fn save_token(ctx: &Ctx, url: &RegistryUrl, token: String) -> Result<()> {
+fn save_token(ctx: &Ctx, url: &RegistryId, token: String) -> Result<()> {
     let path = &ctx.config.credentials_path;
     let mut file = read_credentials_file(path)?;
-    file.registries.insert(url.to_string(), Credential { token });
+    file.registries.insert(url.clone(), Credential { token });
     write_credentials(path, &file)
 }
 
@@ -158,7 +157,7 @@ pub fn logout(ctx: &Ctx) -> Result<LoggedOut> {
     let url = registry_server(ctx, "log out of")?;
     let path = &ctx.config.credentials_path;
     let mut file = read_credentials_file(path)?;
-    let removed = file.registries.remove(url.as_str()).is_some();
+    let removed = file.registries.remove(&url).is_some();
     if removed {
         write_credentials(path, &file)?;
     }

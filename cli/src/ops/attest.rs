@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use ebpkg_deploy::{PlannedObject, PlannedPackage, Tier as DeployTier};
+use ebpkg_deploy::{PackageSource, PlannedObject, PlannedPackage, Tier as DeployTier};
 use ebpkg_signing::{Statement, Subject};
-use ebpkg_sources::RegistryUrl;
+use ebpkg_sources::RegistryId;
 use ebpkg_spec::attestation::{
     AttestedPackage, Attester, Digests, ItemKind, ItemObservation, KernelObservation, KernelVerification, ObjectRef,
     PREDICATE_TYPE, Tier, Verdict, archive_subject, object_subject,
@@ -63,7 +63,7 @@ pub struct Attested {
     /// The file written: the bundle, or the observation.
     pub written: Option<PathBuf>,
     pub signed_by: Option<KeyId>,
-    pub published: Option<(RegistryUrl, AttestationAccepted)>,
+    pub published: Option<(RegistryId, AttestationAccepted)>,
 }
 
 /// The version attested: its archive as the registry serves it, unpacked.
@@ -83,7 +83,7 @@ pub fn attest(ctx: &Ctx, opts: AttestOptions<'_>) -> Result<Attested> {
     }
     let regs = ctx.registries()?;
     let target = fetch_version(ctx, &regs, &opts.name, opts.version.as_ref())?;
-    let id = format!("{}@{}", target.entry.name, target.entry.vers);
+    let id = target.entry.id();
     let package = AttestedPackage {
         name: target.entry.name.clone(),
         version: target.entry.vers.clone(),
@@ -220,7 +220,7 @@ fn fetch_version(
             ),
         ));
     };
-    ctx.ui.status("Fetching", format!("{}@{} from {}", entry.name, entry.vers, regs.default));
+    ctx.ui.status("Fetching", format!("{} from {}", entry.id(), regs.default));
     let bytes = regs.open(&regs.default)?.download(&entry)?;
     let actual = Sha256Digest::of(&bytes);
     if actual != entry.cksum {
@@ -237,7 +237,7 @@ fn fetch_version(
     let root = scratch.path().join("package");
     let unpacked =
         ebpkg_archive::unpack(&bytes, &entry.cksum, &entry.name, &entry.vers, &root, &ebpkg_archive::Limits::default())
-            .map_err(|e| fail(Failure::Input, format!("{}@{}: {e}", entry.name, entry.vers)))?;
+            .map_err(|e| fail(Failure::Input, format!("{}: {e}", entry.id())))?;
     Ok(Attesting { entry, manifest: unpacked.manifest, root, _scratch: scratch })
 }
 
@@ -246,7 +246,7 @@ fn observe_here(ctx: &Ctx, regs: &crate::registries::Registries<'_>, target: &At
     crate::ops::require_privileges("attest")?;
     let kernel = crate::ops::kernel_fit::RunningKernel::current();
     let identity = kernel.identity()?;
-    let id = format!("{}@{}", target.entry.name, target.entry.vers);
+    let id = target.entry.id();
     ctx.ui.status("Attesting", format!("{id} on {identity}"));
     let m = &target.manifest;
     let builder = crate::ops::build::builder(ctx, &BuildOptions::default())?;
@@ -259,7 +259,7 @@ fn observe_here(ctx: &Ctx, regs: &crate::registries::Registries<'_>, target: &At
     let compiler = crate::ops::native::ClangCompiler::new(builder);
     let planned = PlannedPackage {
         id: m.id(),
-        source: format!("registry+{}", regs.default),
+        source: PackageSource::Registry(regs.default.clone()),
         checksum: target.entry.cksum,
         root: target.root.clone(),
         manifest: m.clone(),
@@ -283,7 +283,7 @@ fn observe_here(ctx: &Ctx, regs: &crate::registries::Registries<'_>, target: &At
             .zip(built)
             .map(|(f, objects)| PlannedPackage {
                 id: f.manifest.id(),
-                source: f.locked.source.to_string(),
+                source: PackageSource::Registry(f.locked.source.clone()),
                 checksum: f.locked.checksum,
                 root: f.root.clone(),
                 manifest: f.manifest.clone(),
@@ -317,7 +317,7 @@ fn dependencies(
     regs: &crate::registries::Registries<'_>,
     m: &Manifest,
 ) -> Result<Vec<crate::ops::fetch::Fetched>> {
-    let root = crate::ops::resolve::Root::of_manifest(m, regs)?;
+    let root = crate::ops::resolve::Root::of_manifest(m, regs);
     let lock = crate::ops::resolve::resolve(ctx, root, None, ebpkg_resolver::UpdatePolicy::Nothing, regs)?;
     let mut fetched = crate::ops::fetch::fetch_all(ctx, regs, &lock)?;
     fetched.retain(|f| f.manifest.package.name != m.package.name);

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_spec::index::IndexEntry;
-use ebpkg_spec::{Manifest, PackageId, PackageName};
+use ebpkg_spec::{Manifest, PackageId, PackageName, RegistryId};
 use semver::VersionReq;
 use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
 
@@ -54,12 +54,11 @@ fn commit(ctx: &Ctx, project: &Project, doc: &DocumentMut) -> Result<()> {
 
 /// Adds (or replaces) dependencies, each at its newest matching version unless a
 /// requirement is given, from `from` instead of the default registry when given.
-pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> {
+pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&RegistryId>) -> Result<()> {
     let project = ctx.project()?;
     let mut doc = load_doc(project)?;
     let regs = ctx.registries()?;
-    let from = from.map(|u| regs.url(Some(u))).transpose()?;
-    let url = from.clone().unwrap_or_else(|| regs.default.clone());
+    let url = regs.url(from);
     let trust = Trust::load(ctx)?;
     for Requested { name, req, explicit } in packages {
         let explicit = *explicit;
@@ -127,7 +126,7 @@ pub fn add(ctx: &Ctx, packages: &[Requested], from: Option<&str>) -> Result<()> 
 fn newest_trusted<'e>(
     ctx: &Ctx,
     trust: &Trust,
-    url: &ebpkg_sources::RegistryUrl,
+    url: &RegistryId,
     matching: &[&'e IndexEntry],
 ) -> Option<&'e IndexEntry> {
     let mut refused = Vec::new();
@@ -135,10 +134,9 @@ fn newest_trusted<'e>(
         match trust.judge(&e.name, e.signed_by.as_ref()) {
             Verdict::Refused { why, fix } => refused.push((e, why, fix)),
             _ => {
-                let source = url.to_string();
                 let mut fixes: Vec<String> = Vec::new();
                 for (skipped, why, fix) in refused {
-                    say_skipped(ctx, &PackageId::new(skipped.name.clone(), skipped.vers.clone()), &source, &why);
+                    say_skipped(ctx, &PackageId::new(skipped.name.clone(), skipped.vers.clone()), url, &why);
                     if !fixes.contains(&fix) {
                         fixes.push(fix);
                     }

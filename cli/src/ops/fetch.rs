@@ -5,7 +5,7 @@ use ebpkg_spec::PackageId;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use ebpkg_sources::{RegistryUrl, SignedVersion};
+use ebpkg_sources::{RegistryId, SignedVersion};
 use ebpkg_spec::names::PackageGlob;
 use ebpkg_spec::{LockedPackage, Lockfile, Manifest};
 
@@ -32,8 +32,7 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
     for p in lock.packages() {
         let id = p.id();
         progress.message(id.to_string());
-        let url = RegistryUrl::parse(&p.source)
-            .map_err(|e| fail(Failure::Input, format!("ebpkg.lock: {id} has source `{}`: {e}", p.source)))?;
+        let url = p.source.clone();
         let was_cached = cache.archive_path(&p.checksum).exists();
         // Offline, a cached archive (checked against the lockfile's checksum) is used
         // as it is: the registry, even a local one, may be unreachable. The archive
@@ -63,7 +62,7 @@ pub fn fetch_all(ctx: &Ctx, regs: &Registries<'_>, lock: &Lockfile) -> Result<Ve
         progress.inc(id.to_string());
         if !was_cached {
             // From where the bytes came: a mirror is named, with the registry it stands in for.
-            let from = match regs.read_from(&url)? {
+            let from = match regs.read_from(&url) {
                 mirror if mirror != url => format!("{mirror} (mirror of {url})"),
                 _ => url.to_string(),
             };
@@ -95,7 +94,7 @@ impl Trust {
         &mut self,
         ctx: &Ctx,
         regs: &Registries<'_>,
-        url: &RegistryUrl,
+        url: &RegistryId,
         p: &LockedPackage,
         archive: &ebpkg_archive::VerifiedArchive,
         unchecked: &mut Vec<PackageId>,

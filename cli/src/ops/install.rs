@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use ebpkg_deploy::{Attached, ChainMode, DeployPlan, Event, InstallOutcome, PlannedPackage, Tier};
+use ebpkg_deploy::{Attached, ChainMode, DeployPlan, Event, InstallOutcome, PackageSource, PlannedPackage, Tier};
 use ebpkg_resolver::UpdatePolicy;
 use ebpkg_signing::PrebuiltObjects;
 use ebpkg_spec::Manifest;
@@ -344,7 +344,7 @@ fn plan_timed(
         .zip(&objects)
         .map(|(f, objs): (&Fetched, _)| PlannedPackage {
             id: f.manifest.id(),
-            source: f.locked.source.to_string(),
+            source: PackageSource::Registry(f.locked.source.clone()),
             checksum: f.locked.checksum,
             root: f.root.clone(),
             manifest: f.manifest.clone(),
@@ -355,10 +355,7 @@ fn plan_timed(
     if let Some(digest) = project_digest {
         packages.push(PlannedPackage {
             id: chain_pkg.id(),
-            source: format!(
-                "path+file://{}",
-                std::fs::canonicalize(&chain_root).unwrap_or(chain_root.clone()).display()
-            ),
+            source: PackageSource::Path(std::fs::canonicalize(&chain_root).unwrap_or(chain_root.clone())),
             checksum: digest,
             root: chain_root.clone(),
             manifest: chain_pkg.clone(),

@@ -12,7 +12,7 @@
 
 use anyhow::Result;
 use ebpkg_signing::{Decision, SignedAttestation, TrustPolicy, Unattested};
-use ebpkg_sources::{Cache, Registry, RegistryUrl};
+use ebpkg_sources::{Cache, Registry};
 use ebpkg_spec::attestation::{
     AttestationFile, KernelIdentity, KernelObservation, KernelVerification, Outcome, PREDICATE_TYPE,
 };
@@ -303,8 +303,7 @@ pub fn check(
     let mut identity = None;
     let mut out = Vec::new();
     for p in packages {
-        let Ok(url) = RegistryUrl::parse(&p.source) else { continue };
-        let registry = regs.open(&url)?;
+        let registry = regs.open(&p.source)?;
         let coverage = match judge_version(&cache, registry.as_ref(), &Attested::from(*p), &policy, ctx.offline) {
             // The BTF is read and hashed only when there is an attestation to match.
             Ok(j) if j.trusted.is_empty() => {

@@ -90,7 +90,7 @@ fn newer_incompatible(
     let mut notes = Vec::new();
     let by_name = lock.by_normalized_name();
     for (name, dep) in &project.manifest.dependencies {
-        let url = regs.url(dep.registry.as_deref())?;
+        let url = regs.url(dep.registry.as_ref());
         let Some(&locked) = by_name.get(&name.normalized()).and_then(|v| v.first()) else { continue };
         let Some(entries) = regs.index(&url, name)? else { continue };
         let mut newer: Vec<_> = entries

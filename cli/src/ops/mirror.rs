@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use ebpkg_resolver::UpdatePolicy;
-use ebpkg_sources::{MirrorReport, RegistryUrl};
+use ebpkg_sources::{MirrorReport, RegistryId};
 
 use crate::Ctx;
 
@@ -16,9 +16,9 @@ pub fn mirror(ctx: &Ctx, dir: &Path) -> Result<MirrorReport> {
     let regs = ctx.registries()?;
     let lock = crate::ops::resolve::lock_project(ctx, project, &regs, UpdatePolicy::Nothing)?.lock;
     let cache = ctx.cache()?;
-    let open = |url: &RegistryUrl| -> ebpkg_sources::Result<Box<dyn ebpkg_sources::Registry>> {
-        let fetch = RegistryUrl::parse(ctx.config.fetch_url(url.as_str()))?;
-        ebpkg_sources::open_registry(&fetch, &ctx.config.open_options(&fetch, ctx.offline))
+    let open = |url: &RegistryId| -> ebpkg_sources::Result<Box<dyn ebpkg_sources::Registry>> {
+        let fetch = ctx.config.fetch_url(url);
+        ebpkg_sources::open_registry(fetch, &ctx.config.open_options(fetch, ctx.offline))
     };
     Ok(ebpkg_sources::mirror(&lock, open, &cache, dir)?)
 }

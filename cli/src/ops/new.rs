@@ -47,7 +47,7 @@ pub struct Created {
     pub dir: PathBuf,
     pub program: bool,
     /// The registry remembered in the project's config file, when one was.
-    pub remembered_registry: Option<String>,
+    pub remembered_registry: Option<ebpkg_spec::RegistryId>,
 }
 
 fn create(ctx: &Ctx, dir: &Path, name: PackageName, program: bool) -> Result<Created> {
@@ -65,12 +65,12 @@ fn create(ctx: &Ctx, dir: &Path, name: PackageName, program: bool) -> Result<Cre
     // A registry given for this command (or by the environment) is remembered
     // with the project, so that it works in a new shell and on other machines.
     let mut remembered_registry = None;
-    let builtin = crate::config::builtin_registry();
+    let builtin = crate::config::builtin_registry()?;
     if ctx.config.registry != builtin && ctx.config.project_file.is_none() {
         let text = format!(
             "# The registry this project's dependencies come from (commit this file; tokens stay in `ebpkg login`).\n\
              [registry]\ndefault = {}\n",
-            toml::Value::String(ctx.config.registry.clone())
+            toml::Value::String(ctx.config.registry.to_string())
         );
         write_new(&dir.join(crate::config::PROJECT_CONFIG), &text)?;
         remembered_registry = Some(ctx.config.registry.clone());

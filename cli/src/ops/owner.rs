@@ -3,7 +3,7 @@
 //! the user registered there.
 
 use anyhow::Result;
-use ebpkg_sources::{NewTrustedPublisher, Owner, PublisherKey, Registry, RegistryUrl, TrustedPublisher};
+use ebpkg_sources::{NewTrustedPublisher, Owner, PublisherKey, Registry, RegistryId, TrustedPublisher};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::types::KeyId;
 
@@ -14,7 +14,7 @@ use crate::ops::keys::Passphrase;
 /// A publisher key as the registry has it after a change.
 pub struct KeyChange {
     pub key: PublisherKey,
-    pub registry: RegistryUrl,
+    pub registry: RegistryId,
 }
 
 /// The default registry itself (never a mirror: accounts live at the origin).

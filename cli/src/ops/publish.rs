@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ebpkg_resolver::UpdatePolicy;
-use ebpkg_sources::{PublishAllowed, RegistryUrl, SignedWith};
+use ebpkg_sources::{PublishAllowed, RegistryId, SignedWith};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::types::{KeyId, Sha256Digest};
 use ebpkg_spec::{Lockfile, Manifest, PackageId, PackageName};
@@ -50,15 +50,15 @@ pub struct PublishOptions<'a> {
 /// What a publish did.
 pub enum Published {
     /// `--skip-existing`, and the registry has this version already.
-    AlreadyThere { id: PackageId, registry: RegistryUrl, how: Existing },
+    AlreadyThere { id: PackageId, registry: RegistryId, how: Existing },
     /// `--dry-run`: packed, signed and verified; nothing was sent. A registry
     /// server said the token may publish it (`None` for a directory registry,
     /// which has no tokens).
-    DryRun { id: PackageId, allowed: Option<(RegistryUrl, PublishAllowed)> },
+    DryRun { id: PackageId, allowed: Option<(RegistryId, PublishAllowed)> },
     /// Sent to `registry`, which answered with its index entry.
     Sent {
         id: PackageId,
-        registry: RegistryUrl,
+        registry: RegistryId,
         entry: Box<IndexEntry>,
         /// The publisher's own key recorded as trusted for the package, when it
         /// was signed with one (not with a bundle made elsewhere) that their
@@ -133,7 +133,7 @@ pub fn publish(ctx: &Ctx, opts: PublishOptions<'_>) -> Result<Published> {
     };
     // Every dependency must be available to whoever installs the package.
     ctx.ui.status("Resolving", format!("dependencies of {id}"));
-    let lock = resolve(ctx, Root::of_manifest(m, &regs)?, None, UpdatePolicy::Nothing, &regs)?;
+    let lock = resolve(ctx, Root::of_manifest(m, &regs), None, UpdatePolicy::Nothing, &regs)?;
     if opts.no_verify {
         ctx.ui.status("Skipped", format!("verifying {id} (--no-verify): not built, not checked by the kernel"));
     } else {
@@ -186,7 +186,7 @@ fn ask_before_publishing(
     id: &PackageId,
     m: &Manifest,
     signed: SignedWith<'_>,
-) -> Result<Option<(RegistryUrl, PublishAllowed)>> {
+) -> Result<Option<(RegistryId, PublishAllowed)>> {
     if regs.default.kind() == ebpkg_sources::RegistryKind::Http {
         let why = if ctx.offline {
             Some("--offline")

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 use ebpkg_resolver::{QualifiedName, Requirement, Resolution, ResolveRequest, UpdatePolicy};
-use ebpkg_sources::RegistryUrl;
+use ebpkg_sources::RegistryId;
 use ebpkg_spec::index::EntryPin;
 use ebpkg_spec::{LockedDependency, LockedPackage, Lockfile, Manifest, PackageName};
 
@@ -61,10 +61,10 @@ fn satisfies(manifest: &Manifest, lock: &Lockfile, regs: &Registries<'_>) -> Res
     let mut pending = Vec::new();
     let by_name = lock.by_normalized_name();
     for (name, dep) in &manifest.dependencies {
-        let url = regs.url(dep.registry.as_deref())?.to_string();
+        let url = regs.url(dep.registry.as_ref());
         let mut matching = by_name.get(&name.normalized()).into_iter().flatten();
         let (Some(&p), None) = (matching.next(), matching.next()) else { return Ok(false) };
-        if *p.source != *url || !dep.version.matches(&p.version) {
+        if p.source != url || !dep.version.matches(&p.version) {
             return Ok(false);
         }
         pending.push(p);
@@ -92,19 +92,16 @@ pub struct Root {
 
 impl Root {
     /// A package's dependencies, each in its registry.
-    pub fn of_manifest(manifest: &Manifest, regs: &Registries<'_>) -> Result<Root> {
+    pub fn of_manifest(manifest: &Manifest, regs: &Registries<'_>) -> Root {
         let deps = manifest
             .dependencies
             .iter()
             .map(|(name, d)| {
-                let url = regs.url(d.registry.as_deref())?;
-                Ok(Requirement::new(
-                    QualifiedName::in_registry(name.clone(), regs.id_registry(&url)),
-                    d.version.clone(),
-                ))
+                let url = regs.url(d.registry.as_ref());
+                Requirement::new(QualifiedName::in_registry(name.clone(), regs.id_registry(&url)), d.version.clone())
             })
-            .collect::<Result<_>>()?;
-        Ok(Root { name: manifest.package.name.clone(), version: manifest.package.version.clone(), deps })
+            .collect();
+        Root { name: manifest.package.name.clone(), version: manifest.package.version.clone(), deps }
     }
 
     /// One package of the default registry, as `ebpkg install NAME@REQ` asks for
@@ -134,8 +131,7 @@ pub fn resolve(
 ) -> Result<Lockfile> {
     let mut locked = Vec::new();
     for p in old.map(Lockfile::packages).unwrap_or_default() {
-        let url = regs.url(Some(&p.source))?;
-        locked.push((QualifiedName::in_registry(p.name.clone(), regs.id_registry(&url)), p.version.clone()));
+        locked.push((QualifiedName::in_registry(p.name.clone(), regs.id_registry(&p.source)), p.version.clone()));
     }
     let request = ResolveRequest { root: root.name, root_version: root.version, deps: root.deps, locked, update };
     let trust = Trust::load(ctx)?;
@@ -172,8 +168,8 @@ pub fn resolve(
             if let Verdict::Refused { why, fix } = trust.judge(&p.name, p.signer.as_ref()) {
                 let id = PackageId::new(p.name.clone(), p.version.clone());
                 say_skipped(ctx, &id, &p.source, &why);
-                regs.leave_out(&regs.url(Some(&p.source))?, &p.name, &p.version);
-                skipped.push(Refusal { id, source: p.source.to_string(), why, fix });
+                regs.leave_out(&p.source, &p.name, &p.version);
+                skipped.push(Refusal { id, source: p.source.clone(), why, fix });
                 refused = true;
             }
         }
@@ -185,15 +181,15 @@ pub fn resolve(
 
 /// Says that the version `id` of the registry `source` is left out because the
 /// trust policy refuses it (`why` follows "it", as in [`Verdict::Refused`]).
-pub fn say_skipped(ctx: &Ctx, id: &PackageId, source: &str, why: &str) {
+pub fn say_skipped(ctx: &Ctx, id: &PackageId, source: &RegistryId, why: &str) {
     ctx.ui.status("Skipping", format!("{id} ({source}): it {why}"));
 }
 
 /// A version the trust policy refused during a resolution.
 struct Refusal {
     id: PackageId,
-    /// The registry it is from, as ebpkg.lock writes it.
-    source: String,
+    /// The registry it is from.
+    source: RegistryId,
     /// Follows "it", as in [`Verdict::Refused`].
     why: String,
     /// What to run to accept it, as in [`Verdict::Refused`].
@@ -256,24 +252,11 @@ fn lock_packages(
     old: Option<&Lockfile>,
     regs: &Registries<'_>,
 ) -> Result<std::result::Result<Vec<LockedPackage>, Vec<DamagedLine>>> {
-    // Most packages come from one or two registries: their URLs are parsed once, and
-    // written as ebpkg.lock writes them once (packages name them by position).
-    let mut urls: Vec<(Option<&str>, RegistryUrl)> = Vec::new();
-    let mut url_of = Vec::with_capacity(resolution.packages.len());
-    for (id, _) in &resolution.packages {
-        let registry = id.registry.as_deref();
-        match urls.iter().position(|(r, _)| *r == registry) {
-            Some(at) => url_of.push(at),
-            None => {
-                urls.push((registry, regs.url(registry)?));
-                url_of.push(urls.len() - 1);
-            }
-        }
-    }
-    let sources: Vec<std::sync::Arc<str>> = urls.iter().map(|(_, url)| url.to_string().into()).collect();
+    // (Not `regs`, which is not shared between threads.)
+    let default = &regs.default;
     let package = |at: usize, pin: EntryPin| -> Result<LockedPackage> {
-        let (_, rp) = &resolution.packages[at];
-        let source = sources[url_of[at]].clone();
+        let (id, rp) = &resolution.packages[at];
+        let source = id.registry.as_ref().unwrap_or(default).clone();
         // A version pinned before must still be the same bytes.
         if let Some(prev) = old.and_then(|o| o.get(pin.name.as_str(), &rp.version)).filter(|p| p.source == source) {
             ebpkg_sources::check_locked(&pin, prev)?;
@@ -304,7 +287,8 @@ fn lock_packages(
         let mut done = LockRun::default();
         for (at, slot) in (first..).zip(out) {
             let (id, rp) = &resolution.packages[at];
-            match Registries::pin_where_read(&urls[url_of[at]].1, &id.name, &rp.version, &rp.origin) {
+            let url = id.registry.as_ref().unwrap_or(default);
+            match Registries::pin_where_read(url, &id.name, &rp.version, &rp.origin) {
                 Some(Ok(pin)) => match package(at, pin) {
                     Ok(package) => *slot = Some(package),
                     // (The rest is still pinned: a damaged line among it must still be found.)
@@ -333,7 +317,7 @@ fn lock_packages(
     });
     for at in std::mem::take(&mut all.elsewhere) {
         let (id, rp) = &resolution.packages[at];
-        match regs.entry(&urls[url_of[at]].1, &id.name, &rp.version) {
+        match regs.entry(&regs.url(id.registry.as_ref()), &id.name, &rp.version) {
             Ok(entry) => match package(at, EntryPin::from(&entry)) {
                 Ok(package) => made[at] = Some(package),
                 Err(e) => all.fail(e),
@@ -434,7 +418,7 @@ pub fn resolve_project(ctx: &Ctx, project: &Project, regs: &Registries<'_>, upda
         return Ok(Resolved { lock: lock.clone(), old, stale: false });
     }
     ctx.ui.status("Resolving", format!("dependencies of {}", project.manifest.package.name));
-    let lock = resolve(ctx, Root::of_manifest(&project.manifest, regs)?, old.as_ref(), update, regs)?;
+    let lock = resolve(ctx, Root::of_manifest(&project.manifest, regs), old.as_ref(), update, regs)?;
     let changed = damaged || old.as_ref().is_none_or(|o| o.to_toml_string() != lock.to_toml_string());
     if !changed {
         return Ok(Resolved { lock, old, stale: false });

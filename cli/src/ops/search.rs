@@ -1,13 +1,13 @@
 //! `ebpkg search`: the default registry's packages matching a query.
 
 use anyhow::Result;
-use ebpkg_sources::{RegistryUrl, SearchHit};
+use ebpkg_sources::{RegistryId, SearchHit};
 
 use crate::Ctx;
 
 /// The packages that match, best first.
 pub struct Found {
-    pub registry: RegistryUrl,
+    pub registry: RegistryId,
     pub hits: Vec<SearchHit>,
 }
 

@@ -226,8 +226,7 @@ pub fn attested_matches(
     let cache = ctx.cache()?;
     let mut out = std::collections::BTreeMap::new();
     for p in packages {
-        let Ok(url) = ebpkg_sources::RegistryUrl::parse(&p.source) else { continue };
-        let registry = regs.open(&url)?;
+        let registry = regs.open(&p.source)?;
         let found = trusted_attestations(
             &cache,
             registry.as_ref(),

@@ -208,7 +208,7 @@ pub fn run_tests(ctx: &Ctx, project: &Project, filter: Option<&str>) -> Result<R
     let native = crate::ops::native::ClangCompiler::new(builder);
     let planned = ebpkg_deploy::PlannedPackage {
         id: m.id(),
-        source: format!("path+file://{}", project.dir.display()),
+        source: ebpkg_deploy::PackageSource::Path(project.dir.clone()),
         checksum: digest,
         root: project.dir.clone(),
         manifest: m.clone(),

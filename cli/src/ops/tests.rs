@@ -58,7 +58,7 @@ fn world() -> World {
         let signature =
             PublishSignature { bundle: ebpkg_signing::sign(&key, &packed.bytes).unwrap(), key: key.public().clone() };
         let entry = registry.publish(&packed.archive(), &packed.manifest, Some(&signature)).unwrap();
-        published.push((format!("{name}@{version}"), entry));
+        published.push((entry.id().to_string(), entry));
     }
     std::fs::write(dir.path().join("trust.toml"), format!("[keys]\n\"*\" = [\"{}\"]\n", key.public().id())).unwrap();
     let project = dir.path().join("app");
@@ -72,7 +72,7 @@ impl World {
     fn ctx(&self) -> Ctx {
         Ctx {
             ui: Ui::new(false, true, 0, false),
-            config: Config::isolated(self.dir.path(), self.registry.url().as_str()),
+            config: Config::isolated(self.dir.path(), self.registry.url().clone()),
             offline: false,
             locked: false,
             trust_new_keys: false,

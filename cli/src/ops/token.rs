@@ -4,7 +4,7 @@
 //! token, so that a leaked narrow one cannot widen itself.
 
 use anyhow::Result;
-use ebpkg_sources::{NewToken, RegistryUrl, TokenCreated, TokenInfo};
+use ebpkg_sources::{NewToken, RegistryId, TokenCreated, TokenInfo};
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -13,19 +13,19 @@ use crate::ops::owner::origin;
 /// The registry's live tokens of the user, and which registry that is.
 pub struct Tokens {
     pub tokens: Vec<TokenInfo>,
-    pub registry: RegistryUrl,
+    pub registry: RegistryId,
 }
 
 /// A token created, with its secret (shown once).
 pub struct Created {
     pub created: TokenCreated,
-    pub registry: RegistryUrl,
+    pub registry: RegistryId,
 }
 
 /// A token revoked: refused from then on.
 pub struct Revoked {
     pub token: TokenInfo,
-    pub registry: RegistryUrl,
+    pub registry: RegistryId,
 }
 
 /// The user's live tokens (neither revoked nor expired), never their secrets.
@@ -53,7 +53,7 @@ pub fn revoke(ctx: &Ctx, which: &str) -> Result<Revoked> {
 
 /// The token `which` names, by its id or by its name. A number that is one
 /// token's id and another's name is refused: which one was meant is not known.
-fn pick<'a>(tokens: &'a [TokenInfo], which: &str, registry: &RegistryUrl) -> Result<&'a TokenInfo> {
+fn pick<'a>(tokens: &'a [TokenInfo], which: &str, registry: &RegistryId) -> Result<&'a TokenInfo> {
     let id = which.parse::<i64>().ok();
     let matching: Vec<&TokenInfo> = tokens.iter().filter(|t| Some(t.id) == id || t.name == which).collect();
     match matching.as_slice() {
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn a_token_is_picked_by_an_id_or_a_name_only_when_that_names_one() {
-        let url = RegistryUrl::parse("http://127.0.0.1:1/").unwrap();
+        let url = RegistryId::parse("http://127.0.0.1:1/").unwrap();
         let tokens = [token(3, "ci"), token(7, "laptop"), token(12, "3"), token(13, "twin"), token(14, "twin")];
         assert_eq!(pick(&tokens, "7", &url).unwrap().id, 7);
         assert_eq!(pick(&tokens, "laptop", &url).unwrap().id, 7);

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use ebpkg_sources::RegistryUrl;
+use ebpkg_sources::RegistryId;
 
 use crate::Ctx;
 use crate::exit::{Failure, fail};
@@ -20,14 +20,14 @@ pub struct TrustedRoot {
 
 /// What `registry add` did.
 pub struct AddedRegistry {
-    pub url: RegistryUrl,
+    pub url: RegistryId,
     pub root: Option<TrustedRoot>,
 }
 
 /// A named registry of the config file.
 pub struct NamedRegistry {
     pub name: String,
-    pub url: String,
+    pub url: RegistryId,
     /// The trusted TUF root's file, if it has one.
     pub tuf_root: Option<PathBuf>,
 }
@@ -40,25 +40,24 @@ pub fn list(ctx: &Ctx) -> Vec<NamedRegistry> {
         .map(|(name, named)| NamedRegistry {
             name: name.clone(),
             url: named.url.clone(),
-            tuf_root: RegistryUrl::parse(&named.url).ok().and_then(|u| ctx.config.tuf_trust(&u)).map(|t| t.root),
+            tuf_root: ctx.config.tuf_trust(&named.url).map(|t| t.root),
         })
         .collect()
 }
 
 /// Names a registry in the config file, after trusting its TUF root (when given).
-pub fn add(ctx: &Ctx, name: &str, url: &str, root: Option<&Path>) -> Result<AddedRegistry> {
+pub fn add(ctx: &Ctx, name: &str, url: &RegistryId, root: Option<&Path>) -> Result<AddedRegistry> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_".contains(c)) {
         return Err(fail(Failure::Usage, format!("`{name}` is not a registry name: use letters, digits, `-` and `_`")));
     }
-    let url = RegistryUrl::parse(url).with_context(|| format!("registry `{url}`"))?;
-    let root = root.map(|root| trust_root(ctx, &url, root)).transpose()?;
+    let root = root.map(|root| trust_root(ctx, url, root)).transpose()?;
     write_registry_entry(ctx, name, url.as_str())?;
-    Ok(AddedRegistry { url, root })
+    Ok(AddedRegistry { url: url.clone(), root })
 }
 
 /// Stores `root` as the trusted root for `url`, after checking that the
 /// registry's metadata loads from it.
-fn trust_root(ctx: &Ctx, url: &RegistryUrl, root: &Path) -> Result<TrustedRoot> {
+fn trust_root(ctx: &Ctx, url: &RegistryId, root: &Path) -> Result<TrustedRoot> {
     let bytes = ebpkg_fs::read(root, 512 * 1024).with_context(|| root.display().to_string())?;
     let target = ctx.config.tuf_root_path(url);
     let dir = target.parent().map(Path::to_path_buf).unwrap_or_default();

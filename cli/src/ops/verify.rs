@@ -53,7 +53,7 @@ pub struct CheckedPackage {
     /// Its archive's SHA-256.
     pub archive: Sha256Digest,
     /// The registry it was fetched from (`ebpkg.lock`'s `source`).
-    pub registry: String,
+    pub registry: ebpkg_spec::RegistryId,
 }
 
 impl RebuildReport {
@@ -89,7 +89,7 @@ pub fn rebuild(ctx: &Ctx, target: &VerifyTarget) -> Result<RebuildReport> {
         VerifyTarget::Version { name, version } => {
             let req = semver::VersionReq::parse(&format!("={version}"))
                 .map_err(|e| fail(Failure::Usage, format!("`{version}`: {e}")))?;
-            ctx.ui.status("Resolving", format!("{name}@{version}"));
+            ctx.ui.status("Resolving", PackageId::new(name.clone(), version.clone()).to_string());
             let lock = resolve(ctx, Root::of_package(name.clone(), req)?, None, UpdatePolicy::Nothing, &regs)?;
             // Only the version's own package is fetched: its dependencies ship
             // objects of their own, checked when they are named.
@@ -114,7 +114,7 @@ pub fn rebuild(ctx: &Ctx, target: &VerifyTarget) -> Result<RebuildReport> {
         report.packages.push(CheckedPackage {
             id: id.clone(),
             archive: f.locked.checksum,
-            registry: f.locked.source.to_string(),
+            registry: f.locked.source.clone(),
         });
         for s in shipped_objects(&f.manifest) {
             ctx.ui.status("Rebuilding", format!("{} ({}) of {id}", s.object, s.hook.name()));
@@ -298,9 +298,8 @@ pub fn sign(ctx: &Ctx, report: &RebuildReport, opts: SignOptions<'_>) -> Result<
         }
         let published = match &regs {
             Some(regs) => {
-                let url = ebpkg_sources::RegistryUrl::parse(&p.registry)
-                    .map_err(|e| fail(Failure::Input, format!("{}: its registry `{}`: {e}", p.id, p.registry)))?;
-                let registry = regs.open_origin(&url, None)?;
+                let url = &p.registry;
+                let registry = regs.open_origin(url, None)?;
                 let accepted = registry.add_attestation(&p.id.name, &p.id.version, &signed)?;
                 ctx.ui.status(
                     if accepted.added { "Published" } else { "Unchanged" },

@@ -2,7 +2,7 @@
 //! registry: new resolutions leave it out, existing lockfiles keep it.
 
 use anyhow::Result;
-use ebpkg_sources::RegistryUrl;
+use ebpkg_sources::RegistryId;
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::IndexEntry;
 
@@ -17,7 +17,7 @@ pub struct YankOptions {
 
 /// The version's index entry as the registry has it now.
 pub struct Yanked {
-    pub registry: RegistryUrl,
+    pub registry: RegistryId,
     pub entry: IndexEntry,
 }
 

@@ -24,7 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use anyhow::Result;
 use ebpkg_resolution_cache::{Line, LoadedIndex, ResolutionCaches};
 use ebpkg_resolver::{Candidate, DepLists, QualifiedName, Requirement};
-use ebpkg_sources::{IndexFingerprint, Registry, RegistryUrl};
+use ebpkg_sources::{IndexFingerprint, Registry, RegistryId};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{IndexError, parse_versions};
 use rustc_hash::FxBuildHasher;
@@ -35,8 +35,8 @@ use rustc_hash::FxBuildHasher;
 /// `None`.
 pub fn load(
     registry: &dyn Registry,
-    url: &RegistryUrl,
-    default: &RegistryUrl,
+    url: &RegistryId,
+    default: &RegistryId,
     caches: &ResolutionCaches,
     name: &PackageName,
     skip_cache: bool,
@@ -67,8 +67,8 @@ pub fn load(
 /// needs; with the fingerprint of the file read, when the registry tells one.
 fn parse(
     registry: &dyn Registry,
-    url: &RegistryUrl,
-    default: &RegistryUrl,
+    url: &RegistryId,
+    default: &RegistryId,
     name: &PackageName,
 ) -> Result<Option<(LoadedIndex, Option<IndexFingerprint>)>> {
     let Some(text) = registry.index_text(name)? else { return Ok(None) };
@@ -108,22 +108,16 @@ fn parse(
 /// The requirements of a line from registry `from`, as the resolver takes them.
 fn requirements(
     line: &ebpkg_spec::index::VersionLine<'_>,
-    from: &RegistryUrl,
-    default: &RegistryUrl,
+    from: &RegistryId,
+    default: &RegistryId,
 ) -> Result<Box<[Requirement]>, IndexError> {
-    let invalid = |message: String| IndexError::Invalid { line: line.line_no, message };
-    line.deps()?
-        .into_iter()
-        .map(|d| {
-            // A dependency without a registry is in the same registry as its dependent.
-            let url = match &d.registry {
-                None => from.clone(),
-                Some(u) => RegistryUrl::parse(u).map_err(|e| invalid(format!("dependency `{}`: {e}", d.name)))?,
-            };
-            let registry = (url != *default).then(|| url.to_string());
-            Ok(Requirement::new(QualifiedName::in_registry(d.name, registry), d.req))
-        })
-        .collect()
+    let deps = line.deps()?.into_iter().map(|d| {
+        // A dependency without a registry is in the same registry as its dependent.
+        let url = d.registry.unwrap_or_else(|| from.clone());
+        let registry = (url != *default).then_some(url);
+        Requirement::new(QualifiedName::in_registry(d.name, registry), d.req)
+    });
+    Ok(deps.collect())
 }
 
 /// Where one package's index stands.
@@ -163,25 +157,24 @@ impl SlotState {
 /// Each registry's slots (by URL: a command reads a few registries at most), by
 /// normalized package name. Looked up for every package a resolution touches,
 /// from several threads: the names are hashed with FxHash and looked up without
-/// building a key. The URL is shared by the registry's reads (a read ahead names it).
-type Slots = Vec<(Arc<RegistryUrl>, RegistrySlots)>;
+/// building a key.
+type Slots = Vec<(RegistryId, RegistrySlots)>;
 /// Keyed by the normalized name, shared with the package's name when it is its own.
 type RegistrySlots = HashMap<Arc<str>, Arc<Slot>, FxBuildHasher>;
 
 /// The slots of registry `url` in one shard, made on first use with room for a shard's
 /// part of `expected` packages (a large resolution's tables, grown by doubling, were
-/// rehashed and asked for fresh memory a dozen times over), and its shared URL.
+/// rehashed and asked for fresh memory a dozen times over), and the registry.
 fn slots_of<'s>(
     slots: &'s mut Slots,
-    url: &RegistryUrl,
+    url: &RegistryId,
     expected: impl FnOnce() -> usize,
-) -> (&'s Arc<RegistryUrl>, &'s mut RegistrySlots) {
-    // (The same URL, shared with the reads ahead, mostly: compared by address first.)
-    let at = match slots.iter().position(|(u, _)| std::ptr::eq(&**u, url) || u.as_str() == url.as_str()) {
+) -> (&'s RegistryId, &'s mut RegistrySlots) {
+    let at = match slots.iter().position(|(u, _)| u == url) {
         Some(at) => at,
         None => {
             let of_registry = RegistrySlots::with_capacity_and_hasher(expected() / SHARDS, FxBuildHasher);
-            slots.push((Arc::new(url.clone()), of_registry));
+            slots.push((url.clone(), of_registry));
             slots.len() - 1
         }
     };
@@ -191,10 +184,10 @@ fn slots_of<'s>(
 
 impl Shared {
     /// The slot of `name` in `url`, if any.
-    fn slot(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<Slot>> {
+    fn slot(&self, url: &RegistryId, name: &PackageName) -> Option<Arc<Slot>> {
         let key = name.normalized_key();
         let slots = lock(self.shard(&key));
-        let (_, of_registry) = slots.iter().find(|(u, _)| u.as_str() == url.as_str())?;
+        let (_, of_registry) = slots.iter().find(|(u, _)| u == url)?;
         of_registry.get(&*key).cloned()
     }
 
@@ -207,7 +200,7 @@ impl Shared {
     /// The slots of `url` in a shard made on first use hold room for about as many
     /// packages as the resolution cache has records of the registry (the packages earlier
     /// resolutions read from it), up to 65,536.
-    fn expected(&self, url: &RegistryUrl) -> usize {
+    fn expected(&self, url: &RegistryId) -> usize {
         self.caches.registry(url).records().min(MOST_EXPECTED)
     }
 
@@ -225,7 +218,7 @@ fn new_slot() -> Arc<Slot> {
 /// [`run`]), the rest queued again each time.
 struct Job {
     registry: Arc<dyn Registry>,
-    url: Arc<RegistryUrl>,
+    url: RegistryId,
     reads: Vec<(PackageName, Arc<Slot>)>,
 }
 
@@ -243,7 +236,7 @@ struct Shard(Mutex<Slots>);
 const MOST_EXPECTED: usize = 1 << 16;
 
 struct Shared {
-    default: RegistryUrl,
+    default: RegistryId,
     caches: ResolutionCaches,
     /// In shards by name, each locked on its own: every thread looks slots up for every
     /// package, and with more threads than CPUs, one preempted while holding a single lock
@@ -288,7 +281,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Loader {
     /// A loader for a command whose default registry is `default`, with its
     /// resolution caches in `cache_dir`.
-    pub fn new(default: RegistryUrl, cache_dir: &std::path::Path) -> Loader {
+    pub fn new(default: RegistryId, cache_dir: &std::path::Path) -> Loader {
         let shared = Shared {
             caches: ResolutionCaches::new(cache_dir, default.clone()),
             default,
@@ -307,7 +300,7 @@ impl Loader {
     pub fn get(
         &self,
         registry: &Arc<dyn Registry>,
-        url: &RegistryUrl,
+        url: &RegistryId,
         name: &PackageName,
     ) -> Result<Option<Arc<LoadedIndex>>> {
         let slot = {
@@ -378,7 +371,7 @@ impl Loader {
     }
 
     /// `name`'s index in `url` if it has been read and exists.
-    pub fn loaded(&self, url: &RegistryUrl, name: &PackageName) -> Option<Arc<LoadedIndex>> {
+    pub fn loaded(&self, url: &RegistryId, name: &PackageName) -> Option<Arc<LoadedIndex>> {
         let slot = self.shared.slot(url, name)?;
         match &lock(&slot.state).state {
             State::Loaded(Some(index)) => Some(Arc::clone(index)),
@@ -388,7 +381,7 @@ impl Loader {
 
     /// Queues the dependencies of `index`'s newest usable version that live in the
     /// same registry, and starts the workers on first use.
-    fn read_ahead(&self, registry: &Arc<dyn Registry>, url: &RegistryUrl, index: &LoadedIndex) {
+    fn read_ahead(&self, registry: &Arc<dyn Registry>, url: &RegistryId, index: &LoadedIndex) {
         let jobs = next_jobs(&self.shared, registry, url, index);
         if jobs == 0 {
             return;
@@ -440,11 +433,11 @@ fn finish(slot: &Slot, state: State) {
 
 /// Queues reads of the packages `index`'s newest usable version depends on (in
 /// its own registry) that nobody asked for yet; returns how many.
-fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, index: &LoadedIndex) -> usize {
+fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryId, index: &LoadedIndex) -> usize {
     let Some(newest) = index.newest() else { return 0 };
     // Decoded here, off the resolver's thread: the list it will most likely ask for.
     let Ok(deps) = index.list(newest.deps) else { return 0 };
-    let own = (*url != shared.default).then(|| url.to_string());
+    let own = (*url != shared.default).then(|| url.clone());
     let mut reads = Vec::with_capacity(deps.len());
     let mut url_of_reads = None;
     for dep in deps.iter().filter(|d| d.pkg.registry == own) {
@@ -456,7 +449,7 @@ fn next_jobs(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryUrl, i
         }
         let slot = new_slot();
         of_registry.insert(dep.pkg.name.normalized_shared(), Arc::clone(&slot));
-        url_of_reads.get_or_insert_with(|| Arc::clone(shared_url));
+        url_of_reads.get_or_insert_with(|| shared_url.clone());
         reads.push((dep.pkg.name.clone(), slot));
     }
     let n = reads.len();
@@ -508,13 +501,13 @@ fn run(shared: &Shared, job: Job) {
     let Job { registry, url, mut reads } = job;
     let Some((name, slot)) = reads.pop() else { return };
     if !reads.is_empty() {
-        shared.jobs.push(Job { registry: Arc::clone(&registry), url: Arc::clone(&url), reads });
+        shared.jobs.push(Job { registry: Arc::clone(&registry), url: url.clone(), reads });
     }
     read_queued(shared, &registry, &url, &name, &slot);
 }
 
 /// One read of a job (see [`run`]).
-fn read_queued(shared: &Shared, registry: &Arc<dyn Registry>, url: &Arc<RegistryUrl>, name: &PackageName, slot: &Slot) {
+fn read_queued(shared: &Shared, registry: &Arc<dyn Registry>, url: &RegistryId, name: &PackageName, slot: &Slot) {
     {
         let mut state = lock(&slot.state);
         if !matches!(state.state, State::Queued) {
@@ -591,7 +584,7 @@ mod tests {
     }
 
     impl Registry for Tapped {
-        fn url(&self) -> &RegistryUrl {
+        fn url(&self) -> &RegistryId {
             self.inner.url()
         }
         fn index_text(&self, name: &PackageName) -> SourceResult<Option<ebpkg_sources::IndexText>> {
@@ -654,14 +647,14 @@ mod tests {
         std::fs::write(&index, line).unwrap();
         // Fingerprints are trusted only for files settled for 2 s.
         std::thread::sleep(std::time::Duration::from_millis(2100));
-        let url = RegistryUrl::from_path(&root).unwrap();
+        let url = RegistryId::from_path(&root).unwrap();
         let net = PackageName::new("net").unwrap();
         let cached = |registry: &dyn Registry, cache_dir: &std::path::Path| {
             let caches = ResolutionCaches::new(cache_dir, url.clone());
             let loaded = load(registry, &url, &url, &caches, &net, false).unwrap().unwrap();
             assert_eq!(ebpkg_resolver::CandidateList::len(&*loaded), 1);
             caches.save();
-            let file = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).resolution_cache(url.as_str());
+            let file = ebpkg_spec::cache_layout::CacheLayout::new(cache_dir).resolution_cache(&url);
             file.exists()
         };
         let swapped = tempfile::tempdir().unwrap();
@@ -705,7 +698,7 @@ mod tests {
     #[test]
     fn readers_are_sized_for_a_network_only_once_reads_go_to_one() {
         let (_dir, root) = app_and_thirty_one();
-        let url = RegistryUrl::from_path(&root).unwrap();
+        let url = RegistryId::from_path(&root).unwrap();
         let app = PackageName::new("app").unwrap();
         let started = |requests: u64| {
             let registry: Arc<dyn Registry> =
@@ -725,7 +718,7 @@ mod tests {
     #[test]
     fn the_resolver_does_queued_reads_while_a_worker_reads_what_it_waits_for() {
         let (_dir, root) = app_and_thirty_one();
-        let url = RegistryUrl::from_path(&root).unwrap();
+        let url = RegistryId::from_path(&root).unwrap();
         let gate = Arc::new(Gate {
             held: PackageName::new("net").unwrap(),
             main: std::thread::current().id(),

@@ -9,9 +9,9 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ebpkg_resolver::{CandidateList, Origin, QualifiedName, SourceError, VersionSource, Versions};
-use ebpkg_sources::{Registry, RegistryUrl, open_registry, warn_skipped_line};
+use ebpkg_sources::{Registry, RegistryId, open_registry, warn_skipped_line};
 use ebpkg_spec::PackageName;
 use ebpkg_spec::index::{EntryPin, IndexEntry};
 
@@ -25,18 +25,18 @@ pub struct Registries<'c> {
     config: &'c Config,
     offline: bool,
     /// The default registry.
-    pub default: RegistryUrl,
-    opened: RefCell<HashMap<String, Arc<dyn Registry>>>,
+    pub default: RegistryId,
+    opened: RefCell<HashMap<RegistryId, Arc<dyn Registry>>>,
     /// The default registry once opened: asked for every package a resolution reads.
     default_opened: std::cell::OnceCell<Arc<dyn Registry>>,
-    indexes: RefCell<HashMap<(String, String), Option<Index>>>,
+    indexes: RefCell<HashMap<(RegistryId, String), Option<Index>>>,
     /// What resolutions read (see [`loader`]).
     loader: loader::Loader,
     /// Packages whose skipped lines were warned about.
-    warned: RefCell<HashSet<(String, String)>>,
+    warned: RefCell<HashSet<(RegistryId, String)>>,
     /// Versions a resolution chose whose lines turned out damaged, or whose signer
     /// the trust policy refuses: not offered again.
-    rejected: RefCell<HashSet<(String, String, semver::Version)>>,
+    rejected: RefCell<HashSet<(RegistryId, String, semver::Version)>>,
 }
 
 /// A version whose index line is damaged beyond what resolution reads of it (its
@@ -47,7 +47,7 @@ pub struct Registries<'c> {
      its operator)"
 )]
 pub struct DamagedLine {
-    pub url: RegistryUrl,
+    pub url: RegistryId,
     pub name: PackageName,
     pub version: semver::Version,
     pub origin: String,
@@ -56,7 +56,7 @@ pub struct DamagedLine {
 
 impl DamagedLine {
     fn new(
-        url: &RegistryUrl,
+        url: &RegistryId,
         name: &PackageName,
         version: &semver::Version,
         index: &ebpkg_resolution_cache::LoadedIndex,
@@ -69,8 +69,7 @@ impl DamagedLine {
 
 impl<'c> Registries<'c> {
     pub fn new(config: &'c Config, offline: bool) -> Result<Registries<'c>> {
-        let default = RegistryUrl::parse(&config.registry)
-            .with_context(|| format!("the default registry `{}`", config.registry))?;
+        let default = config.registry.clone();
         Ok(Registries {
             config,
             offline,
@@ -84,45 +83,40 @@ impl<'c> Registries<'c> {
         })
     }
 
-    /// The canonical URL of a registry named in a manifest or index (`None`: the
-    /// default registry).
-    pub fn url(&self, registry: Option<&str>) -> Result<RegistryUrl> {
-        match registry {
-            None => Ok(self.default.clone()),
-            Some(u) => Ok(RegistryUrl::parse(u).with_context(|| format!("registry `{u}`"))?),
-        }
+    /// A registry named in a manifest or index (`None`: the default registry).
+    pub fn url(&self, registry: Option<&RegistryId>) -> RegistryId {
+        registry.unwrap_or(&self.default).clone()
     }
 
     /// The resolver's name for a registry: `None` for the default one.
-    pub fn id_registry(&self, url: &RegistryUrl) -> Option<String> {
-        (*url != self.default).then(|| url.to_string())
+    pub fn id_registry(&self, url: &RegistryId) -> Option<RegistryId> {
+        (*url != self.default).then(|| url.clone())
     }
 
     /// The registry at `url` (or its mirror).
-    pub fn open(&self, url: &RegistryUrl) -> Result<Arc<dyn Registry>> {
-        if let Some(r) = self.opened.borrow().get(url.as_str()) {
+    pub fn open(&self, url: &RegistryId) -> Result<Arc<dyn Registry>> {
+        if let Some(r) = self.opened.borrow().get(url) {
             return Ok(r.clone());
         }
-        let fetch_url = self.read_from(url)?;
+        let fetch_url = self.read_from(url);
         // Offline, an HTTP registry answers from its cached index files only.
         let mut options = self.config.open_options(&fetch_url, self.offline);
         // A mirror stands in for its origin: the origin's TUF root checks it.
         options.tuf = self.config.tuf_trust(url);
         let r: Arc<dyn Registry> = Arc::from(open_registry(&fetch_url, &options)?);
-        self.opened.borrow_mut().insert(url.to_string(), r.clone());
+        self.opened.borrow_mut().insert(url.clone(), r.clone());
         Ok(r)
     }
 
     /// Where the packages of the registry at `url` are read from: its mirror when one
     /// is configured (what [`Registries::open`] opens), else `url` itself.
-    pub fn read_from(&self, url: &RegistryUrl) -> Result<RegistryUrl> {
-        let fetch = self.config.fetch_url(url.as_str());
-        RegistryUrl::parse(fetch).with_context(|| format!("mirror `{fetch}` of {url}"))
+    pub fn read_from(&self, url: &RegistryId) -> RegistryId {
+        self.config.fetch_url(url).clone()
     }
 
     /// The error for a package `url` has no index file for: the close names its listing
     /// holds, or, when the listing holds the very name, that the two disagree.
-    pub fn not_found(&self, url: &RegistryUrl, name: &PackageName) -> anyhow::Error {
+    pub fn not_found(&self, url: &RegistryId, name: &PackageName) -> anyhow::Error {
         let names = self.open(url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
         let hint = if names.iter().any(|n| n.normalized() == name.normalized()) {
             format!(": {}", ebpkg_resolver::listed_without_index(name))
@@ -149,7 +143,7 @@ impl<'c> Registries<'c> {
     /// `progress` is told how a publish's upload goes.
     pub fn open_origin(
         &self,
-        url: &RegistryUrl,
+        url: &RegistryId,
         progress: Option<ebpkg_sources::Progress>,
     ) -> Result<Box<dyn Registry>> {
         let mut options = self.config.open_options(url, self.offline);
@@ -158,8 +152,8 @@ impl<'c> Registries<'c> {
     }
 
     /// The index entries of `name` in `url`, read once per command.
-    pub fn index(&self, url: &RegistryUrl, name: &PackageName) -> Result<Option<Arc<Vec<IndexEntry>>>> {
-        let key = (url.to_string(), name.normalized());
+    pub fn index(&self, url: &RegistryId, name: &PackageName) -> Result<Option<Arc<Vec<IndexEntry>>>> {
+        let key = (url.clone(), name.normalized());
         if let Some(hit) = self.indexes.borrow().get(&key) {
             return Ok(hit.clone());
         }
@@ -170,7 +164,7 @@ impl<'c> Registries<'c> {
 
     /// The entry of `name@version` in `url`. A version a resolution read whose
     /// line is damaged beyond what resolution reads fails with [`DamagedLine`].
-    pub fn entry(&self, url: &RegistryUrl, name: &PackageName, version: &semver::Version) -> Result<IndexEntry> {
+    pub fn entry(&self, url: &RegistryId, name: &PackageName, version: &semver::Version) -> Result<IndexEntry> {
         if let Some(index) = self.loader.loaded(url, name)
             && let Some(entry) = index.entry(version)
         {
@@ -192,7 +186,7 @@ impl<'c> Registries<'c> {
     /// that the thousands of packages of a large resolution are pinned on every CPU. `None`
     /// when `origin` is no such index or has no line of `version`: [`Registries::entry`] then.
     pub fn pin_where_read(
-        url: &RegistryUrl,
+        url: &RegistryId,
         name: &PackageName,
         version: &semver::Version,
         origin: &Origin,
@@ -220,37 +214,34 @@ impl<'c> Registries<'c> {
     }
 
     /// Leaves `name@version` of `url` out of later resolutions.
-    pub fn leave_out(&self, url: &RegistryUrl, name: &PackageName, version: &semver::Version) {
-        self.rejected.borrow_mut().insert((url.to_string(), name.normalized(), version.clone()));
+    pub fn leave_out(&self, url: &RegistryId, name: &PackageName, version: &semver::Version) {
+        self.rejected.borrow_mut().insert((url.clone(), name.normalized(), version.clone()));
     }
 }
 
 impl VersionSource for Registries<'_> {
     fn versions(&self, pkg: &QualifiedName) -> std::result::Result<Versions, SourceError> {
         // Asked for every package of a resolution: nothing is built that is not needed.
-        let url = match pkg.registry.as_deref() {
-            None => std::borrow::Cow::Borrowed(&self.default),
-            Some(u) => std::borrow::Cow::Owned(self.url(Some(u)).map_err(SourceFailure::boxed)?),
-        };
+        let url = pkg.registry.as_ref().unwrap_or(&self.default);
         // (Borrowed: its count is touched by every read ahead, on other threads.)
         let opened;
         let registry = match (pkg.registry.is_none(), self.default_opened.get()) {
             (true, Some(registry)) => registry,
             (is_default, _) => {
-                opened = self.open(&url).map_err(SourceFailure::boxed)?;
+                opened = self.open(url).map_err(SourceFailure::boxed)?;
                 if is_default {
                     let _ = self.default_opened.set(Arc::clone(&opened));
                 }
                 &opened
             }
         };
-        let Some(index) = self.loader.get(registry, &url, &pkg.name).map_err(SourceFailure::boxed)? else {
+        let Some(index) = self.loader.get(registry, url, &pkg.name).map_err(SourceFailure::boxed)? else {
             return Ok(Versions::none());
         };
-        let key = || (url.to_string(), pkg.name.normalized());
+        let key = || (url.clone(), pkg.name.normalized());
         if !index.problems().is_empty() && self.warned.borrow_mut().insert(key()) {
             for problem in index.problems() {
-                warn_skipped_line(&url, index.origin(), problem);
+                warn_skipped_line(url, index.origin(), problem);
             }
         }
         // (Leaving rejected versions out keeps the order.)
@@ -269,13 +260,13 @@ impl VersionSource for Registries<'_> {
         Ok(versions)
     }
 
-    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
-        let Ok(url) = self.url(registry) else { return Vec::new() };
+    fn known_names(&self, registry: Option<&RegistryId>) -> Vec<PackageName> {
+        let url = self.url(registry);
         let mut names = self.open(&url).ok().and_then(|r| r.names().ok()).unwrap_or_default();
         // A name whose versions were left out (refused by the trust policy, or damaged) has an
         // index file: listing it would read as "the registry lists it but serves no index".
         let rejected = self.rejected.borrow();
-        names.retain(|n| !rejected.iter().any(|(u, r, _)| *u == url.as_str() && *r == n.normalized()));
+        names.retain(|n| !rejected.iter().any(|(u, r, _)| *u == url && *r == n.normalized()));
         names
     }
 }

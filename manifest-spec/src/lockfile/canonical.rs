@@ -105,7 +105,7 @@ mod tests {
         let pkg = |n: &str, v: &str, signer, dependencies| LockedPackage {
             name: PackageName::new(n).unwrap(),
             version: semver::Version::parse(v).unwrap(),
-            source: "file:///srv/registry/".into(),
+            source: crate::RegistryId::parse_url("file:///srv/registry/").unwrap(),
             checksum: Sha256Digest([7; 32]),
             signer,
             dependencies,

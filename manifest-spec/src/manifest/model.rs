@@ -6,6 +6,7 @@ use semver::{Version, VersionReq};
 use serde::Serialize;
 
 use crate::names::{ItemName, PackageName};
+use crate::registry_id::RegistryId;
 use crate::types::{EndsPacket, FieldType, Hook, IntType, KernelVersion, RelPath, Sha256Digest};
 
 /// Most arguments a HIKe program takes (VM registers r1–r4).
@@ -120,9 +121,9 @@ impl KernelBuild {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dependency {
     pub version: VersionReq,
-    /// The registry URL; `None` means the default registry.
+    /// The registry; `None` means the default registry.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub registry: Option<String>,
+    pub registry: Option<RegistryId>,
 }
 
 /// Where a program's or loader's object comes from.

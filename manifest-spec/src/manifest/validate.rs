@@ -10,6 +10,7 @@ use super::model::*;
 use super::raw::*;
 use crate::diagnostic::{Diagnostic, did_you_mean};
 use crate::names::{ItemName, NameError, PackageName};
+use crate::registry_id::RegistryId;
 use crate::types::{KernelVersion, RelPath, Sha256Digest};
 
 /// Most keywords a package may list, and their longest length (as on crates.io).
@@ -255,6 +256,21 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The registry a dependency names, by the rules of every registry URL
+    /// ([`RegistryId::parse_url`]): what installers will read it from.
+    fn registry(&mut self, raw: &Spanned<String>, dependency: &PackageName) -> Option<RegistryId> {
+        let text = raw.get_ref();
+        if text.len() > 2048 {
+            let message =
+                format!("dependency `{dependency}`: registry URL is {} bytes long (at most 2048)", text.len());
+            self.error(raw.span(), message, None);
+            return None;
+        }
+        RegistryId::parse_url(text)
+            .map_err(|e| self.error(raw.span(), format!("dependency `{dependency}`: {e}"), None))
+            .ok()
+    }
+
     fn keywords(&mut self, raw: Vec<Spanned<String>>) -> Vec<String> {
         if let Some(extra) = raw.get(MAX_KEYWORDS) {
             self.error(
@@ -412,8 +428,11 @@ impl<'a> Checker<'a> {
                 RawDependency::Table(t) => (t.version, t.registry),
             };
             let version = self.version_req(&req, &format!("dependency `{name}`"));
-            let registry = registry.and_then(|r| self.url(&r, "registry", &["https", "http", "file"]));
-            if let Some(version) = version {
+            let registry = match registry {
+                None => Some(None),
+                Some(r) => self.registry(&r, &name).map(Some),
+            };
+            if let (Some(version), Some(registry)) = (version, registry) {
                 out.insert(name, Dependency { version, registry });
             }
         }

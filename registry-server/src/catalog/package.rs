@@ -189,7 +189,7 @@ pub async fn page(
 /// The line that adds this package, naming this registry (no client has it as its
 /// default: the built-in one is a local directory), and what else its users need: its
 /// TUF root when it has one, and the project setting that makes it the default.
-fn install_line(loaded: &Loaded, registry: &url::Url, tuf: bool) -> Markup {
+fn install_line(loaded: &Loaded, registry: &ebpkg_spec::RegistryId, tuf: bool) -> Markup {
     let package =
         if loaded.described { loaded.name.clone() } else { format!("{}@={}", loaded.name, loaded.info.entry.vers) };
     let line = format!("ebpkg add {package} --from {registry}");
@@ -203,7 +203,7 @@ fn install_line(loaded: &Loaded, registry: &url::Url, tuf: bool) -> Markup {
             p.muted {
                 "This registry signs its index (TUF): trust its root once, with the " code { "root.json" } " its \
                  operator hands you (the one served at " a href=(root) { (root) } " when they confirm it is theirs): "
-                code { "ebpkg registry add " (registry_name(registry)) " " (registry) " --root root.json" }
+                code { "ebpkg registry add " (registry_name(registry.url())) " " (registry) " --root root.json" }
             }
         }
         p.muted {
@@ -279,7 +279,7 @@ fn items_summary(loaded: &Loaded) -> Markup {
 /// The kernels this version was verified on, as its owners attested: one row
 /// per kernel of each attestation, oldest attestation first.
 fn kernels(loaded: &Loaded, attestations: &[db::attestations::Shown], owners: &[Owner]) -> Markup {
-    let id = format!("{}@{}", loaded.name, loaded.info.entry.vers);
+    let id = loaded.info.entry.id();
     // Rebuild attestations have a section of their own.
     let read: Vec<(&db::attestations::Shown, Option<KernelVerification>)> = attestations
         .iter()

@@ -11,11 +11,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ebpkg_signing::attestation::MAX_ATTESTATION_BYTES;
 use ebpkg_signing::{PublicKey, SignedAttestation};
-use ebpkg_spec::PackageName;
 use ebpkg_spec::attestation::rebuild::REBUILD_PREDICATE_TYPE;
 use ebpkg_spec::attestation::{MAX_ATTESTATION_FILE_BYTES, MAX_ATTESTATIONS, attestation_target};
 use ebpkg_spec::registry_api::{AttestationAccepted, Scope};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
+use ebpkg_spec::{PackageId, PackageName};
 
 use super::{path_name, path_version};
 use crate::auth::Caller;
@@ -135,7 +135,7 @@ async fn add_inner(
         })?;
         (target, owner)
     };
-    let id = format!("{}@{}", target.package, target.num);
+    let (id, archive) = identity(&target)?;
     let bytes = read_body(body, &id).await?;
     let attestation = SignedAttestation::parse(&bytes).map_err(|e| {
         ApiError::bad_request(format!(
@@ -154,7 +154,7 @@ async fn add_inner(
         super::keys::signer_keys(&mut conn, attestation.key_hint(), &signers, &subject).await?
     };
     let key = verify(&attestation, &keys, &id)?;
-    let kernels = check_statement(&attestation, &target, &id)?;
+    let kernels = check_statement(&attestation, &id, &archive)?;
     let outcome = commit(state, caller, &target, &attestation, &key, &id).await?;
     match outcome {
         Committed::Added(count) => {
@@ -192,7 +192,7 @@ async fn signers(
 }
 
 /// The body, whole, refused past [`MAX_ATTESTATION_BYTES`].
-async fn read_body(body: Body, id: &str) -> ApiResult<bytes::Bytes> {
+async fn read_body(body: Body, id: &PackageId) -> ApiResult<bytes::Bytes> {
     axum::body::to_bytes(body, MAX_ATTESTATION_BYTES).await.map_err(|e| {
         let text = e.to_string();
         if text.contains("length limit") {
@@ -207,7 +207,7 @@ async fn read_body(body: Body, id: &str) -> ApiResult<bytes::Bytes> {
 }
 
 /// The key among `keys` the envelope's signature verifies with.
-fn verify(attestation: &SignedAttestation, keys: &[PublicKey], id: &str) -> ApiResult<KeyId> {
+fn verify(attestation: &SignedAttestation, keys: &[PublicKey], id: &PackageId) -> ApiResult<KeyId> {
     let mut why = Vec::new();
     for key in keys {
         match attestation.verify(key) {
@@ -221,26 +221,27 @@ fn verify(attestation: &SignedAttestation, keys: &[PublicKey], id: &str) -> ApiR
     ))
 }
 
-/// The package, version and archive a stored version row names.
-fn identity(target: &VersionRef, id: &str) -> ApiResult<(PackageName, semver::Version, Sha256Digest)> {
+/// The version and archive a stored version row names.
+fn identity(target: &VersionRef) -> ApiResult<(PackageId, Sha256Digest)> {
+    let stored = |what: &str| format!("the stored version {} of package `{}`: {what}", target.num, target.package);
     let name = PackageName::new(&target.package)
-        .map_err(|e| ApiError::internal(format!("{id}: the stored package name does not parse: {e}")))?;
+        .map_err(|e| ApiError::internal(stored(&format!("the package name does not parse: {e}"))))?;
     let version = semver::Version::parse(&target.num)
-        .map_err(|e| ApiError::internal(format!("{id}: the stored version does not parse: {e}")))?;
+        .map_err(|e| ApiError::internal(stored(&format!("the version does not parse: {e}"))))?;
     let archive = Sha256Digest::from_canonical_hex(&target.cksum)
-        .ok_or_else(|| ApiError::internal(format!("{id}: the stored checksum is damaged")))?;
-    Ok((name, version, archive))
+        .ok_or_else(|| ApiError::internal(stored("the checksum is damaged")))?;
+    Ok((PackageId::new(name, version), archive))
 }
 
 /// The statement is a kernel verification or a rebuild of this version's
 /// archive; the kernels a kernel verification observed.
-fn check_statement(attestation: &SignedAttestation, target: &VersionRef, id: &str) -> ApiResult<Vec<String>> {
-    let (name, version, archive) = identity(target, id)?;
+fn check_statement(attestation: &SignedAttestation, id: &PackageId, archive: &Sha256Digest) -> ApiResult<Vec<String>> {
+    let (name, version) = (&id.name, &id.version);
     let checked = if attestation.statement().predicate_type == REBUILD_PREDICATE_TYPE {
-        attestation.rebuild(&name, &version, &archive).map(|_| Vec::new())
+        attestation.rebuild(name, version, archive).map(|_| Vec::new())
     } else {
         attestation
-            .kernel_verification(&name, &version, &archive)
+            .kernel_verification(name, version, archive)
             .map(|p| p.kernels.iter().map(|k| k.kernel.release.clone()).collect())
     };
     checked.map_err(|e| {
@@ -270,7 +271,7 @@ async fn commit(
     target: &VersionRef,
     attestation: &SignedAttestation,
     key: &KeyId,
-    id: &str,
+    id: &PackageId,
 ) -> ApiResult<Committed> {
     let normalized = ebpkg_spec::names::normalize(&target.package);
     let sha256 = Sha256Digest::of(attestation.json().as_bytes());
@@ -327,8 +328,7 @@ async fn commit(
     }
     db::attestations::store_file(&mut tx, target.id, &file).await?;
     db::attestations::notify(&mut tx, pkg.id).await?;
-    let (name, version, _) = identity(target, id)?;
-    crate::tuf::follow(&mut tx, &state.config, vec![(attestation_target(&name, &version), file)]).await?;
+    crate::tuf::follow(&mut tx, &state.config, vec![(attestation_target(&id.name, &id.version), file)]).await?;
     tx.commit().await?;
     // This replica's own next page shows it (others drop theirs on NOTIFY).
     state.index_cache.forget(&normalized);

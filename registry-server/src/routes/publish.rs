@@ -19,7 +19,7 @@ use ebpkg_signing::{PublicKey, SignedBundle};
 use ebpkg_spec::index::IndexEntry;
 use ebpkg_spec::registry_api::{self, PublishAllowed, PublishCheck, PublishMetadata, PublishResponse, Scope};
 use ebpkg_spec::types::{KeyId, Sha256Digest};
-use ebpkg_spec::{Manifest, PackageName};
+use ebpkg_spec::{Manifest, PackageId, PackageName};
 use futures_util::StreamExt;
 
 use crate::auth::Caller;
@@ -73,7 +73,7 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     }
     let len = body.length_prefix("publish metadata", registry_api::MAX_PUBLISH_METADATA.into(), "").await?;
     let metadata = registry_api::parse_publish_metadata(&body.exact(len).await?).map_err(framing)?;
-    let id = format!("{}@{}", metadata.name, metadata.vers);
+    let id = PackageId::new(metadata.name.clone(), metadata.vers.clone());
     let bundle = match &metadata.bundle {
         Some(json) => Some(parse_bundle(json, &metadata, &id)?),
         None => {
@@ -87,7 +87,9 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
         let mut conn = state.db.acquire().await?;
         let allowed = authorize(&mut conn, caller, &metadata.name, &metadata.vers, &id).await?;
         match &bundle {
-            Some(bundle) => super::keys::signer_keys(&mut conn, bundle.key_hint(), &allowed.signers, &id).await?,
+            Some(bundle) => {
+                super::keys::signer_keys(&mut conn, bundle.key_hint(), &allowed.signers, &id.to_string()).await?
+            }
             None => Vec::new(),
         }
     };
@@ -102,7 +104,6 @@ async fn publish_inner(state: &AppState, caller: &Caller, body: Body) -> ApiResu
     // name all use that digest.
     let cksum = *archive.digest();
     let mut entry = IndexEntry::from_manifest(&checked.manifest, cksum);
-    check_dependency_registries(&entry, &id)?;
     // The keys were chosen before the archive was read; `commit` checks again,
     // under the package's lock, that the one that verified is still allowed.
     let signature = match &bundle {
@@ -149,17 +150,17 @@ pub async fn check(
     caller: Caller,
     axum::Json(request): axum::Json<PublishCheck>,
 ) -> ApiResult<axum::Json<PublishAllowed>> {
-    let id = format!("{}@{}", request.name, request.vers);
+    let id = PackageId::new(request.name.clone(), request.vers.clone());
     let mut conn = state.db.acquire().await?;
     let allowed = authorize(&mut conn, &caller, &request.name, &request.vers, &id).await?;
     if let Some(key) = &request.key {
-        super::keys::signer_keys(&mut conn, Some(key), &allowed.signers, &id).await?;
+        super::keys::signer_keys(&mut conn, Some(key), &allowed.signers, &id.to_string()).await?;
     }
     Ok(axum::Json(PublishAllowed { login: caller.login, new_package: allowed.new_package }))
 }
 
 /// Refuses an unsigned version unless the registry accepts them.
-fn allows_unsigned(state: &AppState, id: &str) -> ApiResult<()> {
+fn allows_unsigned(state: &AppState, id: &PackageId) -> ApiResult<()> {
     if state.config.allow_unsigned {
         return Ok(());
     }
@@ -188,7 +189,7 @@ async fn authorize(
     caller: &Caller,
     name: &PackageName,
     vers: &semver::Version,
-    id: &str,
+    id: &PackageId,
 ) -> ApiResult<Authorized> {
     match db::packages::find(&mut *conn, &name.normalized()).await? {
         None => {
@@ -205,7 +206,7 @@ async fn authorize(
     }
 }
 
-fn too_close(id: &str, existing: &str) -> ApiError {
+fn too_close(id: &PackageId, existing: &str) -> ApiError {
     ApiError::conflict(format!(
         "{id}: the name is too close to the existing package `{existing}` ({}), so one could pass for the \
          other; choose another name, publish as `{existing}` if it is yours, or ask the registry's operator \
@@ -230,7 +231,7 @@ async fn check_existing(
     name: &PackageName,
     vers: &semver::Version,
     pkg: &PackageRow,
-    id: &str,
+    id: &PackageId,
 ) -> ApiResult<()> {
     if pkg.name != name.as_str() {
         return Err(ApiError::conflict(format!(
@@ -261,7 +262,7 @@ struct Signature<'a> {
 
 /// The bundle from the publish metadata, checked to sign the archive the
 /// metadata describes (before a byte of the archive is read).
-fn parse_bundle(json: &serde_json::Value, metadata: &PublishMetadata, id: &str) -> ApiResult<SignedBundle> {
+fn parse_bundle(json: &serde_json::Value, metadata: &PublishMetadata, id: &PackageId) -> ApiResult<SignedBundle> {
     let bytes = serde_json::to_vec(json).map_err(|e| ApiError::bad_request(format!("{id}: the bundle: {e}")))?;
     let bundle = SignedBundle::parse(&bytes)
         .map_err(|e| ApiError::bad_request(format!("{id}: the signature bundle was refused: {e}")))?;
@@ -281,7 +282,12 @@ fn parse_bundle(json: &serde_json::Value, metadata: &PublishMetadata, id: &str) 
 
 /// The key among `keys` the bundle's signature over the archive (whose digest,
 /// computed when it was checked, is `cksum`) verifies with.
-fn verify_signature(bundle: &SignedBundle, keys: &[PublicKey], cksum: &Sha256Digest, id: &str) -> ApiResult<KeyId> {
+fn verify_signature(
+    bundle: &SignedBundle,
+    keys: &[PublicKey],
+    cksum: &Sha256Digest,
+    id: &PackageId,
+) -> ApiResult<KeyId> {
     let mut why = Vec::new();
     for key in keys {
         match bundle.verify_digest(key, cksum) {
@@ -297,7 +303,7 @@ fn verify_signature(bundle: &SignedBundle, keys: &[PublicKey], cksum: &Sha256Dig
 
 /// Under the package's lock: the key is still live and still an owner's, so a
 /// revocation or an owner removal that committed during the publish wins.
-async fn recheck_signer(tx: &mut sqlx::PgConnection, key: &KeyId, signers: &[i64], id: &str) -> ApiResult<()> {
+async fn recheck_signer(tx: &mut sqlx::PgConnection, key: &KeyId, signers: &[i64], id: &PackageId) -> ApiResult<()> {
     match db::keys::by_id_for_share(tx, key).await? {
         Some(row) if row.revoked_at.is_none() && signers.contains(&row.user_id) => Ok(()),
         _ => Err(ApiError::conflict(format!(
@@ -329,7 +335,7 @@ async fn check_archive(
 ) -> ApiResult<(VerifiedArchive, CheckedArchive)> {
     let (name, vers, cksum) = (metadata.name.clone(), metadata.vers.clone(), metadata.cksum);
     let limits = ebpkg_archive::Limits { max_archive_bytes: state.config.max_archive_bytes, ..Default::default() };
-    let id = format!("{name}@{vers}");
+    let id = PackageId::new(name.clone(), vers.clone());
     tokio::task::spawn_blocking(move || {
         let size = archive.len() as u64;
         let archive = VerifiedArchive::check(Vec::from(archive), &cksum, &limits).map_err(|e| match e {
@@ -390,29 +396,6 @@ fn kept_file(manifest: &Manifest, rel: &str) -> bool {
             .any(|p| p.object.as_str() == rel)
 }
 
-/// A dependency from another registry must name it by an absolute http(s) or
-/// file URL without credentials (they would end up in every lockfile).
-fn check_dependency_registries(entry: &IndexEntry, id: &str) -> ApiResult<()> {
-    for dep in &entry.deps {
-        let Some(registry) = &dep.registry else { continue };
-        let ok = url::Url::parse(registry).is_ok_and(|u| {
-            matches!(u.scheme(), "http" | "https" | "file")
-                && u.username().is_empty()
-                && u.password().is_none()
-                && u.query().is_none()
-                && u.fragment().is_none()
-        });
-        if !ok {
-            return Err(ApiError::bad_request(format!(
-                "{id}: dependency `{}` names the registry `{registry}`, which is not an absolute http(s):// or \
-                 file:// URL without credentials, query or fragment",
-                dep.name
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// The one transaction that makes the version visible.
 async fn commit(
     state: &AppState,
@@ -421,7 +404,7 @@ async fn commit(
     entry: &IndexEntry,
     checked: &CheckedArchive,
     signature: Option<&Signature<'_>>,
-    id: &str,
+    id: &PackageId,
 ) -> ApiResult<()> {
     let name: &PackageName = &metadata.name;
     let mut tx = state.db.begin().await?;

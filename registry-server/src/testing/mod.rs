@@ -58,7 +58,7 @@ impl TestRegistry {
             database_url: database.url(),
             listen: addr,
             storage: StorageUrl::Dir(blobs.path().to_owned()),
-            public_url: url::Url::parse(&format!("http://{addr}/"))?,
+            public_url: ebpkg_spec::RegistryId::parse_url(&format!("http://{addr}/"))?,
             dl_template: None,
             max_archive_bytes: 32 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),

@@ -104,7 +104,7 @@ ends-packet = "never"
     );
     PlannedPackage {
         id: id("progs", version),
-        source: "file:///test/".into(),
+        source: ebpkg_deploy::PackageSource::Registry(ebpkg_spec::RegistryId::parse_url("file:///test/").unwrap()),
         checksum: Sha256Digest::from_hex(&format!("{:0>64}", version.replace('.', ""))).unwrap(),
         root: files.to_owned(),
         manifest: Manifest::parse(&manifest, "progs/ebpkg.toml").unwrap(),
@@ -146,7 +146,7 @@ value = [{ name = "chain", type = "chain" }]
 "#;
     PlannedPackage {
         id: id("tl", "1.0.0"),
-        source: "file:///test/".into(),
+        source: ebpkg_deploy::PackageSource::Registry(ebpkg_spec::RegistryId::parse_url("file:///test/").unwrap()),
         checksum: Sha256Digest([0x11; 32]),
         root: files.to_owned(),
         manifest: Manifest::parse(manifest, "tl/ebpkg.toml").unwrap(),

@@ -18,7 +18,7 @@ pub fn name(s: &str) -> PackageName {
 /// `"meter"` in the default registry, or `"meter@https://r.example"` in another one.
 pub fn id(s: &str) -> QualifiedName {
     match s.split_once('@') {
-        Some((n, reg)) => QualifiedName::in_registry(name(n), Some(reg.to_owned())),
+        Some((n, reg)) => QualifiedName::in_registry(name(n), Some(ebpkg_spec::RegistryId::parse_url(reg).unwrap())),
         None => QualifiedName::new(name(s)),
     }
 }
@@ -77,11 +77,11 @@ impl VersionSource for Registry {
         Ok(Versions::of(self.packages.get(pkg).cloned().unwrap_or_default()))
     }
 
-    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+    fn known_names(&self, registry: Option<&ebpkg_spec::RegistryId>) -> Vec<PackageName> {
         if !self.list_names {
             return Vec::new();
         }
-        self.packages.keys().filter(|k| k.registry.as_deref() == registry).map(|k| k.name.clone()).collect()
+        self.packages.keys().filter(|k| k.registry.as_ref() == registry).map(|k| k.name.clone()).collect()
     }
 }
 
@@ -108,7 +108,7 @@ impl VersionSource for OnDemand<'_> {
         Ok(Versions { candidates: Arc::new(Made(made)), ..versions })
     }
 
-    fn known_names(&self, registry: Option<&str>) -> Vec<PackageName> {
+    fn known_names(&self, registry: Option<&ebpkg_spec::RegistryId>) -> Vec<PackageName> {
         self.0.known_names(registry)
     }
 }

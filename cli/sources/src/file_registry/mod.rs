@@ -45,11 +45,11 @@ use serde::Deserialize;
 
 pub use publish::Imported;
 
+use crate::RegistryId;
 use crate::atomic::TEMP_PREFIX;
 use crate::content;
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::{IndexFingerprint, IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion};
-use crate::url::RegistryUrl;
 
 /// The file marking a directory as a registry.
 pub const CONFIG_FILE: &str = "config.json";
@@ -67,7 +67,7 @@ const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct FileRegistry {
     root: PathBuf,
-    url: RegistryUrl,
+    url: RegistryId,
     /// A reader's trusted TUF root, when the user configured one.
     tuf: Option<std::sync::Arc<crate::tuf::TufReader>>,
     /// A writer's online TUF key.
@@ -99,7 +99,7 @@ struct WriteLock {
 impl FileRegistry {
     /// The registry at a `file://` URL. The directory need not exist yet: publishing
     /// creates it; reading a missing registry is an error then.
-    pub fn open(url: &RegistryUrl) -> Result<FileRegistry> {
+    pub fn open(url: &RegistryId) -> Result<FileRegistry> {
         let root = url.file_path().ok_or_else(|| ErrorKind::Unsupported {
             url: url.clone(),
             what: "not a file:// URL, so not a directory registry".into(),
@@ -125,7 +125,7 @@ impl FileRegistry {
 
     /// The registry in directory `root` (absolute or relative to the current directory).
     pub fn at(root: &Path) -> Result<FileRegistry> {
-        FileRegistry::open(&RegistryUrl::from_path(root)?)
+        FileRegistry::open(&RegistryId::from_path(root)?)
     }
 
     /// The same registry as a mirror: its TUF metadata (if any) is copied from
@@ -374,7 +374,7 @@ impl FileRegistry {
 }
 
 impl Registry for FileRegistry {
-    fn url(&self) -> &RegistryUrl {
+    fn url(&self) -> &RegistryId {
         &self.url
     }
 

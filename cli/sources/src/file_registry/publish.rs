@@ -9,11 +9,11 @@ use ebpkg_spec::{Manifest, PackageName, index_path};
 use semver::Version;
 
 use super::FileRegistry;
+use crate::RegistryId;
 use crate::atomic::write_atomic;
 use crate::content;
 use crate::error::{ErrorKind, Result};
 use crate::registry::PublishSignature;
-use crate::url::RegistryUrl;
 use ebpkg_spec::cache_layout::{bundle_file, key_file};
 
 /// What [`FileRegistry::import`] did.
@@ -34,7 +34,6 @@ impl FileRegistry {
     ) -> Result<IndexEntry> {
         let name = &manifest.package.name;
         let version = &manifest.package.version;
-        check_dependency_registries(manifest)?;
         let cksum = *archive.digest();
         // The expensive checks run before taking the lock, so other writers do not
         // wait for them.
@@ -90,7 +89,7 @@ impl FileRegistry {
         entry: &IndexEntry,
         archive: &VerifiedArchive,
         signature: Option<&PublishSignature>,
-        from: &RegistryUrl,
+        from: &RegistryId,
     ) -> Result<Imported> {
         let actual = *archive.digest();
         if actual != entry.cksum {
@@ -116,7 +115,7 @@ impl FileRegistry {
                     version: entry.vers.clone(),
                     locked: signed_by,
                     index: signature.map(|s| *s.key.id()),
-                    registry: from.to_string(),
+                    registry: from.clone(),
                 }
                 .into());
             }
@@ -268,24 +267,6 @@ fn append_line(text: &str, line: &str) -> String {
     out.push_str(line);
     out.push('\n');
     out
-}
-
-/// Dependencies name their registries by URL; a publisher's relative path or a
-/// typo would send every installer to a place that does not exist.
-fn check_dependency_registries(manifest: &Manifest) -> Result<()> {
-    for (dependency, dep) in &manifest.dependencies {
-        let Some(registry) = &dep.registry else { continue };
-        let bad = |reason: String| ErrorKind::BadDependencyRegistry {
-            name: manifest.package.name.clone(),
-            version: manifest.package.version.clone(),
-            dependency: dependency.clone(),
-            registry: registry.clone(),
-            reason,
-        };
-        url::Url::parse(registry).map_err(|e| bad(format!("not an absolute URL: {e}")))?;
-        RegistryUrl::parse(registry).map_err(|e| bad(e.to_string()))?;
-    }
-    Ok(())
 }
 
 /// Reads the archive in memory with every check an installer's unpacking makes: an

@@ -9,11 +9,11 @@ use ebpkg_spec::PackageName;
 use ebpkg_spec::cache_layout::CacheLayout;
 
 use super::client::Validators;
-use crate::url::RegistryUrl;
+use crate::RegistryId;
 
 pub struct IndexCache {
     layout: CacheLayout,
-    registry: String,
+    registry: RegistryId,
 }
 
 pub struct Cached {
@@ -29,8 +29,8 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 const MAX_HEADER_BYTES: u64 = 4096;
 
 impl IndexCache {
-    pub fn new(cache_dir: &Path, registry: &RegistryUrl) -> IndexCache {
-        IndexCache { layout: CacheLayout::new(cache_dir), registry: registry.to_string() }
+    pub fn new(cache_dir: &Path, registry: &RegistryId) -> IndexCache {
+        IndexCache { layout: CacheLayout::new(cache_dir), registry: registry.clone() }
     }
 
     /// Where `name`'s index file is kept: under its normalized name, since the
@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn entries_round_trip_through_real_files() {
         let dir = tempfile::tempdir().unwrap();
-        let url = RegistryUrl::parse("https://registry.example/").unwrap();
+        let url = RegistryId::parse("https://registry.example/").unwrap();
         let cache = IndexCache::new(dir.path(), &url);
         assert!(cache.read(&name("meter")).is_none());
         let validators =
@@ -195,10 +195,10 @@ mod tests {
     #[test]
     fn spellings_share_an_entry_and_registries_do_not() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = IndexCache::new(dir.path(), &RegistryUrl::parse("https://registry.example/").unwrap());
+        let cache = IndexCache::new(dir.path(), &RegistryId::parse("https://registry.example/").unwrap());
         cache.write(&name("my-pkg"), &Validators::default(), b"x");
         assert_eq!(cache.read(&name("my_pkg")).unwrap().body, b"x");
-        let other = IndexCache::new(dir.path(), &RegistryUrl::parse("https://other.example/").unwrap());
+        let other = IndexCache::new(dir.path(), &RegistryId::parse("https://other.example/").unwrap());
         assert!(other.read(&name("my_pkg")).is_none(), "one directory per registry");
         cache.remove(&name("my-pkg"));
         assert!(cache.read(&name("my_pkg")).is_none());
@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn damage_reads_as_absent() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = IndexCache::new(dir.path(), &RegistryUrl::parse("https://registry.example/").unwrap());
+        let cache = IndexCache::new(dir.path(), &RegistryId::parse("https://registry.example/").unwrap());
         cache.write(&name("net"), &Validators::default(), b"body");
         let path = cache.path(&name("net"));
         // The format before validators were JSON: an ETag on the first line.

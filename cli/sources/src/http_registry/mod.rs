@@ -30,11 +30,11 @@ pub use self::client::{ANSWER_DEADLINE_ENV, ARCHIVE_DEADLINE_ENV, Deadlines, Pro
 use self::client::{Client, Method, Request};
 use self::index_cache::IndexCache;
 pub use self::oidc::github_actions_oidc_token;
+use crate::RegistryId;
 use crate::error::{ErrorKind, Result};
 use crate::registry::{
     IndexFingerprint, IndexText, KeyRecord, PublishSignature, Registry, SearchHit, SignedVersion, SignedWith,
 };
-use crate::url::RegistryUrl;
 
 /// Largest index file accepted: as for file registries.
 const MAX_INDEX_BYTES: u64 = crate::file_registry::MAX_INDEX_FILE_BYTES;
@@ -91,7 +91,7 @@ impl std::fmt::Debug for OpenOptions {
 
 /// A registry server. One connection pool, shared by the threads using it.
 pub struct HttpRegistry {
-    url: RegistryUrl,
+    url: RegistryId,
     /// Shared with the TUF metadata's transport: one connection pool (and one
     /// set of TLS roots loaded) per command.
     client: std::sync::Arc<Client>,
@@ -114,7 +114,7 @@ pub struct HttpRegistry {
 
 impl HttpRegistry {
     /// A client of the server at `url`. Nothing is sent yet.
-    pub fn open(url: &RegistryUrl, options: &OpenOptions) -> Result<HttpRegistry> {
+    pub fn open(url: &RegistryId, options: &OpenOptions) -> Result<HttpRegistry> {
         Ok(HttpRegistry {
             url: url.clone(),
             client: std::sync::Arc::new(
@@ -337,7 +337,7 @@ impl HttpRegistry {
 }
 
 impl Registry for HttpRegistry {
-    fn url(&self) -> &RegistryUrl {
+    fn url(&self) -> &RegistryId {
         &self.url
     }
 
