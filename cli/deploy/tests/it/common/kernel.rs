@@ -12,14 +12,57 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
+use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use libbpf_rs::libbpf_sys;
+
+// The tests of this binary are threads of one process, and `leaks` counts what
+// this process holds only by a descriptor as leaked: another test's objects in
+// the middle of an install (loaded, not yet pinned) would be taken for leaks.
+// So a test holds `shared()` while it makes, changes or runs kernel objects or
+// a process that does (`Env` for its lifetime), and `leaks` waits until no test
+// does.
+static WORKING: Mutex<usize> = Mutex::new(0);
+static DONE: Condvar = Condvar::new();
+
+thread_local! {
+    static WORKING_HERE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Kernel work under way on this thread; `leaks` waits for it to be dropped.
+pub struct Shared(PhantomData<*const ()>);
+
+pub fn shared() -> Shared {
+    *WORKING.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    WORKING_HERE.with(|n| n.set(n.get() + 1));
+    Shared(PhantomData)
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        WORKING_HERE.with(|n| n.set(n.get() - 1));
+        *WORKING.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        DONE.notify_all();
+    }
+}
+
+/// No kernel work in this process until the guard is dropped.
+fn exclusive() -> MutexGuard<'static, usize> {
+    assert_eq!(WORKING_HERE.with(Cell::get), 0, "leaks() under kernel::shared() would wait for itself");
+    let mut working = WORKING.lock().unwrap_or_else(PoisonError::into_inner);
+    while *working > 0 {
+        working = DONE.wait(working).unwrap_or_else(PoisonError::into_inner);
+    }
+    working
+}
 
 /// A kernel object: `('p', id)` program, `('m', id)` map, `('l', id)` link.
 pub type Obj = (char, u32);
@@ -226,15 +269,21 @@ pub fn baseline() -> BTreeMap<char, u32> {
 /// deferred frees had 5 s, described; those whose names are not among `ours`
 /// (other programs' objects) are left out.
 pub fn leaks(baseline: &BTreeMap<char, u32>, ours: &BTreeSet<String>, roots: &[&Path]) -> Vec<String> {
+    let _alone = exclusive();
     let deadline = Instant::now() + Duration::from_secs(5);
     let candidates = loop {
-        let mut live = reachable(roots);
-        live.extend(held_anywhere());
-        let found: Vec<Obj> = ['p', 'm', 'l']
+        // The ids before their holders: an object another process makes after
+        // the list (a test binary running beside this one) is not in it, and one
+        // made before is pinned, held by its maker or gone by the time the
+        // holders are looked at. (Listed after, it could be made between the two
+        // and seem held by no one, at every try.)
+        let made: Vec<Obj> = ['p', 'm', 'l']
             .into_iter()
             .flat_map(|k| ids(k).into_iter().filter(move |id| *id > baseline[&k]).map(move |id| (k, id)))
-            .filter(|o| !live.contains_key(o))
             .collect();
+        let mut live = reachable(roots);
+        live.extend(held_anywhere());
+        let found: Vec<Obj> = made.into_iter().filter(|o| !live.contains_key(o)).collect();
         if found.is_empty() || Instant::now() > deadline {
             break found;
         }

@@ -24,17 +24,21 @@ pub struct Env {
     pub state: tempfile::TempDir,
     pub files: tempfile::TempDir,
     _root: ScratchPath,
+    // Last: released once the root is gone.
+    _kernel_work: kernel::Shared,
 }
 
 impl Env {
     pub fn new(tag: &str) -> Env {
         require_kernel();
+        let kernel_work = kernel::shared();
         let guard = ScratchPath::unique(Path::new("/sys/fs/bpf"), &format!("ebpkg-deploy-{tag}"));
         Env {
             root: guard.path().to_owned(),
             state: tempfile::tempdir().unwrap(),
             files: tempfile::tempdir().unwrap(),
             _root: guard,
+            _kernel_work: kernel_work,
         }
     }
 
