@@ -581,7 +581,7 @@ mod tests {
 
     /// The checked-in JSON Schemas of the two configuration files, under
     /// `manifest-spec/schemas/` with the others, as the types that read them
-    /// generate them; regenerate with `EBPKG_BLESS=1 cargo test -p ebpkg --bin ebpkg config::`.
+    /// generate them; regenerate with `EBPKG_BLESS=1 cargo test -p ebpkg --lib config::`.
     #[test]
     fn the_configuration_schemas_are_up_to_date_and_hold_what_ebpkg_writes_and_documents() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifest-spec/schemas");
@@ -596,7 +596,7 @@ mod tests {
             assert_eq!(
                 &std::fs::read_to_string(dir.join(name)).unwrap_or_default(),
                 text,
-                "{name} is out of date: run `EBPKG_BLESS=1 cargo test -p ebpkg --bin ebpkg config::`"
+                "{name} is out of date: run `EBPKG_BLESS=1 cargo test -p ebpkg --lib config::`"
             );
         }
         let validator = |name: &str| {

@@ -18,6 +18,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -655,7 +655,7 @@ mod tests {
 
     /// The publish check's schema excludes the names a package may not take,
     /// each spelling (a pattern cannot say it); the patterns themselves are
-    /// exercised by Schemathesis' positive-data check (tests/conformance.rs).
+    /// exercised by Schemathesis' positive-data check (tests/it/conformance.rs).
     #[test]
     fn the_publish_check_schema_excludes_the_reserved_names() {
         let schema = serde_json::to_value(schemars::schema_for!(PublishCheck)).unwrap();

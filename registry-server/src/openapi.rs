@@ -6,7 +6,7 @@
 //! answer (a timeout, a database outage, a rate limit, a body refused by its
 //! extractor) are added here, with the error body, so that the document lists
 //! everything the server can say: `openapi-spec-validator` and Schemathesis
-//! check it in `tests/conformance.rs`.
+//! check it in `tests/it/conformance.rs`.
 
 use ebpkg_spec::registry_api as api;
 use schemars::JsonSchema;

@@ -1,5 +1,5 @@
-//! What the first-party packages' scenario tests (`cli/tests/mmlf.rs`,
-//! `cli/tests/ddos.rs`) and the data-plane benchmark (`./ci/bench`) need besides
+//! What the first-party packages' scenario tests (`cli/tests/it/mmlf.rs`,
+//! `cli/tests/it/ddos.rs`) and the data-plane benchmark (`./ci/bench`) need besides
 //! `ebpkg`: network namespaces with veth pairs, plain BPF objects built and loaded
 //! next to HIKe (the monolithic and tail-call MMLF variants, traffic injectors,
 //! counters), and packets.

@@ -2,7 +2,7 @@
 //! `/api/openapi.json` states them (`minLength`, `maxLength`, `pattern`, …) from
 //! the same constants, so a request valid under the document is one the server
 //! reads (Schemathesis checks both ways in registry-server's
-//! `tests/conformance.rs`).
+//! `tests/it/conformance.rs`).
 //!
 //! Lengths count characters, as JSON Schema's do. Patterns are written with
 //! explicit code point ranges only, so that ECMA-262 (what JSON Schema names),

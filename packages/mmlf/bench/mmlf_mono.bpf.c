@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* MMLF as one hand-written XDP program: the baseline the `mmlf` chain is compared
- * with (./ci/bench, cli/tests/mmlf.rs). Same work, same results: parse Ethernet
+ * with (./ci/bench, cli/tests/it/mmlf.rs). Same work, same results: parse Ethernet
  * and up to two VLAN tags, match the source against the blacklist, mark
  * (traffic class / TOS 0xb8), look the destination up in the FIB, rewrite and
  * redirect; anything else passes to the kernel.

@@ -69,7 +69,7 @@ impl TestRegistry {
             new_version: Bucket { burst: 1000, interval: Duration::from_secs(1) },
             trusted_proxies: Vec::new(),
             auth_required: false,
-            // Most tests are not about signatures; tests/signatures.rs turns
+            // Most tests are not about signatures; tests/it/signatures.rs turns
             // this back to the production default.
             allow_unsigned: true,
             tuf_online_key: None,

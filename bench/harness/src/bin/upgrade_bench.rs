@@ -78,7 +78,7 @@ fn run(args: &cli::Common) -> Result<bool> {
     let _ = writeln!(
         s,
         "Redeploys, min–max: parameter {} ms, unchanged {} ms. Zero packets lost and counters never reset across \
-         upgrade and rollback under traffic are kernel tests (`cli/tests/upgrade_state.rs`), not timings.",
+         upgrade and rollback under traffic are kernel tests (`cli/tests/it/upgrade_state.rs`), not timings.",
         r.param_ms.show(0),
         r.noop_ms.show(0)
     );

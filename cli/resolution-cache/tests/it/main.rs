@@ -1,0 +1,5 @@
+//! ebpkg-resolution-cache's integration tests: one test binary for the crate, one module per
+//! topic, so that a change links one binary rather than one per file
+//! (docs/ARCHITECTURE.md, "Tests"). One topic: `cargo test -p ebpkg-resolution-cache --test it never_panics::`.
+
+mod never_panics;

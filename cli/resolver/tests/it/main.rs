@@ -1,0 +1,8 @@
+//! ebpkg-resolver's integration tests: one test binary for the crate, one module per
+//! topic, so that a change links one binary rather than one per file
+//! (docs/ARCHITECTURE.md, "Tests"). One topic: `cargo test -p ebpkg-resolver --test it explain::`.
+
+mod common;
+mod explain;
+mod prop;
+mod resolve;

@@ -1,0 +1,7 @@
+//! hikectl's integration tests: one test binary for the crate, one module per
+//! topic, so that a change links one binary rather than one per file
+//! (docs/ARCHITECTURE.md, "Tests"). One topic: `cargo test -p hikectl --test it hikectl::`.
+
+#[path = "../../../runtime/tests/it/common/mod.rs"]
+mod common;
+mod hikectl;

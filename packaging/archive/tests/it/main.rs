@@ -1,0 +1,8 @@
+//! ebpkg-archive's integration tests: one test binary for the crate, one module per
+//! topic, so that a change links one binary rather than one per file
+//! (docs/ARCHITECTURE.md, "Tests"). One topic: `cargo test -p ebpkg-archive --test it never_panics::`.
+
+mod common;
+mod never_panics;
+mod pack;
+mod unpack;

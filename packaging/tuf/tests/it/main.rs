@@ -1,0 +1,6 @@
+//! ebpkg-tuf's integration tests: one test binary for the crate, one module per
+//! topic, so that a change links one binary rather than one per file
+//! (docs/ARCHITECTURE.md, "Tests"). One topic: `cargo test -p ebpkg-tuf --test it hostile::`.
+
+mod hostile;
+mod never_panics;
