@@ -156,7 +156,7 @@ fn prebuilt_in<'m>(manifest: &'m Manifest, object: &str) -> Vec<&'m str> {
 }
 
 /// Each prebuilt object `manifest` names, once, in the order first named.
-fn prebuilt_objects(manifest: &Manifest) -> Vec<&str> {
+pub fn prebuilt_objects(manifest: &Manifest) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
     let named = manifest
         .programs

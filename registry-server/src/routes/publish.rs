@@ -388,12 +388,7 @@ async fn check_archive(
 fn kept_file(manifest: &Manifest, rel: &str) -> bool {
     manifest.package.readme.as_ref().is_some_and(|r| r.as_str() == rel)
         || manifest.chains.iter().any(|c| c.source.as_str() == rel)
-        || manifest
-            .programs
-            .iter()
-            .filter_map(|p| p.prebuilt.as_ref())
-            .chain(manifest.loaders.iter().filter_map(|l| l.prebuilt.as_ref()))
-            .any(|p| p.object.as_str() == rel)
+        || ebpkg_spec::object_items::prebuilt_objects(manifest).contains(&rel)
 }
 
 /// The one transaction that makes the version visible.
